@@ -1,0 +1,131 @@
+"""The ``aftertrain`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from aftertrain import model as _model
+from aftertrain import text as _text
+
+
+def _progress_bar(stream=sys.stderr, width: int = 30):
+    """A one-line progress display for training (rewritten in place)."""
+
+    def show(p) -> None:
+        done = int(width * p.step / p.steps)
+        bar = "#" * done + "-" * (width - done)
+        best = f" best val {p.best_val:.4f}" if p.best_val is not None else ""
+        eta = p.elapsed / p.step * (p.steps - p.step)
+        stream.write(f"\r[{bar}] step {p.step}/{p.steps} loss {p.train_loss:.4f}"
+                     f"{best} {p.elapsed:.0f}s elapsed, ~{eta:.0f}s left ")
+        if p.val_loss is not None:
+            stream.write(f"\n  step {p.step}: val {p.val_loss:.4f}\n")
+        stream.flush()
+
+    return show
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from aftertrain import train as _train
+
+    cfg = _train.TrainConfig(steps=args.steps, seed=args.seed, threads=args.threads,
+                             eval_every=min(args.eval_every, args.steps))
+    out = Path(args.out) if args.out else None
+    print(f"training {cfg.steps} steps, seed {cfg.seed}, {cfg.threads} thread(s), "
+          f"dropout {cfg.model.dropout}, batch {cfg.batch_size}", file=sys.stderr)
+    result = _train.train(cfg, on_progress=_progress_bar())
+    print(f"\ndone in {result.seconds:.0f}s: best validation loss {result.val_loss:.4f} "
+          f"at step {result.best_step} (train {result.train_loss:.4f})")
+    if out is None:
+        print("no --out given: weights not saved")
+        return 0
+    command = "aftertrain train " + " ".join(shlex.quote(a) for a in args.argv)
+    meta = _model.save_checkpoint(result.model, out, {
+        "command": command,
+        "val_loss": result.val_loss,
+        "train_loss": result.train_loss,
+        "best_step": result.best_step,
+        "steps": cfg.steps,
+        "seed": cfg.seed,
+        "threads": cfg.threads,
+        "history": result.history,
+    })
+    print(f"wrote {out} (sha256 {meta['sha256'][:16]}...)")
+    return 0
+
+
+def cmd_sample(args: argparse.Namespace) -> int:
+    net = _model.load_checkpoint(args.checkpoint) if args.checkpoint else _model.load_reference()
+    out = _model.sample_text(net, args.prompt, args.length, args.temperature, args.seed)
+    print(args.prompt + out)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="aftertrain",
+        description="Executable claims about compressing a small character-level GPT.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("train", help="train the reference model (deterministic recipe)")
+    p.add_argument("--steps", type=_positive_int, default=5000, help="optimiser steps (default 5000)")
+    p.add_argument("--seed", type=int, default=1337, help="random seed (default 1337)")
+    p.add_argument("--threads", type=_positive_int, default=2,
+                   help="torch threads; fixed so the run is bit-for-bit repeatable (default 2)")
+    p.add_argument("--eval-every", type=_positive_int, default=250,
+                   help="steps between validation evaluations (default 250)")
+    p.add_argument("--out", help="where to write the checkpoint (atomically); "
+                   "the bundled one is src/aftertrain/data/reference.pt")
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("sample", help="print text sampled from the reference model")
+    p.add_argument("--prompt", default="The ", help="text to continue (default 'The ')")
+    p.add_argument("--length", type=_nonnegative_int, default=200,
+                   help="characters to generate (default 200)")
+    p.add_argument("--temperature", type=_nonnegative_float, default=1.0,
+                   help="sampling temperature, 0 = greedy (default 1.0)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--checkpoint", help="a checkpoint other than the bundled reference")
+    p.set_defaults(func=cmd_sample)
+    return parser
+
+
+def _positive_int(s: str) -> int:
+    v = int(s)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {s}")
+    return v
+
+
+def _nonnegative_int(s: str) -> int:
+    v = int(s)
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {s}")
+    return v
+
+
+def _nonnegative_float(s: str) -> float:
+    v = float(s)
+    if not v >= 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {s}")
+    return v
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.argv = argv[1:]
+    try:
+        return args.func(args)
+    except (ValueError, _model.CheckpointError, _text.CorpusError) as err:
+        print(f"aftertrain {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,165 @@
+"""A deterministic training recipe for the reference model.
+
+Same seed, same weights, bit for bit, on the same machine (one fixed thread
+count, every random draw from one ``torch.Generator``).
+
+Why dropout and early stopping: 60,000 characters are few for 637k
+parameters. Measured on this corpus (batch 16, AdamW 1e-3, cosine), without
+dropout the validation loss bottoms at 1.69 near step 1,500 and climbs to 1.82
+by step 2,000 while the training loss falls to 0.69: the model memorises.
+With dropout 0.2 it bottoms at 1.63 near step 2,000 and ends at 1.69. The
+recipe therefore trains with dropout 0.2 for the article's 5,000 steps and
+keeps the weights of the evaluation with the lowest validation loss.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+from aftertrain import model as _model
+from aftertrain import text as _text
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    steps: int = 5000
+    batch_size: int = 16
+    lr: float = 1e-3
+    min_lr: float = 1e-4
+    warmup: int = 100
+    weight_decay: float = 0.1
+    grad_clip: float = 1.0
+    eval_every: int = 250
+    seed: int = 1337
+    threads: int = 2
+    model: _model.GPTConfig = field(default_factory=lambda: _model.GPTConfig(dropout=0.2))
+
+    def __post_init__(self) -> None:
+        checks = {
+            "steps": self.steps >= 1,
+            "batch_size": self.batch_size >= 1,
+            "lr": self.lr > 0,
+            "min_lr": 0 <= self.min_lr <= self.lr,
+            "warmup": self.warmup >= 0,
+            "weight_decay": self.weight_decay >= 0,
+            "grad_clip": self.grad_clip > 0,
+            "eval_every": self.eval_every >= 1,
+            "threads": self.threads >= 1,
+        }
+        for name, ok in checks.items():
+            if not ok:
+                raise ValueError(f"{name} has an invalid value {getattr(self, name)!r}")
+
+
+@dataclass(frozen=True)
+class Progress:
+    step: int
+    steps: int
+    train_loss: float
+    val_loss: float | None  # set on evaluation steps
+    best_val: float | None
+    elapsed: float
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    model: torch.nn.Module
+    best_step: int
+    val_loss: float
+    train_loss: float  # mean over the last evaluation interval
+    history: list[tuple[int, float, float]]  # (step, train loss, val loss)
+    seconds: float
+
+
+def learning_rate(step: int, cfg: TrainConfig) -> float:
+    """Linear warm-up, then cosine decay from ``lr`` to ``min_lr``."""
+    if step < cfg.warmup:
+        return cfg.lr * (step + 1) / cfg.warmup
+    progress = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
+    return cfg.min_lr + 0.5 * (cfg.lr - cfg.min_lr) * (1 + math.cos(math.pi * progress))
+
+
+def train(
+    cfg: TrainConfig = TrainConfig(),
+    data: torch.Tensor | None = None,
+    val: torch.Tensor | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> TrainResult:
+    """Train a GPT from scratch; returns the weights with the best validation loss
+    (evaluated every ``eval_every`` steps and at the last step), in eval mode."""
+    corpus = _text.load_corpus()
+    data = corpus.train if data is None else data
+    val = corpus.val if val is None else val
+    T = cfg.model.block_size
+    if data.numel() <= T + 1:
+        raise ValueError(f"data must hold more than {T + 1} tokens, got {data.numel()}")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(cfg.threads)
+    try:
+        return _train(cfg, data, val, on_progress)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(cfg, data, val, on_progress) -> TrainResult:
+    gen = torch.Generator().manual_seed(cfg.seed)
+    with torch.random.fork_rng(devices=[]):
+        # Initialisation and dropout draw from the global generator; fork it so
+        # library code never changes the caller's random state.
+        torch.manual_seed(cfg.seed)
+        net = _model.GPT(cfg.model)
+        decay = [p for p in net.parameters() if p.dim() >= 2]
+        no_decay = [p for p in net.parameters() if p.dim() < 2]
+        opt = torch.optim.AdamW(
+            [{"params": decay, "weight_decay": cfg.weight_decay},
+             {"params": no_decay, "weight_decay": 0.0}],
+            lr=cfg.lr, betas=(0.9, 0.99), foreach=False,
+        )
+        T = cfg.model.block_size
+        best, best_step, best_state = math.inf, 0, None
+        history: list[tuple[int, float, float]] = []
+        recent: list[float] = []
+        t0 = time.perf_counter()
+        for step in range(1, cfg.steps + 1):
+            net.train()
+            starts = torch.randint(0, data.numel() - T - 1, (cfg.batch_size,), generator=gen)
+            x = torch.stack([data[s : s + T] for s in starts.tolist()])
+            y = torch.stack([data[s + 1 : s + T + 1] for s in starts.tolist()])
+            for group in opt.param_groups:
+                group["lr"] = learning_rate(step - 1, cfg)
+            logits = net(x)
+            loss = F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1))
+            if not torch.isfinite(loss):
+                raise FloatingPointError(f"training loss became {loss.item()} at step {step}")
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.grad_clip)
+            opt.step()
+            recent.append(loss.item())
+            vl = None
+            if step % cfg.eval_every == 0 or step == cfg.steps:
+                vl = _model.val_loss(net, val)
+                tl = sum(recent) / len(recent)
+                recent = []
+                history.append((step, tl, vl))
+                if vl < best:
+                    best, best_step = vl, step
+                    best_state = copy.deepcopy(net.state_dict())
+            if on_progress is not None:
+                on_progress(Progress(step, cfg.steps, loss.item(), vl,
+                                     None if best == math.inf else best,
+                                     time.perf_counter() - t0))
+    assert best_state is not None, "the last step always evaluates"
+    net.load_state_dict(best_state)
+    final = _model.GPT(_model.GPTConfig(**{**cfg.model.__dict__, "dropout": 0.0}))
+    final.load_state_dict(net.state_dict())
+    train_at_best = next(tl for s, tl, _ in history if s == best_step)
+    return TrainResult(final.eval(), best_step, best, train_at_best, history,
+                       time.perf_counter() - t0)
