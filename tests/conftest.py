@@ -1,0 +1,62 @@
+"""Hypothesis profiles and fixtures shared by the tests.
+
+Profiles: ``ci`` (derandomized, no deadline, no example database: the same
+examples on every run), ``dev`` (few examples, fast feedback) and
+``thorough`` (many examples, for a deliberate long run). Choose one with
+``--hypothesis-profile NAME`` or ``HYPOTHESIS_PROFILE=NAME``; with neither,
+``ci`` is used when the ``CI`` variable is set and otherwise too, so a plain
+``pytest`` run is as reproducible as CI's.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci", derandomize=True, deadline=None, database=None, max_examples=25,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("dev", deadline=None, max_examples=10)
+settings.register_profile(
+    "thorough", deadline=None, max_examples=500,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+# --hypothesis-profile (read by hypothesis' own pytest plugin) overrides this.
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(scope="session")
+def reference():
+    """The bundled reference model (eval mode); tests must not modify it."""
+    from aftertrain.model import load_reference
+
+    return load_reference()
+
+
+@pytest.fixture(scope="session")
+def corpus():
+    from aftertrain.text import load_corpus
+
+    return load_corpus()
+
+
+@pytest.fixture(scope="session")
+def reference_val_loss(reference) -> float:
+    """float32 validation loss of the reference model, computed once."""
+    from aftertrain.model import val_loss
+
+    return val_loss(reference)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread_for_tests():
+    """Tests (not benchmarks) run on one thread so ``pytest -n 2`` does not
+    oversubscribe the two cores; the setting is restored afterwards."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
