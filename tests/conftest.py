@@ -60,3 +60,12 @@ def _one_thread_for_tests():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def baselines_dir():
+    """The committed ``baselines/`` folder (our measured tables). Tests read it;
+    pytest-regressions rewrites a file only when asked (``--force-regen``)."""
+    from pathlib import Path
+
+    return Path(__file__).resolve().parent.parent / "baselines"

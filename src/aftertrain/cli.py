@@ -11,18 +11,25 @@ from aftertrain import model as _model
 from aftertrain import text as _text
 
 
-def _progress_bar(stream=sys.stderr, width: int = 30):
-    """A one-line progress display for training (rewritten in place)."""
+def _progress_bar(stream=None, width: int = 30):
+    """Training progress: a bar rewritten in place (at most 5 times a second)
+    on a terminal; elsewhere (a log, CI) one line per validation only."""
+    stream = sys.stderr if stream is None else stream
+    tty = stream.isatty()
+    last = [0.0]
 
     def show(p) -> None:
-        done = int(width * p.step / p.steps)
-        bar = "#" * done + "-" * (width - done)
-        best = f" best val {p.best_val:.4f}" if p.best_val is not None else ""
-        eta = p.elapsed / p.step * (p.steps - p.step)
-        stream.write(f"\r[{bar}] step {p.step}/{p.steps} loss {p.train_loss:.4f}"
-                     f"{best} {p.elapsed:.0f}s elapsed, ~{eta:.0f}s left ")
+        if tty and (p.elapsed - last[0] >= 0.2 or p.step == p.steps or p.val_loss is not None):
+            last[0] = p.elapsed
+            done = int(width * p.step / p.steps)
+            bar = "#" * done + "-" * (width - done)
+            best = f" best val {p.best_val:.4f}" if p.best_val is not None else ""
+            eta = p.elapsed / p.step * (p.steps - p.step)
+            stream.write(f"\r[{bar}] step {p.step}/{p.steps} loss {p.train_loss:.4f}"
+                         f"{best} {p.elapsed:.0f}s elapsed, ~{eta:.0f}s left ")
         if p.val_loss is not None:
-            stream.write(f"\n  step {p.step}: val {p.val_loss:.4f}\n")
+            stream.write(("\n" if tty else "") + f"  step {p.step}/{p.steps}: loss {p.train_loss:.4f} "
+                         f"val {p.val_loss:.4f} (best {p.best_val:.4f}) {p.elapsed:.0f}s\n")
         stream.flush()
 
     return show
@@ -37,7 +44,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     print(f"training {cfg.steps} steps, seed {cfg.seed}, {cfg.threads} thread(s), "
           f"dropout {cfg.model.dropout}, batch {cfg.batch_size}", file=sys.stderr)
     result = _train.train(cfg, on_progress=_progress_bar())
-    print(f"\ndone in {result.seconds:.0f}s: best validation loss {result.val_loss:.4f} "
+    print(f"done in {result.seconds:.0f}s: best validation loss {result.val_loss:.4f} "
           f"at step {result.best_step} (train {result.train_loss:.4f})")
     if out is None:
         print("no --out given: weights not saved")

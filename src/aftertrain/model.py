@@ -326,19 +326,25 @@ def val_loss(model: nn.Module, tokens: torch.Tensor | None = None) -> float:
         if full:
             x = tokens[: full * T].view(full, T)
             y = tokens[1 : full * T + 1].view(full, T)
-            logits = model(x)
-            total += F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1),
-                                     reduction="sum").double()
+            total += _nll_sum(model(x), y)
         rest = n_targets - full * T
         if rest:
             x = tokens[full * T : full * T + rest].view(1, rest)
             y = tokens[full * T + 1 :].view(1, rest)
-            logits = model(x)
-            total += F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1),
-                                     reduction="sum").double()
+            total += _nll_sum(model(x), y)
         return float(total / n_targets)
     finally:
         model.train(was_training)
+
+
+def _nll_sum(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    # Per-target losses in float32, summed in float64 so the mean carries no
+    # accumulation error (a uniform predictor then scores ln(100) to 1e-7).
+    nll = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1),
+                          reduction="none")
+    if not torch.isfinite(nll).all():
+        raise FloatingPointError("the model produced a non-finite loss on the validation split")
+    return nll.double().sum()
 
 
 # --- checkpoints ------------------------------------------------------------
@@ -361,13 +367,16 @@ def save_checkpoint(model: GPT, path: str | os.PathLike, meta: dict) -> dict:
     renamed into place, so a crash leaves the old pair intact."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _atomic_target(path)
-    torch.save({"config": asdict(model.config), "state_dict": model.state_dict()}, tmp)
-    meta = {**meta, "sha256": sha256_file(tmp), "config": asdict(model.config)}
-    tmp_meta = _atomic_target(_meta_path(path))
-    tmp_meta.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
-    os.replace(tmp_meta, _meta_path(path))
+    tmp, tmp_meta = _atomic_target(path), _atomic_target(_meta_path(path))
+    try:
+        torch.save({"config": asdict(model.config), "state_dict": model.state_dict()}, tmp)
+        meta = {**meta, "sha256": sha256_file(tmp), "config": asdict(model.config)}
+        tmp_meta.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+        os.replace(tmp, path)
+        os.replace(tmp_meta, _meta_path(path))
+    finally:
+        for leftover in (tmp, tmp_meta):
+            leftover.unlink(missing_ok=True)
     return meta
 
 

@@ -1,0 +1,206 @@
+"""The reference GPT: its shape, its cache (claim K1), sampling, checkpoints."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aftertrain import model as M
+from aftertrain.text import encode
+from strategies import prompt_and_split
+
+#: K1 tolerance from the issue: cached and recomputed logits agree "to within
+#: 1e-4". float32 attention over <= 128 positions differs in summation order
+#: only, which the article measured at 9.06e-06; 1e-4 leaves 10x headroom and
+#: is still 100x below the smallest real bug (a shifted cache, below).
+K1_ATOL = 1e-4
+
+
+def test_reference_has_the_articles_637156_parameters_and_names():
+    net = M.GPT()
+    params = dict(net.named_parameters())
+    assert sum(p.numel() for p in params.values()) == 637_156
+    assert sum(p.numel() for p in params.values() if p.dim() == 2) == 631_808
+    for name in ("tok.weight", "pos.weight", "blocks.2.f1.weight", "blocks.0.f2.weight",
+                 "blocks.2.qkv.weight", "blocks.2.f2.weight", "head.weight", "ln.bias"):
+        assert name in params
+    shapes = {n: tuple(p.shape) for n, p in params.items() if p.dim() == 2}
+    assert shapes["tok.weight"] == (100, 128) and shapes["pos.weight"] == (128, 128)
+    assert shapes["blocks.1.qkv.weight"] == (384, 128)
+    assert shapes["blocks.1.proj.weight"] == (128, 128)
+    assert shapes["blocks.1.f1.weight"] == (512, 128)
+    assert shapes["blocks.1.f2.weight"] == (128, 512)
+    assert shapes["head.weight"] == (100, 128)
+    assert len(shapes) == 2 + 3 * 4 + 1
+
+
+def test_config_rejects_impossible_shapes():
+    with pytest.raises(ValueError, match="n_embd"):
+        M.GPTConfig(n_embd=130, n_head=4)
+    with pytest.raises(ValueError, match="dropout"):
+        M.GPTConfig(dropout=1.0)
+
+
+def test_forward_rejects_a_context_longer_than_block_size(reference):
+    with pytest.raises(ValueError, match="exceeds block_size 128"):
+        reference(torch.zeros(1, 129, dtype=torch.long))
+
+
+def _recomputed(net, tokens: list[int], n: int) -> torch.Tensor:
+    """Logits after tokens[:n] computed from scratch on the policy's window."""
+    start = M.context_start(n)
+    with torch.no_grad():
+        return net(torch.tensor([tokens[start:n]]))[0, -1]
+
+
+@pytest.mark.claim("K1")
+@given(prompt_and_split(min_len=1, max_len=128))
+def test_cached_decoding_matches_full_recomputation_within_1e_4(reference, case):
+    """Prefill k characters, feed the rest one by one; every position's logits
+    must equal a full recomputation of its window within K1_ATOL."""
+    prompt, k = case
+    tokens = encode(prompt).tolist()
+    dec = M.Decoder(reference)
+    rows = [dec.feed(tokens[:k])]
+    rows += [dec.feed([t]) for t in tokens[k:]]
+    cached = torch.cat(rows)
+    full = torch.stack([_recomputed(reference, tokens, n) for n in range(1, len(tokens) + 1)])
+    assert (cached - full).abs().max() <= K1_ATOL
+
+
+@pytest.mark.claim("K1")
+def test_cached_decoding_matches_recomputation_across_the_window_slide(reference, record_property):
+    """300 characters fed one at a time cross the slides at 129 and 193; the
+    largest difference over all 300 positions is recorded for the ledger."""
+    tokens = torch.randint(0, 100, (300,), generator=torch.Generator().manual_seed(1)).tolist()
+    dec = M.Decoder(reference)
+    cached = torch.cat([dec.feed(tokens[:5])] + [dec.feed([t]) for t in tokens[5:]])
+    full = torch.stack([_recomputed(reference, tokens, n) for n in range(1, 301)])
+    worst = float((cached - full).abs().max())
+    record_property("measured", f"max |cached - recomputed| = {worst:.2e} over 300 positions")
+    assert worst <= K1_ATOL
+    assert worst > 0, "bit-for-bit equality is not claimed; a zero here means the cache was bypassed"
+
+
+def test_k1_tolerance_rejects_a_cache_rolled_back_one_entry_too_far(reference):
+    """Teeth: a cache that lost its last entry gives logits far outside K1_ATOL."""
+    tokens = torch.randint(0, 100, (40,), generator=torch.Generator().manual_seed(2)).tolist()
+    cache = reference.new_cache()
+    with torch.no_grad():
+        reference(torch.tensor([tokens[:30]]), cache=cache)
+        cache.truncate(29)  # should have been 30
+        broken = reference(torch.tensor([tokens[30:31]]), cache=cache)[0, -1]
+    assert (broken - _recomputed(reference, tokens, 31)).abs().max() > 100 * K1_ATOL
+
+
+def test_context_start_slides_by_64_after_128_characters():
+    assert [M.context_start(n) for n in (0, 1, 128, 129, 192, 193, 256, 257)] == \
+        [0, 0, 0, 64, 64, 128, 128, 192]
+    for n in range(1, 1000):
+        assert 65 <= n - M.context_start(n) <= 128 or n <= 128
+    with pytest.raises(ValueError, match="n must be >= 0"):
+        M.context_start(-1)
+
+
+def test_decoder_truncate_then_refeed_equals_a_fresh_decoder(reference):
+    """Rolling back (as speculative decoding does after a rejection) and
+    feeding other tokens gives what a decoder that never saw them gives."""
+    g = torch.Generator().manual_seed(3)
+    a = torch.randint(0, 100, (150,), generator=g).tolist()
+    b = torch.randint(0, 100, (20,), generator=g).tolist()
+    dec = M.Decoder(reference)
+    dec.feed(a)
+    dec.truncate(120)
+    got = dec.feed(b)
+    fresh = M.Decoder(reference)
+    fresh.feed(a[:120])
+    want = fresh.feed(b)
+    assert torch.allclose(got, want, atol=K1_ATOL, rtol=0)
+    with pytest.raises(ValueError, match="n must be in"):
+        dec.truncate(10_000)
+
+
+def test_generate_is_deterministic_for_a_seed_and_differs_across_seeds(reference):
+    prompt = encode("def ")
+    one = M.generate(reference, prompt, 60, 1.0, torch.Generator().manual_seed(7))
+    two = M.generate(reference, prompt, 60, 1.0, torch.Generator().manual_seed(7))
+    other = M.generate(reference, prompt, 60, 1.0, torch.Generator().manual_seed(8))
+    assert torch.equal(one, two)
+    assert not torch.equal(one, other)
+    assert torch.equal(one[:4], prompt) and one.numel() == 64
+
+
+def test_greedy_generation_takes_the_argmax_of_a_full_recomputation(reference):
+    """Temperature 0 over 200 characters (past the window slide): every
+    character is the argmax of the recomputed logits."""
+    out = M.generate(reference, encode("The "), 200, 0.0).tolist()
+    for n in range(4, len(out)):
+        logits = _recomputed(reference, out, n)
+        top2 = torch.topk(logits, 2).values
+        if top2[0] - top2[1] > 1e-3:  # a near-tie may go either way under K1 error
+            assert out[n] == int(torch.argmax(logits))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(n_new=-1), "n_new must be an int >= 0"),
+    (dict(temperature=-0.5), "temperature must be a finite number >= 0"),
+    (dict(temperature=float("nan")), "temperature must be a finite number >= 0"),
+    (dict(prompt=torch.tensor([], dtype=torch.long)), "prompt must be a non-empty"),
+    (dict(prompt=torch.tensor([3, 100])), r"prompt tokens must lie in \[0, 100\)"),
+])
+def test_generate_rejects_bad_arguments(reference, kwargs, message):
+    args = dict(prompt=encode("a"), n_new=5, temperature=1.0) | kwargs
+    with pytest.raises(ValueError, match=message):
+        M.generate(reference, **args)
+
+
+def test_val_loss_is_the_same_bit_for_bit_on_every_call(reference):
+    assert M.val_loss(reference) == M.val_loss(reference)
+
+
+def test_committed_checkpoint_matches_its_recorded_sha256_and_loss(reference):
+    """The checkpoint file hashes to what its metadata records, and its
+    validation loss is the recorded one (to 1e-5: training evaluated it on two
+    threads, the tests use one, so float32 sums may differ in the last bits)."""
+    meta = M.reference_meta()
+    assert M.sha256_file(M.reference_path()) == meta["sha256"]
+    assert meta["command"].startswith("aftertrain train")
+    assert M.val_loss(reference) == pytest.approx(meta["val_loss"], abs=1e-5)
+    assert not reference.training
+
+
+def test_a_corrupted_checkpoint_names_the_file_and_the_rebuild_command(tmp_path, reference):
+    path = tmp_path / "m.pt"
+    M.save_checkpoint(reference, path, {"note": "test"})
+    M.load_checkpoint(path)  # intact: loads
+    data = bytearray(path.read_bytes())
+    data[-10] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(M.CheckpointError, match=r"m\.pt has SHA-256 .*corrupted.*aftertrain train"):
+        M.load_checkpoint(path, rebuild=M.REBUILD_HINT)
+    os.remove(path)
+    with pytest.raises(M.CheckpointError, match=r"m\.pt is missing; rebuild it with `aftertrain train"):
+        M.load_checkpoint(path, rebuild=M.REBUILD_HINT)
+
+
+def test_checkpoint_write_is_atomic(tmp_path, reference, monkeypatch):
+    """A crash at the rename leaves the previous checkpoint intact and loadable."""
+    path = tmp_path / "m.pt"
+    M.save_checkpoint(reference, path, {"version": 1})
+    before = path.read_bytes()
+
+    def crash(*args):
+        raise OSError("simulated crash")
+
+    monkeypatch.setattr(M.os, "replace", crash)
+    with pytest.raises(OSError, match="simulated crash"):
+        M.save_checkpoint(M.GPT(), path, {"version": 2})
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+    assert json.loads((tmp_path / "m.pt.json").read_text())["version"] == 1
+    M.load_checkpoint(path)
