@@ -38,10 +38,16 @@ def _progress_bar(stream=None, width: int = 30):
 def cmd_train(args: argparse.Namespace) -> int:
     from aftertrain import train as _train
 
-    cfg = _train.TrainConfig(steps=args.steps, seed=args.seed, threads=args.threads,
-                             eval_every=min(args.eval_every, args.steps))
+    if args.draft:
+        steps = _train.DRAFT_STEPS if args.steps is None else args.steps
+        cfg = _train.draft_train_config(steps, args.seed, args.threads, min(args.eval_every, steps))
+    else:
+        steps = _train.TrainConfig().steps if args.steps is None else args.steps
+        cfg = _train.TrainConfig(steps=steps, seed=args.seed, threads=args.threads,
+                                 eval_every=min(args.eval_every, steps))
     out = Path(args.out) if args.out else None
-    print(f"training {cfg.steps} steps, seed {cfg.seed}, {cfg.threads} thread(s), "
+    print(f"training {'the draft GPT, ' if args.draft else ''}{cfg.steps} steps, "
+          f"seed {cfg.seed}, {cfg.threads} thread(s), "
           f"dropout {cfg.model.dropout}, batch {cfg.batch_size}", file=sys.stderr)
     result = _train.train(cfg, on_progress=_progress_bar())
     print(f"done in {result.seconds:.0f}s: best validation loss {result.val_loss:.4f} "
@@ -79,12 +85,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("train", help="train the reference model (deterministic recipe)")
-    p.add_argument("--steps", type=_positive_int, default=5000, help="optimiser steps (default 5000)")
+    p.add_argument("--steps", type=_positive_int, default=None,
+                   help="optimiser steps (default 5000; 1500 with --draft)")
     p.add_argument("--seed", type=int, default=1337, help="random seed (default 1337)")
     p.add_argument("--threads", type=_positive_int, default=2,
                    help="torch threads; fixed so the run is bit-for-bit repeatable (default 2)")
     p.add_argument("--eval-every", type=_positive_int, default=250,
                    help="steps between validation evaluations (default 250)")
+    p.add_argument("--draft", action="store_true",
+                   help="train the 1-layer draft GPT of speculative decoding instead "
+                   "(bundled as src/aftertrain/data/draft.pt)")
     p.add_argument("--out", help="where to write the checkpoint (atomically); "
                    "the bundled one is src/aftertrain/data/reference.pt")
     p.set_defaults(func=cmd_train)

@@ -78,6 +78,19 @@ class TrainResult:
     seconds: float
 
 
+#: The draft GPT of speculative decoding (claim X2): one layer of width 64,
+#: cheap enough to draft with, trained briefly by ``aftertrain train --draft``.
+DRAFT_MODEL = _model.GPTConfig(n_layer=1, n_head=4, n_embd=64, dropout=0.1)
+DRAFT_STEPS = 1500
+
+
+def draft_train_config(steps: int = DRAFT_STEPS, seed: int = 1337, threads: int = 2,
+                       eval_every: int = 250) -> TrainConfig:
+    """The reference recipe (optimiser, schedule, batch, seed) with the draft's model and steps."""
+    return TrainConfig(steps=steps, seed=seed, threads=threads, eval_every=eval_every,
+                       model=DRAFT_MODEL)
+
+
 def learning_rate(step: int, cfg: TrainConfig) -> float:
     """Linear warm-up, then cosine decay from ``lr`` to ``min_lr``."""
     if step < cfg.warmup:
