@@ -106,9 +106,13 @@ def test_ledger_reports_each_verdict_and_writes_json(pytester: pytest.Pytester):
     _check_verdicts(result, path)
 
 
+@pytest.mark.slow
 def test_ledger_under_xdist_is_built_on_the_controller(pytester: pytest.Pytester,
                                                        monkeypatch: pytest.MonkeyPatch):
-    """Two workers: verdicts and JSON as without xdist, and one ledger only."""
+    """Two workers: verdicts and JSON as without xdist, and one ledger only.
+
+    Slow (5-20 s, by the machine's load): three processes each import
+    aftertrain, whose ``__init__`` imports torch."""
     pytest.importorskip("xdist")
     src = str(Path(aftertrain.__file__).resolve().parents[1])
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]))
