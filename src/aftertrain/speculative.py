@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn as nn
 
@@ -438,3 +439,156 @@ def _prompt_tokens(prompt: str | torch.Tensor, V: int) -> list[int]:
     if not ids:
         raise ValueError("prompt must hold at least one character")
     return ids
+
+
+# --- experiments (the tables of claims S2, S4, X1) -------------------------------------
+
+#: The article generated 200 characters beyond a prompt, with one fixed seed.
+N_NEW = 200
+KS = (1, 2, 4, 8)
+SEED = 0
+#: Fixed contexts from the validation split: the prompt of the 200-character
+#: runs (S4-S8) and the context of the first-character experiment (S2).
+PROMPT_SLICE = slice(0, 32)
+S2_CONTEXT_SLICE = slice(1000, 1100)
+S2_SAMPLES = 20_000
+
+
+def prompt_text() -> str:
+    """The prompt of the acceptance and speed runs: the first 32 characters
+    of the validation split."""
+    return _text.load_corpus().val_text[PROMPT_SLICE]
+
+
+@torch.no_grad()
+def first_token_samples(
+    target: nn.Module,
+    draft: nn.Module,
+    context: str | torch.Tensor,
+    n: int,
+    temperature: float,
+    generator: torch.Generator,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` independent first characters after ``context`` from the shipped
+    rule, and the target's distribution ``p`` for that character.
+
+    What is simulated (S2): the first round of :func:`speculative_generate`
+    with k = 1, vectorised over ``n`` rounds. The target's ``p_1`` and the
+    draft's ``q_1`` after ``context`` are computed once; each round draws a
+    draft ``x ~ q_1`` (the inverse-CDF draw the generator uses), takes the
+    bonus distribution ``p_2 = p(. | context + x)`` from one batched target
+    pass over all V possible ``x``, and runs :func:`verify_batch` on
+    ``(p_1, p_2), q_1, x``. The first emitted character is ``x`` if accepted,
+    else the rule's token. Its law depends only on ``p_1`` and ``q_1``
+    whatever k is (a rejection at position 1 ends the round there; an
+    acceptance emits ``x`` first), so k = 1 loses nothing, and the bonus
+    position is the true one, so the round is exactly the generator's.
+
+    Returns:
+        ``(first, p_1)``: (n,) long and (V,) float64.
+    """
+    V = vocab_size(target)
+    if vocab_size(draft) != V:
+        raise ValueError("target and draft must share a vocabulary")
+    ids = _prompt_tokens(context, V)
+    if len(ids) >= target.config.block_size:
+        raise ValueError(f"context must be shorter than the block size {target.config.block_size}")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be an int >= 1, got {n!r}")
+    _check_temperature(temperature)
+    _check_generator(generator)
+    p1 = distributions(_model.Decoder(target).feed(ids)[-1], temperature)
+    q1 = distributions(_model.Decoder(draft).feed(ids)[-1], temperature)
+    # Target after context + x, for every x at once: (V, V).
+    extended = torch.tensor([ids + [x] for x in range(V)])
+    p2_all = distributions(target(extended)[:, -1], temperature)
+    x = _sample(q1.expand(n, V), torch.rand(n, dtype=torch.float64, generator=generator))
+    p = torch.stack([p1.expand(n, V), p2_all[x]], dim=1)  # (n, 2, V)
+    accepted, token = verify_batch(p, q1.expand(n, 1, V), x.unsqueeze(1), generator)
+    return torch.where(accepted > 0, x, token), p1
+
+
+def first_token_table(
+    target: nn.Module,
+    drafts: dict[str, nn.Module],
+    n: int = S2_SAMPLES,
+    seed: int = SEED,
+    null_trials: int = 1000,
+) -> list[dict]:
+    """S2: TV distance of ``n`` first characters from the target's law, per draft,
+    beside the same-sample-size baseline (direct draws from the target).
+
+    Context: characters 1000..1099 of the validation split, temperature 1.
+    Each row: ``draft``, ``tv``, ``chi2_pvalue`` (Pearson, pooled cells),
+    ``direct_tv`` (one direct draw of n, as the article's 0.0134),
+    ``null_median``/``null_q99`` (of ``null_trials`` direct draws),
+    ``tv_threshold`` (McDiarmid bound at alpha 1e-6, stats.tv_threshold).
+    """
+    from aftertrain import stats
+
+    context = _text.load_corpus().val_text[S2_CONTEXT_SLICE]
+    rows = []
+    for i, (name, draft) in enumerate(drafts.items()):
+        g = torch.Generator().manual_seed(seed + i)
+        first, p = first_token_samples(target, draft, context, n, 1.0, g)
+        null = stats.tv_null_distribution(p.numpy(), n, null_trials, seed)
+        rows.append({
+            "draft": name,
+            "tv": stats.empirical_tv(first.numpy(), p.numpy()),
+            "chi2_pvalue": stats.chisquare_gof(first.numpy(), p.numpy()).pvalue,
+            "direct_tv": float(null[0]),
+            "null_median": float(np.median(null)),
+            "null_q99": float(np.quantile(null, 0.99)),
+            "tv_threshold": stats.tv_threshold(null, n),
+        })
+    return rows
+
+
+def predicted_acceptance(a1: float, k: int) -> float:
+    """X1: acceptance at k if each drafted position were accepted independently
+    with the k = 1 rate ``a1``: ``a (1 - a^k) / (k (1 - a))`` (``a`` at a = 1).
+
+    The expected number accepted before the first rejection, capped at k, is
+    ``sum_{i=1..k} a^i``; divided by the k drafted. Note: a = 0.896, k = 8
+    gives 0.629 (the article's example).
+    """
+    if not 0.0 <= a1 <= 1.0:
+        raise ValueError(f"a1 must be in [0, 1], got {a1!r}")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be an int >= 1, got {k!r}")
+    if a1 == 1.0:
+        return 1.0
+    return a1 * (1 - a1 ** k) / (k * (1 - a1))
+
+
+def acceptance_table(
+    target: nn.Module,
+    drafts: dict[str, nn.Module],
+    ks: tuple[int, ...] = KS,
+    n_new: int = N_NEW,
+    seed: int = SEED,
+    temperature: float = 1.0,
+) -> list[dict]:
+    """S4 and X1: one ``n_new``-character run per draft and k, same prompt and seed.
+
+    Each row: ``draft``, ``k``, ``drafted``, ``accepted``, ``target_passes``,
+    ``acceptance`` (accepted / drafted), ``chars_per_pass`` (n_new / passes),
+    and ``predicted_acceptance`` (X1, from the k = 1 row of the same draft;
+    needs 1 in ``ks``).
+    """
+    prompt = prompt_text()
+    rows = []
+    for name, draft in drafts.items():
+        a1 = None
+        for k in ks:
+            r = speculative_generate(target, draft, prompt, n_new, k, temperature,
+                                     torch.Generator().manual_seed(seed))
+            if k == 1:
+                a1 = r.acceptance_rate
+            rows.append({
+                "draft": name, "k": k, "drafted": r.drafted, "accepted": r.accepted,
+                "target_passes": r.target_passes, "acceptance": r.acceptance_rate,
+                "chars_per_pass": r.chars_per_pass,
+                "predicted_acceptance": None if a1 is None else predicted_acceptance(a1, k),
+            })
+    return rows
