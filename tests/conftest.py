@@ -69,3 +69,12 @@ def baselines_dir():
     from pathlib import Path
 
     return Path(__file__).resolve().parent.parent / "baselines"
+
+
+@pytest.fixture(scope="session")
+def speculative_drafts(reference):
+    """Every draft of speculative decoding (aftertrain.drafts.DraftKind ->
+    model), built once per session from the reference."""
+    from aftertrain.drafts import DraftKind, draft_model
+
+    return {kind: draft_model(kind, reference) for kind in DraftKind}

@@ -16,7 +16,6 @@ shows each of them failing on broken samplers (X7).
 
 from __future__ import annotations
 
-import functools
 import itertools
 
 import numpy as np
@@ -97,25 +96,15 @@ def test_joint_law_of_first_three_symbols_is_the_targets(k, record_property):
 # --- the reference model ----------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=None)
-def _draft(kind: D.DraftKind, reference_id: int, reference) -> torch.nn.Module:
-    return D.draft_model(kind, reference)
-
-
-def draft_for(kind: D.DraftKind, reference) -> torch.nn.Module:
-    """Each draft built once per session (cached on the reference object)."""
-    return _draft(kind, id(reference), reference)
-
-
-def greedy_mismatches(reference, kinds=tuple(D.DraftKind), ks=S.KS) -> list[str]:
+def greedy_mismatches(reference, drafts: dict, ks=S.KS) -> list[str]:
     """Every (draft, k) whose greedy speculative text differs from greedy plain
     decoding over 200 characters, with the first differing position."""
     prompt = S.prompt_text()
     plain = M.generate(reference, M._text.encode(prompt), S.N_NEW, 0.0)
     out = []
-    for kind in kinds:
+    for kind, draft in drafts.items():
         for k in ks:
-            r = S.speculative_generate(reference, draft_for(kind, reference), prompt, S.N_NEW, k, 0.0)
+            r = S.speculative_generate(reference, draft, prompt, S.N_NEW, k, 0.0)
             if not torch.equal(r.tokens, plain):
                 n = int((r.tokens != plain).nonzero()[0]) - len(prompt)
                 out.append(f"{kind.value} k={k}: differs at character {n}")
@@ -123,12 +112,13 @@ def greedy_mismatches(reference, kinds=tuple(D.DraftKind), ks=S.KS) -> list[str]
 
 
 @pytest.mark.claim("X6")
-def test_greedy_speculative_text_equals_greedy_plain_text(reference, record_property):
+def test_greedy_speculative_text_equals_greedy_plain_text(reference, speculative_drafts,
+                                                         record_property):
     """X6. At temperature 0, for every draft (bigram, 8-bit, 4-bit, n-gram,
     draft GPT) and k in 1, 2, 4, 8, the 200 characters after the 32-character
     validation prompt equal plain greedy decoding's, character for character
     (a greedy run crosses the window moves at 129 and 193 characters)."""
-    assert greedy_mismatches(reference) == []
+    assert greedy_mismatches(reference, speculative_drafts) == []
     record_property("measured", f"{len(D.DraftKind)} drafts x k {S.KS}: identical to greedy")
 
 
@@ -151,13 +141,14 @@ LOGITS_ATOL = 1e-4
 @pytest.mark.claim("S2")
 @pytest.mark.parametrize("kind, k", [(D.DraftKind.BIGRAM, 8), (D.DraftKind.INT4, 4)])
 def test_verification_logits_equal_plain_decoding_across_window_moves(reference, kind, k,
+                                                                     speculative_drafts,
                                                                      record_property):
     """The context policy makes p a function of the text alone: for a sampled
     200-character run (temperature 1, the text passes 128 + 1 and 192 + 1
     characters, where the window jumps) the target logits the rule used for
     each emitted character equal plain cached decoding's for the same text,
     within 1e-4 (float error of batched positions, see LOGITS_ATOL)."""
-    r = S.speculative_generate(reference, draft_for(kind, reference), S.prompt_text(), S.N_NEW, k,
+    r = S.speculative_generate(reference, speculative_drafts[kind], S.prompt_text(), S.N_NEW, k,
                                1.0, torch.Generator().manual_seed(S.SEED))
     assert len(r.tokens) > 192 + 1, "the run must cross two window moves"
     expected = plain_logits(reference, r.tokens, r.prompt_length)
@@ -168,9 +159,9 @@ def test_verification_logits_equal_plain_decoding_across_window_moves(reference,
 
 
 @pytest.fixture(scope="module")
-def first_token_rows(reference):
-    drafts = {"bigram": draft_for(D.DraftKind.BIGRAM, reference),
-              "4-bit": draft_for(D.DraftKind.INT4, reference)}
+def first_token_rows(reference, speculative_drafts):
+    drafts = {"bigram": speculative_drafts[D.DraftKind.BIGRAM],
+              "4-bit": speculative_drafts[D.DraftKind.INT4]}
     return S.first_token_table(reference, drafts)
 
 

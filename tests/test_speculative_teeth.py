@@ -17,7 +17,7 @@ import torch
 from aftertrain import drafts as D
 from aftertrain import speculative as S
 from aftertrain.stats import ALPHA
-from test_speculative_exact import draft_for, joint_law_fit
+from test_speculative_exact import joint_law_fit
 from test_speculative_rule import FIXED_P, FIXED_Q, TRIALS, position_law_failures, rule
 from strategies import verification_case
 from hypothesis import given
@@ -154,12 +154,13 @@ def test_draft_scored_at_another_temperature_fails_the_joint_law_check(monkeypat
 
 @pytest.mark.claim("X7")
 def test_always_accept_fails_the_first_character_check_on_the_reference(reference, monkeypatch,
+                                                                       speculative_drafts,
                                                                        record_property):
     """X7 for S2: with 'always accept' the 20,000 first characters follow the
     bigram draft's law, and the S2 check (chi-square at alpha 1e-6 and the TV
     bound) rejects them."""
     monkeypatch.setattr(S, "_rule", make_rule("always accept"))
-    row = S.first_token_table(reference, {"bigram": draft_for(D.DraftKind.BIGRAM, reference)},
+    row = S.first_token_table(reference, {"bigram": speculative_drafts[D.DraftKind.BIGRAM]},
                               null_trials=200)[0]
     record_property("measured", f"always accept: TV {row['tv']:.4f} (bound {row['tv_threshold']:.4f})")
     assert row["chi2_pvalue"] < ALPHA and row["tv"] > row["tv_threshold"], row

@@ -87,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("train", help="train the reference model (deterministic recipe)")
     p.add_argument("--steps", type=_positive_int, default=None,
-                   help="optimiser steps (default 5000; 1500 with --draft)")
+                   help="optimiser steps (default 5000; 2000 with --draft)")
     p.add_argument("--seed", type=int, default=1337, help="random seed (default 1337)")
     p.add_argument("--threads", type=_positive_int, default=2,
                    help="torch threads; fixed so the run is bit-for-bit repeatable (default 2)")

@@ -80,15 +80,20 @@ class TrainResult:
 
 #: The draft GPT of speculative decoding (claim X2): one layer of width 64,
 #: cheap enough to draft with, trained briefly by ``aftertrain train --draft``.
-DRAFT_MODEL = _model.GPTConfig(n_layer=1, n_head=4, n_embd=64, dropout=0.1)
-DRAFT_STEPS = 1500
+#: The reference's learning rate with dropout 0.1 reached only 2.44 nats after
+#: 500 steps, so the draft trains without dropout at three times the rate:
+#: 1.757 nats (best at step 1,750) in 38 s on two threads.
+DRAFT_MODEL = _model.GPTConfig(n_layer=1, n_head=4, n_embd=64, dropout=0.0)
+DRAFT_STEPS = 2000
+DRAFT_LR = 3e-3
 
 
 def draft_train_config(steps: int = DRAFT_STEPS, seed: int = 1337, threads: int = 2,
                        eval_every: int = 250) -> TrainConfig:
-    """The reference recipe (optimiser, schedule, batch, seed) with the draft's model and steps."""
+    """The reference recipe (optimiser, schedule, batch, seed) with the draft's
+    model, steps and learning rate."""
     return TrainConfig(steps=steps, seed=seed, threads=threads, eval_every=eval_every,
-                       model=DRAFT_MODEL)
+                       lr=DRAFT_LR, min_lr=DRAFT_LR / 10, model=DRAFT_MODEL)
 
 
 def learning_rate(step: int, cfg: TrainConfig) -> float:
