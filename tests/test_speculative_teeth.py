@@ -55,10 +55,12 @@ def make_rule(bug: str | None = None):
         empty = (residual.sum(-1) <= 0).unsqueeze(-1)
         residual = torch.where(empty, p_n, residual)
         cdf = residual.cumsum(-1)
-        scale = 1.0 if bug == "skip renormalisation" else cdf[:, -1]
-        idx = torch.searchsorted(cdf, (v * scale).unsqueeze(-1), right=True).squeeze(-1)
-        last = residual.shape[-1] - 1 - (residual.flip(-1) > 0).long().argmax(-1)
-        return accepted, torch.minimum(idx, last)
+        total = cdf[:, -1:]
+        if bug == "skip renormalisation":  # v compared with the raw residual mass
+            total = torch.ones_like(total)
+        x = torch.minimum(v.unsqueeze(-1) * total, torch.nextafter(total, torch.zeros_like(total)))
+        idx = torch.searchsorted(cdf, x, right=True).squeeze(-1)
+        return accepted, idx.clamp_max(residual.shape[-1] - 1)
 
     return broken
 

@@ -72,18 +72,18 @@ def distributions(logits: torch.Tensor, temperature: float) -> torch.Tensor:
 
 def _sample(dist: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """Inverse-CDF draws: row ``n`` gives the index ``i`` with
-    ``cdf[i-1] <= v[n] * cdf[-1] < cdf[i]``.
+    ``cdf[i-1] <= x < cdf[i]``, ``x = v[n] * cdf[-1]``.
 
     ``dist`` (N, V) is non-negative with a positive sum per row (it need not
     be normalised: scaling ``v`` by the total is the normalisation). A cell of
-    zero mass is an empty interval and is never drawn. When ``v * total``
-    rounds up to ``total`` the draw is the last cell with mass.
+    zero mass is an empty interval and is never drawn; ``x`` is kept strictly
+    below the total (should ``v * total`` round up to it), so the draw always
+    lands on a cell with mass.
     """
     cdf = dist.cumsum(-1)  # (N, V)
-    x = (v * cdf[:, -1]).unsqueeze(-1)  # (N, 1)
-    idx = torch.searchsorted(cdf, x, right=True).squeeze(-1)
-    last = dist.shape[-1] - 1 - (dist.flip(-1) > 0).long().argmax(-1)
-    return torch.minimum(idx, last)
+    total = cdf[:, -1:]
+    x = torch.minimum(v.unsqueeze(-1) * total, torch.nextafter(total, torch.zeros_like(total)))
+    return torch.searchsorted(cdf, x, right=True).squeeze(-1)
 
 
 def _rule(
@@ -590,5 +590,168 @@ def acceptance_table(
                 "target_passes": r.target_passes, "acceptance": r.acceptance_rate,
                 "chars_per_pass": r.chars_per_pass,
                 "predicted_acceptance": None if a1 is None else predicted_acceptance(a1, k),
+            })
+    return rows
+
+
+# --- timing experiments (S5-S7, X2, X8) ---------------------------------------------------
+#
+# Every figure is a ratio from aftertrain.timing.paired_timing (alternating
+# pairs, median ratio): absolute times on a shared machine drift too much.
+
+#: Prefix the cost measurements decode after (the validation prompt's length).
+_COST_CONTEXT = 32
+
+
+def _plain_step(target: nn.Module, temperature: float):
+    """One step of plain cached decoding exactly as model.generate runs it
+    (sample a token from the last logits, feed it), rolled back after."""
+    ids = _text.encode(prompt_text()).tolist()[:_COST_CONTEXT]
+    dec = _model.Decoder(target)
+    logits = dec.feed(ids)[-1]
+    g = torch.Generator().manual_seed(SEED)
+
+    def step() -> None:
+        token = _model.sample_token(logits, temperature, g)
+        dec.feed([token])
+        dec.truncate(len(ids))
+
+    return step
+
+
+def _draft_step(draft: nn.Module, temperature: float):
+    """One drafted character exactly as the generator drafts it
+    (_draft_tokens: distribution, inverse-CDF draw, feed), rolled back after."""
+    ids = _text.encode(prompt_text()).tolist()[:_COST_CONTEXT]
+    dec = _model.Decoder(draft)
+    g = torch.Generator().manual_seed(SEED)
+
+    def step() -> None:
+        _draft_tokens(dec, ids[-1:], 1, temperature, g)
+        dec.truncate(len(ids) - 1)
+
+    dec.feed(ids[:-1])
+    return step
+
+
+def _verify_step(target: nn.Module, k: int, temperature: float):
+    """One verification pass over k+1 positions as the generator runs it
+    (feed k+1 tokens, distributions of every row, the rule), rolled back after."""
+    ids = _text.encode(prompt_text()).tolist()[:_COST_CONTEXT]
+    dec = _model.Decoder(target)
+    dec.feed(ids[:-1])
+    g = torch.Generator().manual_seed(SEED)
+    drafts = ids[-k - 1:-1] if k < len(ids) else ids[:k]
+    V = vocab_size(target)
+
+    def step() -> None:
+        logits = dec.feed(ids[-1:] + drafts)
+        p = distributions(logits, temperature)
+        q = p[:-1]  # a draft that agrees with the target: every q(x) > 0 where drafted
+        q = torch.where(q.gather(1, torch.tensor(drafts).unsqueeze(1)) > 0, q,
+                        torch.full_like(q, 1.0 / V))
+        _verify(p[None], q[None], torch.tensor([drafts]), g)
+        dec.truncate(len(ids) - 1)
+
+    return step
+
+
+def draft_cost_table(
+    target: nn.Module,
+    drafts: dict[str, nn.Module],
+    temperature: float = 1.0,
+    pairs: int = 21,
+    calls: int = 5,
+) -> list[dict]:
+    """S5: ``c`` = time of one drafted character / time of one plain target step.
+
+    Both sides run the generator's own code (:func:`_draft_tokens` for the
+    draft; sample + feed as :func:`aftertrain.model.generate` for the target),
+    so per-call Python overhead is counted on both. Each row: ``draft``,
+    ``c`` (median pair ratio), ``c_low``/``c_high`` (its 0.99 interval),
+    ``target_us``/``draft_us`` (median absolute times, this machine only).
+    """
+    from aftertrain.timing import paired_timing
+
+    rows = []
+    for name, draft in drafts.items():
+        t = paired_timing(_plain_step(target, temperature), _draft_step(draft, temperature),
+                          pairs=pairs, calls=calls)
+        rows.append({"draft": name, "c": t.median, "c_low": t.ci_low, "c_high": t.ci_high,
+                     "target_us": float(np.median(t.baseline)) * 1e6,
+                     "draft_us": float(np.median(t.candidate)) * 1e6})
+    return rows
+
+
+def verify_cost_table(
+    target: nn.Module,
+    ks: tuple[int, ...] = KS,
+    temperature: float = 1.0,
+    pairs: int = 21,
+    calls: int = 5,
+) -> list[dict]:
+    """X8: ``v_k`` = time of one verification pass over k+1 positions (feed,
+    distributions, rule) / time of one plain target step. Rows: ``k``,
+    ``v_k``, ``v_low``/``v_high`` (0.99 interval), ``verify_us``, ``step_us``."""
+    from aftertrain.timing import paired_timing
+
+    rows = []
+    for k in ks:
+        t = paired_timing(_plain_step(target, temperature), _verify_step(target, k, temperature),
+                          pairs=pairs, calls=calls)
+        rows.append({"k": k, "v_k": t.median, "v_low": t.ci_low, "v_high": t.ci_high,
+                     "verify_us": float(np.median(t.candidate)) * 1e6,
+                     "step_us": float(np.median(t.baseline)) * 1e6})
+    return rows
+
+
+def speedup_table(
+    target: nn.Module,
+    drafts: dict[str, nn.Module],
+    ks: tuple[int, ...],
+    c: dict[str, float],
+    v: dict[int, float],
+    n_new: int = N_NEW,
+    seed: int = SEED,
+    temperature: float = 1.0,
+    pairs: int = 7,
+) -> list[dict]:
+    """S6, S7, X8, X2: measured speedup of speculative over plain cached
+    decoding per draft and k, beside both predictions.
+
+    Each pair times ``model.generate`` and :func:`speculative_generate` for
+    ``n_new`` characters after the validation prompt, same seed (the runs are
+    deterministic, so every pair times the same work); speedup = plain time /
+    speculative time, median of ``pairs`` alternating pairs (the article used
+    5; 7 is the fewest giving a 0.95 interval for the median: min~max).
+    Predictions: ``predicted`` = cpp / (1 + k c) (the article's, S7) and
+    ``predicted_vk`` = cpp / (v_k + k c) (X8), with ``c[draft]``, ``v[k]``.
+    """
+    from aftertrain.timing import paired_timing
+
+    prompt = prompt_text()
+    ids = _text.encode(prompt)
+    rows = []
+    for name, draft in drafts.items():
+        for k in ks:
+            run = speculative_generate(target, draft, prompt, n_new, k, temperature,
+                                       torch.Generator().manual_seed(seed))
+
+            def plain() -> None:
+                _model.generate(target, ids, n_new, temperature, torch.Generator().manual_seed(seed))
+
+            def spec() -> None:
+                speculative_generate(target, draft, prompt, n_new, k, temperature,
+                                     torch.Generator().manual_seed(seed))
+
+            t = paired_timing(plain, spec, pairs=pairs, warmup=1, confidence=0.95)
+            cpp = run.chars_per_pass
+            # ratios are spec / plain; the speedup is their inverse
+            rows.append({
+                "draft": name, "k": k, "chars_per_pass": cpp,
+                "speedup": 1.0 / t.median, "speedup_min": 1.0 / t.maximum,
+                "speedup_max": 1.0 / t.minimum,
+                "predicted": cpp / (1 + k * c[name]),
+                "predicted_vk": cpp / (v[k] + k * c[name]),
             })
     return rows
