@@ -641,16 +641,16 @@ def _verify_step(target: nn.Module, k: int, temperature: float):
     dec = _model.Decoder(target)
     dec.feed(ids[:-1])
     g = torch.Generator().manual_seed(SEED)
-    drafts = ids[-k - 1:-1] if k < len(ids) else ids[:k]
-    V = vocab_size(target)
+    if not 1 <= k < len(ids):
+        raise ValueError(f"k must be in [1, {len(ids) - 1}], got {k}")
+    drafts = ids[-k - 1:-1]  # any k characters: the pass's cost does not depend on them
 
     def step() -> None:
         logits = dec.feed(ids[-1:] + drafts)
         p = distributions(logits, temperature)
-        q = p[:-1]  # a draft that agrees with the target: every q(x) > 0 where drafted
-        q = torch.where(q.gather(1, torch.tensor(drafts).unsqueeze(1)) > 0, q,
-                        torch.full_like(q, 1.0 / V))
-        _verify(p[None], q[None], torch.tensor([drafts]), g)
+        # q = the target's own rows (positive wherever softmax is), so the rule
+        # runs its full path; the draft's cost is timed separately (c).
+        _verify(p[None], p[None, :-1], torch.tensor([drafts]), g)
         dec.truncate(len(ids) - 1)
 
     return step
