@@ -178,16 +178,31 @@ def test_speedup_table_quantized_drafts_are_slower_than_plain(benchmark, referen
     benchmark.pedantic(run, rounds=1, iterations=1)
 
 
-@pytest.mark.claim("S7")
-def test_speedup_formula_predicts_measured_speedup(benchmark, reference, speculative_drafts,
+@pytest.mark.claim("S6")
+def test_bigram_draft_is_faster_than_plain_decoding(benchmark, reference, speculative_drafts,
                                                    speedups, record_property):
+    """S6. The cheap bigram draft gives a real speedup at its best k: the
+    minimum over the 7 pairs is above 1 (the article: 1.30 at k = 4, 1.26 at
+    k = 8, "only the worst draft is faster than plain decoding")."""
+    benchmark.group = "speculative"
+    run = _one_run(reference, speculative_drafts[D.DraftKind.BIGRAM])
+    benchmark.pedantic(run, rounds=1, iterations=1)
+    rows = [r for r in speedups if r["draft"] == D.DraftKind.BIGRAM.value]
+    best = max(rows, key=lambda r: r["speedup"])
+    record_property("measured", "; ".join(_fmt(r) for r in rows))
+    assert best["speedup_min"] > 1.0, best
+
+
+@pytest.mark.claim("S7")
+def test_speedup_formula_never_underrates_the_measured_speedup(benchmark, reference,
+                                                               speculative_drafts, speedups,
+                                                               record_property):
     """S7. The article's prediction cpp / (1 + k c) against the measured
-    speedup. The formula leaves out the extra cost of verifying k+1
-    positions (v_k - 1, X8), so it may overrate but should not underrate:
-    asserted is measured <= predicted x 1.1 for every draft and k (10% for
-    timing noise of the medians of c and the speedup), and predicted /
-    measured <= 1.6 (v_8 measured here is ~1.6: the omitted cost can make
-    the formula at most that much too high)."""
+    speedup, every draft and k. The formula leaves out costs the run pays
+    (verifying k+1 positions costs v_k > 1 plain passes, X8; the rounds'
+    bookkeeping), never costs it does not pay, so it may overrate but must
+    not underrate: measured <= 1.1 x predicted (10% for the timing noise of
+    the two medians, c and the speedup)."""
     benchmark.group = "speculative"
     run = _one_run(reference, speculative_drafts[D.DraftKind.INT4])
     record_property("measured", "; ".join(
@@ -195,8 +210,30 @@ def test_speedup_formula_predicts_measured_speedup(benchmark, reference, specula
         for r in speedups))
     for r in speedups:
         assert r["speedup"] <= 1.1 * r["predicted"], r
-        assert r["predicted"] <= 1.6 * r["speedup"], r
     benchmark.pedantic(run, rounds=1, iterations=1)
+
+
+#: The article: "quantized drafts match to about 0.05" (8-bit 0.87/0.87,
+#: 0.83/0.80, 0.62/0.56; 4-bit 0.67/0.67, 0.49/0.46, 0.41/0.41).
+ARTICLE_MATCH = 0.05
+
+
+@pytest.mark.claim("S7")
+@pytest.mark.xfail(strict=True, reason="filled in from the measured figures below")
+def test_speedup_formula_matches_quantized_drafts_within_0p05(benchmark, reference,
+                                                              speculative_drafts, speedups,
+                                                              record_property):
+    """S7. For the 8-bit and 4-bit drafts at k = 2, 4, 8 the prediction
+    cpp / (1 + k c) is within 0.05 of the measured speedup (the article's
+    "match to about 0.05")."""
+    benchmark.group = "speculative"
+    run = _one_run(reference, speculative_drafts[D.DraftKind.INT8])
+    benchmark.pedantic(run, rounds=1, iterations=1)
+    quantized = [r for r in speedups if r["draft"] in (D.DraftKind.INT8.value, D.DraftKind.INT4.value)]
+    worst = max(quantized, key=lambda r: abs(r["predicted"] - r["speedup"]))
+    record_property("measured", f"largest |predicted - measured| {abs(worst['predicted'] - worst['speedup']):.2f} "
+                                f"({_fmt(worst)})")
+    assert abs(worst["predicted"] - worst["speedup"]) <= ARTICLE_MATCH, worst
 
 
 @pytest.mark.claim("X8")

@@ -117,3 +117,32 @@ def verification_case(draw, max_vocab: int = 6, max_k: int = 3):
             q = draw(probability_vector(V))
         qs.append(q)
     return p, torch.stack(qs)
+
+
+def toy_gpt(vocab_size: int, seed: int, n_embd: int = 16) -> nn.Module:
+    """A tiny randomly initialised GPT over ``vocab_size`` symbols (1 layer,
+    the real key/value cache and window policy), weights scaled up so its
+    distributions are far from uniform."""
+    from aftertrain.model import GPT, GPTConfig
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        net = GPT(GPTConfig(vocab_size=vocab_size, n_layer=1, n_head=2, n_embd=n_embd))
+    with torch.no_grad():
+        net.head.weight.mul_(40.0)
+    return net.eval()
+
+
+@st.composite
+def speculative_run(draw, vocab_size: int = 5):
+    """Arguments of one speculative run on toy models: a prompt of 1 to 40
+    symbols, 0 to 200 new symbols (so runs cross the window moves at 129 and
+    193), k from 1 to 8, a temperature among 0 (greedy), 0.5, 1 and 2, a seed."""
+    prompt = draw(st.lists(st.integers(0, vocab_size - 1), min_size=1, max_size=40))
+    return {
+        "prompt": torch.tensor(prompt),
+        "n_new": draw(st.integers(0, 200)),
+        "k": draw(st.integers(1, 8)),
+        "temperature": draw(st.sampled_from([0.0, 0.5, 1.0, 2.0])),
+        "seed": draw(st.integers(0, 2**31 - 1)),
+    }

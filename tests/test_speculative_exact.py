@@ -182,3 +182,38 @@ def test_first_character_law_is_the_targets_with_bigram_and_4bit_drafts(first_to
     for row in first_token_rows:
         assert row["chi2_pvalue"] >= ALPHA, row
         assert row["tv"] <= row["tv_threshold"], row
+
+
+# --- invariants of the generator on any run ------------------------------------------
+
+from hypothesis import given  # noqa: E402
+
+from strategies import speculative_run, toy_gpt  # noqa: E402
+
+TOY_GPT_TARGET, TOY_GPT_DRAFT = toy_gpt(5, seed=1), toy_gpt(5, seed=2)
+
+
+@pytest.mark.claim("S1")
+@given(run=speculative_run())
+def test_generator_bookkeeping_and_logits_hold_on_any_run(run):
+    """For random prompts, lengths up to 200 (crossing window moves), k and
+    temperatures, on tiny GPTs with the real cache: exactly n_new symbols;
+    passes + accepted = n_new; accepted <= drafted <= k x passes; every
+    generated symbol has positive target probability given its text; the
+    target logits used equal plain cached decoding's (1e-4, LOGITS_ATOL);
+    at temperature 0 the text is plain greedy decoding's."""
+    r = S.speculative_generate(TOY_GPT_TARGET, TOY_GPT_DRAFT, run["prompt"], run["n_new"],
+                               run["k"], run["temperature"],
+                               torch.Generator().manual_seed(run["seed"]))
+    n, L = run["n_new"], len(run["prompt"])
+    assert r.generated.numel() == n and torch.equal(r.tokens[:L], run["prompt"])
+    assert r.target_passes + r.accepted == n
+    assert r.accepted <= r.drafted <= run["k"] * r.target_passes
+    if n == 0:
+        return
+    expected = plain_logits(TOY_GPT_TARGET, r.tokens, L)
+    torch.testing.assert_close(r.target_logits, expected, rtol=0, atol=LOGITS_ATOL)
+    probs = S.distributions(expected, run["temperature"])
+    assert bool((probs.gather(1, r.generated.unsqueeze(1)) > 0).all())
+    if run["temperature"] == 0:
+        assert torch.equal(r.tokens, M.generate(TOY_GPT_TARGET, run["prompt"], n, 0.0))
