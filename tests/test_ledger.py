@@ -71,6 +71,14 @@ EXPECTED = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _not_an_xdist_worker(monkeypatch: pytest.MonkeyPatch):
+    """When this file runs under ``pytest -n 2`` the inner runs are not
+    workers; without this pytest-benchmark in them would warn that xdist is
+    active."""
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+
+
 def _ledger_lines(result: pytest.RunResult) -> dict[str, str]:
     lines = result.stdout.lines
     start = next(i for i, line in enumerate(lines) if "claims ledger" in line)

@@ -137,7 +137,8 @@ class Ledger:
         })
         if not (report.when != "call" and report.passed):  # a passing setup/teardown is neutral
             outcome = _phase_outcome(report)
-            if test["outcome"] is None or _OUTCOMES.index(outcome) < _OUTCOMES.index(test["outcome"]):
+            current = test["outcome"]
+            if current is None or _OUTCOMES.index(outcome) < _OUTCOMES.index(current):
                 test["outcome"] = outcome
         if hasattr(report, "wasxfail"):
             test["xfail_reason"] = report.wasxfail
