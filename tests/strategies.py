@@ -21,6 +21,8 @@ def prompt_and_split(draw, min_len: int = 1, max_len: int = 128):
 
 # --- speculative decoding (claims S1, S2, X6, X7) ------------------------------------
 
+import contextlib  # noqa: E402
+
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
@@ -146,3 +148,17 @@ def speculative_run(draw, vocab_size: int = 5):
         "temperature": draw(st.sampled_from([0.0, 0.5, 1.0, 2.0])),
         "seed": draw(st.integers(0, 2**31 - 1)),
     }
+
+
+@contextlib.contextmanager
+def one_thread():
+    """torch on one thread inside the block, restored after: for module- and
+    session-scoped fixtures, which are set up before the autouse one-thread
+    fixture of conftest.py takes effect (on a loaded 2-core machine two
+    threads made the acceptance runs eight times slower)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
