@@ -164,25 +164,35 @@ def test_speedup_table_quantized_drafts_are_slower_than_plain(benchmark, referen
                                                              speculative_drafts, speedups,
                                                              record_property):
     """S6. Speedup = plain time / speculative time for 200 characters, median
-    of 7 alternating pairs (min~max). The article's finding that a good but
-    expensive draft loses: every 8-bit and 4-bit speedup has its maximum
-    over the 7 pairs below 1 (the article: 8-bit 0.80 at k=4, 0.56 at k=8;
-    4-bit 0.41 at k=8)."""
+    of 5 alternating pairs (min~max), as the article measured it. The
+    article's finding that a good but expensive draft loses: every 8-bit and
+    4-bit median speedup is below 0.95 (the article: 8-bit 0.80 at k=4, 0.56
+    at k=8; 4-bit 0.41 at k=8). Why the median and 0.95: c ~ 1 bounds the
+    speedup by cpp / (1 + k c) <= (k + 1) / (1 + k) = 1 before verification
+    costs anything extra (X8), and a single disturbed pair on a shared
+    machine moves the maximum of 5 pairs (measured: 0.56~1.17 around a median
+    of 0.71) but not the median; 0.95 leaves 5% for the noise of a median."""
     benchmark.group = "speculative"
     run = _one_run(reference, speculative_drafts[D.DraftKind.INT8])
     benchmark.extra_info["speedups"] = speedups
     record_property("measured", "; ".join(_fmt(r) for r in speedups))
     for r in speedups:
         if r["draft"] in (D.DraftKind.INT8.value, D.DraftKind.INT4.value):
-            assert r["speedup_max"] < 1.0, r
+            assert r["speedup"] < 0.95, r
     benchmark.pedantic(run, rounds=1, iterations=1)
 
 
 @pytest.mark.claim("S6")
+@pytest.mark.xfail(strict=True, reason=(
+    "measured (baselines/spec_speedup.yml): the bigram draft is slower than plain decoding "
+    "at every k: median 0.77 (0.77~0.81) at k=2, 0.68 at k=4, 0.54 at k=8; article 1.30 at "
+    "k=4, 1.26 at k=8. Our bigram accepts 0.244 at k=1 (article 0.290), its drafted "
+    "character costs c = 0.099 with the loop (article 0.004 without), and verifying k+1 "
+    "positions costs v_k = 1.27-1.52 plain passes (X8): cpp / (v_k + k c) = 0.87 at best"))
 def test_bigram_draft_is_faster_than_plain_decoding(benchmark, reference, speculative_drafts,
                                                    speedups, record_property):
     """S6. The cheap bigram draft gives a real speedup at its best k: the
-    minimum over the 7 pairs is above 1 (the article: 1.30 at k = 4, 1.26 at
+    minimum over the 5 pairs is above 1 (the article: 1.30 at k = 4, 1.26 at
     k = 8, "only the worst draft is faster than plain decoding")."""
     benchmark.group = "speculative"
     run = _one_run(reference, speculative_drafts[D.DraftKind.BIGRAM])
@@ -219,7 +229,11 @@ ARTICLE_MATCH = 0.05
 
 
 @pytest.mark.claim("S7")
-@pytest.mark.xfail(strict=True, reason="filled in from the measured figures below")
+@pytest.mark.xfail(strict=True, reason=(
+    "measured (baselines/spec_speedup.yml): the article's formula overrates every quantized "
+    "speedup by 0.10-0.18 (8-bit k=2 predicted 0.97, measured 0.80; 4-bit k=2 0.96 vs 0.78; "
+    "4-bit k=8 0.75 vs 0.65); the article matched to ~0.05. It charges one plain pass per "
+    "verification, but a pass over k+1 positions costs v_k = 1.27-1.52 here (X8)"))
 def test_speedup_formula_matches_quantized_drafts_within_0p05(benchmark, reference,
                                                               speculative_drafts, speedups,
                                                               record_property):
@@ -265,7 +279,7 @@ def test_cheap_and_good_draft_beats_the_bigram_and_plain_decoding(benchmark, req
                                                                   baselines_dir, data_regression,
                                                                   record_property):
     """X2. The best speedup of the cheap, better drafts (n-gram, draft GPT) is
-    a real speedup (its minimum over the 7 pairs above 1) and above the
+    a real speedup (its minimum over the 5 pairs above 1) and above the
     bigram's best median speedup, by at least 10% (timing noise of two
     medians). Under --force-regen the run's figures (c, v_k, every speedup
     with both predictions, the best draft) are written to
@@ -294,4 +308,4 @@ def _record(costs, verify_costs, speedups, best) -> dict:
             "v_k": {int(k): rounded(r) for k, r in verify_costs.items()},
             "speedups": [rounded(r) for r in speedups],
             "best": rounded(best),
-            "threads": 1, "torch": torch.__version__}
+            "threads": 1, "torch": str(torch.__version__)}
