@@ -113,6 +113,7 @@ def test_draft_cost_quantized_near_one_pass_bigram_a_small_fraction(benchmark, r
     benchmark.group = "speculative"
     run = _one_run(reference, speculative_drafts[D.DraftKind.BIGRAM])
     benchmark.extra_info["c"] = costs
+    record_property("table:spec_draft_cost", list(costs.values()))
     record_property("measured", ", ".join(
         f"{n} c={r['c']:.3f} ({r['c_low']:.3f}~{r['c_high']:.3f})" for n, r in costs.items())
         + f"; target step {costs['bigram']['target_us']:.0f} us")
@@ -137,6 +138,7 @@ def test_verification_pass_costs_more_than_a_plain_pass_and_grows_with_k(benchma
     for 2, 5, 9 positions against 1.09 ms for one)."""
     benchmark.group = "speculative"
     benchmark.extra_info["v_k"] = verify_costs
+    record_property("table:spec_verify_cost", list(verify_costs.values()))
     record_property("measured", ", ".join(
         f"v_{k}={r['v_k']:.2f} ({r['v_low']:.2f}~{r['v_high']:.2f})" for k, r in verify_costs.items()))
     for r in verify_costs.values():
@@ -175,6 +177,7 @@ def test_speedup_table_quantized_drafts_are_slower_than_plain(benchmark, referen
     benchmark.group = "speculative"
     run = _one_run(reference, speculative_drafts[D.DraftKind.INT8])
     benchmark.extra_info["speedups"] = speedups
+    record_property("table:spec_speedup", speedups)
     record_property("measured", "; ".join(_fmt(r) for r in speedups))
     for r in speedups:
         if r["draft"] in (D.DraftKind.INT8.value, D.DraftKind.INT4.value):

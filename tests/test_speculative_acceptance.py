@@ -95,6 +95,7 @@ def test_acceptance_table_matches_stored_baseline(table, data_regression, baseli
                "acceptance": round(r["acceptance"], 4),
                "chars_per_pass": round(r["chars_per_pass"], 4),
                "predicted_acceptance": round(r["predicted_acceptance"], 4)} for r in table]
+    record_property("table:spec_acceptance", stored)
     data_regression.check({"rows": stored}, fullpath=baselines_dir / "spec_acceptance.yml")
 
 
@@ -191,6 +192,7 @@ def test_truncation_explains_most_of_the_fall_in_acceptance(long_table, kind, re
     a1, a8, pred = rows[0]["acceptance"], rows[-1]["acceptance"], rows[-1]["predicted_acceptance"]
     record_property("measured", f"{kind.value}: k=1 {a1:.3f}; k=8 measured {a8:.3f}, "
                                 f"predicted {pred:.3f} (1,000 characters)")
+    record_property("table:spec_x1", long_table)
     if a1 - a8 < MIN_FALL:
         pytest.skip(f"acceptance falls only {a1 - a8:.3f} from k=1 to 8: nothing to explain")
     assert (a1 - pred) >= 0.5 * (a1 - a8), (a1, a8, pred)
@@ -246,3 +248,36 @@ def test_speculative_generate_rejects_a_draft_with_another_vocabulary(reference)
 def test_zero_new_characters_returns_the_prompt(reference, speculative_drafts):
     r = S.speculative_generate(reference, speculative_drafts[D.DraftKind.BIGRAM], "The ", 0, 3)
     assert r.text == "" and r.target_passes == 0 and r.acceptance_rate is None
+
+
+# --- the draft GPT's recipe ------------------------------------------------------------------
+
+
+def test_train_draft_flag_trains_the_draft_recipe(tmp_path):
+    """``aftertrain train --draft`` trains the 1-layer, width-64 draft (4 steps
+    here) and records the command; the default recipe stays the reference's."""
+    import json
+
+    from aftertrain import train as T
+    from aftertrain.cli import main
+
+    out = tmp_path / "d.pt"
+    assert main(["train", "--draft", "--steps", "4", "--eval-every", "2", "--threads", "1",
+                 "--out", str(out)]) == 0
+    net = M.load_checkpoint(out)
+    assert (net.config.n_layer, net.config.n_embd) == (1, 64)
+    assert json.loads(out.with_suffix(".pt.json").read_text())["command"].startswith(
+        "aftertrain train --draft")
+    assert T.draft_train_config().model == T.DRAFT_MODEL
+    assert T.TrainConfig().model.n_layer == 3 and T.TrainConfig().steps == 5000
+
+
+def test_committed_draft_gpt_matches_its_metadata():
+    """The bundled draft.pt loads (SHA-256 checked), is the draft recipe's
+    shape, and scores the validation loss its metadata records."""
+    import json
+
+    net = D.load_draft_gpt()
+    meta = json.loads(D.draft_path().with_suffix(".pt.json").read_text())
+    assert (net.config.n_layer, net.config.n_embd, net.config.n_head) == (1, 64, 4)
+    assert M.val_loss(net) == pytest.approx(meta["val_loss"], abs=1e-6)

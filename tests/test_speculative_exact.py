@@ -180,6 +180,7 @@ def test_first_character_law_is_the_targets_with_bigram_and_4bit_drafts(first_to
         f"{r['draft']} TV {r['tv']:.4f} (chi2 p {r['chi2_pvalue']:.3g})" for r in first_token_rows)
         + f"; direct draw TV {first_token_rows[0]['direct_tv']:.4f}, null median "
           f"{first_token_rows[0]['null_median']:.4f}, q99 {first_token_rows[0]['null_q99']:.4f}")
+    record_property("table:spec_first_token", first_token_rows)
     for row in first_token_rows:
         assert row["chi2_pvalue"] >= ALPHA, row
         assert row["tv"] <= row["tv_threshold"], row
