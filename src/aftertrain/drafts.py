@@ -18,7 +18,6 @@ each kind by name:
 from __future__ import annotations
 
 import enum
-import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from importlib import resources
@@ -66,6 +65,7 @@ def draft_model(kind: DraftKind, reference: nn.Module) -> nn.Module:
 
 
 def draft_path() -> Path:
+    """Where the bundled draft GPT checkpoint lives (``data/draft.pt``)."""
     return Path(str(resources.files("aftertrain") / "data" / DRAFT_FILE))
 
 
@@ -175,4 +175,5 @@ class NGram(nn.Module):
         return torch.log(torch.stack(rows)).float()
 
     def new_cache(self) -> TokenCache:
+        """An empty token cache (the n-gram's only state)."""
         return TokenCache()

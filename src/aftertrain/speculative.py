@@ -48,6 +48,14 @@ __all__ = [
     "SpeculativeResult",
     "speculative_generate",
     "vocab_size",
+    "prompt_text",
+    "first_token_samples",
+    "first_token_table",
+    "predicted_acceptance",
+    "acceptance_table",
+    "draft_cost_table",
+    "verify_cost_table",
+    "speedup_table",
 ]
 
 
@@ -161,7 +169,7 @@ def verify_with_uniforms(
         p = [0.5, 0.5], q = [1, 0], draft 0, u = 0.6: 0.6 * 1 >= 0.5, rejected;
         the residual is [0, 0.5], so the token is 1 whatever v is.
     """
-    p, q, drafts = _check_rule_inputs(p, q, drafts, batched=True)
+    p, q, drafts = _check_rule_inputs(p, q, drafts)
     N, k = drafts.shape
     for name, x, shape in (("u", u, (N, k)), ("v", v, (N,))):
         if not isinstance(x, torch.Tensor) or tuple(x.shape) != shape:
@@ -176,7 +184,7 @@ def verify_batch(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`verify_with_uniforms` with uniforms drawn from ``generator``
     (first ``u`` as ``rand(N, k)``, then ``v`` as ``rand(N)``, float64)."""
-    p, q, drafts = _check_rule_inputs(p, q, drafts, batched=True)
+    p, q, drafts = _check_rule_inputs(p, q, drafts)
     _check_generator(generator)
     return _verify(p, q, drafts, generator)
 
@@ -206,7 +214,7 @@ def verify(
     return int(accepted[0]), int(token[0])
 
 
-def _check_rule_inputs(p, q, drafts, batched: bool):
+def _check_rule_inputs(p, q, drafts):
     for name, x in (("p", p), ("q", q)):
         if not isinstance(x, torch.Tensor) or x.dim() != 3:
             raise ValueError(f"{name} must be a 3-D tensor, got {type(x).__name__}"
