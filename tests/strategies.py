@@ -19,6 +19,59 @@ def prompt_and_split(draw, min_len: int = 1, max_len: int = 128):
     return prompt, k
 
 
+# --- quantization (aftertrain.quant) ----------------------------------------
+
+import torch  # noqa: E402
+from hypothesis.extra import numpy as hnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+#: Every width the quantizer accepts.
+quant_bits = st.integers(2, 8)
+
+#: Finite float32 values from tiny (subnormal) to huge magnitudes.
+_float32 = st.floats(width=32, allow_nan=False, allow_infinity=False)
+
+
+@st.composite
+def weight_matrices(draw, max_rows: int = 8, max_cols: int = 8):
+    """A finite float32 matrix, built to stress the quantizer.
+
+    Elements are arbitrary finite float32 values (so tiny, subnormal and
+    huge magnitudes all occur), then some rows are replaced by zeros and the
+    whole matrix may be rescaled by a power of two (1e-30 .. 1e30 range),
+    keeping every element finite.
+    """
+    shape = draw(st.tuples(st.integers(1, max_rows), st.integers(1, max_cols)))
+    a = draw(hnp.arrays(np.float32, shape, elements=_float32))
+    rows = draw(st.lists(st.booleans(), min_size=shape[0], max_size=shape[0]))
+    a[np.array(rows, dtype=bool)] = 0.0
+    exponent = draw(st.sampled_from([0, 0, -100, -60, 60, 100]))
+    scaled = (a.astype(np.float64) * 2.0**exponent)
+    if np.all(np.abs(scaled) < np.finfo(np.float32).max):
+        a = scaled.astype(np.float32)
+    return torch.from_numpy(a)
+
+
+@st.composite
+def tie_matrices(draw, bits: int, max_rows: int = 6, max_cols: int = 8):
+    """A float32 matrix whose ``w / scale`` hits exact half-integers.
+
+    Each row is ``2**e * (k + 0.5)`` for integer ``k`` (codes that round half
+    to even), plus one element ``qmax * 2**e`` so the row's scale is exactly
+    ``2**e`` (``qmax * 2**e / qmax`` is exact in float32). The same ``e`` for
+    every row makes the per-tensor scale ``2**e`` as well.
+    """
+    qmax = 2 ** (bits - 1) - 1
+    rows = draw(st.integers(1, max_rows))
+    cols = draw(st.integers(2, max_cols))
+    e = draw(st.integers(-20, 20))
+    k = draw(hnp.arrays(np.int64, (rows, cols - 1), elements=st.integers(-qmax, qmax - 1)))
+    sign = draw(st.sampled_from([1.0, -1.0]))
+    top = np.full((rows, 1), sign * qmax, dtype=np.float64)
+    a = np.concatenate([top, k + 0.5], axis=1) * 2.0**e
+    return torch.from_numpy(a.astype(np.float32))
+
+
 # --- pruning (aftertrain.prune) ------------------------------------------------
 
 import torch  # noqa: E402
