@@ -294,7 +294,7 @@ def test_bytes_per_element_closed_forms_and_bitmask_beats_coo_exactly_below_96p8
 # --- bad input ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("bad", [-0.01, 1.01, float("nan"), float("inf"), "0.5", None])
+@pytest.mark.parametrize("bad", [-0.01, 1.01, float("nan"), float("inf"), "0.5", None, True])
 def test_sparsity_outside_0_1_is_refused(small_gpt, bad):
     weights = {"w": torch.ones(2, 4)}
     with pytest.raises(ValueError, match="sparsity"):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import math
+import numbers
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -79,7 +80,8 @@ def prunable_weights(model: nn.Module, names: Iterable[str] | None = None) -> di
 
 
 def _check_sparsity(sparsity: float) -> float:
-    if not isinstance(sparsity, (int, float)) or not 0.0 <= sparsity <= 1.0:
+    if (isinstance(sparsity, bool) or not isinstance(sparsity, numbers.Real)
+            or not 0.0 <= sparsity <= 1.0):
         raise ValueError(f"sparsity must be a number in [0, 1], got {sparsity!r}")
     return float(sparsity)
 
