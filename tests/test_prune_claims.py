@@ -105,6 +105,19 @@ def test_magnitude_pruning_beats_random_from_10_to_70pct(loss_rows, record_prope
         assert max(r["global"], r["layer"]) < r["random"], r
 
 
+@pytest.mark.claim("P1")
+@pytest.mark.xfail(strict=True, reason="does not reproduce: at 90% global magnitude 3.5072 < random "
+                   "3.7735 (per-layer 3.7754); the article has random 4.6292 below both "
+                   "(global 5.0523, per-layer 5.0089), magnitude past the untrained line")
+def test_at_90pct_random_beats_both_magnitude_methods(loss_rows, record_property):
+    """The article's last row turns the order: random 4.6292 < per-layer
+    5.0089 < global 5.0523, both magnitude methods above ln(100)."""
+    r = loss_rows[-1]
+    record_property("measured", f"90%: global {r['global']:.4f}, per-layer {r['layer']:.4f}, "
+                                f"random {r['random']:.4f}")
+    assert r["random"] < min(r["global"], r["layer"])
+
+
 # --- P2 -------------------------------------------------------------------------
 
 
@@ -122,19 +135,32 @@ def test_random_pruning_table_matches_stored_baseline(random_rows, num_regressio
                          default_tolerance={"atol": LOSS_TOL, "rtol": 0})
 
 
+@pytest.fixture(scope="session")
+def random_rows_wide(curve, random_rows, loss_rows):
+    """Random pruning over the P2 grid and the P1 grid together (1..90%),
+    to find where random pruning first loses to the bigram."""
+    return P.random_table(curve, sorted(set(P.RANDOM_SPARSITIES) | set(P.TABLE_SPARSITIES)))
+
+
 @pytest.mark.claim("P2")
-def test_random_pruning_at_5pct_is_worse_than_the_bigram(random_rows, bigram_loss, record_property):
+@pytest.mark.xfail(strict=True, reason="does not reproduce: random 5% gives 1.5784 (mean of 5 seeds, "
+                   "max 1.5865) against our bigram 2.5365; random pruning first loses to the bigram "
+                   "at 30% (2.7096; 20% gives 2.1375). Article: 5% 3.1419 vs bigram 2.6501")
+def test_random_pruning_at_5pct_is_worse_than_the_bigram(random_rows_wide, bigram_loss, record_property):
     """Article: random 5% 3.1419 > bigram 2.6501. We compare the mean over
-    seeds with our bigram and also report the first grid sparsity where the
-    mean loses to it."""
-    first = P.first_sparsity_above(random_rows, "mean", bigram_loss)
-    at5 = next(r for r in random_rows if r["sparsity"] == 0.05)
-    record_property("measured", f"random 5% {at5['mean']:.4f} (min over seeds {at5['min']:.4f}) vs "
+    seeds with our bigram and report the first sparsity (of the P1 and P2
+    grids) where the mean loses to it."""
+    first = P.first_sparsity_above(random_rows_wide, "mean", bigram_loss)
+    at5 = next(r for r in random_rows_wide if r["sparsity"] == 0.05)
+    record_property("measured", f"random 5% {at5['mean']:.4f} (max over seeds {at5['max']:.4f}) vs "
                                 f"bigram {bigram_loss:.4f}; first worse at {first} (article 5%)")
     assert at5["mean"] > bigram_loss
 
 
 @pytest.mark.claim("P2")
+@pytest.mark.xfail(strict=True, reason="does not reproduce: random 20% gives 2.1375 (mean of 5 seeds), "
+                   "below the midpoint 3.5708 of our bigram 2.5365 and ln(100) 4.6052. "
+                   "Article: 4.2955")
 def test_random_pruning_at_20pct_is_closer_to_untrained_than_to_bigram(random_rows, bigram_loss,
                                                                        record_property):
     """Article: 20% gives 4.2955, 'close to the untrained 4.6052'. Read as:
@@ -143,6 +169,16 @@ def test_random_pruning_at_20pct_is_closer_to_untrained_than_to_bigram(random_ro
     midpoint = (bigram_loss + UNTRAINED) / 2
     record_property("measured", f"random 20% {at20['mean']:.4f}; midpoint bigram/untrained {midpoint:.4f}")
     assert at20["mean"] > midpoint
+
+
+@pytest.mark.claim("P2")
+def test_random_pruning_loses_more_with_every_step_of_sparsity(random_rows_wide, record_property):
+    """Our guard on the random column (the article's own is not monotone:
+    30% 4.4976, 50% 4.4543): the mean over seeds rises at every step of the
+    1..90% grid, so more random pruning always costs more here."""
+    means = [r["mean"] for r in random_rows_wide]
+    record_property("measured", ", ".join(f"{r['sparsity']:.0%} {r['mean']:.4f}" for r in random_rows_wide))
+    assert all(a < b for a, b in zip(means, means[1:])), means
 
 
 # --- P3 -------------------------------------------------------------------------
