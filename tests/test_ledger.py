@@ -23,6 +23,7 @@ import pytest
 @pytest.mark.claim("Q2")
 def test_holds(record_property):
     record_property("measured", "int8 +0.0012 nats")
+    record_property("table:int8", [{"granularity": "per-tensor", "loss": 1.5551}])
 
 @pytest.mark.claim("Q3", "Q4")
 def test_broken():
@@ -71,6 +72,14 @@ EXPECTED = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _not_an_xdist_worker(monkeypatch: pytest.MonkeyPatch):
+    """When this file runs under ``pytest -n 2`` the inner runs are not
+    workers; without this pytest-benchmark in them would warn that xdist is
+    active."""
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+
+
 def _ledger_lines(result: pytest.RunResult) -> dict[str, str]:
     lines = result.stdout.lines
     start = next(i for i, line in enumerate(lines) if "claims ledger" in line)
@@ -96,6 +105,8 @@ def _check_verdicts(result: pytest.RunResult, path: Path) -> None:
     assert sorted(t["outcome"] for t in entries["Q4"]["tests"]) == ["failed", "passed"]
     assert [t["outcome"] for t in entries["K1"]["tests"]] == ["error"]
     assert entries["Q1"]["tests"] == []
+    assert json.loads(path.read_text())["tables"] == {
+        "int8": [{"granularity": "per-tensor", "loss": 1.5551}]}
 
 
 def test_ledger_reports_each_verdict_and_writes_json(pytester: pytest.Pytester):

@@ -27,7 +27,10 @@ import scipy.stats
 import torch
 
 
-def median_interval(values: np.ndarray | list[float], confidence: float) -> tuple[float, float, float]:
+def median_interval(
+    values: np.ndarray | list[float],
+    confidence: float,
+) -> tuple[float, float, float]:
     """Distribution-free confidence interval for the median of ``values``.
 
     With ``x_(1) <= ... <= x_(n)`` the sorted values, the interval is
