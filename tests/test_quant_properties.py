@@ -91,13 +91,13 @@ def check_odd_symmetry(quantizer, w, bits, g):
 
 def check_idempotent(quantizer, w, bits, g):
     q, s = quantizer(w, bits, g)
-    q2, _ = quantizer(q.float() * s, bits, g)
+    q2, _ = quantizer(Q.dequantize(q, s), bits, g)
     assert torch.equal(q2, q)
 
 
 def check_error_within_half_scale(quantizer, w, bits, g):
     q, s = quantizer(w, bits, g)
-    w_hat = (q.float() * s).double()
+    w_hat = Q.dequantize(q, s).double()
     # A floored scale (all-zero or subnormal-sized rows) is the oracle's too.
     scale = article_scale(w, bits, g).clamp_min(Q.SCALE_FLOOR)
     bound = scale / 2 * error_bound_tolerance(bits) + SUBNORMAL_HALF
@@ -107,7 +107,7 @@ def check_error_within_half_scale(quantizer, w, bits, g):
 
 def check_no_nan(quantizer, w, bits, g):
     q, s = quantizer(w, bits, g)
-    assert bool(torch.isfinite(q.float() * s).all()) and bool((s > 0).all())
+    assert bool(torch.isfinite(Q.dequantize(q, s)).all()) and bool((s > 0).all())
 
 
 CHECKS = [check_codes_in_range, check_largest_maps_to_qmax, check_zero_and_sign,
@@ -231,12 +231,14 @@ def test_fake_quantize_agrees_with_pytorch_except_where_division_and_reciprocal_
     reciprocal; the article divides. At the same scale the two agree bit for
     bit at every element except those where fl(w/s) and fl(w * fl(1/s))
     round to different integers (only next to exact half-integers), and
-    there they differ by exactly one step s. Checked at exact ties and on
-    arbitrary matrices."""
+    there they differ by exactly one step s. Where PyTorch's product
+    overflows to Inf (within an ulp of float32's max) ours saturates, so
+    theirs is compared saturated. Checked at exact ties and on arbitrary
+    matrices."""
     for w in (data.draw(tie_matrices(bits)), data.draw(weight_matrices())):
         s = Q.scales(w, bits, g)
         ours = Q.fake_quantize(w, bits, g)
-        theirs = torch_fake_quantize(w, s, bits, g)
+        theirs = torch_fake_quantize(w, s, bits, g).clamp(-Q.FLOAT32_MAX, Q.FLOAT32_MAX)
         apart = torch.round(w / s) != torch.round(w * (1 / s))
         assert torch.equal(ours[~apart], theirs[~apart])
         assert torch.equal((ours - theirs).abs()[apart], s.expand_as(w)[apart])
@@ -412,3 +414,17 @@ def test_pack_check_rejects_a_code_outside_the_width():
     assert int(q.max()) == 8
     with pytest.raises(ValueError, match="codes"):
         Q.pack_codes(q, 4)
+
+
+def test_largest_float32_saturates_instead_of_overflowing():
+    """Found by hypothesis: w = float32 max at 6 bits; fl(w / 31) * 31 rounds
+    past the largest float. w_hat saturates at float32 max (error 0) where
+    PyTorch's fake quantization gives Inf."""
+    w = torch.tensor([[Q.FLOAT32_MAX, -Q.FLOAT32_MAX / 3]])
+    for bits in range(2, 9):
+        for g in Granularity:
+            out = Q.fake_quantize(w, bits, g)
+            assert bool(torch.isfinite(out).all())
+            check_error_within_half_scale(Q.quantize_codes, w, bits, g)
+    s = Q.scales(w, 6, G.PER_TENSOR)
+    assert torch.isinf(torch_fake_quantize(w, s, 6, G.PER_TENSOR)[0, 0])
