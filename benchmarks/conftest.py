@@ -1,0 +1,59 @@
+"""Shared set-up of the benchmarks (pytest-benchmark).
+
+Every benchmark asserts its result is correct before it is timed, runs on
+one thread, and stores next to pytest-benchmark's absolute times a paired
+ratio (:func:`aftertrain.timing.paired_timing`) in ``benchmark.extra_info``:
+the absolute time depends on the machine, the ratio to a baseline run in
+alternating pairs much less. Runs are saved to and compared with
+``baselines/benchmarks`` (``addopts`` in pyproject.toml); see
+docs/measurement.md.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import pytest
+import torch
+
+from aftertrain.timing import PairedTiming, paired_timing
+
+BENCHMARK_THREADS = 1  # pinned: thread count changes the times more than any code change
+
+
+@pytest.fixture(autouse=True)
+def _pinned_threads():
+    before = torch.get_num_threads()
+    torch.set_num_threads(BENCHMARK_THREADS)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
+def record_paired(benchmark) -> Callable[..., PairedTiming | None]:
+    """A function ``record_paired(baseline, candidate, **kwargs)`` that times
+    ``candidate`` against ``baseline`` with :func:`paired_timing` (keyword
+    arguments passed on; ``threads`` defaults to the benchmarks' one) and
+    records the result in ``benchmark.extra_info``:
+
+    - ``paired``: :meth:`PairedTiming.as_dict` (every pair, the settings);
+    - ``ratio_median``, ``ratio_ci``: the median of candidate / baseline and
+      its interval, the machine-independent figure.
+
+    Returns the :class:`PairedTiming`, or ``None`` without timing when
+    pytest-benchmark is disabled (``--benchmark-disable``, or under
+    pytest-xdist, where it runs each benchmark once untimed).
+    """
+
+    def record(baseline: Callable[[], object], candidate: Callable[[], object],
+               **kwargs) -> PairedTiming | None:
+        if not benchmark.enabled:
+            return None
+        kwargs.setdefault("threads", BENCHMARK_THREADS)
+        timing = paired_timing(baseline, candidate, **kwargs)
+        benchmark.extra_info["paired"] = timing.as_dict()
+        benchmark.extra_info["ratio_median"] = timing.median
+        benchmark.extra_info["ratio_ci"] = [timing.ci_low, timing.ci_high]
+        return timing
+
+    return record

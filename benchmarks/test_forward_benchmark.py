@@ -1,0 +1,63 @@
+"""The model's forward pass: a full 128-character window without a cache.
+
+Paired figure: the full pass against one cached decoding step at the last
+position (the same prediction, computed from the cache of the 127 before):
+how many decoding steps one recomputation of the window costs.
+
+The model is the reference checkpoint once it exists, a randomly
+initialised GPT (seed 0) until then; the figures are only compared between
+runs on the same model.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from aftertrain import model as _model
+from aftertrain.text import load_corpus
+
+T = 128
+
+
+@pytest.fixture(scope="module")
+def gpt() -> _model.GPT:
+    if _model.reference_path().is_file():
+        return _model.load_reference()
+    with torch.random.fork_rng():  # no change to the global generator
+        torch.manual_seed(0)
+        return _model.GPT().eval()
+
+
+@pytest.fixture(scope="module")
+def window() -> torch.Tensor:
+    return load_corpus().val[:T].view(1, T)  # (1, T)
+
+
+def test_forward_full_window(benchmark, record_paired, gpt, window):
+    """Correct first: the cached step's logits equal the full pass's last row
+    within 1e-4 (claim K1: float error only; the article measured 9.06e-06,
+    and float32 sums taken in another order differ by ~1e-6 relative)."""
+    cache = gpt.new_cache()
+    with torch.no_grad():
+        full = gpt(window)[0, -1]
+        gpt(window[:, :-1], cache=cache)
+
+    def step() -> torch.Tensor:
+        cache.truncate(T - 1)
+        with torch.no_grad():
+            return gpt(window[:, -1:], cache=cache)[0, -1]
+
+    def forward() -> torch.Tensor:
+        with torch.no_grad():
+            return gpt(window)[0, -1]
+
+    torch.testing.assert_close(step(), full, rtol=0, atol=1e-4)
+    torch.testing.assert_close(forward(), full, rtol=0, atol=0)
+
+    benchmark.group = "forward"
+    timing = record_paired(step, forward, pairs=41)
+    if timing is not None:
+        assert timing.slower_by_at_least(1.0), timing.as_dict()  # 128 positions cost more than 1
+    # 100 rounds instead of pytest-benchmark's calibration: ~1 s, not ~5 s.
+    benchmark.pedantic(forward, rounds=100, warmup_rounds=3)
