@@ -346,6 +346,7 @@ def bits_table(
 
     One row per width: ``{"bits", "per_tensor", "per_channel"}`` (mean
     cross-entropy in nats on ``tokens``, default the validation split).
+    ``quantize`` builds each quantized copy (default :func:`quantized_model`).
     """
     rows = []
     for b in bits:
@@ -385,7 +386,8 @@ def sensitivity_table(
     """One 2-D weight at a time quantized (the rest float32), most harmful first.
 
     Rows ``{"name", "loss", "penalty"}`` with ``penalty = loss - float32 loss``,
-    sorted by penalty descending (ties by name).
+    sorted by penalty descending (ties by name). ``quantize`` builds each
+    copy (default :func:`quantized_model`).
     """
     base = _val_loss(model, tokens)
     rows = []
