@@ -91,13 +91,13 @@ def check_odd_symmetry(quantizer, w, bits, g):
 
 def check_idempotent(quantizer, w, bits, g):
     q, s = quantizer(w, bits, g)
-    q2, _ = quantizer(q.float() * s, bits, g)
+    q2, _ = quantizer(Q.dequantize(q, s), bits, g)
     assert torch.equal(q2, q)
 
 
 def check_error_within_half_scale(quantizer, w, bits, g):
     q, s = quantizer(w, bits, g)
-    w_hat = (q.float() * s).double()
+    w_hat = Q.dequantize(q, s).double()
     # A floored scale (all-zero or subnormal-sized rows) is the oracle's too.
     scale = article_scale(w, bits, g).clamp_min(Q.SCALE_FLOOR)
     bound = scale / 2 * error_bound_tolerance(bits) + SUBNORMAL_HALF
@@ -107,7 +107,7 @@ def check_error_within_half_scale(quantizer, w, bits, g):
 
 def check_no_nan(quantizer, w, bits, g):
     q, s = quantizer(w, bits, g)
-    assert bool(torch.isfinite(q.float() * s).all()) and bool((s > 0).all())
+    assert bool(torch.isfinite(Q.dequantize(q, s)).all()) and bool((s > 0).all())
 
 
 CHECKS = [check_codes_in_range, check_largest_maps_to_qmax, check_zero_and_sign,
@@ -231,31 +231,52 @@ def test_fake_quantize_agrees_with_pytorch_except_where_division_and_reciprocal_
     reciprocal; the article divides. At the same scale the two agree bit for
     bit at every element except those where fl(w/s) and fl(w * fl(1/s))
     round to different integers (only next to exact half-integers), and
-    there they differ by exactly one step s. Checked at exact ties and on
-    arbitrary matrices."""
+    there they differ by exactly one step s. Where PyTorch's product
+    overflows to Inf (within an ulp of float32's max) ours saturates, so
+    theirs is compared saturated. Checked at exact ties and on arbitrary
+    matrices."""
     for w in (data.draw(tie_matrices(bits)), data.draw(weight_matrices())):
-        s = Q.scales(w, bits, g)
-        ours = Q.fake_quantize(w, bits, g)
-        theirs = torch_fake_quantize(w, s, bits, g)
-        apart = torch.round(w / s) != torch.round(w * (1 / s))
-        assert torch.equal(ours[~apart], theirs[~apart])
-        assert torch.equal((ours - theirs).abs()[apart], s.expand_as(w)[apart])
+        check_agrees_with_pytorch(w, bits, g)
+
+
+def check_agrees_with_pytorch(w, bits, g, quantizer=Q.quantize_codes) -> int:
+    """Ours equals PyTorch's fake quantization at our scale except where
+    division and reciprocal-multiply round apart, and there by one step.
+    Returns the number of such elements."""
+    s = Q.scales(w, bits, g)
+    q, s_ours = quantizer(w, bits, g)
+    ours = Q.dequantize(q, s_ours)
+    theirs = torch_fake_quantize(w, s, bits, g).clamp(-Q.FLOAT32_MAX, Q.FLOAT32_MAX)
+    apart = torch.round(w / s) != torch.round(w * (1 / s))
+    assert torch.equal(ours[~apart], theirs[~apart])
+    # theirs = k * s with |k| <= 128, so theirs / s rounds back to k exactly.
+    steps = (torch.round(ours / s) - torch.round(theirs / s)).abs()
+    assert bool((steps[apart] == 1).all()), steps[apart]
+    return int(apart.sum())
 
 
 @pytest.mark.claim("Q1")
-def test_fake_quantize_equals_pytorch_bit_for_bit_on_every_reference_weight(reference):
+def test_fake_quantize_equals_pytorch_on_reference_weights_but_for_exact_ties(reference,
+                                                                              record_property):
     """On the 15 weights of the reference model, every width 2..8 and both
-    granularities: torch.equal with torch.fake_quantize_per_{tensor,channel}_affine
-    at our scale (no element sits on a division/reciprocal tie there)."""
+    granularities: torch.fake_quantize_per_{tensor,channel}_affine at our
+    scale gives the same bits except at elements where w / scale is an exact
+    half-integer in float32 but w * (1/scale) is not (or the reverse). Such
+    elements exist in trained weights (on a 300-step model: blocks.1.f1 at
+    8 bits per-tensor, -0.016155 / scale = -19.5 exactly); they are counted,
+    and must be fewer than 1 in 10,000 of the elements checked (a tie needs
+    the quotient to land on a half-integer exactly)."""
+    apart = total = 0
     for name, p in reference.named_parameters():
         if p.dim() != 2:
             continue
-        w = p.detach()
         for bits in range(2, 9):
             for g in Granularity:
-                s = Q.scales(w, bits, g)
-                assert torch.equal(Q.fake_quantize(w, bits, g),
-                                   torch_fake_quantize(w, s, bits, g)), (name, bits, g)
+                apart += check_agrees_with_pytorch(p.detach(), bits, g)
+                total += p.numel()
+    record_property("measured", f"{apart} of {total} element-quantizations differ from PyTorch's "
+                                f"(division vs reciprocal at exact ties), each by one step")
+    assert apart < total / 10_000
 
 
 # --- bad input ------------------------------------------------------------------
@@ -397,6 +418,14 @@ def test_property_check_rejects_a_broken_quantizer(check, broken, w, g):
         check(broken, w, 4, g)
 
 
+@pytest.mark.claim("Q1")
+@pytest.mark.parametrize("broken", [floor_rounding, wrong_axis, mean_scale, clamp_past_qmax])
+def test_pytorch_agreement_check_rejects_broken_quantizers(broken):
+    """Teeth of the agreement with PyTorch (per-channel, 4 bits)."""
+    with pytest.raises(AssertionError):
+        check_agrees_with_pytorch(-W_TEETH[:2], 4, G.PER_CHANNEL, broken)
+
+
 @pytest.mark.claim("X7")
 def test_wrong_axis_per_channel_scales_are_caught():
     """X7's teeth claim: scales per input column instead of per output row
@@ -412,3 +441,17 @@ def test_pack_check_rejects_a_code_outside_the_width():
     assert int(q.max()) == 8
     with pytest.raises(ValueError, match="codes"):
         Q.pack_codes(q, 4)
+
+
+def test_largest_float32_saturates_instead_of_overflowing():
+    """Found by hypothesis: w = float32 max at 6 bits; fl(w / 31) * 31 rounds
+    past the largest float. w_hat saturates at float32 max (error 0) where
+    PyTorch's fake quantization gives Inf."""
+    w = torch.tensor([[Q.FLOAT32_MAX, -Q.FLOAT32_MAX / 3]])
+    for bits in range(2, 9):
+        for g in Granularity:
+            out = Q.fake_quantize(w, bits, g)
+            assert bool(torch.isfinite(out).all())
+            check_error_within_half_scale(Q.quantize_codes, w, bits, g)
+    s = Q.scales(w, 6, G.PER_TENSOR)
+    assert torch.isinf(torch_fake_quantize(w, s, 6, G.PER_TENSOR)[0, 0])

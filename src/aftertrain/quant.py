@@ -52,6 +52,7 @@ MAX_BITS = 8
 #: Smallest scale used (see the zero guard in the module docstring).
 SCALE_FLOOR = torch.finfo(torch.float32).tiny
 FLOAT32_BYTES = 4
+FLOAT32_MAX = torch.finfo(torch.float32).max
 
 
 class Granularity(enum.Enum):
@@ -144,7 +145,17 @@ def fake_quantize(w: torch.Tensor, bits: int, granularity: Granularity) -> torch
     ``[0.7, -0.4, 0.1]``.
     """
     q, s = quantize_codes(w, bits, granularity)
-    return q.to(torch.float32) * s
+    return dequantize(q, s)
+
+
+def dequantize(codes: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+    """``codes * scales`` in float32, saturated at +-float32 max.
+
+    The saturation only acts within an ulp of float32's largest value: there
+    ``fl(max|w| / qmax) * qmax`` can round past the largest float and would
+    give Inf (PyTorch's fake quantization does give Inf there).
+    """
+    return (codes.to(torch.float32) * scales).clamp(-FLOAT32_MAX, FLOAT32_MAX)
 
 
 # --- the integer form -------------------------------------------------------
@@ -208,7 +219,7 @@ class QuantizedTensor:
 
     def dequantize(self) -> torch.Tensor:
         """``codes * scales`` in float32: equal bit for bit to :func:`fake_quantize`."""
-        return self.codes().to(torch.float32) * self.scales
+        return dequantize(self.codes(), self.scales)
 
     @property
     def nbytes(self) -> int:
@@ -335,6 +346,7 @@ def bits_table(
 
     One row per width: ``{"bits", "per_tensor", "per_channel"}`` (mean
     cross-entropy in nats on ``tokens``, default the validation split).
+    ``quantize`` builds each quantized copy (default :func:`quantized_model`).
     """
     rows = []
     for b in bits:
@@ -356,7 +368,7 @@ def reconstruction_figures(
     out = {}
     for g in Granularity:
         q, s = quantize_codes(w, bits, g)
-        w_hat = q.to(torch.float32) * s
+        w_hat = dequantize(q, s)
         out[g.value] = {
             "zero_fraction": float((q == 0).double().mean()),
             "mean_abs_error": float((w.detach().double() - w_hat.double()).abs().mean()),
@@ -374,7 +386,8 @@ def sensitivity_table(
     """One 2-D weight at a time quantized (the rest float32), most harmful first.
 
     Rows ``{"name", "loss", "penalty"}`` with ``penalty = loss - float32 loss``,
-    sorted by penalty descending (ties by name).
+    sorted by penalty descending (ties by name). ``quantize`` builds each
+    copy (default :func:`quantized_model`).
     """
     base = _val_loss(model, tokens)
     rows = []
