@@ -105,19 +105,6 @@ def test_magnitude_pruning_beats_random_from_10_to_70pct(loss_rows, record_prope
         assert max(r["global"], r["layer"]) < r["random"], r
 
 
-@pytest.mark.claim("P1")
-@pytest.mark.xfail(strict=True, reason="does not reproduce: at 90% global magnitude 3.5072 < random "
-                   "3.7735 (per-layer 3.7754); the article has random 4.6292 below both "
-                   "(global 5.0523, per-layer 5.0089), magnitude past the untrained line")
-def test_at_90pct_random_beats_both_magnitude_methods(loss_rows, record_property):
-    """The article's last row turns the order: random 4.6292 < per-layer
-    5.0089 < global 5.0523, both magnitude methods above ln(100)."""
-    r = loss_rows[-1]
-    record_property("measured", f"90%: global {r['global']:.4f}, per-layer {r['layer']:.4f}, "
-                                f"random {r['random']:.4f}")
-    assert r["random"] < min(r["global"], r["layer"])
-
-
 # --- P2 -------------------------------------------------------------------------
 
 
