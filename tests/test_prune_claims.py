@@ -24,7 +24,7 @@ from aftertrain.model import val_loss
 from aftertrain.quant import Granularity, quantized_model
 
 LOSS_TOL = 1e-5  # nats; reason in the module docstring
-UNTRAINED = math.log(100)  # 4.6052: the uniform predictor, the report's "untrained" line
+UNTRAINED = P.UNTRAINED_LOSS  # ln(100) = 4.6052, the report's "untrained" line
 
 #: The article's figures (CLAIMS.md), reported next to ours.
 ARTICLE_P1 = {0.1: (2.0358, 2.0397, 3.7873), 0.3: (2.2097, 2.3893, 4.4976),

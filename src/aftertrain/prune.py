@@ -37,6 +37,10 @@ from aftertrain.model import val_loss
 #: evaluations per sparsity, which the test budget allows.
 RANDOM_SEEDS: tuple[int, ...] = (0, 1, 2, 3, 4)
 
+#: The loss of an untrained model (uniform over 100 characters), ln(100) =
+#: 4.6052: the "untrained" line of the article's figure.
+UNTRAINED_LOSS: float = math.log(100)
+
 #: The article's sparsities for the loss table (P1) and for random pruning (P2).
 TABLE_SPARSITIES: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9)
 RANDOM_SPARSITIES: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1, 0.2)
