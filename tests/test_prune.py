@@ -343,7 +343,7 @@ def signed_global_masks(weights, s):
     flat = torch.cat([w.reshape(-1) for w in weights.values()])
     keep = torch.ones(flat.numel(), dtype=torch.bool)
     keep[torch.sort(flat, stable=True).indices[:round(s * flat.numel())]] = False
-    return P._split(keep, weights)
+    return P._split(keep, {n: w.shape for n, w in weights.items()})
 
 
 def threshold_global_masks(weights, s):

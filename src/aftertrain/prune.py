@@ -119,10 +119,44 @@ def _magnitude_order(flat: torch.Tensor) -> torch.Tensor:
     return torch.sort(flat.abs(), stable=True).indices
 
 
-def _split(keep: torch.Tensor, weights: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    sizes = [w.numel() for w in weights.values()]
-    return {n: part.view(w.shape)
-            for (n, w), part in zip(weights.items(), torch.split(keep, sizes))}
+def _split(keep: torch.Tensor, shapes: Mapping[str, torch.Size]) -> dict[str, torch.Tensor]:
+    sizes = [math.prod(shape) for shape in shapes.values()]
+    return {n: part.view(shape)
+            for (n, shape), part in zip(shapes.items(), torch.split(keep, sizes))}
+
+
+def _shapes(weights: Mapping[str, torch.Tensor]) -> dict[str, torch.Size]:
+    return {n: w.shape for n, w in weights.items()}
+
+
+class MagnitudeRanking:
+    """Weights ranked once by ``(|w|, position)``, over all matrices together
+    (``per_layer=False``) or within each matrix; the masks at any sparsity
+    are a prefix of that ranking, so they are nested and cost no new sort.
+
+    ``masks(s)`` removes the ``round(s * N)`` first-ranked weights globally,
+    or the ``round(s * n_i)`` first-ranked of every matrix ``i`` per layer.
+    """
+
+    def __init__(self, weights: Mapping[str, torch.Tensor], *, per_layer: bool) -> None:
+        _check_finite_ranking(weights)
+        self.per_layer = per_layer
+        self.shapes = _shapes(weights)
+        if per_layer:
+            self.orders = {n: _magnitude_order(w.reshape(-1)) for n, w in weights.items()}
+        else:
+            self.orders = {"*": _magnitude_order(_flat(weights))}
+
+    def masks(self, sparsity: float) -> dict[str, torch.Tensor]:
+        """Keep masks (``True`` = kept) at ``sparsity``."""
+        _check_sparsity(sparsity)
+        if self.per_layer:
+            return {n: _drop_first(order, n_removed(sparsity, order.numel()),
+                                   order.numel()).view(self.shapes[n])
+                    for n, order in self.orders.items()}
+        order = self.orders["*"]
+        return _split(_drop_first(order, n_removed(sparsity, order.numel()), order.numel()),
+                      self.shapes)
 
 
 def _flat(weights: Mapping[str, torch.Tensor]) -> torch.Tensor:
@@ -133,20 +167,15 @@ def global_magnitude_masks(weights: Mapping[str, torch.Tensor], sparsity: float)
     """Keep masks removing the ``round(s * N)`` smallest ``|w|`` over all
     matrices together (``N`` = all their weights); ties go in order of
     (matrix order, flat position). Per-matrix sparsity is free to vary."""
-    _check_finite_ranking(weights)
-    flat = _flat(weights)
-    k = n_removed(sparsity, flat.numel())
-    return _split(_drop_first(_magnitude_order(flat), k, flat.numel()), weights)
+    _check_sparsity(sparsity)
+    return MagnitudeRanking(weights, per_layer=False).masks(sparsity)
 
 
 def layer_magnitude_masks(weights: Mapping[str, torch.Tensor], sparsity: float) -> dict[str, torch.Tensor]:
     """Keep masks removing the ``round(s * n_i)`` smallest ``|w|`` of each
     matrix ``i`` separately (ties in flat position order)."""
-    _check_finite_ranking(weights)
     _check_sparsity(sparsity)
-    return {n: _drop_first(_magnitude_order(w.reshape(-1)), n_removed(sparsity, w.numel()),
-                           w.numel()).view(w.shape)
-            for n, w in weights.items()}
+    return MagnitudeRanking(weights, per_layer=True).masks(sparsity)
 
 
 def random_masks(
@@ -162,7 +191,7 @@ def random_masks(
     _check_finite_ranking(weights)
     n = sum(w.numel() for w in weights.values())
     k = n_removed(sparsity, n)
-    return _split(_drop_first(torch.randperm(n, generator=generator), k, n), weights)
+    return _split(_drop_first(torch.randperm(n, generator=generator), k, n), _shapes(weights))
 
 
 def two_four_masks(weights: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -396,11 +425,19 @@ class LossCurve:
         self.model = model
         self.evaluate = evaluate
         self._cache: dict[tuple[Method, float, int], float] = {}
+        self._rankings: dict[Method, MagnitudeRanking] = {}
 
     def __call__(self, method: Method, sparsity: float, seed: int = 0) -> float:
         key = (method, _check_sparsity(sparsity), seed if method is Method.RANDOM else 0)
         if key not in self._cache:
-            self._cache[key] = self.evaluate(pruned_model(self.model, method, sparsity, seed=seed))
+            if method in (Method.GLOBAL, Method.LAYER):  # rank once, mask many times
+                if method not in self._rankings:
+                    self._rankings[method] = MagnitudeRanking(
+                        prunable_weights(self.model), per_layer=method is Method.LAYER)
+                pruned = apply_masks(self.model, self._rankings[method].masks(sparsity))
+            else:
+                pruned = pruned_model(self.model, method, sparsity, seed=seed)
+            self._cache[key] = self.evaluate(pruned)
         return self._cache[key]
 
     def random_losses(self, sparsity: float, seeds: Sequence[int] = RANDOM_SEEDS) -> list[float]:
