@@ -56,8 +56,8 @@ def test_forward_full_window(benchmark, record_paired, gpt, window):
     torch.testing.assert_close(forward(), full, rtol=0, atol=0)
 
     benchmark.group = "forward"
-    timing = record_paired(step, forward, pairs=41)
-    if timing is not None:
-        assert timing.slower_by_at_least(1.0), timing.as_dict()  # 128 positions cost more than 1
+    # Recorded, not asserted: at load average 12 on the 2-core dev box the
+    # interval's low end fell to 0.58 in one of 8 runs (median 6.5-8.7).
+    record_paired(step, forward, pairs=41)
     # 100 rounds instead of pytest-benchmark's calibration: ~1 s, not ~5 s.
     benchmark.pedantic(forward, rounds=100, warmup_rounds=3)

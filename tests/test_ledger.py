@@ -23,6 +23,7 @@ import pytest
 @pytest.mark.claim("Q2")
 def test_holds(record_property):
     record_property("measured", "int8 +0.0012 nats")
+    record_property("table:int8", [{"granularity": "per-tensor", "loss": 1.5551}])
 
 @pytest.mark.claim("Q3", "Q4")
 def test_broken():
@@ -104,6 +105,8 @@ def _check_verdicts(result: pytest.RunResult, path: Path) -> None:
     assert sorted(t["outcome"] for t in entries["Q4"]["tests"]) == ["failed", "passed"]
     assert [t["outcome"] for t in entries["K1"]["tests"]] == ["error"]
     assert entries["Q1"]["tests"] == []
+    assert json.loads(path.read_text())["tables"] == {
+        "int8": [{"granularity": "per-tensor", "loss": 1.5551}]}
 
 
 def test_ledger_reports_each_verdict_and_writes_json(pytester: pytest.Pytester):

@@ -62,7 +62,7 @@ def test_a_corrupted_corpus_names_the_file_and_the_fix(monkeypatch):
     text.load_corpus.cache_clear()
     monkeypatch.setattr(text, "CORPUS_SHA256", "0" * 64)
     try:
-        with pytest.raises(text.CorpusError, match=r"corpus\.txt has SHA-256 .* git checkout"):
+        with pytest.raises(text.CorpusError, match=r"corpus\.txt has SHA-256 .*`git checkout"):
             text.load_corpus()
     finally:
         text.load_corpus.cache_clear()

@@ -1,6 +1,18 @@
-"""aftertrain: executable claims about compressing a small character-level GPT."""
+"""aftertrain: executable claims about compressing a small character-level GPT.
 
-from aftertrain import model, text
+Submodules load on first use (``aftertrain.model``, ``aftertrain.quant``...),
+so the pytest ledger plugin (``-p aftertrain.ledger``) does not import torch.
+"""
 
-__all__ = ["model", "text"]
+import importlib
+
 __version__ = "0.1.0"
+
+_SUBMODULES = {"text", "model", "train", "bigram", "timing", "stats", "claims", "ledger",
+               "quant", "prune", "speculative", "report", "cli"}
+
+
+def __getattr__(name: str):
+    if name in _SUBMODULES:
+        return importlib.import_module(f"aftertrain.{name}")
+    raise AttributeError(f"module 'aftertrain' has no attribute {name!r}")

@@ -192,3 +192,60 @@ _CLAIMS = (
 
 CLAIMS: dict[str, Claim] = {claim.id: claim for claim in _CLAIMS}
 assert len(CLAIMS) == len(_CLAIMS), "claim IDs must be unique"
+
+
+#: The article's tables as numbers, for the report's tables and plots (the
+#: same figures as the ``article`` strings above; units: validation loss in
+#: nats, sparsity and acceptance as fractions, times in microseconds).
+ARTICLE_TABLES: dict[str, object] = {
+    "b1": {"uniform": 4.6052, "bigram": 2.6501, "reference": 2.0272},
+    "q3": {"weights": 631_808, "weights_fp32_mb": 2.41, "weights_int8_mb": 0.60,
+           "parameters": 637_156, "parameters_fp32_mb": 2.43, "parameters_int8_mb": 0.62,
+           "cut": 0.744},
+    # bits -> (per-tensor, per-channel)
+    "q4": {8: (2.0290, 2.0280), 6: (2.0599, 2.0387), 4: (2.6380, 2.3571),
+           3: (4.3960, 3.4381), 2: (5.7894, 6.3112)},
+    "q6": {"per-tensor": {"zero_fraction": 0.952, "mean_abs_error": 0.0519},
+           "per-channel": {"zero_fraction": 0.781, "mean_abs_error": 0.0419}},
+    "q7": {"tok.weight": 0.0976, "pos.weight": 0.0618, "blocks.2.f1.weight": 0.0184,
+           "blocks.0.f2.weight": 0.0174, "blocks.2.qkv.weight": 0.0132,
+           "blocks.2.f2.weight": -0.0020},
+    "q8": {"sum_of_penalties": 0.2830, "all_at_once": 0.3299},
+    "q9": {"position": 22},
+    "q10": {"worst": 2.49, "median": 1.51, "int8_granularity_gap": 0.0010,
+            "block0_ffn_input": (1.50, 5.24), "block2_ffn_input": (1.54, 6.24),
+            "final_residual": (1.64, 6.67)},
+    "s2": {"bigram": 0.0158, "4-bit": 0.0095, "direct": 0.0134},
+    # (draft, k) -> (acceptance, chars per pass, target passes)
+    "s4": {("bigram", 1): (0.290, 1.29, 155), ("bigram", 8): (0.059, 1.47, 136),
+           ("8-bit", 1): (0.896, 1.89, 106), ("8-bit", 8): (0.610, 5.88, 34),
+           ("4-bit", 1): (0.653, 1.65, 121), ("4-bit", 8): (0.351, 3.77, 53)},
+    # draft -> (microseconds per draft character, c); the target pass took 1235 us
+    "s5": {"target_us": 1235, "bigram": (5, 0.004), "8-bit": (1307, 1.059),
+           "4-bit": (1276, 1.034)},
+    # (draft, k) -> (median, min, max) speedup
+    "s6": {("bigram", 4): (1.30, 1.19, 1.47), ("bigram", 8): (1.26, 1.08, 1.36),
+           ("8-bit", 4): (0.80, 0.79, 0.91), ("8-bit", 8): (0.56, 0.50, 0.66),
+           ("4-bit", 8): (0.41, 0.38, 0.47)},
+    # (draft, k) -> (predicted, measured)
+    "s7": {("bigram", 2): (1.36, 1.10), ("bigram", 4): (1.37, 1.30),
+           ("8-bit", 2): (0.87, 0.87), ("8-bit", 4): (0.83, 0.80), ("8-bit", 8): (0.62, 0.56),
+           ("4-bit", 2): (0.67, 0.67), ("4-bit", 4): (0.49, 0.46), ("4-bit", 8): (0.41, 0.41)},
+    # sparsity -> (global magnitude, per-layer magnitude, random)
+    "p1": {0.1: (2.0358, 2.0397, 3.7873), 0.3: (2.2097, 2.3893, 4.4976),
+           0.5: (3.1009, 3.3498, 4.4543), 0.7: (4.0908, 4.4716, 4.5714),
+           0.9: (5.0523, 5.0089, 4.6292)},
+    "p2": {0.01: 2.2862, 0.02: 2.4815, 0.05: 3.1419, 0.10: 3.7873, 0.20: 4.2955},
+    # bits of the matched per-channel quantization -> sparsity
+    "p4": {8: 0.018, 6: 0.103, 4: 0.355},
+    # sparsity -> (COO, bitmask) bytes per element; dense float32 4.00, int8 1.00
+    "p5": {0.5: (4.00, 2.12), 0.75: (2.00, 1.12), 0.9: (0.80, 0.52)},
+    # name -> (compression, loss)
+    "p6": {"int8": (4.00, 2.0280), "75% sparse": (3.56, 4.3935), "50% sparse": (1.88, 3.1009)},
+    # sparsity -> (median ratio, q1, q3); dense 73.4 us
+    "p7": {0.5: (1.010, 0.957, 1.105), 0.9: (1.013, 0.924, 1.147), 0.99: (1.005, 0.850, 1.142)},
+    # draft -> (k=1 acceptance, predicted at k=8, measured at k=8)
+    "x1": {"8-bit": (0.896, 0.629, 0.610), "bigram": (0.290, 0.051, 0.059)},
+    # positions verified -> milliseconds per pass (one thread)
+    "x8": {1: 1.09, 2: 1.41, 5: 1.63, 9: 1.83},
+}

@@ -65,6 +65,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
+    _text.encode(args.prompt)  # a bad prompt is reported before any loading
     net = _model.load_checkpoint(args.checkpoint) if args.checkpoint else _model.load_reference()
     out = _model.sample_text(net, args.prompt, args.length, args.temperature, args.seed)
     print(args.prompt + out)

@@ -36,6 +36,10 @@ from aftertrain.claims import CLAIMS
 
 CLAIM_PROPERTY = "claims"  # user property holding a test's claim IDs
 MEASURED_PROPERTY = "measured"  # user property a test sets to report a figure
+# A test attaches a whole table of its figures (JSON-able rows) for the claims
+# report with ``record_property("table:NAME", rows)``; the JSON carries them
+# under "tables", so the report draws what the tests measured.
+TABLE_PREFIX = "table:"
 
 # Verdicts, strongest first: a claim takes the first that applies.
 BROKEN = "broken"
@@ -125,10 +129,15 @@ class Ledger:
         self.config = config
         # nodeid -> {"claims", "outcome", "xfail_reason", "measured"}
         self.tests: dict[str, dict] = {}
+        self.tables: dict[str, object] = {}  # name -> rows, from "table:NAME" properties
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         props = dict(report.user_properties)  # last value of each name
+        if report.when == "teardown":
+            for name, value in props.items():
+                if isinstance(name, str) and name.startswith(TABLE_PREFIX):
+                    self.tables[name[len(TABLE_PREFIX):]] = value
         ids = props.get(CLAIM_PROPERTY)
         if not ids:
             return
@@ -186,4 +195,5 @@ class Ledger:
         if path:
             path = Path(path)
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps({"claims": self.entries()}, indent=2, default=str) + "\n")
+            path.write_text(json.dumps({"claims": self.entries(), "tables": self.tables},
+                                       indent=1, default=str) + "\n")

@@ -372,6 +372,8 @@ def save_checkpoint(model: GPT, path: str | os.PathLike, meta: dict) -> dict:
         torch.save({"config": asdict(model.config), "state_dict": model.state_dict()}, tmp)
         meta = {**meta, "sha256": sha256_file(tmp), "config": asdict(model.config)}
         tmp_meta.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+        for done in (tmp, tmp_meta):
+            os.chmod(done, 0o644)  # mkstemp makes files private; checkpoints are not
         os.replace(tmp, path)
         os.replace(tmp_meta, _meta_path(path))
     finally:

@@ -156,10 +156,9 @@ def _train(cfg, data, val, on_progress) -> TrainResult:
                 on_progress(Progress(step, cfg.steps, loss.item(), vl,
                                      None if best == math.inf else best,
                                      time.perf_counter() - t0))
-    assert best_state is not None, "the last step always evaluates"
-    net.load_state_dict(best_state)
-    final = _model.GPT(_model.GPTConfig(**{**cfg.model.__dict__, "dropout": 0.0}))
-    final.load_state_dict(net.state_dict())
+        assert best_state is not None, "the last step always evaluates"
+        final = _model.GPT(_model.GPTConfig(**{**cfg.model.__dict__, "dropout": 0.0}))
+        final.load_state_dict(best_state)
     train_at_best = next(tl for s, tl, _ in history if s == best_step)
     return TrainResult(final.eval(), best_step, best, train_at_best, history,
                        time.perf_counter() - t0)
