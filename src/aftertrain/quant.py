@@ -382,16 +382,19 @@ def sensitivity_table(
     granularity: Granularity = Granularity.PER_CHANNEL,
     tokens: torch.Tensor | None = None,
     quantize: ModelQuantizer = quantized_model,
+    names: Iterable[str] | None = None,
 ) -> list[dict]:
     """One 2-D weight at a time quantized (the rest float32), most harmful first.
 
     Rows ``{"name", "loss", "penalty"}`` with ``penalty = loss - float32 loss``,
     sorted by penalty descending (ties by name). ``quantize`` builds each
-    copy (default :func:`quantized_model`).
+    copy (default :func:`quantized_model`); ``names`` chooses the weights
+    tried (default every 2-D weight).
     """
+    chosen = _check_names(model, names)
     base = _val_loss(model, tokens)
     rows = []
-    for name in weight_names(model):
+    for name in chosen:
         loss = _val_loss(quantize(model, bits, granularity, [name]), tokens)
         rows.append({"name": name, "loss": loss, "penalty": loss - base})
     rows.sort(key=lambda r: (-r["penalty"], r["name"]))
