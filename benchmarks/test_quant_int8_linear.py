@@ -86,7 +86,8 @@ def test_int8_gets_relatively_cheaper_as_rows_grow(ratios, record_property):
     record_property("measured", "; ".join(f"{r} rows {ratios[r].median:.2f} "
                                           f"[{ratios[r].ci_low:.2f}, {ratios[r].ci_high:.2f}]"
                                           for r in ROWS)
-                    + (f"; int8 pays from {cross} rows" if cross else "; int8 never pays up to 1024"))
+                    + (f"; int8 pays from {cross} rows" if cross
+                       else "; int8 never pays up to 1024"))
     record_property("table:x3", {r: {"median": ratios[r].median, "ci": [ratios[r].ci_low,
                                                                        ratios[r].ci_high]}
                                  for r in ROWS} | {"crossover_rows": cross})

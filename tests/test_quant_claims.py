@@ -172,7 +172,8 @@ def check_article_storage(s: dict) -> None:
     assert round((s["weight_code_bytes"] + s["scale_bytes"]) / MB, 2) == 0.60
     assert round(s["parameters_fp32_bytes"] / MB, 2) == 2.43
     assert round(s["parameters_quantized_bytes"] / MB, 2) == 0.62
-    assert round(100 * (1 - s["parameters_quantized_bytes"] / s["parameters_fp32_bytes"]), 1) == 74.4
+    cut = 1 - s["parameters_quantized_bytes"] / s["parameters_fp32_bytes"]
+    assert round(100 * cut, 1) == 74.4
 
 
 @pytest.mark.claim("Q3")
@@ -192,12 +193,13 @@ def test_int8_storage_is_the_articles_figures_exactly(reference, record_property
     assert pc["scale_bytes"] == 4 * 3_784
     assert pt4["weight_code_bytes"] == 631_808 // 2
     cut_pc = 1 - pc["parameters_quantized_bytes"] / pc["parameters_fp32_bytes"]
-    record_property("measured", f"{pt['weights']} weights {pt['weights_fp32_bytes'] / MB:.2f} MB -> "
-                                f"{(pt['weight_code_bytes'] + pt['scale_bytes']) / MB:.2f} MB; "
-                                f"{pt['parameters']} params {pt['parameters_fp32_bytes'] / MB:.2f} -> "
-                                f"{pt['parameters_quantized_bytes'] / MB:.2f} MB "
-                                f"(per-tensor scales); per-channel scales "
-                                f"{pc['parameters_quantized_bytes'] / MB:.2f} MB, {100 * cut_pc:.1f}%")
+    record_property("measured",
+                    f"{pt['weights']} weights {pt['weights_fp32_bytes'] / MB:.2f} MB -> "
+                    f"{(pt['weight_code_bytes'] + pt['scale_bytes']) / MB:.2f} MB; "
+                    f"{pt['parameters']} params {pt['parameters_fp32_bytes'] / MB:.2f} -> "
+                    f"{pt['parameters_quantized_bytes'] / MB:.2f} MB (per-tensor scales); "
+                    f"per-channel scales {pc['parameters_quantized_bytes'] / MB:.2f} MB, "
+                    f"{100 * cut_pc:.1f}%")
     record_property("table:q3", figs)
     data_regression.check(figs, fullpath=baselines_dir / "quant_storage.yml")
 
@@ -228,7 +230,8 @@ def test_bits_table_matches_the_stored_baseline(bits_rows, reference_val_loss, r
         losses = [bits_rows[b][g] for b in (8, 6, 4, 3)]
         assert losses == sorted(losses), (g, losses)
     num_regression.check(
-        {k: [bits_rows[b][k] for b in Q.ARTICLE_BITS] for k in ("bits", "per_tensor", "per_channel")},
+        {k: [bits_rows[b][k] for b in Q.ARTICLE_BITS]
+         for k in ("bits", "per_tensor", "per_channel")},
         fullpath=baselines_dir / "quant_bits_table.csv",
         default_tolerance=dict(atol=LOSS_ATOL, rtol=0),
         tolerances={"bits": dict(atol=0, rtol=0)},
@@ -372,10 +375,19 @@ def test_reconstruction_check_rejects_a_per_channel_that_ignores_rows(reference)
     fig = {}
     for g in Granularity:
         q, s = ignores_granularity(w, 2, g)
+        err = (w.double() - (q.float() * s).double()).abs()
         fig[g.value] = {"zero_fraction": float((q == 0).double().mean()),
-                        "mean_abs_error": float((w.double() - (q.float() * s).double()).abs().mean())}
+                        "mean_abs_error": float(err.mean())}
     with pytest.raises(AssertionError):
         check_per_channel_reconstructs_better(fig)
+
+
+@pytest.mark.claim("Q6")
+def test_2_bit_per_channel_loss_on_our_model_is_the_lower(bits_rows, record_property):
+    """As it comes out on our model (the article's flip is the xfail below):
+    at 2 bits per-channel still has the lower loss, 3.9503 against 4.0414."""
+    record_property("measured", fmt_row(bits_rows[2]))
+    check_per_channel_lower(bits_rows, (2,))
 
 
 @pytest.mark.claim("Q6")
@@ -576,7 +588,8 @@ def test_no_outlier_channels_in_weights_or_activations(reference, activation_rat
     guarded to 1e-6 relative (rows in weight_names order)."""
     weights = Q.weight_range_ratios(reference)
     gap = bits_rows[8]["per_tensor"] - bits_rows[8]["per_channel"]
-    record_property("measured", f"weights worst {weights['worst']:.2f} median {weights['median']:.2f}; "
+    record_property("measured", f"weights worst {weights['worst']:.2f} "
+                                f"median {weights['median']:.2f}; "
                     + "; ".join(f"{k} {a['ratio']:.2f} (max {a['max']:.2f})"
                                 for k, a in activation_ratios.items())
                     + f"; 8-bit gap {gap:.4f}")

@@ -169,7 +169,8 @@ def pack_codes(codes: torch.Tensor, bits: int) -> torch.Tensor:
     ``ceil(numel * bits / 8)`` bytes (uint8). 4-bit codes go two to a byte.
     """
     _check_bits(bits)
-    if not isinstance(codes, torch.Tensor) or codes.dtype.is_floating_point or codes.dtype.is_complex:
+    if (not isinstance(codes, torch.Tensor) or codes.dtype.is_floating_point
+            or codes.dtype.is_complex):
         raise ValueError(f"codes must be an integer tensor, got {getattr(codes, 'dtype', codes)}")
     lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
     if codes.numel() and (int(codes.min()) < lo or int(codes.max()) > hi):
