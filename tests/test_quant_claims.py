@@ -29,7 +29,13 @@ from aftertrain import quant as Q
 from aftertrain.bigram import Bigram
 from aftertrain.model import val_loss
 from aftertrain.quant import Granularity
-from test_quant_properties import clamp_past_qmax, floor_rounding, mean_scale, wrong_axis
+from test_quant_properties import (
+    clamp_past_qmax,
+    floor_rounding,
+    ignores_granularity,
+    mean_scale,
+    wrong_axis,
+)
 
 G = Granularity
 LOSS_ATOL = 1e-5  # see the module docstring
@@ -166,7 +172,8 @@ def check_article_storage(s: dict) -> None:
     assert round((s["weight_code_bytes"] + s["scale_bytes"]) / MB, 2) == 0.60
     assert round(s["parameters_fp32_bytes"] / MB, 2) == 2.43
     assert round(s["parameters_quantized_bytes"] / MB, 2) == 0.62
-    assert round(100 * (1 - s["parameters_quantized_bytes"] / s["parameters_fp32_bytes"]), 1) == 74.4
+    cut = 1 - s["parameters_quantized_bytes"] / s["parameters_fp32_bytes"]
+    assert round(100 * cut, 1) == 74.4
 
 
 @pytest.mark.claim("Q3")
@@ -186,12 +193,14 @@ def test_int8_storage_is_the_articles_figures_exactly(reference, record_property
     assert pc["scale_bytes"] == 4 * 3_784
     assert pt4["weight_code_bytes"] == 631_808 // 2
     cut_pc = 1 - pc["parameters_quantized_bytes"] / pc["parameters_fp32_bytes"]
-    record_property("measured", f"{pt['weights']} weights {pt['weights_fp32_bytes'] / MB:.2f} MB -> "
-                                f"{(pt['weight_code_bytes'] + pt['scale_bytes']) / MB:.2f} MB; "
-                                f"{pt['parameters']} params {pt['parameters_fp32_bytes'] / MB:.2f} -> "
-                                f"{pt['parameters_quantized_bytes'] / MB:.2f} MB "
-                                f"(per-tensor scales); per-channel scales "
-                                f"{pc['parameters_quantized_bytes'] / MB:.2f} MB, {100 * cut_pc:.1f}%")
+    record_property("measured",
+                    f"{pt['weights']} weights {pt['weights_fp32_bytes'] / MB:.2f} MB -> "
+                    f"{(pt['weight_code_bytes'] + pt['scale_bytes']) / MB:.2f} MB; "
+                    f"{pt['parameters']} params {pt['parameters_fp32_bytes'] / MB:.2f} -> "
+                    f"{pt['parameters_quantized_bytes'] / MB:.2f} MB (per-tensor scales); "
+                    f"per-channel scales {pc['parameters_quantized_bytes'] / MB:.2f} MB, "
+                    f"{100 * cut_pc:.1f}%")
+    record_property("table:q3", figs)
     data_regression.check(figs, fullpath=baselines_dir / "quant_storage.yml")
 
 
@@ -215,11 +224,14 @@ def test_bits_table_matches_the_stored_baseline(bits_rows, reference_val_loss, r
     (asserted, both granularities, 8 to 3 bits)."""
     record_property("measured", f"float32 {reference_val_loss:.4f}; "
                     + "; ".join(fmt_row(bits_rows[b]) for b in Q.ARTICLE_BITS))
+    record_property("table:q4", {"float32": reference_val_loss,
+                                 "rows": [bits_rows[b] for b in Q.ARTICLE_BITS]})
     for g in ("per_tensor", "per_channel"):
         losses = [bits_rows[b][g] for b in (8, 6, 4, 3)]
         assert losses == sorted(losses), (g, losses)
     num_regression.check(
-        {k: [bits_rows[b][k] for b in Q.ARTICLE_BITS] for k in ("bits", "per_tensor", "per_channel")},
+        {k: [bits_rows[b][k] for b in Q.ARTICLE_BITS]
+         for k in ("bits", "per_tensor", "per_channel")},
         fullpath=baselines_dir / "quant_bits_table.csv",
         default_tolerance=dict(atol=LOSS_ATOL, rtol=0),
         tolerances={"bits": dict(atol=0, rtol=0)},
@@ -243,24 +255,45 @@ def test_down_to_6_bits_within_0p05_of_float32(bits_rows, reference_val_loss, re
 
 
 @pytest.mark.claim("Q5")
-def test_six_bit_check_rejects_floor_rounding(reference, reference_val_loss):
-    """Teeth: floor instead of round biases every weight by -scale/2."""
-    row = Q.bits_table(reference, (6,), quantize=model_quantizer(floor_rounding))[0]
+def test_six_bit_check_rejects_a_mean_scale_quantizer(reference, reference_val_loss):
+    """Teeth: scales from the mean magnitude clip the large weights. (Floor
+    instead of round does not fail this check on our model: 6-bit floor
+    costs only +0.007; the property tests catch it.)"""
+    row = Q.bits_table(reference, (6,), quantize=model_quantizer(mean_scale))[0]
     with pytest.raises(AssertionError):
         check_six_bits_hold(row, reference_val_loss)
 
 
-def check_worse_than_bigram(row: dict, bigram: float) -> None:
-    for g in ("per_tensor", "per_channel"):
+def check_worse_than_bigram(row: dict, bigram: float,
+                            granularities=("per_tensor", "per_channel")) -> None:
+    for g in granularities:
         assert row[g] > bigram, (g, row[g], bigram)
 
 
 @pytest.mark.claim("Q5")
-def test_3_bits_is_worse_than_the_bigram(bits_rows, bigram_loss, record_property):
-    """Article: 3 bits collapses (4.3960 / 3.4381 against the bigram's
-    2.6501). Both granularities above the bigram's loss on the same split."""
+def test_3_bit_per_tensor_is_worse_than_the_bigram(bits_rows, bigram_loss, record_property):
+    """Article: 3 bits collapses (per-tensor 4.3960 against the bigram's
+    2.6501). Asserted: 3-bit per-tensor loss above the bigram's, same split."""
     record_property("measured", f"bigram {bigram_loss:.4f}; {fmt_row(bits_rows[3])}")
-    check_worse_than_bigram(bits_rows[3], bigram_loss)
+    check_worse_than_bigram(bits_rows[3], bigram_loss, ("per_tensor",))
+
+
+@pytest.mark.claim("Q5")
+@pytest.mark.xfail(strict=True, reason=(
+    "does not reproduce: 3-bit per-channel 1.7418 stays far below the bigram's 2.5365 "
+    "(article 3.4381 vs 2.6501); our model (float32 1.5539) degrades more gently"))
+def test_3_bit_per_channel_is_worse_than_the_bigram(bits_rows, bigram_loss, record_property):
+    """Article: 3-bit per-channel 3.4381, above the bigram's 2.6501."""
+    record_property("measured", f"bigram {bigram_loss:.4f}; {fmt_row(bits_rows[3])}")
+    check_worse_than_bigram(bits_rows[3], bigram_loss, ("per_channel",))
+
+
+@pytest.mark.claim("Q5")
+def test_4_bit_per_channel_beats_the_bigram(bits_rows, bigram_loss, record_property):
+    """Article: 4-bit per-channel (2.3571) "barely" beats the bigram (2.6501).
+    Asserted: it beats it (by how much is reported: ours by far more)."""
+    record_property("measured", f"bigram {bigram_loss:.4f}; {fmt_row(bits_rows[4])}")
+    assert bits_rows[4]["per_channel"] < bigram_loss
 
 
 @pytest.mark.claim("Q5")
@@ -290,13 +323,15 @@ def test_per_channel_has_the_lower_loss_from_8_to_3_bits(bits_rows, record_prope
 
 @pytest.mark.claim("Q6")
 @pytest.mark.claim("X7")
-def test_per_channel_order_rejects_scales_on_the_wrong_axis(reference, bits_rows):
+@pytest.mark.parametrize("broken", [wrong_axis, ignores_granularity])
+def test_per_channel_order_rejects_broken_per_channel_scales(reference, broken):
     """Teeth (X7's "per-channel scales on the wrong axis"): one scale per
     input column instead of per output row loses the per-channel advantage
-    at 4 bits."""
-    row = Q.bits_table(reference, (4,), quantize=model_quantizer(wrong_axis))[0]
+    at 6 bits (measured 1.5602 against per-tensor 1.5589); a "per-channel"
+    that silently uses one scale ties with per-tensor."""
+    row = Q.bits_table(reference, (6,), quantize=model_quantizer(broken))[0]
     with pytest.raises(AssertionError):
-        check_per_channel_lower({4: row}, (4,))
+        check_per_channel_lower({6: row}, (6,))
 
 
 @pytest.fixture(scope="module")
@@ -323,6 +358,7 @@ def test_2_bit_per_channel_reconstructs_blocks_0_f1_better(f1_reconstruction, re
     per-channel zeroes fewer and errs less. Figures guarded to 1e-12 absolute
     (a pure function of the stored weights; the mean is taken in double)."""
     record_property("measured", fmt_reconstruction(f1_reconstruction))
+    record_property("table:q6", f1_reconstruction)
     check_per_channel_reconstructs_better(f1_reconstruction)
     num_regression.check({k: [f[k] for f in f1_reconstruction.values()]
                           for k in ("zero_fraction", "mean_abs_error")},
@@ -331,17 +367,43 @@ def test_2_bit_per_channel_reconstructs_blocks_0_f1_better(f1_reconstruction, re
 
 
 @pytest.mark.claim("Q6")
-def test_reconstruction_check_rejects_wrong_axis_scales(reference):
-    """Teeth: with column scales the "per-channel" figures are no longer
-    better than per-tensor on blocks.0.f1."""
+def test_reconstruction_check_rejects_a_per_channel_that_ignores_rows(reference):
+    """Teeth: a "per-channel" that silently uses one scale reconstructs
+    exactly as per-tensor does, so it is not better. (Column scales, the
+    wrong axis, still beat per-tensor here: 89.2% zeroed, MAE 0.0347.)"""
     w = dict(reference.named_parameters())["blocks.0.f1.weight"].detach()
     fig = {}
     for g in Granularity:
-        q, s = wrong_axis(w, 2, g)
+        q, s = ignores_granularity(w, 2, g)
+        err = (w.double() - (q.float() * s).double()).abs()
         fig[g.value] = {"zero_fraction": float((q == 0).double().mean()),
-                        "mean_abs_error": float((w.double() - (q.float() * s).double()).abs().mean())}
+                        "mean_abs_error": float(err.mean())}
     with pytest.raises(AssertionError):
         check_per_channel_reconstructs_better(fig)
+
+
+@pytest.mark.claim("Q6")
+def test_2_bit_per_channel_loss_on_our_model_is_the_lower(bits_rows, record_property):
+    """As it comes out on our model (the article's flip is the xfail below):
+    at 2 bits per-channel still has the lower loss, 3.9503 against 4.0414."""
+    record_property("measured", fmt_row(bits_rows[2]))
+    check_per_channel_lower(bits_rows, (2,))
+
+
+@pytest.mark.claim("Q6")
+@pytest.mark.xfail(strict=True, reason=(
+    "does not reproduce: at 2 bits per-channel keeps the lower loss, 3.9503 against "
+    "per-tensor 4.0414 (article 6.3112 against 5.7894); reconstruction and loss do not "
+    "part on our model"))
+def test_2_bit_per_channel_has_the_worse_loss_despite_better_reconstruction(
+    bits_rows, f1_reconstruction, record_property
+):
+    """Article: at 2 bits per-channel has the worse loss (6.3112 vs 5.7894)
+    although it reconstructs blocks.0.f1 better. Asserted as the article
+    states it: better reconstruction (the test above) and worse loss."""
+    record_property("measured", f"{fmt_row(bits_rows[2])}; {fmt_reconstruction(f1_reconstruction)}")
+    check_per_channel_reconstructs_better(f1_reconstruction)
+    assert bits_rows[2]["per_channel"] > bits_rows[2]["per_tensor"], fmt_row(bits_rows[2])
 
 
 # --- Q7 / Q8: sensitivity, one matrix at a time, and compounding -----------------
@@ -352,23 +414,33 @@ def fmt_sensitivity(rows: list[dict]) -> str:
 
 
 def check_embeddings_most_sensitive(rows: list[dict]) -> None:
-    """tok first; tok and pos the top two; tok more than five times any
-    matrix inside a block."""
+    """The article's reading: tok first, tok and pos the top two, tok more
+    than five times any matrix inside a block."""
     assert rows[0]["name"] == "tok.weight", fmt_sensitivity(rows[:3])
     assert {r["name"] for r in rows[:2]} == {"tok.weight", "pos.weight"}, fmt_sensitivity(rows[:3])
     block = max(r["penalty"] for r in rows if r["name"].startswith("blocks."))
     assert rows[0]["penalty"] > 5 * block, (rows[0]["penalty"], block)
 
 
+#: What implementations keep in high precision, the article's conclusion of
+#: Q7: the embeddings and the output layer.
+EDGE_MATRICES = {"tok.weight", "pos.weight", "head.weight"}
+
+
+def check_edge_matrices_most_sensitive(rows: list[dict]) -> None:
+    """The two most harmful matrices at 4 bits are embeddings or the output layer."""
+    assert {r["name"] for r in rows[:2]} <= EDGE_MATRICES, fmt_sensitivity(rows[:3])
+
+
 @pytest.mark.claim("Q7")
 def test_sensitivity_table_matches_the_stored_baseline(sensitivity, record_property,
-                                                       num_regression, data_regression,
-                                                       baselines_dir):
+                                                       num_regression, baselines_dir):
     """Article (4 bits, one matrix at a time, rest float32): tok +0.0976,
     pos +0.0618, blocks.2.f1 +0.0184, blocks.0.f2 +0.0174, blocks.2.qkv
     +0.0132, ..., least blocks.2.f2 -0.0020. Every row guarded at 1e-5
-    (module docstring), the order of names exactly."""
+    (module docstring); the order of names in the next test."""
     record_property("measured", fmt_sensitivity(sensitivity))
+    record_property("table:q7", sensitivity)
     num_regression.check(
         {"rank": list(range(1, len(sensitivity) + 1)),
          "loss": [r["loss"] for r in sensitivity],
@@ -376,25 +448,53 @@ def test_sensitivity_table_matches_the_stored_baseline(sensitivity, record_prope
         fullpath=baselines_dir / "quant_sensitivity.csv",
         default_tolerance=dict(atol=LOSS_ATOL, rtol=0),
     )
+
+
+@pytest.mark.claim("Q7")
+def test_sensitivity_order_matches_the_stored_baseline(sensitivity, data_regression,
+                                                       baselines_dir):
+    """The ranking of the 15 matrices, exactly."""
     data_regression.check({"order": [r["name"] for r in sensitivity]},
                           fullpath=baselines_dir / "quant_sensitivity_order.yml")
 
 
 @pytest.mark.claim("Q7")
+@pytest.mark.xfail(strict=True, reason=(
+    "does not reproduce: head.weight ranks first (+0.0108), tok.weight second (+0.0096), "
+    "pos.weight fourth (+0.0045, behind blocks.2.f1 +0.0045); tok is 2.1 times the largest "
+    "block matrix, not more than 5 (article: tok +0.0976, pos +0.0618, blocks.2.f1 +0.0184)"))
 def test_token_embedding_is_the_most_sensitive_matrix_at_4_bits(sensitivity, record_property):
     """Article: the two embeddings dominate; tok hurts more than five times
-    any matrix inside a block (+0.0976 vs +0.0184). Asserted: tok ranks
+    any matrix inside a block (+0.0976 vs +0.0184). Asserted as stated: tok
     first, pos second, tok's penalty > 5 x the largest block matrix's."""
     record_property("measured", fmt_sensitivity(sensitivity[:5]))
     check_embeddings_most_sensitive(sensitivity)
 
 
 @pytest.mark.claim("Q7")
-def test_sensitivity_check_rejects_skipped_embeddings(reference):
+def test_most_sensitive_matrices_are_the_ones_kept_in_high_precision(sensitivity,
+                                                                     record_property):
+    """The article's conclusion from Q7: real implementations keep the
+    embeddings and the output layer at higher precision because they hurt
+    most. Asserted: the two largest 4-bit penalties belong to tok, pos or
+    head."""
+    record_property("measured", fmt_sensitivity(sensitivity[:3]))
+    check_edge_matrices_most_sensitive(sensitivity)
+
+
+@pytest.mark.claim("Q7")
+def test_sensitivity_check_rejects_skipped_embeddings(reference, sensitivity):
     """Teeth: a quantizer that silently leaves tok and pos float32 gives
-    them a penalty of exactly 0, so tok no longer ranks first."""
-    rows = Q.sensitivity_table(reference, 4, G.PER_CHANNEL, quantize=skip_embeddings)
-    assert {r["penalty"] for r in rows if r["name"] in ("tok.weight", "pos.weight")} == {0.0}
+    them a penalty of exactly 0, so a block matrix joins head in the top two."""
+    embeddings = ["tok.weight", "pos.weight"]
+    broken = Q.sensitivity_table(reference, 4, G.PER_CHANNEL, quantize=skip_embeddings,
+                                 names=embeddings)
+    assert {r["penalty"] for r in broken} == {0.0}
+    # The broken quantizer is the real one on every other matrix: reuse those rows.
+    rows = sorted(broken + [r for r in sensitivity if r["name"] not in embeddings],
+                  key=lambda r: (-r["penalty"], r["name"]))
+    with pytest.raises(AssertionError):
+        check_edge_matrices_most_sensitive(rows)
     with pytest.raises(AssertionError):
         check_embeddings_most_sensitive(rows)
 
@@ -413,6 +513,7 @@ def test_all_at_once_costs_more_than_the_sum_of_single_penalties(sensitivity, bi
     c = Q.compounding(sensitivity, bits_rows[4]["per_channel"] - reference_val_loss)
     record_property("measured", f"sum of penalties {c['sum_of_penalties']:+.4f}, all at once "
                                 f"{c['all_at_once']:+.4f}, excess {c['excess']:+.4f}")
+    record_property("table:q8", c)
     check_penalties_compound(c)
 
 
@@ -444,6 +545,7 @@ def test_int8_text_parts_from_float32_text_after_a_shared_prefix(diverged, recor
     record_property("measured", f"parts at character {diverged['position']} "
                                 f"(float32 {diverged['float32'][:40]!r}, "
                                 f"int8 {diverged['quantized'][:40]!r})")
+    record_property("table:q9", diverged)
     check_parts_after_a_shared_prefix(diverged)
     data_regression.check(diverged, fullpath=baselines_dir / "quant_q9_divergence.yml")
 
@@ -482,20 +584,29 @@ def test_no_outlier_channels_in_weights_or_activations(reference, activation_rat
     block 0 FFN input 1.50 (max 5.24), block 2 FFN input 1.54 (6.24), final
     residual 1.64 (6.67); 8-bit per-tensor vs per-channel differ by 0.0010.
     Asserted: every ratio below 10 (the low end of the "tens to a hundred"
-    of large models) and the 8-bit gap below Q2's 0.01. Ratios guarded to
-    1e-6 relative (rows in weight_names order, sites in ACTIVATION_SITES
-    order; activations pass through float32 sums)."""
+    of large models) and the 8-bit gap below Q2's 0.01. Weight ratios
+    guarded to 1e-6 relative (rows in weight_names order)."""
     weights = Q.weight_range_ratios(reference)
     gap = bits_rows[8]["per_tensor"] - bits_rows[8]["per_channel"]
-    record_property("measured", f"weights worst {weights['worst']:.2f} median {weights['median']:.2f}; "
+    record_property("measured", f"weights worst {weights['worst']:.2f} "
+                                f"median {weights['median']:.2f}; "
                     + "; ".join(f"{k} {a['ratio']:.2f} (max {a['max']:.2f})"
                                 for k, a in activation_ratios.items())
                     + f"; 8-bit gap {gap:.4f}")
+    record_property("table:q10", {"weights": weights, "activations": activation_ratios,
+                                  "int8_granularity_gap": gap})
     check_no_outliers(weights, activation_ratios)
     assert abs(gap) < 0.01
     num_regression.check({"ratio": list(weights["matrices"].values())},
                          fullpath=baselines_dir / "quant_q10_weight_ratios.csv",
                          default_tolerance=dict(rtol=1e-6, atol=0))
+
+
+@pytest.mark.claim("Q10")
+def test_activation_ratios_match_the_stored_baseline(activation_ratios, num_regression,
+                                                     baselines_dir):
+    """Per site (ACTIVATION_SITES order): max/median ratio and max, to 1e-6
+    relative (activations pass through float32 sums)."""
     num_regression.check({"ratio": [a["ratio"] for a in activation_ratios.values()],
                           "max": [a["max"] for a in activation_ratios.values()]},
                          fullpath=baselines_dir / "quant_q10_activation_ratios.csv",

@@ -372,6 +372,11 @@ def clamp_past_qmax(w, bits, g):
     return _round_and_clamp(w, (m / top).clamp_min(Q.SCALE_FLOOR), -top - 1, top)
 
 
+def ignores_granularity(w, bits, g):
+    """Broken: "per-channel" silently uses one scale for the whole tensor."""
+    return Q.quantize_codes(w, bits, G.PER_TENSOR)
+
+
 def affine_zero_point(w, bits, g):
     """Broken: asymmetric min-max quantization with a zero point, so 0 gets a
     non-zero code (the scheme the article does not use)."""
@@ -397,6 +402,7 @@ TEETH = [
     (check_codes_in_range, mean_scale, -W_TEETH, G.PER_TENSOR),
     (check_largest_maps_to_qmax, wrong_axis, W_COLS, G.PER_CHANNEL),
     (check_largest_maps_to_qmax, mean_scale, -W_TEETH, G.PER_CHANNEL),
+    (check_largest_maps_to_qmax, ignores_granularity, W_TEETH, G.PER_CHANNEL),
     (check_zero_and_sign, affine_zero_point, W_TEETH, G.PER_TENSOR),
     (check_odd_symmetry, floor_rounding, W_TEETH, G.PER_CHANNEL),
     (check_idempotent, mean_scale, W_TEETH, G.PER_TENSOR),

@@ -169,7 +169,8 @@ def pack_codes(codes: torch.Tensor, bits: int) -> torch.Tensor:
     ``ceil(numel * bits / 8)`` bytes (uint8). 4-bit codes go two to a byte.
     """
     _check_bits(bits)
-    if not isinstance(codes, torch.Tensor) or codes.dtype.is_floating_point or codes.dtype.is_complex:
+    if (not isinstance(codes, torch.Tensor) or codes.dtype.is_floating_point
+            or codes.dtype.is_complex):
         raise ValueError(f"codes must be an integer tensor, got {getattr(codes, 'dtype', codes)}")
     lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
     if codes.numel() and (int(codes.min()) < lo or int(codes.max()) > hi):
@@ -382,16 +383,19 @@ def sensitivity_table(
     granularity: Granularity = Granularity.PER_CHANNEL,
     tokens: torch.Tensor | None = None,
     quantize: ModelQuantizer = quantized_model,
+    names: Iterable[str] | None = None,
 ) -> list[dict]:
     """One 2-D weight at a time quantized (the rest float32), most harmful first.
 
     Rows ``{"name", "loss", "penalty"}`` with ``penalty = loss - float32 loss``,
     sorted by penalty descending (ties by name). ``quantize`` builds each
-    copy (default :func:`quantized_model`).
+    copy (default :func:`quantized_model`); ``names`` chooses the weights
+    tried (default every 2-D weight).
     """
+    chosen = _check_names(model, names)
     base = _val_loss(model, tokens)
     rows = []
-    for name in weight_names(model):
+    for name in chosen:
         loss = _val_loss(quantize(model, bits, granularity, [name]), tokens)
         rows.append({"name": name, "loss": loss, "penalty": loss - base})
     rows.sort(key=lambda r: (-r["penalty"], r["name"]))
