@@ -47,6 +47,8 @@ def test_csr_matmul_crossover_against_dense(benchmark, record_property):
     benchmark.extra_info["crossover"] = crossover
     record_property("measured", "; ".join(f"{s:.1%}: CSR/dense {t.median:.3f} ({t.ci_low:.3f}-{t.ci_high:.3f})"
                                           for s, t in timings.items()) + f"; crossover {crossover}")
+    record_property("table:x4", {"rows": [{"sparsity": s, "median": t.median, "ci": [t.ci_low, t.ci_high]}
+                                          for s, t in timings.items()], "crossover": crossover})
     assert timings[0.999].faster_by_at_least(2.0), timings[0.999].as_dict()
     assert faster == [s for s in SPARSITIES if crossover is not None and s >= crossover]
     benchmark.pedantic(lambda: torch.sparse.mm(csr, xt), rounds=50, iterations=1)

@@ -74,6 +74,7 @@ def columns(rows, keys):
 
 @pytest.mark.claim("P1")
 def test_loss_table_matches_stored_baseline(loss_rows, num_regression, baselines_dir, record_property):
+    record_property("table:p1", loss_rows)
     """Global / per-layer / random (mean of RANDOM_SEEDS) at 10..90%, ours
     beside the article's; guarded against baselines/prune_loss_table.csv."""
     record_property("measured", "; ".join(
@@ -117,6 +118,7 @@ def test_random_pruning_table_matches_stored_baseline(random_rows, num_regressio
     record_property("measured", "; ".join(
         f"{r['sparsity']:.0%}: {r['mean']:.4f} +- {r['std']:.4f} (article {ARTICLE_P2[r['sparsity']]:.4f})"
         for r in random_rows))
+    record_property("table:p2", random_rows)
     num_regression.check(columns(random_rows, ["sparsity", "mean", "std", "min", "max"]),
                          fullpath=baselines_dir / "prune_random_table.csv",
                          default_tolerance={"atol": LOSS_TOL, "rtol": 0})
@@ -195,6 +197,8 @@ def test_sparsities_matching_quantization_losses(matching, quant_losses, curve, 
     record_property("measured", "; ".join(
         f"{b}-bit ({quant_losses[b]:.4f}): {matching[b]:.1%} (article {ARTICLE_P4[b]:.1%})"
         for b in (8, 6, 4)))
+    record_property("table:p4", [{"bits": b, "loss": quant_losses[b], "sparsity": matching[b]}
+                                 for b in (8, 6, 4)])
     for b, s in matching.items():
         target = quant_losses[b]
         if s > 0:
@@ -225,6 +229,7 @@ def test_bytes_per_element_table_is_exact(reference, record_property):
     record_property("measured", "; ".join(
         f"{r['sparsity']:.0%}: dense {r['dense']:.2f} COO {r['coo']:.4f} bitmask {r['bitmask']:.4f} "
         f"CSR {r['csr']:.4f}" for r in rows) + f"; int8 {P.int8_bytes_per_element(reference)}")
+    record_property("table:p5", rows)
     for r in rows:
         z = n - round(r["sparsity"] * n)
         assert r["dense"] == 4.0
@@ -248,6 +253,7 @@ def test_int8_beats_75_and_50pct_sparse_bitmask_at_equal_or_better_compression(
     rows = P.quantization_vs_pruning(curve, quant_losses[8])
     record_property("measured", "; ".join(f"{r['name']}: {r['compression']:.2f}x loss {r['loss']:.4f}"
                                           for r in rows))
+    record_property("table:p6", rows)
     int8, *sparse = rows
     for r in sparse:
         assert int8["compression"] > r["compression"] and int8["loss"] < r["loss"], r
@@ -271,6 +277,7 @@ def test_two_four_pruning_loses_more_than_unstructured_50pct(two_four, num_regre
     """2:4 removes half of every matrix like per-layer 50%, under the extra
     constraint of groups; the price of the structure: its loss is above
     global 50% (unconstrained). Guarded against baselines/prune_two_four.csv."""
+    record_property("table:x5", two_four)
     record_property("measured", f"2:4 {two_four['two_four']:.4f}, global 50% {two_four['global_50']:.4f}, "
                                 f"per-layer 50% {two_four['layer_50']:.4f}")
     assert two_four["two_four"] > two_four["global_50"]

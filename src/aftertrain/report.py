@@ -259,15 +259,15 @@ def _baselines(rep: Report) -> None:
 
 def _quantization(rep: Report) -> None:
     led = rep.ledger
-    bits, b1 = led.table("q4_bits"), led.table("b1")
+    q4, b1 = led.table("q4"), led.table("b1")
+    bits = q4["rows"] if q4 else None
     if bits is None:
         rep.missing("Q2/Q4")
     else:
         rows = [[r["bits"], fmt(A["q4"][r["bits"]][0]), fmt(r["per_tensor"]),
                  fmt(A["q4"][r["bits"]][1]), fmt(r["per_channel"])] for r in bits]
-        if b1:
-            rows.insert(0, ["float32", fmt(A["b1"]["reference"]), fmt(b1["reference"]),
-                            fmt(A["b1"]["reference"]), fmt(b1["reference"])])
+        rows.insert(0, ["float32", fmt(A["b1"]["reference"]), fmt(q4["float32"]),
+                        fmt(A["b1"]["reference"]), fmt(q4["float32"])])
         rep.table("Validation loss by bit width", ("Q2", "Q4", "Q5", "Q6"),
                   ["bits", "per-tensor (article)", "per-tensor (ours)",
                    "per-channel (article)", "per-channel (ours)"], rows)
@@ -280,8 +280,8 @@ def _quantization(rep: Report) -> None:
                     alpha=0.5, label="per-tensor (article)")
             ax.plot(list(A["q4"]), [v[1] for v in A["q4"].values()], "s:", color="C1",
                     alpha=0.5, label="per-channel (article)")
+            ax.axhline(q4["float32"], color="k", lw=1, label="float32 (ours)")
             if b1:
-                ax.axhline(b1["reference"], color="k", lw=1, label="float32 (ours)")
                 ax.axhline(b1["bigram"], color="gray", ls="--", lw=1, label="bigram (ours)")
             ax.axhline(UNTRAINED, color="r", ls=":", lw=1, label="untrained ln 100")
             ax.invert_xaxis()
@@ -291,7 +291,7 @@ def _quantization(rep: Report) -> None:
             return "Validation loss against bits, both granularities, with the float32 and bigram lines"
 
         rep.plot("quant_bits", draw)
-    st = led.table("q3_storage")
+    st = led.table("q3")
     if st is not None:
         mb = 2 ** 20
         pt = st["per-tensor_8"]
@@ -307,14 +307,14 @@ def _quantization(rep: Report) -> None:
                     f"{pt['parameters_quantized_bytes'] / mb:.2f}"],
                    ["cut", pct(A["q3"]["cut"]),
                     pct(1 - pt["parameters_quantized_bytes"] / pt["parameters_fp32_bytes"])]])
-    rec = led.table("q6_reconstruction")
+    rec = led.table("q6")
     if rec is not None:
         rep.table("2 bits on blocks.0.f1: zeroed elements and mean absolute error", ("Q6",),
                   ["granularity", "zeroed (article)", "zeroed (ours)", "MAE (article)", "MAE (ours)"],
                   [[g, pct(A["q6"][g]["zero_fraction"]), pct(rec[g]["zero_fraction"]),
                     fmt(A["q6"][g]["mean_abs_error"]), fmt(rec[g]["mean_abs_error"])]
                    for g in ("per-tensor", "per-channel")])
-    sens = led.table("q7_sensitivity")
+    sens = led.table("q7")
     if sens is not None:
         rep.table("One matrix at a time at 4 bits (penalty in nats, most harmful first)", ("Q7",),
                   ["rank", "matrix", "article", "ours"],
@@ -334,19 +334,19 @@ def _quantization(rep: Report) -> None:
             return "4-bit sensitivity: loss penalty of quantizing one matrix at a time"
 
         rep.plot("quant_sensitivity", draw_sens)
-    comp = led.table("q8_compounding")
+    comp = led.table("q8")
     if comp is not None:
         rep.table("Penalties compound at 4 bits", ("Q8",), ["", "article", "ours"],
                   [["sum of one-at-a-time penalties", f"{A['q8']['sum_of_penalties']:+.4f}",
                     f"{comp['sum_of_penalties']:+.4f}"],
                    ["all at once", f"{A['q8']['all_at_once']:+.4f}", f"{comp['all_at_once']:+.4f}"]])
-    div = led.table("q9_divergence")
+    div = led.table("q9")
     if div is not None:
         rep.table("Same seed, float32 against int8 text", ("Q9",), ["", "article", "ours"],
                   [["first differing character", A["q9"]["position"], div["position"]]])
         rep.add("```\nfloat32: " + repr(div["float32"][:80]) + "\nint8:    "
                 + repr(div["quantized"][:80]) + "\n```")
-    out = led.table("q10_outliers")
+    out = led.table("q10")
     if out is not None:
         w, acts = out["weights"], out["activations"]
         rows = [["weight range max/median, worst matrix", fmt(A["q10"]["worst"], 2), fmt(w["worst"], 2)],
@@ -355,21 +355,26 @@ def _quantization(rep: Report) -> None:
             ratio, peak = A["q10"][site]
             rows.append([f"activation {site} max/median (max)", f"{ratio:.2f} ({peak:.2f})",
                          f"{acts[site]['ratio']:.2f} ({acts[site]['max']:.2f})"])
+        rows.append(["int8 loss, per-tensor minus per-channel", fmt(A["q10"]["int8_granularity_gap"]),
+                     fmt(out["int8_granularity_gap"])])
         rep.table("No outlier channels", ("Q10",), ["", "article", "ours"], rows)
-    speed = led.table("q11_fake_quant")
+    speed = led.table("q11")
     if speed is not None:
         rep.table("Fake-quantized forward against float32 (time ratio)", ("Q11",),
                   ["", "ours: median [interval]"],
                   [["fake-quantized / float32", _ratio_cell(speed)]])
-    x3 = led.table("x3_int8_linear")
+    x3 = led.table("x3")
     if x3 is not None:
+        sizes = sorted(int(r) for r in x3 if r != "crossover_rows")
         rep.table("Dynamic int8 Linear against float32 (time ratio, below 1 = int8 faster)",
-                  ("X3",), ["rows", "ours: median [interval]"],
-                  [[r["rows"], _ratio_cell(r)] for r in x3])
+                  ("X3",), ["rows multiplied at once", "ours: median [interval]"],
+                  [[r, _ratio_cell(x3[str(r)] if str(r) in x3 else x3[r])] for r in sizes])
+        rep.add(f"int8 arithmetic starts to pay at: {x3.get('crossover_rows') or 'no size up to 1024'} rows")
 
 
 def _ratio_cell(r: dict) -> str:
-    return f"{r['median']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+    low, high = r["ci"] if "ci" in r else (r["ci_low"], r["ci_high"])
+    return f"{r['median']:.3f} [{low:.3f}, {high:.3f}]"
 
 
 def _pruning(rep: Report) -> None:
@@ -450,18 +455,19 @@ def _pruning(rep: Report) -> None:
                   ["", "compression (article / ours)", "loss (article / ours)"],
                   [[r["name"], f"{art[i][0]:.2f}x / {r['compression']:.2f}x",
                     f"{fmt(art[i][1])} / {fmt(r['loss'])}"] for i, r in enumerate(p6)])
-    p7 = led.table("p7_zeros")
-    if p7 is not None:
+    p7 = [led.table(f"p7_{s}") for s in (0.5, 0.9, 0.99) if led.table(f"p7_{s}") is not None]
+    if p7:
         rep.table("Dense (128x128)@(128x512) with zeros against the original (time ratio)", ("P7",),
                   ["zeros", "article: median (quartiles)", "ours: median [interval]"],
                   [[pct(r["sparsity"], 0),
                     "{:.3f} ({:.3f}~{:.3f})".format(*A["p7"][r["sparsity"]]) if r["sparsity"] in A["p7"] else DASH,
                     _ratio_cell(r)] for r in p7])
-    x4 = led.table("x4_csr")
+    x4 = led.table("x4")
     if x4 is not None:
         rep.table("CSR sparse matmul against dense (time ratio, below 1 = sparse faster)", ("X4",),
                   ["sparsity", "ours: median [interval]"],
-                  [[pct(r["sparsity"]), _ratio_cell(r)] for r in x4])
+                  [[pct(r["sparsity"]), _ratio_cell(r)] for r in x4["rows"]])
+        rep.add(f"CSR starts to pay at: {pct(x4['crossover']) if x4['crossover'] else 'no sparsity tried'}")
     x5 = led.table("x5_two_four")
     if x5 is not None:
         rep.table("2:4 structured pruning against unstructured 50%", ("P8", "X5"), ["", "ours"],
