@@ -11,12 +11,13 @@ docs/measurement.md.
 
 from __future__ import annotations
 
+import os
 from typing import Callable
 
 import pytest
 import torch
 
-from aftertrain.timing import PairedTiming, paired_timing
+from aftertrain.timing import PairedTiming, min_pairs, paired_timing
 
 BENCHMARK_THREADS = 1  # pinned: thread count changes the times more than any code change
 
@@ -27,6 +28,14 @@ def _pinned_threads():
     torch.set_num_threads(BENCHMARK_THREADS)
     yield
     torch.set_num_threads(before)
+
+
+def quick_pairs(pairs: int, confidence: float = 0.99) -> int:
+    """``pairs``, or a third of it (never below what the interval needs) when
+    ``AFTERTRAIN_QUICK=1`` (set by ``aftertrain report --quick``)."""
+    if os.environ.get("AFTERTRAIN_QUICK") != "1":
+        return pairs
+    return max(min_pairs(confidence), pairs // 3)
 
 
 @pytest.fixture
@@ -50,6 +59,7 @@ def record_paired(benchmark) -> Callable[..., PairedTiming | None]:
         if not benchmark.enabled:
             return None
         kwargs.setdefault("threads", BENCHMARK_THREADS)
+        kwargs["pairs"] = quick_pairs(kwargs.get("pairs", 21), kwargs.get("confidence", 0.99))
         timing = paired_timing(baseline, candidate, **kwargs)
         benchmark.extra_info["paired"] = timing.as_dict()
         benchmark.extra_info["ratio_median"] = timing.median

@@ -78,12 +78,37 @@ def cmd_sample(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from aftertrain import report
+
+    try:
+        return report.main(args)
+    except report.ReportError as err:
+        print(f"aftertrain report: error: {err}", file=sys.stderr)
+        return 2
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="aftertrain",
         description="Executable claims about compressing a small character-level GPT.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser(
+        "report", help="run the claims' tests and write the report (tables beside the article's, plots)",
+        description="Run this checkout's pytest suite (the claims ledger), then write "
+                    "OUT/report.md with every table of the articles beside ours, the verdicts, "
+                    "and PNG plots. Exit status 1 when a claim is broken.")
+    p.add_argument("--out", default="report", help="output folder (default: report/)")
+    p.add_argument("--quick", action="store_true",
+                   help="fewer hypothesis examples and timing pairs: a first look, said so in the report")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--checkout", help="aftertrain source tree whose tests to run "
+                        "(default: the one this package is installed from)")
+    source.add_argument("--claims-json", help="read verdicts and figures from this ledger "
+                        "(written by `pytest --claims-json FILE`) instead of running the tests")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("train", help="train the reference model (deterministic recipe)")
     p.add_argument("--steps", type=_positive_int, default=None,

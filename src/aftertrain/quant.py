@@ -41,7 +41,7 @@ import copy
 import enum
 import math
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Callable, Iterable
 
 import numpy as np
 import torch
@@ -52,6 +52,7 @@ MAX_BITS = 8
 #: Smallest scale used (see the zero guard in the module docstring).
 SCALE_FLOOR = torch.finfo(torch.float32).tiny
 FLOAT32_BYTES = 4
+FLOAT32_MAX = torch.finfo(torch.float32).max
 
 
 class Granularity(enum.Enum):
@@ -144,7 +145,17 @@ def fake_quantize(w: torch.Tensor, bits: int, granularity: Granularity) -> torch
     ``[0.7, -0.4, 0.1]``.
     """
     q, s = quantize_codes(w, bits, granularity)
-    return q.to(torch.float32) * s
+    return dequantize(q, s)
+
+
+def dequantize(codes: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+    """``codes * scales`` in float32, saturated at +-float32 max.
+
+    The saturation only acts within an ulp of float32's largest value: there
+    ``fl(max|w| / qmax) * qmax`` can round past the largest float and would
+    give Inf (PyTorch's fake quantization does give Inf there).
+    """
+    return (codes.to(torch.float32) * scales).clamp(-FLOAT32_MAX, FLOAT32_MAX)
 
 
 # --- the integer form -------------------------------------------------------
@@ -158,7 +169,8 @@ def pack_codes(codes: torch.Tensor, bits: int) -> torch.Tensor:
     ``ceil(numel * bits / 8)`` bytes (uint8). 4-bit codes go two to a byte.
     """
     _check_bits(bits)
-    if not isinstance(codes, torch.Tensor) or codes.dtype.is_floating_point or codes.dtype.is_complex:
+    if (not isinstance(codes, torch.Tensor) or codes.dtype.is_floating_point
+            or codes.dtype.is_complex):
         raise ValueError(f"codes must be an integer tensor, got {getattr(codes, 'dtype', codes)}")
     lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
     if codes.numel() and (int(codes.min()) < lo or int(codes.max()) > hi):
@@ -208,7 +220,7 @@ class QuantizedTensor:
 
     def dequantize(self) -> torch.Tensor:
         """``codes * scales`` in float32: equal bit for bit to :func:`fake_quantize`."""
-        return self.codes().to(torch.float32) * self.scales
+        return dequantize(self.codes(), self.scales)
 
     @property
     def nbytes(self) -> int:
@@ -259,3 +271,246 @@ def quantized_model(
         for name in chosen:
             params[name].copy_(fake_quantize(params[name], bits, granularity))
     return copied
+
+
+def storage_bytes(
+    model: nn.Module,
+    bits: int = 8,
+    granularity: Granularity = Granularity.PER_TENSOR,
+    names: Iterable[str] | None = None,
+) -> dict[str, int]:
+    """Exact storage of ``model`` before and after quantizing ``names``.
+
+    Counted from real :class:`QuantizedTensor` objects, not a formula:
+
+    - ``weights`` / ``parameters``: element counts (2-D weights; all).
+    - ``weights_fp32_bytes``: 4 per 2-D weight element.
+    - ``weight_code_bytes``: packed codes of the quantized weights
+      (``ceil(numel * bits / 8)`` each) plus 4 per weight left in float32.
+    - ``scale_bytes``: 4 per float32 scale (1 per tensor per-tensor, 1 per
+      row per-channel).
+    - ``parameters_fp32_bytes``: 4 per parameter.
+    - ``parameters_quantized_bytes``: codes + scales + 4 per element of every
+      parameter left in float32 (the 1-D ones always).
+    """
+    _check_bits(bits)
+    _check_granularity(granularity)
+    chosen = set(_check_names(model, names))
+    weights = parameters = code_bytes = scale_bytes = float_bytes = 0
+    for name, p in model.named_parameters():
+        parameters += p.numel()
+        if p.dim() == 2:
+            weights += p.numel()
+        if name in chosen:
+            qt = QuantizedTensor.from_float(p, bits, granularity)
+            code_bytes += qt.packed.numel()
+            scale_bytes += FLOAT32_BYTES * qt.scales.numel()
+        else:
+            float_bytes += FLOAT32_BYTES * p.numel()
+    float_weight_bytes = FLOAT32_BYTES * sum(
+        p.numel() for n, p in model.named_parameters() if p.dim() == 2 and n not in chosen
+    )
+    return {
+        "weights": weights,
+        "parameters": parameters,
+        "weights_fp32_bytes": FLOAT32_BYTES * weights,
+        "weight_code_bytes": code_bytes + float_weight_bytes,
+        "scale_bytes": scale_bytes,
+        "parameters_fp32_bytes": FLOAT32_BYTES * parameters,
+        "parameters_quantized_bytes": code_bytes + scale_bytes + float_bytes,
+    }
+
+
+# --- experiments on a model (the article's tables) -----------------------------
+
+#: Builds a quantized copy: ``(model, bits, granularity, names) -> model``.
+#: The experiments take one so a test can pass a deliberately broken variant.
+ModelQuantizer = Callable[[nn.Module, int, Granularity, "Iterable[str] | None"], nn.Module]
+
+#: Widths of the article's bits table (Q4).
+ARTICLE_BITS = (8, 6, 4, 3, 2)
+
+
+def _val_loss(model: nn.Module, tokens: torch.Tensor | None) -> float:
+    from aftertrain.model import val_loss
+
+    return val_loss(model, tokens)
+
+
+def bits_table(
+    model: nn.Module,
+    bits: Iterable[int] = ARTICLE_BITS,
+    tokens: torch.Tensor | None = None,
+    quantize: ModelQuantizer = quantized_model,
+) -> list[dict]:
+    """Validation loss with every 2-D weight quantized, per width and granularity.
+
+    One row per width: ``{"bits", "per_tensor", "per_channel"}`` (mean
+    cross-entropy in nats on ``tokens``, default the validation split).
+    ``quantize`` builds each quantized copy (default :func:`quantized_model`).
+    """
+    rows = []
+    for b in bits:
+        _check_bits(b)
+        rows.append({
+            "bits": b,
+            "per_tensor": _val_loss(quantize(model, b, Granularity.PER_TENSOR, None), tokens),
+            "per_channel": _val_loss(quantize(model, b, Granularity.PER_CHANNEL, None), tokens),
+        })
+    return rows
+
+
+def reconstruction_figures(
+    w: torch.Tensor,
+    bits: int = 2,
+) -> dict[str, dict[str, float]]:
+    """Per granularity: the fraction of elements quantized to 0 and the mean
+    absolute error ``mean|w - w_hat|`` (Q6, on ``blocks.0.f1.weight``)."""
+    out = {}
+    for g in Granularity:
+        q, s = quantize_codes(w, bits, g)
+        w_hat = dequantize(q, s)
+        out[g.value] = {
+            "zero_fraction": float((q == 0).double().mean()),
+            "mean_abs_error": float((w.detach().double() - w_hat.double()).abs().mean()),
+        }
+    return out
+
+
+def sensitivity_table(
+    model: nn.Module,
+    bits: int = 4,
+    granularity: Granularity = Granularity.PER_CHANNEL,
+    tokens: torch.Tensor | None = None,
+    quantize: ModelQuantizer = quantized_model,
+    names: Iterable[str] | None = None,
+) -> list[dict]:
+    """One 2-D weight at a time quantized (the rest float32), most harmful first.
+
+    Rows ``{"name", "loss", "penalty"}`` with ``penalty = loss - float32 loss``,
+    sorted by penalty descending (ties by name). ``quantize`` builds each
+    copy (default :func:`quantized_model`); ``names`` chooses the weights
+    tried (default every 2-D weight).
+    """
+    chosen = _check_names(model, names)
+    base = _val_loss(model, tokens)
+    rows = []
+    for name in chosen:
+        loss = _val_loss(quantize(model, bits, granularity, [name]), tokens)
+        rows.append({"name": name, "loss": loss, "penalty": loss - base})
+    rows.sort(key=lambda r: (-r["penalty"], r["name"]))
+    return rows
+
+
+def compounding(sensitivity: list[dict], joint_penalty: float) -> dict[str, float]:
+    """Q8: the one-at-a-time penalties summed against all-at-once.
+
+    ``{"sum_of_penalties", "all_at_once", "excess"}`` with
+    ``excess = all_at_once - sum_of_penalties`` (> 0: the errors compound).
+    """
+    total = float(sum(r["penalty"] for r in sensitivity))
+    return {"sum_of_penalties": total, "all_at_once": float(joint_penalty),
+            "excess": float(joint_penalty) - total}
+
+
+#: Q9's sampling setup: prompt, characters sampled, temperature, seed.
+DIVERGENCE_PROMPT = "\n"
+DIVERGENCE_LENGTH = 200
+DIVERGENCE_TEMPERATURE = 1.0
+DIVERGENCE_SEED = 0
+
+
+def divergence(
+    model: nn.Module,
+    bits: int = 8,
+    granularity: Granularity = Granularity.PER_TENSOR,
+    prompt: str = DIVERGENCE_PROMPT,
+    length: int = DIVERGENCE_LENGTH,
+    temperature: float = DIVERGENCE_TEMPERATURE,
+    seed: int = DIVERGENCE_SEED,
+    quantize: ModelQuantizer = quantized_model,
+) -> dict:
+    """Q9: texts sampled from the float32 and the quantized model, same seed.
+
+    Both use :func:`aftertrain.model.generate` with a fresh
+    ``torch.Generator().manual_seed(seed)``. ``position`` is the 1-based index
+    of the first sampled character where they differ (``None`` if the
+    ``length`` characters are identical).
+    """
+    from aftertrain.model import generate
+    from aftertrain.text import decode, encode
+
+    if not isinstance(length, int) or length < 1:
+        raise ValueError(f"length must be an int >= 1, got {length!r}")
+    p = encode(prompt)
+    texts = []
+    for m in (model, quantize(model, bits, granularity, None)):
+        out = generate(m, p, length, temperature, torch.Generator().manual_seed(seed))
+        texts.append(decode(out[len(p):]))
+    position = next((i + 1 for i, (a, b) in enumerate(zip(*texts)) if a != b), None)
+    return {"position": position, "float32": texts[0], "quantized": texts[1]}
+
+
+def _median(x: torch.Tensor) -> float:
+    # The midpoint of the two middle values for an even count (numpy's median).
+    return float(torch.quantile(x.double(), 0.5))
+
+
+def weight_range_ratios(model: nn.Module) -> dict:
+    """Q10: per 2-D weight, max / median of its rows' ranges ``max|w|``.
+
+    ``{"matrices": {name: ratio}, "worst": max ratio, "median": median ratio}``.
+    """
+    ratios = {}
+    for name, p in model.named_parameters():
+        if p.dim() == 2:
+            r = p.detach().abs().amax(dim=1)
+            ratios[name] = float(r.max()) / _median(r)
+    values = torch.tensor(list(ratios.values()))
+    return {"matrices": ratios, "worst": float(values.max()), "median": _median(values)}
+
+
+#: Q10's activation sites: module whose *input* is recorded.
+ACTIVATION_SITES = {
+    "block0_ffn_input": "blocks.0.f1",
+    "block2_ffn_input": "blocks.2.f1",
+    "final_residual": "ln",
+}
+
+
+@torch.no_grad()
+def activation_channel_ratios(model: nn.Module, tokens: torch.Tensor | None = None) -> dict:
+    """Q10: per site, max over channels / median over channels of ``max|x|``.
+
+    ``x`` is the input of the site's module (``ACTIVATION_SITES``: block 0's
+    and block 2's FFN input after LayerNorm, the residual stream entering the
+    final LayerNorm), over every position of the validation split cut into
+    windows of the context length as :func:`aftertrain.model.val_loss` does.
+    Returns ``{site: {"ratio", "max"}}``.
+    """
+    from aftertrain.text import load_corpus
+
+    if tokens is None:
+        tokens = load_corpus().val
+    modules = dict(model.named_modules())
+    peaks: dict[str, torch.Tensor] = {}
+    handles = []
+    for site, mod in ACTIVATION_SITES.items():
+        def hook(_m, args, site=site):
+            x = args[0].detach().abs().reshape(-1, args[0].shape[-1]).amax(dim=0)
+            peaks[site] = x if site not in peaks else torch.maximum(peaks[site], x)
+        handles.append(modules[mod].register_forward_pre_hook(hook))
+    was_training = model.training
+    model.eval()
+    try:
+        T = model.config.block_size
+        n = tokens.numel() // T * T
+        model(tokens[:n].view(-1, T))
+        if tokens.numel() > n:
+            model(tokens[n:].view(1, -1))
+    finally:
+        for h in handles:
+            h.remove()
+        model.train(was_training)
+    return {site: {"ratio": float(v.max()) / _median(v), "max": float(v.max())}
+            for site, v in peaks.items()}

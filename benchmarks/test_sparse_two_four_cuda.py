@@ -1,0 +1,47 @@
+"""P8 / X5: 2:4 structured zeros can be skipped by dedicated kernels (CUDA).
+
+Only NVIDIA's sparse tensor cores (Ampere and later, via
+``torch.sparse.to_sparse_semi_structured``) run a 2:4 matrix faster; there is
+no CPU kernel. Without CUDA the test is skipped with that reason.
+
+Shape: (4096 x 4096) half precision, large enough for the kernel to fill the
+GPU (the article's 128-wide layers are launch-bound on any GPU). Claim: the
+2:4 matmul is faster than the dense one of the same pruned weight (99%
+interval of the pair ratio below 1).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from aftertrain import prune as P
+from aftertrain.timing import paired_timing
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
+                                reason="2:4 speed needs CUDA sparse kernels; no CUDA device here")
+
+
+@pytest.mark.claim("P8")
+@pytest.mark.claim("X5")
+def test_two_four_matmul_beats_dense_on_cuda(record_property):
+    from torch.sparse import to_sparse_semi_structured
+
+    g = torch.Generator().manual_seed(24)
+    w = torch.randn(4096, 4096, generator=g)
+    keep = P.two_four_masks({"w": w})["w"]
+    w = torch.where(keep, w, torch.zeros(())).half().cuda()
+    x = torch.randn(4096, 4096, generator=g).half().cuda()
+    sparse = to_sparse_semi_structured(w)
+    torch.testing.assert_close(torch.mm(sparse, x), torch.mm(w, x), rtol=1e-2, atol=1e-1)
+
+    def run(f):
+        def timed():
+            f()
+            torch.cuda.synchronize()
+        return timed
+
+    timing = paired_timing(run(lambda: torch.mm(w, x)), run(lambda: torch.mm(sparse, x)),
+                           pairs=41, calls=10)
+    record_property("measured", f"2:4 / dense {timing.median:.3f} ({timing.ci_low:.3f}-{timing.ci_high:.3f})")
+    assert timing.faster_by_at_least(1.0), timing.as_dict()
