@@ -480,27 +480,31 @@ def _pruning(rep: Report) -> None:
 
 def _speculative(rep: Report) -> None:
     led = rep.ledger
-    s2 = led.table("s2_tv")
+    s2 = led.table("spec_first_token")
     if s2 is not None:
+        rows = [[f"speculative, {r['draft']} draft", fmt(A["s2"].get(r["draft"])), fmt(r["tv"]),
+                 f"{r['chi2_pvalue']:.3g}"] for r in s2]
+        rows.append(["direct sampling (one draw)", fmt(A["s2"]["direct"]), fmt(s2[0]["direct_tv"]), DASH])
         rep.table("TV distance of 20,000 first characters to the target's law", ("S2",),
-                  ["sampler", "article", "ours", "null quantiles (ours)"],
-                  [[r["sampler"], fmt(A["s2"].get(r["sampler"])), fmt(r["tv"]),
-                    r.get("null", DASH)] for r in s2])
-    s4 = led.table("s4_acceptance")
+                  ["sampler", "article", "ours", "chi-square p"], rows)
+        rep.add(f"Same-sample-size baseline (direct sampling, simulated): median "
+                f"{s2[0]['null_median']:.4f}, 99% quantile {s2[0]['null_q99']:.4f}; "
+                f"alarm threshold at alpha 1e-6: {s2[0]['tv_threshold']:.4f}.")
+    s4 = led.table("spec_acceptance")
     if s4 is None:
         rep.missing("S4")
     else:
         rows = []
         for r in s4:
             art = A["s4"].get((r["draft"], r["k"]))
-            rows.append([r["draft"], r["k"],
-                         f"{art[0]:.3f} / {r['acceptance']:.3f}" if art else f"{DASH} / {r['acceptance']:.3f}",
-                         f"{r['predicted']:.3f}" if r.get("predicted") is not None else DASH,
-                         f"{art[1]:.2f} / {r['chars_per_pass']:.2f}" if art else f"{DASH} / {r['chars_per_pass']:.2f}",
-                         f"{art[2]} / {r['passes']}" if art else f"{DASH} / {r['passes']}"])
-        rep.table("Acceptance follows draft quality (200 characters)", ("S4", "X1"),
-                  ["draft", "k", "acceptance (article / ours)", "X1 prediction from k=1",
-                   "chars per pass (article / ours)", "target passes (article / ours)"], rows)
+            a = (lambda i, f: f.format(art[i]) if art else DASH)
+            rows.append([r["draft"], r["k"], a(0, "{:.3f}"), f"{r['acceptance']:.3f}",
+                         f"{r['predicted_acceptance']:.3f}", a(1, "{:.2f}"),
+                         f"{r['chars_per_pass']:.2f}", a(2, "{}"), r["target_passes"]])
+        rep.table("Acceptance follows draft quality (200 characters, seed fixed)", ("S4", "S8", "X1"),
+                  ["draft", "k", "acceptance (article)", "acceptance (ours)",
+                   "X1 prediction from k=1 (ours)", "chars/pass (article)", "chars/pass (ours)",
+                   "target passes (article)", "target passes (ours)"], rows)
 
         def draw(ax):
             drafts = list(dict.fromkeys(r["draft"] for r in s4))
@@ -508,31 +512,43 @@ def _speculative(rep: Report) -> None:
                 rs = [r for r in s4 if r["draft"] == d]
                 ax.plot([r["k"] for r in rs], [r["acceptance"] for r in rs], "o-", color=f"C{i}",
                         label=f"{d} (ours)")
-                if all(r.get("predicted") is not None for r in rs):
-                    ax.plot([r["k"] for r in rs], [r["predicted"] for r in rs], ":", color=f"C{i}",
-                            label=f"{d} X1 prediction")
+                ax.plot([r["k"] for r in rs], [r["predicted_acceptance"] for r in rs], ":",
+                        color=f"C{i}", label=f"{d} X1 prediction")
                 art = sorted((k, v[0]) for (dd, k), v in A["s4"].items() if dd == d)
                 if art:
                     ax.plot(*zip(*art), "x", color=f"C{i}", ms=9, label=f"{d} (article)")
             ax.set_xscale("log", base=2)
-            ax.set(xlabel="draft length k", ylabel="acceptance rate",
+            ax.set(xlabel="draft length k", ylabel="acceptance rate (accepted / drafted)",
                    title="Acceptance against k (S4, X1)")
-            ax.legend(fontsize=6)
+            ax.legend(fontsize=6, ncol=2)
             return "Acceptance rate against k per draft, with the X1 prediction a(1-a^k)/(k(1-a))"
 
         rep.plot("spec_acceptance", draw)
-    s5 = led.table("s5_cost")
+    x1 = led.table("spec_x1")
+    if x1 is not None:
+        rep.table("Acceptance at k=8 predicted from k=1 (1,000-character runs)", ("X1",),
+                  ["draft", "k=1", "predicted at k=8", "measured at k=8", "article (8-bit / bigram)"],
+                  [[d, f"{rs[0]['acceptance']:.3f}", f"{rs[-1]['predicted_acceptance']:.3f}",
+                    f"{rs[-1]['acceptance']:.3f}",
+                    "{:.3f} / {:.3f} / {:.3f}".format(*A["x1"][d]) if d in A["x1"] else DASH]
+                   for d, rs in _by_draft(x1).items()])
+    s5 = led.table("spec_draft_cost")
     if s5 is not None:
-        rep.table("Cost c of one draft character relative to one target pass", ("S5",),
-                  ["draft", "article: us (c)", "ours: c [interval]"],
+        rep.table("Cost c of one draft character relative to one target step", ("S5",),
+                  ["draft", "article: us (c)", "ours: us", "ours: c [interval]"],
                   [[r["draft"], "{} ({:.3f})".format(*A["s5"][r["draft"]]) if r["draft"] in A["s5"] else DASH,
-                    f"{r['c']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"] for r in s5])
-    x8 = led.table("x8_verify")
+                    f"{r['draft_us']:.0f}", f"{r['c']:.3f} [{r['c_low']:.3f}, {r['c_high']:.3f}]"]
+                   for r in s5])
+        rep.add(f"One plain target step (ours): {s5[0]['target_us']:.0f} us; the article's: "
+                f"{A['s5']['target_us']} us.")
+    x8 = led.table("spec_verify_cost")
     if x8 is not None:
-        rep.table("Verification pass over k+1 positions against one plain pass", ("X8",),
-                  ["k", "v_k [interval]"],
-                  [[r["k"], f"{r['v_k']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"] for r in x8])
-    s6 = led.table("s6_speedup")
+        art_base = A["x8"][1]
+        rep.table("Verification pass over k+1 positions against one plain step", ("X8",),
+                  ["k", "article (ms ratio to 1 position)", "ours: v_k [interval]"],
+                  [[r["k"], f"{A['x8'][r['k'] + 1] / art_base:.2f}" if r["k"] + 1 in A["x8"] else DASH,
+                    f"{r['v_k']:.3f} [{r['v_low']:.3f}, {r['v_high']:.3f}]"] for r in x8])
+    s6 = led.table("spec_speedup")
     if s6 is None:
         rep.missing("S6/S7")
     else:
@@ -542,21 +558,24 @@ def _speculative(rep: Report) -> None:
             art7 = A["s7"].get((r["draft"], r["k"]))
             rows.append([r["draft"], r["k"],
                          "{:.2f} ({:.2f}~{:.2f})".format(*art6) if art6 else DASH,
-                         f"{r['median']:.2f} ({r['min']:.2f}~{r['max']:.2f})",
+                         f"{r['speedup']:.2f} ({r['speedup_min']:.2f}~{r['speedup_max']:.2f})",
                          f"{art7[0]:.2f}" if art7 else DASH,
                          f"{r['predicted']:.2f}", f"{r['predicted_vk']:.2f}"])
         rep.table("Speedup over plain cached decoding (median of alternating pairs, min~max)",
                   ("S6", "S7", "X8", "X2"),
                   ["draft", "k", "article", "ours", "article's prediction",
                    "ours: (chars/pass)/(1+kc)", "ours: (chars/pass)/(v_k+kc)"], rows)
+        best = max(s6, key=lambda r: r["speedup"])
+        rep.add(f"Best draft (X2): {best['draft']} at k={best['k']}, speedup {best['speedup']:.2f} "
+                f"({best['speedup_min']:.2f}~{best['speedup_max']:.2f}); predicted "
+                f"{best['predicted']:.2f} by the article's formula, {best['predicted_vk']:.2f} "
+                f"with the measured verification cost.")
 
         def draw(ax):
-            drafts = list(dict.fromkeys(r["draft"] for r in s6))
-            for i, d in enumerate(drafts):
-                rs = sorted((r for r in s6 if r["draft"] == d), key=lambda r: r["k"])
+            for i, (d, rs) in enumerate(_by_draft(s6).items()):
                 ks = [r["k"] for r in rs]
-                ax.plot(ks, [r["median"] for r in rs], "o-", color=f"C{i}", label=f"{d} measured")
-                ax.fill_between(ks, [r["min"] for r in rs], [r["max"] for r in rs],
+                ax.plot(ks, [r["speedup"] for r in rs], "o-", color=f"C{i}", label=f"{d} measured")
+                ax.fill_between(ks, [r["speedup_min"] for r in rs], [r["speedup_max"] for r in rs],
                                 color=f"C{i}", alpha=0.15)
                 ax.plot(ks, [r["predicted_vk"] for r in rs], ":", color=f"C{i}",
                         label=f"{d} predicted (v_k)")
@@ -565,12 +584,20 @@ def _speculative(rep: Report) -> None:
                     ax.plot(*zip(*art), "x", color=f"C{i}", ms=9, label=f"{d} (article)")
             ax.axhline(1.0, color="k", lw=1)
             ax.set_xscale("log", base=2)
-            ax.set(xlabel="draft length k", ylabel="speedup over plain decoding",
-                   title="Speedup against k (S6, S7, X8)")
-            ax.legend(fontsize=6)
-            return "Speedup against k per draft: median with the min~max band and the predicted curve"
+            ax.set(xlabel="draft length k", ylabel="speedup over plain decoding (x)",
+                   title="Speedup against k (S6, S7, X8, X2)")
+            ax.legend(fontsize=6, ncol=2)
+            return ("Speedup against k per draft: median of alternating pairs, min~max band, "
+                    "and the prediction with the measured verification cost")
 
         rep.plot("spec_speedup", draw)
+
+
+def _by_draft(rows: list[dict]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for r in sorted(rows, key=lambda r: r["k"]):
+        out.setdefault(r["draft"], []).append(r)
+    return out
 
 
 SECTIONS: list[tuple[str, Callable[[Report], None]]] = [
