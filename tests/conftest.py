@@ -52,14 +52,12 @@ def reference_val_loss(reference) -> float:
     return val_loss(reference)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread_for_tests():
-    """Tests (not benchmarks) run on one thread so ``pytest -n 2`` does not
-    oversubscribe the two cores; the setting is restored afterwards."""
-    before = torch.get_num_threads()
+def pytest_configure(config):
+    """One torch thread for the whole run, session and module fixtures
+    included (function-scoped fixtures come too late for those): ``pytest
+    -n 2`` then does not oversubscribe the two cores, and every figure is
+    computed with the same thread count. Timing code pins its own count."""
     torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="session")
