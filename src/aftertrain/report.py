@@ -344,8 +344,9 @@ def _quantization(rep: Report) -> None:
     if div is not None:
         rep.table("Same seed, float32 against int8 text", ("Q9",), ["", "article", "ours"],
                   [["first differing character", A["q9"]["position"], div["position"]]])
-        rep.add("```\nfloat32: " + repr(div["float32"][:80]) + "\nint8:    "
-                + repr(div["quantized"][:80]) + "\n```")
+        end = (div["position"] or len(div["float32"])) + 20
+        rep.add("```\nfloat32: " + repr(div["float32"][:end]) + "\nint8:    "
+                + repr(div["quantized"][:end]) + "\n```")
     out = led.table("q10")
     if out is not None:
         w, acts = out["weights"], out["activations"]
@@ -379,7 +380,7 @@ def _ratio_cell(r: dict) -> str:
 
 def _pruning(rep: Report) -> None:
     led = rep.ledger
-    p1, b1 = led.table("p1_loss"), led.table("b1")
+    p1, b1 = led.table("p1"), led.table("b1")
     if p1 is None:
         rep.missing("P1")
     else:
@@ -408,19 +409,19 @@ def _pruning(rep: Report) -> None:
             return "Validation loss against sparsity for the three pruning methods"
 
         rep.plot("prune_sparsity", draw)
-    p2 = led.table("p2_random")
+    p2 = led.table("p2")
     if p2 is not None:
         rep.table("Random pruning (mean over seeds)", ("P2",),
                   ["sparsity", "article", "ours (mean)", "ours (min~max)"],
                   [[pct(r["sparsity"], 0), fmt(A["p2"].get(round(r["sparsity"], 2))),
                     fmt(r["mean"]), f"{fmt(r['min'])}~{fmt(r['max'])}"] for r in p2])
-    p4 = led.table("p4_matching")
+    p4 = led.table("p4")
     if p4 is not None:
         rep.table("Global-magnitude sparsity with the loss of per-channel quantization", ("P4",),
                   ["bits", "article", "ours", "our quantized loss"],
                   [[r["bits"], pct(A["p4"][r["bits"]]), pct(r["sparsity"]), fmt(r["loss"])]
                    for r in p4])
-    p5 = led.table("p5_bytes")
+    p5 = led.table("p5")
     if p5 is not None:
         rows = [["dense float32", "4.00", fmt(p5[0]["dense"], 2), "", ""], ["int8", "1.00", "1.00", "", ""]]
         rows += [[pct(r["sparsity"], 0) + " sparse", "", "",
@@ -468,7 +469,7 @@ def _pruning(rep: Report) -> None:
                   ["sparsity", "ours: median [interval]"],
                   [[pct(r["sparsity"]), _ratio_cell(r)] for r in x4["rows"]])
         rep.add(f"CSR starts to pay at: {pct(x4['crossover']) if x4['crossover'] else 'no sparsity tried'}")
-    x5 = led.table("x5_two_four")
+    x5 = led.table("x5")
     if x5 is not None:
         rep.table("2:4 structured pruning against unstructured 50%", ("P8", "X5"), ["", "ours"],
                   [["loss, 2:4", fmt(x5["two_four"])], ["loss, global 50%", fmt(x5["global_50"])],
@@ -527,7 +528,8 @@ def _speculative(rep: Report) -> None:
     x1 = led.table("spec_x1")
     if x1 is not None:
         rep.table("Acceptance at k=8 predicted from k=1 (1,000-character runs)", ("X1",),
-                  ["draft", "k=1", "predicted at k=8", "measured at k=8", "article (8-bit / bigram)"],
+                  ["draft", "k=1", "predicted at k=8", "measured at k=8",
+                   "article: k=1 / predicted / measured"],
                   [[d, f"{rs[0]['acceptance']:.3f}", f"{rs[-1]['predicted_acceptance']:.3f}",
                     f"{rs[-1]['acceptance']:.3f}",
                     "{:.3f} / {:.3f} / {:.3f}".format(*A["x1"][d]) if d in A["x1"] else DASH]
