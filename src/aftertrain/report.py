@@ -169,10 +169,12 @@ class Report:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=110)
+        fig, ax = plt.subplots(figsize=(8.6, 4.4), dpi=110)
         try:
             caption = draw(ax)
             ax.grid(alpha=0.3)
+            # Legends go outside the axes, on the right, so they hide no data.
+            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0)
             fig.tight_layout()
             path = self.out / f"{name}.png"
             fig.savefig(path)
@@ -287,7 +289,6 @@ def _quantization(rep: Report) -> None:
             ax.invert_xaxis()
             ax.set(xlabel="bits per weight", ylabel="validation loss (nats)",
                    title="Loss against bits (Q4)")
-            ax.legend(fontsize=7)
             return "Validation loss against bits, both granularities, with the float32 and bigram lines"
 
         rep.plot("quant_bits", draw)
@@ -330,7 +331,6 @@ def _quantization(rep: Report) -> None:
             ax.set_yticks(list(ys), names, fontsize=7)
             ax.invert_yaxis()
             ax.set(xlabel="loss penalty at 4 bits (nats)", title="4-bit sensitivity (Q7)")
-            ax.legend(fontsize=7)
             return "4-bit sensitivity: loss penalty of quantizing one matrix at a time"
 
         rep.plot("quant_sensitivity", draw_sens)
@@ -405,7 +405,6 @@ def _pruning(rep: Report) -> None:
             ax.axhline(UNTRAINED, color="r", ls=":", lw=1, label="untrained ln 100")
             ax.set(xlabel="sparsity of the 2-D weights (%)", ylabel="validation loss (nats)",
                    title="Loss against sparsity (P1)")
-            ax.legend(fontsize=6)
             return "Validation loss against sparsity for the three pruning methods"
 
         rep.plot("prune_sparsity", draw)
@@ -445,7 +444,6 @@ def _pruning(rep: Report) -> None:
             ax.axvline(96.875, color="gray", ls=":", lw=1)
             ax.set(xlabel="sparsity (%)", ylabel="bytes per element",
                    title="Storage against sparsity (P5)")
-            ax.legend(fontsize=7)
             return "Bytes per element against sparsity for COO, bitmask and int8 (they cross at 96.875%)"
 
         rep.plot("prune_bytes", draw_bytes)
@@ -521,7 +519,6 @@ def _speculative(rep: Report) -> None:
             ax.set_xscale("log", base=2)
             ax.set(xlabel="draft length k", ylabel="acceptance rate (accepted / drafted)",
                    title="Acceptance against k (S4, X1)")
-            ax.legend(fontsize=6, ncol=2)
             return "Acceptance rate against k per draft, with the X1 prediction a(1-a^k)/(k(1-a))"
 
         rep.plot("spec_acceptance", draw)
@@ -588,7 +585,6 @@ def _speculative(rep: Report) -> None:
             ax.set_xscale("log", base=2)
             ax.set(xlabel="draft length k", ylabel="speedup over plain decoding (x)",
                    title="Speedup against k (S6, S7, X8, X2)")
-            ax.legend(fontsize=6, ncol=2)
             return ("Speedup against k per draft: median of alternating pairs, min~max band, "
                     "and the prediction with the measured verification cost")
 
