@@ -18,6 +18,7 @@ import math
 
 import pytest
 
+from aftertrain.claims import ARTICLE_TABLES
 from aftertrain import prune as P
 from aftertrain.bigram import Bigram
 from aftertrain.model import val_loss
@@ -26,12 +27,8 @@ from aftertrain.quant import Granularity, quantized_model
 LOSS_TOL = 1e-5  # nats; reason in the module docstring
 UNTRAINED = P.UNTRAINED_LOSS  # ln(100) = 4.6052, the report's "untrained" line
 
-#: The article's figures (CLAIMS.md), reported next to ours.
-ARTICLE_P1 = {0.1: (2.0358, 2.0397, 3.7873), 0.3: (2.2097, 2.3893, 4.4976),
-              0.5: (3.1009, 3.3498, 4.4543), 0.7: (4.0908, 4.4716, 4.5714),
-              0.9: (5.0523, 5.0089, 4.6292)}
-ARTICLE_P2 = {0.01: 2.2862, 0.02: 2.4815, 0.05: 3.1419, 0.1: 3.7873, 0.2: 4.2955}
-ARTICLE_P4 = {8: 0.018, 6: 0.103, 4: 0.355}
+# The article's figures, from the one source the ledger and the report use.
+ARTICLE_P1, ARTICLE_P2, ARTICLE_P4 = (ARTICLE_TABLES[k] for k in ("p1", "p2", "p4"))
 
 
 @pytest.fixture(scope="session")
@@ -225,7 +222,7 @@ def test_bytes_per_element_table_is_exact(reference, record_property):
     as it prints them (cut to 2 decimals: 2.125 -> 2.12, 0.525 -> 0.52)."""
     rows = P.bytes_table(reference)
     n, n_rows = 631_808, sum(w.shape[0] for w in P.prunable_weights(reference).values())
-    article = {0.5: (4.00, 2.12), 0.75: (2.00, 1.12), 0.9: (0.80, 0.52)}
+    article = ARTICLE_TABLES["p5"]
     record_property("measured", "; ".join(
         f"{r['sparsity']:.0%}: dense {r['dense']:.2f} COO {r['coo']:.4f} bitmask {r['bitmask']:.4f} "
         f"CSR {r['csr']:.4f}" for r in rows) + f"; int8 {P.int8_bytes_per_element(reference)}")

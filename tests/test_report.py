@@ -111,7 +111,7 @@ def test_a_claim_made_to_fail_shows_as_broken_in_report_and_exit_status(pytester
     """Through the ledger: a pytest run whose Q2 test fails writes a ledger;
     the report built from it marks Q2 BROKEN and exits with status 1."""
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
-    pytester.makepyfile(test_claims=FAILING)
+    pytester.makepyfile(test_made_to_fail=FAILING)
     ledger_path = tmp_path / "claims.json"
     result = pytester.runpytest("-p", "aftertrain.ledger", "--claims-json", str(ledger_path))
     result.assert_outcomes(passed=1, failed=1)
