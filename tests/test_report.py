@@ -143,3 +143,16 @@ def test_report_rejects_a_checkout_without_tests(tmp_path):
                               checkout=str(tmp_path))
     with pytest.raises(R.ReportError, match="aftertrain source tree"):
         R.main(args)
+
+
+def test_update_readme_rewrites_only_the_table_between_its_markers(tmp_path):
+    ledger = R.read_ledger(COMMITTED / "claims.json")
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# title\n{R.README_BEGIN}\nold table\n{R.README_END}\n## after\n")
+    R.update_readme(readme, ledger)
+    text = readme.read_text()
+    assert text.startswith("# title\n") and text.endswith(f"{R.README_END}\n## after\n")
+    assert "old table" not in text and R.claims_table(ledger) in text
+    readme.write_text("# no markers\n")
+    with pytest.raises(R.ReportError, match="no claims-table markers"):
+        R.update_readme(readme, ledger)

@@ -103,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="report", help="output folder (default: report/)")
     p.add_argument("--quick", action="store_true",
                    help="fewer hypothesis examples and timing pairs: a first look, said so in the report")
+    p.add_argument("--update-readme", action="store_true",
+                   help="also rewrite the claims table of the checkout's README.md")
     source = p.add_mutually_exclusive_group()
     source.add_argument("--checkout", help="aftertrain source tree whose tests to run "
                         "(default: the one this package is installed from)")

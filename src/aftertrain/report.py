@@ -195,6 +195,21 @@ def claims_table(ledger: Ledger) -> str:
     return markdown_table(["ID", "claim", "article", "ours", "verdict"], rows)
 
 
+README_BEGIN = "<!-- claims table: written by `aftertrain report --update-readme` -->"
+README_END = "<!-- end of claims table -->"
+
+
+def update_readme(readme: Path, ledger: Ledger) -> None:
+    """Replace the claims table between the README's markers with this
+    ledger's (atomically); the markers must be there."""
+    text = readme.read_text()
+    if README_BEGIN not in text or README_END not in text:
+        raise ReportError(f"{readme} has no claims-table markers ({README_BEGIN!r} ... {README_END!r})")
+    head, rest = text.split(README_BEGIN, 1)
+    _, tail = rest.split(README_END, 1)
+    _write_atomic(readme, head + README_BEGIN + "\n" + claims_table(ledger) + "\n" + README_END + tail)
+
+
 def summary_counts(ledger: Ledger) -> dict[str, int]:
     counts: dict[str, int] = {}
     for cid in CLAIMS:
@@ -625,6 +640,12 @@ def main(args) -> int:
                               "source tree) or --claims-json FILE (from `pytest --claims-json FILE`)")
         ledger = run_ledger(checkout.resolve(), (out / "claims.json").resolve(), args.quick, log)
     path = build(ledger, out, args.quick, log)
+    if args.update_readme:
+        checkout = Path(args.checkout) if args.checkout else default_checkout()
+        if checkout is None:
+            raise ReportError("--update-readme needs a checkout (--checkout PATH)")
+        update_readme(checkout / "README.md", ledger)
+        log(f"updated the claims table of {checkout / 'README.md'}")
     counts = summary_counts(ledger)
     log(f"wrote {path} and {len(list(out.glob('*.png')))} plots")
     print(f"{path}: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
