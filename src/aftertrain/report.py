@@ -126,10 +126,15 @@ def pct(x, digits: int = 1) -> str:
     return DASH if x is None else f"{100 * x:.{digits}f}%"
 
 
+def _cell(value) -> str:
+    # A "|" inside a cell (max|w|) would end it; a newline would end the row.
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
 def markdown_table(header: list[str], rows: Iterable[list]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rows:
-        lines.append("| " + " | ".join(str(c) for c in row) + " |")
+        lines.append("| " + " | ".join(_cell(c) for c in row) + " |")
     return "\n".join(lines)
 
 
@@ -189,7 +194,7 @@ def claims_table(ledger: Ledger) -> str:
     ours (as the tests recorded it), verdict."""
     rows = []
     for c in CLAIMS.values():
-        ours = "; ".join(ledger.measured.get(c.id, [])) or DASH
+        ours = "; ".join(dict.fromkeys(ledger.measured.get(c.id, []))) or DASH  # each figure once
         rows.append([c.id, f"{c.title}: {c.statement}", c.article or DASH, ours,
                      VERDICT_MARK.get(ledger.verdict(c.id), ledger.verdict(c.id))])
     return markdown_table(["ID", "claim", "article", "ours", "verdict"], rows)
