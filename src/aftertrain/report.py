@@ -533,9 +533,7 @@ def _speculative(rep: Report) -> None:
                         label=f"{d} (ours)")
                 ax.plot([r["k"] for r in rs], [r["predicted_acceptance"] for r in rs], ":",
                         color=f"C{i}", label=f"{d} X1 prediction")
-                art = sorted((k, v[0]) for (dd, k), v in A["s4"].items() if dd == d)
-                if art:
-                    ax.plot(*zip(*art), "x", color=f"C{i}", ms=9, label=f"{d} (article)")
+                _article_points(ax, A["s4"], d, f"C{i}")
             ax.set_xscale("log", base=2)
             ax.set(xlabel="draft length k", ylabel="acceptance rate (accepted / drafted)",
                    title="Acceptance against k (S4, X1)")
@@ -598,9 +596,7 @@ def _speculative(rep: Report) -> None:
                                 color=f"C{i}", alpha=0.15)
                 ax.plot(ks, [r["predicted_vk"] for r in rs], ":", color=f"C{i}",
                         label=f"{d} predicted (v_k)")
-                art = sorted((k, v[0]) for (dd, k), v in A["s6"].items() if dd == d)
-                if art:
-                    ax.plot(*zip(*art), "x", color=f"C{i}", ms=9, label=f"{d} (article)")
+                _article_points(ax, A["s6"], d, f"C{i}")
             ax.axhline(1.0, color="k", lw=1)
             ax.set_xscale("log", base=2)
             ax.set(xlabel="draft length k", ylabel="speedup over plain decoding (x)",
@@ -609,6 +605,13 @@ def _speculative(rep: Report) -> None:
                     "and the prediction with the measured verification cost")
 
         rep.plot("spec_speedup", draw)
+
+
+def _article_points(ax, table: dict, draft: str, color: str) -> None:
+    """The article's first figure per k for ``draft`` (tables keyed (draft, k)), as crosses."""
+    points = sorted((k, v[0]) for (d, k), v in table.items() if d == draft)
+    if points:
+        ax.plot(*zip(*points), "x", color=color, ms=9, label=f"{draft} (article)")
 
 
 def _by_draft(rows: list[dict]) -> dict[str, list[dict]]:
