@@ -184,3 +184,42 @@ def test_without_the_plugin_nothing_changes(pytester: pytest.Pytester):
     result = pytester.runpytest()
     result.assert_outcomes(passed=1)
     assert not any("claims ledger" in line for line in result.stdout.lines)
+
+
+def test_verdict_precedence_for_mixed_outcomes_of_one_claim(pytester: pytest.Pytester):
+    """The documented precedence on claims whose tests disagree: a skipped
+    test beside a passing one leaves the claim ``holds`` (skipped ones aside);
+    an xfail beside a passing test gives ``does not reproduce``; a non-strict
+    xfail that passes (pytest's ``xpassed``) is ``broken``, never ``holds``."""
+    pytester.makepyfile(test_mixed='''
+        import pytest
+
+        @pytest.mark.claim("Q5")
+        def test_q5_passes():
+            pass
+
+        @pytest.mark.claim("Q5")
+        @pytest.mark.skip(reason="not here")
+        def test_q5_skipped():
+            pass
+
+        @pytest.mark.claim("Q6")
+        def test_q6_passes():
+            pass
+
+        @pytest.mark.claim("Q6")
+        @pytest.mark.xfail(strict=True, reason="measured otherwise")
+        def test_q6_xfails():
+            assert False
+
+        @pytest.mark.claim("Q7")
+        @pytest.mark.xfail(strict=False, reason="expected to fail")
+        def test_q7_xpasses():
+            pass
+    ''')
+    path = pytester.path / "claims.json"
+    result = pytester.runpytest("-p", "aftertrain.ledger", "--claims-json", str(path))
+    result.assert_outcomes(passed=2, skipped=1, xfailed=1, xpassed=1)
+    verdicts = {e["id"]: e["verdict"] for e in json.loads(path.read_text())["claims"]}
+    assert {k: verdicts[k] for k in ("Q5", "Q6", "Q7")} == {
+        "Q5": "holds", "Q6": "does not reproduce", "Q7": "broken"}

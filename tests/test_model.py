@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 
 import pytest
@@ -11,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aftertrain import model as M
-from aftertrain.text import encode
+from aftertrain.text import decode, encode
 from strategies import prompt_and_split
 
 #: K1 tolerance from the issue: cached and recomputed logits agree "to within
@@ -205,3 +206,103 @@ def test_checkpoint_write_is_atomic(tmp_path, reference, monkeypatch):
     assert path.read_bytes() == before
     assert json.loads((tmp_path / "m.pt.json").read_text())["version"] == 1
     M.load_checkpoint(path)
+
+
+def test_probabilities_divide_the_logits_by_the_temperature():
+    """Hand-computed oracle: logits (0, ln 3) give (1/4, 3/4) at T = 1 and,
+    divided by T = 0.5, softmax(0, 2 ln 3) = (1/10, 9/10); at T = 2 they give
+    softmax(0, ln 3 / 2) = (1, sqrt 3) / (1 + sqrt 3). Sampling, speculative
+    decoding and the exact-law tests all go through this function, so only an
+    independent figure pins the direction of the temperature."""
+    logits = torch.tensor([0.0, math.log(3.0)], dtype=torch.float64)
+    r3 = math.sqrt(3.0)
+    for temperature, want in ((1.0, [0.25, 0.75]), (0.5, [0.1, 0.9]),
+                              (2.0, [1 / (1 + r3), r3 / (1 + r3)])):
+        got = M.probabilities(logits, temperature)
+        assert got.dtype == torch.float64
+        torch.testing.assert_close(got, torch.tensor(want, dtype=torch.float64),
+                                   rtol=0, atol=1e-15)
+
+
+def test_probabilities_normalise_each_row_over_the_vocabulary():
+    """A (k+1, V) block of logits, as verification scores it, gives one
+    distribution per row (softmax along the last axis), equal to each row's
+    own softmax."""
+    logits = torch.randn(3, 100, generator=torch.Generator().manual_seed(5))
+    got = M.probabilities(logits, 0.7)
+    for row in range(3):
+        torch.testing.assert_close(got[row], M.probabilities(logits[row], 0.7), rtol=0, atol=0)
+    torch.testing.assert_close(got.sum(-1), torch.ones(3, dtype=torch.float64))
+
+
+def test_context_start_accepts_a_slide_of_the_whole_block():
+    """slide = block_size is valid (a fresh window every block): 128 -> 0,
+    129 -> 128, 256 -> 128, 257 -> 256; slide 0 or above the block is not."""
+    assert [M.context_start(n, 128, 128) for n in (128, 129, 256, 257)] == [0, 128, 128, 256]
+    for slide in (0, 129):
+        with pytest.raises(ValueError, match="slide must be in"):
+            M.context_start(200, 128, slide)
+
+
+class _CountingModel(torch.nn.Module):
+    """Wraps a model and records how many positions each forward call runs."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner, self.config, self.positions = inner, inner.config, []
+
+    def new_cache(self):
+        return self.inner.new_cache()
+
+    def forward(self, idx, cache=None):
+        self.positions.append(idx.shape[1])
+        return self.inner(idx, cache=cache)
+
+
+def test_decoder_truncate_keeps_the_cache_so_refeeding_computes_only_new_positions(reference):
+    """The rollback of a rejected draft costs nothing: after ``truncate(n)``
+    the cache holds exactly the kept text of the current window (length
+    ``n - start``), so feeding 3 tokens runs the model on 3 positions, not on
+    the whole window again. Text of 180 (window start 64), rolled back to 170."""
+    spy = _CountingModel(reference)
+    dec = M.Decoder(spy)
+    tokens = torch.randint(0, 100, (180,), generator=torch.Generator().manual_seed(4)).tolist()
+    dec.feed(tokens)
+    dec.truncate(170)
+    assert dec.cache.length == 170 - M.context_start(171) == 106
+    spy.positions.clear()
+    dec.feed(tokens[170:173])
+    assert spy.positions == [3]
+
+
+def test_val_loss_leaves_the_model_in_the_mode_it_found_it():
+    """val_loss evaluates in eval mode (no dropout) and then restores the
+    caller's mode: a model being trained stays in training mode, one in eval
+    mode stays in eval mode."""
+    net = M.GPT(M.GPTConfig(n_layer=1, n_head=2, n_embd=16, dropout=0.1))
+    tokens = encode("hello world, hello tests")
+    net.train()
+    M.val_loss(net, tokens)
+    assert net.training and net.blocks[0].training
+    net.eval()
+    M.val_loss(net, tokens)
+    assert not net.training
+
+
+def test_val_loss_refuses_a_model_that_produces_nan():
+    """A model whose logits are NaN must not give a NaN or finite loss
+    silently: val_loss raises FloatingPointError."""
+    net = M.GPT(M.GPTConfig(n_layer=1, n_head=2, n_embd=16))
+    with torch.no_grad():
+        net.head.bias[3] = float("nan")
+    with pytest.raises(FloatingPointError, match="non-finite loss"):
+        M.val_loss(net, encode("hello world"))
+
+
+def test_sample_text_returns_exactly_the_generated_characters(reference):
+    """sample_text gives ``length`` characters, the prompt excluded: the tail
+    of generate() with the same seed."""
+    text = M.sample_text(reference, "def ", 30, temperature=1.0, seed=11)
+    full = M.generate(reference, encode("def "), 30, 1.0, torch.Generator().manual_seed(11))
+    assert len(text) == 30
+    assert text == decode(full[4:])

@@ -427,3 +427,38 @@ def test_teeth_bitmask_forgetting_the_values_is_rejected():
     with pytest.raises(AssertionError):
         check_storage(dense, P.Format.BITMASK, encode=bitmask_without_values,
                       decode=decode_bitmask_as_ones)
+
+
+def test_matching_sparsity_is_the_first_grid_point_reaching_the_target():
+    """On a curve whose loss is its sparsity, the smallest multiple of 0.001
+    with loss >= 0.25 is 0.25 itself (reached, not exceeded); 0.2505 gives
+    0.251; a target the unpruned curve already reaches gives 0."""
+    curve = lambda method, s: s  # noqa: E731
+    assert P.matching_sparsity(curve, 0.25) == 0.25
+    assert P.matching_sparsity(curve, 0.2505) == 0.251
+    assert P.matching_sparsity(curve, 0.0) == 0.0
+
+
+def test_first_sparsity_above_needs_the_level_exceeded():
+    """'Above' is strict: a row equal to the level does not count."""
+    rows = [{"sparsity": 0.1, "loss": 2.0}, {"sparsity": 0.3, "loss": 2.5},
+            {"sparsity": 0.5, "loss": 3.0}]
+    assert P.first_sparsity_above(rows, "loss", 2.0) == 0.3
+    assert P.first_sparsity_above(rows, "loss", 1.9) == 0.1
+    assert P.first_sparsity_above(rows, "loss", 3.0) is None
+
+
+def test_two_four_removes_the_earlier_of_equal_magnitudes():
+    """The documented tie rule by hand: in (2, 1, -1, 1) three magnitudes tie
+    at 1 and two must go: the earlier ones (positions 1 and 2); in an all-equal
+    group (1, 1, 1, 1) positions 0 and 1 go."""
+    w = torch.tensor([[2.0, 1.0, -1.0, 1.0, 1.0, 1.0, 1.0, 1.0]])
+    keep = P.two_four_masks({"w": w})["w"]
+    assert keep.tolist() == [[True, False, False, True, False, False, True, True]]
+
+
+def test_two_four_refuses_rows_not_a_multiple_of_4_even_when_the_total_is():
+    """A 2 x 6 matrix has 12 weights (a multiple of 4) but its groups of 4
+    would straddle rows, which no 2:4 kernel accepts: refused, naming it."""
+    with pytest.raises(ValueError, match=r"w has shape \(2, 6\)"):
+        P.two_four_masks({"w": torch.ones(2, 6)})

@@ -461,3 +461,35 @@ def test_largest_float32_saturates_instead_of_overflowing():
             check_error_within_half_scale(Q.quantize_codes, w, bits, g)
     s = Q.scales(w, 6, G.PER_TENSOR)
     assert torch.isinf(torch_fake_quantize(w, s, 6, G.PER_TENSOR)[0, 0])
+
+
+def test_storage_bytes_of_a_partly_quantized_model_counts_the_float32_rest():
+    """Hand-counted on the article's shapes, only ``head.weight`` (100 x 128)
+    at 8 bits per-tensor: codes 12,800 B; the other 631,808 - 12,800 2-D
+    weights stay float32 (4 B each, counted in ``weight_code_bytes``); one
+    4-byte scale; every other parameter (637,156 - 12,800) in float32."""
+    s = Q.storage_bytes(GPT(), 8, Granularity.PER_TENSOR, ["head.weight"])
+    assert s["weight_code_bytes"] == 12_800 + 4 * (631_808 - 12_800)
+    assert s["scale_bytes"] == 4
+    assert s["parameters_quantized_bytes"] == 12_800 + 4 + 4 * (637_156 - 12_800)
+    assert (s["weights_fp32_bytes"], s["parameters_fp32_bytes"]) == (4 * 631_808, 4 * 637_156)
+
+
+def test_compounding_excess_is_all_at_once_minus_the_sum():
+    """Q8's figures from hand numbers: penalties 0.1 and 0.2 sum to 0.3; all
+    at once 0.5, so the excess is +0.2 (positive: the errors compound)."""
+    c = Q.compounding([{"penalty": 0.1}, {"penalty": 0.2}], 0.5)
+    assert c == pytest.approx({"sum_of_penalties": 0.3, "all_at_once": 0.5, "excess": 0.2},
+                              abs=1e-15)
+
+
+def test_reconstruction_figures_of_a_hand_quantized_row():
+    """2 bits (qmax 1) on one row w = (1e-4, 2e-5, -6e-5, 0): scale 1e-4,
+    codes (1, 0, -1, 0), so half the elements become 0 and the mean absolute
+    error is (0 + 2e-5 + 4e-5 + 0) / 4 = 1.5e-5, per-tensor and per-channel
+    alike (one row). The zero fraction counts codes, not small values."""
+    w = torch.tensor([[1e-4, 2e-5, -6e-5, 0.0]])
+    figs = Q.reconstruction_figures(w, bits=2)
+    for g in ("per-tensor", "per-channel"):
+        assert figs[g]["zero_fraction"] == 0.5
+        assert figs[g]["mean_abs_error"] == pytest.approx(1.5e-5, rel=1e-6)

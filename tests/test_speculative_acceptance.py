@@ -295,3 +295,17 @@ def test_ngram_draft_is_normalised_and_scores_its_documented_loss(speculative_dr
         assert p.dtype == torch.float64 and bool((p > 0).all())
         assert float(p.sum()) == pytest.approx(1.0, abs=1e-12)
     assert M.val_loss(ngram) == pytest.approx(1.6526, abs=1e-4)
+
+
+def test_ngram_cache_continues_the_text_like_a_gpt_cache():
+    """The draft interface the Decoder relies on: a forward call with a cache
+    continues the cached tokens and extends the cache, so 5 then 3 tokens fed
+    through one cache give exactly the 8 rows of a single call, and the cache
+    then holds 8 tokens (a cache that is not extended still gives the right
+    text, through a rebuilt window every step: the cost S5 measures)."""
+    ngram = D.NGram.fit(M._text.encode("abracadabra, abracadabra!"), order=4)
+    idx = M._text.encode("abracada")[None]
+    cache = ngram.new_cache()
+    parts = torch.cat([ngram(idx[:, :5], cache), ngram(idx[:, 5:], cache)], dim=1)
+    assert cache.length == 8
+    assert torch.equal(parts, ngram(idx))

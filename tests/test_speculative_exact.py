@@ -219,3 +219,32 @@ def test_generator_bookkeeping_and_logits_hold_on_any_run(run):
     assert bool((probs.gather(1, r.generated.unsqueeze(1)) > 0).all())
     if run["temperature"] == 0:
         assert torch.equal(r.tokens, M.generate(TOY_GPT_TARGET, run["prompt"], n, 0.0))
+
+
+class _CountingDraft(torch.nn.Module):
+    """A draft model that counts its forward calls (the Decoder interface)."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner, self.config, self.calls = inner, inner.config, 0
+
+    def new_cache(self):
+        return self.inner.new_cache()
+
+    def forward(self, idx, cache=None):
+        self.calls += 1
+        return self.inner(idx, cache=cache)
+
+
+@pytest.mark.parametrize("k", [1, 3, 8])
+def test_each_drafted_character_costs_exactly_one_draft_pass(k):
+    """The cost model behind S5 and S7 (time = passes x (1 + k c)) counts one
+    draft forward call per drafted character, and ``draft_passes`` reports
+    it. Counted on a spy: 3 + 40 characters stay inside one window (no
+    rebuild), so the draft runs once for the prompt prefill plus once per
+    drafted character, and draft_passes equals drafted."""
+    spy = _CountingDraft(TOY_GPT_DRAFT)
+    r = S.speculative_generate(TOY_GPT_TARGET, spy, torch.tensor([1, 2, 3]), 40, k, 1.0,
+                               torch.Generator().manual_seed(3))
+    assert r.draft_passes == r.drafted
+    assert spy.calls == 1 + r.draft_passes

@@ -16,6 +16,7 @@ import scipy.stats
 import torch
 from hypothesis import given
 
+from aftertrain import model as M
 from aftertrain import speculative as S
 from aftertrain.stats import ALPHA, chisquare_gof
 from strategies import verification_case
@@ -265,3 +266,31 @@ def test_verify_with_uniforms_rejects_uniforms_outside_unit_interval():
         S.verify_with_uniforms(p[None], q[None], d[None], torch.ones(1, 3), torch.zeros(1))
     with pytest.raises(ValueError, match="v must be a tensor of shape"):
         S.verify_with_uniforms(p[None], q[None], d[None], torch.zeros(1, 3), torch.zeros(2))
+
+
+@pytest.mark.claim("S1")
+def test_zero_residual_fallback_never_emits_a_character_outside_p():
+    """The fallback of an all-zero residual is p, not q: here q (sum 1 + 1e-7,
+    within tolerance) puts 1e-7 on character 2, where p is 0, and the draft is
+    that character, so it is rejected whatever u is and max(0, p - q) is all
+    zero. With v close to 1 a draw from q would land on character 2 (an
+    impossible character under the target); the rule must emit one of p's."""
+    p = [[0.3, 0.7, 0.0], [0.2, 0.3, 0.5]]
+    q = [[0.3, 0.7, 1e-7]]
+    for v in (0.0, 0.5, 1 - 1e-12):
+        a, t = rule(p, q, [2], [0.0], v)
+        assert int(a[0]) == 0
+        assert p[0][int(t[0])] > 0
+
+
+@pytest.mark.claim("S1")
+def test_greedy_distribution_breaks_ties_at_the_first_index_as_plain_decoding():
+    """At temperature 0 the draft and target distributions are the one-hot
+    argmax, first index on ties, exactly as sample_token picks: for logits
+    (1, 3, 3, 0) both choose index 1 (a last-index tie-break would make
+    greedy speculative text differ from greedy plain text at every tie)."""
+    logits = torch.tensor([[1.0, 3.0, 3.0, 0.0], [2.0, 2.0, 2.0, 2.0]])
+    d = S.distributions(logits, 0)
+    assert d.tolist() == [[0.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]]
+    for row in range(2):
+        assert int(d[row].argmax()) == M.sample_token(logits[row], 0, torch.Generator())

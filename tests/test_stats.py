@@ -233,3 +233,46 @@ def test_tv_threshold_rejects_sampler_biased_by_tv_0p04():
 def test_goodness_of_fit_rejects_compares_with_alpha():
     g = GoodnessOfFit(statistic=1.0, dof=1, pvalue=1e-7, pooled_cells=0)
     assert g.rejects() and not g.rejects(alpha=1e-8)
+
+
+def test_chisquare_judges_p_within_the_sum_tolerance_as_renormalised():
+    """A p accepted by check_distribution may sum to 1 - 5e-7 (float32
+    softmax rows do); the expected counts are then n * p / sum(p), so the
+    test gives exactly what the renormalised p gives (and scipy, which wants
+    observed and expected totals equal to 1e-8, does not refuse it)."""
+    p = np.array([0.5, 0.3, 0.2 - 5e-7])
+    counts = np.array([52, 27, 21])
+    g = chisquare_gof(counts, p, counts=True)
+    ref = scipy.stats.chisquare(counts, 100 * p / p.sum())
+    assert g.statistic == pytest.approx(ref.statistic, rel=1e-12)
+    assert g.pvalue == pytest.approx(ref.pvalue, rel=1e-12)
+
+
+def test_chisquare_pool_short_of_five_takes_in_the_next_smallest_cell():
+    """Expected 90, 6, 2, 2 (n = 100): the cells under 5 sum to only 4, so
+    the next smallest (6) joins them: cells 90 and 10, dof 1, three cells
+    pooled, and the statistic is scipy's on (88, 7 + 3 + 2) against (90, 10)."""
+    g = chisquare_gof([88, 7, 3, 2], [0.9, 0.06, 0.02, 0.02], counts=True)
+    ref = scipy.stats.chisquare([88, 12], [90, 10])
+    assert (g.dof, g.pooled_cells) == (1, 3)
+    assert g.statistic == pytest.approx(ref.statistic, rel=1e-12)
+    assert g.pvalue == pytest.approx(ref.pvalue, rel=1e-12)
+
+
+def test_chisquare_keeps_a_cell_expecting_exactly_five():
+    """Cochran's rule asks expected >= 5, so a cell expecting exactly 5 stays
+    on its own: expected 90, 5, 3, 2 pool only 3 + 2 = 5, giving cells
+    (90, 5, 5), dof 2, and scipy's statistic on (88, 6, 4 + 2)."""
+    g = chisquare_gof([88, 6, 4, 2], [0.9, 0.05, 0.03, 0.02], counts=True)
+    ref = scipy.stats.chisquare([88, 6, 6], [90, 5, 5])
+    assert (g.dof, g.pooled_cells) == (2, 2)
+    assert g.statistic == pytest.approx(ref.statistic, rel=1e-12)
+
+
+def test_tv_threshold_is_the_null_mean_plus_the_mcdiarmid_margin():
+    """Hand-computed: margin sqrt(ln(1 / alpha) / (2 n)); at n = 20,000 and
+    alpha = 1e-6 that is sqrt(13.8155 / 40,000) = 0.0185846 (the docstring's
+    0.0186), added to the mean of the null (0.02 here); at alpha = 0.01 and
+    n = 50 it is sqrt(4.60517 / 100) = 0.214597."""
+    assert tv_threshold([0.01, 0.03], 20_000) == pytest.approx(0.02 + 0.0185846, abs=1e-7)
+    assert tv_threshold([0.1], 50, alpha=0.01) == pytest.approx(0.1 + 0.2145966, abs=1e-7)
