@@ -4,9 +4,7 @@ Paired figure: the full pass against one cached decoding step at the last
 position (the same prediction, computed from the cache of the 127 before):
 how many decoding steps one recomputation of the window costs.
 
-The model is the reference checkpoint once it exists, a randomly
-initialised GPT (seed 0) until then; the figures are only compared between
-runs on the same model.
+The model is the bundled reference checkpoint.
 """
 
 from __future__ import annotations
@@ -22,11 +20,7 @@ T = 128
 
 @pytest.fixture(scope="module")
 def gpt() -> _model.GPT:
-    if _model.reference_path().is_file():
-        return _model.load_reference()
-    with torch.random.fork_rng():  # no change to the global generator
-        torch.manual_seed(0)
-        return _model.GPT().eval()
+    return _model.load_reference()
 
 
 @pytest.fixture(scope="module")

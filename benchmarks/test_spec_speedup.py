@@ -186,7 +186,7 @@ def test_speedup_table_quantized_drafts_are_slower_than_plain(benchmark, referen
 
 
 @pytest.mark.claim("S6")
-@pytest.mark.xfail(strict=True, reason=(
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
     "measured (baselines/spec_speedup.yml): the bigram draft is slower than plain decoding "
     "at every k: median 0.77 (0.77~0.81) at k=2, 0.68 at k=4, 0.54 at k=8; article 1.30 at "
     "k=4, 1.26 at k=8. Our bigram accepts 0.244 at k=1 (article 0.290), its drafted "
@@ -203,7 +203,7 @@ def test_bigram_draft_is_faster_than_plain_decoding(benchmark, reference, specul
     rows = [r for r in speedups if r["draft"] == D.DraftKind.BIGRAM.value]
     best = max(rows, key=lambda r: r["speedup"])
     record_property("measured", "; ".join(_fmt(r) for r in rows))
-    assert best["speedup_min"] > 1.0, best
+    assert best["speedup"] > REAL_SPEEDUP, best
 
 
 @pytest.mark.claim("S7")
@@ -232,7 +232,7 @@ ARTICLE_MATCH = 0.05
 
 
 @pytest.mark.claim("S7")
-@pytest.mark.xfail(strict=True, reason=(
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
     "measured (baselines/spec_speedup.yml): the article's formula overrates every quantized "
     "speedup by 0.10-0.18 (8-bit k=2 predicted 0.97, measured 0.80; 4-bit k=2 0.96 vs 0.78; "
     "4-bit k=8 0.75 vs 0.65); the article matched to ~0.05. It charges one plain pass per "
@@ -275,6 +275,13 @@ def test_charging_verification_its_cost_fits_the_speedups_better(benchmark, refe
     benchmark.pedantic(run, rounds=1, iterations=1)
 
 
+#: X2's "real speedup": the best cheap draft's median over 5 pairs at least
+#: 1.2x. The median, not the minimum: one pair disturbed by the shared
+#: machine moves the minimum of 5 by 30% or more (S6's docstring), the median
+#: by a few percent; 1.2 leaves that noise well inside a clear win.
+REAL_SPEEDUP = 1.2
+
+
 @pytest.mark.claim("X2")
 def test_cheap_and_good_draft_beats_the_bigram_and_plain_decoding(benchmark, request, reference,
                                                                   speculative_drafts, speedups,
@@ -282,7 +289,7 @@ def test_cheap_and_good_draft_beats_the_bigram_and_plain_decoding(benchmark, req
                                                                   baselines_dir, data_regression,
                                                                   record_property):
     """X2. The best speedup of the cheap, better drafts (n-gram, draft GPT) is
-    a real speedup (its minimum over the 5 pairs above 1) and above the
+    a real speedup (its median over the 5 pairs above REAL_SPEEDUP) and above the
     bigram's best median speedup, by at least 10% (timing noise of two
     medians). Under --force-regen the run's figures (c, v_k, every speedup
     with both predictions, the best draft) are written to

@@ -21,6 +21,11 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile("dev", deadline=None, max_examples=10)
+# `aftertrain report --quick`: as reproducible as ci, fewer examples.
+settings.register_profile(
+    "quick", derandomize=True, deadline=None, database=None, max_examples=10,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 settings.register_profile(
     "thorough", deadline=None, max_examples=500,
     suppress_health_check=[HealthCheck.too_slow],
@@ -63,10 +68,39 @@ def pytest_configure(config):
 @pytest.fixture(scope="session")
 def baselines_dir():
     """The committed ``baselines/`` folder (our measured tables). Tests read it;
-    pytest-regressions rewrites a file only when asked (``--force-regen``)."""
+    a file is written only when asked (``--force-regen``, see below)."""
     from pathlib import Path
 
     return Path(__file__).resolve().parent.parent / "baselines"
+
+
+class _StoredOnly:
+    """A pytest-regressions fixture that refuses to create a missing baseline.
+
+    pytest-regressions writes a missing file and fails; here a missing file
+    fails without writing, so a normal run never changes ``baselines/``: the
+    only way to (re)create one is the explicit ``--force-regen``.
+    """
+
+    def __init__(self, fixture, config) -> None:
+        self._fixture, self._config = fixture, config
+
+    def check(self, *args, fullpath=None, **kwargs):
+        regen = self._config.getoption("force_regen") or self._config.getoption("regen_all")
+        if fullpath is not None and not fullpath.is_file() and not regen:
+            pytest.fail(f"stored baseline {fullpath} is missing; create it deliberately with "
+                        f"`python -m pytest <this test> --force-regen` and commit it")
+        return self._fixture.check(*args, fullpath=fullpath, **kwargs)
+
+
+@pytest.fixture
+def num_regression(num_regression, request):
+    return _StoredOnly(num_regression, request.config)
+
+
+@pytest.fixture
+def data_regression(data_regression, request):
+    return _StoredOnly(data_regression, request.config)
 
 
 @pytest.fixture(scope="session")

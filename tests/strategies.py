@@ -129,7 +129,6 @@ def sparse_matrix(draw, max_rows: int = 9, max_cols: int = 16, col_multiple: int
 
 # --- speculative decoding (claims S1, S2, X6, X7) ------------------------------------
 
-import contextlib  # noqa: E402
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
@@ -257,16 +256,3 @@ def speculative_run(draw, vocab_size: int = 5):
         "seed": draw(st.integers(0, 2**31 - 1)),
     }
 
-
-@contextlib.contextmanager
-def one_thread():
-    """torch on one thread inside the block, restored after: for module- and
-    session-scoped fixtures, which are set up before the autouse one-thread
-    fixture of conftest.py takes effect (on a loaded 2-core machine two
-    threads made the acceptance runs eight times slower)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)

@@ -150,6 +150,7 @@ def test_greedy_generation_takes_the_argmax_of_a_full_recomputation(reference):
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(n_new=-1), "n_new must be an int >= 0"),
+    (dict(n_new=True), "n_new must be an int >= 0"),
     (dict(temperature=-0.5), "temperature must be a finite number >= 0"),
     (dict(temperature=float("nan")), "temperature must be a finite number >= 0"),
     (dict(prompt=torch.tensor([], dtype=torch.long)), "prompt must be a non-empty"),

@@ -18,15 +18,13 @@ from aftertrain import drafts as D
 from aftertrain import model as M
 from aftertrain import quant as Q
 from aftertrain import speculative as S
-from strategies import one_thread
 
 ARTICLE_DRAFTS = (D.DraftKind.INT8, D.DraftKind.INT4, D.DraftKind.BIGRAM)  # best to worst (S3)
 
 
 @pytest.fixture(scope="module")
 def table(reference, speculative_drafts) -> list[dict]:
-    with one_thread():
-        return S.acceptance_table(reference, {k.value: m for k, m in speculative_drafts.items()})
+    return S.acceptance_table(reference, {k.value: m for k, m in speculative_drafts.items()})
 
 
 def rows_of(table, kind: D.DraftKind) -> list[dict]:
@@ -125,9 +123,12 @@ def test_better_draft_has_higher_acceptance_at_every_k(table, record_property):
 
 @pytest.mark.claim("S4")
 @pytest.mark.parametrize("kind", ARTICLE_DRAFTS, ids=lambda k: k.value)
-def test_acceptance_falls_with_k(table, kind, record_property):
+def test_acceptance_at_k8_is_below_acceptance_at_k1(table, kind, record_property):
     """S4. Acceptance at k = 8 is below acceptance at k = 1 (the article:
-    bigram 0.290 -> 0.059, 8-bit 0.896 -> 0.610, 4-bit 0.653 -> 0.351)."""
+    bigram 0.290 -> 0.059, 8-bit 0.896 -> 0.610, 4-bit 0.653 -> 0.351). Only
+    the two ends are compared, as the article published them: on one
+    200-character run the fall is not monotone step by step (4-bit 0.895 at
+    k=1, 0.949 at k=2; 8-bit 0.985 at k=2, 0.994 at k=4)."""
     rows = rows_of(table, kind)
     record_property("measured", f"{kind.value}: " + ", ".join(
         f"k={r['k']} {r['acceptance']:.3f}" for r in rows))
@@ -172,9 +173,8 @@ MIN_FALL = 0.05
 @pytest.fixture(scope="module")
 def long_table(reference, speculative_drafts) -> list[dict]:
     """X1's runs: k = 1 and 8, 1,000 characters (S.X1_N_NEW), same prompt and seed."""
-    with one_thread():
-        return S.acceptance_table(reference, {k.value: m for k, m in speculative_drafts.items()},
-                                  ks=(1, 8), n_new=S.X1_N_NEW)
+    return S.acceptance_table(reference, {k.value: m for k, m in speculative_drafts.items()},
+                              ks=(1, 8), n_new=S.X1_N_NEW)
 
 
 @pytest.mark.claim("X1")

@@ -27,7 +27,7 @@ from aftertrain import model as M
 from aftertrain import speculative as S
 from aftertrain import stats
 from aftertrain.stats import ALPHA
-from strategies import ToyTable, one_thread
+from strategies import ToyTable
 
 # --- toy models and their exact law ---------------------------------------------------
 
@@ -162,8 +162,7 @@ def test_verification_logits_equal_plain_decoding_across_window_moves(reference,
 def first_token_rows(reference, speculative_drafts):
     drafts = {"bigram": speculative_drafts[D.DraftKind.BIGRAM],
               "4-bit": speculative_drafts[D.DraftKind.INT4]}
-    with one_thread():
-        return S.first_token_table(reference, drafts)
+    return S.first_token_table(reference, drafts)
 
 
 @pytest.mark.claim("S2")

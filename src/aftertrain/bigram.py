@@ -27,6 +27,7 @@ BIGRAM_ALPHA = 0.1
 @dataclass(frozen=True)
 class _Context:
     block_size: int = 128
+    vocab_size: int = _text.VOCAB_SIZE
 
 
 class _NoCache:

@@ -268,7 +268,7 @@ def generate(
 
     Same generator state, same tokens. Temperature 0 is greedy decoding.
     """
-    _check_generation_args(prompt, n_new, temperature)
+    _check_generation_args(prompt, n_new, temperature, model.config.vocab_size)
     if generator is None:
         generator = torch.Generator().manual_seed(0)
     decoder = Decoder(model)
@@ -279,12 +279,13 @@ def generate(
     return torch.tensor(decoder.tokens, dtype=torch.long)
 
 
-def _check_generation_args(prompt: torch.Tensor, n_new: int, temperature: float) -> None:
+def _check_generation_args(prompt: torch.Tensor, n_new: int, temperature: float,
+                           vocab_size: int) -> None:
     if not isinstance(prompt, torch.Tensor) or prompt.dim() != 1 or prompt.numel() < 1:
         raise ValueError("prompt must be a non-empty 1-D tensor of token indices")
-    if prompt.min() < 0 or prompt.max() >= _text.VOCAB_SIZE:
-        raise ValueError(f"prompt tokens must lie in [0, {_text.VOCAB_SIZE})")
-    if not isinstance(n_new, int) or n_new < 0:
+    if prompt.min() < 0 or prompt.max() >= vocab_size:
+        raise ValueError(f"prompt tokens must lie in [0, {vocab_size}) (the model's vocabulary)")
+    if isinstance(n_new, bool) or not isinstance(n_new, int) or n_new < 0:
         raise ValueError(f"n_new must be an int >= 0, got {n_new!r}")
     if not (isinstance(temperature, (int, float)) and math.isfinite(temperature)) or temperature < 0:
         raise ValueError(f"temperature must be a finite number >= 0, got {temperature!r}")

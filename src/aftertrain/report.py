@@ -29,10 +29,10 @@ BROKEN, DOES_NOT_REPRODUCE, HOLDS = "broken", "does not reproduce", "holds"
 UNTRAINED = math.log(100)
 DASH = "–"
 
-#: What ``--quick`` changes in the pytest run behind the report: the ``dev``
-#: hypothesis profile (10 examples instead of 25) and timing with a third of
+#: What ``--quick`` changes in the pytest run behind the report: the ``quick``
+#: hypothesis profile (derandomized like ``ci``, 10 examples instead of 25) and timing with a third of
 #: the pairs (``AFTERTRAIN_QUICK=1``, read by the benchmarks' ``record_paired``).
-QUICK_ENV = {"HYPOTHESIS_PROFILE": "dev", "AFTERTRAIN_QUICK": "1"}
+QUICK_ENV = {"HYPOTHESIS_PROFILE": "quick", "AFTERTRAIN_QUICK": "1"}
 
 
 class ReportError(RuntimeError):
@@ -57,11 +57,16 @@ class Ledger:
         if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
             raise ReportError(f"{source} is not a claims ledger (no 'claims' list)")
         verdicts, measured, reasons = {}, {}, {}
-        for entry in data["claims"]:
-            verdicts[entry["id"]] = entry["verdict"]
-            measured[entry["id"]] = [str(m) for m in entry.get("measured", [])]
-            reasons[entry["id"]] = [t["xfail_reason"] for t in entry.get("tests", [])
-                                    if t.get("xfail_reason")]
+        try:
+            for entry in data["claims"]:
+                verdicts[entry["id"]] = entry["verdict"]
+                measured[entry["id"]] = [str(m) for m in entry.get("measured", [])]
+                reasons[entry["id"]] = [t["xfail_reason"] for t in entry.get("tests", [])
+                                        if t.get("xfail_reason")]
+        except (KeyError, TypeError, AttributeError) as err:
+            raise ReportError(f"{source} has a malformed claim entry ({err!r})") from None
+        if not isinstance(data.get("tables", {}), dict):
+            raise ReportError(f"{source} has 'tables' that is not an object")
         unknown = sorted(set(verdicts) - set(CLAIMS))
         if unknown:
             raise ReportError(f"{source} names claims this version does not know: {unknown}")
@@ -238,7 +243,7 @@ def build(ledger: Ledger, out: str | os.PathLike, quick: bool = False,
         f"Verdicts and figures from the pytest run recorded in `{Path(ledger.source).name}`; "
         "the article's figures from `aftertrain.claims`. "
         + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())) + "."
-        + ("\n\n**Quick run**: the `dev` hypothesis profile and a third of the timing "
+        + ("\n\n**Quick run**: the `quick` hypothesis profile and a third of the timing "
            "pairs; figures are a first look, not the committed measurement." if quick else "")
     )
     rep.add("## All claims\n\n" + claims_table(ledger))
@@ -260,6 +265,7 @@ def _write_atomic(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     with os.fdopen(fd, "w") as f:
         f.write(text)
+    os.chmod(tmp, 0o644)  # mkstemp makes files private; a report is not
     os.replace(tmp, path)
 
 
