@@ -253,6 +253,25 @@ def test_speedup_formula_matches_quantized_drafts_within_0p05(benchmark, referen
     assert abs(worst["predicted"] - worst["speedup"]) <= ARTICLE_MATCH, worst
 
 
+def prediction_errors(rows: list[dict]) -> tuple[float, float]:
+    """Mean |predicted - measured| speedup of cpp / (1 + k c) and of cpp / (v_k + k c)."""
+    err_article = sum(abs(r["predicted"] - r["speedup"]) for r in rows) / len(rows)
+    err_vk = sum(abs(r["predicted_vk"] - r["speedup"]) for r in rows) / len(rows)
+    return err_article, err_vk
+
+
+@pytest.mark.claim("X8", "X7")
+def test_fit_check_prefers_the_article_formula_when_verification_is_free():
+    """Teeth for X8's check (no timing): in a world where measured speedups
+    follow cpp / (1 + k c) exactly, as they would if verification cost one
+    plain pass, the check must not call the v_k formula the better fit."""
+    rows = [{"predicted": cpp / (1 + k * c), "predicted_vk": cpp / (v + k * c),
+             "speedup": cpp / (1 + k * c)}
+            for cpp, k, c, v in [(1.3, 2, 0.1, 1.27), (2.9, 2, 1.0, 1.27), (4.4, 8, 0.12, 1.56)]]
+    err_article, err_vk = prediction_errors(rows)
+    assert not err_vk < err_article, (err_vk, err_article)
+
+
 @pytest.mark.claim("X8")
 def test_charging_verification_its_cost_fits_the_speedups_better(benchmark, reference,
                                                                  speculative_drafts, speedups,
@@ -261,8 +280,7 @@ def test_charging_verification_its_cost_fits_the_speedups_better(benchmark, refe
     against the measured speedups is below that of cpp / (1 + k c)."""
     benchmark.group = "speculative"
     run = _one_run(reference, speculative_drafts[D.DraftKind.NGRAM])
-    err_article = sum(abs(r["predicted"] - r["speedup"]) for r in speedups) / len(speedups)
-    err_vk = sum(abs(r["predicted_vk"] - r["speedup"]) for r in speedups) / len(speedups)
+    err_article, err_vk = prediction_errors(speedups)
     per_draft = {}
     for r in speedups:
         a, v = per_draft.get(r["draft"], (0.0, 0.0))
