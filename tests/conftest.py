@@ -66,6 +66,24 @@ def pytest_configure(config):
 
 
 @pytest.fixture(scope="session")
+def bigram_loss() -> float:
+    """Validation loss of the add-alpha bigram (B1's baseline), computed once."""
+    from aftertrain.bigram import Bigram
+    from aftertrain.model import val_loss
+
+    return val_loss(Bigram.fit())
+
+
+@pytest.fixture(scope="session")
+def bits_rows(reference) -> dict[int, dict]:
+    """Part 3's bits table on the reference, ``{bits: row}``, computed once:
+    the quantization claims and pruning's P4/P6 both read it."""
+    from aftertrain import quant
+
+    return {r["bits"]: r for r in quant.bits_table(reference)}
+
+
+@pytest.fixture(scope="session")
 def baselines_dir():
     """The committed ``baselines/`` folder (our measured tables). Tests read it;
     a file is written only when asked (``--force-regen``, see below)."""

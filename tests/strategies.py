@@ -74,7 +74,6 @@ def tie_matrices(draw, bits: int, max_rows: int = 6, max_cols: int = 8):
 
 # --- pruning (aftertrain.prune) ------------------------------------------------
 
-import torch  # noqa: E402
 
 #: A sparsity in [0, 1], the end points included.
 sparsities = st.floats(0.0, 1.0, allow_nan=False)
@@ -130,7 +129,6 @@ def sparse_matrix(draw, max_rows: int = 9, max_cols: int = 16, col_multiple: int
 # --- speculative decoding (claims S1, S2, X6, X7) ------------------------------------
 
 
-import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
 from aftertrain.drafts import TokenCache  # noqa: E402

@@ -8,8 +8,7 @@ import os
 
 import pytest
 import torch
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given
 
 from aftertrain import model as M
 from aftertrain.text import decode, encode

@@ -20,9 +20,6 @@ import pytest
 
 from aftertrain.claims import ARTICLE_TABLES
 from aftertrain import prune as P
-from aftertrain.bigram import Bigram
-from aftertrain.model import val_loss
-from aftertrain.quant import Granularity, quantized_model
 
 LOSS_TOL = 1e-5  # nats; reason in the module docstring
 UNTRAINED = P.UNTRAINED_LOSS  # ln(100) = 4.6052, the report's "untrained" line
@@ -47,14 +44,9 @@ def random_rows(curve):
 
 
 @pytest.fixture(scope="session")
-def bigram_loss() -> float:
-    return val_loss(Bigram.fit())
-
-
-@pytest.fixture(scope="session")
-def quant_losses(reference) -> dict[int, float]:
-    """Our own per-channel fake-quantized losses (aftertrain.quant) at 8/6/4 bits."""
-    return {b: val_loss(quantized_model(reference, b, Granularity.PER_CHANNEL)) for b in (8, 6, 4)}
+def quant_losses(bits_rows) -> dict[int, float]:
+    """Our own per-channel fake-quantized losses (aftertrain.quant's bits table) at 8/6/4 bits."""
+    return {b: bits_rows[b]["per_channel"] for b in (8, 6, 4)}
 
 
 @pytest.fixture(scope="session")

@@ -26,8 +26,6 @@ import pytest
 import torch
 
 from aftertrain import quant as Q
-from aftertrain.bigram import Bigram
-from aftertrain.model import val_loss
 from aftertrain.quant import Granularity
 from test_quant_properties import (
     clamp_past_qmax,
@@ -69,16 +67,6 @@ def unchanged(model, bits, g, names=None):
 
 
 # --- figures, computed once ---------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def bits_rows(reference) -> dict[int, dict]:
-    return {r["bits"]: r for r in Q.bits_table(reference)}
-
-
-@pytest.fixture(scope="module")
-def bigram_loss() -> float:
-    return val_loss(Bigram.fit())
 
 
 @pytest.fixture(scope="module")
