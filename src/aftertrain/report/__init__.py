@@ -11,10 +11,10 @@ Layout: :mod:`.ledgerfile` reads the ledger (the only file input);
 :mod:`.markdown` formats; :mod:`.document` holds the report being built;
 :mod:`.plots` draws; one module per section (:mod:`.baselines`,
 :mod:`.quant`, :mod:`.prune`, :mod:`.speculative`); :mod:`.meta` the run's
-metadata; :mod:`.build` assembles, writes and is ``aftertrain report``.
+metadata; :mod:`.assemble` assembles, writes and is ``aftertrain report``.
 """
 
-from aftertrain.report.build import (
+from aftertrain.report.assemble import (
     COMMITTED, DEFAULT_OUT, README_BEGIN, README_END, build, main, render, summary_counts,
     update_readme,
 )

@@ -58,7 +58,10 @@ class Ledger:
             raise ReportError(f"{source} is not a claims ledger (no 'claims' list)")
         verdicts, measured, reasons = {}, {}, {}
         try:
-            for entry in data["claims"]:
+            for n, entry in enumerate(data["claims"]):
+                missing = [k for k in ("id", "verdict") if k not in entry]
+                if missing:
+                    raise ReportError(f"{source}: claim entry {n} has no {' or '.join(missing)}")
                 cid = entry["id"]
                 verdicts[cid] = entry["verdict"]
                 measured[cid] = [str(m) for m in entry.get("measured", [])]
@@ -68,7 +71,7 @@ class Ledger:
                     reasons[cid] = [t["xfail_reason"] for t in entry.get("tests", [])
                                     if t.get("xfail_reason")]
         except (KeyError, TypeError, AttributeError) as err:
-            raise ReportError(f"{source} has a malformed claim entry ({err!r})") from None
+            raise ReportError(f"{source} has a malformed claim entry (bad field {err})") from None
         bad = sorted({v for v in verdicts.values() if v not in V.VERDICTS})
         if bad:
             raise ReportError(f"{source} has verdicts this version does not know: {bad}; "
