@@ -218,11 +218,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true",
                    help="fewer hypothesis examples and timing pairs: a first look, said so in the "
                         "report (only when the report runs the tests)")
-    source = p.add_mutually_exclusive_group()
-    source.add_argument("--checkout", help="aftertrain source tree whose tests to run "
-                        "(default: the one this package is installed from)")
-    source.add_argument("--claims-json", help="read verdicts and figures from this ledger "
-                        "(written by `pytest --claims-json FILE`) instead of running the tests")
+    p.add_argument("--checkout", help="aftertrain source tree whose tests to run and whose "
+                   "report/ and README --update-committed rewrites (default: the one this "
+                   "package is installed from)")
+    p.add_argument("--claims-json", help="read verdicts and figures from this ledger "
+                   "(written by `pytest --claims-json FILE`) instead of running the tests")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("train", help="train the reference model (deterministic recipe)")

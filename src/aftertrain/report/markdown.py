@@ -144,3 +144,21 @@ def figures_once(measured: Iterable[str]) -> str:
             if kept:
                 segments_out.append(", ".join(kept))
     return "; ".join(segments_out)
+
+
+def read_table(markdown: str, header: list[str]) -> list[list[str]]:
+    """The rows of the first table of ``markdown`` with this ``header``, cells
+    unescaped (the inverse of :func:`markdown_table`)."""
+    head = "| " + " | ".join(header) + " |"
+    lines = markdown.splitlines()
+    try:
+        start = lines.index(head) + 2
+    except ValueError:
+        raise ValueError(f"no table with header {header} in the text") from None
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        cells = re.split(r"(?<!\\)\|", line.strip()[1:-1])
+        rows.append([c.strip().replace("\\|", "|") for c in cells])
+    return rows

@@ -113,18 +113,20 @@ def _sensitivity(doc: Document) -> None:
 
 def parting_excerpt(first: str, second: str, position: int | None,
                     context: int = Q9_CONTEXT) -> str:
-    """Both texts around the character where they part, one above the other,
-    with a caret under the first differing character (newlines shown as ⏎)."""
+    """Both texts around the character where they part (``position``, 1-based
+    as the Q9 table records it), one above the other, with a caret under the
+    first differing character (newlines shown as ⏎)."""
     if position is None:
         return f"the texts do not part within {min(len(first), len(second))} characters"
-    start = max(0, position - context)
+    at = position - 1
+    start = max(0, at - context)
     lead = "…" if start else ""
 
     def show(t: str) -> str:
-        tail = "…" if len(t) > position + context else ""
-        return lead + t[start:position + context].replace("\n", "⏎") + tail
+        tail = "…" if len(t) > at + context else ""
+        return lead + t[start:at + context].replace("\n", "⏎") + tail
 
-    caret = " " * (len("float32: ") + len(lead) + position - start) + f"^ character {position}"
+    caret = " " * (len("float32: ") + len(lead) + at - start) + f"^ character {position}"
     return f"float32: {show(first)}\nint8:    {show(second)}\n{caret}"
 
 
