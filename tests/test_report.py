@@ -256,7 +256,8 @@ def test_q9_shows_both_texts_around_the_parting_point(doc, committed):
     block = doc.markdown().split("```\nfloat32: ", 1)[1].split("```", 1)[0]
     f32, i8, caret = ("float32: " + block).splitlines()[:3]
     col = caret.index("^")
-    assert f32[col] == q9["float32"][p].replace("\n", "⏎") and i8[col] == q9["quantized"][p].replace("\n", "⏎")
+    assert f32[col] == q9["float32"][p].replace("\n", "⏎")
+    assert i8[col] == q9["quantized"][p].replace("\n", "⏎")
     assert f32[col] != i8[col] and f32[:col] == i8[:col].replace("int8:   ", "float32:")
     assert q9["float32"][p - 20:p + 20].replace("\n", "⏎") in f32
     assert q9["quantized"][p - 20:p + 20].replace("\n", "⏎") in i8

@@ -92,7 +92,8 @@ def section(doc: Document) -> None:
         doc.table("Dense (128x128)@(128x512) with zeros against the original (time ratio)", ("P7",),
                   ["zeros", "article: median (quartiles)", "ours: median [interval]"],
                   [[pct(r["sparsity"], 0),
-                    "{:.3f} ({:.3f}~{:.3f})".format(*A["p7"][r["sparsity"]]) if r["sparsity"] in A["p7"] else DASH,
+                    "{:.3f} ({:.3f}~{:.3f})".format(*A["p7"][r["sparsity"]])
+                    if r["sparsity"] in A["p7"] else DASH,
                     ratio_cell(r)] for r in p7])
     x4 = led.table(T.X4)
     if x4 is not None:
