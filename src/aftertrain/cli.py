@@ -178,7 +178,10 @@ def cmd_sample(args: argparse.Namespace) -> int:
     try:
         out = _model.sample_text(net, args.prompt, args.length, args.temperature, args.seed)
     except ValueError as err:
-        raise UsageError(f"--checkpoint {args.checkpoint}: {err}") from None
+        if not args.checkpoint:
+            raise  # the bundled model refusing valid arguments is a bug
+        raise UsageError(f"--checkpoint {args.checkpoint} does not fit this prompt "
+                         f"or vocabulary: {err}") from None
     print(args.prompt + out)
     return 0
 
