@@ -87,7 +87,7 @@ def test_report_has_every_table_of_the_articles(built):
 def test_report_lists_every_claim_with_its_verdict(built, committed):
     rows = read_table((built / "report.md").read_text(), R.document.CLAIMS_HEADER)
     assert [r[0] for r in rows] == list(CLAIMS)
-    for cid, claim, article, ours, verdict in rows:
+    for cid, claim, _article, _ours, verdict in rows:
         assert claim.startswith(CLAIMS[cid].title + ":")
         assert committed.verdict(cid) in verdict
 
@@ -305,7 +305,8 @@ def test_png_bytes_depend_only_on_the_data(committed):
 
 
 def _near(xs, ys) -> bool:
-    return len(xs) == len(ys) and all(abs(x - y) <= 1e-9 * max(1, abs(y)) for x, y in zip(xs, ys))
+    return len(xs) == len(ys) and all(abs(x - y) <= 1e-9 * max(1, abs(y))
+                                      for x, y in zip(xs, ys, strict=True))
 
 
 def plot_problems(plots: dict, led: R.Ledger) -> list[str]:

@@ -15,7 +15,14 @@ metadata; :mod:`.assemble` assembles, writes and is ``aftertrain report``.
 """
 
 from aftertrain.report.assemble import (
-    COMMITTED, DEFAULT_OUT, README_BEGIN, README_END, build, main, render, summary_counts,
+    COMMITTED,
+    DEFAULT_OUT,
+    README_BEGIN,
+    README_END,
+    build,
+    main,
+    render,
+    summary_counts,
     update_readme,
 )
 from aftertrain.report.document import claims_rows, claims_table

@@ -8,8 +8,8 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from aftertrain import verdicts as V
 from aftertrain.claims import CLAIMS
@@ -17,7 +17,12 @@ from aftertrain.io import atomic_write
 from aftertrain.report import baselines, meta, prune, quant, speculative
 from aftertrain.report.document import Document, claims_table, ours_cell
 from aftertrain.report.ledgerfile import (
-    Ledger, ReportError, check_output_folder, default_checkout, is_checkout, read_ledger,
+    Ledger,
+    ReportError,
+    check_output_folder,
+    default_checkout,
+    is_checkout,
+    read_ledger,
     run_ledger,
 )
 from aftertrain.report.markdown import DASH, figures

@@ -3,8 +3,8 @@ series, kept so tests can read them back), and the claims table."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from aftertrain.claims import CLAIMS
 from aftertrain.report import plots

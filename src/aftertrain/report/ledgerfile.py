@@ -15,9 +15,9 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from aftertrain import verdicts as V
 from aftertrain.claims import CLAIMS
@@ -53,7 +53,7 @@ class Ledger:
     meta_source: str = META_NONE
 
     @classmethod
-    def from_json(cls, data: dict, source: str) -> "Ledger":
+    def from_json(cls, data: dict, source: str) -> Ledger:
         if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
             raise ReportError(f"{source} is not a claims ledger (no 'claims' list)")
         verdicts, measured, reasons = {}, {}, {}

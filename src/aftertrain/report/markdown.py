@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from aftertrain import verdicts as V
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import io
 import math
-from typing import Callable
+from collections.abc import Callable
 
 #: Ticks of the draft length k: a plain axis, one tick per k measured.
 K_TICKS = (1, 2, 4, 8)

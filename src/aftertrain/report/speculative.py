@@ -54,7 +54,7 @@ def _acceptance(doc: Document) -> None:
         rows = []
         for r in s4:
             art = A["s4"].get((r["draft"], r["k"]))
-            a = (lambda i, f: f.format(art[i]) if art else DASH)
+            a = (lambda i, f, art=art: f.format(art[i]) if art else DASH)
             rows.append([r["draft"], r["k"], a(0, "{:.3f}"), f"{r['acceptance']:.3f}",
                          f"{r['predicted_acceptance']:.3f}", a(1, "{:.2f}"),
                          f"{r['chars_per_pass']:.2f}", a(2, "{}"), r["target_passes"]])
@@ -73,7 +73,7 @@ def _acceptance(doc: Document) -> None:
                         label=f"{d} X1 prediction")
                 points = article_points(A["s4"], d)
                 if points:
-                    ax.plot(*zip(*points), "x", color=color, ms=9, label=f"{d} article")
+                    ax.plot(*zip(*points, strict=True), "x", color=color, ms=9, label=f"{d} article")
             k_axis(ax, [r["k"] for r in s4])
             style_legend(ax, list(groups), [("measured", {"marker": "o", "ls": "-"}),
                                             ("X1 prediction", {"ls": ":"}),
@@ -143,8 +143,8 @@ def _speedup(doc: Document) -> None:
             color, dx = draft_color(d, i), dodge(i, n)
             ks = [r["k"] + dx for r in rs]
             med = [r["speedup"] for r in rs]
-            ax.errorbar(ks, med, yerr=[[m - r["speedup_min"] for m, r in zip(med, rs)],
-                                       [r["speedup_max"] - m for m, r in zip(med, rs)]],
+            ax.errorbar(ks, med, yerr=[[m - r["speedup_min"] for m, r in zip(med, rs, strict=True)],
+                                       [r["speedup_max"] - m for m, r in zip(med, rs, strict=True)]],
                         fmt="o-", color=color, capsize=3, ms=4, lw=1.2, label=f"{d} measured")
             ax.plot(ks, [r["predicted_vk"] for r in rs], "_", color=color, ms=12, mew=2,
                     label=f"{d} predicted (v_k)")
