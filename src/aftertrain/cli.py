@@ -1,14 +1,84 @@
-"""The ``aftertrain`` command line."""
+"""The ``aftertrain`` command line.
+
+A user's mistake (a bad value, a path that cannot be used, a file that is
+not what it should be) is one line on standard error, naming the bad value
+and what is allowed, with exit status 2, and it is found before any long
+work starts. A traceback means a bug in aftertrain.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from pathlib import Path
 
-from aftertrain import model as _model
-from aftertrain import text as _text
+from aftertrain import __version__
+
+#: ``sample --length`` at most: generation is one model step per character
+#: (about 10-30 ms each on 2 cores), so this is up to about a minute.
+MAX_SAMPLE_LENGTH = 2000
+#: ``train --steps`` at most (the reference recipe is 5000).
+MAX_STEPS = 1_000_000
+MAX_THREADS = 256
+MAX_SEED = 2 ** 63 - 1
+
+
+class UsageError(Exception):
+    """A user's mistake found by the command line itself."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a mistake is one line (no usage block) and exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+# --- argument types: each names what is allowed ----------------------------------
+
+
+def _int_in(low: int, high: int):
+    def parse(s: str) -> int:
+        try:
+            v = int(s, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected a whole number from {low} to {high}, got {s!r}") from None
+        if not low <= v <= high:
+            raise argparse.ArgumentTypeError(f"must be from {low} to {high}, got {v}")
+        return v
+    parse.__name__ = "whole number"
+    return parse
+
+
+def _temperature(s: str) -> float:
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a finite number >= 0 (0 = greedy), got {s!r}") from None
+    if not (v >= 0 and v != float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0 (0 = greedy), got {s}")
+    return v
+
+
+def _check_new_file(path: str, flag: str) -> Path:
+    """A file the command will write: not a folder, its folder writable."""
+    p = Path(path)
+    if path == "" or p.is_dir() or path.endswith(("/", os.sep)):
+        raise UsageError(f"{flag} {path!r} is a folder or empty; give a file name, e.g. model.pt")
+    parent = p.parent
+    if not parent.exists():
+        raise UsageError(f"{flag} {path}: folder {parent} does not exist")
+    if not parent.is_dir():
+        raise UsageError(f"{flag} {path}: {parent} is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{flag} {path}: folder {parent} is not writable")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise UsageError(f"{flag} {path}: the file exists and is not writable")
+    return p
 
 
 def _progress_bar(stream=None, width: int = 30):
@@ -35,7 +105,12 @@ def _progress_bar(stream=None, width: int = 30):
     return show
 
 
+# --- subcommands -------------------------------------------------------------------
+
+
 def cmd_train(args: argparse.Namespace) -> int:
+    out = _check_new_file(args.out, "--out") if args.out is not None else None  # before training
+    from aftertrain import model as _model
     from aftertrain import train as _train
 
     if args.draft:
@@ -45,7 +120,6 @@ def cmd_train(args: argparse.Namespace) -> int:
         steps = _train.TrainConfig().steps if args.steps is None else args.steps
         cfg = _train.TrainConfig(steps=steps, seed=args.seed, threads=args.threads,
                                  eval_every=min(args.eval_every, steps))
-    out = Path(args.out) if args.out else None
     print(f"training {'the draft GPT, ' if args.draft else ''}{cfg.steps} steps, "
           f"seed {cfg.seed}, {cfg.threads} thread(s), "
           f"dropout {cfg.model.dropout}, batch {cfg.batch_size}", file=sys.stderr)
@@ -57,23 +131,57 @@ def cmd_train(args: argparse.Namespace) -> int:
         return 0
     command = "aftertrain train " + " ".join(shlex.quote(a) for a in args.argv)
     meta = _model.save_checkpoint(result.model, out, {
-        "command": command,
-        "val_loss": result.val_loss,
-        "train_loss": result.train_loss,
-        "best_step": result.best_step,
-        "steps": cfg.steps,
-        "seed": cfg.seed,
-        "threads": cfg.threads,
-        "history": result.history,
+        "command": command, "val_loss": result.val_loss, "train_loss": result.train_loss,
+        "best_step": result.best_step, "steps": cfg.steps, "seed": cfg.seed,
+        "threads": cfg.threads, "history": result.history,
     })
     print(f"wrote {out} (sha256 {meta['sha256'][:16]}...)")
     return 0
 
 
+def _load_checkpoint(path: str):
+    from aftertrain import model as _model
+
+    p = Path(path)
+    if p.is_dir():
+        raise UsageError(f"--checkpoint {path} is a folder; give a checkpoint file "
+                         "(written by `aftertrain train --out FILE`)")
+    if not p.is_file():
+        raise UsageError(f"--checkpoint {path} does not exist")
+    try:
+        return _model.load_checkpoint(p)
+    except _model.CheckpointError as err:
+        raise UsageError(f"--checkpoint: {err}") from None
+    except Exception as err:  # noqa: BLE001 - torch.load of a foreign file raises anything
+        # (UnpicklingError, IndexError, KeyError 'config', a size mismatch...)
+        detail = (f"it has no {err} entry" if isinstance(err, KeyError)
+                  else (str(err).splitlines() or [""])[0][:160])
+        raise UsageError(f"--checkpoint {path} is not an aftertrain checkpoint (a dict of "
+                         f"'config' and a matching 'state_dict', written by `aftertrain train "
+                         f"--out`): {detail}") from None
+
+
 def cmd_sample(args: argparse.Namespace) -> int:
-    _text.encode(args.prompt)  # a bad prompt is reported before any loading
-    net = _model.load_checkpoint(args.checkpoint) if args.checkpoint else _model.load_reference()
-    out = _model.sample_text(net, args.prompt, args.length, args.temperature, args.seed)
+    from aftertrain import model as _model
+    from aftertrain import text as _text
+
+    try:
+        _text.encode(args.prompt)  # a bad prompt is reported before any loading
+    except ValueError as err:
+        raise UsageError(f"--prompt: {err}") from None
+    if args.prompt == "":
+        raise UsageError("--prompt must hold at least one character (default 'The ')")
+    net = _load_checkpoint(args.checkpoint) if args.checkpoint else _model.load_reference()
+    if args.length > 500:
+        print(f"sampling {args.length} characters (one model step each)...", file=sys.stderr,
+              flush=True)
+    try:
+        out = _model.sample_text(net, args.prompt, args.length, args.temperature, args.seed)
+    except ValueError as err:
+        if not args.checkpoint:
+            raise  # the bundled model refusing valid arguments is a bug
+        raise UsageError(f"--checkpoint {args.checkpoint} does not fit this prompt "
+                         f"or vocabulary: {err}") from None
     print(args.prompt + out)
     return 0
 
@@ -84,80 +192,67 @@ def cmd_report(args: argparse.Namespace) -> int:
     try:
         return report.main(args)
     except report.ReportError as err:
-        print(f"aftertrain report: error: {err}", file=sys.stderr)
-        return 2
+        raise UsageError(str(err)) from None
+
+
+# --- the parser ------------------------------------------------------------------
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="aftertrain",
         description="Executable claims about compressing a small character-level GPT.",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"aftertrain {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{report,train,sample}",
+                                parser_class=OneLineParser)
 
     p = sub.add_parser(
         "report", help="run the claims' tests and write the report (tables beside the article's, plots)",
         description="Run this checkout's pytest suite (the claims ledger), then write "
                     "OUT/report.md with every table of the articles beside ours, the verdicts, "
-                    "and PNG plots. Exit status 1 when a claim is broken.")
-    p.add_argument("--out", default="report", help="output folder (default: report/)")
+                    "and PNG plots. Exit status 1 when a claim is broken, 2 on a usage error.")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--out", help="output folder (default: build/report, ignored by git)")
+    where.add_argument("--update-committed", "--update-readme", dest="update_committed",
+                       action="store_true",
+                       help="write the committed report (the checkout's report/ folder, with its "
+                            "claims.json) and rewrite the claims table of its README.md")
     p.add_argument("--quick", action="store_true",
-                   help="fewer hypothesis examples and timing pairs: a first look, said so in the report")
-    p.add_argument("--update-readme", action="store_true",
-                   help="also rewrite the claims table of the checkout's README.md")
-    source = p.add_mutually_exclusive_group()
-    source.add_argument("--checkout", help="aftertrain source tree whose tests to run "
-                        "(default: the one this package is installed from)")
-    source.add_argument("--claims-json", help="read verdicts and figures from this ledger "
-                        "(written by `pytest --claims-json FILE`) instead of running the tests")
+                   help="fewer hypothesis examples and timing pairs: a first look, said so in the "
+                        "report (only when the report runs the tests)")
+    p.add_argument("--checkout", help="aftertrain source tree whose tests to run and whose "
+                   "report/ and README --update-committed rewrites (default: the one this "
+                   "package is installed from)")
+    p.add_argument("--claims-json", help="read verdicts and figures from this ledger "
+                   "(written by `pytest --claims-json FILE`) instead of running the tests")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("train", help="train the reference model (deterministic recipe)")
-    p.add_argument("--steps", type=_positive_int, default=None,
+    p.add_argument("--steps", type=_int_in(1, MAX_STEPS), default=None,
                    help="optimiser steps (default 5000; 2000 with --draft)")
-    p.add_argument("--seed", type=int, default=1337, help="random seed (default 1337)")
-    p.add_argument("--threads", type=_positive_int, default=2,
+    p.add_argument("--seed", type=_int_in(0, MAX_SEED), default=1337, help="random seed (default 1337)")
+    p.add_argument("--threads", type=_int_in(1, MAX_THREADS), default=2,
                    help="torch threads; fixed so the run is bit-for-bit repeatable (default 2)")
-    p.add_argument("--eval-every", type=_positive_int, default=250,
+    p.add_argument("--eval-every", type=_int_in(1, MAX_STEPS), default=250,
                    help="steps between validation evaluations (default 250)")
     p.add_argument("--draft", action="store_true",
                    help="train the 1-layer draft GPT of speculative decoding instead "
                    "(bundled as src/aftertrain/data/draft.pt)")
-    p.add_argument("--out", help="where to write the checkpoint (atomically); "
-                   "the bundled one is src/aftertrain/data/reference.pt")
+    p.add_argument("--out", help="where to write the checkpoint (atomically; checked before "
+                   "training); the bundled one is src/aftertrain/data/reference.pt")
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("sample", help="print text sampled from the reference model")
     p.add_argument("--prompt", default="The ", help="text to continue (default 'The ')")
-    p.add_argument("--length", type=_nonnegative_int, default=200,
-                   help="characters to generate (default 200)")
-    p.add_argument("--temperature", type=_nonnegative_float, default=1.0,
+    p.add_argument("--length", type=_int_in(0, MAX_SAMPLE_LENGTH), default=200,
+                   help=f"characters to generate, at most {MAX_SAMPLE_LENGTH} (default 200)")
+    p.add_argument("--temperature", type=_temperature, default=1.0,
                    help="sampling temperature, 0 = greedy (default 1.0)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=_int_in(0, MAX_SEED), default=0, help="random seed (default 0)")
     p.add_argument("--checkpoint", help="a checkpoint other than the bundled reference")
     p.set_defaults(func=cmd_sample)
     return parser
-
-
-def _positive_int(s: str) -> int:
-    v = int(s)
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {s}")
-    return v
-
-
-def _nonnegative_int(s: str) -> int:
-    v = int(s)
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {s}")
-    return v
-
-
-def _nonnegative_float(s: str) -> float:
-    v = float(s)
-    if not v >= 0 or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {s}")
-    return v
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -167,9 +262,12 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = argv[1:]
     try:
         return args.func(args)
-    except (ValueError, _model.CheckpointError, _text.CorpusError) as err:
+    except UsageError as err:
         print(f"aftertrain {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"aftertrain {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -1,0 +1,168 @@
+"""Building the report: every section in order, the claims that do not
+reproduce, the broken and inconclusive ones with their reasons; writing
+report.md, the plots and the README's claims table; ``aftertrain report``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from aftertrain import verdicts as V
+from aftertrain.claims import CLAIMS
+from aftertrain.io import atomic_write
+from aftertrain.report import baselines, meta, prune, quant, speculative
+from aftertrain.report.document import Document, claims_table, ours_cell
+from aftertrain.report.ledgerfile import (
+    Ledger,
+    ReportError,
+    check_output_folder,
+    default_checkout,
+    is_checkout,
+    read_ledger,
+    run_ledger,
+)
+from aftertrain.report.markdown import DASH, figures
+
+SECTIONS = (baselines, quant, prune, speculative)
+
+README_BEGIN = "<!-- claims table: written by `aftertrain report --update-committed` -->"
+README_END = "<!-- end of claims table -->"
+#: Where ``aftertrain report`` writes unless told otherwise: ignored by git.
+DEFAULT_OUT = Path("build") / "report"
+#: The committed report, inside the checkout (``--update-committed``).
+COMMITTED = "report"
+
+
+def summary_counts(ledger: Ledger) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for cid in CLAIMS:
+        v = ledger.verdict(cid)
+        counts[v] = counts.get(v, 0) + 1
+    return counts
+
+
+def _note_fits_this_run(note: str, ledger: Ledger) -> bool:
+    """Whether every figure a test's note quotes is one of this run's figures
+    or one of the articles' (a note written once may quote a stored run)."""
+    known = {f for ms in ledger.measured.values() for m in ms for f in figures(m)}
+    known |= {f for c in CLAIMS.values() for f in figures(c.article)}
+    return all(f in known for f in figures(note))
+
+
+def _findings(doc: Document) -> None:
+    led = doc.ledger
+    nonrepro = [c for c in CLAIMS if led.verdict(c) == V.DOES_NOT_REPRODUCE]
+    if nonrepro:
+        doc.add("## What does not reproduce on our model")
+        lines = []
+        for c in nonrepro:
+            line = (f"- **{c}** ({CLAIMS[c].title}): article {CLAIMS[c].article or DASH}; "
+                    f"this run {ours_cell(led, c)}.")
+            notes = [n for n in led.reasons.get(c, []) if _note_fits_this_run(n, led)]
+            lines.append(line + "".join(f" The test's note: {n}" for n in notes))
+        doc.add("\n".join(lines))
+    failing = [c for c in CLAIMS if led.verdict(c) in (V.BROKEN, V.INCONCLUSIVE)]
+    if failing:
+        doc.add("## Broken and inconclusive claims")
+        doc.add("\n".join(
+            f"- **{c}** ({CLAIMS[c].title}) {led.verdict(c)}: "
+            + (" / ".join(r.replace("\n", " ") for r in led.reasons.get(c, []))
+               or "no reason recorded (a ledger written before reasons were recorded)")
+            for c in failing))
+
+
+def render(ledger: Ledger, checkout: Path | None = None,
+           log: Callable[[str], None] = lambda s: None) -> Document:
+    """The whole report as a :class:`Document` (markdown and plots), not written."""
+    doc = Document(ledger)
+    counts = summary_counts(ledger)
+    doc.add("# aftertrain claims report")
+    doc.add(meta.header(ledger, checkout))
+    doc.add(
+        f"Verdicts and figures from the pytest run recorded in `{Path(ledger.source).name}`; "
+        "the article's figures from `aftertrain.claims`. "
+        + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())) + "."
+        + ("\n\n**Quick run**: the `quick` hypothesis profile and a third of the timing "
+           "pairs; figures are a first look, not the committed measurement."
+           if ledger.quick else "")
+    )
+    doc.add("## All claims\n\n" + claims_table(ledger))
+    for section in SECTIONS:
+        log(f"writing section: {section.TITLE}")
+        doc.add(f"## {section.TITLE}")
+        section.section(doc)
+    _findings(doc)
+    return doc
+
+
+def build(ledger: Ledger, out: str | os.PathLike, checkout: Path | None = None,
+          log: Callable[[str], None] = lambda s: None) -> Path:
+    """Write ``report.md`` and its plots into ``out`` (each file atomically);
+    returns the report's path."""
+    out = Path(out)
+    check_output_folder(out)
+    out.mkdir(parents=True, exist_ok=True)
+    doc = render(ledger, checkout, log)
+    for plot in doc.plots.values():
+        atomic_write(out / f"{plot.name}.png", plot.png)
+    return atomic_write(out / "report.md", doc.markdown())
+
+
+def update_readme(readme: Path, ledger: Ledger) -> None:
+    """Replace the claims table between the README's markers with this
+    ledger's (atomically); the markers must be there."""
+    text = readme.read_text()
+    if README_BEGIN not in text or README_END not in text:
+        raise ReportError(f"{readme} has no claims-table markers ({README_BEGIN!r} ... {README_END!r})")
+    head, rest = text.split(README_BEGIN, 1)
+    _, tail = rest.split(README_END, 1)
+    atomic_write(readme, head + README_BEGIN + "\n" + claims_table(ledger) + "\n" + README_END + tail)
+
+
+def main(args) -> int:
+    """``aftertrain report``: see :func:`aftertrain.cli.build_parser`."""
+    t0 = time.perf_counter()
+
+    def log(msg: str) -> None:
+        print(f"[report {time.perf_counter() - t0:5.0f}s] {msg}", file=sys.stderr, flush=True)
+
+    checkout = Path(args.checkout).resolve() if args.checkout else default_checkout()
+    if args.checkout and not is_checkout(checkout):
+        raise ReportError(f"--checkout {args.checkout} is not an aftertrain source tree "
+                          "(needs pyproject.toml and tests/)")
+    if args.update_committed:
+        if checkout is None:
+            raise ReportError("--update-committed needs the source tree to update: "
+                              "give --checkout PATH")
+        out = checkout / COMMITTED
+    else:
+        out = Path(args.out) if args.out else DEFAULT_OUT
+    check_output_folder(out)  # before any long work
+    if args.claims_json:
+        if args.quick:
+            raise ReportError("--quick changes the test run, and --claims-json reads a finished "
+                              "one (its own metadata says whether it was quick); drop --quick")
+        ledger = read_ledger(args.claims_json)
+        log(f"read the claims ledger {args.claims_json}")
+    else:
+        if checkout is None:
+            raise ReportError("no checkout to run the tests in: give --checkout PATH (an aftertrain "
+                              "source tree) or --claims-json FILE (from `pytest --claims-json FILE`)")
+        out.mkdir(parents=True, exist_ok=True)
+        started = meta.collect(checkout)
+        ledger = run_ledger(checkout, (out / "claims.json").resolve(), args.quick, log, started)
+    path = build(ledger, out, checkout, log)
+    if args.update_committed:
+        target = out / "claims.json"
+        if args.claims_json and Path(args.claims_json).resolve() != target.resolve():
+            shutil.copyfile(args.claims_json, target)
+        update_readme(checkout / "README.md", ledger)
+        log(f"updated the committed report {out} and the claims table of {checkout / 'README.md'}")
+    counts = summary_counts(ledger)
+    log(f"wrote {path} and {len(list(out.glob('*.png')))} plots")
+    print(f"{path}: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
+    return 1 if counts.get(V.BROKEN) else 0

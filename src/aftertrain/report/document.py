@@ -1,0 +1,83 @@
+"""The report being built: its markdown parts, its plots (bytes and data
+series, kept so tests can read them back), and the claims table."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from aftertrain.claims import CLAIMS
+from aftertrain.report import plots
+from aftertrain.report.ledgerfile import Ledger
+from aftertrain.report.markdown import DASH, figures_once, markdown_table, verdict_mark
+
+
+@dataclass(frozen=True)
+class Plot:
+    """One plot: file name (without .png), PNG bytes, data series by label."""
+
+    name: str
+    png: bytes
+    series: dict[str, dict]
+    caption: str
+
+
+@dataclass
+class Document:
+    ledger: Ledger
+    parts: list[str] = field(default_factory=list)
+    plots: dict[str, Plot] = field(default_factory=dict)
+
+    def add(self, text: str) -> None:
+        self.parts.append(text.strip("\n") + "\n")
+
+    def table(self, title: str, claim_ids: tuple[str, ...], header: list[str], rows) -> None:
+        self.add(f"**{title}** ({verdict_cell(self.ledger, *claim_ids)})\n\n"
+                 + markdown_table(header, rows))
+
+    def missing(self, name: str) -> None:
+        self.add(f"*No figures for {name}: the test that measures them did not run "
+                 f"or failed before recording them.*")
+
+    def plot(self, name: str, draw: Callable) -> None:
+        png, data, caption = plots.render(draw)
+        self.plots[name] = Plot(name, png, data, caption)
+        self.add(f"![{caption}]({name}.png)\n\n*{caption}*")
+
+    def markdown(self) -> str:
+        return "\n".join(self.parts)
+
+
+def verdict_cell(ledger: Ledger, *ids: str) -> str:
+    return ", ".join(f"{i} {verdict_mark(ledger.verdict(i))}" for i in ids)
+
+
+def ours_cell(ledger: Ledger, claim_id: str) -> str:
+    """The figures the tests recorded for a claim, each once."""
+    return figures_once(ledger.measured.get(claim_id, [])) or DASH
+
+
+def claims_rows(ledger: Ledger) -> list[list[str]]:
+    """One row per claim: ID, the claim in a line, the article's figure,
+    ours (as the tests recorded it), verdict."""
+    return [[c.id, f"{c.title}: {c.statement}", c.article or DASH, ours_cell(ledger, c.id),
+             verdict_mark(ledger.verdict(c.id))] for c in CLAIMS.values()]
+
+
+CLAIMS_HEADER = ["ID", "claim", "article", "ours", "verdict"]
+
+
+def claims_table(ledger: Ledger) -> str:
+    return markdown_table(CLAIMS_HEADER, claims_rows(ledger))
+
+
+#: Claims whose "ours" figures are timings: they move from run to run, so the
+#: check that the README and the committed report agree with the ledger
+#: compares their verdicts, not their figures.
+TIMING_CLAIMS = frozenset({"Q11", "S5", "S6", "S7", "X2", "X3", "X4", "X8", "P7"})
+
+
+def deterministic_rows(rows: list[list[str]]) -> list[list[str]]:
+    """Claims-table rows with the timing figures left out (see TIMING_CLAIMS)."""
+    return [[cid, claim, article, "(timing)" if cid in TIMING_CLAIMS else ours, verdict]
+            for cid, claim, article, ours, verdict in rows]
