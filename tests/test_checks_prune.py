@@ -97,3 +97,14 @@ def test_battery_is_deterministic():
     for case in a:
         for n in a[case]:
             assert torch.equal(a[case][n], b[case][n]), (case, n)
+
+
+def test_docs_checks_example_runs():
+    """The Pruners example of docs/checks.md runs as written."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "checks.md").read_text()
+    body = text.split("## Pruners", 1)[1].split("\n## ", 1)[0]
+    (code,) = re.findall(r"```python\n(.*?)```", body, flags=re.S)
+    exec(compile(code, "docs/checks.md (Pruners)", "exec"), {})

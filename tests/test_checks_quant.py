@@ -108,3 +108,14 @@ def test_battery_is_deterministic_and_float32():
     for name in a:
         assert a[name].dtype == torch.float32 and a[name].dim() == 2
         assert torch.equal(a[name], b[name]), name
+
+
+def test_docs_checks_example_runs():
+    """The Quantizers example of docs/checks.md runs as written."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "checks.md").read_text()
+    body = text.split("## Quantizers", 1)[1].split("\n## ", 1)[0]
+    (code,) = re.findall(r"```python\n(.*?)```", body, flags=re.S)
+    exec(compile(code, "docs/checks.md (Quantizers)", "exec"), {})
