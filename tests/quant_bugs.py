@@ -11,9 +11,15 @@ import copy
 
 import torch
 
-from aftertrain.quant import SCALE_FLOOR, Granularity, quantize_codes, quantized_model, qmax_for
+from aftertrain.quant import (
+    SCALE_FLOOR,
+    Granularity,
+    qmax_for,
+    quantize_codes,
+    quantized_model,
+    weight_names,
+)
 from aftertrain.quant import scales as article_scales
-from aftertrain.quant import weight_names
 
 G = Granularity
 

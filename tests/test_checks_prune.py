@@ -6,10 +6,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-from aftertrain import prune as P
-from aftertrain.checks import Report
-from aftertrain.checks.prune import Scope, battery, check_pruner
 from prune_bugs import (
     floor_count_global_masks,
     half_up_count_global_masks,
@@ -17,6 +13,10 @@ from prune_bugs import (
     threshold_global_masks,
     unnested_global_masks,
 )
+
+from aftertrain import prune as P
+from aftertrain.checks import Report
+from aftertrain.checks.prune import Scope, battery, check_pruner
 
 
 def failed_checks(report: Report) -> set[str]:
@@ -106,5 +106,5 @@ def test_docs_checks_example_runs():
 
     text = (Path(__file__).resolve().parent.parent / "docs" / "checks.md").read_text()
     body = text.split("## Pruners", 1)[1].split("\n## ", 1)[0]
-    (code,) = re.findall(r"```python\n(.*?)```", body, flags=re.S)
+    (code,) = re.findall(r"```python\n(.*?)```", body, flags=re.DOTALL)
     exec(compile(code, "docs/checks.md (Pruners)", "exec"), {})

@@ -6,10 +6,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-from aftertrain.checks import Report
-from aftertrain.checks.quant import battery, check_quantizer, reference_quantizer
-from aftertrain.quant import Granularity, fake_quantize
 from quant_bugs import (
     affine_zero_point,
     clamp_past_qmax,
@@ -19,6 +15,10 @@ from quant_bugs import (
     wrong_axis,
     zero_scale,
 )
+
+from aftertrain.checks import Report
+from aftertrain.checks.quant import battery, check_quantizer, reference_quantizer
+from aftertrain.quant import Granularity, fake_quantize
 
 G = Granularity
 
@@ -117,5 +117,5 @@ def test_docs_checks_example_runs():
 
     text = (Path(__file__).resolve().parent.parent / "docs" / "checks.md").read_text()
     body = text.split("## Quantizers", 1)[1].split("\n## ", 1)[0]
-    (code,) = re.findall(r"```python\n(.*?)```", body, flags=re.S)
+    (code,) = re.findall(r"```python\n(.*?)```", body, flags=re.DOTALL)
     exec(compile(code, "docs/checks.md (Quantizers)", "exec"), {})

@@ -16,15 +16,25 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
+from prune_bugs import (
+    bitmask_without_values,
+    coo_with_int64_index,
+    from_bitmask_as_ones,
+)
+from strategies import (
+    distinct_weight_dicts,
+    sparse_matrix,
+    sparsities,
+    tied_values,
+    weight_dicts,
+    weight_matrix,
+)
 from torch.nn.utils import prune as torch_prune
 
 from aftertrain import prune as P
 from aftertrain.checks.prune import Scope, check_pruner
 from aftertrain.experiments import prune as EP
 from aftertrain.model import GPT
-from prune_bugs import bitmask_without_values, coo_with_int64_index, from_bitmask_as_ones
-from strategies import (distinct_weight_dicts, sparse_matrix, sparsities, tied_values,
-                        weight_dicts, weight_matrix)
 
 # --- checks -------------------------------------------------------------------
 
@@ -283,7 +293,7 @@ def test_matching_sparsity_is_the_first_grid_point_reaching_the_target():
     """On a curve whose loss is its sparsity, the smallest multiple of 0.001
     with loss >= 0.25 is 0.25 itself (reached, not exceeded); 0.2505 gives
     0.251; a target the unpruned curve already reaches gives 0."""
-    curve = lambda method, s: s  # noqa: E731
+    curve = lambda method, s: s
     assert EP.matching_sparsity(curve, 0.25) == 0.25
     assert EP.matching_sparsity(curve, 0.2505) == 0.251
     assert EP.matching_sparsity(curve, 0.0) == 0.0

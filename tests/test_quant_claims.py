@@ -26,11 +26,6 @@ import copy
 
 import pytest
 import torch
-
-from aftertrain import quant as Q
-from aftertrain import tolerances as T
-from aftertrain.experiments import quant as EQ
-from aftertrain.quant import Granularity
 from quant_bugs import (
     clamp_past_qmax,
     floor_rounding,
@@ -41,6 +36,11 @@ from quant_bugs import (
     unchanged,
     wrong_axis,
 )
+
+from aftertrain import quant as Q
+from aftertrain import tolerances as T
+from aftertrain.experiments import quant as EQ
+from aftertrain.quant import Granularity
 
 G = Granularity
 MB = 2**20  # the article's MB

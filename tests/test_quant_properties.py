@@ -17,6 +17,8 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
+from quant_bugs import clamp_past_qmax, floor_rounding, mean_scale, wrong_axis
+from strategies import quant_bits, tie_matrices, weight_matrices
 
 from aftertrain import quant as Q
 from aftertrain import tolerances as T
@@ -24,8 +26,6 @@ from aftertrain.checks.quant import check_quantizer, reference_quantizer
 from aftertrain.experiments import quant as EQ
 from aftertrain.model import GPT
 from aftertrain.quant import Granularity
-from quant_bugs import clamp_past_qmax, floor_rounding, mean_scale, wrong_axis
-from strategies import quant_bits, tie_matrices, weight_matrices
 
 G = Granularity
 granularities = st.sampled_from(list(Granularity))

@@ -71,7 +71,8 @@ def battery(seed: int = 0) -> dict[str, dict[str, torch.Tensor]]:
         "two scales": {"small": torch.rand(4, 8, generator=g) + 0.5,
                        "large": 100 * (torch.rand(4, 8, generator=g) + 0.5)},
         "negative extremes": {"a": torch.tensor([[-3.0, 1.0, 2.0, -0.5], [-6.0, 0.25, 5.0, 4.0]])},
-        "odd sizes": {"five": torch.randn(1, 5, generator=g), "fifteen": torch.randn(3, 5, generator=g),
+        "odd sizes": {"five": torch.randn(1, 5, generator=g),
+                      "fifteen": torch.randn(3, 5, generator=g),
                       "six": torch.randn(2, 3, generator=g), "ten": torch.randn(2, 5, generator=g)},
         "single weight": {"w": torch.tensor([[0.5]])},
     }
@@ -86,8 +87,8 @@ def _call(prune: Pruner, weights: Mapping[str, torch.Tensor], s: float):
     if any(not torch.equal(copies[n].view(-1), weights[n].view(-1)) for n in weights):
         return None, "modified the weights it was given"
     if not isinstance(masks, Mapping) or set(masks) != set(weights):
-        return None, f"returned masks for {sorted(masks) if isinstance(masks, Mapping) else masks}, " \
-                     f"not for {sorted(weights)}"
+        got = sorted(masks) if isinstance(masks, Mapping) else masks
+        return None, f"returned masks for {got}, not for {sorted(weights)}"
     for n, w in weights.items():
         m = masks[n]
         if not isinstance(m, torch.Tensor) or m.dtype != torch.bool or m.shape != w.shape:

@@ -38,7 +38,6 @@ The guarantees checked, per case of the battery, width and granularity:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Union
 
 import torch
 
@@ -51,7 +50,7 @@ from aftertrain.quant.primitives import (
     quantize_codes,
 )
 
-QuantizerOutput = Union[torch.Tensor, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]
+QuantizerOutput = torch.Tensor | tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 Quantizer = Callable[[torch.Tensor, int, Granularity], QuantizerOutput]
 
 DEFAULT_BITS = (2, 3, 4, 5, 6, 7, 8)

@@ -44,7 +44,8 @@ RANDOM_SPARSITIES: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1, 0.2)
 
 
 def _check_sparsities(sparsities: Sequence[float], name: str = "sparsities") -> list[float]:
-    if isinstance(sparsities, (str, bytes)) or not isinstance(sparsities, Sequence) or not sparsities:
+    if (isinstance(sparsities, (str, bytes)) or not isinstance(sparsities, Sequence)
+            or not sparsities):
         raise ValueError(f"{name} must be a non-empty sequence of numbers in [0, 1], "
                          f"got {sparsities!r}")
     for s in sparsities:
@@ -78,7 +79,8 @@ class LossCurve:
 
     def __call__(self, method: Method, sparsity: float, seed: int = 0) -> float:
         if not isinstance(method, Method):
-            raise ValueError(f"method must be a Method ({[m.name for m in Method]}), got {method!r}")
+            raise ValueError(f"method must be a Method ({[m.name for m in Method]}), "
+                             f"got {method!r}")
         key = (method, _check_sparsity(sparsity), seed if method is Method.RANDOM else 0)
         if key not in self._cache:
             if method in (Method.GLOBAL, Method.LAYER):  # rank once, mask many times
@@ -148,7 +150,8 @@ def matching_sparsity(curve: LossCurve, target: float, *, upper: float = 0.9,
     Returns 0.0 when the unpruned model already reaches ``target``. Raises
     ``ValueError`` when ``target`` is not finite or is above ``loss(upper)``.
     """
-    if isinstance(target, bool) or not isinstance(target, (int, float)) or not math.isfinite(target):
+    if (isinstance(target, bool) or not isinstance(target, (int, float))
+            or not math.isfinite(target)):
         raise ValueError(f"target must be a finite loss, got {target!r}")
     _check_sparsity(upper)
     if (isinstance(resolution, bool) or not isinstance(resolution, (int, float))

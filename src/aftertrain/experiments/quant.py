@@ -9,10 +9,10 @@ so a test can pass a deliberately broken quantizer.
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import torch
-import torch.nn as nn
+from torch import nn
 
 from aftertrain.quant.api import _check_model, _check_names, quantized_model
 from aftertrain.quant.primitives import (

@@ -6,7 +6,13 @@ its bytes. The article's experiments are in :mod:`aftertrain.experiments.prune`.
 The public names of both modules are importable from here.
 """
 
-from aftertrain.prune.formats import Format, Stored, bytes_per_element, from_stored, to_stored
+from aftertrain.prune.formats import (
+    Format,
+    Stored,
+    bytes_per_element,
+    from_stored,
+    to_stored,
+)
 from aftertrain.prune.masks import (
     MagnitudeRanking,
     Method,

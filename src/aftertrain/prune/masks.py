@@ -22,6 +22,7 @@ from enum import Enum
 import torch
 from torch import nn
 
+
 class Method(Enum):
     """How the weights to remove are chosen."""
 

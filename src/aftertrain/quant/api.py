@@ -8,10 +8,10 @@ counts what the quantized model really stores.
 from __future__ import annotations
 
 import copy
-from typing import Iterable
+from collections.abc import Iterable
 
 import torch
-import torch.nn as nn
+from torch import nn
 
 from aftertrain.quant.primitives import (
     FLOAT32_BYTES,

@@ -89,7 +89,8 @@ def _check_weight(w: torch.Tensor, granularity: Granularity, name: str = "w") ->
         raise ValueError(f"{name} must be finite (no NaN or Inf)")
     if w.dtype == torch.float64 and bool((w.abs() > FLOAT32_MAX).any()):
         raise ValueError(f"{name} must lie within float32's range, |{name}| <= {FLOAT32_MAX:.6g} "
-                         f"(it is quantized in float32), got max |{name}| {float(w.abs().max()):.6g}")
+                         f"(it is quantized in float32), got max |{name}| "
+                         f"{float(w.abs().max()):.6g}")
     if granularity is Granularity.PER_CHANNEL and w.dim() != 2:
         raise ValueError(f"{name} must be 2-D for per-channel quantization, got shape "
                          f"{tuple(w.shape)}")
@@ -223,7 +224,7 @@ class QuantizedTensor:
     granularity: Granularity
 
     @classmethod
-    def from_float(cls, w: torch.Tensor, bits: int, granularity: Granularity) -> "QuantizedTensor":
+    def from_float(cls, w: torch.Tensor, bits: int, granularity: Granularity) -> QuantizedTensor:
         """Quantize ``w`` with the article's rule and pack the codes."""
         q, s = quantize_codes(w, bits, granularity)
         return cls(pack_codes(q, bits), s, bits, tuple(w.shape), granularity)
