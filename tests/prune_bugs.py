@@ -14,7 +14,8 @@ from aftertrain import prune as P
 
 def _split(keep, weights):
     sizes = [w.numel() for w in weights.values()]
-    return {n: part.view(w.shape) for (n, w), part in zip(weights.items(), torch.split(keep, sizes))}
+    parts = torch.split(keep, sizes)
+    return {n: part.view(w.shape) for (n, w), part in zip(weights.items(), parts, strict=True)}
 
 
 def _flat(weights):

@@ -102,12 +102,12 @@ def torch_global_unstructured(weights, sparsity):
     modules = _modules(weights)
     torch_prune.global_unstructured([(m, "weight") for m in modules],
                                     pruning_method=torch_prune.L1Unstructured, amount=sparsity)
-    return {n: m.weight_mask.bool() for n, m in zip(weights, modules)}
+    return {n: m.weight_mask.bool() for n, m in zip(weights, modules, strict=True)}
 
 
 def torch_l1_unstructured(weights, sparsity):
     masks = {}
-    for n, m in zip(weights, _modules(weights)):
+    for n, m in zip(weights, _modules(weights), strict=True):
         torch_prune.l1_unstructured(m, "weight", amount=sparsity)
         masks[n] = m.weight_mask.bool()
     return masks
@@ -115,7 +115,7 @@ def torch_l1_unstructured(weights, sparsity):
 
 def torch_random_unstructured(weights, sparsity):
     masks = {}
-    for n, m in zip(weights, _modules(weights)):
+    for n, m in zip(weights, _modules(weights), strict=True):
         torch_prune.random_unstructured(m, "weight", amount=sparsity)
         masks[n] = m.weight_mask.bool()
     return masks

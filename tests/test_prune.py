@@ -144,7 +144,7 @@ def test_magnitude_masks_agree_with_torch_nn_utils_prune_without_ties(weights, s
     torch_prune.global_unstructured([(m, "weight") for m in modules],
                                     pruning_method=torch_prune.L1Unstructured, amount=s)
     ours = P.global_magnitude_masks(weights, s)
-    for m, name in zip(modules, weights):
+    for m, name in zip(modules, weights, strict=True):
         assert torch.equal(m.weight_mask.bool(), ours[name]), name
     ours = P.layer_magnitude_masks(weights, s)
     for name, w in weights.items():

@@ -78,7 +78,7 @@ def test_magnitude_loss_rises_with_sparsity(loss_rows, record_property):
     for key in ("global", "layer"):
         losses = [r[key] for r in loss_rows]
         record_property(f"measured_{key}", " < ".join(f"{v:.4f}" for v in losses))
-        assert all(a < b for a, b in zip(losses, losses[1:])), (key, losses)
+        assert all(a < b for a, b in zip(losses, losses[1:], strict=False)), (key, losses)
 
 
 @pytest.mark.claim("P1")
@@ -119,9 +119,10 @@ def random_rows_wide(curve, random_rows, loss_rows):
 
 
 @pytest.mark.claim("P2")
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="does not reproduce: random 5% gives 1.5784 (mean of 5 seeds, "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+                   "does not reproduce: random 5% gives 1.5784 (mean of 5 seeds, "
                    "max 1.5865) against our bigram 2.5365; random pruning first loses to the bigram "
-                   "at 30% (2.7096; 20% gives 2.1375). Article: 5% 3.1419 vs bigram 2.6501")
+                   "at 30% (2.7096; 20% gives 2.1375). Article: 5% 3.1419 vs bigram 2.6501"))
 def test_random_pruning_at_5pct_is_worse_than_the_bigram(random_rows_wide, bigram_loss, record_property):
     """Article: random 5% 3.1419 > bigram 2.6501. We compare the mean over
     seeds with our bigram and report the first sparsity (of the P1 and P2
@@ -134,9 +135,10 @@ def test_random_pruning_at_5pct_is_worse_than_the_bigram(random_rows_wide, bigra
 
 
 @pytest.mark.claim("P2")
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="does not reproduce: random 20% gives 2.1375 (mean of 5 seeds), "
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+                   "does not reproduce: random 20% gives 2.1375 (mean of 5 seeds), "
                    "below the midpoint 3.5708 of our bigram 2.5365 and ln(100) 4.6052. "
-                   "Article: 4.2955")
+                   "Article: 4.2955"))
 def test_random_pruning_at_20pct_is_closer_to_untrained_than_to_bigram(random_rows, bigram_loss,
                                                                        record_property):
     """Article: 20% gives 4.2955, 'close to the untrained 4.6052'. Read as:
@@ -154,7 +156,7 @@ def test_random_pruning_loses_more_with_every_step_of_sparsity(random_rows_wide,
     1..90% grid, so more random pruning always costs more here."""
     means = [r["mean"] for r in random_rows_wide]
     record_property("measured", ", ".join(f"{r['sparsity']:.0%} {r['mean']:.4f}" for r in random_rows_wide))
-    assert all(a < b for a, b in zip(means, means[1:])), means
+    assert all(a < b for a, b in zip(means, means[1:], strict=False)), means
 
 
 # --- P3 -------------------------------------------------------------------------

@@ -190,7 +190,7 @@ def test_fake_quantize_equals_pytorch_on_reference_weights_but_for_exact_ties(re
     and must be fewer than 1 in 10,000 of the elements checked (a tie needs
     the quotient to land on a half-integer exactly)."""
     apart = total = 0
-    for name, p in reference.named_parameters():
+    for p in reference.parameters():
         if p.dim() != 2:
             continue
         for bits in range(2, 9):

@@ -212,7 +212,7 @@ def quantization_vs_pruning(curve: LossCurve, int8_loss: float,
     for s in sparsities:
         masks = global_magnitude_masks(weights, s)
         mats = [torch.where(m, w, torch.zeros(())).contiguous()
-                for m, w in zip(masks.values(), weights.values())]
+                for m, w in zip(masks.values(), weights.values(), strict=True)]
         rows.append({"name": f"{s:.0%} sparse (bitmask)",
                      "compression": 4.0 / bytes_per_element(mats, Format.BITMASK),
                      "loss": curve(Method.GLOBAL, s)})

@@ -186,7 +186,7 @@ def divergence(
     for m in (model, quantize(model, bits, granularity, None)):
         out = generate(m, p, length, temperature, torch.Generator().manual_seed(seed))
         texts.append(decode(out[len(p):]))
-    position = next((i + 1 for i, (a, b) in enumerate(zip(*texts)) if a != b), None)
+    position = next((i + 1 for i, (a, b) in enumerate(zip(*texts, strict=False)) if a != b), None)
     return {"position": position, "float32": texts[0], "quantized": texts[1]}
 
 

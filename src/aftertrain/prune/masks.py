@@ -116,7 +116,7 @@ def _magnitude_order(flat: torch.Tensor) -> torch.Tensor:
 def _split(keep: torch.Tensor, shapes: Mapping[str, torch.Size]) -> dict[str, torch.Tensor]:
     sizes = [math.prod(shape) for shape in shapes.values()]
     return {n: part.view(shape)
-            for (n, shape), part in zip(shapes.items(), torch.split(keep, sizes))}
+            for (n, shape), part in zip(shapes.items(), torch.split(keep, sizes), strict=True)}
 
 
 def _shapes(weights: Mapping[str, torch.Tensor]) -> dict[str, torch.Size]:
