@@ -86,6 +86,8 @@ CASES = [
     (EP.bytes_table, dict(model=MODEL, sparsities=[]), ["sparsities", "non-empty"]),
     (EP.quantization_vs_pruning, dict(curve=None, int8_loss=1.0), ["curve", "LossCurve"]),
     (EP.two_four_comparison, dict(curve="curve"), ["curve", "LossCurve"]),
+    (EP.loss_table, dict(curve=_curve), ["curve", "LossCurve"]),
+    (EP.random_table, dict(curve=None), ["curve", "LossCurve"]),
     (check_pruner, dict(prune=None, scope=Scope.GLOBAL), ["prune", "callable"]),
     (check_pruner, dict(prune=P.global_magnitude_masks, scope="global"), ["scope", "GLOBAL"]),
     (check_pruner, dict(prune=P.global_magnitude_masks, scope=Scope.GLOBAL, sparsities=[1.5]),

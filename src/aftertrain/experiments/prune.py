@@ -63,6 +63,11 @@ def _check_seeds(seeds: Sequence[int]) -> list[int]:
     return list(seeds)
 
 
+def _check_curve(curve: LossCurve) -> None:
+    if not isinstance(curve, LossCurve):
+        raise ValueError(f"curve must be a LossCurve, got {type(curve).__name__}")
+
+
 class LossCurve:
     """Validation loss of ``model`` pruned by a method at a sparsity, memoized
     per (method, sparsity, seed) so each configuration is evaluated once."""
@@ -95,6 +100,7 @@ class LossCurve:
 
     def random_losses(self, sparsity: float, seeds: Sequence[int] = RANDOM_SEEDS) -> list[float]:
         """Loss of random pruning at ``sparsity`` for each seed."""
+        seeds = _check_seeds(seeds)
         return [self(Method.RANDOM, sparsity, s) for s in seeds]
 
 
@@ -102,6 +108,7 @@ def loss_table(curve: LossCurve, sparsities: Sequence[float] = TABLE_SPARSITIES,
                seeds: Sequence[int] = RANDOM_SEEDS) -> list[dict[str, float]]:
     """P1: one row per sparsity: global / per-layer magnitude loss and the mean
     random loss over ``seeds``."""
+    _check_curve(curve)
     sparsities, seeds = _check_sparsities(sparsities), _check_seeds(seeds)
     return [{"sparsity": s,
              "global": curve(Method.GLOBAL, s),
@@ -114,6 +121,7 @@ def random_table(curve: LossCurve, sparsities: Sequence[float] = RANDOM_SPARSITI
                  seeds: Sequence[int] = RANDOM_SEEDS) -> list[dict[str, float]]:
     """P2: per sparsity, random-pruning loss over ``seeds``: mean, sample std,
     min, max."""
+    _check_curve(curve)
     sparsities, seeds = _check_sparsities(sparsities), _check_seeds(seeds)
     rows = []
     for s in sparsities:
@@ -201,8 +209,7 @@ def quantization_vs_pruning(curve: LossCurve, int8_loss: float,
     """P6: compression (4 bytes / bytes per element) and loss of int8 (1 byte
     per element, loss given) against global-magnitude pruning stored as a
     bitmask at each sparsity (``4(1-s) + 1/8`` bytes per element)."""
-    if not isinstance(curve, LossCurve):
-        raise ValueError(f"curve must be a LossCurve, got {type(curve).__name__}")
+    _check_curve(curve)
     if (isinstance(int8_loss, bool) or not isinstance(int8_loss, (int, float))
             or not math.isfinite(int8_loss)):
         raise ValueError(f"int8_loss must be a finite loss, got {int8_loss!r}")
@@ -223,8 +230,7 @@ def two_four_comparison(curve: LossCurve) -> dict[str, float]:
     """X5: loss of 2:4 magnitude pruning against unstructured 50% (global and
     per-layer), and bytes per element of the 2:4 weights in 2:4 storage,
     bitmask and COO."""
-    if not isinstance(curve, LossCurve):
-        raise ValueError(f"curve must be a LossCurve, got {type(curve).__name__}")
+    _check_curve(curve)
     mats = [w.contiguous() for w in prunable_weights(
         pruned_model(curve.model, Method.TWO_FOUR, 0.5)).values()]
     return {"two_four": curve(Method.TWO_FOUR, 0.5),
