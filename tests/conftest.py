@@ -78,9 +78,9 @@ def bigram_loss() -> float:
 def bits_rows(reference) -> dict[int, dict]:
     """Part 3's bits table on the reference, ``{bits: row}``, computed once:
     the quantization claims and pruning's P4/P6 both read it."""
-    from aftertrain import quant
+    from aftertrain.experiments.quant import bits_table
 
-    return {r["bits"]: r for r in quant.bits_table(reference)}
+    return {r["bits"]: r for r in bits_table(reference)}
 
 
 @pytest.fixture(scope="session")

@@ -1,9 +1,10 @@
 """Pruning masks and sparse storage (aftertrain.prune): properties, oracles, teeth.
 
-Every property is written once as a ``check_*`` function that raises
-``AssertionError``; the hypothesis tests run it on the real code, and the
-teeth tests at the end run it on a deliberately broken variant (kept here,
-never in src/) and require it to fail.
+The mask properties (exact counts, magnitude order, nesting, global versus
+per-layer) are :func:`aftertrain.checks.prune.check_pruner`'s, run here on
+aftertrain's pruners over hypothesis examples (the kit's teeth are in
+``tests/test_checks_prune.py``). Storage formats are checked by
+``check_storage`` below, with teeth from ``tests/prune_bugs.py``.
 """
 
 from __future__ import annotations
@@ -11,59 +12,31 @@ from __future__ import annotations
 import copy
 from fractions import Fraction
 
-import numpy as np
 import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
+from prune_bugs import (
+    bitmask_without_values,
+    coo_with_int64_index,
+    from_bitmask_as_ones,
+)
+from strategies import (
+    distinct_weight_dicts,
+    sparse_matrix,
+    sparsities,
+    tied_values,
+    weight_dicts,
+    weight_matrix,
+)
 from torch.nn.utils import prune as torch_prune
 
 from aftertrain import prune as P
+from aftertrain.checks.prune import Scope, check_pruner
+from aftertrain.experiments import prune as EP
 from aftertrain.model import GPT
-from strategies import (distinct_weight_dicts, sparse_matrix, sparsities, tied_values,
-                        weight_dicts, weight_matrix)
 
 # --- checks -------------------------------------------------------------------
-
-
-def removed_count(masks) -> int:
-    return sum(int((~m).sum()) for m in masks.values())
-
-
-def check_global_count(weights, masks, sparsity) -> None:
-    """Exactly round(s * N) removed over all matrices together."""
-    n = sum(w.numel() for w in weights.values())
-    assert removed_count(masks) == round(sparsity * n), (removed_count(masks), sparsity, n)
-
-
-def check_layer_count(weights, masks, sparsity) -> None:
-    """Exactly round(s * n_i) removed from every matrix i."""
-    for name, w in weights.items():
-        assert int((~masks[name]).sum()) == round(sparsity * w.numel()), name
-
-
-def check_magnitude_order(groups) -> None:
-    """Within each (weights, keep) group no removed |w| exceeds a kept |w|."""
-    for w, keep in groups:
-        a = w.abs().reshape(-1)
-        keep = keep.reshape(-1)
-        if keep.any() and (~keep).any():
-            assert a[~keep].max() <= a[keep].min(), (a[~keep].max(), a[keep].min())
-
-
-def check_global_magnitude(weights, masks) -> None:
-    check_magnitude_order([(torch.cat([w.reshape(-1) for w in weights.values()]),
-                            torch.cat([m.reshape(-1) for m in masks.values()]))])
-
-
-def check_layer_magnitude(weights, masks) -> None:
-    check_magnitude_order([(w, masks[n]) for n, w in weights.items()])
-
-
-def check_nested(small, large) -> None:
-    """Every position removed by the smaller sparsity is removed by the larger."""
-    for name in small:
-        assert not (~small[name] & large[name]).any(), name
 
 
 def check_two_four(weights, masks) -> None:
@@ -71,7 +44,10 @@ def check_two_four(weights, masks) -> None:
     for name, w in weights.items():
         keep = masks[name].reshape(-1, 4)
         assert (keep.sum(1) == 2).all(), name
-        check_magnitude_order(zip(w.reshape(-1, 4), keep))
+        a = w.reshape(-1, 4).abs()
+        removed = torch.where(keep, torch.zeros(()), a).amax(1)
+        kept = torch.where(keep, a, torch.full((), float("inf"))).amin(1)
+        assert bool((removed <= kept).all()), name
 
 
 def expected_nbytes(dense: torch.Tensor, fmt: P.Format) -> int:
@@ -86,10 +62,11 @@ def expected_nbytes(dense: torch.Tensor, fmt: P.Format) -> int:
             }[fmt]
 
 
-def check_storage(dense: torch.Tensor, fmt: P.Format, encode=P.encode, decode=P.decode) -> None:
+def check_storage(dense: torch.Tensor, fmt: P.Format, to_stored=P.to_stored,
+                  from_stored=P.from_stored) -> None:
     """Bit-exact round trip and the closed-form byte count."""
-    stored = encode(dense, fmt)
-    back = decode(stored)
+    stored = to_stored(dense, fmt)
+    back = from_stored(stored)
     assert back.dtype == torch.float32 and back.shape == dense.shape
     assert torch.equal(back.view(torch.int32), dense.view(torch.int32)), fmt
     assert stored.nbytes == expected_nbytes(dense, fmt), (fmt, stored.nbytes)
@@ -107,22 +84,23 @@ def two_four_pruned(dense: torch.Tensor) -> torch.Tensor:
 def test_global_magnitude_removes_exactly_round_s_n_even_with_heavy_ties(weights, s):
     """Values from {-2, 0, 2}: a threshold would remove a whole tie class; the
     stable ranking removes exactly round(s * N), the smallest |w| first."""
-    masks = P.global_magnitude_masks(weights, s)
-    check_global_count(weights, masks, s)
-    check_global_magnitude(weights, masks)
+    check_pruner(P.global_magnitude_masks, scope=Scope.GLOBAL, cases={"drawn": weights},
+                 sparsities=[s]).raise_for_failures()
 
 
 @given(weight_dicts(tied_values), sparsities)
 def test_layer_magnitude_removes_exactly_round_s_n_from_each_matrix(weights, s):
-    masks = P.layer_magnitude_masks(weights, s)
-    check_layer_count(weights, masks, s)
-    check_layer_magnitude(weights, masks)
+    check_pruner(P.layer_magnitude_masks, scope=Scope.PER_LAYER, cases={"drawn": weights},
+                 sparsities=[s]).raise_for_failures()
 
 
 @given(weight_dicts(), sparsities, st.integers(0, 2**31 - 1))
 def test_random_removes_exactly_round_s_n_and_replays_from_the_seed(weights, s, seed):
-    masks = P.random_masks(weights, s, torch.Generator().manual_seed(seed))
-    check_global_count(weights, masks, s)
+    def seeded(w, sparsity):
+        return P.random_masks(w, sparsity, torch.Generator().manual_seed(seed))
+    check_pruner(seeded, scope=Scope.GLOBAL, magnitude=False, cases={"drawn": weights},
+                 sparsities=[s]).raise_for_failures()
+    masks = seeded(weights, s)
     again = P.random_masks(weights, s, torch.Generator().manual_seed(seed))
     assert all(torch.equal(masks[n], again[n]) for n in masks)
 
@@ -131,11 +109,13 @@ def test_random_removes_exactly_round_s_n_and_replays_from_the_seed(weights, s, 
 def test_magnitude_masks_are_nested_across_sparsities(weights, s1, s2):
     """The zeros at the smaller sparsity are among those at the larger, for
     global and per-layer magnitude (random with one seed too)."""
-    lo, hi = sorted((s1, s2))
-    check_nested(P.global_magnitude_masks(weights, lo), P.global_magnitude_masks(weights, hi))
-    check_nested(P.layer_magnitude_masks(weights, lo), P.layer_magnitude_masks(weights, hi))
-    check_nested(P.random_masks(weights, lo, torch.Generator().manual_seed(7)),
-                 P.random_masks(weights, hi, torch.Generator().manual_seed(7)))
+    def seeded(w, sparsity):
+        return P.random_masks(w, sparsity, torch.Generator().manual_seed(7))
+    for prune, scope, magnitude in [(P.global_magnitude_masks, Scope.GLOBAL, True),
+                                    (P.layer_magnitude_masks, Scope.PER_LAYER, True),
+                                    (seeded, Scope.GLOBAL, False)]:
+        check_pruner(prune, scope=scope, magnitude=magnitude, cases={"drawn": weights},
+                     sparsities=[s1, s2]).raise_for_failures()
 
 
 def test_global_pruning_keeps_total_sparsity_while_per_layer_sparsity_varies():
@@ -164,7 +144,7 @@ def test_magnitude_masks_agree_with_torch_nn_utils_prune_without_ties(weights, s
     torch_prune.global_unstructured([(m, "weight") for m in modules],
                                     pruning_method=torch_prune.L1Unstructured, amount=s)
     ours = P.global_magnitude_masks(weights, s)
-    for m, name in zip(modules, weights):
+    for m, name in zip(modules, weights, strict=True):
         assert torch.equal(m.weight_mask.bool(), ours[name]), name
     ours = P.layer_magnitude_masks(weights, s)
     for name, w in weights.items():
@@ -260,11 +240,11 @@ def test_coo_and_csr_hold_what_torch_sparse_holds(dense):
     """Oracle: torch's own COO/CSR of the same matrix (-0.0 made +0.0, since
     torch drops it) carry the same values and positions."""
     dense = dense + 0.0  # -0.0 + 0.0 == +0.0
-    coo = P.encode(dense, P.Format.COO).arrays
+    coo = P.to_stored(dense, P.Format.COO).arrays
     ref = dense.to_sparse().coalesce()
     assert torch.equal(coo["index"].long(), ref.indices()[0] * dense.shape[1] + ref.indices()[1])
     assert torch.equal(coo["values"], ref.values())
-    csr = P.encode(dense, P.Format.CSR).arrays
+    csr = P.to_stored(dense, P.Format.CSR).arrays
     ref = dense.to_sparse_csr()
     assert torch.equal(csr["crow_indices"], ref.crow_indices())
     assert torch.equal(csr["col_indices"], ref.col_indices())
@@ -283,169 +263,49 @@ def test_bytes_per_element_closed_forms_and_bitmask_beats_coo_exactly_below_96p8
     keep = keep[torch.randperm(n, generator=torch.Generator().manual_seed(z))]
     dense = torch.where(keep, torch.full((n,), 1.5), torch.zeros(())).view(rows, 8 * cols8)
     s = 1 - Fraction(z, n)
-    coo = Fraction(P.encode(dense, P.Format.COO).nbytes, n)
-    bitmask = Fraction(P.encode(dense, P.Format.BITMASK).nbytes, n)
+    coo = Fraction(P.to_stored(dense, P.Format.COO).nbytes, n)
+    bitmask = Fraction(P.to_stored(dense, P.Format.BITMASK).nbytes, n)
     assert coo == 8 * (1 - s)
     assert bitmask == 4 * (1 - s) + Fraction(1, 8)
     assert (bitmask < coo) == (s < Fraction(31, 32))
     assert (bitmask == coo) == (s == Fraction(31, 32))
 
 
-# --- bad input ---------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("bad", [-0.01, 1.01, float("nan"), float("inf"), "0.5", None, True])
-def test_sparsity_outside_0_1_is_refused(small_gpt, bad):
-    weights = {"w": torch.ones(2, 4)}
-    with pytest.raises(ValueError, match="sparsity"):
-        P.global_magnitude_masks(weights, bad)
-    with pytest.raises(ValueError, match="sparsity"):
-        P.layer_magnitude_masks(weights, bad)
-    with pytest.raises(ValueError, match="sparsity"):
-        P.random_masks(weights, bad, torch.Generator())
-    with pytest.raises(ValueError, match="sparsity"):
-        P.pruned_model(small_gpt, P.Method.GLOBAL, bad)
-
-
-def test_nan_weights_unknown_names_and_bad_two_four_shapes_are_refused(small_gpt):
-    nan = torch.ones(2, 4)
-    nan[1, 1] = float("nan")
-    with pytest.raises(ValueError, match="weights: w holds NaN"):
-        P.global_magnitude_masks({"w": nan}, 0.5)
-    broken = copy.deepcopy(small_gpt)
-    with torch.no_grad():
-        broken.head.weight[0, 0] = float("nan")
-    with pytest.raises(ValueError, match="head.weight holds NaN"):
-        P.pruned_model(broken, P.Method.LAYER, 0.5)
-    with pytest.raises(ValueError, match="names"):
-        P.pruned_model(small_gpt, P.Method.GLOBAL, 0.5, names=["blocks.9.f1.weight"])
-    with pytest.raises(ValueError, match="weights: 2:4.*w has shape \\(3, 6\\)"):
-        P.two_four_masks({"w": torch.ones(3, 6)})
-    with pytest.raises(ValueError, match="sparsity: 2:4"):
-        P.masks_for(small_gpt, P.Method.TWO_FOUR, 0.3)
-    with pytest.raises(ValueError, match="generator"):
-        P.random_masks({"w": torch.ones(2, 4)}, 0.5, 0)
-    with pytest.raises(ValueError, match="dense: 2:4 storage"):
-        P.encode(torch.zeros(2, 6), P.Format.TWO_FOUR)
-    with pytest.raises(ValueError, match="more than 2 nonzeros"):
-        P.encode(torch.ones(2, 4), P.Format.TWO_FOUR)
-    with pytest.raises(ValueError, match="dense must be a 2-D float32"):
-        P.encode(torch.ones(2, 4, dtype=torch.float64), P.Format.DENSE)
-    with pytest.raises(ValueError, match="masks"):
-        P.apply_masks(small_gpt, {"nope": torch.ones(2, dtype=torch.bool)})
-
-
-# --- teeth: broken variants the checks above reject ---------------------------------
-
-
-def signed_global_masks(weights, s):
-    """Broken: ranks by signed value, so large negative weights go first."""
-    flat = torch.cat([w.reshape(-1) for w in weights.values()])
-    keep = torch.ones(flat.numel(), dtype=torch.bool)
-    keep[torch.sort(flat, stable=True).indices[:round(s * flat.numel())]] = False
-    return P._split(keep, {n: w.shape for n, w in weights.items()})
-
-
-def threshold_global_masks(weights, s):
-    """Broken: keeps |w| above the k-th smallest magnitude, removing every tie."""
-    flat = torch.cat([w.reshape(-1) for w in weights.values()]).abs()
-    k = round(s * flat.numel())
-    if k == 0:
-        return {n: torch.ones_like(w, dtype=torch.bool) for n, w in weights.items()}
-    threshold = torch.sort(flat).values[k - 1]
-    return {n: w.abs() > threshold for n, w in weights.items()}
-
-
-def coo_with_int64_index(dense, fmt):
-    """Broken: claims COO but keeps 8-byte indices (12 bytes per kept value)."""
-    stored = P.encode(dense, fmt)
-    if fmt is P.Format.COO:
-        stored.arrays["index"] = stored.arrays["index"].to(torch.int64)
-    return stored
-
-
-def bitmask_without_values(dense, fmt):
-    """Broken: a bitmask that stores the bits and forgets the kept values."""
-    stored = P.encode(dense, fmt)
-    if fmt is P.Format.BITMASK:
-        stored = P.Stored(fmt, stored.shape, {"bits": stored.arrays["bits"]})
-    return stored
-
-
-def decode_bitmask_as_ones(stored):
-    # The only decoding possible without values: ones where the bit is set.
-    if "values" in stored.arrays or stored.format is not P.Format.BITMASK:
-        return P.decode(stored)
-    n = stored.shape[0] * stored.shape[1]
-    bits = np.unpackbits(stored.arrays["bits"].numpy(), count=n).astype(np.float32)
-    return torch.from_numpy(bits).view(stored.shape)
-
-
-MIXED = {"a": torch.tensor([[-3.0, 1.0, 2.0, -0.5]]), "b": torch.tensor([[4.0, -6.0, 0.25, 5.0]])}
-TIED = {"a": torch.tensor([[-2.0, 0.0, 2.0, 0.0]]), "b": torch.tensor([[2.0, 0.0, -2.0, 2.0]])}
-SCALES = {"small": torch.tensor([[0.1, -0.2, 0.3, 0.4]]), "large": torch.tensor([[10.0, 20.0, -30.0, 40.0]])}
-
-
-@pytest.mark.claim("X7")
-def test_teeth_magnitude_by_signed_value_is_rejected():
-    """X7 'magnitude threshold on signed values': the signed ranking removes
-    -3 and -6 first, which the magnitude-order check refuses."""
-    check_global_magnitude(MIXED, P.global_magnitude_masks(MIXED, 0.25))
-    with pytest.raises(AssertionError):
-        check_global_magnitude(MIXED, signed_global_masks(MIXED, 0.25))
-
-
-def test_teeth_per_layer_and_global_swapped_are_rejected():
-    """Global via per-layer cuts the large-scale matrix too (order check);
-    per-layer via global takes all of the small matrix (per-matrix count)."""
-    check_global_magnitude(SCALES, P.global_magnitude_masks(SCALES, 0.5))
-    check_layer_count(SCALES, P.layer_magnitude_masks(SCALES, 0.5), 0.5)
-    with pytest.raises(AssertionError):
-        check_global_magnitude(SCALES, P.layer_magnitude_masks(SCALES, 0.5))
-    with pytest.raises(AssertionError):
-        check_layer_count(SCALES, P.global_magnitude_masks(SCALES, 0.5), 0.5)
-
-
-def test_teeth_threshold_mask_removing_extra_ties_is_rejected():
-    """Three zeros among eight weights: at 25% (k = 2) a threshold at the
-    k-th smallest magnitude removes all three zeros, not two."""
-    check_global_count(TIED, P.global_magnitude_masks(TIED, 0.25), 0.25)
-    with pytest.raises(AssertionError):
-        check_global_count(TIED, threshold_global_masks(TIED, 0.25), 0.25)
+# --- teeth of the storage check ---------------------------------------------------
 
 
 def test_teeth_coo_with_8_byte_indices_is_rejected():
     dense = torch.tensor([[0.0, 1.0, 0.0, 2.0]])
     check_storage(dense, P.Format.COO)
     with pytest.raises(AssertionError):
-        check_storage(dense, P.Format.COO, encode=coo_with_int64_index)
+        check_storage(dense, P.Format.COO, to_stored=coo_with_int64_index)
 
 
 def test_teeth_bitmask_forgetting_the_values_is_rejected():
     dense = torch.tensor([[0.0, 1.5, 0.0, -2.0]])
     check_storage(dense, P.Format.BITMASK)
     with pytest.raises(AssertionError):
-        check_storage(dense, P.Format.BITMASK, encode=bitmask_without_values,
-                      decode=decode_bitmask_as_ones)
+        check_storage(dense, P.Format.BITMASK, to_stored=bitmask_without_values,
+                      from_stored=from_bitmask_as_ones)
 
 
 def test_matching_sparsity_is_the_first_grid_point_reaching_the_target():
     """On a curve whose loss is its sparsity, the smallest multiple of 0.001
     with loss >= 0.25 is 0.25 itself (reached, not exceeded); 0.2505 gives
     0.251; a target the unpruned curve already reaches gives 0."""
-    curve = lambda method, s: s  # noqa: E731
-    assert P.matching_sparsity(curve, 0.25) == 0.25
-    assert P.matching_sparsity(curve, 0.2505) == 0.251
-    assert P.matching_sparsity(curve, 0.0) == 0.0
+    curve = lambda method, s: s
+    assert EP.matching_sparsity(curve, 0.25) == 0.25
+    assert EP.matching_sparsity(curve, 0.2505) == 0.251
+    assert EP.matching_sparsity(curve, 0.0) == 0.0
 
 
 def test_first_sparsity_above_needs_the_level_exceeded():
     """'Above' is strict: a row equal to the level does not count."""
     rows = [{"sparsity": 0.1, "loss": 2.0}, {"sparsity": 0.3, "loss": 2.5},
             {"sparsity": 0.5, "loss": 3.0}]
-    assert P.first_sparsity_above(rows, "loss", 2.0) == 0.3
-    assert P.first_sparsity_above(rows, "loss", 1.9) == 0.1
-    assert P.first_sparsity_above(rows, "loss", 3.0) is None
+    assert EP.first_sparsity_above(rows, "loss", 2.0) == 0.3
+    assert EP.first_sparsity_above(rows, "loss", 1.9) == 0.1
+    assert EP.first_sparsity_above(rows, "loss", 3.0) is None
 
 
 def test_two_four_removes_the_earlier_of_equal_magnitudes():

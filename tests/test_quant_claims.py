@@ -12,10 +12,12 @@ stored float32 weights (the rule uses only max, division, round and a
 product, all exactly rounded), so every configuration's weights are the same
 bits on every machine; only the order of float32 sums in the forward pass can
 move a loss, which we measured at <= 1e-6 (B1's baseline). Losses are guarded
-at 1e-5 absolute (ten times that); counts and byte figures exactly.
+at ``BASELINE_LOSS_ATOL`` = 1e-5 absolute (ten times that); counts and byte
+figures exactly.
 
 Teeth: each relation is also run on figures from a deliberately broken
-quantizer (imported from ``test_quant_properties``) and must reject them.
+quantizer (``tests/quant_bugs.py``) and must reject them. Thresholds and
+tolerances come from :mod:`aftertrain.tolerances` (quantization section).
 """
 
 from __future__ import annotations
@@ -24,46 +26,24 @@ import copy
 
 import pytest
 import torch
-
-from aftertrain import quant as Q
-from aftertrain.quant import Granularity
-from test_quant_properties import (
+from quant_bugs import (
     clamp_past_qmax,
     floor_rounding,
     ignores_granularity,
     mean_scale,
+    model_quantizer,
+    skip_embeddings,
+    unchanged,
     wrong_axis,
 )
 
+from aftertrain import quant as Q
+from aftertrain import tolerances as T
+from aftertrain.experiments import quant as EQ
+from aftertrain.quant import Granularity
+
 G = Granularity
-LOSS_ATOL = 1e-5  # see the module docstring
 MB = 2**20  # the article's MB
-
-
-def model_quantizer(codes_fn) -> Q.ModelQuantizer:
-    """A model quantizer like ``quant.quantized_model`` but with another
-    element rule (a broken one from the property tests)."""
-    def quantize(model, bits, g, names=None):
-        m = copy.deepcopy(model)
-        params = dict(m.named_parameters())
-        with torch.no_grad():
-            for n in (Q.weight_names(model) if names is None else names):
-                q, s = codes_fn(params[n].detach(), bits, g)
-                params[n].copy_(q.float() * s)
-        return m
-    return quantize
-
-
-def skip_embeddings(model, bits, g, names=None):
-    """Broken: tok and pos are silently left in float32."""
-    names = Q.weight_names(model) if names is None else list(names)
-    kept = [n for n in names if n not in ("tok.weight", "pos.weight")]
-    return Q.quantized_model(model, bits, g, kept)
-
-
-def unchanged(model, bits, g, names=None):
-    """Broken: returns a float32 copy (quantization silently not applied)."""
-    return copy.deepcopy(model)
 
 
 # --- figures, computed once ---------------------------------------------------
@@ -71,7 +51,7 @@ def unchanged(model, bits, g, names=None):
 
 @pytest.fixture(scope="module")
 def sensitivity(reference) -> list[dict]:
-    return Q.sensitivity_table(reference, 4, G.PER_CHANNEL)
+    return EQ.sensitivity_table(reference, 4, G.PER_CHANNEL)
 
 
 def fmt_row(r: dict) -> str:
@@ -119,7 +99,7 @@ def test_model_check_rejects_broken_quantizers(reference, broken):
 
 def check_int8_nearly_free(row: dict, float_loss: float) -> None:
     for g in ("per_tensor", "per_channel"):
-        assert row[g] - float_loss < 0.01, (g, row[g], float_loss)
+        assert row[g] - float_loss < T.INT8_LOSS_MARGIN, (g, row[g], float_loss)
 
 
 @pytest.mark.claim("Q2")
@@ -137,7 +117,7 @@ def test_int8_loss_within_0p01_of_float32(bits_rows, reference_val_loss, record_
 @pytest.mark.claim("Q2")
 def test_int8_check_rejects_a_mean_scale_quantizer(reference, reference_val_loss):
     """Teeth: scales from the mean magnitude clip most of every matrix."""
-    row = Q.bits_table(reference, (8,), quantize=model_quantizer(mean_scale))[0]
+    row = EQ.bits_table(reference, (8,), quantize=model_quantizer(mean_scale))[0]
     with pytest.raises(AssertionError):
         check_int8_nearly_free(row, reference_val_loss)
 
@@ -211,24 +191,24 @@ def test_bits_table_matches_the_stored_baseline(bits_rows, reference_val_loss, r
     at 1e-5 (module docstring). Loss rises monotonically as bits fall
     (asserted, both granularities, 8 to 3 bits)."""
     record_property("measured", f"float32 {reference_val_loss:.4f}; "
-                    + "; ".join(fmt_row(bits_rows[b]) for b in Q.ARTICLE_BITS))
+                    + "; ".join(fmt_row(bits_rows[b]) for b in EQ.ARTICLE_BITS))
     record_property("table:q4", {"float32": reference_val_loss,
-                                 "rows": [bits_rows[b] for b in Q.ARTICLE_BITS]})
+                                 "rows": [bits_rows[b] for b in EQ.ARTICLE_BITS]})
     for g in ("per_tensor", "per_channel"):
         losses = [bits_rows[b][g] for b in (8, 6, 4, 3)]
         assert losses == sorted(losses), (g, losses)
     num_regression.check(
-        {k: [bits_rows[b][k] for b in Q.ARTICLE_BITS]
+        {k: [bits_rows[b][k] for b in EQ.ARTICLE_BITS]
          for k in ("bits", "per_tensor", "per_channel")},
         fullpath=baselines_dir / "quant_bits_table.csv",
-        default_tolerance=dict(atol=LOSS_ATOL, rtol=0),
+        default_tolerance=dict(atol=T.BASELINE_LOSS_ATOL, rtol=0),
         tolerances={"bits": dict(atol=0, rtol=0)},
     )
 
 
 def check_six_bits_hold(row: dict, float_loss: float) -> None:
     for g in ("per_tensor", "per_channel"):
-        assert row[g] - float_loss < 0.05, (g, row[g], float_loss)
+        assert row[g] - float_loss < T.SIX_BIT_LOSS_MARGIN, (g, row[g], float_loss)
 
 
 @pytest.mark.claim("Q5")
@@ -247,7 +227,7 @@ def test_six_bit_check_rejects_a_mean_scale_quantizer(reference, reference_val_l
     """Teeth: scales from the mean magnitude clip the large weights. (Floor
     instead of round does not fail this check on our model: 6-bit floor
     costs only +0.007; the property tests catch it.)"""
-    row = Q.bits_table(reference, (6,), quantize=model_quantizer(mean_scale))[0]
+    row = EQ.bits_table(reference, (6,), quantize=model_quantizer(mean_scale))[0]
     with pytest.raises(AssertionError):
         check_six_bits_hold(row, reference_val_loss)
 
@@ -288,7 +268,7 @@ def test_4_bit_per_channel_beats_the_bigram(bits_rows, bigram_loss, record_prope
 def test_3_bit_check_rejects_an_unquantized_model(reference, bigram_loss):
     """Teeth: a "quantizer" that leaves the weights float32 scores the
     reference's loss, far below the bigram."""
-    row = Q.bits_table(reference, (3,), quantize=unchanged)[0]
+    row = EQ.bits_table(reference, (3,), quantize=unchanged)[0]
     with pytest.raises(AssertionError):
         check_worse_than_bigram(row, bigram_loss)
 
@@ -317,14 +297,14 @@ def test_per_channel_order_rejects_broken_per_channel_scales(reference, broken):
     input column instead of per output row loses the per-channel advantage
     at 6 bits (measured 1.5602 against per-tensor 1.5589); a "per-channel"
     that silently uses one scale ties with per-tensor."""
-    row = Q.bits_table(reference, (6,), quantize=model_quantizer(broken))[0]
+    row = EQ.bits_table(reference, (6,), quantize=model_quantizer(broken))[0]
     with pytest.raises(AssertionError):
         check_per_channel_lower({6: row}, (6,))
 
 
 @pytest.fixture(scope="module")
 def f1_reconstruction(reference) -> dict:
-    return Q.reconstruction_figures(dict(reference.named_parameters())["blocks.0.f1.weight"], 2)
+    return EQ.reconstruction_figures(dict(reference.named_parameters())["blocks.0.f1.weight"], 2)
 
 
 def check_per_channel_reconstructs_better(fig: dict) -> None:
@@ -351,7 +331,7 @@ def test_2_bit_per_channel_reconstructs_blocks_0_f1_better(f1_reconstruction, re
     num_regression.check({k: [f[k] for f in f1_reconstruction.values()]
                           for k in ("zero_fraction", "mean_abs_error")},
                          fullpath=baselines_dir / "quant_q6_reconstruction.csv",
-                         default_tolerance=dict(atol=1e-12, rtol=0))
+                         default_tolerance=dict(atol=T.RECONSTRUCTION_ATOL, rtol=0))
 
 
 @pytest.mark.claim("Q6")
@@ -362,8 +342,8 @@ def test_reconstruction_check_rejects_a_per_channel_that_ignores_rows(reference)
     w = dict(reference.named_parameters())["blocks.0.f1.weight"].detach()
     fig = {}
     for g in Granularity:
-        q, s = ignores_granularity(w, 2, g)
-        err = (w.double() - (q.float() * s).double()).abs()
+        w_hat, q, _ = ignores_granularity(w, 2, g)
+        err = (w.double() - w_hat.double()).abs()
         fig[g.value] = {"zero_fraction": float((q == 0).double().mean()),
                         "mean_abs_error": float(err.mean())}
     with pytest.raises(AssertionError):
@@ -407,7 +387,7 @@ def check_embeddings_most_sensitive(rows: list[dict]) -> None:
     assert rows[0]["name"] == "tok.weight", fmt_sensitivity(rows[:3])
     assert {r["name"] for r in rows[:2]} == {"tok.weight", "pos.weight"}, fmt_sensitivity(rows[:3])
     block = max(r["penalty"] for r in rows if r["name"].startswith("blocks."))
-    assert rows[0]["penalty"] > 5 * block, (rows[0]["penalty"], block)
+    assert rows[0]["penalty"] > T.EMBEDDING_DOMINANCE * block, (rows[0]["penalty"], block)
 
 
 #: What implementations keep in high precision, the article's conclusion of
@@ -434,7 +414,7 @@ def test_sensitivity_table_matches_the_stored_baseline(sensitivity, record_prope
          "loss": [r["loss"] for r in sensitivity],
          "penalty": [r["penalty"] for r in sensitivity]},
         fullpath=baselines_dir / "quant_sensitivity.csv",
-        default_tolerance=dict(atol=LOSS_ATOL, rtol=0),
+        default_tolerance=dict(atol=T.BASELINE_LOSS_ATOL, rtol=0),
     )
 
 
@@ -475,7 +455,7 @@ def test_sensitivity_check_rejects_skipped_embeddings(reference, sensitivity):
     """Teeth: a quantizer that silently leaves tok and pos float32 gives
     them a penalty of exactly 0, so a block matrix joins head in the top two."""
     embeddings = ["tok.weight", "pos.weight"]
-    broken = Q.sensitivity_table(reference, 4, G.PER_CHANNEL, quantize=skip_embeddings,
+    broken = EQ.sensitivity_table(reference, 4, G.PER_CHANNEL, quantize=skip_embeddings,
                                  names=embeddings)
     assert {r["penalty"] for r in broken} == {0.0}
     # The broken quantizer is the real one on every other matrix: reuse those rows.
@@ -498,7 +478,7 @@ def test_all_at_once_costs_more_than_the_sum_of_single_penalties(sensitivity, bi
     """Article: the 15 one-at-a-time 4-bit penalties sum to +0.2830; all at
     once costs +0.3299 (per-channel): the errors compound. Asserted: the
     all-at-once penalty exceeds the sum."""
-    c = Q.compounding(sensitivity, bits_rows[4]["per_channel"] - reference_val_loss)
+    c = EQ.compounding(sensitivity, bits_rows[4]["per_channel"] - reference_val_loss)
     record_property("measured", f"sum of penalties {c['sum_of_penalties']:+.4f}, all at once "
                                 f"{c['all_at_once']:+.4f}, excess {c['excess']:+.4f}")
     record_property("table:q8", c)
@@ -510,7 +490,7 @@ def test_all_at_once_costs_more_than_the_sum_of_single_penalties(sensitivity, bi
 
 @pytest.fixture(scope="module")
 def diverged(reference) -> dict:
-    return Q.divergence(reference)
+    return EQ.divergence(reference)
 
 
 def check_parts_after_a_shared_prefix(d: dict) -> None:
@@ -542,25 +522,20 @@ def test_int8_text_parts_from_float32_text_after_a_shared_prefix(diverged, recor
 def test_divergence_check_rejects_a_quantizer_that_does_nothing(reference):
     """Teeth: an unquantized copy samples the same text, which never parts."""
     with pytest.raises(AssertionError):
-        check_parts_after_a_shared_prefix(Q.divergence(reference, quantize=unchanged))
+        check_parts_after_a_shared_prefix(EQ.divergence(reference, quantize=unchanged))
 
 
 # --- Q10: no outliers in this model ------------------------------------------------
 
-#: The article's contrast: in large models a few channels are "tens to a
-#: hundred times" the rest. 10 is the low end of that range.
-OUTLIER_RATIO = 10.0
-
-
 @pytest.fixture(scope="module")
 def activation_ratios(reference) -> dict:
-    return Q.activation_channel_ratios(reference)
+    return EQ.activation_channel_ratios(reference)
 
 
 def check_no_outliers(weights: dict, activations: dict) -> None:
-    assert weights["worst"] < OUTLIER_RATIO, weights["worst"]
+    assert weights["worst"] < T.OUTLIER_RATIO, weights["worst"]
     for site, a in activations.items():
-        assert a["ratio"] < OUTLIER_RATIO, (site, a)
+        assert a["ratio"] < T.OUTLIER_RATIO, (site, a)
 
 
 @pytest.mark.claim("Q10")
@@ -574,7 +549,7 @@ def test_no_outlier_channels_in_weights_or_activations(reference, activation_rat
     Asserted: every ratio below 10 (the low end of the "tens to a hundred"
     of large models) and the 8-bit gap below Q2's 0.01. Weight ratios
     guarded to 1e-6 relative (rows in weight_names order)."""
-    weights = Q.weight_range_ratios(reference)
+    weights = EQ.weight_range_ratios(reference)
     gap = bits_rows[8]["per_tensor"] - bits_rows[8]["per_channel"]
     record_property("measured", f"weights worst {weights['worst']:.2f} "
                                 f"median {weights['median']:.2f}; "
@@ -584,10 +559,10 @@ def test_no_outlier_channels_in_weights_or_activations(reference, activation_rat
     record_property("table:q10", {"weights": weights, "activations": activation_ratios,
                                   "int8_granularity_gap": gap})
     check_no_outliers(weights, activation_ratios)
-    assert abs(gap) < 0.01
+    assert abs(gap) < T.INT8_LOSS_MARGIN
     num_regression.check({"ratio": list(weights["matrices"].values())},
                          fullpath=baselines_dir / "quant_q10_weight_ratios.csv",
-                         default_tolerance=dict(rtol=1e-6, atol=0))
+                         default_tolerance=dict(rtol=T.RATIO_RTOL, atol=0))
 
 
 @pytest.mark.claim("Q10")
@@ -598,7 +573,7 @@ def test_activation_ratios_match_the_stored_baseline(activation_ratios, num_regr
     num_regression.check({"ratio": [a["ratio"] for a in activation_ratios.values()],
                           "max": [a["max"] for a in activation_ratios.values()]},
                          fullpath=baselines_dir / "quant_q10_activation_ratios.csv",
-                         default_tolerance=dict(rtol=1e-6, atol=0))
+                         default_tolerance=dict(rtol=T.RATIO_RTOL, atol=0))
 
 
 @pytest.mark.claim("Q10")
@@ -609,7 +584,7 @@ def test_outlier_check_rejects_a_model_with_an_outlier_channel(reference):
     with torch.no_grad():
         m.blocks[0].f1.weight[7] *= 50
         m.blocks[2].ln2.weight[3] *= 50
-    weights, acts = Q.weight_range_ratios(m), Q.activation_channel_ratios(m)
+    weights, acts = EQ.weight_range_ratios(m), EQ.activation_channel_ratios(m)
     with pytest.raises(AssertionError):
         check_no_outliers(weights, acts)
     with pytest.raises(AssertionError):

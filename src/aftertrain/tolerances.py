@@ -19,9 +19,76 @@ from __future__ import annotations
 
 # --- quantization -------------------------------------------------------------
 
+# float32 unit roundoff u = 2**-24: every exactly rounded float32 operation
+# (w / s, w * fl(1/s), q * s, max|w| / qmax) is within a relative u.
+FLOAT32_UNIT_ROUNDOFF = 2.0**-24
+
+# Round-trip bound of a symmetric quantizer, relative slack on scale / 2.
+# With s_ref = max|w| / qmax exact, s = fl(s_ref) = s_ref (1 + d0); the code
+# q = round(x) with x = fl(w / s) or fl(w * fl(1 / s)), |x - w/s| <= 2 qmax u
+# (one or two roundings of a value <= qmax); w_hat = fl(q s) adds qmax u s.
+# So |w - w_hat| <= s/2 + 3 qmax u s <= s_ref/2 (1 + u)(1 + 6 qmax u). The
+# slack 8 qmax u covers the (1 + u) and the O(u^2) terms with room (at 8 bits
+# 6.1e-5 of scale/2); a floor instead of a round errs by up to a whole scale.
+QUANT_ROUND_TRIP_SLACK_ULPS = 8  # times qmax * FLOAT32_UNIT_ROUNDOFF
+
+# Absolute slack of the same bound: half the smallest float32 subnormal,
+# 2**-149, the rounding error of a product that lands in the subnormal range.
+QUANT_SUBNORMAL_HALF = 2.0**-149
+
+# Grid check: w_hat / s_ref = q (1 + d0)(1 + d2), so |w_hat / s_ref - q| <=
+# 2 qmax u (+ u^2); 4 qmax u leaves a factor 2. A quantizer on another grid
+# (scale max|w| / 2**(bits-1), a wrong axis) is off by a sizeable fraction of
+# a step.
+QUANT_GRID_SLACK_ULPS = 4  # times qmax * FLOAT32_UNIT_ROUNDOFF
+
+# A loss guarded against a stored baseline (quantized and pruned models
+# alike): the weights are exact functions of the stored float32 weights, so
+# only the order of float32 sums in the forward pass moves a loss; measured
+# <= 1e-6 (B1's baseline), pruned models at high sparsity have larger, flatter
+# logits: ten times that. Was LOSS_ATOL (quant) and LOSS_TOL (prune).
+BASELINE_LOSS_ATOL = 1e-5
+
+# Q2: "int8 is nearly free", read as the third decimal: int8 loss - float32
+# loss < 0.01 nats, both granularities. Q10's 8-bit per-tensor/per-channel
+# gap uses the same bound (the article's 0.0010 gap is "nearly free" too).
+INT8_LOSS_MARGIN = 0.01
+
+# Q5: "down to 6 bits the loss moves only in the second decimal": < 0.05.
+SIX_BIT_LOSS_MARGIN = 0.05
+
+# Q7: "tok hurts more than five times any matrix inside a block" (article
+# +0.0976 against +0.0184, a ratio of 5.3): the factor as the article states it.
+EMBEDDING_DOMINANCE = 5.0
+
+# Q10: in large models a few channels are "tens to a hundred times" the rest;
+# 10 is the low end of that range.
+OUTLIER_RATIO = 10.0
+
+# Q6 reconstruction figures: a pure function of the stored weights, the mean
+# taken in float64 over 65,536 elements: exact to far below 1e-12.
+RECONSTRUCTION_ATOL = 1e-12
+
+# Q10 ratios guarded relative: weights exact (max/median of float32 values),
+# activations through float32 sums (relative error ~1e-7): 1e-6.
+RATIO_RTOL = 1e-6
+
+# Q1: PyTorch's reciprocal and the article's division differ only where a
+# quotient lands exactly on a half-integer; on trained weights that is rare
+# (1 in 8.8 million measured): fewer than 1 in 10,000 element-quantizations.
+TORCH_TIE_FRACTION = 1e-4
+
 
 
 # --- pruning ------------------------------------------------------------------
+
+# Pruned losses use BASELINE_LOSS_ATOL (quantization section, derivation there).
+
+# P4: the matching sparsity is found by bisection on a grid of 0.001; a
+# 1e-5 change of a loss can move a crossing by one grid step, so the stored
+# sparsity is guarded to one step (plus 1e-9 for the decimal grid in binary).
+MATCHING_RESOLUTION = 0.001
+MATCHING_SPARSITY_ATOL = MATCHING_RESOLUTION + 1e-9
 
 
 

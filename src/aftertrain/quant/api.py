@@ -1,0 +1,119 @@
+"""Quantization applied to a whole model (torchao ``quant_api`` style).
+
+:func:`quantized_model` fake-quantizes a model's 2-D weights with the
+primitives of :mod:`aftertrain.quant.primitives`; :func:`storage_bytes`
+counts what the quantized model really stores.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+
+import torch
+from torch import nn
+
+from aftertrain.quant.primitives import (
+    FLOAT32_BYTES,
+    Granularity,
+    QuantizedTensor,
+    _check_bits,
+    _check_granularity,
+    fake_quantize,
+)
+
+
+def _check_model(model: nn.Module) -> None:
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+
+
+def weight_names(model: nn.Module) -> list[str]:
+    """Names of the model's 2-D parameters, in registration order."""
+    _check_model(model)
+    return [n for n, p in model.named_parameters() if p.dim() == 2]
+
+
+def _check_names(model: nn.Module, names: Iterable[str] | None) -> list[str]:
+    all2d = weight_names(model)
+    if names is None:
+        return all2d
+    if isinstance(names, str):
+        raise ValueError(f"names must be an iterable of parameter names, not the string {names!r}")
+    names = list(names)
+    unknown = [n for n in names if n not in all2d]
+    if unknown:
+        raise ValueError(f"names holds {unknown}, not 2-D parameters of the model; "
+                         f"valid names: {all2d}")
+    return names
+
+
+def quantized_model(
+    model: nn.Module,
+    bits: int,
+    granularity: Granularity = Granularity.PER_CHANNEL,
+    names: Iterable[str] | None = None,
+) -> nn.Module:
+    """A deep copy of ``model`` whose named 2-D weights are fake-quantized.
+
+    ``names`` defaults to every 2-D parameter (embeddings included); 1-D
+    parameters (biases, LayerNorms) stay float32 and untouched. The original
+    model is not modified.
+    """
+    _check_bits(bits)
+    _check_granularity(granularity)
+    chosen = _check_names(model, names)
+    copied = copy.deepcopy(model)
+    params = dict(copied.named_parameters())
+    with torch.no_grad():
+        for name in chosen:
+            params[name].copy_(fake_quantize(params[name], bits, granularity))
+    return copied
+
+
+def storage_bytes(
+    model: nn.Module,
+    bits: int = 8,
+    granularity: Granularity = Granularity.PER_TENSOR,
+    names: Iterable[str] | None = None,
+) -> dict[str, int]:
+    """Exact storage of ``model`` before and after quantizing ``names``.
+
+    Counted from real :class:`QuantizedTensor` objects, not a formula:
+
+    - ``weights`` / ``parameters``: element counts (2-D weights; all).
+    - ``weights_fp32_bytes``: 4 per 2-D weight element.
+    - ``weight_code_bytes``: packed codes of the quantized weights
+      (``ceil(numel * bits / 8)`` each) plus 4 per weight left in float32.
+    - ``scale_bytes``: 4 per float32 scale (1 per tensor per-tensor, 1 per
+      row per-channel).
+    - ``parameters_fp32_bytes``: 4 per parameter.
+    - ``parameters_quantized_bytes``: codes + scales + 4 per element of every
+      parameter left in float32 (the 1-D ones always).
+    """
+    _check_bits(bits)
+    _check_granularity(granularity)
+    chosen = set(_check_names(model, names))
+    weights = parameters = code_bytes = scale_bytes = float_bytes = 0
+    for name, p in model.named_parameters():
+        parameters += p.numel()
+        if p.dim() == 2:
+            weights += p.numel()
+        if name in chosen:
+            qt = QuantizedTensor.from_float(p, bits, granularity)
+            code_bytes += qt.packed.numel()
+            scale_bytes += FLOAT32_BYTES * qt.scales.numel()
+        else:
+            float_bytes += FLOAT32_BYTES * p.numel()
+    float_weight_bytes = FLOAT32_BYTES * sum(
+        p.numel() for n, p in model.named_parameters() if p.dim() == 2 and n not in chosen
+    )
+    return {
+        "weights": weights,
+        "parameters": parameters,
+        "weights_fp32_bytes": FLOAT32_BYTES * weights,
+        "weight_code_bytes": code_bytes + float_weight_bytes,
+        "scale_bytes": scale_bytes,
+        "parameters_fp32_bytes": FLOAT32_BYTES * parameters,
+        "parameters_quantized_bytes": code_bytes + scale_bytes + float_bytes,
+    }

@@ -1,0 +1,92 @@
+"""Deliberately broken pruners and storage formats (never in src/) that the
+checks must reject. Pruners follow :mod:`aftertrain.checks.prune`'s protocol
+``(weights, sparsity) -> keep masks``."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from aftertrain import packing
+from aftertrain import prune as P
+
+
+def _split(keep, weights):
+    sizes = [w.numel() for w in weights.values()]
+    parts = torch.split(keep, sizes)
+    return {n: part.view(w.shape) for (n, w), part in zip(weights.items(), parts, strict=True)}
+
+
+def _flat(weights):
+    return torch.cat([w.reshape(-1) for w in weights.values()])
+
+
+def signed_global_masks(weights, s):
+    """Broken (X7): ranks by signed value, so large negative weights go first."""
+    flat = _flat(weights)
+    keep = torch.ones(flat.numel(), dtype=torch.bool)
+    keep[torch.sort(flat, stable=True).indices[:round(s * flat.numel())]] = False
+    return _split(keep, weights)
+
+
+def threshold_global_masks(weights, s):
+    """Broken: keeps |w| above the k-th smallest magnitude, removing every tie."""
+    flat = _flat(weights).abs()
+    k = round(s * flat.numel())
+    if k == 0:
+        return {n: torch.ones_like(w, dtype=torch.bool) for n, w in weights.items()}
+    threshold = torch.sort(flat).values[k - 1]
+    return {n: w.abs() > threshold for n, w in weights.items()}
+
+
+def floor_count_global_masks(weights, s):
+    """Broken: off-by-one count, floor(s * N) instead of round(s * N)."""
+    flat = _flat(weights).abs()
+    keep = torch.ones(flat.numel(), dtype=torch.bool)
+    keep[torch.sort(flat, stable=True).indices[:math.floor(s * flat.numel())]] = False
+    return _split(keep, weights)
+
+
+def half_up_count_global_masks(weights, s):
+    """Broken: counts rounded half up (int(s * N + 0.5)), not half to even."""
+    flat = _flat(weights).abs()
+    keep = torch.ones(flat.numel(), dtype=torch.bool)
+    keep[torch.sort(flat, stable=True).indices[:int(s * flat.numel() + 0.5)]] = False
+    return _split(keep, weights)
+
+
+def unnested_global_masks(weights, s):
+    """Broken: ties broken at random anew for every call, so masks at two
+    sparsities need not nest."""
+    flat = _flat(weights).abs()
+    g = torch.Generator().manual_seed(int(1000 * s))
+    jitter = torch.randperm(flat.numel(), generator=g)
+    order = sorted(range(flat.numel()), key=lambda i: (float(flat[i]), int(jitter[i])))
+    keep = torch.ones(flat.numel(), dtype=torch.bool)
+    keep[order[:round(s * flat.numel())]] = False
+    return _split(keep, weights)
+
+
+def coo_with_int64_index(dense, fmt):
+    """Broken: claims COO but keeps 8-byte indices (12 bytes per kept value)."""
+    stored = P.to_stored(dense, fmt)
+    if fmt is P.Format.COO:
+        stored.arrays["index"] = stored.arrays["index"].to(torch.int64)
+    return stored
+
+
+def bitmask_without_values(dense, fmt):
+    """Broken: a bitmask that stores the bits and forgets the kept values."""
+    stored = P.to_stored(dense, fmt)
+    if fmt is P.Format.BITMASK:
+        stored = P.Stored(fmt, stored.shape, {"bits": stored.arrays["bits"]})
+    return stored
+
+
+def from_bitmask_as_ones(stored):
+    """The only decoding possible without values: ones where the bit is set."""
+    if "values" in stored.arrays or stored.format is not P.Format.BITMASK:
+        return P.from_stored(stored)
+    n = stored.shape[0] * stored.shape[1]
+    return packing.unpack(stored.arrays["bits"], 1, n, signed=False).float().view(stored.shape)

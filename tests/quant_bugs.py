@@ -1,0 +1,119 @@
+"""Deliberately broken quantizers (never in src/) that the checks must reject.
+
+Each follows the kit's protocol (:mod:`aftertrain.checks.quant`):
+``(w, bits, granularity) -> (w_hat, codes, scales)``; :func:`model_quantizer`
+turns one into a whole-model quantizer for the experiments' ``quantize=``.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+
+from aftertrain.quant import (
+    SCALE_FLOOR,
+    Granularity,
+    qmax_for,
+    quantize_codes,
+    quantized_model,
+    weight_names,
+)
+from aftertrain.quant import scales as article_scales
+
+G = Granularity
+
+
+def _out(w, s, lo, hi, rounding=torch.round):
+    q = rounding(w / s).clamp(lo, hi)
+    return q * s, q, s
+
+
+def correct(w, bits, g):
+    """The real rule, for contrast."""
+    q, s = quantize_codes(w, bits, g)
+    return q.float() * s, q, s
+
+
+def mean_scale(w, bits, g):
+    """Broken: scale from the mean magnitude instead of the maximum."""
+    qmax = qmax_for(bits)
+    a = w.abs()
+    m = a.mean() if g is G.PER_TENSOR else a.mean(dim=1, keepdim=True)
+    return _out(w, (m / qmax).clamp_min(SCALE_FLOOR), -qmax - 1, qmax)
+
+
+def wrong_axis(w, bits, g):
+    """Broken: per-channel scales per column (input feature) instead of per row."""
+    if g is G.PER_TENSOR:
+        return correct(w, bits, g)
+    qmax = qmax_for(bits)
+    s = (w.abs().amax(dim=0, keepdim=True) / qmax).clamp_min(SCALE_FLOOR)
+    return _out(w, s, -qmax - 1, qmax)
+
+
+def floor_rounding(w, bits, g):
+    """Broken: floor instead of round."""
+    qmax = qmax_for(bits)
+    return _out(w, article_scales(w, bits, g), -qmax - 1, qmax, torch.floor)
+
+
+def clamp_past_qmax(w, bits, g):
+    """Broken: qmax off by one (2**(bits-1)) in the scale and the clamp, so
+    the largest magnitude gets a code that does not fit in ``bits`` bits."""
+    top = 2 ** (bits - 1)
+    a = w.abs()
+    m = a.amax() if g is G.PER_TENSOR else a.amax(dim=1, keepdim=True)
+    return _out(w, (m / top).clamp_min(SCALE_FLOOR), -top - 1, top)
+
+
+def ignores_granularity(w, bits, g):
+    """Broken: "per-channel" silently uses one scale for the whole tensor."""
+    return correct(w, bits, G.PER_TENSOR)
+
+
+def affine_zero_point(w, bits, g):
+    """Broken: asymmetric min-max quantization with a zero point, so 0 gets a
+    non-zero code (the scheme the article does not use)."""
+    lo, hi = w.min(), w.max()
+    s = ((hi - lo) / (2**bits - 1)).clamp_min(SCALE_FLOOR)
+    zp = torch.round(-lo / s) - 2 ** (bits - 1)
+    q = (torch.round(w / s) + zp).clamp(-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    return (q - zp) * s, q, s
+
+
+def zero_scale(w, bits, g):
+    """Broken: no zero guard, so an all-zero row gives 0/0 = NaN."""
+    qmax = qmax_for(bits)
+    a = w.abs()
+    m = a.amax() if g is G.PER_TENSOR else a.amax(dim=1, keepdim=True)
+    return _out(w, m / qmax, -qmax - 1, qmax)
+
+
+BROKEN = [mean_scale, wrong_axis, floor_rounding, clamp_past_qmax, ignores_granularity,
+          affine_zero_point, zero_scale]
+
+
+def model_quantizer(element_rule):
+    """A whole-model quantizer like ``quantized_model`` with another element rule."""
+    def quantize(model, bits, g, names=None):
+        m = copy.deepcopy(model)
+        params = dict(m.named_parameters())
+        with torch.no_grad():
+            for n in (weight_names(model) if names is None else names):
+                params[n].copy_(element_rule(params[n].detach(), bits, g)[0])
+        return m
+    quantize.__name__ = element_rule.__name__
+    return quantize
+
+
+def skip_embeddings(model, bits, g, names=None):
+    """Broken: tok and pos are silently left in float32."""
+    names = weight_names(model) if names is None else list(names)
+    kept = [n for n in names if n not in ("tok.weight", "pos.weight")]
+    return quantized_model(model, bits, g, kept)
+
+
+def unchanged(model, bits, g, names=None):
+    """Broken: returns a float32 copy (quantization silently not applied)."""
+    return copy.deepcopy(model)

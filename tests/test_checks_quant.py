@@ -1,0 +1,121 @@
+"""aftertrain.checks.quant: the kit passes aftertrain's quantizer and rejects
+each broken variant (passed as the parameter, no monkeypatching), with the
+check that should catch it among the failures."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from quant_bugs import (
+    affine_zero_point,
+    clamp_past_qmax,
+    floor_rounding,
+    ignores_granularity,
+    mean_scale,
+    wrong_axis,
+    zero_scale,
+)
+
+from aftertrain.checks import Report
+from aftertrain.checks.quant import battery, check_quantizer, reference_quantizer
+from aftertrain.quant import Granularity, fake_quantize
+
+G = Granularity
+
+
+def failed_checks(report: Report) -> set[str]:
+    return {r.check for r in report.rows if not r.passed}
+
+
+def test_kit_passes_aftertrains_quantizer_and_reports_every_row():
+    report = check_quantizer(reference_quantizer)
+    assert report.passed, str(report)
+    assert {r.check for r in report.rows} >= {"output", "round-trip", "grid", "codes", "extremes",
+                                               "zero", "edge", "odd", "idempotent"}
+    assert "PASSED" in str(report)
+    report.raise_for_failures()
+
+
+def test_kit_accepts_a_quantizer_that_returns_only_w_hat():
+    """The short protocol: ``quantize(w, bits, g) -> w_hat``."""
+    report = check_quantizer(fake_quantize)
+    assert report.passed, str(report)
+    assert "codes" not in {r.check for r in report.rows}
+
+
+TEETH = [
+    (mean_scale, {"round-trip", "extremes", "idempotent"}),
+    (wrong_axis, {"round-trip", "extremes", "grid"}),
+    (floor_rounding, {"round-trip", "odd"}),
+    (clamp_past_qmax, {"codes", "grid"}),
+    (ignores_granularity, {"round-trip", "extremes"}),
+    (affine_zero_point, {"grid", "codes"}),
+    (zero_scale, {"output"}),
+]
+
+
+@pytest.mark.claim("X7")
+@pytest.mark.parametrize("broken, caught_by", TEETH, ids=[b.__name__ for b, _ in TEETH])
+def test_kit_catches_broken_quantizer(broken, caught_by):
+    """Each broken variant fails the checks named, and the report says so in
+    one line per failure and raises on request."""
+    report = check_quantizer(broken)
+    assert not report.passed
+    assert caught_by <= failed_checks(report), (caught_by, failed_checks(report))
+    with pytest.raises(AssertionError, match=broken.__name__):
+        report.raise_for_failures()
+
+
+@pytest.mark.claim("X7")
+@pytest.mark.parametrize("broken, caught_by", [(wrong_axis, {"round-trip", "extremes"}),
+                                               (clamp_past_qmax, {"grid"})],
+                         ids=["wrong_axis", "clamp_past_qmax"])
+def test_kit_catches_broken_quantizer_from_w_hat_alone(broken, caught_by):
+    """Without codes the grid check still sees a code past qmax: w_hat is off
+    the article's grid max|w| / qmax."""
+    def w_hat_only(w, bits, g):
+        return broken(w, bits, g)[0]
+    assert caught_by <= failed_checks(check_quantizer(w_hat_only))
+
+
+@pytest.mark.claim("X7")
+def test_wrong_axis_per_channel_scales_are_caught():
+    """X7's teeth claim: scales per input column instead of per output row
+    fail the error bound and the largest-maps-to-qmax check on a 2 x 2 matrix
+    whose row maxima (1.3, 0.3) differ from its column maxima (0.9, 1.3)."""
+    w = torch.tensor([[0.9, -1.3], [-0.1, 0.3]])
+    report = check_quantizer(wrong_axis, bits=[4], granularities=[G.PER_CHANNEL],
+                             cases={"columns": w})
+    assert {"round-trip", "extremes"} <= failed_checks(report), str(report)
+    assert check_quantizer(reference_quantizer, bits=[4], granularities=[G.PER_CHANNEL],
+                           cases={"columns": w}).passed
+
+
+def test_a_quantizer_that_raises_or_returns_garbage_is_a_failure_not_a_crash():
+    def raises(w, bits, g):
+        raise RuntimeError("boom")
+
+    def wrong_shape(w, bits, g):
+        return w.reshape(-1)
+
+    assert "raised RuntimeError: boom" in str(check_quantizer(raises, bits=[8]))
+    assert failed_checks(check_quantizer(wrong_shape, bits=[8])) == {"output"}
+
+
+def test_battery_is_deterministic_and_float32():
+    a, b = battery(4, seed=0), battery(4, seed=0)
+    assert a.keys() == b.keys()
+    for name in a:
+        assert a[name].dtype == torch.float32 and a[name].dim() == 2
+        assert torch.equal(a[name], b[name]), name
+
+
+def test_docs_checks_example_runs():
+    """The Quantizers example of docs/checks.md runs as written."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "checks.md").read_text()
+    body = text.split("## Quantizers", 1)[1].split("\n## ", 1)[0]
+    (code,) = re.findall(r"```python\n(.*?)```", body, flags=re.DOTALL)
+    exec(compile(code, "docs/checks.md (Quantizers)", "exec"), {})
