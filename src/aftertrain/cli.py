@@ -7,7 +7,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from aftertrain import model as _model
+from aftertrain import checkpoint as _checkpoint
+from aftertrain import decoding as _decoding
 from aftertrain import text as _text
 
 
@@ -56,7 +57,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         print("no --out given: weights not saved")
         return 0
     command = "aftertrain train " + " ".join(shlex.quote(a) for a in args.argv)
-    meta = _model.save_checkpoint(result.model, out, {
+    meta = _checkpoint.save_checkpoint(result.model, out, {
         "command": command,
         "val_loss": result.val_loss,
         "train_loss": result.train_loss,
@@ -72,8 +73,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def cmd_sample(args: argparse.Namespace) -> int:
     _text.encode(args.prompt)  # a bad prompt is reported before any loading
-    net = _model.load_checkpoint(args.checkpoint) if args.checkpoint else _model.load_reference()
-    out = _model.sample_text(net, args.prompt, args.length, args.temperature, args.seed)
+    net = _checkpoint.load_checkpoint(args.checkpoint) if args.checkpoint else _checkpoint.load_reference()
+    out = _decoding.sample_text(net, args.prompt, args.length, args.temperature, args.seed)
     print(args.prompt + out)
     return 0
 
@@ -167,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = argv[1:]
     try:
         return args.func(args)
-    except (ValueError, _model.CheckpointError, _text.CorpusError) as err:
+    except (ValueError, _checkpoint.CheckpointError, _text.CorpusError) as err:
         print(f"aftertrain {args.command}: error: {err}", file=sys.stderr)
         return 2
 

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from aftertrain.model import val_loss
+from aftertrain.evaluation import val_loss
 
 #: Seeds averaged for random pruning. The loss of a random mask depends on
 #: which large weights it happens to hit; five draws give the mean and show the

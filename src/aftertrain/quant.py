@@ -332,7 +332,7 @@ ARTICLE_BITS = (8, 6, 4, 3, 2)
 
 
 def _val_loss(model: nn.Module, tokens: torch.Tensor | None) -> float:
-    from aftertrain.model import val_loss
+    from aftertrain.evaluation import val_loss
 
     return val_loss(model, tokens)
 
@@ -437,7 +437,7 @@ def divergence(
     of the first sampled character where they differ (``None`` if the
     ``length`` characters are identical).
     """
-    from aftertrain.model import generate
+    from aftertrain.decoding import generate
     from aftertrain.text import decode, encode
 
     if not isinstance(length, int) or length < 1:
