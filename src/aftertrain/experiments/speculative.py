@@ -40,6 +40,29 @@ S2_SAMPLES = 20_000
 X1_N_NEW = 1000
 
 
+def _check_count(name: str, value: object, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+
+
+def _check_tables_args(target: NextTokenModel, drafts: dict | None = None,
+                       ks: tuple[int, ...] | None = None) -> None:
+    """The arguments every table shares: a target, a non-empty dict of named
+    drafts sharing its vocabulary, and ks (distinct ints >= 1)."""
+    V = check_model(target, "target").config.vocab_size
+    if drafts is not None:
+        if not isinstance(drafts, dict) or not drafts:
+            raise ValueError(f"drafts must be a non-empty dict of name -> model, got {drafts!r}")
+        for name, draft in drafts.items():
+            if check_model(draft, f"drafts[{name!r}]").config.vocab_size != V:
+                raise ValueError(f"drafts[{name!r}] must share the target's vocabulary of {V}")
+    if ks is not None:
+        if not isinstance(ks, (tuple, list)) or not ks or len(set(ks)) != len(ks):
+            raise ValueError(f"ks must be a non-empty tuple of distinct ints >= 1, got {ks!r}")
+        for k in ks:
+            _check_count("every k in ks", k, 1)
+
+
 def prompt_text() -> str:
     """The prompt of the acceptance and speed runs: the first 32 characters
     of the validation split."""
@@ -83,8 +106,8 @@ def first_token_samples(
         raise ValueError(f"n must be an int >= 1, got {n!r}")
     check_temperature(temperature)
     check_generator(generator)
-    p1 = probabilities(Decoder(target).feed(ids)[-1], temperature)
-    q1 = probabilities(Decoder(draft).feed(ids)[-1], temperature)
+    p1 = probabilities(Decoder(target, name="target").feed(ids)[-1], temperature)
+    q1 = probabilities(Decoder(draft, name="draft").feed(ids)[-1], temperature)
     # Target after context + x, for every x at once: (V, V).
     extended = torch.tensor([ids + [x] for x in range(V)])
     p2_all = probabilities(target(extended)[:, -1], temperature)
@@ -113,6 +136,10 @@ def first_token_table(
     """
     from aftertrain import stats
 
+    _check_tables_args(target, drafts)
+    _check_count("n", n, 1)
+    _check_count("seed", seed, 0)
+    _check_count("null_trials", null_trials, 1)
     context = _text.load_corpus().val_text[S2_CONTEXT_SLICE]
     rows = []
     for i, (name, draft) in enumerate(drafts.items()):
@@ -139,8 +166,8 @@ def predicted_acceptance(a1: float, k: int) -> float:
     ``sum_{i=1..k} a^i``; divided by the k drafted. Note: a = 0.896, k = 8
     gives 0.629 (the article's example).
     """
-    if not 0.0 <= a1 <= 1.0:
-        raise ValueError(f"a1 must be in [0, 1], got {a1!r}")
+    if isinstance(a1, bool) or not isinstance(a1, (int, float)) or not 0.0 <= a1 <= 1.0:
+        raise ValueError(f"a1 must be a number in [0, 1], got {a1!r}")
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"k must be an int >= 1, got {k!r}")
     if a1 == 1.0:
@@ -163,6 +190,10 @@ def acceptance_table(
     and ``predicted_acceptance`` (X1, from the k = 1 row of the same draft;
     needs 1 in ``ks``).
     """
+    _check_tables_args(target, drafts, ks)
+    _check_count("n_new", n_new, 1)
+    _check_count("seed", seed, 0)
+    check_temperature(temperature)
     prompt = prompt_text()
     rows = []
     for name, draft in drafts.items():
@@ -257,6 +288,8 @@ def draft_cost_table(
     """
     from aftertrain.timing import paired_timing
 
+    _check_tables_args(target, drafts)
+    check_temperature(temperature)
     rows = []
     for name, draft in drafts.items():
         t = paired_timing(_plain_step(target, temperature), _draft_step(draft, temperature),
@@ -279,6 +312,8 @@ def verify_cost_table(
     ``v_k``, ``v_low``/``v_high`` (0.99 interval), ``verify_us``, ``step_us``."""
     from aftertrain.timing import paired_timing
 
+    _check_tables_args(target, ks=ks)
+    check_temperature(temperature)
     rows = []
     for k in ks:
         t = paired_timing(_plain_step(target, temperature), _verify_step(target, k, temperature),
@@ -303,8 +338,8 @@ def speedup_table(
     """S6, S7, X8, X2: measured speedup of speculative over plain cached
     decoding per draft and k, beside both predictions.
 
-    Each pair times :func:`aftertrain.decoding.generate` and :func:`speculative_generate` for
-    ``n_new`` characters after the validation prompt, same seed (the runs are
+    Each pair times :func:`aftertrain.decoding.generate` and
+    :func:`speculative_generate` for ``n_new`` characters after the validation prompt, same seed (the runs are
     deterministic, so every pair times the same work); speedup = plain time /
     speculative time, median of ``pairs`` alternating pairs with min~max (the
     article's 5; min~max of 5 is a 0.9375 interval for the median).
@@ -313,6 +348,16 @@ def speedup_table(
     """
     from aftertrain.timing import paired_timing
 
+    _check_tables_args(target, drafts, ks)
+    _check_count("n_new", n_new, 1)
+    _check_count("seed", seed, 0)
+    check_temperature(temperature)
+    for name in drafts:
+        if not isinstance(c, dict) or not isinstance(c.get(name), (int, float)):
+            raise ValueError(f"c must map every draft name to its cost, missing {name!r}")
+    for k in ks:
+        if not isinstance(v, dict) or not isinstance(v.get(k), (int, float)):
+            raise ValueError(f"v must map every k in ks to its verification cost, missing {k!r}")
     prompt = prompt_text()
     ids = _text.encode(prompt)
     rows = []
