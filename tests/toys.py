@@ -44,7 +44,8 @@ class ToyTable(nn.Module):
         out = []
         for seen in texts(idx, cache):
             start = len(seen) - T
-            prev = [seen[i - 1] if i >= 1 and self.order == 2 else V for i in range(start, len(seen))]
+            prev = [seen[i - 1] if i >= 1 and self.order == 2 else V
+                    for i in range(start, len(seen))]
             out.append(self.table[torch.tensor(prev), torch.tensor(seen[start:])])
         return torch.stack(out)
 

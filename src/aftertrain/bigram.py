@@ -38,8 +38,8 @@ class Bigram(nn.Module):
         V = _text.VOCAB_SIZE
         if not isinstance(log_probs, torch.Tensor) or log_probs.shape != (V, V) \
                 or not log_probs.is_floating_point():
-            raise ValueError(f"log_probs must be a float tensor of shape ({V}, {V}), got "
-                             f"{tuple(getattr(log_probs, 'shape', ())) or type(log_probs).__name__}")
+            got = getattr(log_probs, "shape", None) or type(log_probs).__name__
+            raise ValueError(f"log_probs must be a float tensor of shape ({V}, {V}), got {got}")
         if bool(torch.isnan(log_probs).any()) or bool(torch.isposinf(log_probs).any()):
             raise ValueError("log_probs must not hold NaN or +inf")
         self.config = TableConfig(V, block_size)

@@ -80,7 +80,8 @@ def load_checkpoint(path: str | os.PathLike, rebuild: str | None = None) -> GPT:
     try:
         meta = json.loads(meta_path.read_text())
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise CheckpointError(f"checkpoint metadata {meta_path} is not JSON ({err}){hint}") from None
+        raise CheckpointError(f"checkpoint metadata {meta_path} is not JSON ({err}){hint}") \
+            from None
     digest = sha256_file(path)
     recorded = meta.get("sha256") if isinstance(meta, dict) else None
     if digest != recorded:

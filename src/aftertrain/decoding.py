@@ -130,7 +130,8 @@ class Decoder:
             start = context_start(n0 + 1, self.block_size, self.slide)
             # The run of new tokens whose predictions share this window start.
             j = i + 1
-            while j < len(new) and context_start(n0 + 1 + j - i, self.block_size, self.slide) == start:
+            while j < len(new) and \
+                    context_start(n0 + 1 + j - i, self.block_size, self.slide) == start:
                 j += 1
             self.tokens.extend(new[i:j])
             if start != self.start or self.cache.length != n0 - start:
@@ -160,7 +161,8 @@ class Decoder:
         if not new:
             raise ValueError("tokens must hold at least one token")
         if min(new) < 0 or max(new) >= self.vocab_size:
-            raise ValueError(f"tokens must lie in [0, {self.vocab_size}) ({self.name}'s vocabulary)")
+            raise ValueError(f"tokens must lie in [0, {self.vocab_size}) "
+                             f"({self.name}'s vocabulary)")
         return new
 
     def truncate(self, n: int) -> None:

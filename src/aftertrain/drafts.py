@@ -54,7 +54,8 @@ def draft_model(kind: DraftKind, reference: GPT) -> nn.Module:
     if not isinstance(kind, DraftKind):
         raise ValueError(f"kind must be a DraftKind ({[k.name for k in DraftKind]}), got {kind!r}")
     if not isinstance(reference, GPT):
-        raise ValueError(f"reference must be an aftertrain.model.GPT, got {type(reference).__name__}")
+        raise ValueError(f"reference must be an aftertrain.model.GPT, "
+                         f"got {type(reference).__name__}")
     if kind is DraftKind.BIGRAM:
         return Bigram.fit().eval()
     if kind in (DraftKind.INT8, DraftKind.INT4):
@@ -156,8 +157,9 @@ class NGram(nn.Module):
         T = check_idx(idx, self.config.vocab_size).shape[1]
         rows = []
         for seen in texts(idx, cache):
-            rows.append(torch.stack([self._distribution(tuple(seen[max(0, i - self.order + 2):i + 1]))
-                                     for i in range(len(seen) - T, len(seen))]))
+            rows.append(torch.stack([
+                self._distribution(tuple(seen[max(0, i - self.order + 2):i + 1]))
+                for i in range(len(seen) - T, len(seen))]))
         return torch.log(torch.stack(rows)).float()
 
     def new_cache(self) -> TokenCache:

@@ -149,7 +149,8 @@ class GPT(nn.Module):
         """
         check_idx(idx, self.config.vocab_size)
         if cache is not None and not isinstance(cache, KVCache):
-            raise ValueError(f"cache must be a KVCache (from new_cache()), got {type(cache).__name__}")
+            raise ValueError(f"cache must be a KVCache (from new_cache()), "
+                             f"got {type(cache).__name__}")
         B, T = idx.shape
         past = cache.length if cache is not None else 0
         if past + T > self.config.block_size:

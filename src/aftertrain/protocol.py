@@ -137,5 +137,6 @@ def texts(idx: torch.Tensor, cache: TokenCache | None) -> list[list[int]]:
     if cache is None:
         return idx.tolist()
     if not isinstance(cache, TokenCache):
-        raise ValueError(f"cache must be a TokenCache (from new_cache()), got {type(cache).__name__}")
+        raise ValueError(f"cache must be a TokenCache (from new_cache()), "
+                         f"got {type(cache).__name__}")
     return [cache.extend(idx)]

@@ -339,8 +339,9 @@ def speedup_table(
     decoding per draft and k, beside both predictions.
 
     Each pair times :func:`aftertrain.decoding.generate` and
-    :func:`speculative_generate` for ``n_new`` characters after the validation prompt, same seed (the runs are
-    deterministic, so every pair times the same work); speedup = plain time /
+    :func:`speculative_generate` for ``n_new`` characters after the validation
+    prompt, same seed (the runs are deterministic, so every pair times the
+    same work); speedup = plain time /
     speculative time, median of ``pairs`` alternating pairs with min~max (the
     article's 5; min~max of 5 is a 0.9375 interval for the median).
     Predictions: ``predicted`` = cpp / (1 + k c) (the article's, S7) and
