@@ -27,6 +27,7 @@ import torch
 
 from aftertrain import quant as Q
 from aftertrain.quant import Granularity
+from aftertrain.tolerances import LOSS_ATOL  # reason in the module docstring
 from test_quant_properties import (
     clamp_past_qmax,
     floor_rounding,
@@ -36,7 +37,6 @@ from test_quant_properties import (
 )
 
 G = Granularity
-LOSS_ATOL = 1e-5  # see the module docstring
 MB = 2**20  # the article's MB
 
 
