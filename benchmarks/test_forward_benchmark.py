@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from aftertrain import checkpoint as _checkpoint
 from aftertrain import model as _model
 from aftertrain.text import load_corpus
 
@@ -20,7 +21,7 @@ T = 128
 
 @pytest.fixture(scope="module")
 def gpt() -> _model.GPT:
-    return _model.load_reference()
+    return _checkpoint.load_reference()
 
 
 @pytest.fixture(scope="module")

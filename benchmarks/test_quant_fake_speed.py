@@ -29,7 +29,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from aftertrain import model as _model
+from aftertrain import checkpoint as _checkpoint
 from aftertrain import quant as Q
 from aftertrain.text import load_corpus
 
@@ -45,7 +45,7 @@ def check_same_speed(timing) -> None:
 
 @pytest.fixture(scope="module")
 def models():
-    reference = _model.load_reference()
+    reference = _checkpoint.load_reference()
     return reference, Q.quantized_model(reference, 8, Q.Granularity.PER_CHANNEL)
 
 

@@ -23,7 +23,7 @@ import pytest
 import torch
 from torch.ao.quantization import quantize_dynamic
 
-from aftertrain import model as _model
+from aftertrain import checkpoint as _checkpoint
 
 ROWS = (1, 16, 128, 1024)
 # Intervals at 1 - 1e-6: a check that compares two of them then errs with
@@ -38,7 +38,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::Deprecat
 
 @pytest.fixture(scope="module")
 def linears():
-    f1 = _model.load_reference().blocks[0].f1
+    f1 = _checkpoint.load_reference().blocks[0].f1
     return f1, quantize_dynamic(torch.nn.Sequential(f1), {torch.nn.Linear}, dtype=torch.qint8)
 
 

@@ -25,8 +25,11 @@ import pytest
 import torch
 
 from aftertrain import drafts as D
-from aftertrain import model as M
 from aftertrain import speculative as S
+from aftertrain.checkpoint import load_reference
+from aftertrain.decoding import generate
+from aftertrain.experiments import speculative as XS
+from aftertrain.text import encode
 
 SPEEDUP_KS = (2, 4, 8)
 
@@ -40,7 +43,7 @@ def _timing_enabled(config) -> bool:
 
 @pytest.fixture(scope="module")
 def reference() -> torch.nn.Module:
-    return M.load_reference()
+    return load_reference()
 
 
 @pytest.fixture(scope="module")
@@ -62,28 +65,28 @@ def baselines_dir() -> Path:
 def costs(request, reference, named_drafts) -> dict:
     if not _timing_enabled(request.config):
         pytest.skip("benchmarks disabled: nothing is timed")
-    return {r["draft"]: r for r in S.draft_cost_table(reference, named_drafts)}
+    return {r["draft"]: r for r in XS.draft_cost_table(reference, named_drafts)}
 
 
 @pytest.fixture(scope="module")
 def verify_costs(request, reference) -> dict:
     if not _timing_enabled(request.config):
         pytest.skip("benchmarks disabled: nothing is timed")
-    return {r["k"]: r for r in S.verify_cost_table(reference, SPEEDUP_KS)}
+    return {r["k"]: r for r in XS.verify_cost_table(reference, SPEEDUP_KS)}
 
 
 @pytest.fixture(scope="module")
 def speedups(reference, named_drafts, costs, verify_costs) -> list[dict]:
-    return S.speedup_table(reference, named_drafts, SPEEDUP_KS,
-                           {n: r["c"] for n, r in costs.items()},
-                           {k: r["v_k"] for k, r in verify_costs.items()})
+    return XS.speedup_table(reference, named_drafts, SPEEDUP_KS,
+                            {n: r["c"] for n, r in costs.items()},
+                            {k: r["v_k"] for k, r in verify_costs.items()})
 
 
 def _one_run(reference, draft, k=4):
     """The timed work, checked first: greedy speculative output equals plain greedy."""
-    prompt = S.prompt_text()
+    prompt = XS.prompt_text()
     r = S.speculative_generate(reference, draft, prompt, 50, k, 0.0)
-    assert torch.equal(r.tokens, M.generate(reference, M._text.encode(prompt), 50, 0.0))
+    assert torch.equal(r.tokens, generate(reference, encode(prompt), 50, 0.0))
     return lambda: S.speculative_generate(reference, draft, prompt, 50, k, 1.0,
                                           torch.Generator().manual_seed(0))
 
@@ -144,7 +147,7 @@ def test_verification_pass_costs_more_than_a_plain_pass_and_grows_with_k(benchma
     for r in verify_costs.values():
         assert r["v_low"] > 1.0, r
     assert verify_costs[8]["v_k"] > verify_costs[2]["v_k"]
-    step = S._verify_step(reference, 4, 1.0)
+    step = XS._verify_step(reference, 4, 1.0)
     benchmark.pedantic(step, rounds=20, iterations=1)
 
 

@@ -37,7 +37,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 @pytest.fixture(scope="session")
 def reference():
     """The bundled reference model (eval mode); tests must not modify it."""
-    from aftertrain.model import load_reference
+    from aftertrain.checkpoint import load_reference
 
     return load_reference()
 
@@ -52,7 +52,7 @@ def corpus():
 @pytest.fixture(scope="session")
 def reference_val_loss(reference) -> float:
     """float32 validation loss of the reference model, computed once."""
-    from aftertrain.model import val_loss
+    from aftertrain.evaluation import val_loss
 
     return val_loss(reference)
 
@@ -69,7 +69,7 @@ def pytest_configure(config):
 def bigram_loss() -> float:
     """Validation loss of the add-alpha bigram (B1's baseline), computed once."""
     from aftertrain.bigram import Bigram
-    from aftertrain.model import val_loss
+    from aftertrain.evaluation import val_loss
 
     return val_loss(Bigram.fit())
 

@@ -1,8 +1,12 @@
-"""Named hypothesis strategies shared by the tests."""
+"""Named hypothesis strategies shared by the tests (strategies only: the toy
+models are in tests/toys.py)."""
 
 from __future__ import annotations
 
+import numpy as np
+import torch
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 from aftertrain.text import VOCAB
 
@@ -20,10 +24,6 @@ def prompt_and_split(draw, min_len: int = 1, max_len: int = 128):
 
 
 # --- quantization (aftertrain.quant) ----------------------------------------
-
-import torch  # noqa: E402
-from hypothesis.extra import numpy as hnp  # noqa: E402
-import numpy as np  # noqa: E402
 
 #: Every width the quantizer accepts.
 quant_bits = st.integers(2, 8)
@@ -126,58 +126,8 @@ def sparse_matrix(draw, max_rows: int = 9, max_cols: int = 16, col_multiple: int
     keep = draw(st.lists(st.booleans(), min_size=dense.numel(), max_size=dense.numel()))
     return torch.where(torch.tensor(keep).view(dense.shape), dense, torch.zeros(()))
 
+
 # --- speculative decoding (claims S1, S2, X6, X7) ------------------------------------
-
-
-import torch.nn as nn  # noqa: E402
-
-from aftertrain.drafts import TokenCache  # noqa: E402
-
-
-class ToyConfig:
-    def __init__(self, vocab_size: int, block_size: int = 128) -> None:
-        self.vocab_size = vocab_size
-        self.block_size = block_size
-
-
-class ToyTable(nn.Module):
-    """A toy language model over ``vocab_size`` symbols for exact laws (X6).
-
-    The next-symbol logits are a random table indexed by the last ``order``
-    symbols (1 or 2; the first symbol of a text sees a "start" index as its
-    predecessor): context-dependent, cheap, and with the Decoder interface
-    (``config``, ``new_cache()``, ``forward(idx, cache)``). A fraction
-    ``zero_fraction`` of the logits is -inf (probability 0 at any
-    temperature), never a row's largest, so supports differ between models.
-    """
-
-    def __init__(self, vocab_size: int, seed: int, order: int = 2, scale: float = 1.5,
-                 zero_fraction: float = 0.2) -> None:
-        super().__init__()
-        assert order in (1, 2), "order must be 1 or 2"
-        self.config = ToyConfig(vocab_size)
-        self.order = order
-        V = vocab_size
-        g = torch.Generator().manual_seed(seed)
-        logits = torch.randn(V + 1, V, V, generator=g) * scale
-        drop = torch.rand(V + 1, V, V, generator=g) < zero_fraction
-        drop &= logits < logits.amax(-1, keepdim=True)  # keep each row's top symbol
-        self.register_buffer("table", logits.masked_fill(drop, float("-inf")))
-
-    def forward(self, idx: torch.Tensor, cache: TokenCache | None = None) -> torch.Tensor:
-        out = []
-        for row in idx.tolist():
-            seen = (cache.tokens if cache is not None else []) + row
-            start = len(seen) - len(row)
-            V = self.config.vocab_size
-            prev = [seen[i - 1] if i >= 1 and self.order == 2 else V for i in range(start, len(seen))]
-            out.append(self.table[torch.tensor(prev), torch.tensor(seen[start:])])
-            if cache is not None:
-                cache.tokens.extend(row)
-        return torch.stack(out)
-
-    def new_cache(self) -> TokenCache:
-        return TokenCache()
 
 
 @st.composite
@@ -224,20 +174,6 @@ def verification_case(draw, max_vocab: int = 6, max_k: int = 3):
             q = draw(probability_vector(V))
         qs.append(q)
     return p, torch.stack(qs)
-
-
-def toy_gpt(vocab_size: int, seed: int, n_embd: int = 16) -> nn.Module:
-    """A tiny randomly initialised GPT over ``vocab_size`` symbols (1 layer,
-    the real key/value cache and window policy), weights scaled up so its
-    distributions are far from uniform."""
-    from aftertrain.model import GPT, GPTConfig
-
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        net = GPT(GPTConfig(vocab_size=vocab_size, n_layer=1, n_head=2, n_embd=n_embd))
-    with torch.no_grad():
-        net.head.weight.mul_(40.0)
-    return net.eval()
 
 
 @st.composite

@@ -17,7 +17,8 @@ import pytest
 import torch
 
 from aftertrain import cli
-from aftertrain import model as _model
+from aftertrain import decoding as _decoding
+from aftertrain.checkpoint import reference_path
 from aftertrain.report import ledgerfile
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,7 +48,7 @@ def paths(tmp_path_factory) -> dict[str, str]:
     (tmp / "no_verdict.json").write_text(json.dumps({"claims": [{"id": "Q2"}], "tables": {}}))
     (tmp / "bad_tables.json").write_text(json.dumps({"claims": [], "tables": [1, 2]}))
     (tmp / "bad_meta.json").write_text(json.dumps({"claims": [], "tables": {}, "meta": "today"}))
-    state = torch.load(_model.reference_path(), map_location="cpu", weights_only=True)
+    state = torch.load(reference_path(), map_location="cpu", weights_only=True)
     buf = tmp / "buf.pt"
     torch.save(state["state_dict"], buf)
     plain = _with_meta(tmp / "plain.pt", buf.read_bytes())
@@ -76,7 +77,7 @@ def no_long_work(monkeypatch):
     monkeypatch.setattr(_train, "train", refuse)
     monkeypatch.setattr(ledgerfile, "run_ledger", refuse)
     monkeypatch.setattr("aftertrain.report.assemble.run_ledger", refuse)
-    monkeypatch.setattr(_model, "sample_text", refuse)
+    monkeypatch.setattr(_decoding, "sample_text", refuse)
 
 
 CASES = [

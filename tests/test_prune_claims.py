@@ -4,7 +4,7 @@ Each pruned configuration is evaluated once per session (``LossCurve``
 memoizes), so the tables, the bisection and the comparisons share
 evaluations. Values are guarded against our own ``baselines/prune_*.csv``;
 relations (orders, bounds) are asserted. Loss tolerance for the baselines:
-``aftertrain.tolerances.BASELINE_LOSS_ATOL`` (1e-5 nats, derivation there).
+``aftertrain.tolerances.LOSS_ATOL`` (1e-5 nats, derivation there).
 A real change of a mask (one weight more or less, another tie order) or of
 the model moves the losses by far more.
 """
@@ -69,7 +69,7 @@ def test_loss_table_matches_stored_baseline(loss_rows, num_regression, baselines
         f"(article {'/'.join(f'{v:.4f}' for v in ARTICLE_P1[r['sparsity']])})" for r in loss_rows))
     num_regression.check(columns(loss_rows, ["sparsity", "global", "layer", "random"]),
                          fullpath=baselines_dir / "prune_loss_table.csv",
-                         default_tolerance={"atol": T.BASELINE_LOSS_ATOL, "rtol": 0})
+                         default_tolerance={"atol": T.LOSS_ATOL, "rtol": 0})
 
 
 @pytest.mark.claim("P1")
@@ -108,7 +108,7 @@ def test_random_pruning_table_matches_stored_baseline(random_rows, num_regressio
     record_property("table:p2", random_rows)
     num_regression.check(columns(random_rows, ["sparsity", "mean", "std", "min", "max"]),
                          fullpath=baselines_dir / "prune_random_table.csv",
-                         default_tolerance={"atol": T.BASELINE_LOSS_ATOL, "rtol": 0})
+                         default_tolerance={"atol": T.LOSS_ATOL, "rtol": 0})
 
 
 @pytest.fixture(scope="session")
@@ -199,7 +199,7 @@ def test_sparsities_matching_quantization_losses(matching, quant_losses, curve, 
     num_regression.check({"bits": [8, 6, 4], "target": [quant_losses[b] for b in (8, 6, 4)],
                           "sparsity": [matching[b] for b in (8, 6, 4)]},
                          fullpath=baselines_dir / "prune_matching.csv",
-                         tolerances={"target": {"atol": T.BASELINE_LOSS_ATOL, "rtol": 0},
+                         tolerances={"target": {"atol": T.LOSS_ATOL, "rtol": 0},
                                      "sparsity": {"atol": T.MATCHING_SPARSITY_ATOL, "rtol": 0}})
 
 
@@ -249,7 +249,7 @@ def test_int8_beats_75_and_50pct_sparse_bitmask_at_equal_or_better_compression(
     assert [round(r["compression"], 2) for r in sparse] == [3.56, 1.88]
     num_regression.check(columns(rows, ["compression", "loss"]),
                          fullpath=baselines_dir / "prune_quant_vs_prune.csv",
-                         default_tolerance={"atol": T.BASELINE_LOSS_ATOL, "rtol": 0})
+                         default_tolerance={"atol": T.LOSS_ATOL, "rtol": 0})
 
 
 # --- P8 / X5 --------------------------------------------------------------------
@@ -272,7 +272,7 @@ def test_two_four_pruning_loses_more_than_unstructured_50pct(two_four, num_regre
     assert two_four["two_four"] > two_four["global_50"]
     num_regression.check({k: [v] for k, v in two_four.items()},
                          fullpath=baselines_dir / "prune_two_four.csv",
-                         default_tolerance={"atol": T.BASELINE_LOSS_ATOL, "rtol": 0})
+                         default_tolerance={"atol": T.LOSS_ATOL, "rtol": 0})
 
 
 @pytest.mark.claim("P8")

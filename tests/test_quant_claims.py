@@ -12,7 +12,7 @@ stored float32 weights (the rule uses only max, division, round and a
 product, all exactly rounded), so every configuration's weights are the same
 bits on every machine; only the order of float32 sums in the forward pass can
 move a loss, which we measured at <= 1e-6 (B1's baseline). Losses are guarded
-at ``BASELINE_LOSS_ATOL`` = 1e-5 absolute (ten times that); counts and byte
+at ``LOSS_ATOL`` = 1e-5 absolute (ten times that); counts and byte
 figures exactly.
 
 Teeth: each relation is also run on figures from a deliberately broken
@@ -201,7 +201,7 @@ def test_bits_table_matches_the_stored_baseline(bits_rows, reference_val_loss, r
         {k: [bits_rows[b][k] for b in EQ.ARTICLE_BITS]
          for k in ("bits", "per_tensor", "per_channel")},
         fullpath=baselines_dir / "quant_bits_table.csv",
-        default_tolerance=dict(atol=T.BASELINE_LOSS_ATOL, rtol=0),
+        default_tolerance=dict(atol=T.LOSS_ATOL, rtol=0),
         tolerances={"bits": dict(atol=0, rtol=0)},
     )
 
@@ -414,7 +414,7 @@ def test_sensitivity_table_matches_the_stored_baseline(sensitivity, record_prope
          "loss": [r["loss"] for r in sensitivity],
          "penalty": [r["penalty"] for r in sensitivity]},
         fullpath=baselines_dir / "quant_sensitivity.csv",
-        default_tolerance=dict(atol=T.BASELINE_LOSS_ATOL, rtol=0),
+        default_tolerance=dict(atol=T.LOSS_ATOL, rtol=0),
     )
 
 
@@ -504,7 +504,7 @@ def check_parts_after_a_shared_prefix(d: dict) -> None:
 def test_int8_text_parts_from_float32_text_after_a_shared_prefix(diverged, record_property,
                                                                  data_regression, baselines_dir):
     """Article: with one seed, the int8 model's text departs from the
-    float32 text at the 22nd character. Method: aftertrain.model.generate,
+    float32 text at the 22nd character. Method: aftertrain.decoding.generate,
     prompt "\\n", 200 characters, temperature 1.0, seed 0, a fresh
     torch.Generator per model, int8 per-tensor (the article's +0.0017
     model). Asserted: a shared prefix of at least one character, then a

@@ -2,7 +2,7 @@
 
 One 200-character run per draft and k (1, 2, 4, 8) after the first 32
 characters of the validation split, temperature 1, seed 0
-(aftertrain.speculative.acceptance_table), computed once per module. The
+(aftertrain.experiments.speculative.acceptance_table), computed once per module. The
 figures are exact and deterministic (S8), so the table is guarded exactly
 against baselines/spec_acceptance.yml; regenerate it with
 ``pytest tests/test_speculative_acceptance.py --force-regen``.
@@ -15,16 +15,22 @@ import torch
 
 from aftertrain import bigram as B
 from aftertrain import drafts as D
-from aftertrain import model as M
 from aftertrain import quant as Q
 from aftertrain import speculative as S
+from aftertrain.checkpoint import load_checkpoint
+from aftertrain.decoding import Decoder
+from aftertrain.evaluation import val_loss
+from aftertrain.experiments import speculative as XS
+from aftertrain.text import encode
+from aftertrain.tolerances import LOSS_ATOL_SAME_THREADS, NGRAM_DOC_LOSS_ATOL
+from toys import ToyTable
 
 ARTICLE_DRAFTS = (D.DraftKind.INT8, D.DraftKind.INT4, D.DraftKind.BIGRAM)  # best to worst (S3)
 
 
 @pytest.fixture(scope="module")
 def table(reference, speculative_drafts) -> list[dict]:
-    return S.acceptance_table(reference, {k.value: m for k, m in speculative_drafts.items()})
+    return XS.acceptance_table(reference, {k.value: m for k, m in speculative_drafts.items()})
 
 
 def rows_of(table, kind: D.DraftKind) -> list[dict]:
@@ -58,7 +64,7 @@ def test_drafts_are_the_bigram_and_the_8bit_and_4bit_reference(reference, specul
             expected = (Q.fake_quantize(ref_params[name], bits, Q.Granularity.PER_CHANNEL)
                         if w.dim() == 2 else ref_params[name])
             torch.testing.assert_close(w, expected, rtol=0, atol=0, msg=f"{kind.value} {name}")
-    losses = {k.value: M.val_loss(m) for k, m in speculative_drafts.items()}
+    losses = {k.value: val_loss(m) for k, m in speculative_drafts.items()}
     record_property("measured", ", ".join(f"{k} val loss {v:.4f}" for k, v in losses.items()))
 
 
@@ -66,10 +72,10 @@ def test_drafts_are_the_bigram_and_the_8bit_and_4bit_reference(reference, specul
 def test_every_draft_shares_the_targets_vocabulary_and_decoder_interface(speculative_drafts):
     """Each draft drives a Decoder (prefill, one step, roll back) and yields
     100 logits per position, as the generator needs."""
-    ids = M._text.encode("Speculative ").tolist()
+    ids = encode("Speculative ").tolist()
     for kind, draft in speculative_drafts.items():
-        assert S.vocab_size(draft) == 100, kind
-        dec = M.Decoder(draft)
+        assert draft.config.vocab_size == 100, kind
+        dec = Decoder(draft)
         first = dec.feed(ids)
         assert first.shape == (len(ids), 100), kind
         dec.truncate(len(ids) - 1)
@@ -103,8 +109,8 @@ def test_statistics_add_up(table):
     drafts plus one character (passes + accepted = 200), passes x chars per
     pass = 200 characters, and no more than k drafts per pass."""
     for r in table:
-        assert r["target_passes"] + r["accepted"] == S.N_NEW, r
-        assert r["target_passes"] * r["chars_per_pass"] == pytest.approx(S.N_NEW, rel=1e-12), r
+        assert r["target_passes"] + r["accepted"] == XS.N_NEW, r
+        assert r["target_passes"] * r["chars_per_pass"] == pytest.approx(XS.N_NEW, rel=1e-12), r
         assert r["accepted"] <= r["drafted"] <= r["k"] * r["target_passes"], r
 
 
@@ -114,8 +120,8 @@ def test_better_draft_has_higher_acceptance_at_every_k(table, record_property):
     which exceeds the bigram's (the article: 0.896 > 0.653 > 0.290 at k = 1)."""
     record_property("measured", "; ".join(
         f"k={k}: " + " > ".join(f"{r['acceptance']:.3f}" for kind in ARTICLE_DRAFTS
-                                for r in rows_of(table, kind) if r["k"] == k) for k in S.KS))
-    for k in S.KS:
+                                for r in rows_of(table, kind) if r["k"] == k) for k in XS.KS))
+    for k in XS.KS:
         acc = [next(r["acceptance"] for r in rows_of(table, kind) if r["k"] == k)
                for kind in ARTICLE_DRAFTS]
         assert acc[0] > acc[1] > acc[2], (k, acc)
@@ -155,12 +161,12 @@ def test_predicted_acceptance_formula():
     """X1's formula a(1 - a^k)/(k(1 - a)): the article's worked numbers
     (0.896 -> 0.629 at k = 8, 0.290 -> 0.051), k = 1 gives a, a = 1 gives 1."""
     # the article rounds to 3 decimals (0.6296 -> 0.629, 0.0508 -> 0.051)
-    assert S.predicted_acceptance(0.896, 8) == pytest.approx(0.629, abs=1e-3)
-    assert S.predicted_acceptance(0.290, 8) == pytest.approx(0.051, abs=1e-3)
-    assert S.predicted_acceptance(0.4, 1) == pytest.approx(0.4, rel=1e-15)
-    assert S.predicted_acceptance(1.0, 8) == 1.0
+    assert XS.predicted_acceptance(0.896, 8) == pytest.approx(0.629, abs=1e-3)
+    assert XS.predicted_acceptance(0.290, 8) == pytest.approx(0.051, abs=1e-3)
+    assert XS.predicted_acceptance(0.4, 1) == pytest.approx(0.4, rel=1e-15)
+    assert XS.predicted_acceptance(1.0, 8) == 1.0
     with pytest.raises(ValueError, match="a1"):
-        S.predicted_acceptance(1.2, 2)
+        XS.predicted_acceptance(1.2, 2)
 
 
 #: A draft whose acceptance falls by less than this from k = 1 to 8 has no
@@ -172,9 +178,9 @@ MIN_FALL = 0.05
 
 @pytest.fixture(scope="module")
 def long_table(reference, speculative_drafts) -> list[dict]:
-    """X1's runs: k = 1 and 8, 1,000 characters (S.X1_N_NEW), same prompt and seed."""
-    return S.acceptance_table(reference, {k.value: m for k, m in speculative_drafts.items()},
-                              ks=(1, 8), n_new=S.X1_N_NEW)
+    """X1's runs: k = 1 and 8, 1,000 characters (XS.X1_N_NEW), same prompt and seed."""
+    return XS.acceptance_table(reference, {k.value: m for k, m in speculative_drafts.items()},
+                              ks=(1, 8), n_new=XS.X1_N_NEW)
 
 
 @pytest.mark.claim("X1")
@@ -186,7 +192,7 @@ def test_truncation_explains_most_of_the_fall_in_acceptance(long_table, kind, re
     measured fall a - acc_8 (a prediction above the measurement, where
     acceptances cluster in easy stretches, also passes: truncation alone
     would explain more than all of it). Rates from 1,000-character runs
-    (S.X1_N_NEW). Skipped as uninformative when the measured fall is under
+    (XS.X1_N_NEW). Skipped as uninformative when the measured fall is under
     MIN_FALL."""
     rows = rows_of(long_table, kind)
     a1, a8, pred = rows[0]["acceptance"], rows[-1]["acceptance"], rows[-1]["predicted_acceptance"]
@@ -209,7 +215,7 @@ def test_same_seed_gives_same_text_and_statistics(reference, speculative_drafts,
     draft = speculative_drafts[D.DraftKind.INT4]
 
     def run(seed):
-        return S.speculative_generate(reference, draft, S.prompt_text(), S.N_NEW, 4, 1.0,
+        return S.speculative_generate(reference, draft, XS.prompt_text(), XS.N_NEW, 4, 1.0,
                                       torch.Generator().manual_seed(seed))
 
     a, b, other = run(7), run(7), run(8)
@@ -239,8 +245,6 @@ def test_speculative_generate_rejects_bad_input(speculative_drafts, reference, k
 
 
 def test_speculative_generate_rejects_a_draft_with_another_vocabulary(reference):
-    from strategies import ToyTable
-
     with pytest.raises(ValueError, match="share a vocabulary"):
         S.speculative_generate(reference, ToyTable(4, 0), "The ", 5, 2)
 
@@ -264,7 +268,7 @@ def test_train_draft_flag_trains_the_draft_recipe(tmp_path):
     out = tmp_path / "d.pt"
     assert main(["train", "--draft", "--steps", "4", "--eval-every", "2", "--threads", "1",
                  "--out", str(out)]) == 0
-    net = M.load_checkpoint(out)
+    net = load_checkpoint(out)
     assert (net.config.n_layer, net.config.n_embd) == (1, 64)
     assert json.loads(out.with_suffix(".pt.json").read_text())["command"].startswith(
         "aftertrain train --draft")
@@ -280,7 +284,7 @@ def test_committed_draft_gpt_matches_its_metadata():
     net = D.load_draft_gpt()
     meta = json.loads(D.draft_path().with_suffix(".pt.json").read_text())
     assert (net.config.n_layer, net.config.n_embd, net.config.n_head) == (1, 64, 4)
-    assert M.val_loss(net) == pytest.approx(meta["val_loss"], abs=1e-6)
+    assert val_loss(net) == pytest.approx(meta["val_loss"], abs=LOSS_ATOL_SAME_THREADS)
 
 
 def test_ngram_draft_is_normalised_and_scores_its_documented_loss(speculative_drafts):
@@ -289,12 +293,12 @@ def test_ngram_draft_is_normalised_and_scores_its_documented_loss(speculative_dr
     next to drafts.NGRAM_ORDER (a deterministic count model: 1e-4 is the
     rounding of the documented figure)."""
     ngram = speculative_drafts[D.DraftKind.NGRAM]
-    ids = M._text.encode("The assert statement ~~~~").tolist()
+    ids = encode("The assert statement ~~~~").tolist()
     for end in range(len(ids) + 1):
         p = ngram.distribution(tuple(ids[:end]))
         assert p.dtype == torch.float64 and bool((p > 0).all())
         assert float(p.sum()) == pytest.approx(1.0, abs=1e-12)
-    assert M.val_loss(ngram) == pytest.approx(1.6526, abs=1e-4)
+    assert val_loss(ngram) == pytest.approx(1.6526, abs=NGRAM_DOC_LOSS_ATOL)
 
 
 def test_ngram_cache_continues_the_text_like_a_gpt_cache():
@@ -303,8 +307,8 @@ def test_ngram_cache_continues_the_text_like_a_gpt_cache():
     through one cache give exactly the 8 rows of a single call, and the cache
     then holds 8 tokens (a cache that is not extended still gives the right
     text, through a rebuilt window every step: the cost S5 measures)."""
-    ngram = D.NGram.fit(M._text.encode("abracadabra, abracadabra!"), order=4)
-    idx = M._text.encode("abracada")[None]
+    ngram = D.NGram.fit(encode("abracadabra, abracadabra!"), order=4)
+    idx = encode("abracada")[None]
     cache = ngram.new_cache()
     parts = torch.cat([ngram(idx[:, :5], cache), ngram(idx[:, 5:], cache)], dim=1)
     assert cache.length == 8

@@ -22,12 +22,18 @@ import numpy as np
 import pytest
 import torch
 
+from hypothesis import given
+
 from aftertrain import drafts as D
-from aftertrain import model as M
 from aftertrain import speculative as S
 from aftertrain import stats
+from aftertrain.decoding import Decoder, generate, probabilities
+from aftertrain.experiments import speculative as XS
 from aftertrain.stats import ALPHA
-from strategies import ToyTable
+from aftertrain.text import encode
+from aftertrain.tolerances import LOGITS_ATOL
+from strategies import speculative_run
+from toys import CountingModel, ToyTable, toy_gpt
 
 # --- toy models and their exact law ---------------------------------------------------
 
@@ -56,7 +62,7 @@ def exact_prefix_law(model, prompt: torch.Tensor, length: int, temperature: floa
     for i, seq in enumerate(itertools.product(range(V), repeat=length)):
         text = torch.cat([prompt, torch.tensor(seq[:-1], dtype=torch.long)])
         logits = model(text[None])[0, len(prompt) - 1:]  # rows predicting seq[0..]
-        probs = S.distributions(logits, temperature)
+        probs = probabilities(logits, temperature)
         law[i] = float(np.prod([probs[j, s] for j, s in enumerate(seq)]))
     return law
 
@@ -96,15 +102,15 @@ def test_joint_law_of_first_three_symbols_is_the_targets(k, record_property):
 # --- the reference model ----------------------------------------------------------------
 
 
-def greedy_mismatches(reference, drafts: dict, ks=S.KS) -> list[str]:
+def greedy_mismatches(reference, drafts: dict, ks=XS.KS) -> list[str]:
     """Every (draft, k) whose greedy speculative text differs from greedy plain
     decoding over 200 characters, with the first differing position."""
-    prompt = S.prompt_text()
-    plain = M.generate(reference, M._text.encode(prompt), S.N_NEW, 0.0)
+    prompt = XS.prompt_text()
+    plain = generate(reference, encode(prompt), XS.N_NEW, 0.0)
     out = []
     for kind, draft in drafts.items():
         for k in ks:
-            r = S.speculative_generate(reference, draft, prompt, S.N_NEW, k, 0.0)
+            r = S.speculative_generate(reference, draft, prompt, XS.N_NEW, k, 0.0)
             if not torch.equal(r.tokens, plain):
                 n = int((r.tokens != plain).nonzero()[0]) - len(prompt)
                 out.append(f"{kind.value} k={k}: differs at character {n}")
@@ -119,23 +125,17 @@ def test_greedy_speculative_text_equals_greedy_plain_text(reference, speculative
     validation prompt equal plain greedy decoding's, character for character
     (a greedy run crosses the window moves at 129 and 193 characters)."""
     assert greedy_mismatches(reference, speculative_drafts) == []
-    record_property("measured", f"{len(D.DraftKind)} drafts x k {S.KS}: identical to greedy")
+    record_property("measured", f"{len(D.DraftKind)} drafts x k {XS.KS}: identical to greedy")
 
 
 def plain_logits(model, tokens: torch.Tensor, prompt_length: int) -> torch.Tensor:
     """Plain cached decoding's logits for each generated position: the prompt
-    prefilled, then one token per pass (as aftertrain.model.generate)."""
-    dec = M.Decoder(model)
+    prefilled, then one token per pass (as aftertrain.decoding.generate)."""
+    dec = Decoder(model)
     rows = [dec.feed(tokens[:prompt_length])[-1]]
     for t in tokens[prompt_length:-1].tolist():
         rows.append(dec.feed([t])[-1])
     return torch.stack(rows)
-
-
-#: Verification feeds k+1 positions in one pass where plain decoding feeds one:
-#: float32 sums taken in another order, ~1e-6 relative (claim K1 measured
-#: 9.06e-06 between cached and full passes); a wrong context moves logits by O(1).
-LOGITS_ATOL = 1e-4
 
 
 @pytest.mark.claim("S2")
@@ -148,11 +148,11 @@ def test_verification_logits_equal_plain_decoding_across_window_moves(reference,
     characters, where the window jumps) the target logits the rule used for
     each emitted character equal plain cached decoding's for the same text,
     within 1e-4 (float error of batched positions, see LOGITS_ATOL)."""
-    r = S.speculative_generate(reference, speculative_drafts[kind], S.prompt_text(), S.N_NEW, k,
-                               1.0, torch.Generator().manual_seed(S.SEED))
+    r = S.speculative_generate(reference, speculative_drafts[kind], XS.prompt_text(), XS.N_NEW, k,
+                               1.0, torch.Generator().manual_seed(XS.SEED))
     assert len(r.tokens) > 192 + 1, "the run must cross two window moves"
     expected = plain_logits(reference, r.tokens, r.prompt_length)
-    assert r.target_logits.shape == expected.shape == (S.N_NEW, 100)
+    assert r.target_logits.shape == expected.shape == (XS.N_NEW, 100)
     diff = float((r.target_logits - expected).abs().max())
     record_property("measured", f"{kind.value} k={k}: max |logit diff| {diff:.2e} over 200 positions")
     torch.testing.assert_close(r.target_logits, expected, rtol=0, atol=LOGITS_ATOL)
@@ -162,14 +162,14 @@ def test_verification_logits_equal_plain_decoding_across_window_moves(reference,
 def first_token_rows(reference, speculative_drafts):
     drafts = {"bigram": speculative_drafts[D.DraftKind.BIGRAM],
               "4-bit": speculative_drafts[D.DraftKind.INT4]}
-    return S.first_token_table(reference, drafts)
+    return XS.first_token_table(reference, drafts)
 
 
 @pytest.mark.claim("S2")
 def test_first_character_law_is_the_targets_with_bigram_and_4bit_drafts(first_token_rows,
                                                                         record_property):
     """S2 as the article measured it: 20,000 first characters after a fixed
-    100-character validation context (S.first_token_samples documents what
+    100-character validation context (XS.first_token_samples documents what
     is simulated: the generator's first round, vectorised). For each draft:
     chi-square against the target's p does not reject at alpha 1e-6, and
     the TV distance stays under the McDiarmid bound of direct sampling at
@@ -187,23 +187,23 @@ def test_first_character_law_is_the_targets_with_bigram_and_4bit_drafts(first_to
 
 # --- invariants of the generator on any run ------------------------------------------
 
-from hypothesis import given  # noqa: E402
-
-from strategies import speculative_run, toy_gpt  # noqa: E402
-
-TOY_GPT_TARGET, TOY_GPT_DRAFT = toy_gpt(5, seed=1), toy_gpt(5, seed=2)
+@pytest.fixture(scope="module")
+def toy_gpts() -> tuple[torch.nn.Module, torch.nn.Module]:
+    """(target, draft): tiny GPTs over 5 symbols with the real cache, seeds 1 and 2."""
+    return toy_gpt(5, seed=1), toy_gpt(5, seed=2)
 
 
 @pytest.mark.claim("S1")
 @given(run=speculative_run())
-def test_generator_bookkeeping_and_logits_hold_on_any_run(run):
+def test_generator_bookkeeping_and_logits_hold_on_any_run(toy_gpts, run):
     """For random prompts, lengths up to 200 (crossing window moves), k and
     temperatures, on tiny GPTs with the real cache: exactly n_new symbols;
     passes + accepted = n_new; accepted <= drafted <= k x passes; every
     generated symbol has positive target probability given its text; the
     target logits used equal plain cached decoding's (1e-4, LOGITS_ATOL);
     at temperature 0 the text is plain greedy decoding's."""
-    r = S.speculative_generate(TOY_GPT_TARGET, TOY_GPT_DRAFT, run["prompt"], run["n_new"],
+    target, draft = toy_gpts
+    r = S.speculative_generate(target, draft, run["prompt"], run["n_new"],
                                run["k"], run["temperature"],
                                torch.Generator().manual_seed(run["seed"]))
     n, L = run["n_new"], len(run["prompt"])
@@ -212,38 +212,24 @@ def test_generator_bookkeeping_and_logits_hold_on_any_run(run):
     assert r.accepted <= r.drafted <= run["k"] * r.target_passes
     if n == 0:
         return
-    expected = plain_logits(TOY_GPT_TARGET, r.tokens, L)
+    expected = plain_logits(target, r.tokens, L)
     torch.testing.assert_close(r.target_logits, expected, rtol=0, atol=LOGITS_ATOL)
-    probs = S.distributions(expected, run["temperature"])
+    probs = probabilities(expected, run["temperature"])
     assert bool((probs.gather(1, r.generated.unsqueeze(1)) > 0).all())
     if run["temperature"] == 0:
-        assert torch.equal(r.tokens, M.generate(TOY_GPT_TARGET, run["prompt"], n, 0.0))
-
-
-class _CountingDraft(torch.nn.Module):
-    """A draft model that counts its forward calls (the Decoder interface)."""
-
-    def __init__(self, inner):
-        super().__init__()
-        self.inner, self.config, self.calls = inner, inner.config, 0
-
-    def new_cache(self):
-        return self.inner.new_cache()
-
-    def forward(self, idx, cache=None):
-        self.calls += 1
-        return self.inner(idx, cache=cache)
+        assert torch.equal(r.tokens, generate(target, run["prompt"], n, 0.0))
 
 
 @pytest.mark.parametrize("k", [1, 3, 8])
-def test_each_drafted_character_costs_exactly_one_draft_pass(k):
+def test_each_drafted_character_costs_exactly_one_draft_pass(toy_gpts, k):
     """The cost model behind S5 and S7 (time = passes x (1 + k c)) counts one
     draft forward call per drafted character, and ``draft_passes`` reports
     it. Counted on a spy: 3 + 40 characters stay inside one window (no
     rebuild), so the draft runs once for the prompt prefill plus once per
     drafted character, and draft_passes equals drafted."""
-    spy = _CountingDraft(TOY_GPT_DRAFT)
-    r = S.speculative_generate(TOY_GPT_TARGET, spy, torch.tensor([1, 2, 3]), 40, k, 1.0,
+    target, draft = toy_gpts
+    spy = CountingModel(draft)
+    r = S.speculative_generate(target, spy, torch.tensor([1, 2, 3]), 40, k, 1.0,
                                torch.Generator().manual_seed(3))
     assert r.draft_passes == r.drafted
     assert spy.calls == 1 + r.draft_passes

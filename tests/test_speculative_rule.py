@@ -16,8 +16,8 @@ import scipy.stats
 import torch
 from hypothesis import given
 
-from aftertrain import model as M
 from aftertrain import speculative as S
+from aftertrain.decoding import probabilities, sample_token
 from aftertrain.stats import ALPHA, chisquare_gof
 from strategies import verification_case
 
@@ -225,7 +225,7 @@ def test_greedy_distributions_accept_exactly_the_argmax():
     """Temperature 0 gives one-hot p and q: a draft is accepted iff it is the
     target's argmax, and on rejection the token is that argmax."""
     logits = torch.tensor([[0.0, 2.0, 1.0], [3.0, 0.0, 0.0]])
-    p = S.distributions(logits, 0.0)
+    p = probabilities(logits, 0.0)
     assert torch.equal(p, torch.tensor([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]], dtype=torch.float64))
     for x in range(3):
         q = torch.nn.functional.one_hot(torch.tensor([x]), 3).double()
@@ -290,7 +290,7 @@ def test_greedy_distribution_breaks_ties_at_the_first_index_as_plain_decoding():
     (1, 3, 3, 0) both choose index 1 (a last-index tie-break would make
     greedy speculative text differ from greedy plain text at every tie)."""
     logits = torch.tensor([[1.0, 3.0, 3.0, 0.0], [2.0, 2.0, 2.0, 2.0]])
-    d = S.distributions(logits, 0)
+    d = probabilities(logits, 0)
     assert d.tolist() == [[0.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]]
     for row in range(2):
-        assert int(d[row].argmax()) == M.sample_token(logits[row], 0, torch.Generator())
+        assert int(d[row].argmax()) == sample_token(logits[row], 0, torch.Generator())

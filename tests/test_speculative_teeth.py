@@ -1,7 +1,7 @@
 """Claim X7: every exactness check rejects known-broken samplers.
 
 Each broken sampler is the shipped rule with one change, written here (not
-in src/) and swapped in for ``aftertrain.speculative._rule`` (or, for the
+in src/) and swapped in for ``aftertrain.speculative.rule._rule`` (or, for the
 temperature bug, ``_draft_tokens``) with monkeypatch, so the checks run
 through the shipped entry points (verify_batch, verify_with_uniforms,
 speculative_generate) exactly as in the real tests. ``make_rule()`` with
@@ -16,6 +16,10 @@ import torch
 
 from aftertrain import drafts as D
 from aftertrain import speculative as S
+from aftertrain.decoding import probabilities
+from aftertrain.experiments import speculative as XS
+from aftertrain.speculative import generator as SG
+from aftertrain.speculative import rule as SR
 from aftertrain.stats import ALPHA
 from test_speculative_exact import joint_law_fit
 from test_speculative_rule import FIXED_P, FIXED_Q, TRIALS, position_law_failures, rule
@@ -120,7 +124,7 @@ def test_broken_sampler_fails_the_exactness_check(bug, check, monkeypatch, recor
     fails. The joint-law check uses 600 runs at k = 1 here (the real test
     runs 1,500 at k = 1, 2, 4): the bugs move the law far more than that
     sample's noise."""
-    monkeypatch.setattr(S, "_rule", make_rule(bug))
+    monkeypatch.setattr(SR, "_rule", make_rule(bug))
     assert check_fails(check), f"{check} check did not catch '{bug}'"
     record_property("measured", f"'{bug}' caught by {check}")
 
@@ -131,7 +135,7 @@ def test_draft_scored_at_another_temperature_fails_the_joint_law_check(monkeypat
     """X7. Drafts sampled at temperature 0.3 but scored with q at temperature
     1: the joint law of the first three symbols (X6 check, 600 runs, k = 1)
     rejects; the shipped proposal passes it in test_speculative_exact."""
-    shipped = S._draft_tokens
+    shipped = SG._draft_tokens
 
     def broken(decoder, pending, k, temperature, generator):
         logits_seen = []
@@ -147,9 +151,9 @@ def test_draft_scored_at_another_temperature_fails_the_joint_law_check(monkeypat
             drafts, _ = shipped(decoder, pending, k, temperature, generator)
         finally:
             del decoder.feed
-        return drafts, torch.stack([S.distributions(l, 1.0) for l in logits_seen])
+        return drafts, torch.stack([probabilities(l, 1.0) for l in logits_seen])
 
-    monkeypatch.setattr(S, "_draft_tokens", broken)
+    monkeypatch.setattr(SG, "_draft_tokens", broken)
     assert joint_law_fit(k=1, runs=600).rejects(ALPHA)
     record_property("measured", "q at temperature 1 for drafts sampled at 0.3: caught by joint law")
 
@@ -161,8 +165,8 @@ def test_always_accept_fails_the_first_character_check_on_the_reference(referenc
     """X7 for S2: with 'always accept' the 20,000 first characters follow the
     bigram draft's law, and the S2 check (chi-square at alpha 1e-6 and the TV
     bound) rejects them."""
-    monkeypatch.setattr(S, "_rule", make_rule("always accept"))
-    row = S.first_token_table(reference, {"bigram": speculative_drafts[D.DraftKind.BIGRAM]},
+    monkeypatch.setattr(SR, "_rule", make_rule("always accept"))
+    row = XS.first_token_table(reference, {"bigram": speculative_drafts[D.DraftKind.BIGRAM]},
                               null_trials=200)[0]
     record_property("measured", f"always accept: TV {row['tv']:.4f} (bound {row['tv_threshold']:.4f})")
     assert row["chi2_pvalue"] < ALPHA and row["tv"] > row["tv_threshold"], row

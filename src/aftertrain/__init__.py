@@ -8,8 +8,9 @@ import importlib
 
 __version__ = "0.1.0"
 
-_SUBMODULES = {"text", "model", "train", "bigram", "timing", "stats", "claims", "ledger",
-               "quant", "prune", "speculative", "report", "cli"}
+_SUBMODULES = {"text", "model", "decoding", "evaluation", "checkpoint", "protocol", "train",
+               "bigram", "drafts", "timing", "stats", "claims", "ledger", "quant", "prune",
+               "speculative", "report", "cli"}
 
 
 def __getattr__(name: str):

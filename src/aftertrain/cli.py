@@ -110,7 +110,7 @@ def _progress_bar(stream=None, width: int = 30):
 
 def cmd_train(args: argparse.Namespace) -> int:
     out = _check_new_file(args.out, "--out") if args.out is not None else None  # before training
-    from aftertrain import model as _model
+    from aftertrain import checkpoint as _checkpoint
     from aftertrain import train as _train
 
     if args.draft:
@@ -130,7 +130,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         print("no --out given: weights not saved")
         return 0
     command = "aftertrain train " + " ".join(shlex.quote(a) for a in args.argv)
-    meta = _model.save_checkpoint(result.model, out, {
+    meta = _checkpoint.save_checkpoint(result.model, out, {
         "command": command, "val_loss": result.val_loss, "train_loss": result.train_loss,
         "best_step": result.best_step, "steps": cfg.steps, "seed": cfg.seed,
         "threads": cfg.threads, "history": result.history,
@@ -140,7 +140,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def _load_checkpoint(path: str):
-    from aftertrain import model as _model
+    from aftertrain import checkpoint as _checkpoint
 
     p = Path(path)
     if p.is_dir():
@@ -149,8 +149,8 @@ def _load_checkpoint(path: str):
     if not p.is_file():
         raise UsageError(f"--checkpoint {path} does not exist")
     try:
-        return _model.load_checkpoint(p)
-    except _model.CheckpointError as err:
+        return _checkpoint.load_checkpoint(p)
+    except _checkpoint.CheckpointError as err:
         raise UsageError(f"--checkpoint: {err}") from None
     except Exception as err:  # noqa: BLE001 - torch.load of a foreign file raises anything
         # (UnpicklingError, IndexError, KeyError 'config', a size mismatch...)
@@ -162,7 +162,8 @@ def _load_checkpoint(path: str):
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
-    from aftertrain import model as _model
+    from aftertrain import checkpoint as _checkpoint
+    from aftertrain import decoding as _decoding
     from aftertrain import text as _text
 
     try:
@@ -171,12 +172,12 @@ def cmd_sample(args: argparse.Namespace) -> int:
         raise UsageError(f"--prompt: {err}") from None
     if args.prompt == "":
         raise UsageError("--prompt must hold at least one character (default 'The ')")
-    net = _load_checkpoint(args.checkpoint) if args.checkpoint else _model.load_reference()
+    net = _load_checkpoint(args.checkpoint) if args.checkpoint else _checkpoint.load_reference()
     if args.length > 500:
         print(f"sampling {args.length} characters (one model step each)...", file=sys.stderr,
               flush=True)
     try:
-        out = _model.sample_text(net, args.prompt, args.length, args.temperature, args.seed)
+        out = _decoding.sample_text(net, args.prompt, args.length, args.temperature, args.seed)
     except ValueError as err:
         if not args.checkpoint:
             raise  # the bundled model refusing valid arguments is a bug

@@ -1,9 +1,9 @@
 """Draft models for speculative decoding, behind one small interface.
 
-Every draft is an ``nn.Module`` with the Decoder interface of the reference
-(``config.block_size``, ``new_cache()``, ``forward(idx, cache)`` returning
-logits (B, T, 100)), so :class:`aftertrain.model.Decoder` drives drafts and
-target alike and rolls back each one's cache. :func:`draft_model` builds
+Every draft is an ``nn.Module`` implementing
+:class:`aftertrain.protocol.NextTokenModel`, as the reference does, so
+:class:`aftertrain.decoding.Decoder` drives drafts and target alike and rolls
+back each one's cache. :func:`draft_model` builds
 each kind by name:
 
 - ``BIGRAM``: the previous character only (S3).
@@ -19,16 +19,17 @@ from __future__ import annotations
 
 import enum
 from collections import Counter, defaultdict
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 import torch
 import torch.nn as nn
 
-from aftertrain import model as _model
 from aftertrain import text as _text
 from aftertrain.bigram import Bigram
+from aftertrain.checkpoint import load_checkpoint
+from aftertrain.model import GPT
+from aftertrain.protocol import TableConfig, TokenCache, check_idx, texts
 
 DRAFT_FILE = "draft.pt"
 DRAFT_REBUILD_HINT = "aftertrain train --draft --out src/aftertrain/data/draft.pt"
@@ -48,10 +49,13 @@ class DraftKind(enum.Enum):
     GPT = "draft GPT"
 
 
-def draft_model(kind: DraftKind, reference: nn.Module) -> nn.Module:
+def draft_model(kind: DraftKind, reference: GPT) -> nn.Module:
     """The draft of ``kind`` for target ``reference`` (eval mode, not shared with it)."""
     if not isinstance(kind, DraftKind):
         raise ValueError(f"kind must be a DraftKind ({[k.name for k in DraftKind]}), got {kind!r}")
+    if not isinstance(reference, GPT):
+        raise ValueError(f"reference must be an aftertrain.model.GPT, "
+                         f"got {type(reference).__name__}")
     if kind is DraftKind.BIGRAM:
         return Bigram.fit().eval()
     if kind in (DraftKind.INT8, DraftKind.INT4):
@@ -69,35 +73,12 @@ def draft_path() -> Path:
     return Path(str(resources.files("aftertrain") / "data" / DRAFT_FILE))
 
 
-def load_draft_gpt() -> _model.GPT:
+def load_draft_gpt() -> GPT:
     """The committed trained draft GPT (``data/draft.pt``), in eval mode."""
-    return _model.load_checkpoint(draft_path(), rebuild=DRAFT_REBUILD_HINT)
+    return load_checkpoint(draft_path(), rebuild=DRAFT_REBUILD_HINT)
 
 
 # --- n-gram -----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _NGramConfig:
-    block_size: int = 128
-    vocab_size: int = _text.VOCAB_SIZE
-
-
-class TokenCache:
-    """The tokens a table model has seen: the "cache" of a model whose
-    prediction is a function of the last few tokens."""
-
-    def __init__(self) -> None:
-        self.tokens: list[int] = []
-
-    @property
-    def length(self) -> int:
-        return len(self.tokens)
-
-    def truncate(self, n: int) -> None:
-        if not 0 <= n <= self.length:
-            raise ValueError(f"n must be in [0, {self.length}], got {n}")
-        del self.tokens[n:]
 
 
 class NGram(nn.Module):
@@ -116,7 +97,7 @@ class NGram(nn.Module):
     def __init__(self, tables: list[dict[tuple[int, ...], Counter]], unigram: torch.Tensor,
                  block_size: int = 128) -> None:
         super().__init__()
-        self.config = _NGramConfig(block_size)
+        self.config = TableConfig(_text.VOCAB_SIZE, block_size)
         self.order = len(tables) + 1
         self._tables = tables  # tables[j-1][h] = Counter of next characters after h (len j)
         self.register_buffer("unigram", unigram.double())
@@ -130,8 +111,9 @@ class NGram(nn.Module):
             raise ValueError(f"order must be an int >= 1, got {order!r}")
         if tokens is None:
             tokens = _text.load_corpus().train
-        if not isinstance(tokens, torch.Tensor) or tokens.dim() != 1 or tokens.numel() < 2:
-            raise ValueError("tokens must be a 1-D tensor of at least 2 tokens")
+        if not isinstance(tokens, torch.Tensor) or tokens.dim() != 1 or tokens.numel() < 2 \
+                or tokens.is_floating_point() or tokens.dtype == torch.bool:
+            raise ValueError("tokens must be a 1-D integer tensor of at least 2 tokens")
         ids = tokens.tolist()
         V = _text.VOCAB_SIZE
         if min(ids) < 0 or max(ids) >= V:
@@ -142,16 +124,24 @@ class NGram(nn.Module):
             for i in range(j, len(ids)):
                 table[tuple(ids[i - j:i])][ids[i]] += 1
             tables.append(dict(table))
-        counts = torch.bincount(tokens, minlength=V).double()
+        counts = torch.bincount(tokens.long(), minlength=V).double()
         return cls(tables, (counts + 1) / (counts.sum() + V))
 
     def distribution(self, context: tuple[int, ...]) -> torch.Tensor:
         """P(next | context) (float64, V): the model uses the last order-1 characters."""
-        h = tuple(context[max(0, len(context) - self.order + 1):])
+        if not isinstance(context, tuple) or not all(
+                isinstance(t, int) and not isinstance(t, bool)
+                and 0 <= t < self.config.vocab_size for t in context):
+            raise ValueError(f"context must be a tuple of token indices in "
+                             f"[0, {self.config.vocab_size}), got {context!r}")
+        return self._distribution(context)
+
+    def _distribution(self, context: tuple[int, ...]) -> torch.Tensor:
+        h = context[max(0, len(context) - self.order + 1):]
         hit = self._memo.get(h)
         if hit is not None:
             return hit
-        dist = self.distribution(h[1:]) if h else self.unigram
+        dist = self._distribution(h[1:]) if h else self.unigram
         seen = self._tables[len(h) - 1].get(h) if h else None
         if seen:
             total, types = sum(seen.values()), len(seen)
@@ -164,14 +154,12 @@ class NGram(nn.Module):
     def forward(self, idx: torch.Tensor, cache: TokenCache | None = None) -> torch.Tensor:
         """Logits (B, T, V): ``log P(next | tokens so far)`` at every position;
         with a cache, the context continues the cached tokens."""
+        T = check_idx(idx, self.config.vocab_size).shape[1]
         rows = []
-        for row in idx.tolist():
-            seen = (cache.tokens if cache is not None else []) + row
-            start = len(seen) - len(row)
-            rows.append(torch.stack([self.distribution(tuple(seen[max(0, i - self.order + 2):i + 1]))
-                                     for i in range(start, len(seen))]))
-            if cache is not None:
-                cache.tokens.extend(row)
+        for seen in texts(idx, cache):
+            rows.append(torch.stack([
+                self._distribution(tuple(seen[max(0, i - self.order + 2):i + 1]))
+                for i in range(len(seen) - T, len(seen))]))
         return torch.log(torch.stack(rows)).float()
 
     def new_cache(self) -> TokenCache:

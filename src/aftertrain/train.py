@@ -25,6 +25,7 @@ import torch.nn.functional as F
 
 from aftertrain import model as _model
 from aftertrain import text as _text
+from aftertrain.evaluation import val_loss
 
 
 @dataclass(frozen=True)
@@ -163,7 +164,7 @@ def _train(cfg, data, val, on_progress) -> TrainResult:
             recent.append(loss.item())
             vl = None
             if step % cfg.eval_every == 0 or step == cfg.steps:
-                vl = _model.val_loss(net, val)
+                vl = val_loss(net, val)
                 tl = sum(recent) / len(recent)
                 recent = []
                 history.append((step, tl, vl))

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from aftertrain.model import val_loss
+from aftertrain.evaluation import val_loss
 from aftertrain.prune.formats import Format, bytes_per_element
 from aftertrain.prune.masks import (
     MagnitudeRanking,

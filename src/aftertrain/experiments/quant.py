@@ -33,7 +33,7 @@ ARTICLE_BITS = (8, 6, 4, 3, 2)
 
 
 def _val_loss(model: nn.Module, tokens: torch.Tensor | None) -> float:
-    from aftertrain.model import val_loss
+    from aftertrain.evaluation import val_loss
 
     return val_loss(model, tokens)
 
@@ -167,12 +167,12 @@ def divergence(
 ) -> dict:
     """Q9: texts sampled from the float32 and the quantized model, same seed.
 
-    Both use :func:`aftertrain.model.generate` with a fresh
+    Both use :func:`aftertrain.decoding.generate` with a fresh
     ``torch.Generator().manual_seed(seed)``. ``position`` is the 1-based index
     of the first sampled character where they differ (``None`` if the
     ``length`` characters are identical).
     """
-    from aftertrain.model import generate
+    from aftertrain.decoding import generate
     from aftertrain.text import decode, encode
 
     _check_model(model)
@@ -237,7 +237,7 @@ def activation_channel_ratios(model: nn.Module, tokens: torch.Tensor | None = No
     ``x`` is the input of the site's module (``ACTIVATION_SITES``: block 0's
     and block 2's FFN input after LayerNorm, the residual stream entering the
     final LayerNorm), over every position of the validation split cut into
-    windows of the context length as :func:`aftertrain.model.val_loss` does.
+    windows of the context length as :func:`aftertrain.evaluation.val_loss` does.
     Returns ``{site: {"ratio", "max"}}``.
     """
     from aftertrain.text import load_corpus

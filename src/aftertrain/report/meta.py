@@ -49,10 +49,10 @@ def collect(checkout: Path | None) -> dict:
     """The metadata of this machine now (the keys of the ledger's ``meta``)."""
     import torch
 
-    from aftertrain import model as _model
+    from aftertrain import checkpoint as _checkpoint
 
     try:
-        sha = _model.reference_meta().get("sha256", "unknown")
+        sha = _checkpoint.reference_meta().get("sha256", "unknown")
     except (OSError, ValueError):
         sha = "unknown"
     return {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -1,0 +1,387 @@
+"""The experiments of speculative decoding: the tables of claims S2, S4-S7,
+X1, X2 and X8.
+
+They run the rule and the generator (:mod:`aftertrain.speculative`) on the
+reference and its drafts and tabulate; the tests assert on the tables and
+the report renders them. Timing figures are ratios from
+:func:`aftertrain.timing.paired_timing` (alternating pairs, median ratio):
+absolute times on a shared machine drift too much.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from aftertrain import text as _text
+from aftertrain.decoding import (Decoder, check_generator, check_temperature, generate,
+                                 probabilities, sample_token)
+from aftertrain.protocol import NextTokenModel, check_model
+from aftertrain.speculative.generator import _draft_tokens, _prompt_tokens, speculative_generate
+from aftertrain.speculative.rule import _sample, _verify, verify_batch
+
+#: The article generated 200 characters beyond a prompt, with one fixed seed.
+N_NEW = 200
+KS = (1, 2, 4, 8)
+SEED = 0
+#: Fixed contexts from the validation split: the prompt of the 200-character
+#: runs (S4-S8) and the context of the first-character experiment (S2). The
+#: S2 context ("...Those relations ") ends at a word boundary, where the
+#: reference's next character is uncertain (entropy 2.80 nats, largest
+#: probability 0.126): a spread law, so a biased sampler shows. (Characters
+#: 1000-1099, tried first, end where the reference is all but certain, and
+#: any sampler scores a TV near 0 there.)
+PROMPT_SLICE = slice(0, 32)
+S2_CONTEXT_SLICE = slice(200, 300)
+S2_SAMPLES = 20_000
+#: X1 measures acceptance on longer runs than S4's 200 characters: on 200, the
+#: k = 1 rate of a near-perfect draft is 100/100 = 1.000 and predicts no fall
+#: at all; on 1,000 characters each rate rests on ~500 drafts or more.
+X1_N_NEW = 1000
+
+
+def _check_count(name: str, value: object, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+
+
+def _check_tables_args(target: NextTokenModel, drafts: dict | None = None,
+                       ks: tuple[int, ...] | None = None) -> None:
+    """The arguments every table shares: a target, a non-empty dict of named
+    drafts sharing its vocabulary, and ks (distinct ints >= 1)."""
+    V = check_model(target, "target").config.vocab_size
+    if drafts is not None:
+        if not isinstance(drafts, dict) or not drafts:
+            raise ValueError(f"drafts must be a non-empty dict of name -> model, got {drafts!r}")
+        for name, draft in drafts.items():
+            if check_model(draft, f"drafts[{name!r}]").config.vocab_size != V:
+                raise ValueError(f"drafts[{name!r}] must share the target's vocabulary of {V}")
+    if ks is not None:
+        if not isinstance(ks, (tuple, list)) or not ks or len(set(ks)) != len(ks):
+            raise ValueError(f"ks must be a non-empty tuple of distinct ints >= 1, got {ks!r}")
+        for k in ks:
+            _check_count("every k in ks", k, 1)
+
+
+def prompt_text() -> str:
+    """The prompt of the acceptance and speed runs: the first 32 characters
+    of the validation split."""
+    return _text.load_corpus().val_text[PROMPT_SLICE]
+
+
+@torch.no_grad()
+def first_token_samples(
+    target: NextTokenModel,
+    draft: NextTokenModel,
+    context: str | torch.Tensor,
+    n: int,
+    temperature: float,
+    generator: torch.Generator,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` independent first characters after ``context`` from the shipped
+    rule, and the target's distribution ``p`` for that character.
+
+    What is simulated (S2): the first round of :func:`speculative_generate`
+    with k = 1, vectorised over ``n`` rounds. The target's ``p_1`` and the
+    draft's ``q_1`` after ``context`` are computed once; each round draws a
+    draft ``x ~ q_1`` (the inverse-CDF draw the generator uses), takes the
+    bonus distribution ``p_2 = p(. | context + x)`` from one batched target
+    pass over all V possible ``x``, and runs :func:`verify_batch` on
+    ``(p_1, p_2), q_1, x``. The first emitted character is ``x`` if accepted,
+    else the rule's token. Its law depends only on ``p_1`` and ``q_1``
+    whatever k is (a rejection at position 1 ends the round there; an
+    acceptance emits ``x`` first), so k = 1 loses nothing, and the bonus
+    position is the true one, so the round is exactly the generator's.
+
+    Returns:
+        ``(first, p_1)``: (n,) long and (V,) float64.
+    """
+    V = check_model(target, "target").config.vocab_size
+    if check_model(draft, "draft").config.vocab_size != V:
+        raise ValueError("target and draft must share a vocabulary")
+    ids = _prompt_tokens(context, V)
+    if len(ids) >= target.config.block_size:
+        raise ValueError(f"context must be shorter than the block size {target.config.block_size}")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be an int >= 1, got {n!r}")
+    check_temperature(temperature)
+    check_generator(generator)
+    p1 = probabilities(Decoder(target, name="target").feed(ids)[-1], temperature)
+    q1 = probabilities(Decoder(draft, name="draft").feed(ids)[-1], temperature)
+    # Target after context + x, for every x at once: (V, V).
+    extended = torch.tensor([ids + [x] for x in range(V)])
+    p2_all = probabilities(target(extended)[:, -1], temperature)
+    x = _sample(q1.expand(n, V), torch.rand(n, dtype=torch.float64, generator=generator))
+    p = torch.stack([p1.expand(n, V), p2_all[x]], dim=1)  # (n, 2, V)
+    accepted, token = verify_batch(p, q1.expand(n, 1, V), x.unsqueeze(1), generator)
+    return torch.where(accepted > 0, x, token), p1
+
+
+def first_token_table(
+    target: NextTokenModel,
+    drafts: dict[str, NextTokenModel],
+    n: int = S2_SAMPLES,
+    seed: int = SEED,
+    null_trials: int = 1000,
+) -> list[dict]:
+    """S2: TV distance of ``n`` first characters from the target's law, per draft,
+    beside the same-sample-size baseline (direct draws from the target).
+
+    Context: characters 200..299 of the validation split (S2_CONTEXT_SLICE),
+    temperature 1.
+    Each row: ``draft``, ``tv``, ``chi2_pvalue`` (Pearson, pooled cells),
+    ``direct_tv`` (one direct draw of n, as the article's 0.0134),
+    ``null_median``/``null_q99`` (of ``null_trials`` direct draws),
+    ``tv_threshold`` (McDiarmid bound at alpha 1e-6, stats.tv_threshold).
+    """
+    from aftertrain import stats
+
+    _check_tables_args(target, drafts)
+    _check_count("n", n, 1)
+    _check_count("seed", seed, 0)
+    _check_count("null_trials", null_trials, 1)
+    context = _text.load_corpus().val_text[S2_CONTEXT_SLICE]
+    rows = []
+    for i, (name, draft) in enumerate(drafts.items()):
+        g = torch.Generator().manual_seed(seed + i)
+        first, p = first_token_samples(target, draft, context, n, 1.0, g)
+        null = stats.tv_null_distribution(p.numpy(), n, null_trials, seed)
+        rows.append({
+            "draft": name,
+            "tv": stats.empirical_tv(first.numpy(), p.numpy()),
+            "chi2_pvalue": stats.chisquare_gof(first.numpy(), p.numpy()).pvalue,
+            "direct_tv": float(null[0]),
+            "null_median": float(np.median(null)),
+            "null_q99": float(np.quantile(null, 0.99)),
+            "tv_threshold": stats.tv_threshold(null, n),
+        })
+    return rows
+
+
+def predicted_acceptance(a1: float, k: int) -> float:
+    """X1: acceptance at k if each drafted position were accepted independently
+    with the k = 1 rate ``a1``: ``a (1 - a^k) / (k (1 - a))`` (``a`` at a = 1).
+
+    The expected number accepted before the first rejection, capped at k, is
+    ``sum_{i=1..k} a^i``; divided by the k drafted. Note: a = 0.896, k = 8
+    gives 0.629 (the article's example).
+    """
+    if isinstance(a1, bool) or not isinstance(a1, (int, float)) or not 0.0 <= a1 <= 1.0:
+        raise ValueError(f"a1 must be a number in [0, 1], got {a1!r}")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be an int >= 1, got {k!r}")
+    if a1 == 1.0:
+        return 1.0
+    return a1 * (1 - a1 ** k) / (k * (1 - a1))
+
+
+def acceptance_table(
+    target: NextTokenModel,
+    drafts: dict[str, NextTokenModel],
+    ks: tuple[int, ...] = KS,
+    n_new: int = N_NEW,
+    seed: int = SEED,
+    temperature: float = 1.0,
+) -> list[dict]:
+    """S4 and X1: one ``n_new``-character run per draft and k, same prompt and seed.
+
+    Each row: ``draft``, ``k``, ``drafted``, ``accepted``, ``target_passes``,
+    ``acceptance`` (accepted / drafted), ``chars_per_pass`` (n_new / passes),
+    and ``predicted_acceptance`` (X1, from the k = 1 row of the same draft;
+    needs 1 in ``ks``).
+    """
+    _check_tables_args(target, drafts, ks)
+    _check_count("n_new", n_new, 1)
+    _check_count("seed", seed, 0)
+    check_temperature(temperature)
+    prompt = prompt_text()
+    rows = []
+    for name, draft in drafts.items():
+        a1 = None
+        for k in ks:
+            r = speculative_generate(target, draft, prompt, n_new, k, temperature,
+                                     torch.Generator().manual_seed(seed))
+            if k == 1:
+                a1 = r.acceptance_rate
+            rows.append({
+                "draft": name, "k": k, "drafted": r.drafted, "accepted": r.accepted,
+                "target_passes": r.target_passes, "acceptance": r.acceptance_rate,
+                "chars_per_pass": r.chars_per_pass,
+                "predicted_acceptance": None if a1 is None else predicted_acceptance(a1, k),
+            })
+    return rows
+
+
+# --- timing experiments (S5-S7, X2, X8) ---------------------------------------------------
+
+#: Prefix the cost measurements decode after (the validation prompt's length).
+_COST_CONTEXT = 32
+
+
+def _plain_step(target: NextTokenModel, temperature: float):
+    """One step of plain cached decoding exactly as decoding.generate runs it
+    (sample a token from the last logits, feed it), rolled back after."""
+    ids = _text.encode(prompt_text()).tolist()[:_COST_CONTEXT]
+    dec = Decoder(target)
+    logits = dec.feed(ids)[-1]
+    g = torch.Generator().manual_seed(SEED)
+
+    def step() -> None:
+        token = sample_token(logits, temperature, g)
+        dec.feed([token])
+        dec.truncate(len(ids))
+
+    return step
+
+
+def _draft_step(draft: NextTokenModel, temperature: float):
+    """One drafted character exactly as the generator drafts it
+    (_draft_tokens: distribution, inverse-CDF draw, feed), rolled back after."""
+    ids = _text.encode(prompt_text()).tolist()[:_COST_CONTEXT]
+    dec = Decoder(draft)
+    g = torch.Generator().manual_seed(SEED)
+
+    def step() -> None:
+        _draft_tokens(dec, ids[-1:], 1, temperature, g)
+        dec.truncate(len(ids) - 1)
+
+    dec.feed(ids[:-1])
+    return step
+
+
+def _verify_step(target: NextTokenModel, k: int, temperature: float):
+    """One verification pass over k+1 positions as the generator runs it
+    (feed k+1 tokens, distributions of every row, the rule), rolled back after."""
+    ids = _text.encode(prompt_text()).tolist()[:_COST_CONTEXT]
+    dec = Decoder(target)
+    dec.feed(ids[:-1])
+    g = torch.Generator().manual_seed(SEED)
+    if not 1 <= k < len(ids):
+        raise ValueError(f"k must be in [1, {len(ids) - 1}], got {k}")
+    drafts = ids[-k - 1:-1]  # any k characters: the pass's cost does not depend on them
+
+    def step() -> None:
+        logits = dec.feed(ids[-1:] + drafts)
+        p = probabilities(logits, temperature)
+        # q = the target's own rows (positive wherever softmax is), so the rule
+        # runs its full path; the draft's cost is timed separately (c).
+        _verify(p[None], p[None, :-1], torch.tensor([drafts]), g)
+        dec.truncate(len(ids) - 1)
+
+    return step
+
+
+def draft_cost_table(
+    target: NextTokenModel,
+    drafts: dict[str, NextTokenModel],
+    temperature: float = 1.0,
+    pairs: int = 21,
+    calls: int = 5,
+) -> list[dict]:
+    """S5: ``c`` = time of one drafted character / time of one plain target step.
+
+    Both sides run the generator's own code (:func:`_draft_tokens` for the
+    draft; sample + feed as :func:`aftertrain.decoding.generate` for the target),
+    so per-call Python overhead is counted on both. Each row: ``draft``,
+    ``c`` (median pair ratio), ``c_low``/``c_high`` (its 0.99 interval),
+    ``target_us``/``draft_us`` (median absolute times, this machine only).
+    """
+    from aftertrain.timing import paired_timing
+
+    _check_tables_args(target, drafts)
+    check_temperature(temperature)
+    rows = []
+    for name, draft in drafts.items():
+        t = paired_timing(_plain_step(target, temperature), _draft_step(draft, temperature),
+                          pairs=pairs, calls=calls)
+        rows.append({"draft": name, "c": t.median, "c_low": t.ci_low, "c_high": t.ci_high,
+                     "target_us": float(np.median(t.baseline)) * 1e6,
+                     "draft_us": float(np.median(t.candidate)) * 1e6})
+    return rows
+
+
+def verify_cost_table(
+    target: NextTokenModel,
+    ks: tuple[int, ...] = KS,
+    temperature: float = 1.0,
+    pairs: int = 21,
+    calls: int = 5,
+) -> list[dict]:
+    """X8: ``v_k`` = time of one verification pass over k+1 positions (feed,
+    distributions, rule) / time of one plain target step. Rows: ``k``,
+    ``v_k``, ``v_low``/``v_high`` (0.99 interval), ``verify_us``, ``step_us``."""
+    from aftertrain.timing import paired_timing
+
+    _check_tables_args(target, ks=ks)
+    check_temperature(temperature)
+    rows = []
+    for k in ks:
+        t = paired_timing(_plain_step(target, temperature), _verify_step(target, k, temperature),
+                          pairs=pairs, calls=calls)
+        rows.append({"k": k, "v_k": t.median, "v_low": t.ci_low, "v_high": t.ci_high,
+                     "verify_us": float(np.median(t.candidate)) * 1e6,
+                     "step_us": float(np.median(t.baseline)) * 1e6})
+    return rows
+
+
+def speedup_table(
+    target: NextTokenModel,
+    drafts: dict[str, NextTokenModel],
+    ks: tuple[int, ...],
+    c: dict[str, float],
+    v: dict[int, float],
+    n_new: int = N_NEW,
+    seed: int = SEED,
+    temperature: float = 1.0,
+    pairs: int = 5,
+) -> list[dict]:
+    """S6, S7, X8, X2: measured speedup of speculative over plain cached
+    decoding per draft and k, beside both predictions.
+
+    Each pair times :func:`aftertrain.decoding.generate` and
+    :func:`speculative_generate` for ``n_new`` characters after the validation
+    prompt, same seed (the runs are deterministic, so every pair times the
+    same work); speedup = plain time /
+    speculative time, median of ``pairs`` alternating pairs with min~max (the
+    article's 5; min~max of 5 is a 0.9375 interval for the median).
+    Predictions: ``predicted`` = cpp / (1 + k c) (the article's, S7) and
+    ``predicted_vk`` = cpp / (v_k + k c) (X8), with ``c[draft]``, ``v[k]``.
+    """
+    from aftertrain.timing import paired_timing
+
+    _check_tables_args(target, drafts, ks)
+    _check_count("n_new", n_new, 1)
+    _check_count("seed", seed, 0)
+    check_temperature(temperature)
+    for name in drafts:
+        if not isinstance(c, dict) or not isinstance(c.get(name), (int, float)):
+            raise ValueError(f"c must map every draft name to its cost, missing {name!r}")
+    for k in ks:
+        if not isinstance(v, dict) or not isinstance(v.get(k), (int, float)):
+            raise ValueError(f"v must map every k in ks to its verification cost, missing {k!r}")
+    prompt = prompt_text()
+    ids = _text.encode(prompt)
+    rows = []
+    for name, draft in drafts.items():
+        for k in ks:
+            run = speculative_generate(target, draft, prompt, n_new, k, temperature,
+                                       torch.Generator().manual_seed(seed))
+
+            def plain() -> None:
+                generate(target, ids, n_new, temperature, torch.Generator().manual_seed(seed))
+
+            def spec() -> None:
+                speculative_generate(target, draft, prompt, n_new, k, temperature,
+                                     torch.Generator().manual_seed(seed))
+
+            t = paired_timing(plain, spec, pairs=pairs, warmup=1, confidence=0.9)
+            cpp = run.chars_per_pass
+            # ratios are spec / plain; the speedup is their inverse
+            rows.append({
+                "draft": name, "k": k, "chars_per_pass": cpp,
+                "speedup": 1.0 / t.median, "speedup_min": 1.0 / t.maximum,
+                "speedup_max": 1.0 / t.minimum,
+                "predicted": cpp / (1 + k * c[name]),
+                "predicted_vk": cpp / (v[k] + k * c[name]),
+            })
+    return rows
