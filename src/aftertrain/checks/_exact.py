@@ -87,7 +87,8 @@ def _call(rule, case: _battery.Case, n: int, drafts, u, v, report: Report):
     return _battery.check_outputs(case, n, out, report)
 
 
-def check_rule_exact(rule_with_uniforms: Callable, *, name: str | None = None) -> Report:
+def check_rule_exact(rule_with_uniforms: Callable, *, cases: list[_battery.Case] | None = None,
+                     seed: int = 3, name: str | None = None) -> Report:
     """Probe a rule written as a function of its uniforms with forced values.
 
     Protocol: ``rule(p, q, drafts, u, v) -> (accepted, token)``, shapes and
@@ -111,12 +112,19 @@ def check_rule_exact(rule_with_uniforms: Callable, *, name: str | None = None) -
     (p <= q everywhere: q = p plus 1e-7 on one cell, q with 1e-7 on a
     token outside p's support, q = p rounded up to float32) must neither
     raise nor emit a token outside p's support; and a batch of 64 rounds
-    must equal the 64 rounds run one by one. These are exact: a correct
-    rule never fails them (false-alarm rate 0).
+    must equal the 64 rounds run one by one (on the fixed case of the
+    battery, or on each of ``cases``: ``(name, p, q)`` as for
+    :func:`check_rule`; ``seed`` draws those rounds). These are exact: a
+    correct rule never fails them (false-alarm rate 0).
     """
     if not callable(rule_with_uniforms):
         raise ValueError(f"rule_with_uniforms must be callable, "
                          f"got {type(rule_with_uniforms).__name__}")
+    from aftertrain.checks.speculative import _as_cases  # noqa: PLC0415 (no import cycle at load)
+
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+    cases = None if cases is None else _as_cases(cases)
     rule = rule_with_uniforms
     report = Report(name or f"check_rule_exact({getattr(rule, '__name__', type(rule).__name__)})")
     for label, p, q, drafts, u, v, ok, want in _probes():
@@ -127,20 +135,22 @@ def check_rule_exact(rule_with_uniforms: Callable, *, name: str | None = None) -
         a, t = int(out[0][0]), int(out[1][0])
         report.add(Row(label, "forced uniforms", ok(a, t), n=1,
                        detail=f"got accepted {a}, token {t}; must be {want}"))
-    # One batch against the same rounds one by one (rows mixed up by broadcasting).
-    case = _battery.Case("batch of 64 equals row by row", torch.from_numpy(_battery.FIXED_P),
-                         torch.from_numpy(_battery.FIXED_Q))
-    g = torch.Generator().manual_seed(3)
+    # Batches against the same rounds one by one (rows mixed up by broadcasting).
+    batch_cases = cases or [_battery.Case("fixed V=4 k=3", torch.from_numpy(_battery.FIXED_P),
+                                          torch.from_numpy(_battery.FIXED_Q))]
+    g = torch.Generator().manual_seed(seed)
     n = 64
-    drafts = _battery.draw_drafts(case.q, n, g)
-    u = torch.rand(n, case.k, dtype=_D, generator=g)
-    v = torch.rand(n, dtype=_D, generator=g)
-    out = _call(rule, case, n, drafts, u, v, report)
-    if out is not None:
+    for case in batch_cases:
+        case = _battery.Case(f"batch of {n} equals row by row ({case.name})", case.p, case.q)
+        drafts = _battery.draw_drafts(case.q, n, g)
+        u = torch.rand(n, case.k, dtype=_D, generator=g)
+        v = torch.rand(n, dtype=_D, generator=g)
+        out = _call(rule, case, n, drafts, u, v, report)
+        if out is None:
+            continue
         bad = []
         for i in range(n):
-            one = _call(rule, _battery.Case(case.name, case.p, case.q), 1, drafts[i:i + 1],
-                        u[i:i + 1], v[i:i + 1], Report("scratch"))
+            one = _call(rule, case, 1, drafts[i:i + 1], u[i:i + 1], v[i:i + 1], Report("scratch"))
             if one is None or (int(one[0][0]), int(one[1][0])) != (int(out[0][i]), int(out[1][i])):
                 bad.append(i)
         report.add(Row(case.name, "batch consistency", not bad, n=n, value=float(len(bad)),

@@ -4,7 +4,7 @@ Each variant is a correct implementation with one named bug: seven broken
 verification rules (written as functions of their uniforms, the protocol of
 :func:`aftertrain.checks.speculative.check_rule_exact`; wrap one with
 :func:`aftertrain.checks.speculative.drawing_uniforms` for ``check_rule``)
-and two broken decoding loops (the protocol of ``check_generator``).
+and three broken decoding loops (the protocol of ``check_generator``).
 :data:`ZOO` says which check of the kit catches each; docs/checks.md gives
 each one's measured detection rate (tools/zoo_rates.py).
 
@@ -36,6 +36,7 @@ GENERATOR_BUGS = (
     # drafts sampled from the top-1 (top-k with k = 1) of q, the rule given all of q
     "top-k draft reported unfiltered",
     "temperature on the draft only",  # q at the temperature, p at temperature 1
+    "q scored at temperature 1",  # drafts sampled at the temperature, q reported at temperature 1
 )
 
 
@@ -100,14 +101,19 @@ def _draw(dist: torch.Tensor, generator: torch.Generator) -> int:
                                   right=True)[0])
 
 
-def make_generator(bug: str | None = None, top_k: int = 1) -> Callable:
+def make_generator(bug: str | None = None, top_k: int = 1, rule: Callable | None = None) -> Callable:
     """A plain speculative decoding loop (whole-text forward passes, no cache)
     with ``bug`` (one of :data:`GENERATOR_BUGS`) or none, following
     ``check_generator``'s protocol. Each round drafts ``min(k, remaining -
-    1)`` tokens, scores them with the target and applies the correct rule."""
+    1)`` tokens, scores them with the target and applies ``rule`` (a rule of
+    the form ``rule(p, q, drafts, u, v)``; default the correct one), so a
+    broken rule can be run through a whole loop too."""
     if bug is not None and bug not in GENERATOR_BUGS:
         raise ValueError(f"bug must be None or one of {GENERATOR_BUGS}, got {bug!r}")
-    rule = make_rule()
+    if rule is None:
+        rule = make_rule()
+    elif not callable(rule):
+        raise ValueError(f"rule must be callable, got {type(rule).__name__}")
 
     @torch.no_grad()
     def generate(target, draft, prompt, n_new, k, temperature, generator):
@@ -124,6 +130,8 @@ def make_generator(bug: str | None = None, top_k: int = 1) -> Callable:
                     keep[torch.topk(q, min(top_k, q.numel())).indices] = True
                     sample_from = torch.where(keep, q, torch.zeros_like(q))
                 drafts.append(_draw(sample_from, generator))
+                if bug == "q scored at temperature 1" and temperature > 0:
+                    q = _dist(draft(torch.tensor([text + drafts[:-1]]))[0, -1], 1.0)
                 qs.append(q)
             logits = target(torch.tensor([text + drafts]))[0, -(kk + 1):]
             p = _dist(logits, 1.0 if bug == "temperature on the draft only" else temperature)
@@ -136,7 +144,7 @@ def make_generator(bug: str | None = None, top_k: int = 1) -> Callable:
             text += drafts[:int(a[0])] + [int(t[0])]
         return torch.tensor(text[len(prompt):], dtype=torch.long)
 
-    generate.__name__ = f"zoo generator ({bug or 'correct'})"
+    generate.__name__ = f"zoo generator ({bug or getattr(rule, '__name__', 'correct')})"
     return generate
 
 
