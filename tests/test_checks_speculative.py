@@ -217,7 +217,7 @@ def speculative_example() -> str:
     """The first ```python block of docs/checks.md's speculative section."""
     text = (ROOT / "docs" / "checks.md").read_text()
     section = text.split("## Speculative samplers", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
     assert blocks, "docs/checks.md's speculative section has no python example"
     return blocks[0]
 

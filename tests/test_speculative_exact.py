@@ -24,8 +24,8 @@ from aftertrain import drafts as D
 from aftertrain import model as M
 from aftertrain import speculative as S
 from aftertrain.checks import speculative as CS
-from aftertrain.stats import ALPHA
 from aftertrain.checks.speculative import ToyTable
+from aftertrain.stats import ALPHA
 
 # --- toy models and their exact law ---------------------------------------------------
 
@@ -171,9 +171,8 @@ def test_first_character_law_is_the_targets_with_bigram_and_4bit_drafts(first_to
 
 # --- invariants of the generator on any run ------------------------------------------
 
-from hypothesis import given  # noqa: E402
-
-from strategies import speculative_run, toy_gpt  # noqa: E402
+from hypothesis import given
+from strategies import speculative_run, toy_gpt
 
 TOY_GPT_TARGET, TOY_GPT_DRAFT = toy_gpt(5, seed=1), toy_gpt(5, seed=2)
 

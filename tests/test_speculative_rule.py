@@ -14,13 +14,14 @@ import math
 import pytest
 import torch
 from hypothesis import given
+from strategies import verification_case
 
 from aftertrain import model as M
 from aftertrain import speculative as S
 from aftertrain.checks import speculative as CS
-from aftertrain.checks._battery import FIXED_P as _FIXED_P, FIXED_Q as _FIXED_Q
+from aftertrain.checks._battery import FIXED_P as _FIXED_P
+from aftertrain.checks._battery import FIXED_Q as _FIXED_Q
 from aftertrain.stats import ALPHA
-from strategies import verification_case
 
 TRIALS = 20_000  # rounds per single-step case: enough for chi-square to see a TV of ~0.03
 

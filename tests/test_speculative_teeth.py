@@ -14,6 +14,9 @@ from __future__ import annotations
 import pytest
 import torch
 from hypothesis import given
+from strategies import verification_case
+from test_speculative_exact import TOY_PROMPT, TOY_TEMPERATURE, toy_draft, toy_target
+from test_speculative_rule import FIXED_P, FIXED_Q, TRIALS
 
 from aftertrain import drafts as D
 from aftertrain import model as M
@@ -22,9 +25,6 @@ from aftertrain import text as T
 from aftertrain.checks import speculative as CS
 from aftertrain.checks import zoo
 from aftertrain.stats import ALPHA
-from strategies import verification_case
-from test_speculative_exact import TOY_PROMPT, TOY_TEMPERATURE, toy_draft, toy_target
-from test_speculative_rule import FIXED_P, FIXED_Q, TRIALS
 
 BUGS = ("always accept", "resample from p", "residual q - p", "accept u <= p/q",
         "bonus from k-th", "skip renormalisation")

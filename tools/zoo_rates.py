@@ -18,7 +18,6 @@ import statistics
 import time
 from multiprocessing import Pool
 
-
 #: The u = 0 bug through the statistical battery: no sample size shows it.
 SEEN_BY_RULE = "accept u <= p/q (through check_rule)"
 

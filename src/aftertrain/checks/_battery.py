@@ -68,7 +68,7 @@ def battery(seed: int) -> list[Case]:
     position 1); probabilities down to 1e-12.
     """
     rng = np.random.default_rng([seed, 12])
-    dirichlet = lambda V, rows, a=1.0: rng.dirichlet(np.full(V, a), size=rows)  # noqa: E731
+    dirichlet = lambda V, rows, a=1.0: rng.dirichlet(np.full(V, a), size=rows)
     cases = []
     cases.append(("dirichlet V=4 k=1", dirichlet(4, 2), dirichlet(4, 1)))
     cases.append(("dirichlet V=8 k=3", dirichlet(8, 4), dirichlet(8, 3)))

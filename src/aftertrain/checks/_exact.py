@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -120,7 +120,7 @@ def check_rule_exact(rule_with_uniforms: Callable, *, cases: list[_battery.Case]
     if not callable(rule_with_uniforms):
         raise ValueError(f"rule_with_uniforms must be callable, "
                          f"got {type(rule_with_uniforms).__name__}")
-    from aftertrain.checks.speculative import _as_cases  # noqa: PLC0415 (no import cycle at load)
+    from aftertrain.checks.speculative import _as_cases
 
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be an int >= 0, got {seed!r}")

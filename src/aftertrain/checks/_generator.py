@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import itertools
 import numbers
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
-import torch.nn as nn
+from torch import nn
 
 from aftertrain import stats
 from aftertrain.checks import _battery
@@ -194,7 +194,7 @@ def check_generator(generate: Callable, target: nn.Module | None = None,
     prompt_t = torch.as_tensor(list(prompt), dtype=torch.long)
     if prompt_t.dim() != 1 or prompt_t.numel() < 1:
         raise ValueError(f"prompt must be a non-empty sequence of token ids, got {prompt!r}")
-    V = int(target(prompt_t[None]).shape[-1])
+    V = int(target(torch.zeros(1, 1, dtype=torch.long)).shape[-1])  # token 0 exists
     if int(prompt_t.min()) < 0 or int(prompt_t.max()) >= V:
         raise ValueError(f"prompt ids must lie in [0, {V})")
 

@@ -28,27 +28,27 @@ randomness from torch's global generator; the kit seeds it inside
 from __future__ import annotations
 
 import numbers
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
 
 from aftertrain.checks import _battery
 from aftertrain.checks._battery import FIXED_P, FIXED_Q, Case  # noqa: F401 (re-exported)
-from aftertrain.checks._generator import ToyTable, check_generator, toy_models
 from aftertrain.checks._exact import check_rule_exact
+from aftertrain.checks._generator import ToyTable, check_generator, toy_models
 from aftertrain.checks.report import Report, Row
 from aftertrain.stats import ALPHA
 
 __all__ = [
+    "DEFAULT_N",
+    "ToyTable",
+    "check_generator",
     "check_rule",
     "check_rule_exact",
-    "check_generator",
-    "sequential",
     "drawing_uniforms",
+    "sequential",
     "toy_models",
-    "ToyTable",
-    "DEFAULT_N",
 ]
 
 #: Rounds per case of the default battery: chi-square sees a TV bias of

@@ -10,18 +10,25 @@ each one's measured detection rate (tools/zoo_rates.py).
 
 ``make_rule()`` and ``make_generator()`` without a bug are the correct
 rule and loop; the rule equals :func:`aftertrain.speculative.verify_with_uniforms`
-bit for bit (tests/test_checks_speculative.py).
+bit for bit (tests/test_speculative_teeth.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
-__all__ = ["RULE_BUGS", "GENERATOR_BUGS", "ZOO", "Variant", "make_rule", "make_generator",
-           "detect"]
+__all__ = [
+    "GENERATOR_BUGS",
+    "RULE_BUGS",
+    "ZOO",
+    "Variant",
+    "detect",
+    "make_generator",
+    "make_rule",
+]
 
 RULE_BUGS = (
     "always accept",
