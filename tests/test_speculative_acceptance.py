@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from toys import ToyTable
 
 from aftertrain import bigram as B
 from aftertrain import drafts as D
@@ -23,7 +24,6 @@ from aftertrain.evaluation import val_loss
 from aftertrain.experiments import speculative as XS
 from aftertrain.text import encode
 from aftertrain.tolerances import LOSS_ATOL_SAME_THREADS, NGRAM_DOC_LOSS_ATOL
-from toys import ToyTable
 
 ARTICLE_DRAFTS = (D.DraftKind.INT8, D.DraftKind.INT4, D.DraftKind.BIGRAM)  # best to worst (S3)
 

@@ -1,79 +1,46 @@
 """Claim X7: every exactness check rejects known-broken samplers.
 
-Each broken sampler is the shipped rule with one change, written here (not
-in src/) and swapped in for ``aftertrain.speculative.rule._rule`` (or, for the
-temperature bug, ``_draft_tokens``) with monkeypatch, so the checks run
-through the shipped entry points (verify_batch, verify_with_uniforms,
-speculative_generate) exactly as in the real tests. ``make_rule()`` with
-no change is checked to equal the shipped rule bit for bit first, so each
-variant differs from it only in the named bug.
+Each broken sampler comes from the bug zoo (aftertrain.checks.zoo): the
+correct rule with one change, or a decoding loop with one change. It is
+passed as a parameter to the very checks aftertrain's own rule and
+generator pass (the kit, aftertrain.checks.speculative), with the settings
+of tests/test_speculative_rule.py and tests/test_speculative_exact.py.
+``zoo.make_rule()`` with no change is checked to equal the shipped rule bit
+for bit first, so each variant differs from it only in the named bug.
 """
 
 from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import given
+from strategies import verification_case
+from toys import TOY_PROMPT, TOY_TEMPERATURE, toy_draft, toy_target
 
+from aftertrain import decoding as DEC
 from aftertrain import drafts as D
 from aftertrain import speculative as S
+from aftertrain import text as T
+from aftertrain.checks import speculative as CS
+from aftertrain.checks import zoo
+from aftertrain.checks._battery import FIXED_P as _FIXED_P
+from aftertrain.checks._battery import FIXED_Q as _FIXED_Q
 from aftertrain.decoding import probabilities
 from aftertrain.experiments import speculative as XS
-from aftertrain.speculative import generator as SG
-from aftertrain.speculative import rule as SR
 from aftertrain.stats import ALPHA
-from test_speculative_exact import joint_law_fit
-from test_speculative_rule import FIXED_P, FIXED_Q, TRIALS, position_law_failures, rule
-from strategies import verification_case
-from hypothesis import given
+from aftertrain.tolerances import RULE_TRIALS
+
+FIXED_P, FIXED_Q = torch.from_numpy(_FIXED_P), torch.from_numpy(_FIXED_Q)
 
 BUGS = ("always accept", "resample from p", "residual q - p", "accept u <= p/q",
         "bonus from k-th", "skip renormalisation")
 
 
-def make_rule(bug: str | None = None):
-    """The verification rule with ``bug`` (one of BUGS) or none."""
-
-    def broken(p, q, drafts, u, v):
-        N, k = drafts.shape
-        px = p[:, :k].gather(2, drafts.unsqueeze(2)).squeeze(2)
-        qx = q.gather(2, drafts.unsqueeze(2)).squeeze(2)
-        if bug == "always accept":
-            ok = torch.ones_like(px, dtype=torch.bool)
-        elif bug == "accept u <= p/q":
-            ok = u * qx <= px
-        else:
-            ok = u * qx < px
-        accepted = ok.long().cumprod(1).sum(1)
-        rows = torch.arange(N)
-        at = accepted
-        if bug == "bonus from k-th":
-            at = torch.where(accepted == k, (accepted - 1).clamp_min(0), accepted)
-        p_n = p[rows, at]
-        q_n = torch.cat([q, q.new_zeros(N, 1, q.shape[-1])], 1)[rows, accepted]
-        if bug == "resample from p":
-            residual = p_n
-        elif bug == "residual q - p":
-            residual = (q_n - p_n).clamp_min(0)
-        else:
-            residual = (p_n - q_n).clamp_min(0)
-        empty = (residual.sum(-1) <= 0).unsqueeze(-1)
-        residual = torch.where(empty, p_n, residual)
-        cdf = residual.cumsum(-1)
-        total = cdf[:, -1:]
-        if bug == "skip renormalisation":  # v compared with the raw residual mass
-            total = torch.ones_like(total)
-        x = torch.minimum(v.unsqueeze(-1) * total, torch.nextafter(total, torch.zeros_like(total)))
-        idx = torch.searchsorted(cdf, x, right=True).squeeze(-1)
-        return accepted, idx.clamp_max(residual.shape[-1] - 1)
-
-    return broken
-
-
 @given(case=verification_case())
 def test_reference_copy_of_the_rule_equals_the_shipped_rule(case):
-    """make_rule() without a bug returns exactly what the shipped rule returns
-    on 256 rounds with random uniforms, so each broken variant is the shipped
-    rule plus one bug."""
+    """zoo.make_rule() without a bug returns exactly what the shipped rule
+    returns on 256 rounds with random uniforms, so each broken variant is the
+    shipped rule plus one bug."""
     p, q = case
     k, n = q.shape[0], 256
     g = torch.Generator().manual_seed(5)
@@ -81,21 +48,27 @@ def test_reference_copy_of_the_rule_equals_the_shipped_rule(case):
     u = torch.rand(n, k, dtype=torch.float64, generator=g)
     v = torch.rand(n, dtype=torch.float64, generator=g)
     P, Q = p.expand(n, -1, -1), q.expand(n, -1, -1)
-    ours = make_rule()(P, Q, drafts, u, v)
+    ours = zoo.make_rule()(P, Q, drafts, u, v)
     shipped = S.verify_with_uniforms(P, Q, drafts, u, v)
     assert torch.equal(ours[0], shipped[0]) and torch.equal(ours[1], shipped[1])
 
 
-def zero_probability_draft_accepted() -> bool:
-    """True if the rule accepts a draft with p(x) = 0 at u = 0 (the exact check
-    of test_zero_probability_draft_is_never_accepted_even_at_u_zero)."""
-    a, t = rule([[0.0, 1.0], [0.5, 0.5]], [[0.5, 0.5]], [0], [0.0], 0.3)
-    return int(a[0]) != 0 or int(t[0]) != 1
+def joint_law_report(generate, runs: int = 600):
+    """The X6 check (kit's check_generator: toy 4-symbol models, temperature
+    0.3, first three symbols) at k = 1 with ``runs`` runs."""
+    return CS.check_generator(generate, toy_target(), toy_draft(), runs=runs, ks=(1,),
+                              temperatures=(TOY_TEMPERATURE,), prompt=TOY_PROMPT.tolist(),
+                              alpha=ALPHA, seed=0)
+
+
+def joint_law_rejects(report) -> bool:
+    return any(r.check == "chi-square" and not r.passed for r in report.rows)
 
 
 #: Which exactness check catches which bug ("position law": the single-step
-#: law/acceptance check of test_speculative_rule; "u = 0": the exact edge
-#: check; "joint law": X6 on toy models through speculative_generate).
+#: law/acceptance check of test_speculative_rule on the fixed case; "u = 0":
+#: the forced-uniform probes; "joint law": X6 on toy models, the broken rule
+#: run inside a decoding loop).
 CAUGHT_BY = {
     "always accept": ("position law", "joint law"),
     "resample from p": ("position law", "joint law"),
@@ -106,67 +79,64 @@ CAUGHT_BY = {
 }
 
 
-def check_fails(check: str) -> bool:
+def check_fails(check: str, rule_with_uniforms) -> bool:
     if check == "position law":
-        return position_law_failures(FIXED_P, FIXED_Q, TRIALS, seed=1) != []
+        report = CS.check_rule(CS.drawing_uniforms(rule_with_uniforms), n=RULE_TRIALS, seed=1,
+                               cases=[("fixed V=4 k=3", FIXED_P, FIXED_Q)], alpha=ALPHA)
+        return not report.passed
     if check == "u = 0":
-        return zero_probability_draft_accepted()
+        report = CS.check_rule_exact(rule_with_uniforms)
+        return any(r.case == "u = 0 with p(x) = 0 rejects" and not r.passed for r in report.rows)
     if check == "joint law":
-        return joint_law_fit(k=1, runs=600).rejects(ALPHA)
+        return joint_law_rejects(joint_law_report(zoo.make_generator(rule=rule_with_uniforms)))
     raise AssertionError(check)
 
 
 @pytest.mark.claim("X7")
 @pytest.mark.parametrize("bug, check", [(b, c) for b in BUGS for c in CAUGHT_BY[b]])
-def test_broken_sampler_fails_the_exactness_check(bug, check, monkeypatch, record_property):
+def test_broken_sampler_fails_the_exactness_check(bug, check, record_property):
     """X7. The shipped rule passes each check (tests/test_speculative_rule.py,
-    tests/test_speculative_exact.py); with ``bug`` swapped in, the named check
-    fails. The joint-law check uses 600 runs at k = 1 here (the real test
-    runs 1,500 at k = 1, 2, 4): the bugs move the law far more than that
-    sample's noise."""
-    monkeypatch.setattr(SR, "_rule", make_rule(bug))
-    assert check_fails(check), f"{check} check did not catch '{bug}'"
+    tests/test_speculative_exact.py); the rule with ``bug`` (zoo.make_rule)
+    fails the named check. The joint-law check runs the broken rule inside
+    a plain decoding loop (zoo.make_generator(rule=...)) with 600 runs at
+    k = 1 (the real test runs 1,500 at k = 1, 2, 4): the bugs move the law
+    far more than that sample's noise."""
+    assert check_fails(check, zoo.make_rule(bug)), f"{check} check did not catch '{bug}'"
     record_property("measured", f"'{bug}' caught by {check}")
 
 
 @pytest.mark.claim("X7")
-def test_draft_scored_at_another_temperature_fails_the_joint_law_check(monkeypatch,
-                                                                      record_property):
+def test_draft_scored_at_another_temperature_fails_the_joint_law_check(record_property):
     """X7. Drafts sampled at temperature 0.3 but scored with q at temperature
-    1: the joint law of the first three symbols (X6 check, 600 runs, k = 1)
-    rejects; the shipped proposal passes it in test_speculative_exact."""
-    shipped = SG._draft_tokens
-
-    def broken(decoder, pending, k, temperature, generator):
-        logits_seen = []
-        real_feed = decoder.feed
-
-        def feed(tokens):
-            out = real_feed(tokens)
-            logits_seen.append(out[-1])
-            return out
-
-        decoder.feed = feed
-        try:
-            drafts, _ = shipped(decoder, pending, k, temperature, generator)
-        finally:
-            del decoder.feed
-        return drafts, torch.stack([probabilities(l, 1.0) for l in logits_seen])
-
-    monkeypatch.setattr(SG, "_draft_tokens", broken)
-    assert joint_law_fit(k=1, runs=600).rejects(ALPHA)
+    1 (zoo "q scored at temperature 1"): the joint law of the first three
+    symbols (X6 check, 600 runs, k = 1) rejects; the correct loop
+    (zoo.make_generator()) and the shipped generator pass it."""
+    broken = joint_law_report(zoo.make_generator("q scored at temperature 1"))
+    assert joint_law_rejects(broken), str(broken)
+    correct = joint_law_report(zoo.make_generator())
+    assert correct.passed, str(correct)
     record_property("measured", "q at temperature 1 for drafts sampled at 0.3: caught by joint law")
 
 
 @pytest.mark.claim("X7")
-def test_always_accept_fails_the_first_character_check_on_the_reference(reference, monkeypatch,
+def test_always_accept_fails_the_first_character_check_on_the_reference(reference,
                                                                        speculative_drafts,
                                                                        record_property):
-    """X7 for S2: with 'always accept' the 20,000 first characters follow the
-    bigram draft's law, and the S2 check (chi-square at alpha 1e-6 and the TV
-    bound) rejects them."""
-    monkeypatch.setattr(SR, "_rule", make_rule("always accept"))
-    row = XS.first_token_table(reference, {"bigram": speculative_drafts[D.DraftKind.BIGRAM]},
-                              null_trials=200)[0]
-    record_property("measured", f"always accept: TV {row['tv']:.4f} (bound {row['tv_threshold']:.4f})")
-    assert row["chi2_pvalue"] < ALPHA and row["tv"] > row["tv_threshold"], row
+    """X7 for S2: with 'always accept' the 20,000 first characters after the
+    S2 context follow the bigram draft's law, and the S2 check (chi-square
+    and the TV bound, kit's check_rule on the reference's p and the bigram's
+    q at that context) rejects them; the shipped rule passes the same check."""
+    ids = T.encode(T.load_corpus().val_text[XS.S2_CONTEXT_SLICE]).tolist()
+    p1 = probabilities(DEC.Decoder(reference).feed(ids)[-1], 1.0)
+    q1 = probabilities(DEC.Decoder(speculative_drafts[D.DraftKind.BIGRAM]).feed(ids)[-1], 1.0)
+    # Only the first character is judged here; the bonus row repeats p_1.
+    case = [("S2 context, bigram draft", torch.stack([p1, p1]), q1[None])]
+    broken = CS.check_rule(CS.drawing_uniforms(zoo.make_rule("always accept")),
+                           n=XS.S2_SAMPLES, cases=case, alpha=ALPHA, seed=XS.SEED)
+    first = {r.check: r for r in broken.rows if r.position == 0}
+    record_property("measured", f"always accept: TV {first['tv'].tv:.4f} "
+                                f"(bound {first['tv'].tv_threshold:.4f})")
+    assert not first["chi-square"].passed and not first["tv"].passed, str(broken)
+    shipped = CS.check_rule(lambda p, q, d: S.verify_batch(p, q, d, torch.default_generator),
+                            n=XS.S2_SAMPLES, cases=case, alpha=ALPHA, seed=XS.SEED)
+    assert shipped.passed, str(shipped)

@@ -3,6 +3,8 @@
 
 An importable helper module (not a test module): tests import the toys from
 here, and nothing is built at import time.
+The table toy is the conformance kit's own (aftertrain.checks.speculative):
+one implementation, used by the kit and by these tests.
 """
 
 from __future__ import annotations
@@ -10,47 +12,8 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
+from aftertrain.checks.speculative import ToyTable, toy_models
 from aftertrain.model import GPT, GPTConfig
-from aftertrain.protocol import TableConfig, TokenCache, check_idx, texts
-
-
-class ToyTable(nn.Module):
-    """A toy language model over ``vocab_size`` symbols for exact laws (X6).
-
-    The next-symbol logits are a random table indexed by the last ``order``
-    symbols (1 or 2; the first symbol of a text sees a "start" index as its
-    predecessor): context-dependent, cheap, and a NextTokenModel with a
-    :class:`~aftertrain.protocol.TokenCache`. A fraction ``zero_fraction`` of
-    the logits is -inf (probability 0 at any temperature), never a row's
-    largest, so supports differ between models.
-    """
-
-    def __init__(self, vocab_size: int, seed: int, order: int = 2, scale: float = 1.5,
-                 zero_fraction: float = 0.2) -> None:
-        super().__init__()
-        assert order in (1, 2), "order must be 1 or 2"
-        self.config = TableConfig(vocab_size)
-        self.order = order
-        V = vocab_size
-        g = torch.Generator().manual_seed(seed)
-        logits = torch.randn(V + 1, V, V, generator=g) * scale
-        drop = torch.rand(V + 1, V, V, generator=g) < zero_fraction
-        drop &= logits < logits.amax(-1, keepdim=True)  # keep each row's top symbol
-        self.register_buffer("table", logits.masked_fill(drop, float("-inf")))
-
-    def forward(self, idx: torch.Tensor, cache: TokenCache | None = None) -> torch.Tensor:
-        V = self.config.vocab_size
-        T = check_idx(idx, V).shape[1]
-        out = []
-        for seen in texts(idx, cache):
-            start = len(seen) - T
-            prev = [seen[i - 1] if i >= 1 and self.order == 2 else V
-                    for i in range(start, len(seen))]
-            out.append(self.table[torch.tensor(prev), torch.tensor(seen[start:])])
-        return torch.stack(out)
-
-    def new_cache(self) -> TokenCache:
-        return TokenCache()
 
 
 def toy_gpt(vocab_size: int, seed: int, n_embd: int = 16) -> GPT:
@@ -84,3 +47,23 @@ class CountingModel(nn.Module):
     def forward(self, idx, cache=None):
         self.positions.append(idx.shape[1])
         return self.inner(idx, cache=cache)
+
+
+# The X6 joint-law setting shared by the exactness tests and their teeth.
+TOY_V = 4
+TOY_PROMPT = torch.tensor([0])  # one symbol: no prefill; where a wrong-temperature q moves the law most (TV 0.26)
+TOY_TEMPERATURE = 0.3  # far from 1, so a q taken at temperature 1 shows (TV up to 0.26 per step)
+
+
+def toy_target() -> ToyTable:
+    """The kit's default target: a table on the last two symbols."""
+    return toy_models(TOY_V)[0]
+
+
+def toy_draft() -> ToyTable:
+    """The kit's default draft: a table on the last symbol."""
+    return toy_models(TOY_V)[1]
+
+
+__all__ = ["TOY_PROMPT", "TOY_TEMPERATURE", "TOY_V", "CountingModel", "ToyTable", "toy_draft",
+           "toy_gpt", "toy_target"]
