@@ -280,6 +280,13 @@ MUTANTS: tuple[Mutant, ...] = (
       "if np.any(obs[impossible] > 0):", "if False:"),
     M("stats-14", "stats", "dof counts the pooled cell twice",
       "dof=int(obs.size - 1),", "dof=int(obs.size),"),
+    M("stats-15", "stats", "McDiarmid margin doubled (a check loosened by two)",
+      "return float(arr.mean() + math.sqrt(", "return float(arr.mean() + 2 * math.sqrt("),
+    M("stats-16", "stats", "chi-square rejects only at a p-value 100 times smaller",
+      "return self.pvalue < _check_alpha(alpha)", "return self.pvalue < _check_alpha(alpha) / 100"),
+    M("stats-17", "stats", "chi-square statistic halved before its p-value",
+      "stat, pvalue = scipy.stats.chisquare(obs, expected)",
+      "stat = scipy.stats.chisquare(obs, expected)[0] / 2\n    pvalue = scipy.stats.chi2.sf(stat, obs.size - 1)"),
     # --- timing --------------------------------------------------------------------------------------
     M("timing-01", "timing", "ratio of medians instead of median of pair ratios",
       "ratios = np.asarray(cand_times) / np.asarray(base_times)",
