@@ -22,6 +22,7 @@ restructure moves them to aftertrain.decoding; the imports follow at merge).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -76,7 +77,7 @@ class Markov(nn.Module):
 
 def transition_counts(tokens: list[int], V: int) -> np.ndarray:
     counts = np.zeros((V, V), dtype=np.int64)
-    for a, b in zip(tokens[:-1], tokens[1:]):
+    for a, b in pairwise(tokens):
         counts[a, b] += 1
     return counts
 
@@ -150,7 +151,7 @@ def test_generate_at_temperature_zero_follows_the_argmax_chain(markov):
     """Greedy decoding: every next symbol is the first argmax of its row."""
     out = generate(markov, torch.tensor([3]), 300, 0.0).tolist()
     argmax = markov.table.argmax(dim=1).tolist()
-    assert all(b == argmax[a] for a, b in zip(out[:-1], out[1:]))
+    assert all(b == argmax[a] for a, b in pairwise(out))
 
 
 def test_decoder_logits_are_the_chains_rows(markov):
@@ -174,7 +175,7 @@ def corpus_tokens():
 
 def hand_bigram(tokens: list[int], alpha: float) -> np.ndarray:
     counts = np.full((V_ALL, V_ALL), alpha)
-    for a, b in zip(tokens[:-1], tokens[1:]):
+    for a, b in pairwise(tokens):
         counts[a, b] += 1
     return counts / counts.sum(axis=1, keepdims=True)
 
@@ -234,7 +235,7 @@ def test_teeth_a_draft_missing_one_count_differs_from_the_hand_count(corpus_toke
         model = NGram.fit(short, order=3)
         assert any(not np.allclose(model.distribution(tuple(ids[max(0, i - 2):i])).numpy(),
                                    law(tuple(ids[max(0, i - 2):i])), rtol=1e-12, atol=1e-15)
-                   for i in range(0, len(ids) + 1))
+                   for i in range(len(ids) + 1))
     bigram = Bigram.fit(corpus_tokens[:-1]).log_probs.double().exp().numpy()
     assert not np.allclose(bigram, hand_bigram(ids, BIGRAM_ALPHA), rtol=1e-6, atol=0)
 
@@ -289,4 +290,4 @@ def test_speculative_generator_at_temperature_zero_is_the_argmax_chain():
     draft = Markov(support=6, seed=12, vocab_size=V_ALL)
     out = S.speculative_generate(target, draft, torch.tensor([2]), 300, 3, 0.0).tokens.tolist()
     argmax = target.table.argmax(dim=1).tolist()
-    assert all(b == argmax[a] for a, b in zip(out[:-1], out[1:]))
+    assert all(b == argmax[a] for a, b in pairwise(out))

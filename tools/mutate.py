@@ -44,7 +44,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mutants import MUTANTS, Mutant  # noqa: E402
+from mutants import MUTANTS, Mutant
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = Path("src") / "aftertrain"
@@ -78,8 +78,8 @@ def locate(mutant: Mutant, root: Path) -> tuple[Path | None, str]:
         return hits[0], str(hits[0].relative_to(root))
     if not hits:
         return None, "snippet not found"
-    return None, "snippet found %d times (%s)" % (
-        len(hits), ", ".join(sorted({str(h.relative_to(root)) for h in hits})))
+    files = ", ".join(sorted({str(h.relative_to(root)) for h in hits}))
+    return None, f"snippet found {len(hits)} times ({files})"
 
 
 def copy_tree(dest: Path) -> Path:
@@ -92,7 +92,7 @@ def run_pytest(tree: Path, extra: list[str], timeout: float) -> tuple[str, float
     env = {**os.environ, "PYTHONPATH": str(tree / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
     start = time.monotonic()
     try:
-        proc = subprocess.run([sys.executable, *PYTEST, *extra], cwd=tree, env=env,
+        proc = subprocess.run([sys.executable, *PYTEST, *extra], cwd=tree, env=env, check=False,
                               capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as err:
         out = (err.stdout or b"")
