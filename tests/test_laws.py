@@ -135,6 +135,7 @@ def chains(markov):
 def test_generate_follows_the_chain_at_each_temperature(chains, markov, temperature):
     """Transition counts of a 2,500-symbol run follow softmax(table[a] / T)
     for every previous symbol a (5 rows, alpha 1e-6 / 5 each)."""
+    assert len(chains[temperature]) == 1 + 2500 and chains[temperature][0] == 0
     counts = transition_counts(chains[temperature], 5)
     assert rejected_rows(counts, markov.law, temperature) == []
 
@@ -145,6 +146,16 @@ def test_teeth_a_run_at_another_temperature_is_rejected(chains, markov, run, jud
     asked for 0.5, or 1 when asked for 2) fails the law test above."""
     counts = transition_counts(chains[run], 5)
     assert rejected_rows(counts, markov.law, judged) != []
+
+
+def test_generate_first_token_follows_the_law_after_the_prompts_last_symbol(markov):
+    """2,000 one-symbol runs after the prompt (0, 3, 1): the symbol follows
+    the row of the prompt's last symbol, 1 (not of its first, 0), at T = 1."""
+    g = torch.Generator().manual_seed(21)
+    prompt = torch.tensor([0, 3, 1])
+    firsts = [int(generate(markov, prompt, 1, 1.0, g)[-1]) for _ in range(2000)]
+    fit = chisquare_gof(np.array(firsts), markov.law(1, 1.0))
+    assert not fit.rejects(ALPHA), fit
 
 
 def test_generate_at_temperature_zero_follows_the_argmax_chain(markov):
@@ -224,6 +235,33 @@ def test_ngram_draft_is_the_hand_witten_bell_for_every_context(corpus_tokens, or
     for context in sorted(contexts):
         np.testing.assert_allclose(model.distribution(context).numpy(), law(context),
                                    rtol=1e-12, atol=1e-15, err_msg=str(context))
+
+
+def test_ngram_draft_through_the_decoder_gives_the_hand_law_at_every_position(corpus_tokens):
+    """Fed through the Decoder in uneven chunks (its token cache, window
+    moves at 129 and 193 included), the order-3 n-gram's logits at every
+    position are log of the hand-counted law for the two symbols before; fed
+    in chunks straight through its own token cache, the same bit for bit as
+    in one call."""
+    ids = corpus_tokens.tolist()[:300]
+    law = hand_witten_bell(corpus_tokens.tolist(), 3)
+    decoder = Decoder(NGram.fit(corpus_tokens, order=3).eval())
+    rows, start = [], 0
+    for size in (1, 5, 2, 60, 1, 100, 131):
+        rows.append(decoder.feed(ids[start:start + size]))
+        start += size
+    logits = torch.cat(rows)
+    assert logits.shape == (300, V_ALL)
+    # The model's own cache, without the Decoder (which would rebuild a cache
+    # that lost tokens): chunks continue the text exactly as one long call.
+    model = NGram.fit(corpus_tokens, order=3).eval()
+    cache = model.new_cache()
+    chunked = torch.cat([model(torch.tensor([ids[a:b]]), cache)[0]
+                         for a, b in ((0, 1), (1, 7), (7, 8), (8, 300))])
+    assert torch.equal(chunked, model(torch.tensor([ids]))[0])
+    for i in range(300):
+        expected = np.log(law(tuple(ids[max(0, i - 1):i + 1]))).astype(np.float32)
+        np.testing.assert_allclose(logits[i].numpy(), expected, rtol=1e-6, err_msg=str(i))
 
 
 def test_teeth_a_draft_missing_one_count_differs_from_the_hand_count(corpus_tokens):
