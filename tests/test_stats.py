@@ -276,3 +276,172 @@ def test_tv_threshold_is_the_null_mean_plus_the_mcdiarmid_margin():
     n = 50 it is sqrt(4.60517 / 100) = 0.214597."""
     assert tv_threshold([0.01, 0.03], 20_000) == pytest.approx(0.02 + 0.0185846, abs=1e-7)
     assert tv_threshold([0.1], 50, alpha=0.01) == pytest.approx(0.1 + 0.2145966, abs=1e-7)
+
+
+# --- thresholds pinned to independent computations, and teeth just beyond them ---
+#
+# A check that loosens still passes a correct sampler, so each threshold is
+# pinned to a computation that shares no code with aftertrain.stats, and each
+# teeth case sits just beyond the threshold: detected by the check as it is,
+# missed by the same check loosened by a factor of two (shown in the test).
+
+
+def exact_mean_tv(p: np.ndarray, n: int) -> float:
+    """E[TV] of n direct draws from p, exactly: each cell's count is
+    Binomial(n, p_i), and by linearity E[TV] = sum_i E|X_i - n p_i| / (2 n),
+    each term a finite sum over the binomial pmf (no simulation)."""
+    k = np.arange(n + 1)
+    return float(sum((scipy.stats.binom.pmf(k, n, pi) * np.abs(k - n * pi)).sum()
+                     for pi in p) / (2 * n))
+
+
+def mcdiarmid_margin(n: int, alpha: float) -> float:
+    return float(np.sqrt(np.log(1 / alpha) / (2 * n)))
+
+
+def test_tv_null_mean_is_the_exact_expected_tv_at_the_same_n():
+    """The null's mean is E[TV] at the n asked for: exact value 0.0227290 for
+    the Zipf law at N = 20,000 (binomial sums); the mean of 1,000 trials has
+    standard error sd / sqrt(1000) = 6.5e-5, so 6 standard errors (two-sided
+    normal tail 2e-9) is the tolerance. A null drawn with another sample
+    size misses: E[TV] ~ 1 / sqrt(n), so n / 2 gives 0.032 and even n * 1.1
+    moves it by 0.0011 (16 standard errors)."""
+    exact = exact_mean_tv(ZIPF, N)
+    assert exact == pytest.approx(0.0227290, abs=1e-7)
+    null = tv_null_distribution(ZIPF, N, 1000, seed=3)
+    assert abs(null.mean() - exact) < 6 * null.std() / np.sqrt(null.size)
+    # The same at a small n, where the law is far from normal: n = 50.
+    small = tv_null_distribution(ZIPF, 50, 4000, seed=4)
+    assert abs(small.mean() - exact_mean_tv(ZIPF, 50)) < 6 * small.std() / np.sqrt(small.size)
+
+
+def test_tv_threshold_is_exact_expected_tv_plus_mcdiarmid_margin():
+    """tv_threshold(tv_null_distribution(p, N, 1000), N) = E[TV] + sqrt(ln(1 /
+    alpha) / (2 N)) = 0.022729 + 0.018585 = 0.041314, to 6 standard errors
+    of the null mean (4e-4, 2% of the margin). Computing the threshold from
+    another statistic of the null (a 99% quantile: +0.005), another n
+    (margin at 2 N: -0.0054), or another alpha (1e-5: -0.0016) all miss."""
+    threshold = tv_threshold(tv_null_distribution(ZIPF, N, 1000, seed=5), N)
+    expected = exact_mean_tv(ZIPF, N) + mcdiarmid_margin(N, ALPHA)
+    assert expected == pytest.approx(0.041314, abs=1e-6)
+    assert threshold == pytest.approx(expected, abs=4e-4)
+
+
+@pytest.mark.claim("X7")
+def test_tv_check_detects_bias_just_beyond_its_limit_that_a_2x_looser_check_misses():
+    """TV bias 0.04 at N = 20,000 sits just beyond the check's detection
+    limit (0.035, module docstring): all 20 fixed seeds exceed the threshold
+    0.0413 (their TVs average 0.055, 5.7 standard deviations above it). The
+    same check with its margin doubled (threshold 0.0227 + 2 * 0.0186 =
+    0.0599) misses some of these very samples, so a check that loosens by a
+    factor of two fails this test."""
+    threshold = tv_threshold(tv_null_distribution(ZIPF, N, 1000, seed=0), N)
+    looser = float(np.mean(tv_null_distribution(ZIPF, N, 1000, seed=0))) \
+        + 2 * mcdiarmid_margin(N, ALPHA)
+    q = biased(ZIPF, 0.04)
+    tvs = np.array([empirical_tv(draw(q, N, 200 + seed), ZIPF) for seed in range(20)])
+    assert (tvs > threshold).all(), (tvs.min(), threshold)
+    assert not (tvs > looser).all(), (tvs.min(), looser)
+
+
+def test_chisquare_rejects_exactly_beyond_the_closed_form_critical_value():
+    """Two equal cells, n = 10,000, counts (5,000 + d, 5,000 - d): the
+    statistic is 4 d^2 / n and, at one degree of freedom, the critical value
+    at alpha = 1e-6 is z^2 with z = Phi^-1(1 - 5e-7) = 4.89164, i.e. 23.9282.
+    d = 244 gives 23.8144 (not rejected), d = 245 gives 24.01 (rejected):
+    the decision flips within 0.5% of the closed-form threshold, so a
+    p-value or alpha that is off by any factor that matters is caught."""
+    z = scipy.stats.norm.isf(ALPHA / 2)
+    assert z ** 2 == pytest.approx(23.9282, abs=1e-4)
+    p = np.array([0.5, 0.5])
+    for d, rejects in ((244, False), (245, True)):
+        g = chisquare_gof(np.array([5000 + d, 5000 - d]), p, counts=True)
+        assert g.statistic == pytest.approx(4 * d * d / 10_000, rel=1e-12)
+        assert g.dof == 1 and g.pooled_cells == 0
+        assert g.rejects() is rejects, (d, g)
+
+
+@pytest.mark.claim("X7")
+def test_chisquare_detects_bias_just_beyond_its_limit_that_a_2x_looser_check_misses():
+    """TV bias 0.03 at N = 20,000, just beyond chi-square's detection limit
+    (0.025, module docstring): noncentrality N sum (q - p)^2 / p = 229, so
+    the statistic averages ~328 against a critical value of 180.8 (99 dof,
+    alpha 1e-6), 4.5 standard deviations above it: all 20 fixed seeds
+    reject. A check whose statistic is halved (or critical value doubled,
+    361.6) misses some of these very samples."""
+    critical = scipy.stats.chi2.isf(ALPHA, K - 1)
+    assert critical == pytest.approx(180.792, abs=1e-3)
+    q = biased(ZIPF, 0.03)
+    fits = [chisquare_gof(draw(q, N, 300 + seed), ZIPF) for seed in range(20)]
+    assert all(f.dof == K - 1 for f in fits)
+    assert all(f.rejects() for f in fits)
+    assert not all(f.statistic > 2 * critical for f in fits)
+
+
+def reference_pooled_chisquare(counts: np.ndarray, p: np.ndarray, min_expected: float = 5.0):
+    """Pooling written out by hand (a loop, no shared code): cells of p = 0
+    dropped; cells taken smallest expected first (ties by index) into one
+    pool while a cell expects < min_expected or the pool so far expects <
+    min_expected; statistic sum (O - E)^2 / E by hand."""
+    n, mass = counts.sum(), p[p > 0].sum()  # mass: 1 up to rounding, as chisquare_gof divides
+    cells = sorted((n * p[i] / mass, i) for i in range(p.size) if p[i] > 0)
+    pool_e = pool_o = 0.0
+    pooled = 0
+    while cells and pooled < len(cells) and (cells[pooled][0] < min_expected
+                                              or (pooled and pool_e < min_expected)):
+        pool_e += cells[pooled][0]
+        pool_o += counts[cells[pooled][1]]
+        pooled += 1
+    obs = [float(counts[i]) for _, i in cells[pooled:]]
+    exp = [e for e, _ in cells[pooled:]]
+    if pooled:
+        obs.append(pool_o)
+        exp.append(pool_e)
+    stat = sum((o - e) ** 2 / e for o, e in zip(obs, exp))
+    return stat, len(obs) - 1, (pooled if pooled else 0)
+
+
+@given(st.lists(st.sampled_from([0.0, 0.002, 0.01, 0.03, 0.1, 0.3]), min_size=2, max_size=12)
+       .filter(lambda w: sum(1 for x in w if x > 0) >= 2),
+       st.integers(30, 400), st.integers(0, 2**32 - 1))
+def test_chisquare_pooling_matches_a_hand_written_pooling(weights, n, seed):
+    """On laws with many small cells (expected counts from 0.06 to 120) and
+    counts drawn from them, the statistic, degrees of freedom and pooled-cell
+    count equal the hand-written pooling's (whenever two cells or more
+    remain): a pooling that forgets a cell, pools the largest cells, or stops
+    short of min_expected disagrees."""
+    p = np.asarray(weights) / sum(weights)
+    counts = np.random.default_rng(seed).multinomial(n, p)
+    stat, dof, pooled = reference_pooled_chisquare(counts, p)
+    g = chisquare_gof(counts, p, counts=True)
+    if dof < 1:
+        assert (g.dof, g.pvalue) == (0, 1.0)
+        return
+    assert (g.dof, g.pooled_cells) == (dof, pooled)
+    assert g.statistic == pytest.approx(stat, rel=1e-9, abs=1e-12)
+    assert g.pvalue == pytest.approx(scipy.stats.chi2.sf(stat, dof), rel=1e-9, abs=1e-300)
+
+
+def test_s2_table_threshold_is_the_exact_one_at_its_own_sample_size():
+    """The S2 table (speculative.first_token_table) computes its TV threshold
+    from a null drawn at its own n: on a toy target (a random logit table
+    over the 100 characters) its tv_threshold equals E[TV](p, n) + the
+    McDiarmid margin at n, to 6 (bounded) standard errors of the null
+    mean, 9.5e-4. Guards the
+    call site: a null drawn with another n, or n and trials swapped, misses
+    (E[TV] at n = 1000 is 4.5 times the value at 20,000)."""
+    from strategies import ToyTable
+
+    from aftertrain import speculative as S
+
+    target, draft = ToyTable(100, seed=1, order=1), ToyTable(100, seed=2, order=1)
+    n = 20_000
+    (row,) = S.first_token_table(target, {"toy": draft}, n=n, null_trials=1000)
+    context = S._text.load_corpus().val_text[S.S2_CONTEXT_SLICE]
+    _, p = S.first_token_samples(target, draft, context, 1, 1.0, torch.Generator().manual_seed(0))
+    p = p.numpy()
+    # Efron-Stein: one draw moves the TV by <= 1 / n, so Var(TV) <= 1 / (2 n)
+    # for any p: sd <= 0.005 at n = 20,000; 6 standard errors of 1,000 trials.
+    tolerance = 6 * np.sqrt(1 / (2 * n)) / np.sqrt(1000)
+    assert row["tv_threshold"] == pytest.approx(exact_mean_tv(p, n) + mcdiarmid_margin(n, ALPHA),
+                                                abs=tolerance)

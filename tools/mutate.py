@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""Mutation harness: how many realistic bugs in src/ does the suite catch?
+
+Each mutant of tools/mutants.py (a snippet, its replacement, a description,
+a module tag) is applied alone to a temporary copy of the working tree; the
+copy's tests run with ``PYTHONPATH`` pointing at the copy's ``src``, so the
+working tree is never edited. A mutant is
+
+- killed: pytest exits non-zero (a test failed, or the mutated code broke
+  collection);
+- survived: every test passed;
+- timeout: pytest ran past ``--timeout`` seconds (counted as killed, shown apart);
+- stale: its snippet occurs nowhere, or more than once, under src/aftertrain/
+  (the code moved or changed: refresh the snippet); never silently skipped.
+
+Mutants marked ``equivalent`` (with the reason) are run but kept out of the
+kill rate. The unmutated tree is run first (``--no-baseline`` skips it): if
+it fails, every mutant would look killed, so the harness stops.
+
+Usage (from the repository root)::
+
+    python tools/mutate.py --list                      # locate every snippet, run nothing
+    python tools/mutate.py --out mutation.md           # the full campaign
+    python tools/mutate.py --only stats-03 rule-01 -- tests/test_stats.py
+    python tools/mutate.py --module stats --jobs 2 --timeout 900 -- -n 2
+
+Arguments after ``--`` go to pytest, which always runs as
+``python -m pytest -x -q -p no:cacheprovider [args]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mutants import MUTANTS, Mutant
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = Path("src") / "aftertrain"
+PYTEST = ["-m", "pytest", "-x", "-q", "-p", "no:cacheprovider"]
+#: Not copied: version control, environments, caches and generated output.
+IGNORE = shutil.ignore_patterns(".git", ".venv", "venv", "__pycache__", ".pytest_cache",
+                                ".hypothesis", "*.egg-info", ".mutation")
+OUTCOMES = ("killed", "timeout", "survived", "stale", "error")
+
+
+@dataclass
+class Result:
+    id: str
+    module: str
+    description: str
+    outcome: str  # one of OUTCOMES
+    equivalent: str | None
+    where: str  # file the snippet was found in, or why it is stale
+    seconds: float
+    tail: str  # last lines of pytest's output
+
+
+def locate(mutant: Mutant, root: Path) -> tuple[Path | None, str]:
+    """The one file under ``root/src/aftertrain`` holding the snippet, or
+    ``(None, reason)`` when it is found in no file or more than once."""
+    hits = []
+    for path in sorted((root / PACKAGE).rglob("*.py")):
+        n = path.read_text().count(mutant.find)
+        hits += [path] * n
+    if len(hits) == 1:
+        return hits[0], str(hits[0].relative_to(root))
+    if not hits:
+        return None, "snippet not found"
+    files = ", ".join(sorted({str(h.relative_to(root)) for h in hits}))
+    return None, f"snippet found {len(hits)} times ({files})"
+
+
+def copy_tree(dest: Path) -> Path:
+    shutil.copytree(ROOT, dest, ignore=IGNORE, symlinks=True)
+    return dest
+
+
+def run_pytest(tree: Path, extra: list[str], timeout: float) -> tuple[str, float, str]:
+    """``(outcome, seconds, tail)`` of pytest in ``tree``: passed, failed or timeout."""
+    env = {**os.environ, "PYTHONPATH": str(tree / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
+    start = time.monotonic()
+    try:
+        proc = subprocess.run([sys.executable, *PYTEST, *extra], cwd=tree, env=env, check=False,
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as err:
+        out = (err.stdout or b"")
+        out = out.decode(errors="replace") if isinstance(out, bytes) else out
+        return "timeout", time.monotonic() - start, "\n".join(out.splitlines()[-5:])
+    tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-5:])
+    return ("passed" if proc.returncode == 0 else "failed"), time.monotonic() - start, tail
+
+
+def run_mutant(mutant: Mutant, tree: Path, extra: list[str], timeout: float) -> Result:
+    path, where = locate(mutant, tree)
+    if path is None:
+        return Result(mutant.id, mutant.module, mutant.description, "stale", mutant.equivalent,
+                      where, 0.0, "")
+    original = path.read_text()
+    path.write_text(original.replace(mutant.find, mutant.replace, 1))
+    try:
+        outcome, seconds, tail = run_pytest(tree, extra, timeout)
+    finally:
+        path.write_text(original)
+    outcome = {"passed": "survived", "failed": "killed"}.get(outcome, outcome)
+    return Result(mutant.id, mutant.module, mutant.description, outcome, mutant.equivalent,
+                  where, seconds, tail)
+
+
+def table(results: list[Result]) -> str:
+    """Markdown table by module: counts per outcome and the kill rate over
+    the mutants that ran and are not equivalent ((killed + timeout) / run)."""
+    modules = sorted({r.module for r in results})
+    header = ["module", "mutants", "equivalent", "stale", "killed", "timeout", "survived",
+              "kill rate"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+
+    def row(name: str, rs: list[Result]) -> str:
+        c = Counter(r.outcome for r in rs if not r.equivalent)
+        ran = c["killed"] + c["timeout"] + c["survived"]
+        rate = f"{100 * (c['killed'] + c['timeout']) / ran:.1f}%" if ran else "-"
+        cells = [name, len(rs), sum(1 for r in rs if r.equivalent), c["stale"], c["killed"],
+                 c["timeout"], c["survived"], rate]
+        return "| " + " | ".join(map(str, cells)) + " |"
+
+    for m in modules:
+        lines.append(row(m, [r for r in results if r.module == m]))
+    lines.append(row("**all**", results))
+    return "\n".join(lines)
+
+
+def details(results: list[Result]) -> str:
+    parts = []
+    for title, keep in (("Survived", lambda r: r.outcome == "survived" and not r.equivalent),
+                        ("Stale", lambda r: r.outcome == "stale"),
+                        ("Timeout", lambda r: r.outcome == "timeout"),
+                        ("Equivalent (excluded from the rate)", lambda r: bool(r.equivalent))):
+        rs = [r for r in results if keep(r)]
+        if rs:
+            parts.append(f"**{title}**\n\n" + "\n".join(
+                f"- `{r.id}` ({r.where}): {r.description}"
+                + (f" (equivalent: {r.equivalent})" if r.equivalent else "")
+                + (f" [{r.outcome}]" if title.startswith("Equivalent") else "") for r in rs))
+    return "\n\n".join(parts)
+
+
+def select(args) -> list[Mutant]:
+    chosen = list(MUTANTS)
+    if args.only:
+        unknown = sorted(set(args.only) - {m.id for m in MUTANTS})
+        if unknown:
+            raise SystemExit(f"--only: unknown mutant ids {unknown}")
+        chosen = [m for m in chosen if m.id in args.only]
+    if args.module:
+        chosen = [m for m in chosen if m.module in args.module]
+    if args.limit:
+        chosen = chosen[: args.limit]
+    return chosen
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    extra: list[str] = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, extra = argv[:i], argv[i + 1:]
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--list", action="store_true", help="locate every snippet; run nothing")
+    ap.add_argument("--only", nargs="+", metavar="ID", help="run these mutant ids")
+    ap.add_argument("--module", nargs="+", metavar="TAG", help="run the mutants of these modules")
+    ap.add_argument("--limit", type=int, default=0, help="run the first N selected mutants")
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds per mutant (default 900)")
+    ap.add_argument("--jobs", type=int, default=1, help="mutants run at once, each in its own copy")
+    ap.add_argument("--no-baseline", action="store_true", help="skip the unmutated run")
+    ap.add_argument("--out", type=Path, help="write the markdown table and lists here")
+    ap.add_argument("--json", type=Path, help="write every result as JSON here")
+    args = ap.parse_args(argv)
+    if args.jobs < 1 or args.timeout <= 0 or args.limit < 0:
+        ap.error("--jobs must be >= 1, --timeout > 0, --limit >= 0")
+    ids = Counter(m.id for m in MUTANTS)
+    if any(n > 1 for n in ids.values()):
+        raise SystemExit(f"duplicate mutant ids: {[i for i, n in ids.items() if n > 1]}")
+    mutants = select(args)
+
+    if args.list:
+        by_module = Counter(m.module for m in mutants)
+        for m in mutants:
+            path, where = locate(m, ROOT)
+            state = "ok   " if path else "STALE"
+            print(f"{state} {m.id:<12} {m.module:<22} {where:<40} {m.description}"
+                  + (f"  [equivalent: {m.equivalent}]" if m.equivalent else ""))
+        print(f"{len(mutants)} mutants: " + ", ".join(f"{k} {v}" for k, v in sorted(by_module.items())))
+        return 0
+
+    with tempfile.TemporaryDirectory(prefix="aftertrain-mutate-") as tmp:
+        trees = [copy_tree(Path(tmp) / f"tree{j}") for j in range(args.jobs)]
+        if not args.no_baseline:
+            outcome, seconds, tail = run_pytest(trees[0], extra, args.timeout)
+            print(f"baseline (unmutated): {outcome} in {seconds:.0f} s", flush=True)
+            if outcome != "passed":
+                print(tail, file=sys.stderr)
+                print("the unmutated tree does not pass: fix that first", file=sys.stderr)
+                return 2
+        free = list(trees)
+        results: list[Result] = []
+
+        def work(m: Mutant) -> Result:
+            tree = free.pop()
+            try:
+                r = run_mutant(m, tree, extra, args.timeout)
+            finally:
+                free.append(tree)
+            print(f"{r.outcome:<8} {r.id:<12} {r.seconds:6.0f} s  {r.description}", flush=True)
+            return r
+
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            results = list(pool.map(work, mutants))
+
+    report = ("Command: `python -m pytest -x -q -p no:cacheprovider "
+              + " ".join(extra) + "`\n\n" + table(results) + "\n\n" + details(results) + "\n")
+    print("\n" + report)
+    if args.out:
+        args.out.write_text(report)
+    if args.json:
+        args.json.write_text(json.dumps([asdict(r) for r in results], indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
