@@ -7,9 +7,8 @@ Each test pins the documented rule on the one input where a plausible
 alternative (another tie order, round half up, float32 accumulation,
 another bit order) gives a different answer.
 
-Packing: written against the current ``aftertrain.quant.pack_codes``; the
-"quantprune" restructure moves packing to ``aftertrain.packing`` (one
-convention) and the import is re-pointed at merge.
+Packing: ``aftertrain.quant.pack_codes`` goes through ``aftertrain.packing``
+(the one convention); the stored bytes pin it from the quantizer's side.
 """
 
 from __future__ import annotations
@@ -25,7 +24,8 @@ import torch.nn.utils.prune as torch_prune
 from aftertrain import prune as P
 from aftertrain import quant as Q
 from aftertrain.bigram import Uniform
-from aftertrain.model import val_loss
+from aftertrain.evaluation import val_loss
+from aftertrain.protocol import TokenCache
 from aftertrain.stats import ALPHA, GoodnessOfFit, chisquare_gof
 
 # --- pruning: ties at the threshold ------------------------------------------------
@@ -144,6 +144,9 @@ class _FixedRow(torch.nn.Module):
         super().__init__()
         self.config = Uniform().config
         self.register_buffer("row", row)
+
+    def new_cache(self) -> TokenCache:
+        return TokenCache()
 
     def forward(self, idx, cache=None):
         return self.row.expand(*idx.shape, self.row.numel())

@@ -15,8 +15,6 @@ Teeth: the samples of one temperature judged against another temperature's
 law are rejected (a path that ignores its temperature fails), and a draft
 fitted on one count fewer differs from the hand count.
 
-The decoding functions are imported from aftertrain.model (the "spec"
-restructure moves them to aftertrain.decoding; the imports follow at merge).
 """
 
 from __future__ import annotations
@@ -27,13 +25,12 @@ from itertools import pairwise
 import numpy as np
 import pytest
 import torch
-import torch.nn as nn
-from strategies import ToyConfig
+from toys import Markov
 
 from aftertrain import speculative as S
 from aftertrain.bigram import BIGRAM_ALPHA, Bigram
-from aftertrain.drafts import NGram, TokenCache
-from aftertrain.model import Decoder, generate, sample_token
+from aftertrain.decoding import Decoder, generate, sample_token
+from aftertrain.drafts import NGram
 from aftertrain.stats import ALPHA, chisquare_gof
 
 TEMPERATURES = (0.5, 1.0, 2.0)
@@ -45,34 +42,6 @@ def softmax(logits: np.ndarray, temperature: float) -> np.ndarray:
     z = np.asarray(logits, dtype=np.float64) / temperature
     z = np.exp(z - z[np.isfinite(z)].max())
     return z / z.sum()
-
-
-class Markov(nn.Module):
-    """Next-symbol logits ``table[last symbol]`` over ``vocab_size`` symbols,
-    of which only the first ``support`` have finite logits: a Markov chain
-    with the Decoder interface. ``support < vocab_size`` lets it stand as a
-    target over the project's 100 characters for the count-based drafts."""
-
-    def __init__(self, support: int, seed: int, vocab_size: int | None = None,
-                 scale: float = 1.2) -> None:
-        super().__init__()
-        V = vocab_size or support
-        self.config = ToyConfig(V)
-        g = torch.Generator().manual_seed(seed)
-        table = torch.full((V, V), float("-inf"))
-        table[:, :support] = torch.randn(V, support, generator=g) * scale
-        self.register_buffer("table", table)
-
-    def forward(self, idx: torch.Tensor, cache: TokenCache | None = None) -> torch.Tensor:
-        if cache is not None:
-            cache.tokens.extend(idx[0].tolist())
-        return self.table[idx]
-
-    def new_cache(self) -> TokenCache:
-        return TokenCache()
-
-    def law(self, previous: int, temperature: float) -> np.ndarray:
-        return softmax(self.table[previous].numpy(), temperature)
 
 
 def transition_counts(tokens: list[int], V: int) -> np.ndarray:

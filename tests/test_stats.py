@@ -430,15 +430,16 @@ def test_s2_table_threshold_is_the_exact_one_at_its_own_sample_size():
     mean, 9.5e-4. Guards the
     call site: a null drawn with another n, or n and trials swapped, misses
     (E[TV] at n = 1000 is 4.5 times the value at 20,000)."""
-    from strategies import ToyTable
+    from toys import ToyTable
 
-    from aftertrain import speculative as S
+    from aftertrain import text as T
+    from aftertrain.experiments import speculative as XS
 
     target, draft = ToyTable(100, seed=1, order=1), ToyTable(100, seed=2, order=1)
     n = 20_000
-    (row,) = S.first_token_table(target, {"toy": draft}, n=n, null_trials=1000)
-    context = S._text.load_corpus().val_text[S.S2_CONTEXT_SLICE]
-    _, p = S.first_token_samples(target, draft, context, 1, 1.0, torch.Generator().manual_seed(0))
+    (row,) = XS.first_token_table(target, {"toy": draft}, n=n, null_trials=1000)
+    context = T.load_corpus().val_text[XS.S2_CONTEXT_SLICE]
+    _, p = XS.first_token_samples(target, draft, context, 1, 1.0, torch.Generator().manual_seed(0))
     p = p.numpy()
     # Efron-Stein: one draw moves the TV by <= 1 / n, so Var(TV) <= 1 / (2 n)
     # for any p: sd <= 0.005 at n = 20,000; 6 standard errors of 1,000 trials.

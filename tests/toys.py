@@ -14,6 +14,7 @@ import torch.nn as nn
 
 from aftertrain.checks.speculative import ToyTable, toy_models
 from aftertrain.model import GPT, GPTConfig
+from aftertrain.protocol import TableConfig, TokenCache, check_idx, texts
 
 
 def toy_gpt(vocab_size: int, seed: int, n_embd: int = 16) -> GPT:
@@ -49,6 +50,37 @@ class CountingModel(nn.Module):
         return self.inner(idx, cache=cache)
 
 
+class Markov(nn.Module):
+    """Next-symbol logits ``table[last symbol]`` over ``vocab_size`` symbols,
+    of which only the first ``support`` have finite logits: a Markov chain
+    with the Decoder interface. ``support < vocab_size`` lets it stand as a
+    target over the project's 100 characters for the count-based drafts."""
+
+    def __init__(self, support: int, seed: int, vocab_size: int | None = None,
+                 scale: float = 1.2) -> None:
+        super().__init__()
+        V = vocab_size or support
+        self.config = TableConfig(V)
+        g = torch.Generator().manual_seed(seed)
+        table = torch.full((V, V), float("-inf"))
+        table[:, :support] = torch.randn(V, support, generator=g) * scale
+        self.register_buffer("table", table)
+
+    def forward(self, idx: torch.Tensor, cache: TokenCache | None = None) -> torch.Tensor:
+        check_idx(idx, self.config.vocab_size)
+        if cache is not None:
+            texts(idx, cache)  # the cache records the text; the law needs only the last symbol
+        return self.table[idx]
+
+    def new_cache(self) -> TokenCache:
+        return TokenCache()
+
+    def law(self, previous: int, temperature: float) -> "numpy.ndarray":
+        """The next-symbol law after ``previous`` at ``temperature`` (float64)."""
+        z = self.table[previous].double() / temperature
+        return torch.softmax(z, dim=-1).numpy()
+
+
 # The X6 joint-law setting shared by the exactness tests and their teeth.
 TOY_V = 4
 TOY_PROMPT = torch.tensor([0])  # one symbol: no prefill; where a wrong-temperature q moves the law most (TV 0.26)
@@ -65,5 +97,5 @@ def toy_draft() -> ToyTable:
     return toy_models(TOY_V)[1]
 
 
-__all__ = ["TOY_PROMPT", "TOY_TEMPERATURE", "TOY_V", "CountingModel", "ToyTable", "toy_draft",
+__all__ = ["TOY_PROMPT", "TOY_TEMPERATURE", "TOY_V", "CountingModel", "Markov", "ToyTable", "toy_draft",
            "toy_gpt", "toy_target"]
