@@ -24,8 +24,8 @@ from typing import Callable, Iterable
 
 from aftertrain.claims import ARTICLE_TABLES as A
 from aftertrain.claims import CLAIMS
+from aftertrain.verdicts import BROKEN, DOES_NOT_REPRODUCE, HOLDS
 
-BROKEN, DOES_NOT_REPRODUCE, HOLDS = "broken", "does not reproduce", "holds"
 UNTRAINED = math.log(100)
 DASH = "–"
 
