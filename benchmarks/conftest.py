@@ -1,23 +1,26 @@
 """Shared set-up of the benchmarks (pytest-benchmark).
 
-Every benchmark asserts its result is correct before it is timed, runs on
-one thread, and stores next to pytest-benchmark's absolute times a paired
-ratio (:func:`aftertrain.timing.paired_timing`) in ``benchmark.extra_info``:
-the absolute time depends on the machine, the ratio to a baseline run in
-alternating pairs much less. Runs are saved to and compared with
-``baselines/benchmarks`` (``addopts`` in pyproject.toml); see
-docs/measurement.md.
+Every benchmark asserts its result is correct before it is timed and runs
+on one thread. A timing claim is a decision of
+:func:`aftertrain.timing.sequential_decisions` (through the ledger's
+``claim_record`` fixture: ``holds``, ``broken`` or ``inconclusive``, and
+``skipped`` as "not timed" under ``--benchmark-disable`` or pytest-xdist).
+Next to pytest-benchmark's absolute times, :func:`aftertrain.benchratios.store` puts the
+decision's paired ratios (median, interval, pairs) in
+``benchmark.extra_info["ratios"]``: the machine-independent figure that
+``--benchmark-compare`` also compares (:mod:`aftertrain.benchratios`). Runs are
+saved to and compared with ``baselines/benchmarks`` (``addopts`` in
+pyproject.toml); see docs/measurement.md.
 """
 
 from __future__ import annotations
 
-import os
-from typing import Callable
-
 import pytest
 import torch
 
-from aftertrain.timing import PairedTiming, min_pairs, paired_timing
+from aftertrain.benchratios import REGRESSED, compare_ratios, ratio_table
+from aftertrain.tolerances import RATIO_REGRESSION
+
 
 BENCHMARK_THREADS = 1  # pinned: thread count changes the times more than any code change
 
@@ -30,40 +33,42 @@ def _pinned_threads():
     torch.set_num_threads(before)
 
 
-def quick_pairs(pairs: int, confidence: float = 0.99) -> int:
-    """``pairs``, or a third of it (never below what the interval needs) when
-    ``AFTERTRAIN_QUICK=1`` (set by ``aftertrain report --quick``)."""
-    if os.environ.get("AFTERTRAIN_QUICK") != "1":
-        return pairs
-    return max(min_pairs(confidence), pairs // 3)
+# --- compare of paired ratios with the stored run (--benchmark-compare) -------------------
 
 
-@pytest.fixture
-def record_paired(benchmark) -> Callable[..., PairedTiming | None]:
-    """A function ``record_paired(baseline, candidate, **kwargs)`` that times
-    ``candidate`` against ``baseline`` with :func:`paired_timing` (keyword
-    arguments passed on; ``threads`` defaults to the benchmarks' one) and
-    records the result in ``benchmark.extra_info``:
+def _stored_runs(config) -> dict:
+    """Full name -> extra_info of the run pytest-benchmark compares with."""
+    session = getattr(config, "_benchmarksession", None)
+    stored = {}
+    for mapping in (getattr(session, "compared_mapping", None) or {}).values():
+        stored.update({name: bench.get("extra_info", {}) for name, bench in mapping.items()})
+    return stored
 
-    - ``paired``: :meth:`PairedTiming.as_dict` (every pair, the settings);
-    - ``ratio_median``, ``ratio_ci``: the median of candidate / baseline and
-      its interval, the machine-independent figure.
 
-    Returns the :class:`PairedTiming`, or ``None`` without timing when
-    pytest-benchmark is disabled (``--benchmark-disable``, or under
-    pytest-xdist, where it runs each benchmark once untimed).
-    """
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """With --benchmark-compare: compare this run's paired ratios with the
+    stored run's; a regression fails the run (exit status 1)."""
+    config = session.config
+    stored = _stored_runs(config)
+    bs = getattr(config, "_benchmarksession", None)
+    if not stored or bs is None or hasattr(config, "workerinput"):
+        return
+    now = {b.fullname: b.extra_info for b in bs.benchmarks}
+    config._ratio_changes = compare_ratios(now, stored)
+    if any(c.status == REGRESSED for c in config._ratio_changes):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
-    def record(baseline: Callable[[], object], candidate: Callable[[], object],
-               **kwargs) -> PairedTiming | None:
-        if not benchmark.enabled:
-            return None
-        kwargs.setdefault("threads", BENCHMARK_THREADS)
-        kwargs["pairs"] = quick_pairs(kwargs.get("pairs", 21), kwargs.get("confidence", 0.99))
-        timing = paired_timing(baseline, candidate, **kwargs)
-        benchmark.extra_info["paired"] = timing.as_dict()
-        benchmark.extra_info["ratio_median"] = timing.median
-        benchmark.extra_info["ratio_ci"] = [timing.ci_low, timing.ci_high]
-        return timing
 
-    return record
+def pytest_terminal_summary(terminalreporter, config) -> None:
+    changes = getattr(config, "_ratio_changes", None)
+    if changes is None:
+        return
+    tr = terminalreporter
+    tr.write_sep("-", f"paired ratios against the stored run (regressed: interval above "
+                      f"stored x {RATIO_REGRESSION:g})")
+    for line in ratio_table(changes):
+        tr.write_line(line)
+    for c in changes:
+        if c.status == REGRESSED:
+            tr.write_line(f"RATIO REGRESSION {c.line()}", red=True)

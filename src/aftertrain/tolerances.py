@@ -35,10 +35,11 @@ from __future__ import annotations
 # the house alpha. Split by Bonferroni over the scheduled looks and the ratios
 # of the decision, so each interval is at 1 - alpha / (looks * ratios).
 TIMING_ALPHA = 1e-6
-# Scheduled looks: first, 2x, 4x ... 32x the first round's pairs. Six
-# doublings take a 24-pair first look to 768 pairs (the Q11 step: ~0.5 s idle)
-# while costing only log2 in the per-look alpha (min_pairs 24 instead of 21).
-TIMING_LOOKS = 6
+# Scheduled looks: first, 2x, 4x ... 128x the first round's pairs. Eight
+# looks take a 25-pair first look to 3200 pairs (the Q11 step: ~2 s idle, ~8 s
+# at load 7, where 768 pairs left its interval at [0.874, 1.153]) while costing
+# only log2(8) = 3 bits of the per-look alpha (min_pairs 25 instead of 21).
+TIMING_LOOKS = 8
 # Seconds one decision may spend before it is inconclusive (the pytest option
 # --timing-budget overrides it). Idle, every decision but the speculative
 # speedups decides within its first two looks (well under a second to a few
