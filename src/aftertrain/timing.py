@@ -417,6 +417,13 @@ class Decision:
     seconds: float
     load1: float
 
+    def __post_init__(self) -> None:
+        if self.verdict not in (HOLDS, BROKEN, INCONCLUSIVE):
+            raise ValueError(f"verdict must be {HOLDS!r}, {BROKEN!r} or {INCONCLUSIVE!r}, "
+                             f"got {self.verdict!r}")
+        if not self.timings:
+            raise ValueError("timings must hold at least one PairedTiming, got none")
+
     @property
     def timing(self) -> PairedTiming:
         """The one timing of a single-ratio decision."""

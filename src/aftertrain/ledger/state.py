@@ -47,9 +47,10 @@ VERDICT_OF = {"error": BROKEN, "failed": BROKEN, "xpassed": BROKEN,
 
 
 def claim_ids(item: pytest.Item) -> tuple[str, ...]:
-    """The claim IDs of every ``claim`` marker on ``item`` (closest first:
-    the function's, its class's, its module's), in order, once each. A test
-    counts toward every claim any of its markers names."""
+    """The claim IDs of every ``claim`` marker on ``item``, closest first
+    (the function's, the decorator nearest the function first; then its
+    class's; then its module's), each once where first named. A test counts
+    toward every claim any of its markers names."""
     ids: list[str] = []
     for marker in item.iter_markers("claim"):
         for claim_id in marker.args:
