@@ -39,7 +39,7 @@ from aftertrain import model as M
 from aftertrain import speculative as S
 from aftertrain import tables
 from aftertrain.benchratios import store_ratios
-from aftertrain.ledger.record import timing_enabled
+from aftertrain.ledger.record import timing_budget, timing_enabled
 from aftertrain.timing import Judgement, PairedTiming, RatioRule, sequential_decisions
 from aftertrain.tolerances import (ARTICLE_MATCH, BETTER_THAN_BIGRAM, CHEAP_DRAFT, FORMULA_SLACK,
                                    QUANTIZED_SPEEDUP_BELOW, REAL_SPEEDUP, SAME_WORK_BAND,
@@ -231,7 +231,7 @@ def spec(request, reference, named_drafts):
         return None
     prompt = S.prompt_text()
     ids = M._text.encode(prompt)
-    budget = request.config.getoption("timing_budget")
+    budget = timing_budget(request.config)
     alpha = TIMING_ALPHA / 2
     costs = {}
     for name, draft in named_drafts.items():

@@ -1,4 +1,4 @@
-"""Tests of aftertrain.timing: paired, alternating timing and its verdicts.
+"""Tests of aftertrain.timing (and the ratio compare, aftertrain.benchratios): paired, alternating timing and its verdicts.
 
 The validation runs on work whose ratio is known: a function against itself
 (ratio 1) and a function doing its work twice against once (ratio 2). The
@@ -17,10 +17,14 @@ import pytest
 import scipy.stats
 import torch
 
+import aftertrain.ledger  # noqa: F401  (loaded once for pytester's inner runs)
+from aftertrain.benchratios import compare_ratios
 from aftertrain.timing import (Judgement, PairedTiming, RatioRule, decide_ratio, median_interval,
                                min_pairs, paired_timing, sequential_decisions)
 from aftertrain.tolerances import DOUBLE_WORK_BAND, TIMING_ALPHA, TIMING_LOOKS
 from aftertrain.verdicts import BROKEN, HOLDS, INCONCLUSIVE
+
+pytest_plugins = ["pytester"]
 
 # One unit of work: P7's dense matmul, (128x128) @ (128x512), ~0.1 ms on one
 # thread: 1e5 times perf_counter's resolution, and short against a scheduler
@@ -332,3 +336,52 @@ def test_double_work_gives_ratio_near_two_and_is_not_judged_equal(claim_record):
     assert judged["same"].verdict == BROKEN
     claim_record.conclude(judged["band"])
     claim_record.conclude(judged["slower"])
+
+
+# --- the ratio compare with a stored run ----------------------------------------------------
+
+
+def _run(ratio: float, low: float, high: float) -> dict:
+    return {"bench": {"ratios": {"r": {"median": ratio, "ci": [low, high]}}}}
+
+
+def test_compare_ratios_rule():
+    """Regressed when the interval lies above stored high x 1.1, improved
+    when below stored low / 1.1, same otherwise (an interval that overlaps
+    the threshold does not decide a regression)."""
+    stored = _run(1.0, 0.95, 1.05)
+    status = {new: compare_ratios(_run(*new), stored)[0].status
+              for new in [(2.0, 1.9, 2.1), (1.2, 1.16, 1.3), (1.2, 1.15, 1.3),
+                          (0.5, 0.45, 0.55), (1.0, 0.99, 1.01)]}
+    assert list(status.values()) == ["regressed", "regressed", "same", "improved", "same"]
+    assert compare_ratios(_run(1.0, 0.9, 1.1), {"other": {}}) == []
+
+
+BENCH = '''
+import os
+
+def test_bench(benchmark):
+    r = float(os.environ["RATIO"])
+    benchmark.extra_info["ratios"] = {"r": {"median": r, "ci": [0.98 * r, 1.02 * r]}}
+    benchmark.pedantic(lambda: None, rounds=2)
+'''
+
+
+def test_ratio_regression_fails_the_run_with_one_line(pytester: pytest.Pytester,
+                                                      monkeypatch: pytest.MonkeyPatch):
+    """Stored ratio 1.0; the same ratio compares "same" and passes; twice it
+    fails the run with one RATIO REGRESSION line and no traceback."""
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    pytester.makepyfile(test_bench=BENCH)
+    store = f"--benchmark-storage=file://{pytester.path / 'store'}"
+    monkeypatch.setenv("RATIO", "1.0")
+    pytester.runpytest("-p", "aftertrain.ledger", store, "--benchmark-save=base").assert_outcomes(
+        passed=1)
+    same = pytester.runpytest("-p", "aftertrain.ledger", store, "--benchmark-compare")
+    assert same.ret == 0
+    same.stdout.fnmatch_lines(["*paired ratios against the stored run*", "*test_bench*same"])
+    monkeypatch.setenv("RATIO", "2.0")
+    worse = pytester.runpytest("-p", "aftertrain.ledger", store, "--benchmark-compare")
+    assert worse.ret == 1
+    worse.stdout.fnmatch_lines(["RATIO REGRESSION *test_bench* [[]r]: ratio 2.000 * regressed"])
+    assert "Traceback" not in worse.stdout.str()

@@ -1,5 +1,10 @@
 """The ledger's pytest hooks, options and fixture; nothing else.
 
+Besides the claims ledger, the controller compares this run's paired ratios
+with the stored run's under ``--benchmark-compare``
+(:mod:`aftertrain.benchratios`): a regression fails the run with one line
+per ratio.
+
 State and verdicts live in :mod:`aftertrain.ledger.state`, the fixture's
 type in :mod:`aftertrain.ledger.record`.
 """
@@ -8,9 +13,10 @@ from __future__ import annotations
 
 import pytest
 
+from aftertrain.benchratios import REGRESSED, compare_ratios, ratio_table
 from aftertrain.ledger.record import ClaimRecord
 from aftertrain.ledger.state import CLAIM_PROPERTY, Ledger, claim_ids, marker_problem
-from aftertrain.tolerances import TIMING_BUDGET_S
+from aftertrain.tolerances import RATIO_REGRESSION, TIMING_BUDGET_S
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -77,6 +83,7 @@ class _Controller:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.ledger = Ledger()
+        self.ratio_changes: list | None = None
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -85,6 +92,14 @@ class _Controller:
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter) -> None:
         tr = terminalreporter
+        if self.ratio_changes is not None:
+            tr.write_sep("-", f"paired ratios against the stored run (regressed: interval "
+                              f"above stored x {RATIO_REGRESSION:g})")
+            for line in ratio_table(self.ratio_changes):
+                tr.write_line(line)
+            for c in self.ratio_changes:
+                if c.status == REGRESSED:
+                    tr.write_line(f"RATIO REGRESSION {c.line()}", red=True)
         tr.write_sep("=", "claims ledger")
         for line in self.ledger.summary_lines():
             tr.write_line(line)
@@ -94,3 +109,21 @@ class _Controller:
         path = self.config.getoption("claims_json")
         if path:
             self.ledger.write_json(path, self.config)
+        self.ratio_changes = compare_with_stored_run(self.config)
+        if self.ratio_changes and any(c.status == REGRESSED for c in self.ratio_changes):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def compare_with_stored_run(config: pytest.Config) -> list | None:
+    """With ``--benchmark-compare``: this run's paired ratios against the
+    stored run's (:func:`aftertrain.benchratios.compare_ratios`); None
+    without a compare."""
+    session = getattr(config, "_benchmarksession", None)
+    mappings = getattr(session, "compared_mapping", None)
+    if not mappings:
+        return None
+    stored = {}
+    for mapping in mappings.values():
+        stored.update({name: bench.get("extra_info", {}) for name, bench in mapping.items()})
+    now = {b.fullname: b.extra_info for b in session.benchmarks}
+    return compare_ratios(now, stored)

@@ -8,6 +8,7 @@ ledger under pytest-xdist too.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Callable, Mapping
 
 import pytest
@@ -27,6 +28,13 @@ def timing_enabled(config: pytest.Config) -> bool:
     disabled (``--benchmark-disable``) nor off under pytest-xdist."""
     session = getattr(config, "_benchmarksession", None)
     return session is not None and not session.disabled and not session.skip
+
+
+def timing_budget(config: pytest.Config) -> float:
+    """Seconds per timing decision: ``--timing-budget``, a third of it under
+    ``AFTERTRAIN_QUICK=1`` (``aftertrain report --quick``)."""
+    budget = float(config.getoption("timing_budget"))
+    return budget / 3 if os.environ.get("AFTERTRAIN_QUICK") == "1" else budget
 
 
 class ClaimRecord:
@@ -56,8 +64,8 @@ class ClaimRecord:
 
     @property
     def budget_s(self) -> float:
-        """Seconds per timing decision (``--timing-budget``)."""
-        return float(self._config.getoption("timing_budget"))
+        """Seconds per timing decision (:func:`timing_budget`)."""
+        return timing_budget(self._config)
 
     def require_timing(self) -> None:
         """Skip the test as ``not timed`` (the claim is ``skipped``, never
