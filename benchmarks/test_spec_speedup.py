@@ -134,8 +134,7 @@ def s5(cells: Cells) -> str | None:
 def x8_cost(cells: Cells) -> str | None:
     v2, v8 = cells.v(2), cells.v(8)
     grows = HOLDS if v8[0] > v2[1] else BROKEN if v8[1] < v2[0] else None
-    return combine([RatioRule(low=1.0).decide(*cells.v(k)) if cells.v(k)[0] != 1.0 else None
-                    for k in SPEEDUP_KS] + [grows])
+    return combine([RatioRule.at_least(1.0).decide(*cells.v(k)) for k in SPEEDUP_KS] + [grows])
 
 
 def s6_quantized_slower(cells: Cells) -> str | None:
