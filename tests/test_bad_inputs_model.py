@@ -15,17 +15,16 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from toys import toy_gpt
 
 from aftertrain import bigram as BG
 from aftertrain import drafts as D
 from aftertrain.checkpoint import load_checkpoint, save_checkpoint, sha256_file
-from aftertrain.decoding import (Decoder, context_start, generate, probabilities, sample_text,
-                                 sample_token)
+from aftertrain.decoding import Decoder, context_start, generate, probabilities, sample_text, sample_token
 from aftertrain.evaluation import val_loss
 from aftertrain.model import GPT, GPTConfig, KVCache
 from aftertrain.protocol import TableConfig, TokenCache
 from aftertrain.text import encode
-from toys import toy_gpt
 
 NAN, INF = math.nan, math.inf
 

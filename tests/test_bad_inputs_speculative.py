@@ -13,10 +13,10 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from toys import ToyTable, toy_gpt
 
 from aftertrain.experiments import speculative as XS
 from aftertrain.speculative import speculative_generate, verify, verify_batch, verify_with_uniforms
-from toys import ToyTable, toy_gpt
 
 NAN, INF = math.nan, math.inf
 

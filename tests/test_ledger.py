@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import aftertrain
+import aftertrain.timing  # noqa: F401  (loaded here: inner pytester runs must not re-import numpy)
 
 pytest_plugins = ["pytester"]
 
@@ -21,9 +22,9 @@ TESTS = '''
 import pytest
 
 @pytest.mark.claim("Q2")
-def test_holds(record_property):
-    record_property("measured", "int8 +0.0012 nats")
-    record_property("table:int8", [{"granularity": "per-tensor", "loss": 1.5551}])
+def test_holds(claim_record):
+    claim_record.measured("int8 +0.0012 nats")
+    claim_record.table("int8", [{"granularity": "per-tensor", "loss": 1.5551}])
 
 @pytest.mark.claim("Q3", "Q4")
 def test_broken():
@@ -31,8 +32,8 @@ def test_broken():
 
 @pytest.mark.claim("S6")
 @pytest.mark.xfail(strict=True, reason="8-bit draft is slower here")
-def test_does_not_reproduce(record_property):
-    record_property("measured", "speedup 0.71")
+def test_does_not_reproduce(claim_record):
+    claim_record.measured("speedup 0.71")
     assert False
 
 @pytest.mark.claim("Q4")
@@ -105,8 +106,15 @@ def _check_verdicts(result: pytest.RunResult, path: Path) -> None:
     assert sorted(t["outcome"] for t in entries["Q4"]["tests"]) == ["failed", "passed"]
     assert [t["outcome"] for t in entries["K1"]["tests"]] == ["error"]
     assert entries["Q1"]["tests"] == []
-    assert json.loads(path.read_text())["tables"] == {
-        "int8": [{"granularity": "per-tensor", "loss": 1.5551}]}
+    data = json.loads(path.read_text())
+    assert data["tables"] == {"int8": [{"granularity": "per-tensor", "loss": 1.5551}]}
+    assert entries["Q3"]["reasons"] == ["assert False"]
+    assert entries["S6"]["reasons"] == ["8-bit draft is slower here"]
+    assert entries["P1"]["reasons"] == ["needs the reference model"]
+    assert entries["K1"]["reasons"] == ["RuntimeError: setup fails"]
+    assert entries["Q2"]["reasons"] == []
+    assert set(data["meta"]) == {"date", "commit", "cpu", "torch", "threads", "load1", "model",
+                                 "model_sha256", "quick"}
 
 
 def test_ledger_reports_each_verdict_and_writes_json(pytester: pytest.Pytester):
@@ -223,3 +231,157 @@ def test_verdict_precedence_for_mixed_outcomes_of_one_claim(pytester: pytest.Pyt
     verdicts = {e["id"]: e["verdict"] for e in json.loads(path.read_text())["claims"]}
     assert {k: verdicts[k] for k in ("Q5", "Q6", "Q7")} == {
         "Q5": "holds", "Q6": "does not reproduce", "Q7": "broken"}
+
+
+TIMING_TESTS = '''
+import pytest
+
+from aftertrain.timing import Decision, paired_timing
+
+
+class Clock:
+    now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def decision(verdict):
+    clock = Clock()
+
+    def tick():
+        clock.now += 1.0
+
+    timing = paired_timing(tick, tick, pairs=8, warmup=0, clock=clock)
+    return Decision(verdict=verdict, timings={"ratio": timing},
+                    rule="median ratio in [0.9, 1.1]", looks=8,
+                    max_looks=8, alpha=1e-6, confidence=0.99, seconds=12.5, load1=4.2)
+
+
+@pytest.mark.claim("Q11")
+def test_undecided(claim_record):
+    claim_record.measured("ratio 1.01 [0.85, 1.2]")
+    claim_record.conclude(decision("inconclusive"))
+
+
+@pytest.mark.claim("P7")
+def test_decided(claim_record):
+    claim_record.conclude(decision("holds"))
+
+
+@pytest.mark.claim("X3")
+def test_broken(claim_record):
+    claim_record.conclude(decision("broken"))
+
+
+@pytest.mark.claim("X4")
+def test_untimed(claim_record):
+    claim_record.require_timing()
+
+
+@pytest.mark.claim("X4")
+def test_untimed_teeth_passes():
+    pass
+'''
+
+
+def _verdicts(path: Path) -> dict:
+    return {e["id"]: e for e in json.loads(path.read_text())["claims"]}
+
+
+def test_inconclusive_is_a_verdict_with_its_reason_and_not_a_failure(pytester: pytest.Pytester):
+    """A decision that could not decide: the claim is inconclusive with the
+    decision's reason (rule, pairs, seconds, load), shown at the end of the
+    run, and pytest passes; the timed claims need timing: with it they are
+    decided."""
+    pytester.makepyfile(test_timing_claims=TIMING_TESTS.replace("def test_broken", "def _broken"))
+    path = pytester.path / "claims.json"
+    result = pytester.runpytest("-p", "aftertrain.ledger", "--claims-json", str(path))
+    assert result.ret == 0
+    e = _verdicts(path)
+    assert (e["Q11"]["verdict"], e["P7"]["verdict"], e["X4"]["verdict"]) == (
+        "inconclusive", "holds", "holds")
+    [reason] = e["Q11"]["reasons"]
+    assert reason.startswith("inconclusive: median ratio in [0.9, 1.1]")
+    assert "in 12.5 s, 1-minute load 4.20" in reason
+    result.stdout.fnmatch_lines(["Q11  inconclusive *[[]ratio 1.01 [[]0.85, 1.2]]",
+                                 "Q11 inconclusive: inconclusive: median ratio in*"])
+
+
+def test_timing_strict_makes_inconclusive_a_failure(pytester: pytest.Pytester):
+    pytester.makepyfile(test_timing_claims=TIMING_TESTS)
+    path = pytester.path / "claims.json"
+    result = pytester.runpytest("-p", "aftertrain.ledger", "--timing-strict",
+                                "--claims-json", str(path))
+    result.assert_outcomes(passed=3, failed=2)
+    e = _verdicts(path)
+    assert (e["Q11"]["verdict"], e["X3"]["verdict"]) == ("broken", "broken")
+    assert "--timing-strict: inconclusive: median ratio" in e["Q11"]["reasons"][0]
+    assert "AssertionError: broken: median ratio" in e["X3"]["reasons"][0]
+
+
+def test_untimed_claims_are_skipped_never_holds(pytester: pytest.Pytester):
+    """With --benchmark-disable nothing is timed: a timing claim is skipped
+    "not timed", even beside a passing untimed test of the same claim."""
+    pytester.makepyfile(test_timing_claims=TIMING_TESTS)
+    path = pytester.path / "claims.json"
+    result = pytester.runpytest("-p", "aftertrain.ledger", "--benchmark-disable",
+                                "--claims-json", str(path))
+    e = _verdicts(path)
+    assert e["X4"]["verdict"] == "skipped" and e["X4"]["reasons"] == ["not timed"]
+    assert result.ret == 1  # X3's broken decision still fails
+
+
+def test_several_claim_markers_count_for_every_claim_once(pytester: pytest.Pytester):
+    """Marker resolution: a test under a module mark, a class mark and its
+    own marks counts toward every ID any of them names, each once, closest
+    first; one failing test breaks all of them, and a claim named twice on
+    one test lists the test once."""
+    pytester.makepyfile(test_marks='''
+        import pytest
+
+        pytestmark = pytest.mark.claim("B1")
+
+        @pytest.mark.claim("Q2", "Q3")
+        class TestBoth:
+            pytestmark = pytest.mark.claim("K1")
+
+            @pytest.mark.claim("Q3")
+            @pytest.mark.claim("Q5", "Q3")
+            def test_fails(self):
+                assert False
+
+        @pytest.mark.claim("Q6")
+        def test_passes():
+            pass
+    ''')
+    path = pytester.path / "claims.json"
+    pytester.runpytest("-p", "aftertrain.ledger", "--claims-json", str(path))
+    e = _verdicts(path)
+    [failing] = e["Q5"]["tests"]
+    assert failing["nodeid"].endswith("TestBoth::test_fails")
+    for cid in ("Q2", "Q3", "Q5", "K1"):
+        assert e[cid]["verdict"] == "broken" and len(e[cid]["tests"]) == 1, cid
+    # the module's mark covers both tests; the failing one breaks it
+    assert e["B1"]["verdict"] == "broken"
+    assert [t["nodeid"].split("::")[-1] for t in e["B1"]["tests"]] == ["test_fails", "test_passes"]
+    assert e["Q6"]["verdict"] == "holds"
+
+
+def test_claim_ids_order_closest_marker_first(pytester: pytest.Pytester):
+    """The function's markers first (the decorator nearest the function
+    first), then the module's; an ID named twice once, where first named."""
+    from aftertrain.ledger import claim_ids
+
+    pytester.makepyfile(test_order='''
+        import pytest
+
+        pytestmark = pytest.mark.claim("B1", "Q2")
+
+        @pytest.mark.claim("Q3")
+        @pytest.mark.claim("Q2", "Q4")
+        def test_one():
+            pass
+    ''')
+    items, _ = pytester.inline_genitems("-p", "aftertrain.ledger")
+    assert claim_ids(items[0]) == ("Q2", "Q4", "Q3", "B1")

@@ -9,6 +9,8 @@ import os
 import pytest
 import torch
 from hypothesis import given
+from strategies import prompt_and_split
+from toys import CountingModel
 
 from aftertrain import checkpoint as CK
 from aftertrain import decoding as DEC
@@ -17,8 +19,6 @@ from aftertrain import model as M
 from aftertrain.evaluation import val_loss
 from aftertrain.text import decode, encode
 from aftertrain.tolerances import GREEDY_TIE_MARGIN, LOGITS_ATOL, LOSS_ATOL
-from strategies import prompt_and_split
-from toys import CountingModel
 
 
 def test_reference_has_the_articles_637156_parameters_and_names():

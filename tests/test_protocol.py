@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import pytest
 import torch
+from toys import CountingModel, ToyTable, toy_gpt
 
 from aftertrain import bigram as BG
 from aftertrain import drafts as D
 from aftertrain.decoding import Decoder
-from aftertrain.protocol import (NextTokenModel, RollbackCache, TableConfig, TokenCache,
-                                 check_model)
+from aftertrain.protocol import NextTokenModel, RollbackCache, TableConfig, TokenCache, check_model
 from aftertrain.text import encode
 from aftertrain.tolerances import LOGITS_ATOL
-from toys import CountingModel, ToyTable, toy_gpt
 
 TEXT = "def rollback(cache, n):\n    cache.truncate(n)  # a rejected draft costs nothing\n"
 

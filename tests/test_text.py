@@ -9,9 +9,9 @@ import sys
 import pytest
 import torch
 from hypothesis import given
+from strategies import vocab_text
 
 from aftertrain import text
-from strategies import vocab_text
 
 
 def test_vocabulary_is_string_printable_in_order():

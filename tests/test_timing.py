@@ -1,4 +1,4 @@
-"""Tests of aftertrain.timing: paired, alternating timing and its verdicts.
+"""Tests of aftertrain.timing (and the ratio compare, aftertrain.benchratios): paired, alternating timing and its verdicts.
 
 The validation runs on work whose ratio is known: a function against itself
 (ratio 1) and a function doing its work twice against once (ratio 2). The
@@ -17,7 +17,22 @@ import pytest
 import scipy.stats
 import torch
 
-from aftertrain.timing import PairedTiming, median_interval, min_pairs, paired_timing
+import aftertrain.ledger  # noqa: F401  (loaded once for pytester's inner runs)
+from aftertrain.benchratios import compare_ratios
+from aftertrain.timing import (
+    Judgement,
+    PairedTiming,
+    RatioRule,
+    decide_ratio,
+    median_interval,
+    min_pairs,
+    paired_timing,
+    sequential_decisions,
+)
+from aftertrain.tolerances import DOUBLE_WORK_BAND, TIMING_ALPHA, TIMING_LOOKS
+from aftertrain.verdicts import BROKEN, HOLDS, INCONCLUSIVE
+
+pytest_plugins = ["pytester"]
 
 # One unit of work: P7's dense matmul, (128x128) @ (128x512), ~0.1 ms on one
 # thread: 1e5 times perf_counter's resolution, and short against a scheduler
@@ -180,6 +195,114 @@ def test_verdicts_read_the_interval():
     assert faster.faster_by_at_least(1.8) and not faster.faster_by_at_least(2.0)
 
 
+# --- a fake clock: which statistic, which division -------------------------------------
+
+
+class FakeClock:
+    """A clock that only the fake work moves: ``clock()`` is the time now."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def work(self, seconds_per_call: list[float]):
+        """A callable whose i-th call takes ``seconds_per_call[i]`` seconds."""
+        calls = iter(seconds_per_call)
+
+        def run() -> None:
+            self.now += next(calls)
+        return run
+
+
+def test_fake_clock_median_of_ratios_not_ratio_of_medians_and_per_call_times():
+    """Baseline timings 1, 2, 3, 4, 100 s and candidate 2, 2, 6, 2, 100 s
+    (per call; 2 calls per timing): the pair ratios are 2, 1, 2, 0.5, 1, so
+    the median of ratios is 1.0, while the ratio of medians is 2/3 and the
+    mean ratio 1.3; the recorded times are per call (1, 2, 3, 4, 100), not
+    per timing (2, 4, 6, 8, 200)."""
+    base, cand = [1.0, 2.0, 3.0, 4.0, 100.0], [2.0, 2.0, 6.0, 2.0, 100.0]
+    clock = FakeClock()
+    t = paired_timing(clock.work([b for b in base for _ in range(2)]),
+                      clock.work([c for c in cand for _ in range(2)]),
+                      pairs=5, warmup=0, calls=2, confidence=0.9, clock=clock)
+    assert t.baseline == tuple(base) and t.candidate == tuple(cand)
+    assert t.ratios == (2.0, 1.0, 2.0, 0.5, 1.0)
+    assert t.median == 1.0
+    assert np.median(cand) / np.median(base) == pytest.approx(2 / 3)
+    assert (t.ci_low, t.ci_high) == (0.5, 2.0)  # n = 5 at 0.9: k = 1, min to max
+
+
+def _steady(clock: FakeClock, seconds: float):
+    """Fake work taking ``seconds`` on every call."""
+    def run() -> None:
+        clock.now += seconds
+    return run
+
+
+def test_decision_on_a_fake_clock_holds_or_is_broken_at_the_first_look():
+    """Exact ratios: 1.0 holds inside (0.9, 1.1), 2.0 is broken, at look 1
+    with the first look's pair count; the interval's confidence is split
+    over looks and ratios."""
+    clock = FakeClock()
+    rule = RatioRule.inside((0.9, 1.1))
+    same = decide_ratio(_steady(clock, 1.0), _steady(clock, 1.0), rule, clock=clock)
+    twice = decide_ratio(_steady(clock, 1.0), _steady(clock, 2.0), rule, clock=clock)
+    assert (same.verdict, twice.verdict) == (HOLDS, BROKEN)
+    assert same.looks == twice.looks == 1
+    assert same.pairs == min_pairs(1 - TIMING_ALPHA / TIMING_LOOKS)
+    assert same.confidence == 1 - TIMING_ALPHA / TIMING_LOOKS
+    assert twice.timing.median == 2.0
+
+
+def test_decision_is_inconclusive_when_the_next_round_would_pass_the_budget():
+    """Ratios alternating 0.5 and 2 (the interval spans both, undecided),
+    3 s per pair: the first look of n pairs takes 3n s; the second would take
+    as long again, past a budget of 4n s, so the decision stops after one
+    look, inconclusive, and says so with its interval and pairs."""
+    clock = FakeClock()
+    first = min_pairs(1 - TIMING_ALPHA / TIMING_LOOKS)
+    cand = [0.5 if i % 2 == 0 else 2.0 for i in range(first * 4)]
+    d = decide_ratio(_steady(clock, 1.0), clock.work([c * 1.0 for c in cand]),
+                     RatioRule.inside((0.9, 1.1)), clock=clock, warmup=0,
+                     budget_s=4.0 * first)
+    assert d.verdict == INCONCLUSIVE and d.looks == 1 and d.pairs == first
+    assert d.seconds == pytest.approx(sum(1.0 + c for c in cand[:first]))
+    assert "inconclusive" in d.reason and f"after {first} pairs" in d.reason
+
+
+def test_decision_keeps_each_judgement_first_verdict_and_stops_when_all_decided():
+    """Two judgements on one exact ratio 2: "at least 1.5" holds and
+    "inside (0.9, 1.1)" is broken, both at look 1; the rule's words go
+    into the reason."""
+    clock = FakeClock()
+    sides = {"r": (_steady(clock, 1.0), _steady(clock, 2.0))}
+    judged = sequential_decisions(sides, {
+        "slower": Judgement("at least 1.5", lambda t: RatioRule.at_least(1.5).decide(
+            t["r"].ci_low, t["r"].ci_high)),
+        "same": Judgement("same speed", lambda t: RatioRule.inside((0.9, 1.1)).decide(
+            t["r"].ci_low, t["r"].ci_high)),
+    }, clock=clock)
+    assert {k: (d.verdict, d.looks) for k, d in judged.items()} == {
+        "slower": (HOLDS, 1), "same": (BROKEN, 1)}
+    assert judged["same"].reason.startswith("broken: same speed; r: 2.000 [2.000, 2.000]")
+
+
+def test_decision_timing_is_noisy_enough_to_need_a_second_look():
+    """Look 1 undecided, look 2 decided: two pairs of ratio 0.5 among the
+    first look's (at its confidence the interval is min to max, [0.5, 1.0],
+    straddling 0.9), 1.0 for every other pair (with twice the pairs the
+    interval drops the two lowest and closes on 1.0)."""
+    clock = FakeClock()
+    first = min_pairs(1 - TIMING_ALPHA / TIMING_LOOKS)
+    assert median_interval([1.0] * (first - 1) + [0.5], 1 - TIMING_ALPHA / TIMING_LOOKS)[0] == 0.5
+    cand = [0.5 if i in (1, 3) else 1.0 for i in range(4 * first)]
+    d = decide_ratio(_steady(clock, 1.0), clock.work(cand), RatioRule.inside((0.9, 1.1)),
+                     clock=clock, warmup=0, budget_s=1e6)
+    assert (d.verdict, d.looks, d.pairs) == (HOLDS, 2, 2 * first)
+
+
 # --- validation on work of known ratio ----------------------------------------------------
 
 
@@ -188,26 +311,85 @@ def test_same_work_against_itself_gives_interval_holding_one():
     """Ratio 1 by construction: with alternation the two sides are
     exchangeable, so the median ratio is 1 and the interval at confidence
     1 - 1e-6 (61 pairs: 12th to 50th ratio) misses it with probability
-    < 1e-6. Noise from other processes widens the interval; it cannot move
-    its centre. Measured under load: median 1.000, interval within
-    [0.956, 1.039]."""
+    < 1e-6 (one fixed-size look). Noise from other processes widens the
+    interval; it cannot move its centre. Measured under load: median 1.000,
+    interval within [0.956, 1.039]."""
     t = paired_timing(work, work, pairs=PAIRS, calls=CALLS, confidence=1 - 1e-6)
     assert t.ci_low <= 1.0 <= t.ci_high, t.as_dict()
 
 
 @pytest.mark.claim("S8", "X7")
-def test_double_work_gives_ratio_near_two_and_is_not_judged_equal():
-    """Twice the work against once: the median ratio lies in [1.5, 2.6].
-    Why the band: below 2, the second of two back-to-back matmuls finds its
-    operands already in cache and the per-call Python overhead is shared;
-    above 2, a preemption landing in the longer side more often. Measured on
-    the 2-core dev box under load average 5: medians 1.995-2.000, 99%
-    interval within [1.976, 2.019].
-    The broken variant of the no-difference verdict: this must not be judged
-    equal, and must be judged slower by at least 1.5."""
-    t = paired_timing(work, work_twice, pairs=PAIRS, calls=CALLS)
-    assert 1.5 <= t.median <= 2.6, t.as_dict()
-    assert not t.holds_no_difference((0.9, 1.1)), t.as_dict()
-    assert t.slower_by_at_least(1.5), t.as_dict()
-    swapped = paired_timing(work_twice, work, pairs=PAIRS, calls=CALLS)
-    assert swapped.faster_by_at_least(1.5), swapped.as_dict()
+def test_double_work_gives_ratio_near_two_and_is_not_judged_equal(claim_record):
+    """Twice the work against once, one decision with three judgements:
+    the median ratio lies in DOUBLE_WORK_BAND [1.5, 2.6] (reason in
+    aftertrain.tolerances); the broken variant of the no-difference verdict:
+    "inside (0.9, 1.1)" must be broken, never holds; and "slower by at least
+    1.5" holds. Measured on the 2-core dev box under load average 5:
+    medians 1.995-2.000."""
+    sides = {"r": (work, work_twice)}
+
+    def on(rule):
+        return lambda t: rule.decide(t["r"].ci_low, t["r"].ci_high)
+
+    judged = claim_record.decide(sides, {
+        "band": Judgement(f"median ratio in {DOUBLE_WORK_BAND}",
+                          on(RatioRule.inside(DOUBLE_WORK_BAND))),
+        "same": Judgement("median ratio in (0.9, 1.1)", on(RatioRule.inside((0.9, 1.1)))),
+        "slower": Judgement("median ratio >= 1.5", on(RatioRule.at_least(1.5))),
+    })
+    assert judged["same"].verdict != HOLDS, judged["same"].reason
+    for name in ("band", "slower", "same"):
+        if judged[name].verdict == INCONCLUSIVE:
+            claim_record.conclude(judged[name])
+    assert judged["same"].verdict == BROKEN
+    claim_record.conclude(judged["band"])
+    claim_record.conclude(judged["slower"])
+
+
+# --- the ratio compare with a stored run ----------------------------------------------------
+
+
+def _run(ratio: float, low: float, high: float) -> dict:
+    return {"bench": {"ratios": {"r": {"median": ratio, "ci": [low, high]}}}}
+
+
+def test_compare_ratios_rule():
+    """Regressed when the interval lies above stored high x 1.1, improved
+    when below stored low / 1.1, same otherwise (an interval that overlaps
+    the threshold does not decide a regression)."""
+    stored = _run(1.0, 0.95, 1.05)
+    status = {new: compare_ratios(_run(*new), stored)[0].status
+              for new in [(2.0, 1.9, 2.1), (1.2, 1.16, 1.3), (1.2, 1.15, 1.3),
+                          (0.5, 0.45, 0.55), (1.0, 0.99, 1.01)]}
+    assert list(status.values()) == ["regressed", "regressed", "same", "improved", "same"]
+    assert compare_ratios(_run(1.0, 0.9, 1.1), {"other": {}}) == []
+
+
+BENCH = '''
+import os
+
+def test_bench(benchmark):
+    r = float(os.environ["RATIO"])
+    benchmark.extra_info["ratios"] = {"r": {"median": r, "ci": [0.98 * r, 1.02 * r]}}
+    benchmark.pedantic(lambda: None, rounds=2)
+'''
+
+
+def test_ratio_regression_fails_the_run_with_one_line(pytester: pytest.Pytester,
+                                                      monkeypatch: pytest.MonkeyPatch):
+    """Stored ratio 1.0; the same ratio compares "same" and passes; twice it
+    fails the run with one RATIO REGRESSION line and no traceback."""
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    pytester.makepyfile(test_bench=BENCH)
+    store = f"--benchmark-storage=file://{pytester.path / 'store'}"
+    monkeypatch.setenv("RATIO", "1.0")
+    pytester.runpytest("-p", "aftertrain.ledger", store, "--benchmark-save=base").assert_outcomes(
+        passed=1)
+    same = pytester.runpytest("-p", "aftertrain.ledger", store, "--benchmark-compare")
+    assert same.ret == 0
+    same.stdout.fnmatch_lines(["*paired ratios against the stored run*", "*test_bench*same"])
+    monkeypatch.setenv("RATIO", "2.0")
+    worse = pytester.runpytest("-p", "aftertrain.ledger", store, "--benchmark-compare")
+    assert worse.ret == 1
+    worse.stdout.fnmatch_lines(["RATIO REGRESSION *test_bench* [[]r]: ratio 2.000 * regressed"])
+    assert "Traceback" not in worse.stdout.str()

@@ -14,8 +14,14 @@ import numpy as np
 import torch
 
 from aftertrain import text as _text
-from aftertrain.decoding import (Decoder, check_generator, check_temperature, generate,
-                                 probabilities, sample_token)
+from aftertrain.decoding import (
+    Decoder,
+    check_generator,
+    check_temperature,
+    generate,
+    probabilities,
+    sample_token,
+)
 from aftertrain.protocol import NextTokenModel, check_model
 from aftertrain.speculative.generator import _draft_tokens, _prompt_tokens, speculative_generate
 from aftertrain.speculative.rule import _sample, _verify, verify_batch

@@ -1,17 +1,8 @@
-"""Paired timing: the ratio of a candidate's time to a baseline's (claim S8).
+"""Paired timing: alternating pairs, the median ratio and its interval.
 
-The articles timed on a busy laptop, where one baseline came out at 749 ms
-and later at 448 ms. Their remedy, built here: run baseline and candidate
-back to back, alternating which goes first (AB, BA, AB, ...), and take the
-ratio ``candidate / baseline`` within each pair. Drift of the machine
-(frequency scaling, other load) moves both halves of a pair alike and
-cancels in the ratio; alternation keeps "runs first" (cold caches) or "runs
-second" from always falling on one side.
-
-The summary is the median of the pair ratios, with an order-statistic
-confidence interval for it (:func:`median_interval`), and the verdicts the
-claims need: no difference (the interval inside an equivalence band), or
-slower / faster by at least a factor (the interval beyond it).
+One fixed-size timing (:func:`paired_timing`) and the distribution-free
+interval of a median (:func:`median_interval`); the decisions built on them
+are in :mod:`aftertrain.timing.sequential`.
 """
 
 from __future__ import annotations
@@ -25,6 +16,8 @@ from typing import Callable
 import numpy as np
 import scipy.stats
 import torch
+
+Clock = Callable[[], float]
 
 
 def median_interval(
@@ -46,6 +39,10 @@ def median_interval(
     (the bootstrap of a median is unreliable at n ~ 20), and it is
     deterministic: no resampling seed.
 
+    Args:
+        values: 1-D, finite numbers.
+        confidence: level in (0, 1).
+
     Returns:
         ``(low, high, coverage)``, where ``coverage = 1 - 2 P(Bin <= k-1)``
         >= ``confidence`` is the interval's actual confidence level.
@@ -55,11 +52,16 @@ def median_interval(
         smallest ratio, coverage 0.9928. At confidence 1 - 1e-6 n must be at
         least 21 (k = 1: the interval is min to max, coverage 1 - 2^-20).
     """
-    x = np.sort(np.asarray(values, dtype=np.float64))
+    _check_confidence(confidence)
+    try:
+        x = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"values must be numbers, got {type(values).__name__}") from None
     if x.ndim != 1:
         raise ValueError(f"values must be 1-D, got shape {x.shape}")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    if not np.isfinite(x).all():
+        raise ValueError("values must be finite, got NaN or inf")
+    x = np.sort(x)
     n = x.size
     k = _order_statistic_rank(n, confidence)
     if k == 0:
@@ -69,6 +71,12 @@ def median_interval(
         )
     coverage = 1.0 - 2.0 * float(scipy.stats.binom.cdf(k - 1, n, 0.5))
     return float(x[k - 1]), float(x[n - k]), coverage
+
+
+def _check_confidence(confidence: float) -> None:
+    if not (isinstance(confidence, (int, float)) and not isinstance(confidence, bool)
+            and 0.0 < confidence < 1.0):
+        raise ValueError(f"confidence must be a float in (0, 1), got {confidence!r}")
 
 
 def _order_statistic_rank(n: int, confidence: float) -> int:
@@ -81,8 +89,7 @@ def min_pairs(confidence: float) -> int:
     """Fewest values for which :func:`median_interval` exists at ``confidence``:
     the smallest n with ``2 * 2^-n <= 1 - confidence`` (8 at 0.99, 21 at
     1 - 1e-6)."""
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    _check_confidence(confidence)
     n = max(1, math.ceil(math.log2(2.0 / (1.0 - confidence))) - 1)
     while _order_statistic_rank(n, confidence) == 0:
         n += 1
@@ -151,6 +158,96 @@ def _check_factor(factor: float) -> None:
         raise ValueError(f"factor must be a finite number > 0, got {factor!r}")
 
 
+def _check_int(name: str, value: object, least: int, why: str = "") -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < least:
+        raise ValueError(f"{name} must be an int >= {least}{why}, got {value!r}")
+
+
+def _check_callable(name: str, value: object) -> None:
+    if not callable(value):
+        raise ValueError(f"{name} must be callable, got {type(value).__name__}")
+
+
+class _Pairs:
+    """Alternating pairs of one baseline/candidate, extended round by round.
+
+    Pair i runs baseline then candidate when i is even, candidate then
+    baseline when odd; each side's time is ``calls`` consecutive calls on
+    ``clock``, divided by ``calls``.
+    """
+
+    def __init__(self, baseline: Callable[[], object], candidate: Callable[[], object],
+                 calls: int, clock: Clock) -> None:
+        self.baseline, self.candidate, self.calls, self.clock = baseline, candidate, calls, clock
+        self.base: list[float] = []
+        self.cand: list[float] = []
+
+    def warm(self, warmup: int) -> None:
+        for _ in range(warmup):
+            self.baseline()
+            self.candidate()
+
+    def extend(self, n: int) -> None:
+        for i in range(len(self.base), n):
+            if i % 2 == 0:
+                b = self._time(self.baseline)
+                c = self._time(self.candidate)
+            else:
+                c = self._time(self.candidate)
+                b = self._time(self.baseline)
+            self.base.append(b)
+            self.cand.append(c)
+
+    def _time(self, fn: Callable[[], object]) -> float:
+        start = self.clock()
+        for _ in range(self.calls):
+            fn()
+        return (self.clock() - start) / self.calls
+
+    def summary(self, confidence: float, threads: int, warmup: int) -> PairedTiming:
+        if min(self.base) <= 0.0:
+            raise RuntimeError(
+                "a baseline timing came out as 0 s, below the timer's resolution; "
+                "raise `calls`"
+            )
+        ratios = np.asarray(self.cand) / np.asarray(self.base)
+        q1, median, q3 = np.percentile(ratios, [25, 50, 75])
+        ci_low, ci_high, coverage = median_interval(ratios, confidence)
+        return PairedTiming(
+            baseline=tuple(self.base), candidate=tuple(self.cand),
+            ratios=tuple(float(r) for r in ratios), median=float(median),
+            minimum=float(ratios.min()), maximum=float(ratios.max()),
+            q1=float(q1), q3=float(q3), ci_low=ci_low, ci_high=ci_high,
+            confidence=confidence, threads=threads, torch_version=torch.__version__,
+            calls=self.calls, warmup=warmup, coverage=coverage,
+        )
+
+
+class _Quiet:
+    """``torch.set_num_threads(threads)`` and the garbage collector off
+    (after one collection) while timing; both restored after, also on error."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+
+    def __enter__(self) -> None:
+        self.threads_before = torch.get_num_threads()
+        self.gc_was_enabled = gc.isenabled()
+        torch.set_num_threads(self.threads)
+
+    def off(self) -> None:
+        gc.collect()
+        gc.disable()
+
+    def on(self) -> None:
+        if self.gc_was_enabled:
+            gc.enable()
+
+    def __exit__(self, *exc) -> None:
+        self.on()
+        torch.set_num_threads(self.threads_before)
+
+
 def paired_timing(
     baseline: Callable[[], object],
     candidate: Callable[[], object],
@@ -160,19 +257,24 @@ def paired_timing(
     calls: int = 1,
     threads: int = 1,
     confidence: float = 0.99,
+    clock: Clock = time.perf_counter,
 ) -> PairedTiming:
     """Time ``baseline`` and ``candidate`` in ``pairs`` alternating pairs.
 
     Pair i runs baseline then candidate when i is even, candidate then
     baseline when i is odd; each side's time is ``calls`` consecutive calls
-    measured with ``time.perf_counter`` and divided by ``calls``, so work
-    shorter than the timer's resolution can still be timed. Before the pairs,
-    each side runs ``warmup`` times (alternating, untimed).
+    measured with ``clock`` and divided by ``calls``, so work shorter than
+    the timer's resolution can still be timed. Before the pairs, each side
+    runs ``warmup`` times (alternating, untimed).
 
     While timing, ``torch.set_num_threads(threads)`` is in force and the
     garbage collector is disabled (after one ``gc.collect()``) so a
     collection does not land in one side's time; both are restored
     afterwards, also on error.
+
+    One fixed-size timing: its interval is valid when looked at once. A
+    claim's verdict is :func:`sequential_decision`, which may look several
+    times.
 
     Args:
         baseline: zero-argument callable, the reference.
@@ -183,6 +285,7 @@ def paired_timing(
         calls: calls per timing, >= 1.
         threads: torch intra-op threads while timing, >= 1.
         confidence: level of the median's interval, in (0, 1).
+        clock: seconds, monotone (``time.perf_counter``; a fake in tests).
 
     Returns:
         A :class:`PairedTiming`; ``ratio = candidate / baseline``.
@@ -197,74 +300,18 @@ def paired_timing(
         order in the pair. Raise ``calls`` only as far as the timer needs;
         add pairs instead.
     """
-    if not callable(baseline):
-        raise ValueError(f"baseline must be callable, got {type(baseline).__name__}")
-    if not callable(candidate):
-        raise ValueError(f"candidate must be callable, got {type(candidate).__name__}")
-    if not (isinstance(confidence, float) and 0.0 < confidence < 1.0):
-        raise ValueError(f"confidence must be a float in (0, 1), got {confidence!r}")
-    needed = min_pairs(confidence)
-    for name, value, least in (("pairs", pairs, needed), ("warmup", warmup, 0),
-                               ("calls", calls, 1), ("threads", threads, 1)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < least:
-            why = f" for confidence {confidence}" if name == "pairs" else ""
-            raise ValueError(f"{name} must be an int >= {least}{why}, got {value!r}")
-
-    threads_before = torch.get_num_threads()
-    gc_was_enabled = gc.isenabled()
-    torch.set_num_threads(threads)
-    try:
-        for _ in range(warmup):
-            baseline()
-            candidate()
-        gc.collect()
-        gc.disable()
-        base_times, cand_times = [], []
-        for i in range(pairs):
-            if i % 2 == 0:
-                b = _time_calls(baseline, calls)
-                c = _time_calls(candidate, calls)
-            else:
-                c = _time_calls(candidate, calls)
-                b = _time_calls(baseline, calls)
-            base_times.append(b)
-            cand_times.append(c)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-        torch.set_num_threads(threads_before)
-
-    if min(base_times) <= 0.0:
-        raise RuntimeError(
-            "a baseline timing came out as 0 s, below the timer's resolution; "
-            "raise `calls`"
-        )
-    ratios = np.asarray(cand_times) / np.asarray(base_times)
-    q1, median, q3 = np.percentile(ratios, [25, 50, 75])
-    ci_low, ci_high, coverage = median_interval(ratios, confidence)
-    return PairedTiming(
-        baseline=tuple(base_times),
-        candidate=tuple(cand_times),
-        ratios=tuple(float(r) for r in ratios),
-        median=float(median),
-        minimum=float(ratios.min()),
-        maximum=float(ratios.max()),
-        q1=float(q1),
-        q3=float(q3),
-        ci_low=ci_low,
-        ci_high=ci_high,
-        confidence=confidence,
-        threads=threads,
-        torch_version=torch.__version__,
-        calls=calls,
-        warmup=warmup,
-        coverage=coverage,
-    )
-
-
-def _time_calls(fn: Callable[[], object], calls: int) -> float:
-    """Seconds per call of ``calls`` consecutive calls of ``fn``."""
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - start) / calls
+    _check_callable("baseline", baseline)
+    _check_callable("candidate", candidate)
+    _check_callable("clock", clock)
+    _check_confidence(confidence)
+    _check_int("pairs", pairs, min_pairs(confidence), f" for confidence {confidence}")
+    _check_int("warmup", warmup, 0)
+    _check_int("calls", calls, 1)
+    _check_int("threads", threads, 1)
+    run = _Pairs(baseline, candidate, calls, clock)
+    quiet = _Quiet(threads)
+    with quiet:
+        run.warm(warmup)
+        quiet.off()
+        run.extend(pairs)
+    return run.summary(confidence, threads, warmup)

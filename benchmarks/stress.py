@@ -1,0 +1,156 @@
+"""Timing verdicts under load: run the timing benchmarks several times, with
+and without a CPU load this script starts and stops itself, and tabulate
+the verdict of each timing claim; then the teeth under the same load.
+
+    python benchmarks/stress.py --runs 5                 # every timing benchmark
+    python benchmarks/stress.py --runs 3 --skip-spec     # without the speculative module
+
+The load: one busy-looping subprocess per core (``os.cpu_count()``), started
+before the loaded runs and killed (by its own pid) after them, also on error
+or Ctrl-C. Each run is ``python -m pytest <benchmarks> --claims-json FILE``
+from the repository root; its ledger gives the verdicts. The teeth: the
+decision "median ratio inside SAME_SPEED_BAND" on P7's matmul against itself
+(must hold), against twice the work and against half the work (must be
+broken), ``--runs`` times in each condition, in this process.
+
+Prints markdown tables (docs/measurement.md holds one). Writes nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TIMING_CLAIMS = ("Q11", "S5", "S6", "S7", "P7", "X2", "X3", "X4", "X8")
+BENCHMARKS = ("benchmarks/test_quant_fake_speed.py", "benchmarks/test_prune_dense_zeros.py",
+              "benchmarks/test_quant_int8_linear.py", "benchmarks/test_sparse_csr_crossover.py",
+              "benchmarks/test_spec_speedup.py")
+ORDER = ("holds", "broken", "does not reproduce", "inconclusive", "skipped")
+
+
+class Load:
+    """One busy-looping Python subprocess per core while in the block."""
+
+    def __init__(self, cores: int) -> None:
+        self.cores, self.procs = cores, []
+
+    def __enter__(self) -> "Load":
+        for _ in range(self.cores):
+            self.procs.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
+        time.sleep(5)  # let the load average see them
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for p in self.procs:
+            p.kill()
+        for p in self.procs:
+            p.wait()
+
+
+def run_benchmarks(files: list[str], budget: float | None) -> tuple[dict[str, str], float, int]:
+    """One pytest run: verdict per timing claim, seconds, exit status."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "claims.json"
+        cmd = [sys.executable, "-m", "pytest", *files, "-p", "no:cacheprovider", "-q",
+               "--claims-json", str(out)]
+        if budget is not None:
+            cmd += ["--timing-budget", str(budget)]
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        seconds = time.perf_counter() - start
+        claims = json.loads(out.read_text())["claims"] if out.is_file() else []
+        claims = [e for e in claims if e["verdict"] != "not covered"]
+    return ({e["id"]: e["verdict"] for e in claims if e["id"] in TIMING_CLAIMS}, seconds,
+            proc.returncode)
+
+
+def teeth(runs: int) -> dict[str, collections.Counter]:
+    """Verdicts of the same-speed decision on work of known ratio."""
+    import torch
+
+    from aftertrain.timing import RatioRule, decide_ratio
+    from aftertrain.tolerances import SAME_SPEED_BAND
+
+    g = torch.Generator().manual_seed(8)
+    x, w = torch.randn(128, 128, generator=g), torch.randn(128, 512, generator=g)
+    half = w[:, :256].contiguous()
+    candidates = {"same work (must hold)": lambda: x @ w,
+                  "twice the work (must be broken)": lambda: (x @ w, x @ w),
+                  "half the work (must be broken)": lambda: x @ half}
+    rule = RatioRule.inside(SAME_SPEED_BAND)
+    torch.set_num_threads(1)
+    return {name: collections.Counter(decide_ratio(lambda: x @ w, c, rule).verdict
+                                      for _ in range(runs))
+            for name, c in candidates.items()}
+
+
+def cell(counter: collections.Counter) -> str:
+    return ", ".join(f"{counter[v]} {v}" for v in ORDER if counter[v]) or "-"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5, help="runs per condition (default 5)")
+    parser.add_argument("--skip-spec", action="store_true",
+                        help="leave out benchmarks/test_spec_speedup.py (minutes per run)")
+    parser.add_argument("--budget", type=float, default=None, help="--timing-budget per run")
+    parser.add_argument("--conditions", default="idle,loaded",
+                        help="comma-separated: idle (no load of ours), loaded (default both)")
+    args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error(f"--runs must be >= 1, got {args.runs}")
+    files = [f for f in BENCHMARKS if not (args.skip_spec and "spec" in f)]
+    verdicts: dict[str, dict[str, collections.Counter]] = {}
+    summary: dict[str, list[str]] = {}
+    teeth_of: dict[str, dict] = {}
+    for condition in args.conditions.split(","):
+        if condition not in ("idle", "loaded"):
+            parser.error(f"--conditions must name idle and/or loaded, got {condition!r}")
+        cores = os.cpu_count() or 1
+        load = Load(cores) if condition == "loaded" else None
+        if load:
+            load.__enter__()
+        try:
+            per_claim = collections.defaultdict(collections.Counter)
+            rows = []
+            for i in range(args.runs):
+                load1 = os.getloadavg()[0]
+                got, seconds, status = run_benchmarks(files, args.budget)
+                for cid, v in got.items():
+                    per_claim[cid][v] += 1
+                rows.append(f"run {i + 1}: exit {status}, {seconds:.0f} s, load1 at start "
+                            f"{load1:.1f}")
+                print(f"{condition} {rows[-1]}", file=sys.stderr)
+            verdicts[condition] = per_claim
+            summary[condition] = rows
+            teeth_of[condition] = teeth(args.runs)
+        finally:
+            if load:
+                load.__exit__()
+    conditions = list(verdicts)
+    print("| claim | " + " | ".join(conditions) + " |")
+    print("|---|" + "---|" * len(conditions))
+    for cid in TIMING_CLAIMS:
+        if any(verdicts[c][cid] for c in conditions):
+            print(f"| {cid} | " + " | ".join(cell(verdicts[c][cid]) for c in conditions) + " |")
+    print()
+    print("| teeth: P7 matmul against | " + " | ".join(conditions) + " |")
+    print("|---|" + "---|" * len(conditions))
+    for name in next(iter(teeth_of.values())):
+        print(f"| {name} | " + " | ".join(cell(teeth_of[c][name]) for c in conditions) + " |")
+    print()
+    for c in conditions:
+        print(f"- {c}: " + "; ".join(summary[c]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

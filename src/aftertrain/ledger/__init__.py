@@ -1,0 +1,43 @@
+"""Claims ledger: a pytest plugin that reports, per claim, whether it holds.
+
+Switched on by this project's pytest configuration (``-p aftertrain.ledger``
+in ``addopts``), so installing aftertrain changes no one else's test runs.
+Laid out as pytest-benchmark's plugin: :mod:`aftertrain.ledger.plugin` holds
+the hooks, options and the ``claim_record`` fixture only;
+:mod:`aftertrain.ledger.state` collects test outcomes and computes the
+verdicts; :mod:`aftertrain.ledger.record` is the fixture's type.
+
+Tests tie themselves to claims with ``@pytest.mark.claim("Q2")`` (several
+IDs in one marker, several markers, or a module's ``pytestmark``); an ID
+missing from :data:`aftertrain.claims.CLAIMS` is a collection error. At the
+end of the run one line per claim gives its verdict, in precedence order
+(names from :mod:`aftertrain.verdicts`):
+
+- ``broken``: a test failed, errored, or passed although marked xfail;
+- ``does not reproduce``: a test is an xfail (strict, by house rule) and
+  failed as expected;
+- ``inconclusive``: a timing decision could not decide within its budget
+  (not a failure unless ``--timing-strict``);
+- ``skipped``: a timing test was not timed (``--benchmark-disable``,
+  pytest-xdist), or every test was skipped;
+- ``holds``: every test that ran passed (skipped ones aside);
+- ``not covered``: no test of this run carries the ID.
+
+``--claims-json PATH`` writes the ledger as JSON: per claim id, title,
+verdict, ``reasons`` (failure message, xfail reason, inconclusive reason,
+skip reason), tests with outcomes, figures; the tables; and a ``meta``
+block (date, commit, cpu, torch, threads, load1, model, model_sha256,
+quick).
+
+Works under pytest-xdist: everything a test reports travels in its
+``user_properties``, and the ledger is built on the controller from
+``pytest_runtest_logreport`` alone.
+"""
+
+from aftertrain.ledger.plugin import (  # noqa: F401  (pytest finds the hooks here)
+    claim_record,
+    pytest_addoption,
+    pytest_configure,
+    pytest_make_collect_report,
+)
+from aftertrain.ledger.state import claim_ids  # noqa: F401

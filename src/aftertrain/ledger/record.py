@@ -1,0 +1,115 @@
+"""``ClaimRecord``: the type of the ``claim_record`` fixture.
+
+A test reports to the claims ledger through it, never through strings:
+figures, tables (names from :mod:`aftertrain.tables`) and timing decisions.
+Everything goes into the test's ``user_properties``, so it reaches the
+ledger under pytest-xdist too.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Callable, Mapping
+
+import pytest
+
+from aftertrain.ledger.state import INCONCLUSIVE_PROPERTY, MEASURED_PROPERTY, TABLE_PROPERTY, UNTIMED_PROPERTY
+from aftertrain.verdicts import BROKEN, HOLDS, INCONCLUSIVE
+
+if TYPE_CHECKING:  # the ledger does not import torch (aftertrain.timing does)
+    from aftertrain.timing import Decision, Judgement, RatioRule
+
+NOT_TIMED = "not timed"
+
+
+def timing_enabled(config: pytest.Config) -> bool:
+    """Whether this run times: pytest-benchmark is loaded and neither
+    disabled (``--benchmark-disable``) nor off under pytest-xdist."""
+    session = getattr(config, "_benchmarksession", None)
+    return session is not None and not session.disabled and not session.skip
+
+
+def timing_budget(config: pytest.Config) -> float:
+    """Seconds per timing decision: ``--timing-budget``, a third of it under
+    ``AFTERTRAIN_QUICK=1`` (``aftertrain report --quick``)."""
+    budget = float(config.getoption("timing_budget"))
+    return budget / 3 if os.environ.get("AFTERTRAIN_QUICK") == "1" else budget
+
+
+class ClaimRecord:
+    """What one test reports to the claims ledger."""
+
+    def __init__(self, node: pytest.Item, config: pytest.Config) -> None:
+        self._node = node
+        self._config = config
+
+    def measured(self, text: str) -> None:
+        """A measured figure, shown next to the claim's verdict."""
+        if not isinstance(text, str) or not text:
+            raise ValueError(f"text must be a non-empty str, got {text!r}")
+        self._node.user_properties.append((MEASURED_PROPERTY, text))
+
+    def table(self, name: str, rows: object) -> None:
+        """A table of figures (JSON-able) for the report, under ``name``
+        (a constant of :mod:`aftertrain.tables`)."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"name must be a table name from aftertrain.tables, got {name!r}")
+        self._node.user_properties.append((TABLE_PROPERTY, (name, rows)))
+
+    @property
+    def timed(self) -> bool:
+        """Whether timing runs here (see :func:`timing_enabled`)."""
+        return timing_enabled(self._config)
+
+    @property
+    def budget_s(self) -> float:
+        """Seconds per timing decision (:func:`timing_budget`)."""
+        return timing_budget(self._config)
+
+    def require_timing(self) -> None:
+        """Skip the test as ``not timed`` (the claim is ``skipped``, never
+        ``holds``) when this run does not time."""
+        if not self.timed:
+            self._node.user_properties.append((UNTIMED_PROPERTY, NOT_TIMED))
+            pytest.skip(NOT_TIMED)
+
+    def decide(
+        self,
+        sides: Mapping[str, tuple[Callable[[], object], Callable[[], object]]],
+        judgements: Mapping[str, "Judgement"],
+        **kwargs,
+    ) -> dict[str, "Decision"]:
+        """:func:`aftertrain.timing.sequential_decisions` with this run's
+        budget (after :meth:`require_timing`)."""
+        from aftertrain.timing import sequential_decisions
+
+        self.require_timing()
+        kwargs.setdefault("budget_s", self.budget_s)
+        return sequential_decisions(sides, judgements, **kwargs)
+
+    def ratio(self, baseline: Callable[[], object], candidate: Callable[[], object],
+              rule: "RatioRule", **kwargs) -> "Decision":
+        """:func:`aftertrain.timing.decide_ratio` with this run's budget
+        (after :meth:`require_timing`)."""
+        from aftertrain.timing import decide_ratio
+
+        self.require_timing()
+        kwargs.setdefault("budget_s", self.budget_s)
+        return decide_ratio(baseline, candidate, rule, **kwargs)
+
+    def conclude(self, decision: "Decision") -> "Decision":
+        """Turn a decision into the test's outcome: ``holds`` returns it,
+        ``broken`` raises AssertionError with its reason (so a strict xfail
+        absorbs it), ``inconclusive`` skips the test as inconclusive (the
+        claim's verdict; with ``--timing-strict`` it fails instead)."""
+        if decision.verdict == HOLDS:
+            return decision
+        if decision.verdict == BROKEN:
+            raise AssertionError(decision.reason)
+        if decision.verdict == INCONCLUSIVE:
+            if self._config.getoption("timing_strict"):
+                pytest.fail(f"--timing-strict: {decision.reason}", pytrace=False)
+            self._node.user_properties.append((INCONCLUSIVE_PROPERTY, decision.reason))
+            pytest.skip(decision.reason)
+        raise ValueError(f"decision.verdict must be {HOLDS!r}, {BROKEN!r} or "
+                         f"{INCONCLUSIVE!r}, got {decision.verdict!r}")

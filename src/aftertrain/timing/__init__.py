@@ -1,0 +1,40 @@
+"""Paired timing: the ratio of a candidate's time to a baseline's (claim S8).
+
+The articles timed on a busy laptop, where one baseline came out at 749 ms
+and later at 448 ms. Their remedy, built here: run baseline and candidate
+back to back, alternating which goes first (AB, BA, AB, ...), and take the
+ratio ``candidate / baseline`` within each pair. Drift of the machine
+(frequency scaling, other load) moves both halves of a pair alike and
+cancels in the ratio; alternation keeps "runs first" (cold caches) or "runs
+second" from always falling on one side.
+
+The summary is the median of the pair ratios, with an order-statistic
+confidence interval for it (:func:`median_interval`). A timing claim is a
+decision (:func:`sequential_decision`): pairs are added in rounds, the
+interval is looked at after each round on a fixed schedule with the error
+split across the looks, and the verdict is ``holds`` (the interval inside
+what the claim allows), ``broken`` (wholly outside it) or ``inconclusive``
+(neither when the time budget is spent). docs/measurement.md states what
+this guarantees.
+
+Two modules: :mod:`aftertrain.timing.paired` (one fixed-size paired timing,
+the median's interval) and :mod:`aftertrain.timing.sequential` (the
+decisions); everything public is importable from ``aftertrain.timing``.
+"""
+
+from aftertrain.timing.paired import Clock, PairedTiming, median_interval, min_pairs, paired_timing
+from aftertrain.timing.sequential import (
+                                      Decision,
+                                      Judgement,
+                                      RatioRule,
+                                      Timings,
+                                      decide_ratio,
+                                      load1,
+                                      look_schedule,
+                                      sequential_decision,
+                                      sequential_decisions,
+)
+
+__all__ = ["Clock", "Decision", "Judgement", "PairedTiming", "RatioRule", "Timings",
+           "decide_ratio", "load1", "look_schedule", "median_interval", "min_pairs",
+           "paired_timing", "sequential_decision", "sequential_decisions"]

@@ -1,0 +1,332 @@
+"""Timing claims as sequential decisions: holds, broken or inconclusive.
+
+Pairs are added in rounds on a schedule of looks fixed in advance, the
+error split across the looks and the ratios (Bonferroni), until every
+judgement has a verdict or the time budget is spent. docs/measurement.md
+states what this guarantees.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from aftertrain.timing.paired import (
+    Clock,
+    PairedTiming,
+    _check_callable,
+    _check_int,
+    _Pairs,
+    _Quiet,
+    min_pairs,
+)
+from aftertrain.tolerances import TIMING_ALPHA, TIMING_BUDGET_S, TIMING_LOOKS
+from aftertrain.verdicts import BROKEN, HOLDS, INCONCLUSIVE
+
+
+@dataclass(frozen=True)
+class RatioRule:
+    """What a claim allows the median ratio to be: ``[low, high]``.
+
+    ``RatioRule.inside((0.9, 1.1))`` (no difference), ``at_least(2.0)``
+    (slower by at least 2), ``at_most(0.5)`` (at least 2x faster). Against an
+    interval ``[ci_low, ci_high]`` of the median: ``holds`` when the interval
+    lies inside ``[low, high]``, ``broken`` when it lies wholly outside
+    (``ci_high < low`` or ``ci_low > high``), undecided otherwise.
+    """
+
+    low: float = 0.0
+    high: float = math.inf
+
+    def __post_init__(self) -> None:
+        for name in ("low", "high"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and not isinstance(v, bool)) or math.isnan(v):
+                raise ValueError(f"{name} must be a number, got {v!r}")
+        if not 0.0 <= self.low < self.high:
+            raise ValueError(f"low and high must satisfy 0 <= low < high, got "
+                             f"low={self.low!r}, high={self.high!r}")
+        if (self.low, self.high) == (0.0, math.inf):
+            raise ValueError("low or high must bound the ratio, got low=0 and high=inf")
+
+    @classmethod
+    def inside(cls, band: tuple[float, float]) -> "RatioRule":
+        if not (isinstance(band, tuple) and len(band) == 2):
+            raise ValueError(f"band must be a (low, high) tuple, got {band!r}")
+        return cls(*band)
+
+    @classmethod
+    def at_least(cls, bound: float) -> "RatioRule":
+        return cls(low=bound)
+
+    @classmethod
+    def at_most(cls, bound: float) -> "RatioRule":
+        return cls(high=bound)
+
+    def decide(self, ci_low: float, ci_high: float) -> str | None:
+        """``holds``, ``broken`` or None (undecided) for the interval."""
+        if not (math.isfinite(ci_low) and math.isfinite(ci_high) and ci_low <= ci_high):
+            raise ValueError(f"ci_low, ci_high must be finite with ci_low <= ci_high, got "
+                             f"{ci_low!r}, {ci_high!r}")
+        if self.low <= ci_low and ci_high <= self.high:
+            return HOLDS
+        if ci_high < self.low or ci_low > self.high:
+            return BROKEN
+        return None
+
+    def __str__(self) -> str:
+        if self.high == math.inf:
+            return f">= {self.low:g}"
+        if self.low == 0.0:
+            return f"<= {self.high:g}"
+        return f"in [{self.low:g}, {self.high:g}]"
+
+
+Timings = Mapping[str, PairedTiming]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The outcome of :func:`sequential_decision`.
+
+    ``verdict`` is ``holds``, ``broken`` or ``inconclusive``; ``timings``
+    are the intervals at the look that decided (or the last look taken),
+    each at level ``confidence = 1 - alpha / (max_looks * len(timings))``.
+    """
+
+    verdict: str
+    timings: dict[str, PairedTiming]
+    rule: str
+    looks: int
+    max_looks: int
+    alpha: float
+    confidence: float
+    seconds: float
+    load1: float
+
+    def __post_init__(self) -> None:
+        if self.verdict not in (HOLDS, BROKEN, INCONCLUSIVE):
+            raise ValueError(f"verdict must be {HOLDS!r}, {BROKEN!r} or {INCONCLUSIVE!r}, "
+                             f"got {self.verdict!r}")
+        if not self.timings:
+            raise ValueError("timings must hold at least one PairedTiming, got none")
+
+    @property
+    def timing(self) -> PairedTiming:
+        """The one timing of a single-ratio decision."""
+        if len(self.timings) != 1:
+            raise ValueError(f"timing needs a decision of one ratio, this one has "
+                             f"{len(self.timings)}: {', '.join(self.timings)}")
+        return next(iter(self.timings.values()))
+
+    @property
+    def pairs(self) -> int:
+        return max(len(t.ratios) for t in self.timings.values())
+
+    def intervals(self) -> str:
+        return ", ".join(f"{name}: {t.median:.3f} [{t.ci_low:.3f}, {t.ci_high:.3f}]"
+                         for name, t in self.timings.items())
+
+    @property
+    def reason(self) -> str:
+        """One line: the verdict, the rule, the intervals, pairs, seconds, load."""
+        return (f"{self.verdict}: {self.rule}; {self.intervals()} after {self.pairs} pairs "
+                f"(look {self.looks} of {self.max_looks}, alpha {self.alpha:g}) in "
+                f"{self.seconds:.1f} s, 1-minute load {self.load1:.2f}")
+
+    def as_dict(self) -> dict:
+        return {"verdict": self.verdict, "rule": self.rule, "looks": self.looks,
+                "max_looks": self.max_looks, "alpha": self.alpha,
+                "confidence": self.confidence, "seconds": self.seconds, "load1": self.load1,
+                "pairs": self.pairs,
+                "timings": {k: {"median": t.median, "ci": [t.ci_low, t.ci_high],
+                                "pairs": len(t.ratios)} for k, t in self.timings.items()}}
+
+
+def load1() -> float:
+    """The 1-minute load average (NaN where the OS has none)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return math.nan
+
+
+def look_schedule(first: int, looks: int) -> tuple[int, ...]:
+    """Pair counts at which the intervals are looked at: ``first * 2**j``,
+    ``j < looks`` (fixed before any timing, so the error can be split across
+    them)."""
+    _check_int("first", first, 1)
+    _check_int("looks", looks, 1)
+    return tuple(first * 2 ** j for j in range(looks))
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One claim judged on the intervals of a decision's ratios: ``rule``
+    says what is decided (in words, for the reason); ``decide`` maps the
+    timings to ``holds``, ``broken`` or None (undecided)."""
+
+    rule: str
+    decide: Callable[[Timings], str | None]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.rule, str) or not self.rule:
+            raise ValueError(f"rule must be a non-empty description, got {self.rule!r}")
+        _check_callable("decide", self.decide)
+
+
+def sequential_decisions(
+    sides: Mapping[str, tuple[Callable[[], object], Callable[[], object]]],
+    judgements: Mapping[str, Judgement],
+    *,
+    alpha: float = TIMING_ALPHA,
+    looks: int = TIMING_LOOKS,
+    first: int | None = None,
+    budget_s: float = TIMING_BUDGET_S,
+    warmup: int = 2,
+    calls: int | Mapping[str, int] = 1,
+    threads: int = 1,
+    clock: Clock = time.perf_counter,
+) -> dict[str, Decision]:
+    """Decide timing claims: add pairs in rounds until every judgement gives
+    a verdict or the time budget is spent.
+
+    ``sides`` names each ratio's ``(baseline, candidate)``. Round j brings
+    every ratio to ``look_schedule(first, looks)[j]`` pairs (the alternating
+    order continues across rounds); then each judgement not yet decided sees
+    every ratio's :class:`PairedTiming`, each with its order-statistic
+    interval at ``confidence = 1 - alpha / (looks * len(sides))``, and says
+    ``holds``, ``broken`` or None. A judgement keeps the first verdict it
+    gives (with the timings of that look). Before a round the time it will
+    take is estimated from the rounds so far; if the elapsed time plus that
+    estimate exceeds ``budget_s``, or the schedule is done, the judgements
+    still undecided are ``inconclusive`` (with the last look's timings).
+    The first round always runs.
+
+    Guarantee (Bonferroni over the scheduled looks and the ratios): if the
+    pair ratios of each side are independent draws with median m, then with
+    probability >= 1 - alpha every interval at every scheduled look holds
+    its m, whichever look the run stops at. A judgement that says ``holds``
+    / ``broken`` only when the intervals exclude every value of the medians
+    that would contradict it is then wrong with probability <= alpha, and
+    all the judgements of one call are right together with that probability.
+
+    Args:
+        sides: name -> (baseline, candidate), zero-argument callables; >= 1.
+        judgements: name -> :class:`Judgement`; >= 1.
+        alpha: total error in (0, 1), split across looks and ratios.
+        looks: the most looks, >= 1.
+        first: pairs at the first look; default (and at least)
+            :func:`min_pairs` of the per-interval confidence.
+        budget_s: seconds, > 0 (soft: a round that has started finishes).
+        warmup, calls, threads: as :func:`paired_timing` (``calls`` per
+            name or one for all).
+        clock: seconds, monotone; times the calls and the budget.
+
+    Returns:
+        name -> :class:`Decision`, one per judgement.
+    """
+    if not isinstance(sides, Mapping) or not sides:
+        raise ValueError(f"sides must be a non-empty mapping name -> (baseline, candidate), "
+                         f"got {sides!r}")
+    for name, pair in sides.items():
+        if not (isinstance(pair, tuple) and len(pair) == 2):
+            raise ValueError(f"sides[{name!r}] must be a (baseline, candidate) tuple, got {pair!r}")
+        _check_callable(f"sides[{name!r}] baseline", pair[0])
+        _check_callable(f"sides[{name!r}] candidate", pair[1])
+    if not isinstance(judgements, Mapping) or not judgements:
+        raise ValueError(f"judgements must be a non-empty mapping name -> Judgement, "
+                         f"got {judgements!r}")
+    for name, j in judgements.items():
+        if not isinstance(j, Judgement):
+            raise ValueError(f"judgements[{name!r}] must be a Judgement, got {type(j).__name__}")
+    _check_callable("clock", clock)
+    if not (isinstance(alpha, float) and 0.0 < alpha < 1.0):
+        raise ValueError(f"alpha must be a float in (0, 1), got {alpha!r}")
+    _check_int("looks", looks, 1)
+    if not (isinstance(budget_s, (int, float)) and not isinstance(budget_s, bool)
+            and math.isfinite(budget_s) and budget_s > 0):
+        raise ValueError(f"budget_s must be a finite number of seconds > 0, got {budget_s!r}")
+    _check_int("warmup", warmup, 0)
+    _check_int("threads", threads, 1)
+    per_call = dict(calls) if isinstance(calls, Mapping) else dict.fromkeys(sides, calls)
+    if set(per_call) != set(sides):
+        raise ValueError(f"calls must name the same ratios as sides, got {sorted(per_call)}")
+    for name, c in per_call.items():
+        _check_int(f"calls[{name!r}]", c, 1)
+    confidence = 1.0 - alpha / (looks * len(sides))
+    least = min_pairs(confidence)
+    if first is None:
+        first = least
+    _check_int("first", first, least, f" for confidence {confidence:.3g}")
+    schedule = look_schedule(first, looks)
+
+    def decision(verdict: str, name: str, look: int, timings: dict) -> Decision:
+        return Decision(verdict=verdict, timings=timings, rule=judgements[name].rule,
+                        looks=look, max_looks=looks, alpha=alpha, confidence=confidence,
+                        seconds=clock() - start, load1=load1())
+
+    runs = {n: _Pairs(b, c, per_call[n], clock) for n, (b, c) in sides.items()}
+    decided: dict[str, Decision] = {}
+    quiet = _Quiet(threads)
+    start = clock()
+    last, timings = 0, {}
+    with quiet:
+        for run in runs.values():
+            run.warm(warmup)
+        for look, size in enumerate(schedule, start=1):
+            if look > 1:
+                elapsed = clock() - start
+                done = schedule[look - 2]
+                if elapsed + elapsed / done * (size - done) > budget_s:
+                    break
+            quiet.off()
+            for run in runs.values():
+                run.extend(size)
+            quiet.on()
+            last = look
+            timings = {n: r.summary(confidence, threads, warmup) for n, r in runs.items()}
+            for name, judgement in judgements.items():
+                if name in decided:
+                    continue
+                said = judgement.decide(timings)
+                if said not in (HOLDS, BROKEN, None):
+                    raise ValueError(f"judgements[{name!r}].decide must return {HOLDS!r}, "
+                                     f"{BROKEN!r} or None, got {said!r}")
+                if said is not None:
+                    decided[name] = decision(said, name, look, timings)
+            if len(decided) == len(judgements):
+                break
+    return {name: decided.get(name) or decision(INCONCLUSIVE, name, last, timings)
+            for name in judgements}
+
+
+def sequential_decision(
+    sides: Mapping[str, tuple[Callable[[], object], Callable[[], object]]],
+    decide: Callable[[Timings], str | None],
+    *,
+    rule: str,
+    **kwargs,
+) -> Decision:
+    """:func:`sequential_decisions` of one judgement ``Judgement(rule,
+    decide)`` (keyword arguments passed on)."""
+    return sequential_decisions(sides, {"claim": Judgement(rule, decide)}, **kwargs)["claim"]
+
+
+def decide_ratio(
+    baseline: Callable[[], object],
+    candidate: Callable[[], object],
+    rule: RatioRule,
+    **kwargs,
+) -> Decision:
+    """:func:`sequential_decision` of one ratio ``candidate / baseline``
+    against ``rule`` (keyword arguments passed on)."""
+    if not isinstance(rule, RatioRule):
+        raise ValueError(f"rule must be a RatioRule, got {type(rule).__name__}")
+    return sequential_decision(
+        {"ratio": (baseline, candidate)},
+        lambda t: rule.decide(t["ratio"].ci_low, t["ratio"].ci_high),
+        rule=f"median ratio {rule}", **kwargs)
