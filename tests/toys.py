@@ -9,6 +9,7 @@ one implementation, used by the kit and by these tests.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn as nn
 
@@ -75,7 +76,7 @@ class Markov(nn.Module):
     def new_cache(self) -> TokenCache:
         return TokenCache()
 
-    def law(self, previous: int, temperature: float) -> "numpy.ndarray":
+    def law(self, previous: int, temperature: float) -> np.ndarray:
         """The next-symbol law after ``previous`` at ``temperature`` (float64)."""
         z = self.table[previous].double() / temperature
         return torch.softmax(z, dim=-1).numpy()
