@@ -12,6 +12,7 @@ docs/measurement.md.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Callable
 
 import pytest
@@ -20,6 +21,25 @@ import torch
 from aftertrain.timing import PairedTiming, min_pairs, paired_timing
 
 BENCHMARK_THREADS = 1  # pinned: thread count changes the times more than any code change
+
+
+@pytest.fixture(scope="session")
+def reference(aftertrain_model):
+    """The model the claims run on (``--aftertrain-model`` / ``AFTERTRAIN_MODEL``,
+    default the bundled reference; aftertrain.model_plugin); do not modify it."""
+    return aftertrain_model
+
+
+@pytest.fixture(scope="session")
+def baselines_dir(pytestconfig) -> Path:
+    """The model's stored records: ``baselines/<model>/`` or
+    ``--aftertrain-baselines DIR`` (a path that does not exist for a model
+    with neither). Benchmarks write there only under ``--force-regen``."""
+    from aftertrain.model_plugin import baseline_folder
+
+    root = Path(__file__).resolve().parent.parent / "baselines"
+    folder = baseline_folder(pytestconfig, root)
+    return folder if folder is not None else root / ".none"
 
 
 @pytest.fixture(autouse=True)

@@ -19,8 +19,8 @@ T = 128
 
 
 @pytest.fixture(scope="module")
-def gpt() -> _model.GPT:
-    return _model.load_reference()
+def gpt(reference) -> _model.GPT:
+    return reference
 
 
 @pytest.fixture(scope="module")

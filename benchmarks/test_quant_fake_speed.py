@@ -29,7 +29,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from aftertrain import model as _model
 from aftertrain import quant as Q
 from aftertrain.text import load_corpus
 
@@ -44,8 +43,7 @@ def check_same_speed(timing) -> None:
 
 
 @pytest.fixture(scope="module")
-def models():
-    reference = _model.load_reference()
+def models(reference):
     return reference, Q.quantized_model(reference, 8, Q.Granularity.PER_CHANNEL)
 
 

@@ -23,7 +23,6 @@ import pytest
 import torch
 from torch.ao.quantization import quantize_dynamic
 
-from aftertrain import model as _model
 
 ROWS = (1, 16, 128, 1024)
 # Intervals at 1 - 1e-6: a check that compares two of them then errs with
@@ -37,8 +36,8 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::Deprecat
 
 
 @pytest.fixture(scope="module")
-def linears():
-    f1 = _model.load_reference().blocks[0].f1
+def linears(reference):
+    f1 = reference.blocks[0].f1
     return f1, quantize_dynamic(torch.nn.Sequential(f1), {torch.nn.Linear}, dtype=torch.qint8)
 
 

@@ -38,15 +38,18 @@ def _progress_bar(stream=None, width: int = 30):
 def cmd_train(args: argparse.Namespace) -> int:
     from aftertrain import train as _train
 
+    if args.draft and args.stop_at is not None:
+        raise ValueError("--stop-at stops the reference recipe; the draft trains in full")
     if args.draft:
         steps = _train.DRAFT_STEPS if args.steps is None else args.steps
         cfg = _train.draft_train_config(steps, args.seed, args.threads, min(args.eval_every, steps))
     else:
         steps = _train.TrainConfig().steps if args.steps is None else args.steps
         cfg = _train.TrainConfig(steps=steps, seed=args.seed, threads=args.threads,
-                                 eval_every=min(args.eval_every, steps))
+                                 eval_every=min(args.eval_every, steps), stop_at=args.stop_at)
     out = Path(args.out) if args.out else None
-    print(f"training {'the draft GPT, ' if args.draft else ''}{cfg.steps} steps, "
+    stop = "" if cfg.stop_at is None else f" stopped at step {cfg.stop_at}"
+    print(f"training {'the draft GPT, ' if args.draft else ''}{cfg.steps} steps{stop}, "
           f"seed {cfg.seed}, {cfg.threads} thread(s), "
           f"dropout {cfg.model.dropout}, batch {cfg.batch_size}", file=sys.stderr)
     result = _train.train(cfg, on_progress=_progress_bar())
@@ -62,6 +65,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         "train_loss": result.train_loss,
         "best_step": result.best_step,
         "steps": cfg.steps,
+        "stop_at": cfg.stop_at,
         "seed": cfg.seed,
         "threads": cfg.threads,
         "history": result.history,
@@ -120,6 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="torch threads; fixed so the run is bit-for-bit repeatable (default 2)")
     p.add_argument("--eval-every", type=_positive_int, default=250,
                    help="steps between validation evaluations (default 250)")
+    p.add_argument("--stop-at", type=_positive_int, default=None, metavar="STEP",
+                   help="stop after STEP steps of the unchanged schedule (the bundled "
+                   "article model: --stop-at 950)")
     p.add_argument("--draft", action="store_true",
                    help="train the 1-layer draft GPT of speculative decoding instead "
                    "(bundled as src/aftertrain/data/draft.pt)")
