@@ -131,12 +131,11 @@ class _StoredOnly:
 
     def check(self, *args, fullpath=None, **kwargs):
         regen = self._config.getoption("force_regen") or self._config.getoption("regen_all")
+        writable = regen or self._config.getoption("aftertrain_baselines")
         folder = baseline_folder(self._config)
-        if folder is None or (not folder.is_dir() and not regen
-                              and not self._config.getoption("aftertrain_baselines")):
+        if folder is None or (not folder.is_dir() and not writable):
             pytest.skip(NO_BASELINE)
-        if (fullpath is not None and not fullpath.is_file() and not regen
-                and not self._config.getoption("aftertrain_baselines")):
+        if fullpath is not None and not fullpath.is_file() and not writable:
             pytest.fail(f"stored baseline {fullpath} is missing; create it deliberately with "
                         f"`python -m pytest <this test> --force-regen` and commit it")
         return self._fixture.check(*args, fullpath=fullpath, **kwargs)

@@ -188,3 +188,52 @@ def test_plugin_refuses_a_marker_without_a_reason(pytester):
     ''')
     result = pytester.runpytest("-p", "aftertrain.model_plugin")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+REGRESSION = '''
+import pytest
+
+@pytest.mark.claim("Q4")
+def test_table(num_regression, baselines_dir):
+    assert 1 + 1 == 2
+    num_regression.check({"x": [1.0, 2.0]}, fullpath=baselines_dir / "table.csv")
+'''
+
+
+def _checkpoint_copy(tmp_path):
+    path = tmp_path / "mine.pt"
+    shutil.copy(R.bundled_path("reference"), path)
+    shutil.copy(str(R.bundled_path("reference")) + ".json", str(path) + ".json")
+    return path
+
+
+def test_baselines_are_skipped_for_a_checkpoint_unless_a_folder_is_named(pytester, tmp_path):
+    """The suite's own conftest: a checkpoint path has no stored baselines, so
+    the comparison is skipped ("no baseline for this model") after the test's
+    other assertions ran; with --aftertrain-baselines DIR the missing file is
+    written there (pytest-regressions fails that run, saying so) and the next
+    run compares against it."""
+    from pathlib import Path
+
+    pytester.makeconftest((Path(__file__).parent / "conftest.py").read_text())
+    pytester.makepyfile(test_reg=REGRESSION)
+    model = str(_checkpoint_copy(tmp_path))
+    run = ("-p", "aftertrain.ledger", "-p", "aftertrain.model_plugin", "-rs",
+           "--aftertrain-model", model)
+    result = pytester.runpytest(*run)
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*no baseline for this model*"])
+    folder = tmp_path / "mine-baselines"
+    result = pytester.runpytest(*run, "--aftertrain-baselines", str(folder))
+    result.assert_outcomes(failed=1)
+    assert (folder / "table.csv").is_file()
+    pytester.runpytest(*run, "--aftertrain-baselines", str(folder)).assert_outcomes(passed=1)
+
+
+def test_the_ledger_meta_names_the_model_of_this_run(pytestconfig, model_identity, reference):
+    from aftertrain.model_plugin import ledger_meta
+
+    assert ledger_meta(pytestconfig) == {"model": model_identity.name,
+                                         "model_sha256": model_identity.sha256}
+    assert model_identity.sha256 == M.sha256_file(model_identity.path)
+    assert not reference.training

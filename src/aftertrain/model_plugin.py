@@ -100,6 +100,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_NET] = net
 
 
+def ledger_meta(config: pytest.Config) -> dict:
+    """The ledger JSON's ``meta`` keys naming the model: ``{"model": name,
+    "model_sha256": sha256}`` (both None when this plugin is not active)."""
+    ident = config.stash.get(MODEL_KEY, None)
+    return {"model": ident and ident.name, "model_sha256": ident and ident.sha256}
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     ident = config.stash[MODEL_KEY]
     return f"aftertrain model: {ident.name} (sha256 {ident.sha256})"
