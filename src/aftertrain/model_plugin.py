@@ -15,10 +15,12 @@ aftertrain.model_plugin`` in ``addopts``), beside the claims ledger.
   ``baselines_dir`` fixture of ``tests/conftest.py``.
 - ``@pytest.mark.does_not_reproduce_on("reference", reason=...)``: the
   claim the test checks is measured not to hold on the models named. On a
-  named model the test is a strict ``xfail(raises=AssertionError)`` (it
-  flips to broken the day the claim holds). On another bundled model it is a
-  plain test: bundled models have their expectations written down.
-- On a model that is not bundled nothing is known in advance, so a test of a
+  named model of :data:`PINNED` (the models whose expectations are written
+  down test by test: the reference) the test is a strict
+  ``xfail(raises=AssertionError)`` (it flips to broken the day the claim
+  holds); every unmarked test is plain there.
+- On any other model (the bundled ``article``, a user's checkpoint) the
+  expectations are not pinned, so a test of a
   claim about the model's quality (every claim but :data:`PROPERTY_CLAIMS`)
   that fails an assertion is reported as an expected failure, "does not
   reproduce on MODEL: <assertion>", and a pass as a pass: the ledger then
@@ -47,6 +49,11 @@ MARKER = "does_not_reproduce_on"
 #: a trained model, which may or may not reproduce on another one.
 PROPERTY_CLAIMS = frozenset({"Q1", "Q3", "S1", "S2", "S3", "S8", "P5", "P7", "P8",
                              "K1", "X3", "X4", "X6", "X7"})
+
+#: Models whose expectations are pinned test by test (strict xfails where a
+#: claim does not reproduce, plain tests elsewhere). The article model's
+#: outcomes are measured (docs/models.md) but not yet pinned.
+PINNED = frozenset({"reference"})
 
 MODEL_KEY = pytest.StashKey[_models.ModelIdentity]()
 _NET = pytest.StashKey[object]()
@@ -124,7 +131,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if not m.args or "reason" not in m.kwargs or set(m.kwargs) != {"reason"}:
                 raise pytest.UsageError(f"{item.nodeid}: {MARKER} takes model names and "
                                         f"reason=..., e.g. {MARKER}('reference', reason='...')")
-        if ident.bundled:
+        if ident.bundled and ident.name in PINNED:
             for m in listed:
                 if ident.name in m.args:
                     item.add_marker(pytest.mark.xfail(
@@ -136,7 +143,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
-    """On a model without expectations, a failed assertion of a quality claim
+    """On a model without pinned expectations, a failed assertion of a quality claim
     is an expected failure with its message as the reason."""
     report = yield
     if (call.when == "call" and item.stash.get(_LENIENT, False) and call.excinfo is not None
