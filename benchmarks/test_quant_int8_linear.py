@@ -23,7 +23,6 @@ import pytest
 import torch
 from torch.ao.quantization import quantize_dynamic
 
-
 ROWS = (1, 16, 128, 1024)
 # Intervals at 1 - 1e-6: a check that compares two of them then errs with
 # probability ~1e-6 (the project's alpha), teeth included. 101 pairs make the

@@ -40,7 +40,7 @@ def test_a_users_checkpoint_of_the_same_architecture_loads(tmp_path):
     path = tmp_path / "mine.pt"
     shutil.copy(R.bundled_path("reference"), path)
     shutil.copy(str(R.bundled_path("reference")) + ".json", str(path) + ".json")
-    net, ident = R.load_model(path)
+    _, ident = R.load_model(path)
     assert not ident.bundled and ident.name == str(path)
     assert ident.sha256 == R.model_meta("reference")["sha256"]
 

@@ -48,7 +48,7 @@ def test_stop_at_is_the_full_run_cut_short_and_evaluations_do_not_change_it():
     unchanged schedule; the weights after them do not depend on how often the
     run evaluates (evaluation draws no random numbers), and the last step run
     is evaluated."""
-    kw = dict(seed=5, threads=1, warmup=1)
+    kw = {"seed": 5, "threads": 1, "warmup": 1}
     cut = T.train(T.TrainConfig(steps=50, stop_at=4, eval_every=4, **kw))
     other = T.train(T.TrainConfig(steps=50, stop_at=4, eval_every=1, **kw))
     full = T.train(T.TrainConfig(steps=4, eval_every=4, **kw))
