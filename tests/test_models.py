@@ -33,7 +33,7 @@ def test_article_checkpoint_has_the_articles_quality():
     net, _ = R.load_model("article")
     loss = M.val_loss(net)
     assert 1.98 <= loss <= 2.08, loss
-    assert loss == pytest.approx(R.model_meta("article")["val_loss"], abs=1e-6)
+    assert loss == pytest.approx(R.model_meta("article")["val_loss"], abs=1e-5)
 
 
 def test_a_users_checkpoint_of_the_same_architecture_loads(tmp_path):
