@@ -12,7 +12,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from aftertrain import checkpoint as _checkpoint
 from aftertrain import model as _model
 from aftertrain.benchratios import store_ratios
 from aftertrain.text import load_corpus
@@ -22,8 +21,8 @@ T = 128
 
 
 @pytest.fixture(scope="module")
-def gpt() -> _model.GPT:
-    return _checkpoint.load_reference()
+def gpt(reference) -> _model.GPT:
+    return reference
 
 
 @pytest.fixture(scope="module")

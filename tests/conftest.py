@@ -6,11 +6,17 @@ examples on every run), ``dev`` (few examples, fast feedback) and
 ``--hypothesis-profile NAME`` or ``HYPOTHESIS_PROFILE=NAME``; with neither,
 ``ci`` is used when the ``CI`` variable is set and otherwise too, so a plain
 ``pytest`` run is as reproducible as CI's.
+
+The model: ``reference`` is the model the claims run on, chosen with
+``--aftertrain-model NAME_OR_PATH`` or ``AFTERTRAIN_MODEL`` (default: the
+bundled reference; see :mod:`aftertrain.model_plugin`). Its stored baselines
+live in ``baselines/<name>/`` (or ``--aftertrain-baselines DIR``).
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -35,11 +41,11 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture(scope="session")
-def reference():
-    """The bundled reference model (eval mode); tests must not modify it."""
-    from aftertrain.checkpoint import load_reference
-
-    return load_reference()
+def reference(aftertrain_model):
+    """The model the claims run on (eval mode): the bundled reference unless
+    ``--aftertrain-model`` / ``AFTERTRAIN_MODEL`` names another; tests must
+    not modify it."""
+    return aftertrain_model
 
 
 @pytest.fixture(scope="session")
@@ -51,7 +57,7 @@ def corpus():
 
 @pytest.fixture(scope="session")
 def reference_val_loss(reference) -> float:
-    """float32 validation loss of the reference model, computed once."""
+    """float32 validation loss of the model under test, computed once."""
     from aftertrain.evaluation import val_loss
 
     return val_loss(reference)
@@ -67,7 +73,8 @@ def pytest_configure(config):
 
 @pytest.fixture(scope="session")
 def bigram_loss() -> float:
-    """Validation loss of the add-alpha bigram (B1's baseline), computed once."""
+    """Validation loss of the add-alpha bigram (B1's baseline), computed once.
+    It is fit on the corpus alone, so it is the same whatever the model."""
     from aftertrain.bigram import Bigram
     from aftertrain.evaluation import val_loss
 
@@ -76,20 +83,34 @@ def bigram_loss() -> float:
 
 @pytest.fixture(scope="session")
 def bits_rows(reference) -> dict[int, dict]:
-    """Part 3's bits table on the reference, ``{bits: row}``, computed once:
+    """Part 3's bits table on the model, ``{bits: row}``, computed once:
     the quantization claims and pruning's P4/P6 both read it."""
     from aftertrain.experiments.quant import bits_table
 
     return {r["bits"]: r for r in bits_table(reference)}
 
 
-@pytest.fixture(scope="session")
-def baselines_dir():
-    """The committed ``baselines/`` folder (our measured tables). Tests read it;
-    a file is written only when asked (``--force-regen``, see below)."""
-    from pathlib import Path
+BASELINES = Path(__file__).resolve().parent.parent / "baselines"
+NO_BASELINE = "no baseline for this model"
 
-    return Path(__file__).resolve().parent.parent / "baselines"
+
+def baseline_folder(config) -> Path | None:
+    """``--aftertrain-baselines DIR``, else ``baselines/<name>/`` for a bundled
+    model, else none."""
+    from aftertrain.model_plugin import baseline_folder
+
+    return baseline_folder(config, BASELINES)
+
+
+@pytest.fixture(scope="session")
+def baselines_dir(pytestconfig):
+    """The stored baselines of the model under test (our measured tables):
+    ``baselines/<model>/``, or the folder given by ``--aftertrain-baselines``.
+    Tests read it; a file is written only when asked (see below). For a
+    model with no folder the path does not exist, and the comparison is
+    skipped with the reason "no baseline for this model"."""
+    folder = baseline_folder(pytestconfig)
+    return folder if folder is not None else BASELINES / ".none"
 
 
 class _StoredOnly:
@@ -97,7 +118,12 @@ class _StoredOnly:
 
     pytest-regressions writes a missing file and fails; here a missing file
     fails without writing, so a normal run never changes ``baselines/``: the
-    only way to (re)create one is the explicit ``--force-regen``.
+    only way to (re)create one is the explicit ``--force-regen``. Two
+    exceptions: a model with no baseline folder skips the comparison ("no
+    baseline for this model"), its other assertions having run; and a folder
+    named with ``--aftertrain-baselines DIR`` is the user's own, treated as
+    pytest-regressions treats its data folder (a missing file is written and
+    its test fails once saying so; ``--force-regen`` rewrites those that differ).
     """
 
     def __init__(self, fixture, config) -> None:
@@ -105,7 +131,11 @@ class _StoredOnly:
 
     def check(self, *args, fullpath=None, **kwargs):
         regen = self._config.getoption("force_regen") or self._config.getoption("regen_all")
-        if fullpath is not None and not fullpath.is_file() and not regen:
+        writable = regen or self._config.getoption("aftertrain_baselines")
+        folder = baseline_folder(self._config)
+        if folder is None or (not folder.is_dir() and not writable):
+            pytest.skip(NO_BASELINE)
+        if fullpath is not None and not fullpath.is_file() and not writable:
             pytest.fail(f"stored baseline {fullpath} is missing; create it deliberately with "
                         f"`python -m pytest <this test> --force-regen` and commit it")
         return self._fixture.check(*args, fullpath=fullpath, **kwargs)

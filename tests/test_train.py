@@ -43,6 +43,41 @@ def test_learning_rate_warms_up_then_decays_to_min_lr():
     assert T.learning_rate(999, cfg) == pytest.approx(1e-4, rel=1e-3)
 
 
+def test_stop_at_is_the_full_run_cut_short_and_evaluations_do_not_change_it():
+    """The article model's recipe: ``stop_at`` runs the first steps of the
+    unchanged schedule; the weights after them do not depend on how often the
+    run evaluates (evaluation draws no random numbers), and the last step run
+    is evaluated."""
+    kw = {"seed": 5, "threads": 1, "warmup": 1}
+    cut = T.train(T.TrainConfig(steps=50, stop_at=4, eval_every=4, **kw))
+    other = T.train(T.TrainConfig(steps=50, stop_at=4, eval_every=1, **kw))
+    full = T.train(T.TrainConfig(steps=4, eval_every=4, **kw))
+    assert cut.history[-1][0] == 4 and cut.best_step == 4
+    assert [s for s, _, _ in other.history] == [1, 2, 3, 4]
+    assert other.history[-1][2] == cut.val_loss
+    # a 4-step schedule decays the learning rate faster after warm-up: other weights
+    assert not _equal_weights(cut.model, full.model)
+
+
+@pytest.mark.parametrize("stop_at", [0, 51])
+def test_stop_at_outside_the_schedule_is_refused(stop_at):
+    with pytest.raises(ValueError, match="stop_at"):
+        T.TrainConfig(steps=50, stop_at=stop_at)
+
+
+def test_cli_stop_at_records_itself_and_refuses_the_draft(tmp_path, capsys):
+    import json
+
+    out = tmp_path / "cut.pt"
+    assert main(["train", "--steps", "50", "--stop-at", "3", "--threads", "1",
+                 "--out", str(out)]) == 0
+    meta = json.loads((tmp_path / "cut.pt.json").read_text())
+    assert meta["stop_at"] == 3 and meta["best_step"] == 3 and meta["steps"] == 50
+    assert "--stop-at 3" in meta["command"]
+    assert main(["train", "--draft", "--stop-at", "3"]) == 2
+    assert "--stop-at" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("field, value", [("steps", 0), ("lr", -1.0), ("batch_size", 0),
                                           ("min_lr", 1.0), ("threads", 0)])
 def test_train_config_rejects_bad_values(field, value):

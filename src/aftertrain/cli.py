@@ -113,14 +113,18 @@ def cmd_train(args: argparse.Namespace) -> int:
     from aftertrain import checkpoint as _checkpoint
     from aftertrain import train as _train
 
+    if args.draft and args.stop_at is not None:
+        raise UsageError("--stop-at stops the reference recipe; the draft trains in full")
     if args.draft:
         steps = _train.DRAFT_STEPS if args.steps is None else args.steps
         cfg = _train.draft_train_config(steps, args.seed, args.threads, min(args.eval_every, steps))
     else:
         steps = _train.TrainConfig().steps if args.steps is None else args.steps
         cfg = _train.TrainConfig(steps=steps, seed=args.seed, threads=args.threads,
-                                 eval_every=min(args.eval_every, steps))
-    print(f"training {'the draft GPT, ' if args.draft else ''}{cfg.steps} steps, "
+                                 eval_every=min(args.eval_every, steps), stop_at=args.stop_at)
+    out = Path(args.out) if args.out else None
+    stop = "" if cfg.stop_at is None else f" stopped at step {cfg.stop_at}"
+    print(f"training {'the draft GPT, ' if args.draft else ''}{cfg.steps} steps{stop}, "
           f"seed {cfg.seed}, {cfg.threads} thread(s), "
           f"dropout {cfg.model.dropout}, batch {cfg.batch_size}", file=sys.stderr)
     result = _train.train(cfg, on_progress=_progress_bar())
@@ -132,8 +136,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     command = "aftertrain train " + " ".join(shlex.quote(a) for a in args.argv)
     meta = _checkpoint.save_checkpoint(result.model, out, {
         "command": command, "val_loss": result.val_loss, "train_loss": result.train_loss,
-        "best_step": result.best_step, "steps": cfg.steps, "seed": cfg.seed,
-        "threads": cfg.threads, "history": result.history,
+        "best_step": result.best_step, "steps": cfg.steps, "stop_at": cfg.stop_at,
+        "seed": cfg.seed, "threads": cfg.threads, "history": result.history,
     })
     print(f"wrote {out} (sha256 {meta['sha256'][:16]}...)")
     return 0
@@ -237,6 +241,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="torch threads; fixed so the run is bit-for-bit repeatable (default 2)")
     p.add_argument("--eval-every", type=_int_in(1, MAX_STEPS), default=250,
                    help="steps between validation evaluations (default 250)")
+    p.add_argument("--stop-at", type=_int_in(1, MAX_STEPS), default=None, metavar="STEP",
+                   help="stop after STEP steps of the unchanged schedule (the bundled "
+                   "article model: --stop-at 950)")
     p.add_argument("--draft", action="store_true",
                    help="train the 1-layer draft GPT of speculative decoding instead "
                    "(bundled as src/aftertrain/data/draft.pt)")

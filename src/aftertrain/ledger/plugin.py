@@ -100,7 +100,12 @@ class _Controller:
             for c in self.ratio_changes:
                 if c.status == REGRESSED:
                     tr.write_line(f"RATIO REGRESSION {c.line()}", red=True)
-        tr.write_sep("=", "claims ledger")
+        from aftertrain.model_plugin import ledger_meta
+
+        model = ledger_meta(self.config)
+        on = (f" on model {model['model']} (sha256 {model['model_sha256'][:12]})"
+              if model["model"] and model["model_sha256"] else "")
+        tr.write_sep("=", "claims ledger" + on)
         for line in self.ledger.summary_lines():
             tr.write_line(line)
 

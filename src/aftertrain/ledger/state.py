@@ -8,7 +8,6 @@ JSON. It does not import torch (the plugin loads with every pytest run).
 from __future__ import annotations
 
 import datetime
-import hashlib
 import importlib.metadata
 import json
 import os
@@ -209,8 +208,8 @@ def claim_verdict(outcomes: list[str]) -> str:
 def run_meta(config: pytest.Config) -> dict:
     """What the run was: date (UTC), commit, cpu, torch, threads, load1,
     model, model_sha256, quick."""
-    model = getattr(config.option, "aftertrain_model", None) or "reference"
-    checkpoint = Path(__file__).resolve().parents[1] / "data" / f"{model}.pt"
+    from aftertrain.model_plugin import ledger_meta
+
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "commit": _commit(config.rootpath),
@@ -218,9 +217,7 @@ def run_meta(config: pytest.Config) -> dict:
         "torch": _version("torch"),
         "threads": _torch_threads(),
         "load1": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
-        "model": str(model),
-        "model_sha256": (hashlib.sha256(checkpoint.read_bytes()).hexdigest()
-                         if checkpoint.is_file() else None),
+        **ledger_meta(config),  # model, model_sha256: the model the claims ran on
         "quick": os.environ.get("AFTERTRAIN_QUICK") == "1",
     }
 
