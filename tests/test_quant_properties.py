@@ -180,7 +180,7 @@ def check_agrees_with_pytorch(w, bits, g, quantizer=reference_quantizer) -> int:
 
 @pytest.mark.claim("Q1")
 def test_fake_quantize_equals_pytorch_on_reference_weights_but_for_exact_ties(reference,
-                                                                              record_property):
+                                                                              claim_record):
     """On the 15 weights of the reference model, every width 2..8 and both
     granularities: torch.fake_quantize_per_{tensor,channel}_affine at our
     scale gives the same bits except at elements where w / scale is an exact
@@ -197,7 +197,7 @@ def test_fake_quantize_equals_pytorch_on_reference_weights_but_for_exact_ties(re
             for g in Granularity:
                 apart += check_agrees_with_pytorch(p.detach(), bits, g)
                 total += p.numel()
-    record_property("measured", f"{apart} of {total} element-quantizations differ from PyTorch's "
+    claim_record.measured(f"{apart} of {total} element-quantizations differ from PyTorch's "
                                 f"(division vs reciprocal at exact ties), each by one step")
     assert apart < total * T.TORCH_TIE_FRACTION
 

@@ -414,8 +414,8 @@ FAILING = '''
 import pytest
 
 @pytest.mark.claim("Q2")
-def test_int8_loss_within_0p01_of_float32(record_property):
-    record_property("measured", "int8 +0.2000 nats")
+def test_int8_loss_within_0p01_of_float32(claim_record):
+    claim_record.measured("int8 +0.2000 nats")
     assert 0.2 < 0.01
 
 @pytest.mark.claim("P7")
