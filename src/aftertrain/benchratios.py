@@ -19,8 +19,8 @@ are compared with the stored run's (:func:`compare_ratios`), rule:
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from aftertrain.tolerances import RATIO_REGRESSION
 
