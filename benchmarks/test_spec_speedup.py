@@ -244,9 +244,9 @@ def spec(request, reference, named_drafts):
     alpha = TIMING_ALPHA / 2
     costs = {}
     for name, draft in named_drafts.items():
-        costs[f"c:{name}"] = (XS._plain_step(reference, 1.0), XS._draft_step(draft, 1.0))
+        costs[f"c:{name}"] = (XS.plain_step(reference, 1.0), XS.draft_step(draft, 1.0))
     for k in SPEEDUP_KS:
-        costs[f"v:{k}"] = (XS._plain_step(reference, 1.0), XS._verify_step(reference, k, 1.0))
+        costs[f"v:{k}"] = (XS.plain_step(reference, 1.0), XS.verify_step(reference, k, 1.0))
     cpp = {(name, k): S.speculative_generate(reference, draft, prompt, SPEEDUP_CHARS, k, 1.0,
                                              torch.Generator().manual_seed(XS.SEED)).chars_per_pass
            for name, draft in named_drafts.items() for k in SPEEDUP_KS}

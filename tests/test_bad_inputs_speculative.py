@@ -122,9 +122,9 @@ CASES = [
      "drafts['toy'] must share the target's vocabulary"),
     (XS.first_token_table, dict(target=TARGET, drafts=Lazy(lambda e: {"d": e.draft}), null_trials=0),
      "null_trials must be an int >= 1"),
-    (XS.verify_cost_table, dict(target=TARGET, ks=(2, 2)), "ks must be a non-empty tuple of distinct ints"),
-    (XS.speedup_table, dict(target=TARGET, drafts=Lazy(lambda e: {"d": e.draft}), ks=(2,), c={}, v={2: 1.0}),
-     "c must map every draft name to its cost"),
+    (XS.plain_step, dict(target=object(), temperature=1.0), "target must implement"),
+    (XS.draft_step, dict(draft=TARGET, temperature=-1.0), "temperature"),
+    (XS.verify_step, dict(target=TARGET, k=0, temperature=1.0), "k must be in [1, "),
 ]
 
 
