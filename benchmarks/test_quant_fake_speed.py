@@ -22,7 +22,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from aftertrain import checkpoint as _checkpoint
 from aftertrain import quant as Q
 from aftertrain import tables
 from aftertrain.benchratios import store_ratios
@@ -36,8 +35,7 @@ SAME_SPEED = RatioRule.inside(SAME_SPEED_BAND)
 
 
 @pytest.fixture(scope="module")
-def models():
-    reference = _checkpoint.load_reference()
+def models(reference):
     return reference, Q.quantized_model(reference, 8, Q.Granularity.PER_CHANNEL)
 
 

@@ -23,7 +23,6 @@ import pytest
 import torch
 from torch.ao.quantization import quantize_dynamic
 
-from aftertrain import checkpoint as _checkpoint
 from aftertrain import tables
 from aftertrain.benchratios import store_ratios
 from aftertrain.timing import Judgement, PairedTiming
@@ -34,8 +33,8 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::Deprecat
 
 
 @pytest.fixture(scope="module")
-def linears():
-    f1 = _checkpoint.load_reference().blocks[0].f1
+def linears(reference):
+    f1 = reference.blocks[0].f1
     return f1, quantize_dynamic(torch.nn.Sequential(f1), {torch.nn.Linear}, dtype=torch.qint8)
 
 

@@ -28,7 +28,6 @@ test here is skipped as "not timed".
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -38,7 +37,6 @@ from aftertrain import drafts as D
 from aftertrain import speculative as S
 from aftertrain import tables
 from aftertrain.benchratios import store_ratios
-from aftertrain.checkpoint import load_reference
 from aftertrain.decoding import generate
 from aftertrain.experiments import speculative as XS
 from aftertrain.ledger.record import timing_budget, timing_enabled
@@ -65,18 +63,9 @@ BIGRAM = D.DraftKind.BIGRAM.value
 
 
 @pytest.fixture(scope="module")
-def reference() -> torch.nn.Module:
-    return load_reference()
-
-
-@pytest.fixture(scope="module")
-def named_drafts(reference) -> dict:
-    return {k.value: D.draft_model(k, reference) for k in D.DraftKind}
-
-
-@pytest.fixture(scope="module")
-def baselines_dir() -> Path:
-    return Path(__file__).resolve().parent.parent / "baselines"
+def named_drafts(speculative_drafts) -> dict:
+    """The session's drafts (conftest.py) by name."""
+    return {kind.value: model for kind, model in speculative_drafts.items()}
 
 
 # --- the cells and their intervals -----------------------------------------------------------

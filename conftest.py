@@ -1,4 +1,7 @@
-"""Hypothesis profiles and fixtures shared by the tests.
+"""Hypothesis profiles and fixtures shared by ``tests/`` and ``benchmarks/``.
+
+The one conftest for both folders (``benchmarks/conftest.py`` holds only
+what is the benchmarks' own: the pinned thread count around each timing).
 
 Profiles: ``ci`` (derandomized, no deadline, no example database: the same
 examples on every run), ``dev`` (few examples, fast feedback) and
@@ -89,7 +92,7 @@ def baselines_dir():
     a file is written only when asked (``--force-regen``, see below)."""
     from pathlib import Path
 
-    return Path(__file__).resolve().parent.parent / "baselines"
+    return Path(__file__).resolve().parent / "baselines"
 
 
 class _StoredOnly:
