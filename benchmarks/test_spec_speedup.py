@@ -420,7 +420,8 @@ def test_speedup_formula_matches_quantized_drafts_within_0p05(benchmark, claim_r
 
 
 @pytest.mark.claim("X8", "X7")
-def test_fit_check_prefers_the_article_formula_when_verification_is_free():
+@pytest.mark.teeth
+def test_fit_check_catches_speedups_that_follow_the_article_formula():
     """Teeth for X8's fit (no timing): in a world where measured speedups
     follow cpp / (1 + k c) exactly, as they would if verification cost one
     plain pass, the fit calls "v_k fits better" broken."""

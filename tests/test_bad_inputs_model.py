@@ -135,10 +135,12 @@ CASES = [
     (sample_token, dict(logits=torch.tensor([NAN, 1.0]), temperature=0, generator=G), "got NaN"),
     (generate, dict(model=NAN_GPT, prompt=PROMPT, n_new=5, temperature=0.0), "logits must be finite"),
     (generate, dict(model=GPT_, prompt=torch.tensor([1.0]), n_new=5), "prompt must be a non-empty 1-D"),
-    (generate, dict(model=GPT_, prompt=torch.tensor([1, 100]), n_new=5), "prompt tokens must lie in [0, 100)"),
+    (generate, dict(model=GPT_, prompt=torch.tensor([1, 100]), n_new=5),
+     "prompt tokens must lie in [0, 100)"),
     (generate, dict(model=GPT_, prompt=PROMPT, n_new=1.5), "n_new must be an int >= 0"),
     (generate, dict(model=GPT_, prompt=PROMPT, n_new=3, temperature=INF), "temperature must be a finite"),
-    (generate, dict(model=GPT_, prompt=PROMPT, n_new=3, generator="seed"), "generator must be a torch.Generator"),
+    (generate, dict(model=GPT_, prompt=PROMPT, n_new=3, generator="seed"),
+     "generator must be a torch.Generator"),
     (generate, dict(model=object(), prompt=PROMPT, n_new=3), "model must implement"),
     (sample_text, dict(model=GPT_, prompt=5, length=3), "prompt must be a non-empty str"),
     (sample_text, dict(model=GPT_, prompt="a", length=-1), "length must be an int >= 0"),
@@ -183,7 +185,8 @@ CASES = [
     (D.NGram.fit, dict(tokens=torch.tensor([1, 2]), order=0), "order must be an int >= 1"),
     (D.NGram.fit, dict(tokens=torch.tensor([1, 150])), "tokens must lie in [0, 100)"),
     (Lazy(lambda e: e.ngram.distribution), dict(context=[1, 2]), "context must be a tuple"),
-    (Lazy(lambda e: e.ngram.distribution), dict(context=(1, 100)), "context must be a tuple of token indices in [0, 100)"),
+    (Lazy(lambda e: e.ngram.distribution), dict(context=(1, 100)),
+     "context must be a tuple of token indices in [0, 100)"),
 ]
 
 

@@ -90,7 +90,8 @@ def test_quantized_model_quantizes_every_2d_weight_and_nothing_else(reference, g
                                     model_quantizer(floor_rounding), model_quantizer(mean_scale),
                                     model_quantizer(clamp_past_qmax)],
                          ids=["skip_embeddings", "wrong_axis", "floor", "mean_scale", "clamp"])
-def test_model_check_rejects_broken_quantizers(reference, broken):
+@pytest.mark.teeth
+def test_model_check_catches_broken_quantizers(reference, broken):
     with pytest.raises(AssertionError):
         check_model_quantized(broken(reference, 4, G.PER_CHANNEL), reference, 4, G.PER_CHANNEL)
 
@@ -116,7 +117,8 @@ def test_int8_loss_within_0p01_of_float32(bits_rows, reference_val_loss, claim_r
 
 
 @pytest.mark.claim("Q2")
-def test_int8_check_rejects_a_mean_scale_quantizer(reference, reference_val_loss):
+@pytest.mark.teeth
+def test_int8_check_catches_a_mean_scale_quantizer(reference, reference_val_loss):
     """Teeth: scales from the mean magnitude clip most of every matrix."""
     row = EQ.bits_table(reference, (8,), quantize=model_quantizer(mean_scale))[0]
     with pytest.raises(AssertionError):
@@ -173,7 +175,8 @@ def test_int8_storage_is_the_articles_figures_exactly(reference, claim_record, d
 
 
 @pytest.mark.claim("Q3")
-def test_storage_check_rejects_skipped_embeddings(reference):
+@pytest.mark.teeth
+def test_storage_check_catches_skipped_embeddings(reference):
     """Teeth: leaving tok and pos in float32 costs 3 x 28,928 bytes more."""
     names = [n for n in Q.weight_names(reference) if n not in ("tok.weight", "pos.weight")]
     with pytest.raises(AssertionError):
@@ -223,7 +226,8 @@ def test_down_to_6_bits_within_0p05_of_float32(bits_rows, reference_val_loss, cl
 
 
 @pytest.mark.claim("Q5")
-def test_six_bit_check_rejects_a_mean_scale_quantizer(reference, reference_val_loss):
+@pytest.mark.teeth
+def test_six_bit_check_catches_a_mean_scale_quantizer(reference, reference_val_loss):
     """Teeth: scales from the mean magnitude clip the large weights. (Floor
     instead of round does not fail this check on our model: 6-bit floor
     costs only +0.007; the property tests catch it.)"""
@@ -265,7 +269,8 @@ def test_4_bit_per_channel_beats_the_bigram(bits_rows, bigram_loss, claim_record
 
 
 @pytest.mark.claim("Q5")
-def test_3_bit_check_rejects_an_unquantized_model(reference, bigram_loss):
+@pytest.mark.teeth
+def test_3_bit_check_catches_an_unquantized_model(reference, bigram_loss):
     """Teeth: a "quantizer" that leaves the weights float32 scores the
     reference's loss, far below the bigram."""
     row = EQ.bits_table(reference, (3,), quantize=unchanged)[0]
@@ -292,7 +297,8 @@ def test_per_channel_has_the_lower_loss_from_8_to_3_bits(bits_rows, claim_record
 @pytest.mark.claim("Q6")
 @pytest.mark.claim("X7")
 @pytest.mark.parametrize("broken", [wrong_axis, ignores_granularity])
-def test_per_channel_order_rejects_broken_per_channel_scales(reference, broken):
+@pytest.mark.teeth
+def test_per_channel_order_catches_broken_per_channel_scales(reference, broken):
     """Teeth (X7's "per-channel scales on the wrong axis"): one scale per
     input column instead of per output row loses the per-channel advantage
     at 6 bits (measured 1.5602 against per-tensor 1.5589); a "per-channel"
@@ -335,7 +341,8 @@ def test_2_bit_per_channel_reconstructs_blocks_0_f1_better(f1_reconstruction, cl
 
 
 @pytest.mark.claim("Q6")
-def test_reconstruction_check_rejects_a_per_channel_that_ignores_rows(reference):
+@pytest.mark.teeth
+def test_reconstruction_check_catches_a_per_channel_that_ignores_rows(reference):
     """Teeth: a "per-channel" that silently uses one scale reconstructs
     exactly as per-tensor does, so it is not better. (Column scales, the
     wrong axis, still beat per-tensor here: 89.2% zeroed, MAE 0.0347.)"""
@@ -451,7 +458,8 @@ def test_most_sensitive_matrices_are_the_ones_kept_in_high_precision(sensitivity
 
 
 @pytest.mark.claim("Q7")
-def test_sensitivity_check_rejects_skipped_embeddings(reference, sensitivity):
+@pytest.mark.teeth
+def test_sensitivity_check_catches_skipped_embeddings(reference, sensitivity):
     """Teeth: a quantizer that silently leaves tok and pos float32 gives
     them a penalty of exactly 0, so a block matrix joins head in the top two."""
     embeddings = ["tok.weight", "pos.weight"]
@@ -519,7 +527,8 @@ def test_int8_text_parts_from_float32_text_after_a_shared_prefix(diverged, claim
 
 
 @pytest.mark.claim("Q9")
-def test_divergence_check_rejects_a_quantizer_that_does_nothing(reference):
+@pytest.mark.teeth
+def test_divergence_check_catches_a_quantizer_that_does_nothing(reference):
     """Teeth: an unquantized copy samples the same text, which never parts."""
     with pytest.raises(AssertionError):
         check_parts_after_a_shared_prefix(EQ.divergence(reference, quantize=unchanged))
@@ -577,7 +586,8 @@ def test_activation_ratios_match_the_stored_baseline(activation_ratios, num_regr
 
 
 @pytest.mark.claim("Q10")
-def test_outlier_check_rejects_a_model_with_an_outlier_channel(reference):
+@pytest.mark.teeth
+def test_outlier_check_catches_a_model_with_an_outlier_channel(reference):
     """Teeth: one output row of blocks.0.f1 and one LayerNorm gain of block
     2's ln2 scaled by 50 make a weight and an activation outlier."""
     m = copy.deepcopy(reference)

@@ -207,6 +207,7 @@ W_TEETH = torch.tensor([[0.9, -1.3, 0.2, 0.05], [-0.1, 0.3, -0.02, 0.25]])
 
 @pytest.mark.claim("Q1")
 @pytest.mark.parametrize("broken", [floor_rounding, wrong_axis, mean_scale, clamp_past_qmax])
+@pytest.mark.teeth
 def test_pytorch_agreement_check_catches_broken_quantizers(broken):
     """Teeth of the agreement with PyTorch (per-channel, 4 bits)."""
     check_agrees_with_pytorch(-W_TEETH, 4, G.PER_CHANNEL)
@@ -214,7 +215,8 @@ def test_pytorch_agreement_check_catches_broken_quantizers(broken):
         check_agrees_with_pytorch(-W_TEETH, 4, G.PER_CHANNEL, broken)
 
 
-def test_pack_check_rejects_a_code_outside_the_width():
+@pytest.mark.teeth
+def test_pack_check_catches_a_code_outside_the_width():
     """A code past qmax (what clamp_past_qmax makes) cannot be packed silently."""
     _, q, _ = clamp_past_qmax(-W_TEETH, 4, G.PER_TENSOR)
     q = q.to(torch.int8)

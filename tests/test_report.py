@@ -355,6 +355,7 @@ def test_plot_series_are_the_ledgers_tables(doc, committed):
     assert plot_problems(doc.plots, committed) == []
 
 
+@pytest.mark.teeth
 def test_plot_check_catches_a_series_drawn_from_the_wrong_column(committed):
     data = _data()
     s6 = data["tables"][T.SPEC_SPEEDUP]

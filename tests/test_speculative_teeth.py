@@ -94,7 +94,8 @@ def check_fails(check: str, rule_with_uniforms) -> bool:
 
 @pytest.mark.claim("X7")
 @pytest.mark.parametrize("bug, check", [(b, c) for b in BUGS for c in CAUGHT_BY[b]])
-def test_broken_sampler_fails_the_exactness_check(bug, check, claim_record):
+@pytest.mark.teeth
+def test_exactness_check_catches_a_broken_sampler(bug, check, claim_record):
     """X7. The shipped rule passes each check (tests/test_speculative_rule.py,
     tests/test_speculative_exact.py); the rule with ``bug`` (zoo.make_rule)
     fails the named check. The joint-law check runs the broken rule inside
@@ -106,7 +107,8 @@ def test_broken_sampler_fails_the_exactness_check(bug, check, claim_record):
 
 
 @pytest.mark.claim("X7")
-def test_draft_scored_at_another_temperature_fails_the_joint_law_check(claim_record):
+@pytest.mark.teeth
+def test_joint_law_check_catches_a_draft_scored_at_another_temperature(claim_record):
     """X7. Drafts sampled at temperature 0.3 but scored with q at temperature
     1 (zoo "q scored at temperature 1"): the joint law of the first three
     symbols (X6 check, 600 runs, k = 1) rejects; the correct loop
@@ -119,7 +121,8 @@ def test_draft_scored_at_another_temperature_fails_the_joint_law_check(claim_rec
 
 
 @pytest.mark.claim("X7")
-def test_always_accept_fails_the_first_character_check_on_the_reference(reference,
+@pytest.mark.teeth
+def test_first_character_check_catches_always_accept_on_the_reference(reference,
                                                                        speculative_drafts,
                                                                        claim_record):
     """X7 for S2: with 'always accept' the 20,000 first characters after the
