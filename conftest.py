@@ -86,6 +86,16 @@ def bits_rows(reference) -> dict[int, dict]:
     return {r["bits"]: r for r in bits_table(reference)}
 
 
+@pytest.fixture(scope="module")
+def small_gpt():
+    """An untrained GPT of the default shape (eval mode), built per module for
+    tests that need any model (the bad-input tables)."""
+    from aftertrain.model import GPT
+
+    torch.manual_seed(0)  # a test-local model; the library never seeds
+    return GPT().eval()
+
+
 @pytest.fixture(scope="session")
 def baselines_dir():
     """The committed ``baselines/`` folder (our measured tables). Tests read it;

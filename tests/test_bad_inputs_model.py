@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from bad_inputs import Lazy, case_id, check_raises_naming
 from toys import toy_gpt
 
 from aftertrain import bigram as BG
@@ -27,16 +28,6 @@ from aftertrain.protocol import TableConfig, TokenCache
 from aftertrain.text import encode
 
 NAN, INF = math.nan, math.inf
-
-
-class Lazy:
-    """An argument (or callable) built from the env fixture when the case runs."""
-
-    def __init__(self, build):
-        self.build = build
-
-    def __call__(self, env):
-        return self.build(env)
 
 
 def _plain_state_dict_checkpoint(env, folder):
@@ -190,16 +181,6 @@ CASES = [
 ]
 
 
-def _case_id(case) -> str:
-    fn, kwargs, _ = case
-    name = "lazy" if isinstance(fn, Lazy) else getattr(fn, "__qualname__", str(fn))
-    return f"{name}-{'-'.join(kwargs)}"
-
-
-@pytest.mark.parametrize("fn, kwargs, words", CASES, ids=[_case_id(c) for c in CASES])
+@pytest.mark.parametrize("fn, kwargs, words", CASES, ids=[case_id(c) for c in CASES])
 def test_bad_input_raises_value_error_naming_the_argument(env, fn, kwargs, words):
-    fn = fn(env) if isinstance(fn, Lazy) else fn
-    kwargs = {k: v(env) if isinstance(v, Lazy) else v for k, v in kwargs.items()}
-    with pytest.raises(ValueError) as err:
-        fn(**kwargs)
-    assert words in str(err.value)
+    check_raises_naming(fn, kwargs, words, env)

@@ -13,22 +13,13 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from bad_inputs import Lazy, case_id, check_raises_naming
 from toys import ToyTable, toy_gpt
 
 from aftertrain.experiments import speculative as XS
 from aftertrain.speculative import speculative_generate, verify, verify_batch, verify_with_uniforms
 
 NAN, INF = math.nan, math.inf
-
-
-class Lazy:
-    """An argument built from the env fixture when the case runs."""
-
-    def __init__(self, build):
-        self.build = build
-
-    def __call__(self, env):
-        return self.build(env)
 
 
 @pytest.fixture(scope="module")
@@ -133,14 +124,6 @@ CASES = [
 ]
 
 
-def _case_id(case) -> str:
-    fn, kwargs, _ = case
-    return f"{fn.__name__}-{'-'.join(kwargs)}"
-
-
-@pytest.mark.parametrize("fn, kwargs, words", CASES, ids=[_case_id(c) for c in CASES])
+@pytest.mark.parametrize("fn, kwargs, words", CASES, ids=[case_id(c) for c in CASES])
 def test_bad_input_raises_value_error_naming_the_argument(env, fn, kwargs, words):
-    kwargs = {k: v(env) if isinstance(v, Lazy) else v for k, v in kwargs.items()}
-    with pytest.raises(ValueError) as err:
-        fn(**kwargs)
-    assert words in str(err.value)
+    check_raises_naming(fn, kwargs, words, env)
