@@ -42,7 +42,7 @@ class Load:
     def __init__(self, cores: int) -> None:
         self.cores, self.procs = cores, []
 
-    def __enter__(self) -> "Load":
+    def __enter__(self) -> Load:
         for _ in range(self.cores):
             self.procs.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
         time.sleep(5)  # let the load average see them

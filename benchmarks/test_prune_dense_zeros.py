@@ -60,7 +60,8 @@ def test_zeroed_weights_do_not_speed_up_a_dense_matmul(benchmark, claim_record, 
 
 
 @pytest.mark.parametrize("work", ["half", "twice"])
-def test_same_speed_rule_calls_half_or_twice_the_work_broken(claim_record, operands, work):
+@pytest.mark.teeth
+def test_same_speed_rule_catches_half_or_twice_the_work(claim_record, operands, work):
     """Teeth: a product over half the output columns (what skipping 50% of
     the work would look like) and one computed twice are never called
     "no difference"; decided, they are broken."""

@@ -86,7 +86,8 @@ def test_fake_quantized_forward_runs_at_float32_speed(benchmark, claim_record, m
 
 
 @pytest.mark.claim("Q11")
-def test_same_speed_rule_calls_twice_the_work_broken(benchmark, claim_record, models, window):
+@pytest.mark.teeth
+def test_same_speed_rule_catches_twice_the_work(benchmark, claim_record, models, window):
     """Teeth: two decoding steps per call (twice the work) against one: the
     decision is broken (or, on a machine too busy to decide, inconclusive;
     never holds)."""

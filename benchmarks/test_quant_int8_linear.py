@@ -108,7 +108,8 @@ def test_int8_gets_relatively_cheaper_as_rows_grow(benchmark, claim_record, line
 
 
 @pytest.mark.claim("X3")
-def test_rows_rule_calls_a_candidate_dearer_with_rows_broken(claim_record, linears):
+@pytest.mark.teeth
+def test_rows_rule_catches_a_candidate_dearer_with_rows(claim_record, linears):
     """Teeth: float32 against itself at 1 row (ratio 1) and against twice
     itself at 1024 rows (ratio 2): relatively dearer as rows grow, so the
     decision is broken (or inconclusive on a machine too busy; never holds)."""

@@ -92,7 +92,8 @@ def test_csr_matmul_crossover_against_dense(benchmark, claim_record):
         claim_record.conclude(d)
 
 
-def test_2x_rule_calls_a_densified_csr_broken(claim_record):
+@pytest.mark.teeth
+def test_2x_rule_catches_a_densified_csr(claim_record):
     """Teeth: a 'sparse' path that converts back to dense before multiplying
     is not 2x faster at 99.9%: the decision is broken (or inconclusive;
     never holds)."""

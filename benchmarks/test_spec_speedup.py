@@ -64,7 +64,8 @@ BIGRAM = D.DraftKind.BIGRAM.value
 
 @pytest.fixture(scope="module")
 def named_drafts(speculative_drafts) -> dict:
-    return {k.value: draft for k, draft in speculative_drafts.items()}
+    """The session's drafts (conftest.py) by name."""
+    return {kind.value: model for kind, model in speculative_drafts.items()}
 
 
 # --- the cells and their intervals -----------------------------------------------------------
@@ -232,9 +233,9 @@ def spec(request, reference, named_drafts):
     alpha = TIMING_ALPHA / 2
     costs = {}
     for name, draft in named_drafts.items():
-        costs[f"c:{name}"] = (XS._plain_step(reference, 1.0), XS._draft_step(draft, 1.0))
+        costs[f"c:{name}"] = (XS.plain_step(reference, 1.0), XS.draft_step(draft, 1.0))
     for k in SPEEDUP_KS:
-        costs[f"v:{k}"] = (XS._plain_step(reference, 1.0), XS._verify_step(reference, k, 1.0))
+        costs[f"v:{k}"] = (XS.plain_step(reference, 1.0), XS.verify_step(reference, k, 1.0))
     cpp = {(name, k): S.speculative_generate(reference, draft, prompt, SPEEDUP_CHARS, k, 1.0,
                                              torch.Generator().manual_seed(XS.SEED)).chars_per_pass
            for name, draft in named_drafts.items() for k in SPEEDUP_KS}
@@ -419,7 +420,8 @@ def test_speedup_formula_matches_quantized_drafts_within_0p05(benchmark, claim_r
 
 
 @pytest.mark.claim("X8", "X7")
-def test_fit_check_prefers_the_article_formula_when_verification_is_free():
+@pytest.mark.teeth
+def test_fit_check_catches_speedups_that_follow_the_article_formula():
     """Teeth for X8's fit (no timing): in a world where measured speedups
     follow cpp / (1 + k c) exactly, as they would if verification cost one
     plain pass, the fit calls "v_k fits better" broken."""

@@ -113,9 +113,9 @@ def distinct_weight_dicts(draw, max_matrices: int = 3):
     total = sum(r * c for r, c in shapes)
     perm = draw(st.permutations(range(total)))
     signs = draw(st.lists(st.sampled_from([-1.0, 1.0]), min_size=total, max_size=total))
-    flat = torch.tensor([s * (k * 0.25 + 0.125) for k, s in zip(perm, signs)])
+    flat = torch.tensor([s * (k * 0.25 + 0.125) for k, s in zip(perm, signs, strict=True)])
     parts = torch.split(flat, [r * c for r, c in shapes])
-    return {f"m{i}.weight": p.view(shape) for i, (p, shape) in enumerate(zip(parts, shapes))}
+    return {f"m{i}.weight": p.view(shape) for i, (p, shape) in enumerate(zip(parts, shapes, strict=True))}
 
 
 @st.composite

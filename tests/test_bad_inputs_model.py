@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from bad_inputs import Lazy, case_id, check_raises_naming
 from toys import toy_gpt
 
 from aftertrain import bigram as BG
@@ -27,16 +28,6 @@ from aftertrain.protocol import TableConfig, TokenCache
 from aftertrain.text import encode
 
 NAN, INF = math.nan, math.inf
-
-
-class Lazy:
-    """An argument (or callable) built from the env fixture when the case runs."""
-
-    def __init__(self, build):
-        self.build = build
-
-    def __call__(self, env):
-        return self.build(env)
 
 
 def _plain_state_dict_checkpoint(env, folder):
@@ -135,10 +126,12 @@ CASES = [
     (sample_token, dict(logits=torch.tensor([NAN, 1.0]), temperature=0, generator=G), "got NaN"),
     (generate, dict(model=NAN_GPT, prompt=PROMPT, n_new=5, temperature=0.0), "logits must be finite"),
     (generate, dict(model=GPT_, prompt=torch.tensor([1.0]), n_new=5), "prompt must be a non-empty 1-D"),
-    (generate, dict(model=GPT_, prompt=torch.tensor([1, 100]), n_new=5), "prompt tokens must lie in [0, 100)"),
+    (generate, dict(model=GPT_, prompt=torch.tensor([1, 100]), n_new=5),
+     "prompt tokens must lie in [0, 100)"),
     (generate, dict(model=GPT_, prompt=PROMPT, n_new=1.5), "n_new must be an int >= 0"),
     (generate, dict(model=GPT_, prompt=PROMPT, n_new=3, temperature=INF), "temperature must be a finite"),
-    (generate, dict(model=GPT_, prompt=PROMPT, n_new=3, generator="seed"), "generator must be a torch.Generator"),
+    (generate, dict(model=GPT_, prompt=PROMPT, n_new=3, generator="seed"),
+     "generator must be a torch.Generator"),
     (generate, dict(model=object(), prompt=PROMPT, n_new=3), "model must implement"),
     (sample_text, dict(model=GPT_, prompt=5, length=3), "prompt must be a non-empty str"),
     (sample_text, dict(model=GPT_, prompt="a", length=-1), "length must be an int >= 0"),
@@ -183,20 +176,11 @@ CASES = [
     (D.NGram.fit, dict(tokens=torch.tensor([1, 2]), order=0), "order must be an int >= 1"),
     (D.NGram.fit, dict(tokens=torch.tensor([1, 150])), "tokens must lie in [0, 100)"),
     (Lazy(lambda e: e.ngram.distribution), dict(context=[1, 2]), "context must be a tuple"),
-    (Lazy(lambda e: e.ngram.distribution), dict(context=(1, 100)), "context must be a tuple of token indices in [0, 100)"),
+    (Lazy(lambda e: e.ngram.distribution), dict(context=(1, 100)),
+     "context must be a tuple of token indices in [0, 100)"),
 ]
 
 
-def _case_id(case) -> str:
-    fn, kwargs, _ = case
-    name = "lazy" if isinstance(fn, Lazy) else getattr(fn, "__qualname__", str(fn))
-    return f"{name}-{'-'.join(kwargs)}"
-
-
-@pytest.mark.parametrize("fn, kwargs, words", CASES, ids=[_case_id(c) for c in CASES])
+@pytest.mark.parametrize("fn, kwargs, words", CASES, ids=[case_id(c) for c in CASES])
 def test_bad_input_raises_value_error_naming_the_argument(env, fn, kwargs, words):
-    fn = fn(env) if isinstance(fn, Lazy) else fn
-    kwargs = {k: v(env) if isinstance(v, Lazy) else v for k, v in kwargs.items()}
-    with pytest.raises(ValueError) as err:
-        fn(**kwargs)
-    assert words in str(err.value)
+    check_raises_naming(fn, kwargs, words, env)

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import pytest
 import torch
+from bad_inputs import Lazy, case_id, check_raises_naming
 
 from aftertrain import prune as P
 from aftertrain.checks.prune import Scope, check_pruner
 from aftertrain.experiments import prune as EP
 
-MODEL = object()  # replaced by a small GPT (built by a fixture, not at import)
+MODEL = Lazy(lambda model: model)  # the small_gpt fixture (built when the case runs)
 W = {"w": torch.ones(2, 4)}
 NAN = torch.ones(2, 4)
 NAN[1, 1] = float("nan")
@@ -99,33 +100,16 @@ CASES = [
 ]
 
 
-def _id(case):
-    fn, kwargs, _ = case
-    return f"{getattr(fn, '__qualname__', fn)}-{'-'.join(kwargs)}"
+@pytest.mark.parametrize("fn, kwargs, words", CASES, ids=[case_id(c) for c in CASES])
+def test_bad_input_raises_value_error_naming_it(fn, kwargs, words, small_gpt):
+    check_raises_naming(fn, kwargs, words, small_gpt)
 
 
-@pytest.fixture(scope="module")
-def small_model():
-    from aftertrain.model import GPT
-
-    torch.manual_seed(0)  # a test-local model; the library never seeds
-    return GPT().eval()
-
-
-@pytest.mark.parametrize("fn, kwargs, words", CASES, ids=[_id(c) for c in CASES])
-def test_bad_input_raises_value_error_naming_it(fn, kwargs, words, small_model):
-    kwargs = {k: small_model if v is MODEL else v for k, v in kwargs.items()}
-    with pytest.raises(ValueError) as info:
-        fn(**kwargs)
-    for word in words:
-        assert word in str(info.value), (word, str(info.value))
-
-
-def test_weight_range_ratios_of_a_heavily_pruned_model_is_a_clear_error(small_model):
+def test_weight_range_ratios_of_a_heavily_pruned_model_is_a_clear_error(small_gpt):
     """The bug of issue 11: a ZeroDivisionError deep inside; now a ValueError
     naming the matrix whose median row range is 0."""
     from aftertrain.experiments.quant import weight_range_ratios
 
-    pruned = P.pruned_model(small_model, P.Method.LAYER, 0.999)
+    pruned = P.pruned_model(small_gpt, P.Method.LAYER, 0.999)
     with pytest.raises(ValueError, match="model: .* median 0"):
         weight_range_ratios(pruned)

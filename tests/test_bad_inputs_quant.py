@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from bad_inputs import Lazy, case_id, check_raises_naming
 
 from aftertrain import packing
 from aftertrain.checks.quant import check_quantizer, reference_quantizer
@@ -25,7 +26,7 @@ from aftertrain.quant import (
 )
 
 G = Granularity
-MODEL = object()  # replaced by a small GPT (built by a fixture, not at import)
+MODEL = Lazy(lambda model: model)  # the small_gpt fixture (built when the case runs)
 W = torch.ones(2, 4)
 NAN = torch.tensor([[1.0, float("nan")]])
 INF = torch.tensor([[1.0, float("inf")]])
@@ -118,26 +119,9 @@ CASES = [
 ]
 
 
-def _id(case):
-    fn, kwargs, _ = case
-    return f"{getattr(fn, '__qualname__', fn)}-{'-'.join(kwargs)}"
-
-
-@pytest.fixture(scope="module")
-def small_model():
-    from aftertrain.model import GPT
-
-    torch.manual_seed(0)  # a test-local model; the library never seeds
-    return GPT().eval()
-
-
-@pytest.mark.parametrize("fn, kwargs, words", CASES, ids=[_id(c) for c in CASES])
-def test_bad_input_raises_value_error_naming_it(fn, kwargs, words, small_model):
-    kwargs = {k: small_model if v is MODEL else v for k, v in kwargs.items()}
-    with pytest.raises(ValueError) as info:
-        fn(**kwargs)
-    for word in words:
-        assert word in str(info.value), (word, str(info.value))
+@pytest.mark.parametrize("fn, kwargs, words", CASES, ids=[case_id(c) for c in CASES])
+def test_bad_input_raises_value_error_naming_it(fn, kwargs, words, small_gpt):
+    check_raises_naming(fn, kwargs, words, small_gpt)
 
 
 def test_float64_beyond_float32_no_longer_quantizes_to_nan():

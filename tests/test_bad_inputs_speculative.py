@@ -13,22 +13,13 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from bad_inputs import Lazy, case_id, check_raises_naming
 from toys import ToyTable, toy_gpt
 
 from aftertrain.experiments import speculative as XS
 from aftertrain.speculative import speculative_generate, verify, verify_batch, verify_with_uniforms
 
 NAN, INF = math.nan, math.inf
-
-
-class Lazy:
-    """An argument built from the env fixture when the case runs."""
-
-    def __init__(self, build):
-        self.build = build
-
-    def __call__(self, env):
-        return self.build(env)
 
 
 @pytest.fixture(scope="module")
@@ -78,8 +69,10 @@ CASES = [
     (verify_batch, with_(BATCH, q=torch.ones(1, 1, 3, dtype=torch.float64) / 3, generator=G),
      "q must have shape (N, k, V)"),
     (verify_with_uniforms, with_(BATCH, **with_(UNIFORMS, u=torch.ones(1, 1))), "u must lie in [0, 1)"),
-    (verify_with_uniforms, with_(BATCH, **with_(UNIFORMS, u=torch.full((1, 1), NAN))), "u must lie in [0, 1)"),
-    (verify_with_uniforms, with_(BATCH, **with_(UNIFORMS, v=torch.zeros(2))), "v must be a tensor of shape (1,)"),
+    (verify_with_uniforms, with_(BATCH, **with_(UNIFORMS, u=torch.full((1, 1), NAN))),
+     "u must lie in [0, 1)"),
+    (verify_with_uniforms, with_(BATCH, **with_(UNIFORMS, v=torch.zeros(2))),
+     "v must be a tensor of shape (1,)"),
     (verify_with_uniforms, with_(BATCH, **with_(UNIFORMS, u=[[0.5]])), "u must be a tensor of shape (1, 1)"),
     # --- the generator
     (speculative_generate, with_(RUN, draft=Lazy(lambda e: e.nan_draft)), "draft's logits must be finite"),
@@ -89,8 +82,10 @@ CASES = [
     (speculative_generate, with_(RUN, draft=Lazy(lambda e: e.toy)), "must share a vocabulary"),
     (speculative_generate, with_(RUN, prompt="caf\u00e9"), "outside the vocabulary"),
     (speculative_generate, with_(RUN, prompt=""), "prompt must hold at least one character"),
-    (speculative_generate, with_(RUN, prompt=torch.tensor([1.0])), "prompt must be a string or a 1-D integer"),
-    (speculative_generate, with_(RUN, prompt=torch.tensor([True])), "prompt must be a string or a 1-D integer"),
+    (speculative_generate, with_(RUN, prompt=torch.tensor([1.0])),
+     "prompt must be a string or a 1-D integer"),
+    (speculative_generate, with_(RUN, prompt=torch.tensor([True])),
+     "prompt must be a string or a 1-D integer"),
     (speculative_generate, with_(RUN, prompt=torch.tensor([0, 100])), "prompt indices must lie in [0, 100)"),
     (speculative_generate, with_(RUN, n_new=-1), "n_new must be an int >= 0"),
     (speculative_generate, with_(RUN, n_new=2.0), "n_new must be an int >= 0"),
@@ -108,7 +103,8 @@ CASES = [
     (XS.first_token_samples, dict(target=TARGET, draft=DRAFT, context="ab", n=0, temperature=1.0,
                                   generator=G), "n must be an int >= 1"),
     (XS.first_token_samples, dict(target=TARGET, draft=DRAFT, context="a" * 128, n=5,
-                                  temperature=1.0, generator=G), "context must be shorter than the block size"),
+                                  temperature=1.0, generator=G),
+     "context must be shorter than the block size"),
     (XS.first_token_samples, dict(target=TARGET, draft=DRAFT, context="ab", n=5, temperature=1.0,
                                   generator=None), "generator must be a torch.Generator"),
     (XS.first_token_samples, dict(target=TARGET, draft=Lazy(lambda e: e.nan_draft), context="ab",
@@ -122,20 +118,12 @@ CASES = [
      "drafts['toy'] must share the target's vocabulary"),
     (XS.first_token_table, dict(target=TARGET, drafts=Lazy(lambda e: {"d": e.draft}), null_trials=0),
      "null_trials must be an int >= 1"),
-    (XS.verify_cost_table, dict(target=TARGET, ks=(2, 2)), "ks must be a non-empty tuple of distinct ints"),
-    (XS.speedup_table, dict(target=TARGET, drafts=Lazy(lambda e: {"d": e.draft}), ks=(2,), c={}, v={2: 1.0}),
-     "c must map every draft name to its cost"),
+    (XS.plain_step, dict(target=object(), temperature=1.0), "target must implement"),
+    (XS.draft_step, dict(draft=TARGET, temperature=-1.0), "temperature"),
+    (XS.verify_step, dict(target=TARGET, k=0, temperature=1.0), "k must be in [1, "),
 ]
 
 
-def _case_id(case) -> str:
-    fn, kwargs, _ = case
-    return f"{fn.__name__}-{'-'.join(kwargs)}"
-
-
-@pytest.mark.parametrize("fn, kwargs, words", CASES, ids=[_case_id(c) for c in CASES])
+@pytest.mark.parametrize("fn, kwargs, words", CASES, ids=[case_id(c) for c in CASES])
 def test_bad_input_raises_value_error_naming_the_argument(env, fn, kwargs, words):
-    kwargs = {k: v(env) if isinstance(v, Lazy) else v for k, v in kwargs.items()}
-    with pytest.raises(ValueError) as err:
-        fn(**kwargs)
-    assert words in str(err.value)
+    check_raises_naming(fn, kwargs, words, env)

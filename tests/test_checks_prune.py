@@ -54,6 +54,7 @@ TEETH = [
 @pytest.mark.claim("X7")
 @pytest.mark.parametrize("broken, scope, caught_by", TEETH,
                          ids=[f"{b.__name__}-as-{s.value}" for b, s, _ in TEETH])
+@pytest.mark.teeth
 def test_kit_catches_broken_pruner(broken, scope, caught_by):
     """Signed ranking (X7's "magnitude threshold on signed values"), a
     threshold that removes whole tie classes, off-by-one counts (floor;
@@ -66,7 +67,8 @@ def test_kit_catches_broken_pruner(broken, scope, caught_by):
         report.raise_for_failures()
 
 
-def test_half_up_counts_are_caught_only_at_exact_halves():
+@pytest.mark.teeth
+def test_count_check_catches_half_up_counts_only_at_exact_halves():
     """The rounding rule matters only where s * n is an exact half: 0.5 of 5
     weights removes round(2.5) = 2, half up would remove 3."""
     five = {"five": {"w": torch.tensor([[0.1, -0.2, 0.3, -0.4, 0.5]])}}
@@ -78,7 +80,8 @@ def test_half_up_counts_are_caught_only_at_exact_halves():
     assert failed_checks(report) == {"count"}
 
 
-def test_a_pruner_that_modifies_its_input_or_returns_wrong_masks_fails():
+@pytest.mark.teeth
+def test_kit_catches_a_pruner_that_modifies_its_input_or_returns_wrong_masks():
     def in_place(weights, s):
         masks = P.global_magnitude_masks(weights, s)
         for n, w in weights.items():

@@ -56,6 +56,7 @@ TEETH = [
 
 @pytest.mark.claim("X7")
 @pytest.mark.parametrize("broken, caught_by", TEETH, ids=[b.__name__ for b, _ in TEETH])
+@pytest.mark.teeth
 def test_kit_catches_broken_quantizer(broken, caught_by):
     """Each broken variant fails the checks named, and the report says so in
     one line per failure and raises on request."""
@@ -70,6 +71,7 @@ def test_kit_catches_broken_quantizer(broken, caught_by):
 @pytest.mark.parametrize("broken, caught_by", [(wrong_axis, {"round-trip", "extremes"}),
                                                (clamp_past_qmax, {"grid"})],
                          ids=["wrong_axis", "clamp_past_qmax"])
+@pytest.mark.teeth
 def test_kit_catches_broken_quantizer_from_w_hat_alone(broken, caught_by):
     """Without codes the grid check still sees a code past qmax: w_hat is off
     the article's grid max|w| / qmax."""
@@ -79,7 +81,8 @@ def test_kit_catches_broken_quantizer_from_w_hat_alone(broken, caught_by):
 
 
 @pytest.mark.claim("X7")
-def test_wrong_axis_per_channel_scales_are_caught():
+@pytest.mark.teeth
+def test_kit_catches_wrong_axis_per_channel_scales():
     """X7's teeth claim: scales per input column instead of per output row
     fail the error bound and the largest-maps-to-qmax check on a 2 x 2 matrix
     whose row maxima (1.3, 0.3) differ from its column maxima (0.9, 1.3)."""

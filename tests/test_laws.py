@@ -110,7 +110,8 @@ def test_generate_follows_the_chain_at_each_temperature(chains, markov, temperat
 
 
 @pytest.mark.parametrize("run, judged", [(1.0, 0.5), (0.5, 1.0), (2.0, 1.0)])
-def test_teeth_a_run_at_another_temperature_is_rejected(chains, markov, run, judged):
+@pytest.mark.teeth
+def test_law_check_catches_a_run_at_another_temperature(chains, markov, run, judged):
     """Teeth: a decoder that ignores its temperature (samples at T = 1 when
     asked for 0.5, or 1 when asked for 2) fails the law test above."""
     counts = transition_counts(chains[run], 5)
@@ -233,7 +234,8 @@ def test_ngram_draft_through_the_decoder_gives_the_hand_law_at_every_position(co
         np.testing.assert_allclose(logits[i].numpy(), expected, rtol=1e-6, err_msg=str(i))
 
 
-def test_teeth_a_draft_missing_one_count_differs_from_the_hand_count(corpus_tokens):
+@pytest.mark.teeth
+def test_hand_count_catches_a_draft_missing_one_count(corpus_tokens):
     """Teeth: the tables built from the tokens minus their first or last
     token (one count dropped) differ from the hand count of the full tokens."""
     ids = corpus_tokens.tolist()
@@ -285,7 +287,8 @@ def test_speculative_generator_follows_the_target_law(corpus_tokens, draft_kind,
     assert rejected_rows(counts, target.law, temperature, rows=range(6)) == []
 
 
-def test_teeth_speculative_run_judged_at_another_temperature_is_rejected():
+@pytest.mark.teeth
+def test_law_check_catches_a_speculative_run_judged_at_another_temperature():
     target = Markov(support=6, seed=11, vocab_size=V_ALL)
     draft = Markov(support=6, seed=12, vocab_size=V_ALL)
     counts, _ = speculative_counts(target, draft, 1.0, 3, seed=30, n_new=1500)

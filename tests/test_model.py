@@ -16,6 +16,7 @@ from aftertrain import checkpoint as CK
 from aftertrain import decoding as DEC
 from aftertrain import io as aio
 from aftertrain import model as M
+from aftertrain import tables
 from aftertrain.evaluation import val_loss
 from aftertrain.text import decode, encode
 from aftertrain.tolerances import GREEDY_TIE_MARGIN, LOGITS_ATOL, LOSS_ATOL
@@ -74,7 +75,7 @@ def test_cached_decoding_matches_full_recomputation_within_1e_4(reference, case)
 
 
 @pytest.mark.claim("K1")
-def test_cached_decoding_matches_recomputation_across_the_window_slide(reference, record_property):
+def test_cached_decoding_matches_recomputation_across_the_window_slide(reference, claim_record):
     """300 characters fed one at a time cross the slides at 129 and 193; the
     largest difference over all 300 positions is recorded for the ledger."""
     tokens = torch.randint(0, 100, (300,), generator=torch.Generator().manual_seed(1)).tolist()
@@ -82,13 +83,14 @@ def test_cached_decoding_matches_recomputation_across_the_window_slide(reference
     cached = torch.cat([dec.feed(tokens[:5])] + [dec.feed([t]) for t in tokens[5:]])
     full = torch.stack([_recomputed(reference, tokens, n) for n in range(1, 301)])
     worst = float((cached - full).abs().max())
-    record_property("measured", f"max |cached - recomputed| = {worst:.2e} over 300 positions")
-    record_property("table:k1", {"max_diff": worst, "positions": 300})
+    claim_record.measured(f"max |cached - recomputed| = {worst:.2e} over 300 positions")
+    claim_record.table(tables.K1, {"max_diff": worst, "positions": 300})
     assert worst <= LOGITS_ATOL
     assert worst > 0, "bit-for-bit equality is not claimed; a zero here means the cache was bypassed"
 
 
-def test_k1_tolerance_rejects_a_cache_rolled_back_one_entry_too_far(reference):
+@pytest.mark.teeth
+def test_k1_tolerance_catches_a_cache_rolled_back_one_entry_too_far(reference):
     """Teeth: a cache that lost its last entry gives logits far outside LOGITS_ATOL."""
     tokens = torch.randint(0, 100, (40,), generator=torch.Generator().manual_seed(2)).tolist()
     cache = reference.new_cache()

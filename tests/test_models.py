@@ -219,7 +219,7 @@ def test_baselines_are_skipped_for_a_checkpoint_unless_a_folder_is_named(pyteste
     run compares against it."""
     from pathlib import Path
 
-    pytester.makeconftest((Path(__file__).parent / "conftest.py").read_text())
+    pytester.makeconftest((Path(__file__).parent.parent / "conftest.py").read_text())
     pytester.makepyfile(test_reg=REGRESSION)
     model = str(_checkpoint_copy(tmp_path))
     run = ("-p", "aftertrain.ledger", "-p", "aftertrain.model_plugin", "-rs",

@@ -78,12 +78,12 @@ HF_FAILS = {"u = 0 with p(x) = 0 rejects", "draft outside p, zero residual (v = 
             "draft outside p, zero residual (v = 0.999999999999)"}
 
 
-def test_hf_rule_passes_the_statistical_battery(record_property):
+def test_hf_rule_passes_the_statistical_battery(claim_record):
     """HF's rule passes every law, TV, acceptance and support check of the
     default battery at 500 rounds per case (fewer than the default 20,000:
     it is called once per round)."""
     report = CS.check_rule(CS.sequential(hf_round), n=500)
-    record_property("measured", f"HF: {len(report.rows)} checks at n = 500, "
+    claim_record.measured(f"HF: {len(report.rows)} checks at n = 500, "
                                 f"{len(report.failures)} failures")
     assert report.passed, str(report)
 
@@ -121,14 +121,14 @@ def _float32_pairs(trials: int = 200, V: int = 46, seed: int = 0):
             yield logits, shifted, int((p / q).argmin()), float((q - p).sum())
 
 
-def test_float32_logits_equal_up_to_rounding_often_give_p_below_q_everywhere(record_property):
+def test_float32_logits_equal_up_to_rounding_often_give_p_below_q_everywhere(claim_record):
     """The figure behind the xfail below: of 200 random float32 logit vectors
     (V = 46) and the same vector shifted by a constant, HF's softmax gives
     p <= q everywhere with p < q somewhere in a sizeable fraction; a
     rejection there has probability sum(q - p) per round."""
     pairs = list(_float32_pairs())
     worst = max(r for *_, r in pairs)
-    record_property("measured", f"{len(pairs)} of 200 shifted float32 pairs have p <= q "
+    claim_record.measured(f"{len(pairs)} of 200 shifted float32 pairs have p <= q "
                                 f"everywhere; rejection probability per round up to {worst:.2g}")
     assert len(pairs) >= 10  # measured: 15 of 200, sum(q - p) median 1.9e-9, max 9.5e-8
 

@@ -98,6 +98,7 @@ class _ForgetfulToy(ToyTable):
         return _ForgetfulCache()
 
 
+@pytest.mark.teeth
 def test_rollback_check_catches_a_cache_that_ignores_truncate():
     """Teeth: with a cache that keeps the rejected tokens the rolled-back
     logits are those of another text, far outside LOGITS_ATOL (the cache
@@ -106,6 +107,7 @@ def test_rollback_check_catches_a_cache_that_ignores_truncate():
         rollback_error(_ForgetfulToy(4, seed=0))
 
 
+@pytest.mark.teeth
 def test_rollback_check_catches_a_gpt_cache_cut_one_position_too_far():
     """Teeth on the KV cache: a truncate that cuts one entry more than asked
     fails the check (tests/test_model.py shows the logits then move by far

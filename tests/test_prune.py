@@ -274,14 +274,16 @@ def test_bytes_per_element_closed_forms_and_bitmask_beats_coo_exactly_below_96p8
 # --- teeth of the storage check ---------------------------------------------------
 
 
-def test_teeth_coo_with_8_byte_indices_is_rejected():
+@pytest.mark.teeth
+def test_storage_check_catches_coo_with_8_byte_indices():
     dense = torch.tensor([[0.0, 1.0, 0.0, 2.0]])
     check_storage(dense, P.Format.COO)
     with pytest.raises(AssertionError):
         check_storage(dense, P.Format.COO, to_stored=coo_with_int64_index)
 
 
-def test_teeth_bitmask_forgetting_the_values_is_rejected():
+@pytest.mark.teeth
+def test_storage_check_catches_a_bitmask_forgetting_the_values():
     dense = torch.tensor([[0.0, 1.5, 0.0, -2.0]])
     check_storage(dense, P.Format.BITMASK)
     with pytest.raises(AssertionError):

@@ -16,6 +16,7 @@ import math
 import pytest
 
 from aftertrain import prune as P
+from aftertrain import tables
 from aftertrain import tolerances as T
 from aftertrain.claims import ARTICLE_TABLES
 from aftertrain.experiments import prune as EP
@@ -60,11 +61,11 @@ def columns(rows, keys):
 
 
 @pytest.mark.claim("P1")
-def test_loss_table_matches_stored_baseline(loss_rows, num_regression, baselines_dir, record_property):
-    record_property("table:p1", loss_rows)
+def test_loss_table_matches_stored_baseline(loss_rows, num_regression, baselines_dir, claim_record):
+    claim_record.table(tables.P1, loss_rows)
     """Global / per-layer / random (mean of RANDOM_SEEDS) at 10..90%, ours
     beside the article's; guarded against baselines/prune_loss_table.csv."""
-    record_property("measured", "; ".join(
+    claim_record.measured("; ".join(
         f"{r['sparsity']:.0%}: {r['global']:.4f}/{r['layer']:.4f}/{r['random']:.4f} "
         f"(article {'/'.join(f'{v:.4f}' for v in ARTICLE_P1[r['sparsity']])})" for r in loss_rows))
     num_regression.check(columns(loss_rows, ["sparsity", "global", "layer", "random"]),
@@ -82,11 +83,11 @@ def test_magnitude_loss_rises_with_sparsity(loss_rows, record_property):
 
 
 @pytest.mark.claim("P1")
-def test_magnitude_pruning_beats_random_from_10_to_70pct(loss_rows, record_property):
+def test_magnitude_pruning_beats_random_from_10_to_70pct(loss_rows, claim_record):
     """Article: at 10, 30, 50 and 70% both magnitude methods lose less than
     random (at 90% all three are past the untrained line and the order turns)."""
     rows = [r for r in loss_rows if r["sparsity"] <= 0.7]
-    record_property("measured", "; ".join(
+    claim_record.measured("; ".join(
         f"{r['sparsity']:.0%}: max(magnitude) {max(r['global'], r['layer']):.4f} < random {r['random']:.4f}"
         for r in rows))
     for r in rows:
@@ -98,14 +99,14 @@ def test_magnitude_pruning_beats_random_from_10_to_70pct(loss_rows, record_prope
 
 @pytest.mark.claim("P2")
 def test_random_pruning_table_matches_stored_baseline(random_rows, num_regression, baselines_dir,
-                                                      record_property):
+                                                      claim_record):
     """Random pruning at 1..20%, mean / std / min / max over RANDOM_SEEDS
     (5 seeds: the loss depends on which large weights a draw hits; the std
     shows how much), guarded against baselines/prune_random_table.csv."""
-    record_property("measured", "; ".join(
+    claim_record.measured("; ".join(
         f"{r['sparsity']:.0%}: {r['mean']:.4f} +- {r['std']:.4f} (article {ARTICLE_P2[r['sparsity']]:.4f})"
         for r in random_rows))
-    record_property("table:p2", random_rows)
+    claim_record.table(tables.P2, random_rows)
     num_regression.check(columns(random_rows, ["sparsity", "mean", "std", "min", "max"]),
                          fullpath=baselines_dir / "prune_random_table.csv",
                          default_tolerance={"atol": T.LOSS_ATOL, "rtol": 0})
@@ -123,13 +124,13 @@ def random_rows_wide(curve, random_rows, loss_rows):
                    "does not reproduce: random 5% gives 1.5784 (mean of 5 seeds, "
                    "max 1.5865) against our bigram 2.5365; random pruning first loses to the bigram "
                    "at 30% (2.7096; 20% gives 2.1375). Article: 5% 3.1419 vs bigram 2.6501"))
-def test_random_pruning_at_5pct_is_worse_than_the_bigram(random_rows_wide, bigram_loss, record_property):
+def test_random_pruning_at_5pct_is_worse_than_the_bigram(random_rows_wide, bigram_loss, claim_record):
     """Article: random 5% 3.1419 > bigram 2.6501. We compare the mean over
     seeds with our bigram and report the first sparsity (of the P1 and P2
     grids) where the mean loses to it."""
     first = EP.first_sparsity_above(random_rows_wide, "mean", bigram_loss)
     at5 = next(r for r in random_rows_wide if r["sparsity"] == 0.05)
-    record_property("measured", f"random 5% {at5['mean']:.4f} (max over seeds {at5['max']:.4f}) vs "
+    claim_record.measured(f"random 5% {at5['mean']:.4f} (max over seeds {at5['max']:.4f}) vs "
                                 f"bigram {bigram_loss:.4f}; first worse at {first} (article 5%)")
     assert at5["mean"] > bigram_loss
 
@@ -140,22 +141,22 @@ def test_random_pruning_at_5pct_is_worse_than_the_bigram(random_rows_wide, bigra
                    "below the midpoint 3.5708 of our bigram 2.5365 and ln(100) 4.6052. "
                    "Article: 4.2955"))
 def test_random_pruning_at_20pct_is_closer_to_untrained_than_to_bigram(random_rows, bigram_loss,
-                                                                       record_property):
+                                                                       claim_record):
     """Article: 20% gives 4.2955, 'close to the untrained 4.6052'. Read as:
     nearer ln(100) than the bigram, i.e. above their midpoint."""
     at20 = next(r for r in random_rows if r["sparsity"] == 0.2)
     midpoint = (bigram_loss + UNTRAINED) / 2
-    record_property("measured", f"random 20% {at20['mean']:.4f}; midpoint bigram/untrained {midpoint:.4f}")
+    claim_record.measured(f"random 20% {at20['mean']:.4f}; midpoint bigram/untrained {midpoint:.4f}")
     assert at20["mean"] > midpoint
 
 
 @pytest.mark.claim("P2")
-def test_random_pruning_loses_more_with_every_step_of_sparsity(random_rows_wide, record_property):
+def test_random_pruning_loses_more_with_every_step_of_sparsity(random_rows_wide, claim_record):
     """Our guard on the random column (the article's own is not monotone:
     30% 4.4976, 50% 4.4543): the mean over seeds rises at every step of the
     1..90% grid, so more random pruning always costs more here."""
     means = [r["mean"] for r in random_rows_wide]
-    record_property("measured", ", ".join(f"{r['sparsity']:.0%} {r['mean']:.4f}" for r in random_rows_wide))
+    claim_record.measured(", ".join(f"{r['sparsity']:.0%} {r['mean']:.4f}" for r in random_rows_wide))
     assert all(a < b for a, b in zip(means, means[1:], strict=False)), means
 
 
@@ -163,10 +164,10 @@ def test_random_pruning_loses_more_with_every_step_of_sparsity(random_rows_wide,
 
 
 @pytest.mark.claim("P3")
-def test_global_magnitude_beats_per_layer_at_30pct(curve, record_property):
+def test_global_magnitude_beats_per_layer_at_30pct(curve, claim_record):
     """Article: 2.2097 (global) < 2.3893 (per-layer) at 30%."""
     glob, layer = curve(P.Method.GLOBAL, 0.3), curve(P.Method.LAYER, 0.3)
-    record_property("measured", f"global {glob:.4f} < per-layer {layer:.4f} (article 2.2097 < 2.3893)")
+    claim_record.measured(f"global {glob:.4f} < per-layer {layer:.4f} (article 2.2097 < 2.3893)")
     assert glob < layer
 
 
@@ -175,7 +176,7 @@ def test_global_magnitude_beats_per_layer_at_30pct(curve, record_property):
 
 @pytest.mark.claim("P4")
 def test_sparsities_matching_quantization_losses(matching, quant_losses, curve, num_regression,
-                                                 baselines_dir, record_property):
+                                                 baselines_dir, claim_record):
     """Bisection to 0.1% on the global-magnitude curve. Checked: each answer
     is the crossing (loss at s >= target > loss at s - 0.1%, or s = 0 when
     the unpruned model already reaches the target); more bits, smaller
@@ -183,10 +184,10 @@ def test_sparsities_matching_quantization_losses(matching, quant_losses, curve, 
     element than the quantized weights (bits / 8): pruning to the same loss
     never stores as little. Guarded against baselines/prune_matching.csv to
     one grid step (a 1e-5 change of loss can move a crossing by 0.001)."""
-    record_property("measured", "; ".join(
+    claim_record.measured("; ".join(
         f"{b}-bit ({quant_losses[b]:.4f}): {matching[b]:.1%} (article {ARTICLE_P4[b]:.1%})"
         for b in (8, 6, 4)))
-    record_property("table:p4", [{"bits": b, "loss": quant_losses[b], "sparsity": matching[b]}
+    claim_record.table(tables.P4, [{"bits": b, "loss": quant_losses[b], "sparsity": matching[b]}
                                  for b in (8, 6, 4)])
     for b, s in matching.items():
         target = quant_losses[b]
@@ -207,7 +208,7 @@ def test_sparsities_matching_quantization_losses(matching, quant_losses, curve, 
 
 
 @pytest.mark.claim("P5")
-def test_bytes_per_element_table_is_exact(reference, record_property):
+def test_bytes_per_element_table_is_exact(reference, claim_record):
     """Bytes per element of the model's 631,808 weights pruned by global
     magnitude: exact closed forms from the kept count z (COO 8z/n, bitmask
     (n/8 + 4z)/n, CSR (12z + 8 * (rows + 15))/n) and the article's figures
@@ -215,10 +216,10 @@ def test_bytes_per_element_table_is_exact(reference, record_property):
     rows = EP.bytes_table(reference)
     n, n_rows = 631_808, sum(w.shape[0] for w in P.prunable_weights(reference).values())
     article = ARTICLE_TABLES["p5"]
-    record_property("measured", "; ".join(
+    claim_record.measured("; ".join(
         f"{r['sparsity']:.0%}: dense {r['dense']:.2f} COO {r['coo']:.4f} bitmask {r['bitmask']:.4f} "
         f"CSR {r['csr']:.4f}" for r in rows) + f"; int8 {EP.int8_bytes_per_element(reference)}")
-    record_property("table:p5", rows)
+    claim_record.table(tables.P5, rows)
     for r in rows:
         z = n - round(r["sparsity"] * n)
         assert r["dense"] == 4.0
@@ -236,13 +237,13 @@ def test_bytes_per_element_table_is_exact(reference, record_property):
 
 @pytest.mark.claim("P6")
 def test_int8_beats_75_and_50pct_sparse_bitmask_at_equal_or_better_compression(
-        curve, quant_losses, num_regression, baselines_dir, record_property):
+        curve, quant_losses, num_regression, baselines_dir, claim_record):
     """Article: int8 4.00x at 2.0280 vs 75% sparse 3.56x at 4.3935 and 50%
     sparse 1.88x at 3.1009. int8 must compress more AND lose less than both."""
     rows = EP.quantization_vs_pruning(curve, quant_losses[8])
-    record_property("measured", "; ".join(f"{r['name']}: {r['compression']:.2f}x loss {r['loss']:.4f}"
+    claim_record.measured("; ".join(f"{r['name']}: {r['compression']:.2f}x loss {r['loss']:.4f}"
                                           for r in rows))
-    record_property("table:p6", rows)
+    claim_record.table(tables.P6, rows)
     int8, *sparse = rows
     for r in sparse:
         assert int8["compression"] > r["compression"] and int8["loss"] < r["loss"], r
@@ -262,12 +263,12 @@ def two_four(curve):
 
 @pytest.mark.claim("X5")
 def test_two_four_pruning_loses_more_than_unstructured_50pct(two_four, num_regression, baselines_dir,
-                                                             record_property):
+                                                             claim_record):
     """2:4 removes half of every matrix like per-layer 50%, under the extra
     constraint of groups; the price of the structure: its loss is above
     global 50% (unconstrained). Guarded against baselines/prune_two_four.csv."""
-    record_property("table:x5", two_four)
-    record_property("measured", f"2:4 {two_four['two_four']:.4f}, global 50% {two_four['global_50']:.4f}, "
+    claim_record.table(tables.X5, two_four)
+    claim_record.measured(f"2:4 {two_four['two_four']:.4f}, global 50% {two_four['global_50']:.4f}, "
                                 f"per-layer 50% {two_four['layer_50']:.4f}")
     assert two_four["two_four"] > two_four["global_50"]
     num_regression.check({k: [v] for k, v in two_four.items()},
@@ -277,11 +278,11 @@ def test_two_four_pruning_loses_more_than_unstructured_50pct(two_four, num_regre
 
 @pytest.mark.claim("P8")
 @pytest.mark.claim("X5")
-def test_two_four_storage_is_values_plus_2_bit_positions(two_four, record_property):
+def test_two_four_storage_is_values_plus_2_bit_positions(two_four, claim_record):
     """Regular zeros need less bookkeeping: 2:4 stores 2 + 1/8 bytes per
     element (half the values + 2 bits per kept value), against COO's 4.00 at
     the same 50%; exactly the bitmask's 4(1 - 0.5) + 1/8."""
-    record_property("measured", f"2:4 {two_four['bytes_two_four']} B/elem, bitmask "
+    claim_record.measured(f"2:4 {two_four['bytes_two_four']} B/elem, bitmask "
                                 f"{two_four['bytes_bitmask']}, COO {two_four['bytes_coo']}")
     assert two_four["bytes_two_four"] == 2.125 == two_four["bytes_bitmask"]
     assert two_four["bytes_coo"] == 4.0

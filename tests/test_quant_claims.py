@@ -3,7 +3,7 @@
 Every model configuration is evaluated once per module (module-scoped
 fixtures) through the library's experiment functions, the same ones the
 report calls. Relations the article states (an order, a bound) are asserted;
-values are reported with ``record_property`` and guarded against our stored
+values are reported with the ledger's ``claim_record`` and guarded against our stored
 baselines (``baselines/quant_*``; regenerate with
 ``PYTHONPATH=src python -m pytest tests/test_quant_claims.py --force-regen``).
 
@@ -38,6 +38,7 @@ from quant_bugs import (
 )
 
 from aftertrain import quant as Q
+from aftertrain import tables
 from aftertrain import tolerances as T
 from aftertrain.experiments import quant as EQ
 from aftertrain.quant import Granularity
@@ -89,7 +90,8 @@ def test_quantized_model_quantizes_every_2d_weight_and_nothing_else(reference, g
                                     model_quantizer(floor_rounding), model_quantizer(mean_scale),
                                     model_quantizer(clamp_past_qmax)],
                          ids=["skip_embeddings", "wrong_axis", "floor", "mean_scale", "clamp"])
-def test_model_check_rejects_broken_quantizers(reference, broken):
+@pytest.mark.teeth
+def test_model_check_catches_broken_quantizers(reference, broken):
     with pytest.raises(AssertionError):
         check_model_quantized(broken(reference, 4, G.PER_CHANNEL), reference, 4, G.PER_CHANNEL)
 
@@ -103,19 +105,20 @@ def check_int8_nearly_free(row: dict, float_loss: float) -> None:
 
 
 @pytest.mark.claim("Q2")
-def test_int8_loss_within_0p01_of_float32(bits_rows, reference_val_loss, record_property):
+def test_int8_loss_within_0p01_of_float32(bits_rows, reference_val_loss, claim_record):
     """Article: 2.0272 -> 2.0290 per-tensor, 2.0280 per-channel (+0.0017,
     +0.0008). The claim's 0.01 nats is the issue's reading of "nearly free"
     (the third decimal); both granularities."""
     row = bits_rows[8]
-    record_property("measured", f"float32 {reference_val_loss:.4f}; {fmt_row(row)} "
+    claim_record.measured(f"float32 {reference_val_loss:.4f}; {fmt_row(row)} "
                                 f"(+{row['per_tensor'] - reference_val_loss:.4f} / "
                                 f"+{row['per_channel'] - reference_val_loss:.4f})")
     check_int8_nearly_free(row, reference_val_loss)
 
 
 @pytest.mark.claim("Q2")
-def test_int8_check_rejects_a_mean_scale_quantizer(reference, reference_val_loss):
+@pytest.mark.teeth
+def test_int8_check_catches_a_mean_scale_quantizer(reference, reference_val_loss):
     """Teeth: scales from the mean magnitude clip most of every matrix."""
     row = EQ.bits_table(reference, (8,), quantize=model_quantizer(mean_scale))[0]
     with pytest.raises(AssertionError):
@@ -145,7 +148,7 @@ def check_article_storage(s: dict) -> None:
 
 
 @pytest.mark.claim("Q3")
-def test_int8_storage_is_the_articles_figures_exactly(reference, record_property, data_regression,
+def test_int8_storage_is_the_articles_figures_exactly(reference, claim_record, data_regression,
                                                       baselines_dir):
     """Exact byte accounting from real packed tensors: 631,808 weights,
     2.41 MB -> 0.60 MB; 637,156 parameters, 2.43 MB -> 0.62 MB, 74.4% cut.
@@ -161,19 +164,19 @@ def test_int8_storage_is_the_articles_figures_exactly(reference, record_property
     assert pc["scale_bytes"] == 4 * 3_784
     assert pt4["weight_code_bytes"] == 631_808 // 2
     cut_pc = 1 - pc["parameters_quantized_bytes"] / pc["parameters_fp32_bytes"]
-    record_property("measured",
-                    f"{pt['weights']} weights {pt['weights_fp32_bytes'] / MB:.2f} MB -> "
+    claim_record.measured(f"{pt['weights']} weights {pt['weights_fp32_bytes'] / MB:.2f} MB -> "
                     f"{(pt['weight_code_bytes'] + pt['scale_bytes']) / MB:.2f} MB; "
                     f"{pt['parameters']} params {pt['parameters_fp32_bytes'] / MB:.2f} -> "
                     f"{pt['parameters_quantized_bytes'] / MB:.2f} MB (per-tensor scales); "
                     f"per-channel scales {pc['parameters_quantized_bytes'] / MB:.2f} MB, "
                     f"{100 * cut_pc:.1f}%")
-    record_property("table:q3", figs)
+    claim_record.table(tables.Q3, figs)
     data_regression.check(figs, fullpath=baselines_dir / "quant_storage.yml")
 
 
 @pytest.mark.claim("Q3")
-def test_storage_check_rejects_skipped_embeddings(reference):
+@pytest.mark.teeth
+def test_storage_check_catches_skipped_embeddings(reference):
     """Teeth: leaving tok and pos in float32 costs 3 x 28,928 bytes more."""
     names = [n for n in Q.weight_names(reference) if n not in ("tok.weight", "pos.weight")]
     with pytest.raises(AssertionError):
@@ -184,15 +187,15 @@ def test_storage_check_rejects_skipped_embeddings(reference):
 
 
 @pytest.mark.claim("Q4")
-def test_bits_table_matches_the_stored_baseline(bits_rows, reference_val_loss, record_property,
+def test_bits_table_matches_the_stored_baseline(bits_rows, reference_val_loss, claim_record,
                                                  num_regression, baselines_dir):
     """Article (per-tensor / per-channel): 8: 2.0290/2.0280; 6: 2.0599/2.0387;
     4: 2.6380/2.3571; 3: 4.3960/3.4381; 2: 5.7894/6.3112. Ours are guarded
     at 1e-5 (module docstring). Loss rises monotonically as bits fall
     (asserted, both granularities, 8 to 3 bits)."""
-    record_property("measured", f"float32 {reference_val_loss:.4f}; "
+    claim_record.measured(f"float32 {reference_val_loss:.4f}; "
                     + "; ".join(fmt_row(bits_rows[b]) for b in EQ.ARTICLE_BITS))
-    record_property("table:q4", {"float32": reference_val_loss,
+    claim_record.table(tables.Q4, {"float32": reference_val_loss,
                                  "rows": [bits_rows[b] for b in EQ.ARTICLE_BITS]})
     for g in ("per_tensor", "per_channel"):
         losses = [bits_rows[b][g] for b in (8, 6, 4, 3)]
@@ -212,18 +215,19 @@ def check_six_bits_hold(row: dict, float_loss: float) -> None:
 
 
 @pytest.mark.claim("Q5")
-def test_down_to_6_bits_within_0p05_of_float32(bits_rows, reference_val_loss, record_property):
+def test_down_to_6_bits_within_0p05_of_float32(bits_rows, reference_val_loss, claim_record):
     """Article: "down to 6 bits the loss moves only in the second decimal"
     (6-bit +0.0327 / +0.0115); 0.05 nats is the issue's bound, both
     granularities, at 8 and 6 bits."""
-    record_property("measured", f"float32 {reference_val_loss:.4f}; {fmt_row(bits_rows[8])}; "
+    claim_record.measured(f"float32 {reference_val_loss:.4f}; {fmt_row(bits_rows[8])}; "
                                 f"{fmt_row(bits_rows[6])}")
     for b in (8, 6):
         check_six_bits_hold(bits_rows[b], reference_val_loss)
 
 
 @pytest.mark.claim("Q5")
-def test_six_bit_check_rejects_a_mean_scale_quantizer(reference, reference_val_loss):
+@pytest.mark.teeth
+def test_six_bit_check_catches_a_mean_scale_quantizer(reference, reference_val_loss):
     """Teeth: scales from the mean magnitude clip the large weights. (Floor
     instead of round does not fail this check on our model: 6-bit floor
     costs only +0.007; the property tests catch it.)"""
@@ -239,10 +243,10 @@ def check_worse_than_bigram(row: dict, bigram: float,
 
 
 @pytest.mark.claim("Q5")
-def test_3_bit_per_tensor_is_worse_than_the_bigram(bits_rows, bigram_loss, record_property):
+def test_3_bit_per_tensor_is_worse_than_the_bigram(bits_rows, bigram_loss, claim_record):
     """Article: 3 bits collapses (per-tensor 4.3960 against the bigram's
     2.6501). Asserted: 3-bit per-tensor loss above the bigram's, same split."""
-    record_property("measured", f"bigram {bigram_loss:.4f}; {fmt_row(bits_rows[3])}")
+    claim_record.measured(f"bigram {bigram_loss:.4f}; {fmt_row(bits_rows[3])}")
     check_worse_than_bigram(bits_rows[3], bigram_loss, ("per_tensor",))
 
 
@@ -250,22 +254,23 @@ def test_3_bit_per_tensor_is_worse_than_the_bigram(bits_rows, bigram_loss, recor
 @pytest.mark.does_not_reproduce_on("reference", reason=(
     "does not reproduce: 3-bit per-channel 1.7418 stays far below the bigram's 2.5365 "
     "(article 3.4381 vs 2.6501); our model (float32 1.5539) degrades more gently"))
-def test_3_bit_per_channel_is_worse_than_the_bigram(bits_rows, bigram_loss, record_property):
+def test_3_bit_per_channel_is_worse_than_the_bigram(bits_rows, bigram_loss, claim_record):
     """Article: 3-bit per-channel 3.4381, above the bigram's 2.6501."""
-    record_property("measured", f"bigram {bigram_loss:.4f}; {fmt_row(bits_rows[3])}")
+    claim_record.measured(f"bigram {bigram_loss:.4f}; {fmt_row(bits_rows[3])}")
     check_worse_than_bigram(bits_rows[3], bigram_loss, ("per_channel",))
 
 
 @pytest.mark.claim("Q5")
-def test_4_bit_per_channel_beats_the_bigram(bits_rows, bigram_loss, record_property):
+def test_4_bit_per_channel_beats_the_bigram(bits_rows, bigram_loss, claim_record):
     """Article: 4-bit per-channel (2.3571) "barely" beats the bigram (2.6501).
     Asserted: it beats it (by how much is reported: ours by far more)."""
-    record_property("measured", f"bigram {bigram_loss:.4f}; {fmt_row(bits_rows[4])}")
+    claim_record.measured(f"bigram {bigram_loss:.4f}; {fmt_row(bits_rows[4])}")
     assert bits_rows[4]["per_channel"] < bigram_loss
 
 
 @pytest.mark.claim("Q5")
-def test_3_bit_check_rejects_an_unquantized_model(reference, bigram_loss):
+@pytest.mark.teeth
+def test_3_bit_check_catches_an_unquantized_model(reference, bigram_loss):
     """Teeth: a "quantizer" that leaves the weights float32 scores the
     reference's loss, far below the bigram."""
     row = EQ.bits_table(reference, (3,), quantize=unchanged)[0]
@@ -282,17 +287,18 @@ def check_per_channel_lower(rows: dict[int, dict], widths) -> None:
 
 
 @pytest.mark.claim("Q6")
-def test_per_channel_has_the_lower_loss_from_8_to_3_bits(bits_rows, record_property):
+def test_per_channel_has_the_lower_loss_from_8_to_3_bits(bits_rows, claim_record):
     """Article: per-channel is better in loss at 8, 6, 4 and 3 bits
     (2.0280 < 2.0290 ... 3.4381 < 4.3960). A strict order at each width."""
-    record_property("measured", "; ".join(fmt_row(bits_rows[b]) for b in (8, 6, 4, 3)))
+    claim_record.measured("; ".join(fmt_row(bits_rows[b]) for b in (8, 6, 4, 3)))
     check_per_channel_lower(bits_rows, (8, 6, 4, 3))
 
 
 @pytest.mark.claim("Q6")
 @pytest.mark.claim("X7")
 @pytest.mark.parametrize("broken", [wrong_axis, ignores_granularity])
-def test_per_channel_order_rejects_broken_per_channel_scales(reference, broken):
+@pytest.mark.teeth
+def test_per_channel_order_catches_broken_per_channel_scales(reference, broken):
     """Teeth (X7's "per-channel scales on the wrong axis"): one scale per
     input column instead of per output row loses the per-channel advantage
     at 6 bits (measured 1.5602 against per-tensor 1.5589); a "per-channel"
@@ -319,14 +325,14 @@ def fmt_reconstruction(fig: dict) -> str:
 
 
 @pytest.mark.claim("Q6")
-def test_2_bit_per_channel_reconstructs_blocks_0_f1_better(f1_reconstruction, record_property,
+def test_2_bit_per_channel_reconstructs_blocks_0_f1_better(f1_reconstruction, claim_record,
                                                            num_regression, baselines_dir):
     """Article, blocks.0.f1 at 2 bits: per-tensor zeroes 95.2% of elements
     with mean absolute error 0.0519, per-channel 78.1% with 0.0419. Asserted:
     per-channel zeroes fewer and errs less. Figures guarded to 1e-12 absolute
     (a pure function of the stored weights; the mean is taken in double)."""
-    record_property("measured", fmt_reconstruction(f1_reconstruction))
-    record_property("table:q6", f1_reconstruction)
+    claim_record.measured(fmt_reconstruction(f1_reconstruction))
+    claim_record.table(tables.Q6, f1_reconstruction)
     check_per_channel_reconstructs_better(f1_reconstruction)
     num_regression.check({k: [f[k] for f in f1_reconstruction.values()]
                           for k in ("zero_fraction", "mean_abs_error")},
@@ -335,7 +341,8 @@ def test_2_bit_per_channel_reconstructs_blocks_0_f1_better(f1_reconstruction, re
 
 
 @pytest.mark.claim("Q6")
-def test_reconstruction_check_rejects_a_per_channel_that_ignores_rows(reference):
+@pytest.mark.teeth
+def test_reconstruction_check_catches_a_per_channel_that_ignores_rows(reference):
     """Teeth: a "per-channel" that silently uses one scale reconstructs
     exactly as per-tensor does, so it is not better. (Column scales, the
     wrong axis, still beat per-tensor here: 89.2% zeroed, MAE 0.0347.)"""
@@ -351,10 +358,10 @@ def test_reconstruction_check_rejects_a_per_channel_that_ignores_rows(reference)
 
 
 @pytest.mark.claim("Q6")
-def test_2_bit_per_channel_loss_on_our_model_is_the_lower(bits_rows, record_property):
+def test_2_bit_per_channel_loss_on_our_model_is_the_lower(bits_rows, claim_record):
     """As it comes out on our model (the article's flip is the xfail below):
     at 2 bits per-channel still has the lower loss, 3.9503 against 4.0414."""
-    record_property("measured", fmt_row(bits_rows[2]))
+    claim_record.measured(fmt_row(bits_rows[2]))
     check_per_channel_lower(bits_rows, (2,))
 
 
@@ -364,12 +371,12 @@ def test_2_bit_per_channel_loss_on_our_model_is_the_lower(bits_rows, record_prop
     "per-tensor 4.0414 (article 6.3112 against 5.7894); reconstruction and loss do not "
     "part on our model"))
 def test_2_bit_per_channel_has_the_worse_loss_despite_better_reconstruction(
-    bits_rows, f1_reconstruction, record_property
+    bits_rows, f1_reconstruction, claim_record
 ):
     """Article: at 2 bits per-channel has the worse loss (6.3112 vs 5.7894)
     although it reconstructs blocks.0.f1 better. Asserted as the article
     states it: better reconstruction (the test above) and worse loss."""
-    record_property("measured", f"{fmt_row(bits_rows[2])}; {fmt_reconstruction(f1_reconstruction)}")
+    claim_record.measured(f"{fmt_row(bits_rows[2])}; {fmt_reconstruction(f1_reconstruction)}")
     check_per_channel_reconstructs_better(f1_reconstruction)
     assert bits_rows[2]["per_channel"] > bits_rows[2]["per_tensor"], fmt_row(bits_rows[2])
 
@@ -401,14 +408,14 @@ def check_edge_matrices_most_sensitive(rows: list[dict]) -> None:
 
 
 @pytest.mark.claim("Q7")
-def test_sensitivity_table_matches_the_stored_baseline(sensitivity, record_property,
+def test_sensitivity_table_matches_the_stored_baseline(sensitivity, claim_record,
                                                        num_regression, baselines_dir):
     """Article (4 bits, one matrix at a time, rest float32): tok +0.0976,
     pos +0.0618, blocks.2.f1 +0.0184, blocks.0.f2 +0.0174, blocks.2.qkv
     +0.0132, ..., least blocks.2.f2 -0.0020. Every row guarded at 1e-5
     (module docstring); the order of names in the next test."""
-    record_property("measured", fmt_sensitivity(sensitivity))
-    record_property("table:q7", sensitivity)
+    claim_record.measured(fmt_sensitivity(sensitivity))
+    claim_record.table(tables.Q7, sensitivity)
     num_regression.check(
         {"rank": list(range(1, len(sensitivity) + 1)),
          "loss": [r["loss"] for r in sensitivity],
@@ -431,27 +438,28 @@ def test_sensitivity_order_matches_the_stored_baseline(sensitivity, data_regress
     "does not reproduce: head.weight ranks first (+0.0108), tok.weight second (+0.0096), "
     "pos.weight fourth (+0.0045, behind blocks.2.f1 +0.0045); tok is 2.1 times the largest "
     "block matrix, not more than 5 (article: tok +0.0976, pos +0.0618, blocks.2.f1 +0.0184)"))
-def test_token_embedding_is_the_most_sensitive_matrix_at_4_bits(sensitivity, record_property):
+def test_token_embedding_is_the_most_sensitive_matrix_at_4_bits(sensitivity, claim_record):
     """Article: the two embeddings dominate; tok hurts more than five times
     any matrix inside a block (+0.0976 vs +0.0184). Asserted as stated: tok
     first, pos second, tok's penalty > 5 x the largest block matrix's."""
-    record_property("measured", fmt_sensitivity(sensitivity[:5]))
+    claim_record.measured(fmt_sensitivity(sensitivity[:5]))
     check_embeddings_most_sensitive(sensitivity)
 
 
 @pytest.mark.claim("Q7")
 def test_most_sensitive_matrices_are_the_ones_kept_in_high_precision(sensitivity,
-                                                                     record_property):
+                                                                     claim_record):
     """The article's conclusion from Q7: real implementations keep the
     embeddings and the output layer at higher precision because they hurt
     most. Asserted: the two largest 4-bit penalties belong to tok, pos or
     head."""
-    record_property("measured", fmt_sensitivity(sensitivity[:3]))
+    claim_record.measured(fmt_sensitivity(sensitivity[:3]))
     check_edge_matrices_most_sensitive(sensitivity)
 
 
 @pytest.mark.claim("Q7")
-def test_sensitivity_check_rejects_skipped_embeddings(reference, sensitivity):
+@pytest.mark.teeth
+def test_sensitivity_check_catches_skipped_embeddings(reference, sensitivity):
     """Teeth: a quantizer that silently leaves tok and pos float32 gives
     them a penalty of exactly 0, so a block matrix joins head in the top two."""
     embeddings = ["tok.weight", "pos.weight"]
@@ -474,14 +482,14 @@ def check_penalties_compound(c: dict) -> None:
 @pytest.mark.claim("Q8")
 def test_all_at_once_costs_more_than_the_sum_of_single_penalties(sensitivity, bits_rows,
                                                                  reference_val_loss,
-                                                                 record_property):
+                                                                 claim_record):
     """Article: the 15 one-at-a-time 4-bit penalties sum to +0.2830; all at
     once costs +0.3299 (per-channel): the errors compound. Asserted: the
     all-at-once penalty exceeds the sum."""
     c = EQ.compounding(sensitivity, bits_rows[4]["per_channel"] - reference_val_loss)
-    record_property("measured", f"sum of penalties {c['sum_of_penalties']:+.4f}, all at once "
+    claim_record.measured(f"sum of penalties {c['sum_of_penalties']:+.4f}, all at once "
                                 f"{c['all_at_once']:+.4f}, excess {c['excess']:+.4f}")
-    record_property("table:q8", c)
+    claim_record.table(tables.Q8, c)
     check_penalties_compound(c)
 
 
@@ -501,7 +509,7 @@ def check_parts_after_a_shared_prefix(d: dict) -> None:
 
 
 @pytest.mark.claim("Q9")
-def test_int8_text_parts_from_float32_text_after_a_shared_prefix(diverged, record_property,
+def test_int8_text_parts_from_float32_text_after_a_shared_prefix(diverged, claim_record,
                                                                  data_regression, baselines_dir):
     """Article: with one seed, the int8 model's text departs from the
     float32 text at the 22nd character. Method: aftertrain.decoding.generate,
@@ -510,16 +518,17 @@ def test_int8_text_parts_from_float32_text_after_a_shared_prefix(diverged, recor
     model). Asserted: a shared prefix of at least one character, then a
     difference; the position and both texts guarded exactly (sampling is
     deterministic given the generator)."""
-    record_property("measured", f"parts at character {diverged['position']} "
+    claim_record.measured(f"parts at character {diverged['position']} "
                                 f"(float32 {diverged['float32'][:40]!r}, "
                                 f"int8 {diverged['quantized'][:40]!r})")
-    record_property("table:q9", diverged)
+    claim_record.table(tables.Q9, diverged)
     check_parts_after_a_shared_prefix(diverged)
     data_regression.check(diverged, fullpath=baselines_dir / "quant_q9_divergence.yml")
 
 
 @pytest.mark.claim("Q9")
-def test_divergence_check_rejects_a_quantizer_that_does_nothing(reference):
+@pytest.mark.teeth
+def test_divergence_check_catches_a_quantizer_that_does_nothing(reference):
     """Teeth: an unquantized copy samples the same text, which never parts."""
     with pytest.raises(AssertionError):
         check_parts_after_a_shared_prefix(EQ.divergence(reference, quantize=unchanged))
@@ -540,7 +549,7 @@ def check_no_outliers(weights: dict, activations: dict) -> None:
 
 @pytest.mark.claim("Q10")
 def test_no_outlier_channels_in_weights_or_activations(reference, activation_ratios, bits_rows,
-                                                      record_property, num_regression,
+                                                      claim_record, num_regression,
                                                       baselines_dir):
     """Article: max/median of per-channel weight ranges, worst matrix 2.49,
     median 1.51; activation channels (max/median of per-channel max|x|):
@@ -551,12 +560,12 @@ def test_no_outlier_channels_in_weights_or_activations(reference, activation_rat
     guarded to 1e-6 relative (rows in weight_names order)."""
     weights = EQ.weight_range_ratios(reference)
     gap = bits_rows[8]["per_tensor"] - bits_rows[8]["per_channel"]
-    record_property("measured", f"weights worst {weights['worst']:.2f} "
+    claim_record.measured(f"weights worst {weights['worst']:.2f} "
                                 f"median {weights['median']:.2f}; "
                     + "; ".join(f"{k} {a['ratio']:.2f} (max {a['max']:.2f})"
                                 for k, a in activation_ratios.items())
                     + f"; 8-bit gap {gap:.4f}")
-    record_property("table:q10", {"weights": weights, "activations": activation_ratios,
+    claim_record.table(tables.Q10, {"weights": weights, "activations": activation_ratios,
                                   "int8_granularity_gap": gap})
     check_no_outliers(weights, activation_ratios)
     assert abs(gap) < T.INT8_LOSS_MARGIN
@@ -577,7 +586,8 @@ def test_activation_ratios_match_the_stored_baseline(activation_ratios, num_regr
 
 
 @pytest.mark.claim("Q10")
-def test_outlier_check_rejects_a_model_with_an_outlier_channel(reference):
+@pytest.mark.teeth
+def test_outlier_check_catches_a_model_with_an_outlier_channel(reference):
     """Teeth: one output row of blocks.0.f1 and one LayerNorm gain of block
     2's ln2 scaled by 50 make a weight and an activation outlier."""
     m = copy.deepcopy(reference)

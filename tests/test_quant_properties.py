@@ -180,7 +180,7 @@ def check_agrees_with_pytorch(w, bits, g, quantizer=reference_quantizer) -> int:
 
 @pytest.mark.claim("Q1")
 def test_fake_quantize_equals_pytorch_on_reference_weights_but_for_exact_ties(reference,
-                                                                              record_property):
+                                                                              claim_record):
     """On the 15 weights of the reference model, every width 2..8 and both
     granularities: torch.fake_quantize_per_{tensor,channel}_affine at our
     scale gives the same bits except at elements where w / scale is an exact
@@ -197,7 +197,7 @@ def test_fake_quantize_equals_pytorch_on_reference_weights_but_for_exact_ties(re
             for g in Granularity:
                 apart += check_agrees_with_pytorch(p.detach(), bits, g)
                 total += p.numel()
-    record_property("measured", f"{apart} of {total} element-quantizations differ from PyTorch's "
+    claim_record.measured(f"{apart} of {total} element-quantizations differ from PyTorch's "
                                 f"(division vs reciprocal at exact ties), each by one step")
     assert apart < total * T.TORCH_TIE_FRACTION
 
@@ -207,6 +207,7 @@ W_TEETH = torch.tensor([[0.9, -1.3, 0.2, 0.05], [-0.1, 0.3, -0.02, 0.25]])
 
 @pytest.mark.claim("Q1")
 @pytest.mark.parametrize("broken", [floor_rounding, wrong_axis, mean_scale, clamp_past_qmax])
+@pytest.mark.teeth
 def test_pytorch_agreement_check_catches_broken_quantizers(broken):
     """Teeth of the agreement with PyTorch (per-channel, 4 bits)."""
     check_agrees_with_pytorch(-W_TEETH, 4, G.PER_CHANNEL)
@@ -214,7 +215,8 @@ def test_pytorch_agreement_check_catches_broken_quantizers(broken):
         check_agrees_with_pytorch(-W_TEETH, 4, G.PER_CHANNEL, broken)
 
 
-def test_pack_check_rejects_a_code_outside_the_width():
+@pytest.mark.teeth
+def test_pack_check_catches_a_code_outside_the_width():
     """A code past qmax (what clamp_past_qmax makes) cannot be packed silently."""
     _, q, _ = clamp_past_qmax(-W_TEETH, 4, G.PER_TENSOR)
     q = q.to(torch.int8)

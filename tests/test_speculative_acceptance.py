@@ -18,6 +18,7 @@ from aftertrain import bigram as B
 from aftertrain import drafts as D
 from aftertrain import quant as Q
 from aftertrain import speculative as S
+from aftertrain import tables
 from aftertrain.checkpoint import load_checkpoint
 from aftertrain.decoding import Decoder
 from aftertrain.evaluation import val_loss
@@ -29,12 +30,12 @@ ARTICLE_DRAFTS = (D.DraftKind.INT8, D.DraftKind.INT4, D.DraftKind.BIGRAM)  # bes
 
 
 @pytest.fixture(scope="module")
-def table(reference, speculative_drafts) -> list[dict]:
+def acceptance_rows(reference, speculative_drafts) -> list[dict]:
     return XS.acceptance_table(reference, {k.value: m for k, m in speculative_drafts.items()})
 
 
-def rows_of(table, kind: D.DraftKind) -> list[dict]:
-    return [r for r in table if r["draft"] == kind.value]
+def rows_of(acceptance_rows, kind: D.DraftKind) -> list[dict]:
+    return [r for r in acceptance_rows if r["draft"] == kind.value]
 
 
 def fmt(rows) -> str:
@@ -48,7 +49,7 @@ def fmt(rows) -> str:
 
 @pytest.mark.claim("S3")
 def test_drafts_are_the_bigram_and_the_8bit_and_4bit_reference(reference, speculative_drafts,
-                                                               record_property):
+                                                               claim_record):
     """S3. The bigram draft is the add-alpha bigram of the training split
     (same log-probability table); the 8- and 4-bit drafts are the reference
     with every 2-D weight fake-quantized per channel (Q1's rule) and every
@@ -65,7 +66,7 @@ def test_drafts_are_the_bigram_and_the_8bit_and_4bit_reference(reference, specul
                         if w.dim() == 2 else ref_params[name])
             torch.testing.assert_close(w, expected, rtol=0, atol=0, msg=f"{kind.value} {name}")
     losses = {k.value: val_loss(m) for k, m in speculative_drafts.items()}
-    record_property("measured", ", ".join(f"{k} val loss {v:.4f}" for k, v in losses.items()))
+    claim_record.measured(", ".join(f"{k} val loss {v:.4f}" for k, v in losses.items()))
 
 
 @pytest.mark.claim("S3")
@@ -86,71 +87,71 @@ def test_every_draft_shares_the_targets_vocabulary_and_decoder_interface(specula
 
 
 @pytest.mark.claim("S4")
-def test_acceptance_table_matches_stored_baseline(table, data_regression, baselines_dir,
-                                                  record_property):
+def test_acceptance_table_matches_stored_baseline(acceptance_rows, data_regression, baselines_dir,
+                                                  claim_record):
     """S4. Drafted, accepted and target passes for every draft and k equal the
     stored table exactly: they are integers, deterministic for a fixed seed
     (S8); any change in the rule, the drafts, the sampling or the reference
     changes them. Rates are stored rounded to 4 decimals for reading."""
-    record_property("measured", fmt(r for r in table if r["draft"] in
+    claim_record.measured(fmt(r for r in acceptance_rows if r["draft"] in
                                     {k.value for k in ARTICLE_DRAFTS} and r["k"] in (1, 8)))
     stored = [{"draft": r["draft"], "k": r["k"], "drafted": r["drafted"],
                "accepted": r["accepted"], "target_passes": r["target_passes"],
                "acceptance": round(r["acceptance"], 4),
                "chars_per_pass": round(r["chars_per_pass"], 4),
-               "predicted_acceptance": round(r["predicted_acceptance"], 4)} for r in table]
-    record_property("table:spec_acceptance", stored)
+               "predicted_acceptance": round(r["predicted_acceptance"], 4)} for r in acceptance_rows]
+    claim_record.table(tables.SPEC_ACCEPTANCE, stored)
     data_regression.check({"rows": stored}, fullpath=baselines_dir / "spec_acceptance.yml")
 
 
 @pytest.mark.claim("S4")
-def test_statistics_add_up(table):
+def test_statistics_add_up(acceptance_rows):
     """S4's bookkeeping, exact for every row: each pass emits its accepted
     drafts plus one character (passes + accepted = 200), passes x chars per
     pass = 200 characters, and no more than k drafts per pass."""
-    for r in table:
+    for r in acceptance_rows:
         assert r["target_passes"] + r["accepted"] == XS.N_NEW, r
         assert r["target_passes"] * r["chars_per_pass"] == pytest.approx(XS.N_NEW, rel=1e-12), r
         assert r["accepted"] <= r["drafted"] <= r["k"] * r["target_passes"], r
 
 
 @pytest.mark.claim("S4")
-def test_better_draft_has_higher_acceptance_at_every_k(table, record_property):
+def test_better_draft_has_higher_acceptance_at_every_k(acceptance_rows, claim_record):
     """S4. At each k the 8-bit draft's acceptance exceeds the 4-bit draft's,
     which exceeds the bigram's (the article: 0.896 > 0.653 > 0.290 at k = 1)."""
-    record_property("measured", "; ".join(
+    claim_record.measured("; ".join(
         f"k={k}: " + " > ".join(f"{r['acceptance']:.3f}" for kind in ARTICLE_DRAFTS
-                                for r in rows_of(table, kind) if r["k"] == k) for k in XS.KS))
+                                for r in rows_of(acceptance_rows, kind) if r["k"] == k) for k in XS.KS))
     for k in XS.KS:
-        acc = [next(r["acceptance"] for r in rows_of(table, kind) if r["k"] == k)
+        acc = [next(r["acceptance"] for r in rows_of(acceptance_rows, kind) if r["k"] == k)
                for kind in ARTICLE_DRAFTS]
         assert acc[0] > acc[1] > acc[2], (k, acc)
 
 
 @pytest.mark.claim("S4")
 @pytest.mark.parametrize("kind", ARTICLE_DRAFTS, ids=lambda k: k.value)
-def test_acceptance_at_k8_is_below_acceptance_at_k1(table, kind, record_property):
+def test_acceptance_at_k8_is_below_acceptance_at_k1(acceptance_rows, kind, claim_record):
     """S4. Acceptance at k = 8 is below acceptance at k = 1 (the article:
     bigram 0.290 -> 0.059, 8-bit 0.896 -> 0.610, 4-bit 0.653 -> 0.351). Only
     the two ends are compared, as the article published them: on one
     200-character run the fall is not monotone step by step (4-bit 0.895 at
     k=1, 0.949 at k=2; 8-bit 0.985 at k=2, 0.994 at k=4)."""
-    rows = rows_of(table, kind)
-    record_property("measured", f"{kind.value}: " + ", ".join(
+    rows = rows_of(acceptance_rows, kind)
+    claim_record.measured(f"{kind.value}: " + ", ".join(
         f"k={r['k']} {r['acceptance']:.3f}" for r in rows))
     assert rows[-1]["acceptance"] < rows[0]["acceptance"], rows
 
 
 @pytest.mark.claim("S4")
 @pytest.mark.parametrize("kind", ARTICLE_DRAFTS, ids=lambda k: k.value)
-def test_chars_per_pass_rises_with_k(table, kind, record_property):
+def test_chars_per_pass_rises_with_k(acceptance_rows, kind, claim_record):
     """S4. Characters per target pass rise with k = 1, 2, 4, 8 (the article:
     bigram 1.29 -> 1.47, 8-bit 1.89 -> 5.88, 4-bit 1.65 -> 3.77)."""
-    rows = rows_of(table, kind)
-    record_property("measured", f"{kind.value}: " + ", ".join(
+    rows = rows_of(acceptance_rows, kind)
+    claim_record.measured(f"{kind.value}: " + ", ".join(
         f"k={r['k']} {r['chars_per_pass']:.2f}" for r in rows))
     cpp = [r["chars_per_pass"] for r in rows]
-    assert all(a < b for a, b in zip(cpp, cpp[1:])), cpp
+    assert all(a < b for a, b in zip(cpp, cpp[1:], strict=False)), cpp
 
 
 # --- X1: truncation explains the fall ---------------------------------------------------
@@ -185,7 +186,7 @@ def long_table(reference, speculative_drafts) -> list[dict]:
 
 @pytest.mark.claim("X1")
 @pytest.mark.parametrize("kind", tuple(D.DraftKind), ids=lambda k: k.value)
-def test_truncation_explains_most_of_the_fall_in_acceptance(long_table, kind, record_property):
+def test_truncation_explains_most_of_the_fall_in_acceptance(long_table, kind, claim_record):
     """X1. From the k = 1 rate a, independent positions predict the acceptance
     at k = 8 as a(1 - a^8)/(8(1 - a)). "Truncation explains most of the fall"
     is asserted as: the predicted fall a - pred_8 is at least half the
@@ -196,9 +197,9 @@ def test_truncation_explains_most_of_the_fall_in_acceptance(long_table, kind, re
     MIN_FALL."""
     rows = rows_of(long_table, kind)
     a1, a8, pred = rows[0]["acceptance"], rows[-1]["acceptance"], rows[-1]["predicted_acceptance"]
-    record_property("measured", f"{kind.value}: k=1 {a1:.3f}; k=8 measured {a8:.3f}, "
+    claim_record.measured(f"{kind.value}: k=1 {a1:.3f}; k=8 measured {a8:.3f}, "
                                 f"predicted {pred:.3f} (1,000 characters)")
-    record_property("table:spec_x1", long_table)
+    claim_record.table(tables.SPEC_X1, long_table)
     if a1 - a8 < MIN_FALL:
         pytest.skip(f"acceptance falls only {a1 - a8:.3f} from k=1 to 8: nothing to explain")
     assert (a1 - pred) >= 0.5 * (a1 - a8), (a1, a8, pred)
@@ -208,7 +209,7 @@ def test_truncation_explains_most_of_the_fall_in_acceptance(long_table, kind, re
 
 
 @pytest.mark.claim("S8")
-def test_same_seed_gives_same_text_and_statistics(reference, speculative_drafts, record_property):
+def test_same_seed_gives_same_text_and_statistics(reference, speculative_drafts, claim_record):
     """S8. Two runs with the same seed (4-bit draft, k = 4, 200 characters)
     give the same text and the same drafted/accepted/passes; a different
     seed gives different text (so the check is not vacuous)."""
@@ -221,7 +222,7 @@ def test_same_seed_gives_same_text_and_statistics(reference, speculative_drafts,
     a, b, other = run(7), run(7), run(8)
     assert torch.equal(a.tokens, b.tokens) and a.stats() == b.stats()
     assert not torch.equal(a.tokens, other.tokens)
-    record_property("measured", f"seed 7 twice: identical ({a.target_passes} passes); seed 8 differs")
+    claim_record.measured(f"seed 7 twice: identical ({a.target_passes} passes); seed 8 differs")
 
 
 # --- bad input ---------------------------------------------------------------------------

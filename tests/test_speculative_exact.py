@@ -26,6 +26,7 @@ from toys import TOY_PROMPT, TOY_TEMPERATURE, CountingModel, toy_draft, toy_gpt,
 from aftertrain import decoding as DEC
 from aftertrain import drafts as D
 from aftertrain import speculative as S
+from aftertrain import tables
 from aftertrain.checks import speculative as CS
 from aftertrain.decoding import probabilities
 from aftertrain.experiments import speculative as XS
@@ -57,7 +58,7 @@ def joint_law_report(k: int, runs: int = JOINT_RUNS, seed: int = 0):
 
 @pytest.mark.claim("X6")
 @pytest.mark.parametrize("k", [1, 2, 4])
-def test_joint_law_of_first_three_symbols_is_the_targets(k, record_property):
+def test_joint_law_of_first_three_symbols_is_the_targets(k, claim_record):
     """X6. 1,500 runs of the shipped generator on toy 4-symbol models (target:
     a table on the last two symbols; draft: on the last one; 20% of entries
     probability 0), temperature 0.3: the first three symbols follow the
@@ -67,7 +68,7 @@ def test_joint_law_of_first_three_symbols_is_the_targets(k, record_property):
     q at another temperature fails this (tests/test_speculative_teeth.py)."""
     report = joint_law_report(k)
     fit = next(r for r in report.rows if r.check == "chi-square")
-    record_property("measured", f"k={k}: chi2 {fit.statistic:.1f} on {fit.dof} dof, "
+    claim_record.measured(f"k={k}: chi2 {fit.statistic:.1f} on {fit.dof} dof, "
                                 f"p-value {fit.p_value:.3g}")
     assert report.passed, str(report)
 
@@ -92,13 +93,13 @@ def greedy_mismatches(reference, drafts: dict, ks=XS.KS) -> list[str]:
 
 @pytest.mark.claim("X6")
 def test_greedy_speculative_text_equals_greedy_plain_text(reference, speculative_drafts,
-                                                         record_property):
+                                                         claim_record):
     """X6. At temperature 0, for every draft (bigram, 8-bit, 4-bit, n-gram,
     draft GPT) and k in 1, 2, 4, 8, the 200 characters after the 32-character
     validation prompt equal plain greedy decoding's, character for character
     (a greedy run crosses the window moves at 129 and 193 characters)."""
     assert greedy_mismatches(reference, speculative_drafts) == []
-    record_property("measured", f"{len(D.DraftKind)} drafts x k {XS.KS}: identical to greedy")
+    claim_record.measured(f"{len(D.DraftKind)} drafts x k {XS.KS}: identical to greedy")
 
 
 def plain_logits(model, tokens: torch.Tensor, prompt_length: int) -> torch.Tensor:
@@ -120,7 +121,7 @@ def plain_logits(model, tokens: torch.Tensor, prompt_length: int) -> torch.Tenso
 @pytest.mark.parametrize("kind, k", [(D.DraftKind.BIGRAM, 8), (D.DraftKind.INT4, 4)])
 def test_verification_logits_equal_plain_decoding_across_window_moves(reference, kind, k,
                                                                      speculative_drafts,
-                                                                     record_property):
+                                                                     claim_record):
     """The context policy makes p a function of the text alone: for a sampled
     200-character run (temperature 1, the text passes 128 + 1 and 192 + 1
     characters, where the window jumps) the target logits the rule used for
@@ -132,7 +133,7 @@ def test_verification_logits_equal_plain_decoding_across_window_moves(reference,
     expected = plain_logits(reference, r.tokens, r.prompt_length)
     assert r.target_logits.shape == expected.shape == (XS.N_NEW, 100)
     diff = float((r.target_logits - expected).abs().max())
-    record_property("measured", f"{kind.value} k={k}: max |logit diff| {diff:.2e} over 200 positions")
+    claim_record.measured(f"{kind.value} k={k}: max |logit diff| {diff:.2e} over 200 positions")
     torch.testing.assert_close(r.target_logits, expected, rtol=0, atol=LOGITS_ATOL)
 
 
@@ -145,7 +146,7 @@ def first_token_rows(reference, speculative_drafts):
 
 @pytest.mark.claim("S2")
 def test_first_character_law_is_the_targets_with_bigram_and_4bit_drafts(first_token_rows,
-                                                                        record_property):
+                                                                        claim_record):
     """S2 as the article measured it: 20,000 first characters after a fixed
     100-character validation context (XS.first_token_samples documents what
     is simulated: the generator's first round, vectorised). For each draft:
@@ -153,11 +154,11 @@ def test_first_character_law_is_the_targets_with_bigram_and_4bit_drafts(first_to
     the TV distance stays under the McDiarmid bound of direct sampling at
     alpha 1e-6 (stats.tv_threshold). The article's figures: bigram 0.0158,
     4-bit 0.0095, direct 0.0134."""
-    record_property("measured", "; ".join(
+    claim_record.measured("; ".join(
         f"{r['draft']} TV {r['tv']:.4f} (chi2 p {r['chi2_pvalue']:.3g})" for r in first_token_rows)
         + f"; direct draw TV {first_token_rows[0]['direct_tv']:.4f}, null median "
           f"{first_token_rows[0]['null_median']:.4f}, q99 {first_token_rows[0]['null_q99']:.4f}")
-    record_property("table:spec_first_token", first_token_rows)
+    claim_record.table(tables.SPEC_FIRST_TOKEN, first_token_rows)
     for row in first_token_rows:
         assert row["chi2_pvalue"] >= ALPHA, row
         assert row["tv"] <= row["tv_threshold"], row

@@ -57,14 +57,14 @@ def test_each_emitted_character_follows_p_at_its_position(case):
 
 
 @pytest.mark.claim("S1")
-def test_each_emitted_character_follows_p_on_the_kits_battery(record_property):
+def test_each_emitted_character_follows_p_on_the_kits_battery(claim_record):
     """The kit's default battery (Dirichlet at V = 4, 8, 32; zeros; the fixed
     4-symbol k = 3 case; one-hot; disjoint supports; p == q; float32
     rounding; probabilities down to 1e-12), 20,000 rounds per case: every
     position law, TV and acceptance rate passes (83 tests, alpha 1e-6 in
     all)."""
     report = CS.check_rule(shipped_rule, alpha=ALPHA, seed=1)
-    record_property("measured", f"{len(report.rows)} checks of the default battery, "
+    claim_record.measured(f"{len(report.rows)} checks of the default battery, "
                                 f"{len(report.failures)} failures")
     assert report.passed, str(report)
 

@@ -94,7 +94,8 @@ def check_fails(check: str, rule_with_uniforms) -> bool:
 
 @pytest.mark.claim("X7")
 @pytest.mark.parametrize("bug, check", [(b, c) for b in BUGS for c in CAUGHT_BY[b]])
-def test_broken_sampler_fails_the_exactness_check(bug, check, record_property):
+@pytest.mark.teeth
+def test_exactness_check_catches_a_broken_sampler(bug, check, claim_record):
     """X7. The shipped rule passes each check (tests/test_speculative_rule.py,
     tests/test_speculative_exact.py); the rule with ``bug`` (zoo.make_rule)
     fails the named check. The joint-law check runs the broken rule inside
@@ -102,11 +103,12 @@ def test_broken_sampler_fails_the_exactness_check(bug, check, record_property):
     k = 1 (the real test runs 1,500 at k = 1, 2, 4): the bugs move the law
     far more than that sample's noise."""
     assert check_fails(check, zoo.make_rule(bug)), f"{check} check did not catch '{bug}'"
-    record_property("measured", f"'{bug}' caught by {check}")
+    claim_record.measured(f"'{bug}' caught by {check}")
 
 
 @pytest.mark.claim("X7")
-def test_draft_scored_at_another_temperature_fails_the_joint_law_check(record_property):
+@pytest.mark.teeth
+def test_joint_law_check_catches_a_draft_scored_at_another_temperature(claim_record):
     """X7. Drafts sampled at temperature 0.3 but scored with q at temperature
     1 (zoo "q scored at temperature 1"): the joint law of the first three
     symbols (X6 check, 600 runs, k = 1) rejects; the correct loop
@@ -115,13 +117,14 @@ def test_draft_scored_at_another_temperature_fails_the_joint_law_check(record_pr
     assert joint_law_rejects(broken), str(broken)
     correct = joint_law_report(zoo.make_generator())
     assert correct.passed, str(correct)
-    record_property("measured", "q at temperature 1 for drafts sampled at 0.3: caught by joint law")
+    claim_record.measured("q at temperature 1 for drafts sampled at 0.3: caught by joint law")
 
 
 @pytest.mark.claim("X7")
-def test_always_accept_fails_the_first_character_check_on_the_reference(reference,
+@pytest.mark.teeth
+def test_first_character_check_catches_always_accept_on_the_reference(reference,
                                                                        speculative_drafts,
-                                                                       record_property):
+                                                                       claim_record):
     """X7 for S2: with 'always accept' the 20,000 first characters after the
     S2 context follow the bigram draft's law, and the S2 check (chi-square
     and the TV bound, kit's check_rule on the reference's p and the bigram's
@@ -134,7 +137,7 @@ def test_always_accept_fails_the_first_character_check_on_the_reference(referenc
     broken = CS.check_rule(CS.drawing_uniforms(zoo.make_rule("always accept")),
                            n=XS.S2_SAMPLES, cases=case, alpha=ALPHA, seed=XS.SEED)
     first = {r.check: r for r in broken.rows if r.position == 0}
-    record_property("measured", f"always accept: TV {first['tv'].tv:.4f} "
+    claim_record.measured(f"always accept: TV {first['tv'].tv:.4f} "
                                 f"(bound {first['tv'].tv_threshold:.4f})")
     assert not first["chi-square"].passed and not first["tv"].passed, str(broken)
     shipped = CS.check_rule(lambda p, q, d: S.verify_batch(p, q, d, torch.default_generator),

@@ -213,7 +213,8 @@ def test_tv_of_exact_sampler_stays_below_threshold():
 
 
 @pytest.mark.claim("X7")
-def test_chisquare_rejects_sampler_biased_by_tv_0p025():
+@pytest.mark.teeth
+def test_chisquare_catches_a_sampler_biased_by_tv_0p025():
     """TV bias 0.025 at N = 20,000: detected in 497 of 500 seeds when measured
     (aftertrain.stats docstring); here 20 fixed seeds, all rejected."""
     q = biased(ZIPF, 0.025)
@@ -222,7 +223,8 @@ def test_chisquare_rejects_sampler_biased_by_tv_0p025():
 
 
 @pytest.mark.claim("X7")
-def test_tv_threshold_rejects_sampler_biased_by_tv_0p04():
+@pytest.mark.teeth
+def test_tv_threshold_catches_a_sampler_biased_by_tv_0p04():
     """TV bias 0.04 at N = 20,000: detected in 500 of 500 seeds when measured;
     here 20 fixed seeds, all above the threshold."""
     threshold = tv_threshold(tv_null_distribution(ZIPF, N, 1000, seed=0), N)
@@ -328,7 +330,8 @@ def test_tv_threshold_is_exact_expected_tv_plus_mcdiarmid_margin():
 
 
 @pytest.mark.claim("X7")
-def test_tv_check_detects_bias_just_beyond_its_limit_that_a_2x_looser_check_misses():
+@pytest.mark.teeth
+def test_tv_check_catches_bias_just_beyond_its_limit_that_a_2x_looser_check_misses():
     """TV bias 0.04 at N = 20,000 sits just beyond the check's detection
     limit (0.035, module docstring): all 20 fixed seeds exceed the threshold
     0.0413 (their TVs average 0.055, 5.7 standard deviations above it). The
@@ -362,7 +365,8 @@ def test_chisquare_rejects_exactly_beyond_the_closed_form_critical_value():
 
 
 @pytest.mark.claim("X7")
-def test_chisquare_detects_bias_just_beyond_its_limit_that_a_2x_looser_check_misses():
+@pytest.mark.teeth
+def test_chisquare_catches_bias_just_beyond_its_limit_that_a_2x_looser_check_misses():
     """TV bias 0.03 at N = 20,000, just beyond chi-square's detection limit
     (0.025, module docstring): noncentrality N sum (q - p)^2 / p = 229, so
     the statistic averages ~328 against a critical value of 180.8 (99 dof,
@@ -397,7 +401,7 @@ def reference_pooled_chisquare(counts: np.ndarray, p: np.ndarray, min_expected: 
     if pooled:
         obs.append(pool_o)
         exp.append(pool_e)
-    stat = sum((o - e) ** 2 / e for o, e in zip(obs, exp))
+    stat = sum((o - e) ** 2 / e for o, e in zip(obs, exp, strict=True))
     return stat, len(obs) - 1, (pooled if pooled else 0)
 
 

@@ -1,4 +1,5 @@
-"""Tests of aftertrain.timing (and the ratio compare, aftertrain.benchratios): paired, alternating timing and its verdicts.
+"""Tests of aftertrain.timing (and the ratio compare, aftertrain.benchratios):
+paired, alternating timing and its verdicts.
 
 The validation runs on work whose ratio is known: a function against itself
 (ratio 1) and a function doing its work twice against once (ratio 2). The

@@ -84,7 +84,8 @@ class Markov(nn.Module):
 
 # The X6 joint-law setting shared by the exactness tests and their teeth.
 TOY_V = 4
-TOY_PROMPT = torch.tensor([0])  # one symbol: no prefill; where a wrong-temperature q moves the law most (TV 0.26)
+# One symbol: no prefill; where a wrong-temperature q moves the law most (TV 0.26).
+TOY_PROMPT = torch.tensor([0])
 TOY_TEMPERATURE = 0.3  # far from 1, so a q taken at temperature 1 shows (TV up to 0.26 per step)
 
 

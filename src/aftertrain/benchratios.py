@@ -19,8 +19,8 @@ are compared with the stored run's (:func:`compare_ratios`), rule:
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from aftertrain.tolerances import RATIO_REGRESSION
 
@@ -116,4 +116,4 @@ def ratio_table(changes: list[RatioChange]) -> list[str]:
                      f"{c.stored[0]:.3f} [{c.stored[1]:.3f}, {c.stored[2]:.3f}]",
                      f"{c.now[0]:.3f} [{c.now[1]:.3f}, {c.now[2]:.3f}]", c.status))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]

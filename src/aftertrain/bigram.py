@@ -46,7 +46,7 @@ class Bigram(nn.Module):
         self.register_buffer("log_probs", log_probs.float())
 
     @classmethod
-    def fit(cls, tokens: torch.Tensor | None = None, alpha: float = BIGRAM_ALPHA) -> "Bigram":
+    def fit(cls, tokens: torch.Tensor | None = None, alpha: float = BIGRAM_ALPHA) -> Bigram:
         """Count adjacent pairs of ``tokens`` (default: the training split)."""
         if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) \
                 or not (math.isfinite(alpha) and alpha > 0):

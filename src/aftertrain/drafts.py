@@ -104,7 +104,7 @@ class NGram(nn.Module):
         self._memo: dict[tuple[int, ...], torch.Tensor] = {}
 
     @classmethod
-    def fit(cls, tokens: torch.Tensor | None = None, order: int = NGRAM_ORDER) -> "NGram":
+    def fit(cls, tokens: torch.Tensor | None = None, order: int = NGRAM_ORDER) -> NGram:
         """Count every context of 1 .. order-1 characters in ``tokens``
         (default: the training split)."""
         if isinstance(order, bool) or not isinstance(order, int) or order < 1:

@@ -62,7 +62,7 @@ class KVCache:
 
     def truncate(self, n: int) -> None:
         check_truncate(n, self.length)
-        for i, (k, v) in enumerate(zip(self.keys, self.values)):
+        for i, (k, v) in enumerate(zip(self.keys, self.values, strict=True)):
             if k is not None:
                 self.keys[i], self.values[i] = k[:, :, :n], v[:, :, :n]
         self.length = n

@@ -14,9 +14,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import string
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import Sequence
 
 import torch
 

@@ -1,11 +1,12 @@
-"""The experiments of speculative decoding: the tables of claims S2, S4-S7,
-X1, X2 and X8.
+"""The experiments of speculative decoding: the tables of claims S2, S4 and
+X1, and the timed steps of S5 and X8.
 
 They run the rule and the generator (:mod:`aftertrain.speculative`) on the
 reference and its drafts and tabulate; the tests assert on the tables and
-the report renders them. Timing figures are ratios from
-:func:`aftertrain.timing.paired_timing` (alternating pairs, median ratio):
-absolute times on a shared machine drift too much.
+the report renders them. The timed steps (:func:`plain_step`,
+:func:`draft_step`, :func:`verify_step`) are what
+``benchmarks/test_spec_speedup.py`` times as paired ratios
+(:mod:`aftertrain.timing`): absolute times on a shared machine drift too much.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from aftertrain.decoding import (
     Decoder,
     check_generator,
     check_temperature,
-    generate,
     probabilities,
     sample_token,
 )
@@ -218,15 +218,17 @@ def acceptance_table(
     return rows
 
 
-# --- timing experiments (S5-S7, X2, X8) ---------------------------------------------------
+# --- timed steps (S5, X8): benchmarks/test_spec_speedup.py times them against each other -----
 
 #: Prefix the cost measurements decode after (the validation prompt's length).
 _COST_CONTEXT = 32
 
 
-def _plain_step(target: NextTokenModel, temperature: float):
+def plain_step(target: NextTokenModel, temperature: float):
     """One step of plain cached decoding exactly as decoding.generate runs it
     (sample a token from the last logits, feed it), rolled back after."""
+    check_model(target, "target")
+    check_temperature(temperature)
     ids = _text.encode(prompt_text()).tolist()[:_COST_CONTEXT]
     dec = Decoder(target)
     logits = dec.feed(ids)[-1]
@@ -240,9 +242,11 @@ def _plain_step(target: NextTokenModel, temperature: float):
     return step
 
 
-def _draft_step(draft: NextTokenModel, temperature: float):
+def draft_step(draft: NextTokenModel, temperature: float):
     """One drafted character exactly as the generator drafts it
     (_draft_tokens: distribution, inverse-CDF draw, feed), rolled back after."""
+    check_model(draft, "draft")
+    check_temperature(temperature)
     ids = _text.encode(prompt_text()).tolist()[:_COST_CONTEXT]
     dec = Decoder(draft)
     g = torch.Generator().manual_seed(SEED)
@@ -255,14 +259,16 @@ def _draft_step(draft: NextTokenModel, temperature: float):
     return step
 
 
-def _verify_step(target: NextTokenModel, k: int, temperature: float):
+def verify_step(target: NextTokenModel, k: int, temperature: float):
     """One verification pass over k+1 positions as the generator runs it
     (feed k+1 tokens, distributions of every row, the rule), rolled back after."""
+    check_model(target, "target")
+    check_temperature(temperature)
     ids = _text.encode(prompt_text()).tolist()[:_COST_CONTEXT]
     dec = Decoder(target)
     dec.feed(ids[:-1])
     g = torch.Generator().manual_seed(SEED)
-    if not 1 <= k < len(ids):
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k < len(ids):
         raise ValueError(f"k must be in [1, {len(ids) - 1}], got {k}")
     drafts = ids[-k - 1:-1]  # any k characters: the pass's cost does not depend on them
 
@@ -275,119 +281,3 @@ def _verify_step(target: NextTokenModel, k: int, temperature: float):
         dec.truncate(len(ids) - 1)
 
     return step
-
-
-def draft_cost_table(
-    target: NextTokenModel,
-    drafts: dict[str, NextTokenModel],
-    temperature: float = 1.0,
-    pairs: int = 21,
-    calls: int = 5,
-) -> list[dict]:
-    """S5: ``c`` = time of one drafted character / time of one plain target step.
-
-    Both sides run the generator's own code (:func:`_draft_tokens` for the
-    draft; sample + feed as :func:`aftertrain.decoding.generate` for the target),
-    so per-call Python overhead is counted on both. Each row: ``draft``,
-    ``c`` (median pair ratio), ``c_low``/``c_high`` (its 0.99 interval),
-    ``target_us``/``draft_us`` (median absolute times, this machine only).
-    """
-    from aftertrain.timing import paired_timing
-
-    _check_tables_args(target, drafts)
-    check_temperature(temperature)
-    rows = []
-    for name, draft in drafts.items():
-        t = paired_timing(_plain_step(target, temperature), _draft_step(draft, temperature),
-                          pairs=pairs, calls=calls)
-        rows.append({"draft": name, "c": t.median, "c_low": t.ci_low, "c_high": t.ci_high,
-                     "target_us": float(np.median(t.baseline)) * 1e6,
-                     "draft_us": float(np.median(t.candidate)) * 1e6})
-    return rows
-
-
-def verify_cost_table(
-    target: NextTokenModel,
-    ks: tuple[int, ...] = KS,
-    temperature: float = 1.0,
-    pairs: int = 21,
-    calls: int = 5,
-) -> list[dict]:
-    """X8: ``v_k`` = time of one verification pass over k+1 positions (feed,
-    distributions, rule) / time of one plain target step. Rows: ``k``,
-    ``v_k``, ``v_low``/``v_high`` (0.99 interval), ``verify_us``, ``step_us``."""
-    from aftertrain.timing import paired_timing
-
-    _check_tables_args(target, ks=ks)
-    check_temperature(temperature)
-    rows = []
-    for k in ks:
-        t = paired_timing(_plain_step(target, temperature), _verify_step(target, k, temperature),
-                          pairs=pairs, calls=calls)
-        rows.append({"k": k, "v_k": t.median, "v_low": t.ci_low, "v_high": t.ci_high,
-                     "verify_us": float(np.median(t.candidate)) * 1e6,
-                     "step_us": float(np.median(t.baseline)) * 1e6})
-    return rows
-
-
-def speedup_table(
-    target: NextTokenModel,
-    drafts: dict[str, NextTokenModel],
-    ks: tuple[int, ...],
-    c: dict[str, float],
-    v: dict[int, float],
-    n_new: int = N_NEW,
-    seed: int = SEED,
-    temperature: float = 1.0,
-    pairs: int = 5,
-) -> list[dict]:
-    """S6, S7, X8, X2: measured speedup of speculative over plain cached
-    decoding per draft and k, beside both predictions.
-
-    Each pair times :func:`aftertrain.decoding.generate` and
-    :func:`speculative_generate` for ``n_new`` characters after the validation
-    prompt, same seed (the runs are deterministic, so every pair times the
-    same work); speedup = plain time /
-    speculative time, median of ``pairs`` alternating pairs with min~max (the
-    article's 5; min~max of 5 is a 0.9375 interval for the median).
-    Predictions: ``predicted`` = cpp / (1 + k c) (the article's, S7) and
-    ``predicted_vk`` = cpp / (v_k + k c) (X8), with ``c[draft]``, ``v[k]``.
-    """
-    from aftertrain.timing import paired_timing
-
-    _check_tables_args(target, drafts, ks)
-    _check_count("n_new", n_new, 1)
-    _check_count("seed", seed, 0)
-    check_temperature(temperature)
-    for name in drafts:
-        if not isinstance(c, dict) or not isinstance(c.get(name), (int, float)):
-            raise ValueError(f"c must map every draft name to its cost, missing {name!r}")
-    for k in ks:
-        if not isinstance(v, dict) or not isinstance(v.get(k), (int, float)):
-            raise ValueError(f"v must map every k in ks to its verification cost, missing {k!r}")
-    prompt = prompt_text()
-    ids = _text.encode(prompt)
-    rows = []
-    for name, draft in drafts.items():
-        for k in ks:
-            run = speculative_generate(target, draft, prompt, n_new, k, temperature,
-                                       torch.Generator().manual_seed(seed))
-
-            def plain() -> None:
-                generate(target, ids, n_new, temperature, torch.Generator().manual_seed(seed))
-
-            def spec() -> None:
-                speculative_generate(target, draft, prompt, n_new, k, temperature,
-                                     torch.Generator().manual_seed(seed))
-
-            t = paired_timing(plain, spec, pairs=pairs, warmup=1, confidence=0.9)
-            cpp = run.chars_per_pass
-            # ratios are spec / plain; the speedup is their inverse
-            rows.append({
-                "draft": name, "k": k, "chars_per_pass": cpp,
-                "speedup": 1.0 / t.median, "speedup_min": 1.0 / t.maximum,
-                "speedup_max": 1.0 / t.minimum,
-                "predicted": cpp / (1 + k * c[name]),
-                "predicted_vk": cpp / (v[k] + k * c[name]),
-            })
-    return rows

@@ -9,7 +9,8 @@ ledger under pytest-xdist too.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -76,9 +77,9 @@ class ClaimRecord:
     def decide(
         self,
         sides: Mapping[str, tuple[Callable[[], object], Callable[[], object]]],
-        judgements: Mapping[str, "Judgement"],
+        judgements: Mapping[str, Judgement],
         **kwargs,
-    ) -> dict[str, "Decision"]:
+    ) -> dict[str, Decision]:
         """:func:`aftertrain.timing.sequential_decisions` with this run's
         budget (after :meth:`require_timing`)."""
         from aftertrain.timing import sequential_decisions
@@ -88,7 +89,7 @@ class ClaimRecord:
         return sequential_decisions(sides, judgements, **kwargs)
 
     def ratio(self, baseline: Callable[[], object], candidate: Callable[[], object],
-              rule: "RatioRule", **kwargs) -> "Decision":
+              rule: RatioRule, **kwargs) -> Decision:
         """:func:`aftertrain.timing.decide_ratio` with this run's budget
         (after :meth:`require_timing`)."""
         from aftertrain.timing import decide_ratio
@@ -97,7 +98,7 @@ class ClaimRecord:
         kwargs.setdefault("budget_s", self.budget_s)
         return decide_ratio(baseline, candidate, rule, **kwargs)
 
-    def conclude(self, decision: "Decision") -> "Decision":
+    def conclude(self, decision: Decision) -> Decision:
         """Turn a decision into the test's outcome: ``holds`` returns it,
         ``broken`` raises AssertionError with its reason (so a strict xfail
         absorbs it), ``inconclusive`` skips the test as inconclusive (the

@@ -36,8 +36,6 @@ MEASURED_PROPERTY = "measured"  # a figure (claim_record.measured)
 TABLE_PROPERTY = "aftertrain-table"  # (name, rows) (claim_record.table)
 INCONCLUSIVE_PROPERTY = "aftertrain-inconclusive"  # the reason of a skip that is inconclusive
 UNTIMED_PROPERTY = "aftertrain-untimed"  # the reason of a skip because nothing was timed
-# Until every test uses claim_record.table: record_property("table:NAME", rows).
-LEGACY_TABLE_PREFIX = "table:"
 
 # Test outcomes, strongest first: a test's outcome is the strongest of its
 # phases (setup, call, teardown), a passing setup or teardown not counting.
@@ -128,8 +126,6 @@ class Ledger:
                 if name == TABLE_PROPERTY:
                     table, rows = value
                     self.tables[table] = rows
-                elif isinstance(name, str) and name.startswith(LEGACY_TABLE_PREFIX):
-                    self.tables[name[len(LEGACY_TABLE_PREFIX):]] = value
         ids = dict(report.user_properties).get(CLAIM_PROPERTY)
         if not ids:
             return

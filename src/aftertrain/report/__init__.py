@@ -11,7 +11,8 @@ Layout: :mod:`.ledgerfile` reads the ledger (the only file input);
 :mod:`.markdown` formats; :mod:`.document` holds the report being built;
 :mod:`.plots` draws; one module per section (:mod:`.baselines`,
 :mod:`.quant`, :mod:`.prune`, :mod:`.speculative`); :mod:`.meta` the run's
-metadata; :mod:`.assemble` assembles, writes and is ``aftertrain report``.
+metadata; :mod:`.render` puts the sections together into one document (no
+file I/O); :mod:`.assemble` writes it and is ``aftertrain report``.
 """
 
 from aftertrain.report.assemble import (
@@ -21,12 +22,11 @@ from aftertrain.report.assemble import (
     README_END,
     build,
     main,
-    render,
-    summary_counts,
     update_readme,
 )
 from aftertrain.report.document import claims_rows, claims_table
 from aftertrain.report.ledgerfile import Ledger, ReportError, read_ledger
+from aftertrain.report.render import render, summary_counts
 
 __all__ = ["COMMITTED", "DEFAULT_OUT", "README_BEGIN", "README_END", "Ledger", "ReportError",
            "build", "claims_rows", "claims_table", "main", "read_ledger", "render",

@@ -1,6 +1,5 @@
-"""Building the report: every section in order, the claims that do not
-reproduce, the broken and inconclusive ones with their reasons; writing
-report.md, the plots and the README's claims table; ``aftertrain report``."""
+"""Writing the report: report.md and its plots (rendered by :mod:`.render`),
+the README's claims table; ``aftertrain report``."""
 
 from __future__ import annotations
 
@@ -12,10 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from aftertrain import verdicts as V
-from aftertrain.claims import CLAIMS
 from aftertrain.io import atomic_write
-from aftertrain.report import baselines, meta, prune, quant, speculative
-from aftertrain.report.document import Document, claims_table, ours_cell
+from aftertrain.report import meta
+from aftertrain.report.document import claims_table
 from aftertrain.report.ledgerfile import (
     Ledger,
     ReportError,
@@ -25,9 +23,7 @@ from aftertrain.report.ledgerfile import (
     read_ledger,
     run_ledger,
 )
-from aftertrain.report.markdown import DASH, figures
-
-SECTIONS = (baselines, quant, prune, speculative)
+from aftertrain.report.render import render, summary_counts
 
 README_BEGIN = "<!-- claims table: written by `aftertrain report --update-committed` -->"
 README_END = "<!-- end of claims table -->"
@@ -35,68 +31,6 @@ README_END = "<!-- end of claims table -->"
 DEFAULT_OUT = Path("build") / "report"
 #: The committed report, inside the checkout (``--update-committed``).
 COMMITTED = "report"
-
-
-def summary_counts(ledger: Ledger) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for cid in CLAIMS:
-        v = ledger.verdict(cid)
-        counts[v] = counts.get(v, 0) + 1
-    return counts
-
-
-def _note_fits_this_run(note: str, ledger: Ledger) -> bool:
-    """Whether every figure a test's note quotes is one of this run's figures
-    or one of the articles' (a note written once may quote a stored run)."""
-    known = {f for ms in ledger.measured.values() for m in ms for f in figures(m)}
-    known |= {f for c in CLAIMS.values() for f in figures(c.article)}
-    return all(f in known for f in figures(note))
-
-
-def _findings(doc: Document) -> None:
-    led = doc.ledger
-    nonrepro = [c for c in CLAIMS if led.verdict(c) == V.DOES_NOT_REPRODUCE]
-    if nonrepro:
-        doc.add("## What does not reproduce on our model")
-        lines = []
-        for c in nonrepro:
-            line = (f"- **{c}** ({CLAIMS[c].title}): article {CLAIMS[c].article or DASH}; "
-                    f"this run {ours_cell(led, c)}.")
-            notes = [n for n in led.reasons.get(c, []) if _note_fits_this_run(n, led)]
-            lines.append(line + "".join(f" The test's note: {n}" for n in notes))
-        doc.add("\n".join(lines))
-    failing = [c for c in CLAIMS if led.verdict(c) in (V.BROKEN, V.INCONCLUSIVE)]
-    if failing:
-        doc.add("## Broken and inconclusive claims")
-        doc.add("\n".join(
-            f"- **{c}** ({CLAIMS[c].title}) {led.verdict(c)}: "
-            + (" / ".join(r.replace("\n", " ") for r in led.reasons.get(c, []))
-               or "no reason recorded (a ledger written before reasons were recorded)")
-            for c in failing))
-
-
-def render(ledger: Ledger, checkout: Path | None = None,
-           log: Callable[[str], None] = lambda s: None) -> Document:
-    """The whole report as a :class:`Document` (markdown and plots), not written."""
-    doc = Document(ledger)
-    counts = summary_counts(ledger)
-    doc.add("# aftertrain claims report")
-    doc.add(meta.header(ledger, checkout))
-    doc.add(
-        f"Verdicts and figures from the pytest run recorded in `{Path(ledger.source).name}`; "
-        "the article's figures from `aftertrain.claims`. "
-        + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())) + "."
-        + ("\n\n**Quick run**: the `quick` hypothesis profile and a third of the timing "
-           "pairs; figures are a first look, not the committed measurement."
-           if ledger.quick else "")
-    )
-    doc.add("## All claims\n\n" + claims_table(ledger))
-    for section in SECTIONS:
-        log(f"writing section: {section.TITLE}")
-        doc.add(f"## {section.TITLE}")
-        section.section(doc)
-    _findings(doc)
-    return doc
 
 
 def build(ledger: Ledger, out: str | os.PathLike, checkout: Path | None = None,

@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping
 
 from aftertrain.timing.paired import (
     Clock,
@@ -53,17 +53,17 @@ class RatioRule:
             raise ValueError("low or high must bound the ratio, got low=0 and high=inf")
 
     @classmethod
-    def inside(cls, band: tuple[float, float]) -> "RatioRule":
+    def inside(cls, band: tuple[float, float]) -> RatioRule:
         if not (isinstance(band, tuple) and len(band) == 2):
             raise ValueError(f"band must be a (low, high) tuple, got {band!r}")
         return cls(*band)
 
     @classmethod
-    def at_least(cls, bound: float) -> "RatioRule":
+    def at_least(cls, bound: float) -> RatioRule:
         return cls(low=bound)
 
     @classmethod
-    def at_most(cls, bound: float) -> "RatioRule":
+    def at_most(cls, bound: float) -> RatioRule:
         return cls(high=bound)
 
     def decide(self, ci_low: float, ci_high: float) -> str | None:

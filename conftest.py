@@ -1,4 +1,7 @@
-"""Hypothesis profiles and fixtures shared by the tests.
+"""Hypothesis profiles and fixtures shared by ``tests/`` and ``benchmarks/``.
+
+The one conftest for both folders (``benchmarks/conftest.py`` holds only
+what is the benchmarks' own: the pinned thread count around each timing).
 
 Profiles: ``ci`` (derandomized, no deadline, no example database: the same
 examples on every run), ``dev`` (few examples, fast feedback) and
@@ -90,7 +93,17 @@ def bits_rows(reference) -> dict[int, dict]:
     return {r["bits"]: r for r in bits_table(reference)}
 
 
-BASELINES = Path(__file__).resolve().parent.parent / "baselines"
+@pytest.fixture(scope="module")
+def small_gpt():
+    """An untrained GPT of the default shape (eval mode), built per module for
+    tests that need any model (the bad-input tables)."""
+    from aftertrain.model import GPT
+
+    torch.manual_seed(0)  # a test-local model; the library never seeds
+    return GPT().eval()
+
+
+BASELINES = Path(__file__).resolve().parent / "baselines"
 NO_BASELINE = "no baseline for this model"
 
 
