@@ -159,7 +159,9 @@ class Ledger:
             out.append({
                 "id": claim.id, "title": claim.title, "statement": claim.statement,
                 "article": claim.article, "verdict": verdict, "reasons": reasons,
-                "tests": tests, "measured": [m for t in tests for m in t["measured"]],
+                "tests": tests,
+                # every figure once: several tests of a claim often quote one figure
+                "measured": list(dict.fromkeys(m for t in tests for m in t["measured"])),
             })
         return out
 
