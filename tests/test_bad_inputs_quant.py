@@ -121,7 +121,6 @@ CASES = [
                            shape=(2,), granularity=G.PER_TENSOR), ["bits"]),
     (QuantizedTensor, dict(packed=torch.zeros(1, dtype=torch.uint8), scales=torch.ones(1), bits=4,
                            shape=(100,), granularity=G.PER_TENSOR), ["packed", "50 bytes"]),
-    (quantized_model, dict(model=MODEL, bits=8, names=[]), ["names", "at least one"]),
     (storage_bytes, dict(model=torch.nn.ReLU(), bits=8), ["model", "at least one 2-D weight"]),
     (packing.value_range, dict(bits=8, signed="no"), ["signed", "bool"]),
     (EQ.compounding, dict(sensitivity=[], joint_penalty=0.1), ["sensitivity", "at least one row"]),

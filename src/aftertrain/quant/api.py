@@ -43,8 +43,6 @@ def _check_names(model: nn.Module, names: Iterable[str] | None) -> list[str]:
     if isinstance(names, str):
         raise ValueError(f"names must be an iterable of parameter names, not the string {names!r}")
     names = list(names)
-    if not names:
-        raise ValueError(f"names must name at least one 2-D weight; valid names: {all2d}")
     unknown = [n for n in names if n not in all2d]
     if unknown:
         raise ValueError(f"names holds {unknown}, not 2-D parameters of the model; "

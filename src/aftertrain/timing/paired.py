@@ -161,8 +161,8 @@ def _check_factor(factor: float) -> None:
 def _check_int(name: str, value: object, least: int, why: str = "", most: int | None = None) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < least \
             or (most is not None and value > most):
-        bound = f">= {least}" if most is None else f"in [{least}, {most}]"
-        raise ValueError(f"{name} must be an int {bound}{why}, got {value!r}")
+        most_ = "" if most is None else f" and <= {most:,}"
+        raise ValueError(f"{name} must be an int >= {least}{why}{most_}, got {value!r}")
 
 
 MAX_PAIRS = 100_000  # far past any decision's need; more is a typo that would run for hours
