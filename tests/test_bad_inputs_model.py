@@ -20,11 +20,13 @@ from toys import toy_gpt
 
 from aftertrain import bigram as BG
 from aftertrain import drafts as D
+from aftertrain import models as M
+from aftertrain import text as T
 from aftertrain.checkpoint import load_checkpoint, save_checkpoint, sha256_file
 from aftertrain.decoding import Decoder, context_start, generate, probabilities, sample_text, sample_token
 from aftertrain.evaluation import val_loss
 from aftertrain.model import GPT, GPTConfig, KVCache
-from aftertrain.protocol import TableConfig, TokenCache
+from aftertrain.protocol import TableConfig, TokenCache, check_idx
 from aftertrain.text import encode
 
 NAN, INF = math.nan, math.inf
@@ -178,9 +180,43 @@ CASES = [
     (Lazy(lambda e: e.ngram.distribution), dict(context=[1, 2]), "context must be a tuple"),
     (Lazy(lambda e: e.ngram.distribution), dict(context=(1, 100)),
      "context must be a tuple of token indices in [0, 100)"),
+    # --- found by the fresh probe of issue 11
+    (T.decode, dict(tokens=[True, False]), "tokens[0] = True is not an index"),
+    (T.decode, dict(tokens=torch.tensor([True])), "tokens must be integer indices"),
+    (T.decode, dict(tokens=None), "tokens must be a 1-D tensor or a sequence"),
+    (T.Corpus, dict(train_text=None, val_text="ab"), "train_text must be a str"),
+    (T.Corpus, dict(train_text="ab", val_text=5), "val_text must be a str"),
+    (sample_text, dict(model=GPT_, prompt="\u2603", length=2), "prompt has 1 character(s) outside"),
+    (load_checkpoint, dict(path=Lazy(lambda e: e.folder)), "is a folder, not a checkpoint file"),
+    (load_checkpoint, dict(path=Lazy(lambda e: e.plain), rebuild=7), "rebuild must be a command"),
+    (save_checkpoint, dict(model=NAN_GPT, path=Lazy(lambda e: e.folder / "n.pt"), meta={}),
+     "model must have finite weights; head.weight holds NaN or inf"),
+    (save_checkpoint, dict(model=GPT_, path=Lazy(lambda e: e.folder), meta={}),
+     "path must be a file path, got the folder"),
+    (save_checkpoint, dict(model=GPT_, path="/proc/aftertrain-test/m.pt", meta={}),
+     "its folder cannot be created"),
+    (M.check_architecture, dict(net="x"), "model must be an aftertrain.model.GPT"),
+    (BG.baseline_losses, dict(reference="ref"), "reference must implement"),
+    (D.NGram, dict(tables=[{}], unigram=torch.full((100,), NAN)), "unigram must hold finite"),
+    (D.NGram, dict(tables=[{}], unigram=-torch.full((100,), 0.01)), "unigram must hold finite"),
+    (D.NGram, dict(tables=[{}], unigram=torch.full((5,), 0.2)), "unigram must be a float tensor"),
+    (D.NGram, dict(tables="x", unigram=torch.full((100,), 0.01)), "tables must be a list"),
+    (check_idx, dict(idx=torch.tensor([[1]]), vocab_size=0), "vocab_size must be an int >= 1"),
+    (val_loss, dict(model=NAN_GPT, tokens=torch.arange(40) % 100),
+     "model: it produced a non-finite loss"),
+    (generate, dict(model=GPT_, prompt=PROMPT, n_new=10**12), "n_new must be an int >= 0 and <="),
 ]
 
 
 @pytest.mark.parametrize("fn, kwargs, words", CASES, ids=[case_id(c) for c in CASES])
 def test_bad_input_raises_value_error_naming_the_argument(env, fn, kwargs, words):
     check_raises_naming(fn, kwargs, words, env)
+
+
+def test_generate_works_for_a_model_whose_block_is_shorter_than_the_slide():
+    """The probe found generate refusing every GPT with block_size < 64 (the
+    default slide): the default slide is now at most the block."""
+    small = GPT(GPTConfig(vocab_size=100, block_size=16, n_layer=1, n_head=2, n_embd=16)).eval()
+    out = generate(small, PROMPT, 40, temperature=1.0, generator=torch.Generator().manual_seed(0))
+    assert out.shape == (len(PROMPT) + 40,)
+    assert int(out.min()) >= 0 and int(out.max()) < 100

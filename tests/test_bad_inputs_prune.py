@@ -9,6 +9,7 @@ from bad_inputs import Lazy, case_id, check_raises_naming
 
 from aftertrain import prune as P
 from aftertrain.checks.prune import Scope, check_pruner
+from aftertrain.checks.prune import battery as prune_battery
 from aftertrain.experiments import prune as EP
 
 MODEL = Lazy(lambda model: model)  # the small_gpt fixture (built when the case runs)
@@ -97,6 +98,22 @@ CASES = [
      ["magnitude", "bool"]),
     (check_pruner, dict(prune=P.global_magnitude_masks, scope=Scope.GLOBAL,
                         cases={"x": {"w": NAN}}), ["cases", "NaN"]),
+    # --- found by the fresh probe of issue 11
+    (P.layer_magnitude_masks, dict(weights={"w": torch.tensor([[float("inf"), 1.0]])}, sparsity=0.5),
+     ["weights: w holds NaN or inf"]),
+    (P.to_stored, dict(dense=torch.tensor([[float("nan"), 0.0]]), fmt=P.Format.COO),
+     ["dense must be finite"]),
+    (P.from_stored, dict(stored=P.Stored(P.Format.COO, (2, 2), {})), ["stored", "COO"]),
+    (P.from_stored, dict(stored=P.Stored(P.Format.DENSE, (3, 3), {"values": torch.zeros(4)})),
+     ["stored", "(3, 3)"]),
+    (P.bytes_per_element, dict(matrices=[torch.zeros(0, 4)], fmt=P.Format.COO),
+     ["matrices[0]", "non-empty"]),
+    (EP.first_sparsity_above, dict(rows=[], key="loss", level=1.0), ["rows", "at least one"]),
+    (EP.matching_sparsity, dict(curve=Lazy(lambda m: EP.LossCurve(m, evaluate=lambda x: 1.0)),
+                                target=1.0, upper=1.5), ["upper", "[0, 1]"]),
+    (Lazy(lambda m: EP.LossCurve(m, evaluate=lambda x: float("nan"))),
+     dict(method=P.Method.GLOBAL, sparsity=0.5), ["evaluate must return a finite loss"]),
+    (prune_battery, dict(seed=-1), ["seed", ">= 0"]),
 ]
 
 

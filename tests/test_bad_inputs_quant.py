@@ -8,7 +8,7 @@ import torch
 from bad_inputs import Lazy, case_id, check_raises_naming
 
 from aftertrain import packing
-from aftertrain.checks.quant import check_quantizer, reference_quantizer
+from aftertrain.checks.quant import battery, check_quantizer, reference_quantizer
 from aftertrain.experiments import quant as EQ
 from aftertrain.quant import (
     Granularity,
@@ -116,6 +116,19 @@ CASES = [
      ["granularities"]),
     (check_quantizer, dict(quantize=reference_quantizer, cases={"x": NAN}), ["cases", "finite"]),
     (check_quantizer, dict(quantize=reference_quantizer, seed=-1), ["seed", ">= 0"]),
+    # --- found by the fresh probe of issue 11
+    (QuantizedTensor, dict(packed=torch.zeros(1, dtype=torch.uint8), scales=torch.ones(1), bits=99,
+                           shape=(2,), granularity=G.PER_TENSOR), ["bits"]),
+    (QuantizedTensor, dict(packed=torch.zeros(1, dtype=torch.uint8), scales=torch.ones(1), bits=4,
+                           shape=(100,), granularity=G.PER_TENSOR), ["packed", "50 bytes"]),
+    (storage_bytes, dict(model=torch.nn.ReLU(), bits=8), ["model", "at least one 2-D weight"]),
+    (packing.value_range, dict(bits=8, signed="no"), ["signed", "bool"]),
+    (EQ.compounding, dict(sensitivity=[], joint_penalty=0.1), ["sensitivity", "at least one row"]),
+    (EQ.bits_table, dict(model=MODEL, bits=[8], tokens=torch.arange(40) % 100,
+                         quantize=lambda m, b, g, n: "garbage"), ["quantize must return"]),
+    (EQ.divergence, dict(model=MODEL, seed=-1), ["seed", ">= 0"]),
+    (battery, dict(bits=1), ["bits", "[2, 8]"]),
+    (battery, dict(bits=8, seed=-3), ["seed", ">= 0"]),
 ]
 
 

@@ -121,6 +121,12 @@ CASES = [
     (XS.plain_step, dict(target=object(), temperature=1.0), "target must implement"),
     (XS.draft_step, dict(draft=TARGET, temperature=-1.0), "temperature"),
     (XS.verify_step, dict(target=TARGET, k=0, temperature=1.0), "k must be in [1, "),
+    # --- found by the fresh probe of issue 11
+    (speculative_generate, with_(RUN, n_new=10**12), "n_new must be an int >= 0 and <="),
+    (XS.first_token_samples, dict(target=TARGET, draft=DRAFT, context="", n=10, temperature=1.0,
+                                  generator=G), "context must hold at least one character"),
+    (XS.first_token_samples, dict(target=TARGET, draft=DRAFT, context="\u2603", n=10,
+                                  temperature=1.0, generator=G), "context holds characters"),
 ]
 
 

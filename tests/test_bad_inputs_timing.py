@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from aftertrain.benchratios import compare_ratios, store_ratios
+from aftertrain.io import atomic_write
 from aftertrain.ledger.state import claim_verdict
+from aftertrain.report import read_ledger, summary_counts, update_readme
 from aftertrain.timing import (
     Decision,
     Judgement,
@@ -117,6 +120,19 @@ CASES = [
     ("store_ratios", lambda: store_ratios(type("B", (), {"extra_info": {}})(), [1.0]), "timings"),
     # claim_verdict
     ("claim_verdict", lambda: claim_verdict(["passed", "flaky"]), "outcomes"),
+    # found by the fresh probe of issue 11
+    ("paired_timing", lambda: paired_timing(f, f, pairs=10**9), "and <= 100,000"),
+    ("paired_timing", lambda: paired_timing(f, f, clock=lambda: float("nan")),
+     "clock must return finite seconds"),
+    ("claim_verdict", lambda: claim_verdict(None), "outcomes must be a list"),
+    ("atomic_write", lambda: atomic_write("/tmp/x", "x", mode=-1), "mode must be an int"),
+    ("atomic_write", lambda: atomic_write("/tmp/x", "x", mode="rw"), "mode must be an int"),
+    ("atomic_write", lambda: atomic_write(None, "x"), "path must be a file path"),
+    ("atomic_write", lambda: atomic_write("/proc/aftertrain-test.txt", "x"), "path '/proc/"),
+    ("read_ledger", lambda: read_ledger(None), "path must be a file path"),
+    ("summary_counts", lambda: summary_counts("x"), "ledger must be a report Ledger"),
+    ("update_readme", lambda: update_readme(Path("/nonexistent/README.md"), None),
+     "readme must be an existing file"),
 ]
 
 

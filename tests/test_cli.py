@@ -158,6 +158,13 @@ CASES = [
      "not an aftertrain checkpoint"),
     ("sample-checkpoint-corrupt", ["sample", "--checkpoint", "{tmp}/corrupt.pt"], "corrupted"),
     ("sample-checkpoint-no-metadata", ["sample", "--checkpoint", "{file}"], ".json is missing"),
+    # found by the fresh probe of issue 11
+    ("train-stop-at-past-steps", ["train", "--stop-at", "999", "--steps", "10"],
+     "--stop-at must be at most the steps run (10)"),
+    ("report-out-under-proc", ["report", "--out", "/proc/aftertrain-test/sub"],
+     "--out /proc/aftertrain-test/sub"),
+    ("report-ledger-names-its-flag", ["report", "--claims-json", "{tmp}/missing.json"],
+     "--claims-json"),
 ]
 
 #: Words of argparse's or Python's internals that a message must never show.
@@ -211,3 +218,17 @@ def test_a_bug_is_not_disguised_as_a_users_mistake(monkeypatch):
     monkeypatch.setattr(cli, "cmd_sample", bug)
     with pytest.raises(KeyError):
         cli.main(["sample"])
+
+
+def test_a_checkpoint_with_nan_weights_is_one_line_and_exit_status_2(tmp_path, capsys):
+    """Found by the fresh probe of issue 11: NaN weights loaded silently."""
+    state = torch.load(reference_path(), map_location="cpu", weights_only=True)
+    nan = {k: torch.full_like(v, float("nan")) if v.is_floating_point() else v
+           for k, v in state["state_dict"].items()}
+    buf = tmp_path / "buf.pt"
+    torch.save({"config": state["config"], "state_dict": nan}, buf)
+    path = _with_meta(tmp_path / "nan.pt", buf.read_bytes())
+    status, err = _run(["sample", "--checkpoint", path], capsys)
+    assert status == 2, err
+    assert len(err.strip("\n").splitlines()) == 1, err
+    assert "NaN or inf weights" in err, err

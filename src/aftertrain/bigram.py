@@ -19,7 +19,7 @@ import torch.nn as nn
 from aftertrain import text as _text
 from aftertrain.checkpoint import load_reference
 from aftertrain.evaluation import val_loss
-from aftertrain.protocol import TableConfig, TokenCache, check_idx, texts
+from aftertrain.protocol import TableConfig, TokenCache, check_idx, check_model, texts
 
 #: Add-alpha smoothing of the bigram counts. On the bundled splits (train the
 #: first 60,000 characters, validate on the next 10,000) alpha 0.1 scored 2.54
@@ -95,7 +95,7 @@ class Uniform(nn.Module):
 
 def baseline_losses(reference: nn.Module | None = None) -> dict[str, float]:
     """Validation loss (nats) of the uniform predictor, the bigram and the reference."""
-    reference = load_reference() if reference is None else reference
+    reference = load_reference() if reference is None else check_model(reference, "reference")
     return {
         "uniform": val_loss(Uniform()),
         "bigram": val_loss(Bigram.fit()),

@@ -48,8 +48,17 @@ def save_checkpoint(model: GPT, path: str | os.PathLike, meta: dict) -> dict:
         raise ValueError(f"path must be a file path, got {type(path).__name__}")
     if not isinstance(meta, dict):
         raise ValueError(f"meta must be a dict, got {type(meta).__name__}")
+    bad = _non_finite(model)
+    if bad:
+        raise ValueError(f"model must have finite weights; {bad} holds NaN or inf")
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir():
+        raise ValueError(f"path must be a file path, got the folder {path}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValueError(f"path {str(path)!r}: its folder cannot be created ({err.strerror})") \
+            from None
     buffer = io.BytesIO()
     torch.save({"config": asdict(model.config), "state_dict": model.state_dict()}, buffer)
     weights = buffer.getvalue()
@@ -71,9 +80,13 @@ def load_checkpoint(path: str | os.PathLike, rebuild: str | None = None) -> GPT:
     :func:`save_checkpoint` wrote (a plain state_dict, another shape)."""
     if not isinstance(path, (str, os.PathLike)):
         raise ValueError(f"path must be a file path, got {type(path).__name__}")
+    if rebuild is not None and not isinstance(rebuild, str):
+        raise ValueError(f"rebuild must be a command (str) or None, got {type(rebuild).__name__}")
     path = Path(path)
     hint = f"; rebuild it with `{rebuild}`" if rebuild else ""
     meta_path = _meta_path(path)
+    if path.is_dir():
+        raise CheckpointError(f"checkpoint path {path} is a folder, not a checkpoint file")
     if not path.is_file() or not meta_path.is_file():
         missing = path if not path.is_file() else meta_path
         raise CheckpointError(f"checkpoint file {missing} is missing{hint}")
@@ -106,7 +119,18 @@ def load_checkpoint(path: str | os.PathLike, rebuild: str | None = None) -> GPT:
     except (TypeError, ValueError, RuntimeError) as err:
         raise CheckpointError(f"checkpoint {path} is not an aftertrain checkpoint: its weights "
                               f"do not match its config ({_first_line(err)})") from None
+    bad = _non_finite(model)
+    if bad:
+        raise CheckpointError(f"checkpoint {path} holds NaN or inf weights (in {bad}){hint}")
     return model.eval()
+
+
+def _non_finite(model: torch.nn.Module) -> str | None:
+    """The name of the first parameter of ``model`` holding NaN or inf, else None."""
+    for name, param in model.named_parameters():
+        if not bool(torch.isfinite(param).all()):
+            return name
+    return None
 
 
 def _first_line(err: Exception) -> str:

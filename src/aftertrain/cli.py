@@ -120,6 +120,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         cfg = _train.draft_train_config(steps, args.seed, args.threads, min(args.eval_every, steps))
     else:
         steps = _train.TrainConfig().steps if args.steps is None else args.steps
+        if args.stop_at is not None and args.stop_at > steps:
+            raise UsageError(f"--stop-at must be at most the steps run ({steps}), got {args.stop_at}")
         cfg = _train.TrainConfig(steps=steps, seed=args.seed, threads=args.threads,
                                  eval_every=min(args.eval_every, steps), stop_at=args.stop_at)
     out = Path(args.out) if args.out else None

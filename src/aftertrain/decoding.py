@@ -27,6 +27,7 @@ from aftertrain import text as _text
 from aftertrain.protocol import NextTokenModel, check_model, check_truncate
 
 SLIDE = 64  # characters the window jumps by once the text passes the context
+MAX_NEW = 10**6  # tokens one call may generate: hours of work at ~1 ms each; more is a typo
 
 
 def _is_int(x: object) -> bool:
@@ -101,11 +102,13 @@ class Decoder:
     ("target", "draft").
     """
 
-    def __init__(self, model: NextTokenModel, slide: int = SLIDE, name: str = "model") -> None:
+    def __init__(self, model: NextTokenModel, slide: int | None = None, name: str = "model") -> None:
         self.model = check_model(model, name)
         self.name = name
         self.block_size = model.config.block_size
         self.vocab_size = model.config.vocab_size
+        if slide is None:  # SLIDE, or the whole block for a model whose block is shorter
+            slide = min(SLIDE, self.block_size) if _is_int(self.block_size) else SLIDE
         context_start(0, self.block_size, slide)  # validates slide against the block
         self.slide = slide
         self.tokens: list[int] = []
@@ -223,8 +226,8 @@ def generate(
         raise ValueError("prompt must be a non-empty 1-D integer tensor of token indices")
     if prompt.min() < 0 or prompt.max() >= V:
         raise ValueError(f"prompt tokens must lie in [0, {V}) (the model's vocabulary)")
-    if not _is_int(n_new) or n_new < 0:
-        raise ValueError(f"n_new must be an int >= 0, got {n_new!r}")
+    if not _is_int(n_new) or not 0 <= n_new <= MAX_NEW:
+        raise ValueError(f"n_new must be an int >= 0 and <= {MAX_NEW:,}, got {n_new!r}")
     check_temperature(temperature)
     if generator is None:
         generator = torch.Generator().manual_seed(0)
@@ -247,6 +250,6 @@ def sample_text(
         raise ValueError(f"length must be an int >= 0, got {length!r}")
     if not _is_int(seed) or seed < 0:
         raise ValueError(f"seed must be an int >= 0, got {seed!r}")
-    tokens = generate(model, _text.encode(prompt), length, temperature,
+    tokens = generate(model, _text.encode(prompt, "prompt"), length, temperature,
                       torch.Generator().manual_seed(seed))
     return _text.decode(tokens[len(prompt):])

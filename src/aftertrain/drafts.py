@@ -97,7 +97,17 @@ class NGram(nn.Module):
     def __init__(self, tables: list[dict[tuple[int, ...], Counter]], unigram: torch.Tensor,
                  block_size: int = 128) -> None:
         super().__init__()
-        self.config = TableConfig(_text.VOCAB_SIZE, block_size)
+        V = _text.VOCAB_SIZE
+        if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+            raise ValueError(f"tables must be a list of dicts, got {type(tables).__name__}")
+        if not isinstance(unigram, torch.Tensor) or unigram.shape != (V,) \
+                or not unigram.is_floating_point():
+            got = getattr(unigram, "shape", None) or type(unigram).__name__
+            raise ValueError(f"unigram must be a float tensor of shape ({V},), got {got}")
+        if not bool(torch.isfinite(unigram).all()) or bool((unigram < 0).any()) \
+                or not float(unigram.sum()) > 0:
+            raise ValueError("unigram must hold finite weights >= 0 with a positive sum")
+        self.config = TableConfig(V, block_size)
         self.order = len(tables) + 1
         self._tables = tables  # tables[j-1][h] = Counter of next characters after h (len j)
         self.register_buffer("unigram", unigram.double())

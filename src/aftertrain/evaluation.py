@@ -52,11 +52,17 @@ def val_loss(model: NextTokenModel, tokens: torch.Tensor | None = None) -> float
         model.train(was_training)
 
 
+class NonFiniteLossError(FloatingPointError, ValueError):
+    """The model's logits gave a NaN or inf loss: a FloatingPointError (as
+    documented) that is also the ValueError every bad input raises."""
+
+
 def _nll_sum(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     # Per-target losses in float32, summed in float64 so the mean carries no
     # accumulation error (a uniform predictor then scores ln(100) to 1e-7).
     nll = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1),
                           reduction="none")
     if not torch.isfinite(nll).all():
-        raise FloatingPointError("the model produced a non-finite loss on the validation split")
+        raise NonFiniteLossError("model: it produced a non-finite loss (NaN or inf logits) "
+                                 "on the validation split")
     return nll.double().sum()

@@ -16,6 +16,10 @@ def atomic_write(path: str | os.PathLike, data: str | bytes, *, mode: int = 0o64
     """Write ``data`` (text as UTF-8, or bytes) to ``path`` atomically and
     return the path. The folder must exist; the file ends up with ``mode``
     (mkstemp would leave it private)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise ValueError(f"path must be a file path (str or os.PathLike), got {type(path).__name__}")
+    if isinstance(mode, bool) or not isinstance(mode, int) or not 0 <= mode <= 0o7777:
+        raise ValueError(f"mode must be an int permission mode in [0, 0o7777], got {mode!r}")
     path = Path(path)
     if not isinstance(data, (str, bytes)):
         raise ValueError(f"data must be str or bytes, got {type(data).__name__}")
@@ -24,7 +28,11 @@ def atomic_write(path: str | os.PathLike, data: str | bytes, *, mode: int = 0o64
     if path.is_dir():
         raise ValueError(f"path {str(path)!r} is a folder, expected a file name")
     payload = data.encode() if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:
+        raise ValueError(f"path {str(path)!r}: cannot write in {str(path.parent)!r} "
+                         f"({err.strerror})") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(payload)

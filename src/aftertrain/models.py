@@ -83,6 +83,8 @@ def resolve(name_or_path: str | os.PathLike) -> tuple[Path, str, bool]:
 
 def check_architecture(net: _model.GPT, name: str = "model") -> None:
     """``ValueError`` unless ``net`` has the article's architecture."""
+    if not isinstance(net, _model.GPT):
+        raise ValueError(f"{name} must be an aftertrain.model.GPT, got {type(net).__name__}")
     config = _model.GPTConfig(**{**net.config.__dict__, "dropout": 0.0})
     if config != ARCHITECTURE:
         raise ValueError(f"{name} has architecture {config}, but the claims need the "

@@ -34,6 +34,7 @@ def value_range(bits: int, signed: bool) -> tuple[int, int]:
     """Smallest and largest value that fits: ``[-2**(bits-1), 2**(bits-1) - 1]``
     signed, ``[0, 2**bits - 1]`` unsigned."""
     _check_bits(bits)
+    _check_signed(signed)
     if signed:
         return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
     return 0, 2**bits - 1

@@ -82,6 +82,8 @@ def check_truncate(n: int, length: int) -> None:
 def check_idx(idx: object, vocab_size: int) -> torch.Tensor:
     """``idx`` if it is a 2-D integer tensor (B, T) of indices in
     ``[0, vocab_size)``, else ValueError: what every model's forward accepts."""
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
+        raise ValueError(f"vocab_size must be an int >= 1, got {vocab_size!r}")
     if not isinstance(idx, torch.Tensor) or idx.dim() != 2 or idx.is_floating_point() \
             or idx.is_complex() or idx.dtype == torch.bool:
         raise ValueError("idx must be a 2-D integer tensor (B, T) of token indices")

@@ -88,6 +88,9 @@ def _real_1d(x: ArrayLike, name: str) -> np.ndarray:
     return arr.astype(np.float64)
 
 
+MAX_NULL_CELLS = 10**9  # int64 counts of tv_null_distribution: 8 GB; more cannot be held
+
+
 def _check_count(value, name: str, least: int) -> int:
     """``value`` as an int after checking it is an integer (not a bool) >= ``least``."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
@@ -191,6 +194,9 @@ def tv_null_distribution(p: ArrayLike, n: int, trials: int, seed: int) -> np.nda
     _check_count(n, "n", 1)
     _check_count(trials, "trials", 1)
     _check_count(seed, "seed", 0)
+    if trials * p.size > MAX_NULL_CELLS:
+        raise ValueError(f"trials * len(p) must be at most {MAX_NULL_CELLS:,} (the count matrix "
+                         f"held in memory), got {trials} * {p.size}")
     p = p / p.sum()  # multinomial needs sum(p[:-1]) <= 1 exactly
     counts = np.random.default_rng(seed).multinomial(n, p, size=trials)  # (trials, K)
     return 0.5 * np.abs(counts / n - p).sum(axis=1)

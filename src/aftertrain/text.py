@@ -31,16 +31,17 @@ CORPUS_FILE = "corpus.txt"
 CORPUS_SHA256 = "15aafab201e65dfd6e07684cc393e64505985a08bf1a4bb8821e37f69f16aa10"
 
 
-def encode(text: str) -> torch.Tensor:
-    """Map each character to its index in ``string.printable`` (int64, 1-D)."""
+def encode(text: str, name: str = "text") -> torch.Tensor:
+    """Map each character to its index in ``string.printable`` (int64, 1-D).
+    ``name`` is the argument named in the error (a caller's ``prompt``)."""
     if not isinstance(text, str):
-        raise ValueError(f"text must be a str, got {type(text).__name__}")
+        raise ValueError(f"{name} must be a str, got {type(text).__name__}")
     bad = [(i, ch) for i, ch in enumerate(text) if ch not in _INDEX]
     if bad:
         shown = ", ".join(f"{ch!r} at position {i}" for i, ch in bad[:5])
         more = f" (and {len(bad) - 5} more)" if len(bad) > 5 else ""
         raise ValueError(
-            f"text has {len(bad)} character(s) outside the vocabulary "
+            f"{name} has {len(bad)} character(s) outside the vocabulary "
             f"(string.printable): {shown}{more}"
         )
     return torch.tensor([_INDEX[ch] for ch in text], dtype=torch.long)
@@ -51,10 +52,15 @@ def decode(tokens: torch.Tensor | Sequence[int]) -> str:
     if isinstance(tokens, torch.Tensor):
         if tokens.dim() > 1:
             raise ValueError(f"tokens must be 1-D, got shape {tuple(tokens.shape)}")
+        if tokens.dtype == torch.bool:
+            raise ValueError("tokens must be integer indices in [0, 100), got a bool tensor")
         tokens = tokens.tolist()
+    if isinstance(tokens, (str, bytes)) or not hasattr(tokens, "__iter__"):
+        raise ValueError(f"tokens must be a 1-D tensor or a sequence of ints in [0, {VOCAB_SIZE}), "
+                         f"got {type(tokens).__name__}")
     out = []
     for i, t in enumerate(tokens):
-        if not isinstance(t, int) or not 0 <= t < VOCAB_SIZE:
+        if not isinstance(t, int) or isinstance(t, bool) or not 0 <= t < VOCAB_SIZE:
             raise ValueError(f"tokens[{i}] = {t!r} is not an index in [0, {VOCAB_SIZE})")
         out.append(VOCAB[t])
     return "".join(out)
@@ -78,6 +84,13 @@ class Corpus:
 
     train_text: str
     val_text: str
+
+    def __post_init__(self) -> None:
+        for name in ("train_text", "val_text"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or len(value) < 2:
+                raise ValueError(f"{name} must be a str of at least 2 characters, got "
+                                 f"{type(value).__name__} {value!r:.40}")
 
     @functools.cached_property
     def train(self) -> torch.Tensor:

@@ -61,6 +61,8 @@ def battery(seed: int = 0) -> dict[str, dict[str, torch.Tensor]]:
     per-layer half of each); large negative weights (a signed ranking takes
     them first); odd sizes 5, 15, 6 and 10 (exact halves); a single weight.
     """
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
     g = torch.Generator().manual_seed(seed)
     ties = torch.tensor([-2.0, 0.0, 2.0])
     return {

@@ -72,6 +72,10 @@ def battery(bits: int, seed: int = 0) -> dict[str, torch.Tensor]:
     all-zero rows; an all-zero tensor; subnormal rows beside a normal one;
     an all-subnormal tensor; float32's largest values; a single element.
     """
+    if isinstance(bits, bool) or not isinstance(bits, int) or not 2 <= bits <= 8:
+        raise ValueError(f"bits must be an int in [2, 8], got {bits!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
     g = torch.Generator().manual_seed(seed)
     qmax = 2 ** (bits - 1) - 1
     gauss = torch.randn(8, 16, generator=g)

@@ -95,7 +95,12 @@ class LossCurve:
                 pruned = apply_masks(self.model, self._rankings[method].masks(sparsity))
             else:
                 pruned = pruned_model(self.model, method, sparsity, seed=seed)
-            self._cache[key] = self.evaluate(pruned)
+            loss = self.evaluate(pruned)
+            if isinstance(loss, bool) or not isinstance(loss, (int, float)) \
+                    or not math.isfinite(loss):
+                raise ValueError(f"evaluate must return a finite loss, got {loss!r} at "
+                                 f"{method.value} sparsity {sparsity}")
+            self._cache[key] = loss
         return self._cache[key]
 
     def random_losses(self, sparsity: float, seeds: Sequence[int] = RANDOM_SEEDS) -> list[float]:
@@ -139,6 +144,8 @@ def first_sparsity_above(rows: Sequence[Mapping[str, float]], key: str, level: f
         raise ValueError(f"level must be a number (not NaN), got {level!r}")
     if isinstance(rows, (str, bytes)) or not isinstance(rows, Sequence):
         raise ValueError(f"rows must be a sequence of dicts, got {type(rows).__name__}")
+    if not rows:
+        raise ValueError("rows must hold at least one row")
     for r in rows:
         if not isinstance(r, Mapping) or "sparsity" not in r or key not in r:
             raise ValueError(f"rows: every row must be a dict with 'sparsity' and {key!r} "
@@ -161,7 +168,9 @@ def matching_sparsity(curve: LossCurve, target: float, *, upper: float = 0.9,
     if (isinstance(target, bool) or not isinstance(target, (int, float))
             or not math.isfinite(target)):
         raise ValueError(f"target must be a finite loss, got {target!r}")
-    _check_sparsity(upper)
+    if (isinstance(upper, bool) or not isinstance(upper, (int, float))
+            or not 0.0 <= upper <= 1.0):
+        raise ValueError(f"upper must be a sparsity in [0, 1], got {upper!r}")
     if (isinstance(resolution, bool) or not isinstance(resolution, (int, float))
             or not 0.0 < resolution <= upper):
         raise ValueError(f"resolution must be in (0, upper], got {resolution!r}")

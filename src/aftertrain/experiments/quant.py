@@ -44,6 +44,13 @@ def _check_quantize(quantize: ModelQuantizer) -> None:
                          f"model, got {quantize!r}")
 
 
+def _apply(quantize: ModelQuantizer, model: nn.Module, *args) -> nn.Module:
+    out = quantize(model, *args)
+    if not isinstance(out, nn.Module):
+        raise ValueError(f"quantize must return a torch.nn.Module, got {type(out).__name__}")
+    return out
+
+
 def _check_bits_list(bits: Iterable[int]) -> list[int]:
     if isinstance(bits, (int, str)) or not isinstance(bits, Iterable):
         raise ValueError(f"bits must be an iterable of ints in [2, 8], got {bits!r}")
@@ -73,8 +80,8 @@ def bits_table(
     for b in _check_bits_list(bits):
         rows.append({
             "bits": b,
-            "per_tensor": _val_loss(quantize(model, b, Granularity.PER_TENSOR, None), tokens),
-            "per_channel": _val_loss(quantize(model, b, Granularity.PER_CHANNEL, None), tokens),
+            "per_tensor": _val_loss(_apply(quantize, model, b, Granularity.PER_TENSOR, None), tokens),
+            "per_channel": _val_loss(_apply(quantize, model, b, Granularity.PER_CHANNEL, None), tokens),
         })
     return rows
 
@@ -120,7 +127,7 @@ def sensitivity_table(
     base = _val_loss(model, tokens)
     rows = []
     for name in chosen:
-        loss = _val_loss(quantize(model, bits, granularity, [name]), tokens)
+        loss = _val_loss(_apply(quantize, model, bits, granularity, [name]), tokens)
         rows.append({"name": name, "loss": loss, "penalty": loss - base})
     rows.sort(key=lambda r: (-r["penalty"], r["name"]))
     return rows
@@ -143,6 +150,8 @@ def compounding(sensitivity: list[dict], joint_penalty: float) -> dict[str, floa
     for name, v in [*(("sensitivity", p) for p in penalties), ("joint_penalty", joint_penalty)]:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
             raise ValueError(f"{name}: a penalty must be a finite number, got {v!r}")
+    if not penalties:
+        raise ValueError("sensitivity must hold at least one row")
     total = float(sum(penalties))
     return {"sum_of_penalties": total, "all_at_once": float(joint_penalty),
             "excess": float(joint_penalty) - total}
@@ -181,9 +190,11 @@ def divergence(
     _check_quantize(quantize)
     if isinstance(length, bool) or not isinstance(length, int) or length < 1:
         raise ValueError(f"length must be an int >= 1, got {length!r}")
-    p = encode(prompt)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+    p = encode(prompt, "prompt")
     texts = []
-    for m in (model, quantize(model, bits, granularity, None)):
+    for m in (model, _apply(quantize, model, bits, granularity, None)):
         out = generate(m, p, length, temperature, torch.Generator().manual_seed(seed))
         texts.append(decode(out[len(p):]))
     position = next((i + 1 for i, (a, b) in enumerate(zip(*texts, strict=False)) if a != b), None)

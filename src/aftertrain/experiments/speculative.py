@@ -105,7 +105,7 @@ def first_token_samples(
     V = check_model(target, "target").config.vocab_size
     if check_model(draft, "draft").config.vocab_size != V:
         raise ValueError("target and draft must share a vocabulary")
-    ids = _prompt_tokens(context, V)
+    ids = _prompt_tokens(context, V, "context")
     if len(ids) >= target.config.block_size:
         raise ValueError(f"context must be shorter than the block size {target.config.block_size}")
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:

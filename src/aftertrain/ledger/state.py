@@ -192,6 +192,8 @@ def claim_verdict(outcomes: list[str]) -> str:
     """The verdict of a claim whose tests had ``outcomes``: that of the
     strongest outcome, plain skips aside; ``skipped`` when all were plain
     skips; ``not covered`` when there were none."""
+    if isinstance(outcomes, (str, bytes)) or not isinstance(outcomes, (list, tuple)):
+        raise ValueError(f"outcomes must be a list of outcome names, got {type(outcomes).__name__}")
     for outcome in outcomes:
         if outcome not in OUTCOMES:
             raise ValueError(f"outcomes must be among {OUTCOMES}, got {outcome!r}")

@@ -72,6 +72,8 @@ def to_stored(dense: torch.Tensor, fmt: Format) -> Stored:
                          f"{getattr(dense, 'dtype', type(dense))} {tuple(getattr(dense, 'shape', ()))}")
     if dense.numel() == 0:
         raise ValueError(f"dense must have at least one element, got shape {tuple(dense.shape)}")
+    if not bool(torch.isfinite(dense).all()):
+        raise ValueError("dense must be finite, got NaN or inf")
     dense = dense.detach().contiguous()
     shape = tuple(dense.shape)
     flat = dense.reshape(-1)
@@ -110,6 +112,14 @@ def from_stored(stored: Stored) -> torch.Tensor:
     """The dense float32 matrix ``stored`` holds (bit-exact inverse of :func:`to_stored`)."""
     if not isinstance(stored, Stored):
         raise ValueError(f"stored must be a Stored, got {type(stored).__name__}")
+    try:
+        return _from_stored(stored)
+    except (KeyError, IndexError, RuntimeError, TypeError, AttributeError) as err:
+        raise ValueError(f"stored: its arrays do not hold a {stored.format.value} matrix of shape "
+                         f"{stored.shape} ({type(err).__name__}: {err})") from None
+
+
+def _from_stored(stored: Stored) -> torch.Tensor:
     shape, a = stored.shape, stored.arrays
     n = math.prod(shape)
     if stored.format is Format.DENSE:
@@ -141,5 +151,9 @@ def bytes_per_element(matrices: Iterable[torch.Tensor], fmt: Format) -> float:
     matrices = list(matrices)
     if not matrices:
         raise ValueError("matrices must hold at least one matrix")
+    for i, m in enumerate(matrices):
+        if not isinstance(m, torch.Tensor) or m.numel() == 0:
+            raise ValueError(f"matrices[{i}] must be a non-empty 2-D float32 tensor, got "
+                             f"{tuple(getattr(m, 'shape', ())) or type(m).__name__}")
     return (sum(to_stored(m, fmt).nbytes for m in matrices)
             / sum(m.numel() for m in matrices))

@@ -85,8 +85,8 @@ def _check_finite_ranking(weights: Mapping[str, torch.Tensor]) -> None:
                              f"{tuple(w.shape)}")
         if not torch.is_floating_point(w):
             raise ValueError(f"weights: {name} must be floating point, got {w.dtype}")
-        if torch.isnan(w).any():
-            raise ValueError(f"weights: {name} holds NaN; it cannot be ranked by magnitude")
+        if not bool(torch.isfinite(w).all()):
+            raise ValueError(f"weights: {name} holds NaN or inf; it cannot be ranked by magnitude")
 
 
 def n_removed(sparsity: float, n: int) -> int:

@@ -36,6 +36,8 @@ def weight_names(model: nn.Module) -> list[str]:
 
 def _check_names(model: nn.Module, names: Iterable[str] | None) -> list[str]:
     all2d = weight_names(model)
+    if not all2d:
+        raise ValueError(f"model must have at least one 2-D weight, got {type(model).__name__}")
     if names is None:
         return all2d
     if isinstance(names, str):

@@ -223,6 +223,18 @@ class QuantizedTensor:
     shape: tuple[int, ...]
     granularity: Granularity
 
+    def __post_init__(self) -> None:
+        qmax_for(self.bits)  # validates bits
+        if not isinstance(self.shape, tuple) or not all(
+                isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in self.shape):
+            raise ValueError(f"shape must be a tuple of ints >= 0, got {self.shape!r}")
+        need = math.ceil(math.prod(self.shape) * self.bits / 8)
+        if not isinstance(self.packed, torch.Tensor) or self.packed.dtype != torch.uint8 \
+                or self.packed.numel() != need:
+            raise ValueError(f"packed must be a uint8 tensor of {need} bytes for shape "
+                             f"{self.shape} at {self.bits} bits, got "
+                             f"{getattr(self.packed, 'numel', lambda: type(self.packed).__name__)()}")
+
     @classmethod
     def from_float(cls, w: torch.Tensor, bits: int, granularity: Granularity) -> QuantizedTensor:
         """Quantize ``w`` with the article's rule and pack the codes."""

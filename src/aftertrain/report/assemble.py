@@ -49,6 +49,8 @@ def build(ledger: Ledger, out: str | os.PathLike, checkout: Path | None = None,
 def update_readme(readme: Path, ledger: Ledger) -> None:
     """Replace the claims table between the README's markers with this
     ledger's (atomically); the markers must be there."""
+    if not Path(readme).is_file():
+        raise ValueError(f"readme must be an existing file, got {str(readme)!r}")
     text = readme.read_text()
     if README_BEGIN not in text or README_END not in text:
         raise ReportError(f"{readme} has no claims-table markers ({README_BEGIN!r} ... {README_END!r})")
@@ -80,7 +82,10 @@ def main(args) -> int:
         if args.quick:
             raise ReportError("--quick changes the test run, and --claims-json reads a finished "
                               "one (its own metadata says whether it was quick); drop --quick")
-        ledger = read_ledger(args.claims_json)
+        try:
+            ledger = read_ledger(args.claims_json)
+        except ReportError as err:
+            raise ReportError(f"--claims-json: {err}") from None
         log(f"read the claims ledger {args.claims_json}")
     else:
         if checkout is None:

@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,6 +103,8 @@ class Ledger:
 
 
 def read_ledger(path: str | os.PathLike) -> Ledger:
+    if not isinstance(path, (str, os.PathLike)):
+        raise ValueError(f"path must be a file path, got {type(path).__name__}")
     path = Path(path)
     if path.is_dir():
         raise ReportError(f"claims ledger {path} is a folder; give the JSON file "
@@ -142,6 +145,11 @@ def check_output_folder(out: Path, flag: str = "--out") -> None:
         raise ReportError(f"{flag} {out}: {parent} is a file, so the folder cannot be created")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise ReportError(f"{flag} {out}: {parent} is not writable")
+    try:  # os.access says yes to root everywhere: try it
+        os.rmdir(tempfile.mkdtemp(prefix=".aftertrain-", dir=parent))
+    except OSError as err:
+        raise ReportError(f"{flag} {out}: cannot create a folder in {parent} ({err.strerror})") \
+            from None
 
 
 def run_ledger(checkout: Path, json_path: Path, quick: bool,

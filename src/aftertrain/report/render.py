@@ -22,6 +22,8 @@ SECTIONS = (baselines, quant, prune, speculative)
 
 
 def summary_counts(ledger: Ledger) -> dict[str, int]:
+    if not isinstance(ledger, Ledger):
+        raise ValueError(f"ledger must be a report Ledger (read_ledger), got {type(ledger).__name__}")
     counts: dict[str, int] = {}
     for cid in CLAIMS:
         v = ledger.verdict(cid)

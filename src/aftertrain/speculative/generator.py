@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from aftertrain import text as _text
-from aftertrain.decoding import Decoder, check_generator, check_temperature, probabilities
+from aftertrain.decoding import MAX_NEW, Decoder, check_generator, check_temperature, probabilities
 from aftertrain.protocol import NextTokenModel, check_model
 from aftertrain.speculative.rule import _sample, _verify
 
@@ -135,8 +135,8 @@ def speculative_generate(
         raise ValueError(f"target and draft must share a vocabulary: target has {V} "
                          f"characters, draft {draft.config.vocab_size}")
     prompt_ids = _prompt_tokens(prompt, V)
-    if isinstance(n_new, bool) or not isinstance(n_new, int) or n_new < 0:
-        raise ValueError(f"n_new must be an int >= 0, got {n_new!r}")
+    if isinstance(n_new, bool) or not isinstance(n_new, int) or not 0 <= n_new <= MAX_NEW:
+        raise ValueError(f"n_new must be an int >= 0 and <= {MAX_NEW:,}, got {n_new!r}")
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"k must be an int >= 1, got {k!r}")
     check_temperature(temperature)
@@ -178,11 +178,11 @@ def speculative_generate(
                              accepted, passes, draft_passes, target_logits)
 
 
-def _prompt_tokens(prompt: str | torch.Tensor, V: int) -> list[int]:
+def _prompt_tokens(prompt: str | torch.Tensor, V: int, name: str = "prompt") -> list[int]:
     if isinstance(prompt, str):
         bad = sorted({c for c in prompt if c not in _text.VOCAB})
         if bad:
-            raise ValueError(f"prompt holds characters outside the vocabulary: {bad!r}")
+            raise ValueError(f"{name} holds characters outside the vocabulary: {bad!r}")
         if V != _text.VOCAB_SIZE:
             raise ValueError(f"a string prompt needs the project vocabulary of "
                              f"{_text.VOCAB_SIZE} characters; the models have {V}: pass indices")
@@ -191,9 +191,9 @@ def _prompt_tokens(prompt: str | torch.Tensor, V: int) -> list[int]:
             and prompt.dtype != torch.bool:
         ids = prompt.tolist()
         if ids and (min(ids) < 0 or max(ids) >= V):
-            raise ValueError(f"prompt indices must lie in [0, {V})")
+            raise ValueError(f"{name} indices must lie in [0, {V})")
     else:
-        raise ValueError("prompt must be a string or a 1-D integer tensor")
+        raise ValueError(f"{name} must be a string or a 1-D integer tensor")
     if not ids:
-        raise ValueError("prompt must hold at least one character")
+        raise ValueError(f"{name} must hold at least one character")
     return ids

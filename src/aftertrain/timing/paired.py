@@ -158,9 +158,14 @@ def _check_factor(factor: float) -> None:
         raise ValueError(f"factor must be a finite number > 0, got {factor!r}")
 
 
-def _check_int(name: str, value: object, least: int, why: str = "") -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < least:
-        raise ValueError(f"{name} must be an int >= {least}{why}, got {value!r}")
+def _check_int(name: str, value: object, least: int, why: str = "", most: int | None = None) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < least \
+            or (most is not None and value > most):
+        most_ = "" if most is None else f" and <= {most:,}"
+        raise ValueError(f"{name} must be an int >= {least}{why}{most_}, got {value!r}")
+
+
+MAX_PAIRS = 100_000  # far past any decision's need; more is a typo that would run for hours
 
 
 def _check_callable(name: str, value: object) -> None:
@@ -202,7 +207,10 @@ class _Pairs:
         start = self.clock()
         for _ in range(self.calls):
             fn()
-        return (self.clock() - start) / self.calls
+        seconds = (self.clock() - start) / self.calls
+        if not math.isfinite(seconds):
+            raise ValueError(f"clock must return finite seconds, got a timing of {seconds}")
+        return seconds
 
     def summary(self, confidence: float, threads: int, warmup: int) -> PairedTiming:
         if min(self.base) <= 0.0:
@@ -304,7 +312,7 @@ def paired_timing(
     _check_callable("candidate", candidate)
     _check_callable("clock", clock)
     _check_confidence(confidence)
-    _check_int("pairs", pairs, min_pairs(confidence), f" for confidence {confidence}")
+    _check_int("pairs", pairs, min_pairs(confidence), f" for confidence {confidence}", MAX_PAIRS)
     _check_int("warmup", warmup, 0)
     _check_int("calls", calls, 1)
     _check_int("threads", threads, 1)
