@@ -189,7 +189,8 @@ def main(args) -> int:
     for label, led in all_ledgers.items():
         counts = summary_counts(led)
         failed = led.pytest_status not in (None, 0)
-        print(f"{path}{f' [{label}]' if others else ''}: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+        tally = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+        print(f"{path}{f' [{label}]' if others else ''}: " + tally
               + (f"; pytest exit status {led.pytest_status} (a test failed)" if failed else ""))
         if counts.get(V.BROKEN) or failed:
             status = 1

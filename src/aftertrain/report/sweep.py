@@ -39,7 +39,8 @@ def read_sweep(path: str | os.PathLike) -> list[dict]:
         raise ReportError(f"sweep file {path} does not exist") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ReportError(f"sweep file {path} cannot be read as JSON: {err}") from None
-    if not isinstance(data, dict) or data.get("version") != VERSION or not isinstance(data.get("points"), list):
+    if (not isinstance(data, dict) or data.get("version") != VERSION
+            or not isinstance(data.get("points"), list)):
         raise ReportError(f"sweep file {path} is not a sweep file of version {VERSION} "
                           "(written by `aftertrain sweep`)")
     for p in data["points"]:
