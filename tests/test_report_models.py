@@ -221,3 +221,32 @@ def test_read_sweep_refuses_a_bad_file(tmp_path, content, message):
     path.write_text(content)
     with pytest.raises(R.ReportError, match=message):
         SW.read_sweep(path)
+
+
+@pytest.mark.parametrize("status, expected", [(0, 0), (1, 1)])
+def test_report_runs_each_model_and_fails_when_a_test_fails_on_any(tmp_path, monkeypatch, capsys,
+                                                                  status, expected):
+    """Without --claims-json the report runs the suite once per model (here
+    a stand-in for the run), says which model is running, writes each ledger
+    to its own file, and exits 1 when pytest failed on any model (CI's
+    README command 1 then fails)."""
+    from dataclasses import replace
+
+    from aftertrain.report import assemble
+
+    calls = []
+
+    def fake_run(checkout, json_path, quick, log, meta=None, model=None):
+        calls.append((model, Path(json_path).name))
+        data = _data()
+        data["meta"] = {"model": model}
+        json_path.write_text(json.dumps(data))
+        return replace(R.read_ledger(json_path), pytest_status=status if model == "article" else 0)
+
+    monkeypatch.setattr(assemble, "run_ledger", fake_run)
+    out = tmp_path / "out"
+    assert main(["report", "--out", str(out), "--checkout", str(ROOT)]) == expected
+    assert calls == [("reference", "claims.json"), ("article", "claims-article.json")]
+    err = capsys.readouterr().err
+    assert "model 1 of 2: reference" in err and "model 2 of 2: article" in err
+    assert "verdict (article)" in (out / "report.md").read_text()
