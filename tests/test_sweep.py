@@ -78,3 +78,12 @@ def test_key_figures_refuses_bad_settings(small_gpt, kwargs, arg):
 def test_key_figures_refuses_a_non_gpt():
     with pytest.raises(ValueError, match="model"):
         S.key_figures(torch.nn.Linear(2, 2))
+
+
+def test_every_claim_holds_on_the_articles_published_figures():
+    """The margins read each claim as the article states it: on the
+    article's own figures every one of them is on its claim's side (Q7's
+    ratio 0.0976 / 0.0184 = 5.30 > 5)."""
+    m = S.margins(S.article_figures())
+    assert {n: S.holds(n, v) for n, v in m.items()} == {n: True for n in S.THRESHOLDS}
+    assert m["q7_tok_over_block"] == pytest.approx(0.0976 / 0.0184)

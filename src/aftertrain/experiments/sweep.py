@@ -181,3 +181,23 @@ def sweep_point(model_name: str, val_loss: float, fig: Mapping, source: str) -> 
     where its figures came from, the figures and their margins."""
     return {"model": model_name, "val_loss": val_loss, "source": source,
             "figures": dict(fig), "margins": margins(fig)}
+
+
+def article_figures() -> dict:
+    """The article's own key figures, in :func:`key_figures`' shapes, from its
+    published tables (:data:`aftertrain.claims.ARTICLE_TABLES`): its model's
+    point on the sweep's plots. Its sensitivity table lists five matrices
+    and the least harmful one; the largest block penalty among them is the
+    largest it published (blocks.2.f1, +0.0184)."""
+    from aftertrain.claims import ARTICLE_TABLES as A
+
+    g, layer, r = A["p1"][P1_SPARSITY]
+    return {
+        "val_loss": A["b1"]["reference"], "bigram": A["b1"]["bigram"],
+        "q4": [{"bits": b, "per_tensor": pt, "per_channel": pc} for b, (pt, pc) in A["q4"].items()],
+        "q7": [{"name": n, "loss": math.nan, "penalty": p} for n, p in A["q7"].items()],
+        "p1": [{"sparsity": P1_SPARSITY, "global": g, "layer": layer, "random": r}],
+        "p2": [{"sparsity": P2_SPARSITY, "mean": A["p2"][P2_SPARSITY], "std": math.nan,
+                "min": math.nan, "max": math.nan}],
+        "s4": [{"draft": d, "k": k, "acceptance": A["s4"][(d, k)][0]} for d in DRAFTS for k in KS],
+    }

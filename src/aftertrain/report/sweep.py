@@ -11,7 +11,7 @@ import json
 import os
 from pathlib import Path
 
-from aftertrain.experiments.sweep import THRESHOLDS, holds
+from aftertrain.experiments.sweep import THRESHOLDS, article_figures, holds, margins
 from aftertrain.report.document import Document
 from aftertrain.report.ledgerfile import ReportError
 from aftertrain.report.markdown import fmt, markdown_table
@@ -83,6 +83,8 @@ def section(doc: Document, points: list[dict]) -> None:
            "S4 bigram k=1 / k=8", "S4 8-bit k=1 / k=8"],
         [_figure_row(p) for p in points]))
     names = list(THRESHOLDS)
+    art = {"model": "the article's model (published)", "val_loss": article_figures()["val_loss"],
+           "source": "the article", "margins": margins(article_figures())}
     doc.add("**Each claim's margin** (the claim holds where the margin is on its side of the "
             "threshold: ✓ holds, ✗ does not)\n\n" + markdown_table(
                 ["model", "val loss", "from"] + [f"{THRESHOLDS[n][0]}: {THRESHOLDS[n][1]} "
@@ -90,12 +92,15 @@ def section(doc: Document, points: list[dict]) -> None:
                                                  f"{THRESHOLDS[n][2]:g})" for n in names],
                 [[p["model"], fmt(p["val_loss"]), p.get("source", "")]
                  + [f"{p['margins'][n]:+.4f} {'✓' if holds(n, p['margins'][n]) else '✗'}" for n in names]
-                 for p in points]))
+                 for p in [*points, art]]))
     for name, title, keys, unit in PLOTS:
         doc.plot(name, _drawer(points, title, keys, unit))
 
 
 def _drawer(points: list[dict], title: str, keys: list[str], unit: str):
+    art = article_figures()
+    art_margins = margins(art)
+
     def draw(ax):
         xs = [p["val_loss"] for p in points]
         thresholds = set()
@@ -103,6 +108,8 @@ def _drawer(points: list[dict], title: str, keys: list[str], unit: str):
             claim, what, threshold, side = THRESHOLDS[k]
             ax.plot(xs, [p["margins"][k] for p in points], "o-", color=f"C{i}",
                     label=f"{claim}: {what} (holds {side} {threshold:g})")
+            ax.plot([art["val_loss"]], [art_margins[k]], "x", color=f"C{i}", ms=9,
+                    label=f"{claim}: the article's model ({what.split(' (')[0]})")
             thresholds.add(threshold)
         for t in sorted(thresholds):
             ax.axhline(t, color="k", lw=1, ls="--", label=f"threshold {t:g}")
@@ -110,7 +117,7 @@ def _drawer(points: list[dict], title: str, keys: list[str], unit: str):
             ax.annotate(p["model"], (p["val_loss"], ax.get_ylim()[1]), fontsize=6, rotation=90,
                         va="top", ha="right", color="0.4")
         ax.set(xlabel="validation loss of the checkpoint (nats)", ylabel=unit, title=title)
-        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(0, -0.15), borderaxespad=0)
+        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(0, -0.28), borderaxespad=0)
         return f"{title}, one line per figure, against the checkpoint's validation loss"
 
     return draw
