@@ -174,6 +174,7 @@ def _point(model: str, loss: float, q6: float, ratio: float) -> dict:
                   for b in (8, 6, 4, 3)]
            + [{"bits": 2, "per_tensor": 5.0, "per_channel": 5.0 + q6}],
            "q7": [{"name": "tok.weight", "loss": loss + 0.1 * ratio, "penalty": 0.1 * ratio},
+                  {"name": "pos.weight", "loss": loss + 0.2, "penalty": 0.2},
                   {"name": "blocks.0.f1.weight", "loss": loss + 0.1, "penalty": 0.1}],
            "p1": [{"sparsity": 0.3, "global": loss + 0.1, "layer": loss + 0.2, "random": 4.0}],
            "p2": [{"sparsity": 0.05, "mean": 3.0, "std": 0.1, "min": 2.9, "max": 3.1}],

@@ -12,7 +12,7 @@ import torch
 from aftertrain import tables as T
 from aftertrain.experiments import sweep as S
 
-TINY = dict(bits=(4, 3, 2), names=["tok.weight", "blocks.0.f1.weight"], seeds=(0,), n_new=12)
+TINY = dict(bits=(4, 3, 2), names=["tok.weight", "pos.weight", "blocks.0.f1.weight"], seeds=(0,), n_new=12)
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,7 @@ def tiny_figures(small_gpt, tiny_tokens):
 def test_key_figures_have_the_ledger_shapes_and_finite_margins(tiny_figures):
     fig = tiny_figures
     assert [r["bits"] for r in fig["q4"]] == [4, 3, 2]
-    assert {r["name"] for r in fig["q7"]} == {"tok.weight", "blocks.0.f1.weight"}
+    assert {r["name"] for r in fig["q7"]} == {"tok.weight", "pos.weight", "blocks.0.f1.weight"}
     assert [r["sparsity"] for r in fig["p1"]] == [S.P1_SPARSITY]
     assert [r["sparsity"] for r in fig["p2"]] == [S.P2_SPARSITY]
     assert {(r["draft"], r["k"]) for r in fig["s4"]} == {(d, k) for d in S.DRAFTS for k in S.KS}

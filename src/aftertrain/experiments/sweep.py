@@ -35,8 +35,10 @@ P2_SPARSITY = 0.05
 #: Acceptance of these drafts at these k (S4).
 DRAFTS = ("bigram", "8-bit")
 KS = (1, 8)
-#: The matrices outside the blocks: Q7 compares tok against every block matrix.
+#: The matrices outside the blocks: Q7 compares tok against every block matrix,
+#: and needs both embeddings ahead of every other matrix.
 TOKEN_EMBEDDING = "tok.weight"
+POSITION_EMBEDDING = "pos.weight"
 
 #: margin name -> (claim, what it is, threshold, "above"/"below": where the claim holds).
 THRESHOLDS: dict[str, tuple[str, str, float, str]] = {
@@ -45,6 +47,8 @@ THRESHOLDS: dict[str, tuple[str, str, float, str]] = {
     "q6_2bit_pc_minus_pt": ("Q6", "2-bit loss, per-channel minus per-tensor (nats)", 0.0, "above"),
     "q7_tok_over_block": ("Q7", "4-bit penalty of tok over the largest block matrix's (ratio)",
                           TOL.EMBEDDING_DOMINANCE, "above"),
+    "q7_pos_minus_next": ("Q7", "4-bit penalty of pos minus the largest other matrix's but tok's "
+                          "(nats)", 0.0, "above"),
     "p1_global_minus_layer_30": ("P1", "30% pruned loss, global minus per-layer magnitude (nats)",
                                  0.0, "below"),
     "p2_random5_minus_bigram": ("P2", "random 5% pruned loss minus the bigram's (nats)", 0.0, "above"),
@@ -87,8 +91,8 @@ def key_figures(
     """Measure the sweep's key figures on ``model``.
 
     ``bits`` (must include 2, 3, 4), ``names`` (the matrices tried one at a
-    time at 4 bits; default all 2-D weights, must include ``tok.weight`` and
-    one block matrix), ``seeds`` (random pruning; default the suite's five),
+    time at 4 bits; default all 2-D weights, must include ``tok.weight``,
+    ``pos.weight`` and one block matrix), ``seeds`` (random pruning; default the suite's five),
     ``n_new`` (characters per acceptance run; default the suite's 200) and
     ``tokens`` (the evaluation split; default the validation split) exist so a
     test can run it small. Returns the tables in the ledger's shapes:
@@ -110,9 +114,10 @@ def key_figures(
         raise ValueError(f"n_new must be an int >= 1, got {n_new!r}")
     if names is not None:
         names = list(names)
-        if TOKEN_EMBEDDING not in names or not any(n.startswith("blocks.") for n in names):
-            raise ValueError(f"names must include {TOKEN_EMBEDDING!r} and one block matrix "
-                             f"('blocks.…'), got {names!r}")
+        if (TOKEN_EMBEDDING not in names or POSITION_EMBEDDING not in names
+                or not any(n.startswith("blocks.") for n in names)):
+            raise ValueError(f"names must include {TOKEN_EMBEDDING!r}, {POSITION_EMBEDDING!r} and "
+                             f"one block matrix ('blocks.…'), got {names!r}")
 
     def evaluate(m: nn.Module) -> float:
         return val_loss(m, tokens)
@@ -154,6 +159,8 @@ def margins(fig: Mapping) -> dict[str, float]:
     q7 = fig["q7"]
     tok = next(r["penalty"] for r in q7 if r["name"] == TOKEN_EMBEDDING)
     block = max(r["penalty"] for r in q7 if r["name"].startswith("blocks."))
+    pos = next((r["penalty"] for r in q7 if r["name"] == POSITION_EMBEDDING), math.nan)
+    others = [r["penalty"] for r in q7 if r["name"] not in (TOKEN_EMBEDDING, POSITION_EMBEDDING)]
     acc = {(r["draft"], r["k"]): r["acceptance"] for r in fig["s4"]}
     lo, hi = min(KS), max(KS)
     return {
@@ -161,6 +168,7 @@ def margins(fig: Mapping) -> dict[str, float]:
         "q5_3bit_pc_minus_bigram": bits[3]["per_channel"] - fig["bigram"],
         "q6_2bit_pc_minus_pt": bits[2]["per_channel"] - bits[2]["per_tensor"],
         "q7_tok_over_block": tok / block if block > 0 else math.inf,
+        "q7_pos_minus_next": pos - max(others),
         "p1_global_minus_layer_30": fig["p1"][0]["global"] - fig["p1"][0]["layer"],
         "p2_random5_minus_bigram": fig["p2"][0]["mean"] - fig["bigram"],
         "s4_bigram_k8_minus_k1": acc[("bigram", hi)] - acc[("bigram", lo)],

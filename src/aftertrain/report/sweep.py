@@ -25,6 +25,8 @@ PLOTS = (
      [k for k in THRESHOLDS if THRESHOLDS[k][0] in ("Q5", "Q6", "P1", "P2")], "nats"),
     ("sweep_q7_ratio", "tok's 4-bit penalty over the largest block matrix's (Q7)",
      ["q7_tok_over_block"], "ratio"),
+    ("sweep_q7_pos", "pos's 4-bit penalty minus the largest other matrix's but tok's (Q7)",
+     ["q7_pos_minus_next"], "nats"),
     ("sweep_s4_acceptance", "Acceptance at k=8 minus k=1 (S4)",
      ["s4_bigram_k8_minus_k1", "s4_8bit_k8_minus_k1"], "acceptance"),
 )
