@@ -16,6 +16,7 @@ from aftertrain.report import sweep as sweep_section
 from aftertrain.report.assemble import DEFAULT_OUT, SWEEP_FILE, _split
 from aftertrain.report.document import Document
 from aftertrain.report.ledgerfile import Ledger, ReportError, check_output_folder, read_ledger
+from aftertrain.report.multimodel import model_label
 
 #: The checkpoints of the reference run, worst first: steps 250, 950, 1,250, 3,750 (best).
 DEFAULT_SWEEP_MODELS = ("sweep-250", "article", "sweep-1250", "reference")
@@ -40,15 +41,17 @@ def sweep_main(args) -> int:
             _models.resolve(m)
         except ValueError as err:
             raise ReportError(f"--models: {err}") from None
-    ledgers: dict[str, Ledger] = {}
+    ledgers: dict[str, Ledger] = {}  # by the checkpoint's SHA-256, else by model label
     for p in _split(args.claims_json):
         led = read_ledger(p)
-        ledgers[str(led.meta.get("model_sha256", ""))] = led
+        ledgers[str(led.meta.get("model_sha256") or model_label(led))] = led
     points = []
     for i, m in enumerate(names):
         net, ident = _models.load_model(m)
         label = m if ident.bundled else Path(m).stem
-        led = ledgers.get(ident.sha256)  # only a ledger of this very checkpoint
+        # A ledger of this very checkpoint; one without metadata by its model's name
+        # (ledgers from before --aftertrain-model: the reference's).
+        led = ledgers.get(ident.sha256) or ledgers.get(label)
         fig = S.figures_from_tables(led.tables) if led is not None else None
         if fig is not None:
             log(f"model {i + 1} of {len(names)}: {label}: figures from {led.source}")
