@@ -23,6 +23,7 @@ from aftertrain import tables as T
 from aftertrain.claims import CLAIMS
 from aftertrain.cli import main
 from aftertrain.report import meta as M
+from aftertrain.report import multimodel as MM
 from aftertrain.report.document import TIMING_CLAIMS, deterministic_rows
 from aftertrain.report.markdown import figures, figures_once, fmt, read_table
 from aftertrain.report.quant import parting_excerpt
@@ -107,20 +108,34 @@ def test_committed_report_is_the_rendering_of_its_committed_ledger(committed):
     """The committed report.md is what the committed code renders from the
     committed ledger (its metadata block aside when that is taken at render
     time): nobody edited one without the other."""
-    rendered = R.render(committed, ROOT).markdown()
+    _, others = R.assemble.read_report_ledgers(COMMITTED)  # the other models' ledgers, if any
+    sweep = R.assemble.read_report_sweep(COMMITTED)
+    rendered = R.render(committed, ROOT, others=others, sweep=sweep).markdown()
     assert M.strip_header(rendered) == M.strip_header((COMMITTED / "report.md").read_text())
 
 
-def _readme_rows() -> list[list[str]]:
+def _committed_rows() -> tuple[list[str], list[list[str]]]:
+    """The claims table's header and rows as the committed ledgers give them
+    (a verdict column per model when the committed report has several)."""
+    primary, others = R.assemble.read_report_ledgers(COMMITTED)
+    if not others:
+        return R.document.CLAIMS_HEADER, R.claims_rows(primary)
+    ledgers = {MM.model_label(primary): primary, **others}
+    return MM.claims_header(list(ledgers)), MM.claims_rows(ledgers)
+
+
+def _readme_rows(header: list[str]) -> list[list[str]]:
     readme = (ROOT / "README.md").read_text()
     table = readme.split(R.README_BEGIN, 1)[1].split(R.README_END, 1)[0]
-    return read_table(table, R.document.CLAIMS_HEADER)
+    return read_table(table, header)
 
 
 def test_readme_claims_table_agrees_with_the_committed_ledger(committed):
     """Verdicts, claims, the article's figures and every deterministic figure
-    exactly; timing figures (which move on every run) are not compared."""
-    assert deterministic_rows(_readme_rows()) == deterministic_rows(R.claims_rows(committed))
+    exactly, for every committed model; timing figures (which move on every
+    run) are not compared."""
+    header, rows = _committed_rows()
+    assert deterministic_rows(_readme_rows(header)) == deterministic_rows(rows)
 
 
 def test_readme_check_sees_a_verdict_or_figure_change_but_not_a_timing_move(committed):

@@ -202,6 +202,15 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise UsageError(str(err)) from None
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from aftertrain import report
+
+    try:
+        return report.sweep_main(args)
+    except report.ReportError as err:
+        raise UsageError(str(err)) from None
+
+
 # --- the parser ------------------------------------------------------------------
 
 
@@ -211,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Executable claims about compressing a small character-level GPT.",
     )
     parser.add_argument("--version", action="version", version=f"aftertrain {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{report,train,sample}",
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{report,sweep,train,sample}",
                                 parser_class=OneLineParser)
 
     p = sub.add_parser(
@@ -231,9 +240,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkout", help="aftertrain source tree whose tests to run and whose "
                    "report/ and README --update-committed rewrites (default: the one this "
                    "package is installed from)")
-    p.add_argument("--claims-json", help="read verdicts and figures from this ledger "
-                   "(written by `pytest --claims-json FILE`) instead of running the tests")
+    p.add_argument("--claims-json", action="append", metavar="FILE[,FILE...]",
+                   help="read verdicts and figures from this ledger (written by `pytest "
+                   "--claims-json FILE`) instead of running the tests; several (repeated or "
+                   "comma-separated) give one verdict column per model, the first the primary")
+    p.add_argument("--models", action="append", metavar="NAME_OR_PATH[,...]",
+                   help="run the claims' tests once per model (bundled names: "
+                   "reference, article, sweep-250, sweep-1250; or a checkpoint written by "
+                   "`aftertrain train --out`); default reference,article; the first is the primary")
+    p.add_argument("--sweep", metavar="FILE",
+                   help="render this sweep file (written by `aftertrain sweep`); default: "
+                   "OUT/sweep.json when it exists")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser(
+        "sweep", help="the quality sweep: key figures of Q4-Q7, P1/P2, S4 per checkpoint "
+        "against validation loss",
+        description="Measure the key figures of Q4-Q7, P1/P2 and S4 on checkpoints of one "
+                    "training run (default: the bundled sweep-250, article, sweep-1250, reference) "
+                    "and write OUT/sweep.json, OUT/sweep.md and its plots; `aftertrain report` "
+                    "renders OUT/sweep.json when it exists.")
+    p.add_argument("--models", action="append", metavar="NAME_OR_PATH[,...]",
+                   help="checkpoints to measure (default: sweep-250,article,sweep-1250,reference)")
+    p.add_argument("--claims-json", action="append", metavar="FILE[,FILE...]",
+                   help="ledgers whose tables give a model's figures (not measured again)")
+    p.add_argument("--out", help="output folder (default: build/report, ignored by git)")
+    p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("train", help="train the reference model (deterministic recipe)")
     p.add_argument("--steps", type=_int_in(1, MAX_STEPS), default=None,

@@ -1,9 +1,12 @@
 """The models the claims run on: bundled checkpoints by name, or a user's file.
 
-Two checkpoints ship in ``aftertrain/data``:
+Four checkpoints ship in ``aftertrain/data``:
 
 - ``reference``: our model, trained for the recipe's full 5,000 steps
   (validation loss 1.5539, much better than the article's 2.0272);
+- ``sweep-250``, ``sweep-1250``: the same run stopped after 250 and 1,250
+  steps (validation loss 2.5060 and 1.8518), for the quality sweep
+  (``aftertrain sweep``; see docs/models.md);
 - ``article``: the same run stopped early, after 950 of the schedule's
   5,000 steps (``aftertrain train --stop-at 950``), at the article's
   quality (validation loss about 2.03; the article's model 2.0272).
@@ -38,11 +41,19 @@ __all__ = ["ARCHITECTURE", "BUNDLED", "DEFAULT", "CheckpointError", "ModelIdenti
 ARCHITECTURE = _model.GPTConfig()
 ARCHITECTURE_PARAMETERS = 637_156
 
+#: Steps of the sweep checkpoints (validation loss 2.5060 and 1.8518 in the
+#: reference run's history; the article model is step 950, the reference 3,750).
+SWEEP_STEPS = (250, 1250)
+
 #: Name -> (file in aftertrain/data, the command that rebuilds it).
 BUNDLED: dict[str, tuple[str, str]] = {
     "reference": (_checkpoint.REFERENCE_FILE, _checkpoint.REBUILD_HINT),
     "article": ("article.pt",
                 f"aftertrain train --stop-at {_train.ARTICLE_STEPS} --out src/aftertrain/data/article.pt"),
+    # The quality sweep (aftertrain sweep): the same run stopped at 250 and 1,250 steps.
+    **{f"sweep-{n}": (f"sweep-{n}.pt",
+                      f"aftertrain train --stop-at {n} --out src/aftertrain/data/sweep-{n}.pt")
+       for n in SWEEP_STEPS},
 }
 DEFAULT = "reference"
 

@@ -27,7 +27,8 @@ from aftertrain.report.assemble import (
 from aftertrain.report.document import claims_rows, claims_table
 from aftertrain.report.ledgerfile import Ledger, ReportError, read_ledger
 from aftertrain.report.render import render, summary_counts
+from aftertrain.report.sweeprun import sweep_main
 
 __all__ = ["COMMITTED", "DEFAULT_OUT", "README_BEGIN", "README_END", "Ledger", "ReportError",
            "build", "claims_rows", "claims_table", "main", "read_ledger", "render",
-           "summary_counts", "update_readme"]
+           "summary_counts", "sweep_main", "update_readme"]

@@ -78,6 +78,7 @@ TIMING_CLAIMS = frozenset({"Q11", "S5", "S6", "S7", "X2", "X3", "X4", "X8", "P7"
 
 
 def deterministic_rows(rows: list[list[str]]) -> list[list[str]]:
-    """Claims-table rows with the timing figures left out (see TIMING_CLAIMS)."""
-    return [[cid, claim, article, "(timing)" if cid in TIMING_CLAIMS else ours, verdict]
-            for cid, claim, article, ours, verdict in rows]
+    """Claims-table rows with the timing figures left out (see TIMING_CLAIMS):
+    ID, claim, article, then an (ours, verdict) pair per model."""
+    return [row[:3] + [("(timing)" if row[0] in TIMING_CLAIMS and i % 2 == 0 else c)
+                       for i, c in enumerate(row[3:])] for row in rows]

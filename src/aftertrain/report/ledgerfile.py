@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from aftertrain import verdicts as V
@@ -52,6 +52,8 @@ class Ledger:
     source: str
     meta: dict = field(default_factory=dict)
     meta_source: str = META_NONE
+    #: pytest's exit status when :func:`run_ledger` ran the tests (None: read from a file).
+    pytest_status: int | None = None
 
     @classmethod
     def from_json(cls, data: dict, source: str) -> Ledger:
@@ -153,17 +155,23 @@ def check_output_folder(out: Path, flag: str = "--out") -> None:
 
 
 def run_ledger(checkout: Path, json_path: Path, quick: bool,
-               log: Callable[[str], None], meta: dict | None = None) -> Ledger:
+               log: Callable[[str], None], meta: dict | None = None,
+               model: str | None = None) -> Ledger:
     """Run the checkout's whole pytest suite, writing its ledger to ``json_path``.
 
     pytest's own progress streams to standard error as it runs. ``meta`` (the
     run's metadata, taken just before the run) stands in for the ledger's own
-    when the ledger carries none.
+    when the ledger carries none. ``model``: a bundled model's name or a
+    checkpoint path, passed as ``--aftertrain-model`` (default: the suite's
+    default, the reference). The ledger keeps pytest's exit status
+    (``pytest_status``: 1 when a test failed, a claim's or not).
     """
     if not is_checkout(checkout):
         raise ReportError(f"checkout must be an aftertrain source tree with tests/, got {checkout}")
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
            "--claims-json", str(json_path)]
+    if model is not None:
+        cmd += ["--aftertrain-model", str(model)]
     env = {**os.environ, **(QUICK_ENV if quick else {})}
     log(f"running the claims' tests: {' '.join(cmd[1:])} (in {checkout})")
     proc = subprocess.run(cmd, cwd=checkout, env=env, stdout=sys.stderr, stderr=sys.stderr)
@@ -174,4 +182,4 @@ def run_ledger(checkout: Path, json_path: Path, quick: bool,
     if ledger.meta_source == META_NONE and meta:
         ledger = Ledger(ledger.verdicts, ledger.measured, ledger.reasons, ledger.tables,
                         ledger.source, {**meta, "quick": quick}, META_FROM_REPORT_RUN)
-    return ledger
+    return replace(ledger, pytest_status=proc.returncode)

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from aftertrain import verdicts as V
 from aftertrain.claims import CLAIMS
-from aftertrain.report import baselines, meta, prune, quant, speculative
+from aftertrain.report import baselines, meta, multimodel, prune, quant, speculative
+from aftertrain.report import sweep as sweep_section
 from aftertrain.report.document import Document, claims_table, ours_cell
 from aftertrain.report.ledgerfile import Ledger
 from aftertrain.report.markdown import DASH, figures
@@ -62,12 +63,25 @@ def _findings(doc: Document) -> None:
 
 
 def render(ledger: Ledger, checkout: Path | None = None,
-           log: Callable[[str], None] = lambda s: None) -> Document:
-    """The whole report as a :class:`Document` (markdown and plots), not written."""
+           log: Callable[[str], None] = lambda s: None,
+           others: dict[str, Ledger] | None = None,
+           sweep: list[dict] | None = None) -> Document:
+    """The whole report as a :class:`Document` (markdown and plots), not written.
+
+    ``others``: the ledgers of more models by label (:func:`multimodel.model_label`):
+    the claims table gets a verdict column per model, and the multi-model
+    sections and "Does a model of the article's quality reproduce them?" come
+    after the primary ``ledger``'s sections. ``sweep``: the points of a sweep
+    file (:func:`aftertrain.report.sweep.read_sweep`), rendered when given.
+    """
     doc = Document(ledger)
     counts = summary_counts(ledger)
+    ledgers = {multimodel.model_label(ledger): ledger, **(others or {})}
     doc.add("# aftertrain claims report")
     doc.add(meta.header(ledger, checkout))
+    for label, other in (others or {}).items():
+        block = meta.header(other, checkout).replace(meta.BEGIN + "\n", "").replace("\n" + meta.END, "")
+        doc.add(block.replace("**Run**", f"**Run of `{label}`**"))
     doc.add(
         f"Verdicts and figures from the pytest run recorded in `{Path(ledger.source).name}`; "
         "the article's figures from `aftertrain.claims`. "
@@ -76,10 +90,20 @@ def render(ledger: Ledger, checkout: Path | None = None,
            "pairs; figures are a first look, not the committed measurement."
            if ledger.quick else "")
     )
-    doc.add("## All claims\n\n" + claims_table(ledger))
+    doc.add("## All claims\n\n" + (multimodel.claims_table(ledgers) if others
+                                     else claims_table(ledger)))
     for section in SECTIONS:
         log(f"writing section: {section.TITLE}")
         doc.add(f"## {section.TITLE}")
         section.section(doc)
+    if others:
+        log(f"writing section: {multimodel.TITLE}")
+        doc.add(f"## {multimodel.TITLE}")
+        multimodel.section(doc, ledgers)
+        multimodel.flip_section(doc, ledgers)
+    if sweep:
+        log(f"writing section: {sweep_section.TITLE}")
+        doc.add(f"## {sweep_section.TITLE}")
+        sweep_section.section(doc, sweep)
     _findings(doc)
     return doc

@@ -1,0 +1,168 @@
+"""Report sections over several models (issue 15 items 3-4): one verdict
+column per model, the loss plots with one line per model beside the
+article's points, and "Does a model of the article's quality reproduce
+them?": for each claim that does not reproduce on the first model (the
+reference), its verdict and figures on every other model, and the reverse.
+
+The first ledger is the primary one (the reference by default): every other
+section of the report renders it; these sections put the others beside it.
+Nothing here re-derives a verdict: each model's verdicts are its own run's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aftertrain import tables as T
+from aftertrain import verdicts as V
+from aftertrain.claims import ARTICLE_TABLES as A
+from aftertrain.claims import CLAIMS
+from aftertrain.report.document import Document, ours_cell
+from aftertrain.report.ledgerfile import Ledger
+from aftertrain.report.markdown import DASH, markdown_table, verdict_mark
+from aftertrain.report.plots import UNTRAINED
+
+TITLE = "The claims on several models"
+FLIP_TITLE = "Does a model of the article's quality reproduce them?"
+#: One line style per model, in the order given (the article's points dotted, in grey).
+MODEL_STYLES = ("o-", "s--", "^-.", "v-", "D--", "P-.")
+
+
+def model_label(ledger: Ledger) -> str:
+    """A short name for a ledger's model: the bundled name its metadata
+    gives, or a checkpoint path's file stem; without metadata, ``<label>``
+    of a ledger file ``claims-<label>.json``, else ``reference`` (ledgers
+    from before ``--aftertrain-model`` are the reference's)."""
+    name = str(ledger.meta.get("model") or "")
+    if not name:
+        stem = Path(ledger.source).stem
+        return stem[len("claims-"):] if stem.startswith("claims-") else "reference"
+    return Path(name).stem if ("/" in name or name.endswith(".pt")) else name
+
+
+def claims_header(labels: list[str]) -> list[str]:
+    return ["ID", "claim", "article"] + [h for m in labels for h in (f"ours ({m})", f"verdict ({m})")]
+
+
+def claims_rows(ledgers: dict[str, Ledger]) -> list[list[str]]:
+    """One row per claim: ID, the claim, the article's figure, then per model
+    its figures and its verdict."""
+    return [[c.id, f"{c.title}: {c.statement}", c.article or DASH]
+            + [cell for led in ledgers.values()
+               for cell in (ours_cell(led, c.id), verdict_mark(led.verdict(c.id)))]
+            for c in CLAIMS.values()]
+
+
+def claims_table(ledgers: dict[str, Ledger]) -> str:
+    return markdown_table(claims_header(list(ledgers)), claims_rows(ledgers))
+
+
+def _style(i: int) -> str:
+    return MODEL_STYLES[i % len(MODEL_STYLES)]
+
+
+def section(doc: Document, ledgers: dict[str, Ledger]) -> None:
+    """The overlay plots: bits and sparsity, one line per model and configuration."""
+    losses = ", ".join(
+        f"{m} {led.table(T.B1)['reference']:.4f}" if led.table(T.B1) else f"{m} {DASH}"
+        for m, led in ledgers.items())
+    doc.add(f"Validation loss of each model (B1): {losses}; the article's model "
+            f"{A['b1']['reference']:.4f}. The verdict columns of *All claims* are each model's "
+            "own run; the sections above render the first model's.")
+    _bits_plot(doc, ledgers)
+    _sparsity_plot(doc, ledgers)
+
+
+def _bits_plot(doc: Document, ledgers: dict[str, Ledger]) -> None:
+    have = {m: led.table(T.Q4) for m, led in ledgers.items() if led.table(T.Q4)}
+    if not have:
+        return doc.missing("Q4 on any model")
+
+    def draw(ax):
+        for i, (m, q4) in enumerate(have.items()):
+            xs = [r["bits"] for r in q4["rows"]]
+            ax.plot(xs, [r["per_tensor"] for r in q4["rows"]], _style(i), color="C0",
+                    label=f"per-tensor ({m})")
+            ax.plot(xs, [r["per_channel"] for r in q4["rows"]], _style(i), color="C1",
+                    label=f"per-channel ({m})")
+        ax.plot(list(A["q4"]), [v[0] for v in A["q4"].values()], "x:", color="0.4",
+                label="per-tensor (published)")
+        ax.plot(list(A["q4"]), [v[1] for v in A["q4"].values()], "+:", color="0.2",
+                label="per-channel (published)")
+        b1 = next((led.table(T.B1) for led in ledgers.values() if led.table(T.B1)), None)
+        if b1:
+            ax.axhline(b1["bigram"], color="gray", ls="--", lw=1, label="bigram")
+        ax.axhline(UNTRAINED, color="r", ls=":", lw=1, label="untrained ln 100")
+        ticks = sorted({r["bits"] for q4 in have.values() for r in q4["rows"]} | set(A["q4"]),
+                       reverse=True)
+        ax.set_xticks(ticks, [str(b) for b in ticks])
+        ax.invert_xaxis()
+        ax.set(xlabel="bits per weight", ylabel="validation loss (nats)",
+               title="Loss against bits, per model (Q4)")
+        return "Validation loss against bits: one line per model and granularity, the article's points"
+
+    doc.plot("models_quant_bits", draw)
+
+
+def _sparsity_plot(doc: Document, ledgers: dict[str, Ledger]) -> None:
+    have = {m: led.table(T.P1) for m, led in ledgers.items() if led.table(T.P1)}
+    if not have:
+        return doc.missing("P1 on any model")
+    methods = (("global", "global magnitude"), ("layer", "per-layer magnitude"), ("random", "random"))
+
+    def draw(ax):
+        for i, (m, p1) in enumerate(have.items()):
+            xs = [100 * r["sparsity"] for r in p1]
+            for j, (k, label) in enumerate(methods):
+                ax.plot(xs, [r[k] for r in p1], _style(i), color=f"C{j}", label=f"{label} ({m})")
+        for j, (_, label) in enumerate(methods):
+            ax.plot([100 * s for s in A["p1"]], [v[j] for v in A["p1"].values()], "x:",
+                    color=f"C{j}", alpha=0.5, label=f"{label} (published)")
+        ax.axhline(UNTRAINED, color="r", ls=":", lw=1, label="untrained ln 100")
+        ax.set(xlabel="sparsity of the 2-D weights (%)", ylabel="validation loss (nats)",
+               title="Loss against sparsity, per model (P1)")
+        return "Validation loss against sparsity: one line per model and method, the article's points"
+
+    doc.plot("models_prune_sparsity", draw)
+
+
+def flips(primary: Ledger, other: Ledger) -> tuple[list[str], list[str]]:
+    """``(not_on_primary, lost_on_other)``: the claims that do not reproduce
+    on the primary model, and the claims that hold on the primary but not on
+    the other model (does not reproduce or broken there)."""
+    not_on_primary = [c for c in CLAIMS if primary.verdict(c) == V.DOES_NOT_REPRODUCE]
+    lost = [c for c in CLAIMS if primary.verdict(c) == V.HOLDS
+            and other.verdict(c) in (V.DOES_NOT_REPRODUCE, V.BROKEN)]
+    return not_on_primary, lost
+
+
+def flip_section(doc: Document, ledgers: dict[str, Ledger]) -> None:
+    """For each claim that does not reproduce on the first model, whether it
+    reproduces on each other model, with both figures; then the reverse."""
+    (first, primary), *others = ledgers.items()
+    doc.add(f"## {FLIP_TITLE}")
+    doc.add(f"The README explains the claims that do not reproduce on `{first}` by its quality: "
+            "a better model degrades more gently. Here each of them on the other models, with "
+            "the figures of both runs (a claim *reproduces* on a model when it holds there).")
+    for other_name, other in others:
+        not_on_primary, lost = flips(primary, other)
+        if not not_on_primary:
+            doc.add(f"Every claim that `{first}` covers holds or is inconclusive there; nothing to compare.")
+        else:
+            rows = [[c, CLAIMS[c].title, CLAIMS[c].article or DASH, ours_cell(primary, c),
+                     ours_cell(other, c), verdict_mark(other.verdict(c)),
+                     "**yes**" if other.verdict(c) == V.HOLDS else "no"]
+                    for c in not_on_primary]
+            flipped = [r[0] for r in rows if r[-1] == "**yes**"]
+            doc.add(f"**Does not reproduce on `{first}`: on `{other_name}`?** "
+                    f"({len(flipped)} of {len(rows)} reproduce there"
+                    + (f": {', '.join(flipped)}" if flipped else "") + ")\n\n"
+                    + markdown_table(["ID", "claim", "article", f"ours ({first})", f"ours ({other_name})",
+                                      f"verdict ({other_name})", "reproduces"], rows))
+        if lost:
+            doc.add(f"**Holds on `{first}` but not on `{other_name}`** ({', '.join(lost)})\n\n"
+                    + markdown_table(["ID", "claim", "article", f"ours ({first})", f"ours ({other_name})",
+                                      f"verdict ({other_name})"],
+                                     [[c, CLAIMS[c].title, CLAIMS[c].article or DASH,
+                                       ours_cell(primary, c), ours_cell(other, c),
+                                       verdict_mark(other.verdict(c))] for c in lost]))
