@@ -191,16 +191,18 @@ def table(results: list[Result]) -> str:
     """Markdown table by module: counts per outcome and the kill rate over
     the mutants that ran and are not equivalent ((killed + timeout) / run)."""
     modules = sorted({r.module for r in results})
-    header = ["module", "mutants", "equivalent", "stale", "killed", "timeout", "survived",
-              "kill rate"]
+    header = ["module", "mutants", "equivalent", "stale", "killed", "of them by the subset",
+              "timeout", "survived", "kill rate"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
 
     def row(name: str, rs: list[Result]) -> str:
         c = Counter(r.outcome for r in rs if not r.equivalent)
         ran = c["killed"] + c["timeout"] + c["survived"]
         rate = f"{100 * (c['killed'] + c['timeout']) / ran:.1f}%" if ran else "-"
+        by_subset = sum(1 for r in rs if not r.equivalent and r.outcome == "killed"
+                        and r.stage == "subset")
         cells = [name, len(rs), sum(1 for r in rs if r.equivalent), c["stale"], c["killed"],
-                 c["timeout"], c["survived"], rate]
+                 by_subset, c["timeout"], c["survived"], rate]
         return "| " + " | ".join(map(str, cells)) + " |"
 
     for m in modules:
