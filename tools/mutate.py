@@ -187,11 +187,21 @@ def run_mutant(mutant: Mutant, tree: Path, extra: list[str], timeout: float,
                   where, spent, tail, stage)
 
 
-def table(results: list[Result]) -> str:
-    """Markdown table by module: counts per outcome and the kill rate over
-    the mutants that ran and are not equivalent ((killed + timeout) / run)."""
-    modules = sorted({r.module for r in results})
-    header = ["module", "mutants", "equivalent", "stale", "killed", "of them by the subset",
+def source_of(r: Result) -> str:
+    """The mutated code's home: the package under src/aftertrain (``quant/``)
+    or the module file (``model.py``); ``stale`` when it was not found."""
+    if r.outcome == "stale" or not r.where.startswith(str(PACKAGE)):
+        return "stale"
+    parts = Path(r.where).relative_to(PACKAGE).parts
+    return parts[0] + "/" if len(parts) > 1 else parts[0]
+
+
+def table(results: list[Result], key=lambda r: r.module, title: str = "module") -> str:
+    """Markdown table by module (or by ``key``): counts per outcome and the
+    kill rate over the mutants that ran and are not equivalent ((killed +
+    timeout) / run)."""
+    modules = sorted({key(r) for r in results})
+    header = [title, "mutants", "equivalent", "stale", "killed", "of them by the subset",
               "timeout", "survived", "kill rate"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
 
@@ -206,7 +216,7 @@ def table(results: list[Result]) -> str:
         return "| " + " | ".join(map(str, cells)) + " |"
 
     for m in modules:
-        lines.append(row(m, [r for r in results if r.module == m]))
+        lines.append(row(m, [r for r in results if key(r) == m]))
     lines.append(row("**all**", results))
     return "\n".join(lines)
 
@@ -263,6 +273,9 @@ def main(argv: list[str] | None = None) -> int:
                          "suite: '--full' alone, or '--full -n 2'); '-n N' is dropped for "
                          "timing/ledger mutants. Without it a subset survivor is reported "
                          "as survived (stage subset)")
+    ap.add_argument("--merge", nargs="+", type=Path, metavar="JSON",
+                    help="run nothing: merge result files of earlier runs (a later file's "
+                         "result of a mutant replaces an earlier one), print and --out the table")
     ap.add_argument("--out", type=Path, help="write the markdown table and lists here")
     ap.add_argument("--json", type=Path, help="write every result as JSON here")
     args = ap.parse_args(argv)
@@ -272,6 +285,29 @@ def main(argv: list[str] | None = None) -> int:
     if any(n > 1 for n in ids.values()):
         raise SystemExit(f"duplicate mutant ids: {[i for i, n in ids.items() if n > 1]}")
     mutants = select(args)
+
+    if args.merge:
+        by_id: dict[str, Result] = {}
+        for f in args.merge:
+            for d in json.loads(f.read_text()):
+                by_id[d["id"]] = Result(**d)
+        results = []
+        for m in mutants:  # current descriptions and equivalence of the bug set
+            if m.id in by_id:
+                r = by_id[m.id]
+                r.description, r.equivalent, r.module = m.description, m.equivalent, m.module
+                results.append(r)
+        missing = [m.id for m in mutants if m.id not in by_id]
+        report = (f"Merged from {', '.join(str(f) for f in args.merge)}"
+                  + (f"; not run: {', '.join(missing)}" if missing else "") + "\n\n"
+                  + table(results) + "\n\nBy the file the bug is in:\n\n"
+                  + table(results, source_of, "source") + "\n\n" + details(results) + "\n")
+        print(report)
+        if args.out:
+            args.out.write_text(report)
+        if args.json:
+            args.json.write_text(json.dumps([asdict(r) for r in results], indent=1) + "\n")
+        return 0
 
     if args.list:
         by_module = Counter(m.module for m in mutants)
@@ -319,7 +355,8 @@ def main(argv: list[str] | None = None) -> int:
         command = ("Each mutant first against its module's tests (tools/mutate.py SUBSETS); "
                    "survivors against `python -m pytest -x -q -p no:cacheprovider "
                    + " ".join(args.full if args.full is not None else extra) + "`")
-    report = (command + "\n\n" + table(results) + "\n\n" + details(results) + "\n")
+    report = (command + "\n\n" + table(results) + "\n\nBy the file the bug is in:\n\n"
+              + table(results, source_of, "source") + "\n\n" + details(results) + "\n")
     print("\n" + report)
     if args.out:
         args.out.write_text(report)
