@@ -156,3 +156,23 @@ def test_budget_estimate_counts_the_next_round():
                              {"x": Judgement("never", lambda t: None)}, warmup=0,
                              budget_s=5.0 * first, clock=clock)["x"]
     assert d.looks == 1 and math.isclose(d.seconds, 3.0 * first)
+
+
+@pytest.mark.parametrize("candidate_s, same, slower_2, faster_2", [
+    (1.0, True, False, False),   # ratio 1: no difference
+    (0.5, False, False, True),   # twice as fast: outside the band below
+    (0.95, True, False, False),
+    (0.85, False, False, False),  # just below the band's low edge
+    (2.0, False, True, False),   # twice as slow: outside the band above
+    (1.15, False, False, False),
+])
+def test_paired_timing_verdicts_on_exact_ratios(candidate_s, same, slower_2, faster_2):
+    """Exact ratios on a fake clock (interval = the ratio): "no difference"
+    needs the interval inside (0.9, 1.1) on both sides."""
+    clock = FakeClock()
+    t = paired_timing(clock.steady(1.0), clock.steady(candidate_s), pairs=8, warmup=0,
+                      confidence=0.99, clock=clock)
+    assert t.ci_low == pytest.approx(candidate_s) and t.ci_high == pytest.approx(candidate_s)
+    assert t.holds_no_difference((0.9, 1.1)) is same
+    assert t.slower_by_at_least(2.0) is slower_2
+    assert t.faster_by_at_least(2.0) is faster_2
