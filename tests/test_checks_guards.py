@@ -5,6 +5,7 @@ false-alarm rate across its tests (Bonferroni), as check_rule documents."""
 from __future__ import annotations
 
 import pytest
+import torch
 
 from aftertrain import speculative as S
 from aftertrain.checks import speculative as CS
@@ -37,3 +38,33 @@ def test_the_default_battery_runs_each_test_at_alpha_over_83(correct_report):
     stat_rows = [r for r in correct_report.rows if r.check in ("chi-square", "tv")]
     assert len(stat_rows) == 2 * len({(r.case, r.position) for r in stat_rows})
 
+
+
+def _swap_one(weights, s):
+    """Per-layer magnitude pruning that removes the second-smallest |w| in
+    place of the smallest: counts exact, magnitude order broken by the
+    ratio of those two weights."""
+    masks = {}
+    for n, w in weights.items():
+        k = round(s * w.numel())
+        order = torch.argsort(w.abs().reshape(-1), stable=True)
+        drop = order[:k].clone()
+        if 0 < k < w.numel():
+            drop[0] = order[k]  # keeps the smallest, removes the (k+1)-th smallest
+        keep = torch.ones(w.numel(), dtype=torch.bool)
+        keep[drop] = False
+        masks[n] = keep.view(w.shape)
+    return masks
+
+
+def test_prune_magnitude_check_fails_a_swap_just_beyond_its_limit():
+    """Removed |w| = 1.5 against a kept |w| = 1.0: beyond the check's limit
+    (removed <= kept) by less than a factor of two, so a check loosened by
+    two would pass it."""
+    from aftertrain.checks.prune import Scope, check_pruner
+    case = {"w": torch.tensor([[1.0, 1.5, 4.0, 5.0]])}
+    report = check_pruner(_swap_one, scope=Scope.PER_LAYER, nested=False, sparsities=[0.25],
+                          cases={"near tie": case})
+    rows = [r for r in report.rows if r.check == "magnitude"]
+    assert rows and not rows[0].passed and (rows[0].value, rows[0].bound) == (1.5, 1.0)
+    assert not report.passed
