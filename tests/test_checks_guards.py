@@ -68,3 +68,28 @@ def test_prune_magnitude_check_fails_a_swap_just_beyond_its_limit():
     rows = [r for r in report.rows if r.check == "magnitude"]
     assert rows and not rows[0].passed and (rows[0].value, rows[0].bound) == (1.5, 1.0)
     assert not report.passed
+
+
+@pytest.fixture(scope="module")
+def always_accept_report():
+    from aftertrain.checks import zoo
+    return CS.check_rule(CS.drawing_uniforms(zoo.make_rule("always accept")), n=100, seed=0)
+
+
+def test_rule_battery_rows_just_beyond_their_threshold_fail(always_accept_report):
+    """The zoo's "always accept" at n = 100, seed 0 gives rows just beyond
+    their limits: TV between the same-sample bound and twice it, and
+    chi-square p-values between the per-test level / 100 and the level. Each
+    such row must fail (a check loosened by two, or by a factor 100 in
+    alpha, would pass them), and every row's verdict is its figure against
+    its recorded limit."""
+    rows = always_accept_report.rows
+    tv_band = [r for r in rows if r.check == "tv" and r.tv_threshold < r.tv <= 2 * r.tv_threshold]
+    chi_band = [r for r in rows if r.check == "chi-square" and r.bound / 100 <= r.p_value < r.bound]
+    assert tv_band and chi_band  # the case really sits just beyond both limits
+    assert not any(r.passed for r in tv_band + chi_band)
+    for r in rows:
+        if r.check == "tv":
+            assert r.passed is (r.tv <= r.tv_threshold), r
+        elif r.check == "chi-square":
+            assert r.passed is (r.p_value >= r.bound), r
