@@ -145,7 +145,7 @@ MUTANTS: tuple[Mutant, ...] = (
       'counts = counts.view(V, V) + alpha',
       'counts = counts.view(V, V) + 2 * alpha'),
     M('bigram-04', 'bigram', 'bigram forward does not extend the cache',
-      'texts(check_idx(idx, self.config.vocab_size), cache)  # extends the cache\n        return self.log_probs[idx]',
+      'texts(check_idx(idx, self.config.vocab_size), cache)  # extends the cache\n        return self.log_probs[idx]',  # noqa: E501
       'check_idx(idx, self.config.vocab_size)\n        return self.log_probs[idx]'),
     M('bigram-05', 'bigram', 'uniform predictor gives logits of one, not zero',
       'return torch.zeros(*idx.shape, self.config.vocab_size)',
@@ -188,7 +188,7 @@ MUTANTS: tuple[Mutant, ...] = (
       'q = torch.trunc(w.detach().to(torch.float32) / s)'),
     M('quant-04', 'quant', 'rounding half away from zero',
       'q = torch.round(w.detach().to(torch.float32) / s)',
-      'q = torch.sign(w.detach().to(torch.float32) / s) * torch.floor((w.detach().to(torch.float32) / s).abs() + 0.5)'),
+      'q = torch.sign(w.detach().to(torch.float32) / s) * torch.floor((w.detach().to(torch.float32) / s).abs() + 0.5)'),  # noqa: E501
     M('quant-05', 'quant', 'clamp symmetric (drops the extra negative code)',
       '.clamp(-qmax - 1, qmax)',
       '.clamp(-qmax, qmax)',
@@ -265,7 +265,7 @@ MUTANTS: tuple[Mutant, ...] = (
       'return -(2 ** (bits - 1)), 2 ** (bits - 1)'),
     M('packing-04', 'packing', "unpack reads the bits of the last byte's padding (offset by one value)",
       'planes = np.unpackbits(packed.numpy())[: n * bits].reshape(n, bits)',
-      'planes = np.unpackbits(packed.numpy())[-n * bits:].reshape(n, bits) if n else np.zeros((0, bits), np.uint8)'),
+      'planes = np.unpackbits(packed.numpy())[-n * bits:].reshape(n, bits) if n else np.zeros((0, bits), np.uint8)'),  # noqa: E501
     # --- prune ---------------------------------------------------------------------------
     M('prune-13', 'prune', 'random table std with ddof 0',
       '"std": float(losses.std(ddof=1))',
@@ -307,8 +307,8 @@ MUTANTS: tuple[Mutant, ...] = (
       'torch.searchsorted(cdf, x, right=False)',
       file='speculative/rule.py'),
     M('rule-08', 'speculative-rule', 'uniforms drawn in another order (v before u)',
-      '    u = torch.rand(n, k, dtype=torch.float64, generator=generator)\n    v = torch.rand(n, dtype=torch.float64, generator=generator)',
-      '    v = torch.rand(n, dtype=torch.float64, generator=generator)\n    u = torch.rand(n, k, dtype=torch.float64, generator=generator)'),
+      '    u = torch.rand(n, k, dtype=torch.float64, generator=generator)\n    v = torch.rand(n, dtype=torch.float64, generator=generator)',  # noqa: E501
+      '    v = torch.rand(n, dtype=torch.float64, generator=generator)\n    u = torch.rand(n, k, dtype=torch.float64, generator=generator)'),  # noqa: E501
     M('rule-09', 'speculative-rule', 'greedy one-hot takes the last argmax on ties',
       'top = torch.argmax(logits, dim=-1)',
       'top = logits.shape[-1] - 1 - torch.argmax(logits.flip(-1), dim=-1)'),
@@ -324,7 +324,7 @@ MUTANTS: tuple[Mutant, ...] = (
       'return a1 * (1 - a1 ** k) / (k * (1 - a1))',
       'return a1 * (1 - a1 ** k) / ((k + 1) * (1 - a1))'),
     # --- speculative-generator -----------------------------------------------------------
-    M('generator-01', 'speculative-generator', 'drafts sampled at temperature 1 whatever asked (law exact, acceptance moves)',
+    M('generator-01', 'speculative-generator', 'drafts sampled at temperature 1 whatever asked (law exact, acceptance moves)',  # noqa: E501
       'q = probabilities(logits, temperature)\n        x = int(_sample',
       'q = probabilities(logits, 1.0 if temperature else 0)\n        x = int(_sample'),
     M('generator-02', 'speculative-generator', 'drafts one character too many at the end',
@@ -413,7 +413,7 @@ MUTANTS: tuple[Mutant, ...] = (
       'return self.pvalue < _check_alpha(alpha) / 100'),
     M('stats-17', 'stats', 'chi-square statistic halved before its p-value',
       'stat, pvalue = scipy.stats.chisquare(obs, expected)',
-      'stat = scipy.stats.chisquare(obs, expected)[0] / 2\n    pvalue = scipy.stats.chi2.sf(stat, obs.size - 1)'),
+      'stat = scipy.stats.chisquare(obs, expected)[0] / 2\n    pvalue = scipy.stats.chi2.sf(stat, obs.size - 1)'),  # noqa: E501
     # --- timing --------------------------------------------------------------------------
     M('timing-01', 'timing', 'ratio of medians instead of median of pair ratios',
       'ratios = np.asarray(self.cand) / np.asarray(self.base)',
