@@ -354,7 +354,10 @@ MUTANTS: tuple[Mutant, ...] = (
       'null = stats.tv_null_distribution(p.numpy(), null_trials, n, seed)'),
     M('generator-10', 'speculative-generator', "first-token samples use the draft's p for the bonus",
       'p = torch.stack([p1.expand(n, V), p2_all[x]], dim=1)',
-      'p = torch.stack([p1.expand(n, V), p1.expand(n, V)], dim=1)'),
+      'p = torch.stack([p1.expand(n, V), p1.expand(n, V)], dim=1)',
+      equivalent=('first_token_samples returns only the first emitted character: x when the '
+                  'draft is accepted (the bonus token drawn from p_2 is discarded), else the '
+                  'residual of p_1 - q_1; the uniforms drawn are the same, so no output changes')),
     M('generator-11', 'speculative-generator', 'speedup uses the ratio of min/max the wrong way',
       '"speedup_min": 1.0 / t.maximum',
       '"speedup_min": 1.0 / t.minimum'),
