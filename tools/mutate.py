@@ -54,6 +54,56 @@ IGNORE = shutil.ignore_patterns(".git", ".venv", "venv", "__pycache__", ".pytest
                                 ".hypothesis", "*.egg-info", ".mutation")
 OUTCOMES = ("killed", "timeout", "survived", "stale", "error")
 
+#: ``--subset``: the test files of each module, run first (deterministic tests
+#: of the default suite, so a mutant they kill is killed by the default
+#: ``pytest``); only the survivors go on to the full run (``--full``).
+_UNTIMED = ["--benchmark-disable"]
+_SPEC = ["tests/test_speculative_rule.py", "tests/test_speculative_exact.py",
+         "tests/test_speculative_acceptance.py", "tests/test_speculative_teeth.py",
+         "tests/test_checks_speculative.py", "tests/test_bad_inputs_speculative.py",
+         "tests/test_laws.py"]
+_QUANT = ["tests/test_quant_properties.py", "tests/test_quant_claims.py", "tests/test_checks_quant.py",
+          "tests/test_bad_inputs_quant.py", "tests/test_packing.py", "tests/test_peer_torch.py",
+          "tests/test_edges.py"]
+_PRUNE = ["tests/test_prune.py", "tests/test_prune_claims.py", "tests/test_checks_prune.py",
+          "tests/test_bad_inputs_prune.py", "tests/test_packing.py", "tests/test_edges.py"]
+_MODEL = ["tests/test_model.py", "tests/test_protocol.py", "tests/test_bad_inputs_model.py",
+          "tests/test_laws.py", "tests/test_edges.py"]
+#: Timing and ledger mutants: the fake-clock and ledger tests, with timing on
+#: (no --benchmark-disable), plus the benchmark that exercises a decision.
+_TIMED = ["tests/test_timing.py", "tests/test_bad_inputs_timing.py", "tests/test_ledger.py",
+          "tests/test_claims.py"]
+SUBSETS: dict[str, list[str]] = {
+    "model": _MODEL + _UNTIMED,
+    "decoding": _MODEL + ["tests/test_speculative_exact.py"] + _UNTIMED,
+    "evaluation": ["tests/test_model.py", "tests/test_bigram.py", "tests/test_edges.py",
+                   "tests/test_bad_inputs_model.py"] + _UNTIMED,
+    "checkpoint": ["tests/test_model.py", "tests/test_train.py", "tests/test_bad_inputs_model.py"]
+    + _UNTIMED,
+    "bigram": ["tests/test_bigram.py", "tests/test_protocol.py", "tests/test_laws.py"] + _UNTIMED,
+    "drafts": ["tests/test_laws.py", "tests/test_edges.py", "tests/test_bigram.py",
+               "tests/test_protocol.py", "tests/test_speculative_acceptance.py"] + _UNTIMED,
+    "protocol": ["tests/test_protocol.py", "tests/test_model.py", "tests/test_bigram.py",
+                 "tests/test_laws.py"] + _UNTIMED,
+    "packing": ["tests/test_packing.py", "tests/test_quant_properties.py", "tests/test_prune.py",
+                "tests/test_edges.py"] + _UNTIMED,
+    "quant": _QUANT + _UNTIMED,
+    "prune": _PRUNE + _UNTIMED,
+    "speculative-rule": _SPEC + _UNTIMED,
+    # the S2 table's null (experiments/speculative.py) is pinned in test_stats.py
+    "speculative-generator": _SPEC + ["tests/test_stats.py"] + _UNTIMED,
+    "stats": ["tests/test_stats.py", "tests/test_bad_inputs_stats.py", "tests/test_edges.py",
+              "tests/test_laws.py"] + _UNTIMED,
+    "timing": _TIMED + ["benchmarks/test_forward_benchmark.py"],
+    "ledger": _TIMED + ["tests/test_report.py", "tests/test_cli.py"],
+    "report": ["tests/test_report.py", "tests/test_cli.py"] + _UNTIMED,
+    "checks": ["tests/test_checks_quant.py", "tests/test_checks_prune.py",
+               "tests/test_checks_speculative.py", "tests/test_speculative_teeth.py"] + _UNTIMED,
+    "text": ["tests/test_text.py", "tests/test_model.py"] + _UNTIMED,
+}
+#: Modules whose survivors must rerun without xdist (xdist disables timing).
+TIMED_MODULES = {"timing", "ledger"}
+
 
 @dataclass
 class Result:
@@ -65,13 +115,17 @@ class Result:
     where: str  # file the snippet was found in, or why it is stale
     seconds: float
     tail: str  # last lines of pytest's output
+    stage: str = "full"  # "subset" (killed by its module's tests) or "full" (the default suite)
 
 
 def locate(mutant: Mutant, root: Path) -> tuple[Path | None, str]:
     """The one file under ``root/src/aftertrain`` holding the snippet, or
     ``(None, reason)`` when it is found in no file or more than once."""
     hits = []
-    for path in sorted((root / PACKAGE).rglob("*.py")):
+    files = [root / PACKAGE / mutant.file] if mutant.file else sorted((root / PACKAGE).rglob("*.py"))
+    for path in files:
+        if not path.is_file():
+            return None, f"file {mutant.file} not found"
         n = path.read_text().count(mutant.find)
         hits += [path] * n
     if len(hits) == 1:
@@ -102,40 +156,68 @@ def run_pytest(tree: Path, extra: list[str], timeout: float) -> tuple[str, float
     return ("passed" if proc.returncode == 0 else "failed"), time.monotonic() - start, tail
 
 
-def run_mutant(mutant: Mutant, tree: Path, extra: list[str], timeout: float) -> Result:
+def run_mutant(mutant: Mutant, tree: Path, extra: list[str], timeout: float,
+               subset: bool = False, full: list[str] | None = None) -> Result:
+    """One mutant: with ``subset``, first its module's tests (SUBSETS); a
+    survivor of those (and every mutant without ``subset``) runs ``extra``
+    (the full suite), or ``full`` for the survivors when given (xdist is
+    dropped from it for timing and ledger mutants)."""
     path, where = locate(mutant, tree)
     if path is None:
         return Result(mutant.id, mutant.module, mutant.description, "stale", mutant.equivalent,
                       where, 0.0, "")
     original = path.read_text()
     path.write_text(original.replace(mutant.find, mutant.replace, 1))
+    spent, stage = 0.0, "full"
     try:
-        outcome, seconds, tail = run_pytest(tree, extra, timeout)
+        if subset:
+            outcome, spent, tail = run_pytest(tree, SUBSETS[mutant.module], timeout)
+            stage = "subset"
+        if not subset or (outcome == "passed" and full is not None):
+            args = list(full) if subset else list(extra)
+            if mutant.module in TIMED_MODULES and "-n" in args:
+                i = args.index("-n")
+                del args[i:i + 2]
+            outcome, seconds, tail = run_pytest(tree, args, timeout)
+            spent += seconds
+            stage = "full"
     finally:
         path.write_text(original)
     outcome = {"passed": "survived", "failed": "killed"}.get(outcome, outcome)
     return Result(mutant.id, mutant.module, mutant.description, outcome, mutant.equivalent,
-                  where, seconds, tail)
+                  where, spent, tail, stage)
 
 
-def table(results: list[Result]) -> str:
-    """Markdown table by module: counts per outcome and the kill rate over
-    the mutants that ran and are not equivalent ((killed + timeout) / run)."""
-    modules = sorted({r.module for r in results})
-    header = ["module", "mutants", "equivalent", "stale", "killed", "timeout", "survived",
-              "kill rate"]
+def source_of(r: Result) -> str:
+    """The mutated code's home: the package under src/aftertrain (``quant/``)
+    or the module file (``model.py``); ``stale`` when it was not found."""
+    if r.outcome == "stale" or not r.where.startswith(str(PACKAGE)):
+        return "stale"
+    parts = Path(r.where).relative_to(PACKAGE).parts
+    return parts[0] + "/" if len(parts) > 1 else parts[0]
+
+
+def table(results: list[Result], key=lambda r: r.module, title: str = "module") -> str:
+    """Markdown table by module (or by ``key``): counts per outcome and the
+    kill rate over the mutants that ran and are not equivalent ((killed +
+    timeout) / run)."""
+    modules = sorted({key(r) for r in results})
+    header = [title, "mutants", "equivalent", "stale", "killed", "of them by the subset",
+              "timeout", "survived", "kill rate"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
 
     def row(name: str, rs: list[Result]) -> str:
         c = Counter(r.outcome for r in rs if not r.equivalent)
         ran = c["killed"] + c["timeout"] + c["survived"]
         rate = f"{100 * (c['killed'] + c['timeout']) / ran:.1f}%" if ran else "-"
+        by_subset = sum(1 for r in rs if not r.equivalent and r.outcome == "killed"
+                        and r.stage == "subset")
         cells = [name, len(rs), sum(1 for r in rs if r.equivalent), c["stale"], c["killed"],
-                 c["timeout"], c["survived"], rate]
+                 by_subset, c["timeout"], c["survived"], rate]
         return "| " + " | ".join(map(str, cells)) + " |"
 
     for m in modules:
-        lines.append(row(m, [r for r in results if r.module == m]))
+        lines.append(row(m, [r for r in results if key(r) == m]))
     lines.append(row("**all**", results))
     return "\n".join(lines)
 
@@ -184,6 +266,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per mutant (default 900)")
     ap.add_argument("--jobs", type=int, default=1, help="mutants run at once, each in its own copy")
     ap.add_argument("--no-baseline", action="store_true", help="skip the unmutated run")
+    ap.add_argument("--subset", action="store_true",
+                    help="run each mutant's module tests first (SUBSETS); only survivors run the "
+                         "full suite")
+    ap.add_argument("--full", nargs=argparse.REMAINDER, metavar="ARG",
+                    help="with --subset: rerun the survivors with these pytest arguments (the full "
+                         "suite: '--full' alone, or '--full -n 2'); '-n N' is dropped for "
+                         "timing/ledger mutants. Without it a subset survivor is reported "
+                         "as survived (stage subset)")
+    ap.add_argument("--merge", nargs="+", type=Path, metavar="JSON",
+                    help="run nothing: merge result files of earlier runs (a later file's "
+                         "result of a mutant replaces an earlier one), print and --out the table")
     ap.add_argument("--out", type=Path, help="write the markdown table and lists here")
     ap.add_argument("--json", type=Path, help="write every result as JSON here")
     args = ap.parse_args(argv)
@@ -193,6 +286,29 @@ def main(argv: list[str] | None = None) -> int:
     if any(n > 1 for n in ids.values()):
         raise SystemExit(f"duplicate mutant ids: {[i for i, n in ids.items() if n > 1]}")
     mutants = select(args)
+
+    if args.merge:
+        by_id: dict[str, Result] = {}
+        for f in args.merge:
+            for d in json.loads(f.read_text()):
+                by_id[d["id"]] = Result(**d)
+        results = []
+        for m in mutants:  # current descriptions and equivalence of the bug set
+            if m.id in by_id:
+                r = by_id[m.id]
+                r.description, r.equivalent, r.module = m.description, m.equivalent, m.module
+                results.append(r)
+        missing = [m.id for m in mutants if m.id not in by_id]
+        report = (f"Merged from {', '.join(str(f) for f in args.merge)}"
+                  + (f"; not run: {', '.join(missing)}" if missing else "") + "\n\n"
+                  + table(results) + "\n\nBy the file the bug is in:\n\n"
+                  + table(results, source_of, "source") + "\n\n" + details(results) + "\n")
+        print(report)
+        if args.out:
+            args.out.write_text(report)
+        if args.json:
+            args.json.write_text(json.dumps([asdict(r) for r in results], indent=1) + "\n")
+        return 0
 
     if args.list:
         by_module = Counter(m.module for m in mutants)
@@ -207,29 +323,41 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="aftertrain-mutate-") as tmp:
         trees = [copy_tree(Path(tmp) / f"tree{j}") for j in range(args.jobs)]
         if not args.no_baseline:
-            outcome, seconds, tail = run_pytest(trees[0], extra, args.timeout)
-            print(f"baseline (unmutated): {outcome} in {seconds:.0f} s", flush=True)
-            if outcome != "passed":
-                print(tail, file=sys.stderr)
-                print("the unmutated tree does not pass: fix that first", file=sys.stderr)
-                return 2
+            commands = [extra]
+            if args.subset:  # every subset the selection uses must pass unmutated
+                commands = list({tuple(SUBSETS[m.module]): SUBSETS[m.module] for m in mutants}.values())
+            for command in commands:
+                outcome, seconds, tail = run_pytest(trees[0], command, args.timeout)
+                print(f"baseline (unmutated) {' '.join(command)}: {outcome} in {seconds:.0f} s",
+                      flush=True)
+                if outcome != "passed":
+                    print(tail, file=sys.stderr)
+                    print("the unmutated tree does not pass: fix that first", file=sys.stderr)
+                    return 2
         free = list(trees)
         results: list[Result] = []
 
         def work(m: Mutant) -> Result:
             tree = free.pop()
             try:
-                r = run_mutant(m, tree, extra, args.timeout)
+                r = run_mutant(m, tree, extra, args.timeout, args.subset, args.full)
             finally:
                 free.append(tree)
-            print(f"{r.outcome:<8} {r.id:<12} {r.seconds:6.0f} s  {r.description}", flush=True)
+            print(f"{r.outcome:<8} {r.id:<14} {r.stage:<6} {r.seconds:6.0f} s  {r.description}",
+                  flush=True)
             return r
 
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
             results = list(pool.map(work, mutants))
 
-    report = ("Command: `python -m pytest -x -q -p no:cacheprovider "
-              + " ".join(extra) + "`\n\n" + table(results) + "\n\n" + details(results) + "\n")
+    command = ("Command: `python -m pytest -x -q -p no:cacheprovider "
+               + " ".join(extra) + "`")
+    if args.subset:
+        command = ("Each mutant first against its module's tests (tools/mutate.py SUBSETS); "
+                   "survivors against `python -m pytest -x -q -p no:cacheprovider "
+                   + " ".join(args.full if args.full is not None else extra) + "`")
+    report = (command + "\n\n" + table(results) + "\n\nBy the file the bug is in:\n\n"
+              + table(results, source_of, "source") + "\n\n" + details(results) + "\n")
     print("\n" + report)
     if args.out:
         args.out.write_text(report)

@@ -1,0 +1,38 @@
+"""Guards on the report found by the mutation run (docs/mutation.md): a
+claim the ledger does not mention is "not covered" (never "holds"), in the
+claims table too, and a NaN figure prints as a dash, never as "nan"."""
+
+from __future__ import annotations
+
+import math
+
+from aftertrain.claims import CLAIMS
+from aftertrain.report import Ledger, claims_rows
+from aftertrain.report.markdown import DASH, fmt
+from aftertrain.verdicts import BROKEN, NOT_COVERED
+
+FIRST, SECOND = list(CLAIMS)[:2]
+
+
+def _ledger(claims: list[dict]) -> Ledger:
+    return Ledger.from_json({"claims": claims}, "test")
+
+
+def test_a_claim_missing_from_the_ledger_is_not_covered():
+    ledger = _ledger([{"id": FIRST, "verdict": BROKEN, "measured": ["1.5x"]}])
+    assert ledger.verdict(FIRST) == BROKEN
+    assert ledger.verdict(SECOND) == NOT_COVERED
+    rows = {row[0]: row for row in claims_rows(ledger)}
+    assert "holds" not in rows[SECOND][-1] and "not covered" in rows[SECOND][-1]
+    assert "BROKEN" in rows[FIRST][-1]
+
+
+def test_an_empty_ledger_covers_nothing():
+    ledger = _ledger([])
+    assert {ledger.verdict(c) for c in CLAIMS} == {NOT_COVERED}
+
+
+def test_nan_and_none_print_as_a_dash_numbers_as_numbers():
+    assert fmt(math.nan) == DASH and fmt(None) == DASH
+    assert fmt(float("nan"), 2) == DASH
+    assert fmt(1.23456, 2) == "1.23" and fmt(0.0) == "0.0000"
