@@ -60,22 +60,3 @@ def test_the_acceptance_check_has_teeth_for_a_draft_at_temperature_one():
     assert wrong == pytest.approx(0.259, abs=1e-3) and right == pytest.approx(0.118, abs=1e-3)
     drafted = 600
     assert scipy.stats.binomtest(round(wrong * drafted), drafted, right).pvalue < ALPHA
-
-
-def test_speedup_table_rows_hold_their_interval_and_the_articles_prediction():
-    """speedup_table's row (docstring): speedup is the median of plain /
-    speculative with min~max around it, and predicted = cpp / (1 + k c)
-    (the article's formula), predicted_vk = cpp / (v_k + k c). Tiny
-    context-free toys keep it fast; the timings' values do not matter here,
-    only how the row is built from them."""
-    from aftertrain.experiments.speculative import speedup_table
-
-    target, draft = _context_free(P), _context_free(Q)
-    c, v = {"toy": 0.25}, {1: 1.5, 3: 2.0}
-    rows = speedup_table(target, {"toy": draft}, (1, 3), c, v, n_new=12, pairs=5)
-    assert [(r["draft"], r["k"]) for r in rows] == [("toy", 1), ("toy", 3)]
-    for r in rows:
-        assert r["speedup_min"] <= r["speedup"] <= r["speedup_max"], r
-        cpp = r["chars_per_pass"]
-        assert r["predicted"] == pytest.approx(cpp / (1 + r["k"] * 0.25), rel=1e-12)
-        assert r["predicted_vk"] == pytest.approx(cpp / (v[r["k"]] + r["k"] * 0.25), rel=1e-12)

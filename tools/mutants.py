@@ -358,12 +358,6 @@ MUTANTS: tuple[Mutant, ...] = (
       equivalent=('first_token_samples returns only the first emitted character: x when the '
                   'draft is accepted (the bonus token drawn from p_2 is discarded), else the '
                   'residual of p_1 - q_1; the uniforms drawn are the same, so no output changes')),
-    M('generator-11', 'speculative-generator', 'speedup uses the ratio of min/max the wrong way',
-      '"speedup_min": 1.0 / t.maximum',
-      '"speedup_min": 1.0 / t.minimum'),
-    M('generator-12', 'speculative-generator', 'predicted speedup without the target pass',
-      '"predicted": cpp / (1 + k * c[name])',
-      '"predicted": cpp / (k * c[name])'),
     # --- stats ---------------------------------------------------------------------------
     M('stats-01', 'stats', 'TV without the factor one half',
       'return float(0.5 * np.abs(p - q).sum())',
