@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -130,6 +131,7 @@ def main(args) -> int:
     else:
         out = Path(args.out) if args.out else DEFAULT_OUT
     check_output_folder(out)  # before any long work
+    run_dir = out  # where a run writes its ledger (see below)
     claims_json = _split(getattr(args, "claims_json", None))
     models = _split(getattr(args, "models", None))
     sweep_arg = getattr(args, "sweep", None)
@@ -165,13 +167,18 @@ def main(args) -> int:
         if len(set(models)) != len(models):
             raise ReportError(f"--models names a model twice: {models}")
         out.mkdir(parents=True, exist_ok=True)
+        # With --update-committed the runs' ledgers wait outside report/ until
+        # every model has run: a later model's suite checks the committed
+        # report against its committed ledger, which must not change under it.
+        run_dir = Path(tempfile.mkdtemp(prefix="aftertrain-runs-")) if args.update_committed else out
         ran = []
         for i, m in enumerate(models):
             label = Path(m).stem if m not in _models.BUNDLED else m
             log(f"model {i + 1} of {len(models)}: {m} (the claims' tests with --aftertrain-model {m})")
             started = {**meta.collect(checkout), "model": m}
-            ran.append(run_ledger(checkout, (out / ledger_file(label, i == 0)).resolve(),
-                                  args.quick, log, started, model=m))
+            run_path = (run_dir / ledger_file(label, i == 0)).resolve()
+            claims_json.append(str(run_path))
+            ran.append(run_ledger(checkout, run_path, args.quick, log, started, model=m))
             log(f"model {m}: pytest exit status {ran[-1].pytest_status}")
         ledger, others = _labelled(ran)
     if sweep_arg:
@@ -188,7 +195,9 @@ def main(args) -> int:
         for n, (src, led) in enumerate(zip(claims_json, [ledger, *others.values()], strict=False)):
             target = out / ledger_file(multimodel.model_label(led), n == 0)
             if Path(src).resolve() != target.resolve():
-                shutil.copyfile(src, target)
+                atomic_write(target, Path(src).read_bytes())
+        if run_dir is not out:  # the runs' ledgers are in report/ now
+            shutil.rmtree(run_dir, ignore_errors=True)
         update_readme(checkout / "README.md", ledger, others)
         log(f"updated the committed report {out} and the claims table of {checkout / 'README.md'}")
     all_ledgers = {multimodel.model_label(ledger): ledger, **others}
