@@ -122,3 +122,42 @@ def test_docs_checks_example_runs():
     body = text.split("## Quantizers", 1)[1].split("\n## ", 1)[0]
     (code,) = re.findall(r"```python\n(.*?)```", body, flags=re.DOTALL)
     exec(compile(code, "docs/checks.md (Quantizers)", "exec"), {})
+
+
+def test_round_trip_bound_is_the_derived_slack():
+    """Pinned threshold: the round-trip row's bound is scale/2 (1 + 8 qmax u)
+    + 2**-149 with u = 2**-24 (derivation in aftertrain.tolerances), so at 8
+    bits the relative slack is 8 x 127 x 2**-24 = 6.06e-5. A tie (w = scale/2,
+    rounded to 0 half to even) has error exactly scale/2 and passes."""
+    from aftertrain import tolerances as T
+
+    assert T.QUANT_ROUND_TRIP_SLACK_ULPS * 127 * T.FLOAT32_UNIT_ROUNDOFF == pytest.approx(
+        6.0558e-5, rel=1e-4)
+    scale = torch.tensor(1.0 / 127, dtype=torch.float32)
+    w = torch.tensor([[1.0, float(scale / 2)]])
+    report = check_quantizer(reference_quantizer, bits=[8], granularities=[Granularity.PER_TENSOR],
+                             cases={"tie": w})
+    assert report.passed, str(report)
+
+
+@pytest.mark.teeth
+def test_round_trip_check_catches_an_error_just_beyond_its_slack():
+    """Just beyond the threshold: a quantizer whose error on the tie element is
+    scale/2 (1 + 12 qmax u), between the bound's slack (8 qmax u) and twice it
+    (16 qmax u), fails the round-trip row; a check whose slack loosened by a
+    factor of two would pass it."""
+    qmax, u = 127, 2.0**-24
+    scale = 1.0 / 127
+    w = torch.tensor([[1.0, float(torch.tensor(scale, dtype=torch.float32) / 2)]])
+
+    def just_beyond(x, bits, granularity):
+        w_hat, codes, s = reference_quantizer(x, bits, granularity)
+        w_hat = w_hat.clone()
+        w_hat[0, 1] = -scale / 2 * 12 * qmax * u  # away from w: the error grows by 12 qmax u
+        return w_hat, codes, s
+
+    report = check_quantizer(just_beyond, bits=[8], granularities=[Granularity.PER_TENSOR],
+                             cases={"tie": w})
+    rows = [r for r in report.rows if r.check == "round-trip"]
+    assert rows and not rows[0].passed, str(report)
+    assert 1 < rows[0].value <= (1 + 16 * qmax * u) / (1 + 8 * qmax * u), rows[0]
