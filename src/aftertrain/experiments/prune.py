@@ -24,6 +24,7 @@ from aftertrain.prune.masks import (
     prunable_weights,
     pruned_model,
 )
+from aftertrain.tolerances import MATCHING_RESOLUTION
 
 #: Seeds averaged for random pruning. The loss of a random mask depends on
 #: which large weights it happens to hit; five draws give the mean and show the
@@ -155,7 +156,7 @@ def first_sparsity_above(rows: Sequence[Mapping[str, float]], key: str, level: f
 
 
 def matching_sparsity(curve: LossCurve, target: float, *, upper: float = 0.9,
-                      resolution: float = 0.001) -> float:
+                      resolution: float = MATCHING_RESOLUTION) -> float:
     """P4: the global-magnitude sparsity whose loss reaches ``target``.
 
     Bisection on the grid of multiples of ``resolution`` in ``[0, upper]``
