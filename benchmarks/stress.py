@@ -4,11 +4,14 @@ the verdict of each timing claim; then the teeth under the same load.
 
     python benchmarks/stress.py --runs 5                 # every timing benchmark
     python benchmarks/stress.py --runs 3 --skip-spec     # without the speculative module
+    python benchmarks/stress.py --runs 5 --suite --teeth-runs 10   # the default pytest
 
 The load: one busy-looping subprocess per core (``os.cpu_count()``), started
 before the loaded runs and killed (by its own pid) after them, also on error
 or Ctrl-C. Each run is ``python -m pytest <benchmarks> --claims-json FILE``
-from the repository root; its ledger gives the verdicts. The teeth: the
+from the repository root (with ``--suite``: the default ``python -m pytest``,
+every test, as the README runs it); its ledger gives the verdicts, and the
+claims called broken whatever their kind. The teeth: the
 decision "median ratio inside SAME_SPEED_BAND" on P7's matmul against itself
 (must hold), against twice the work and against half the work (must be
 broken), ``--runs`` times in each condition, in this process.
@@ -55,8 +58,10 @@ class Load:
             p.wait()
 
 
-def run_benchmarks(files: list[str], budget: float | None) -> tuple[dict[str, str], float, int]:
-    """One pytest run: verdict per timing claim, seconds, exit status."""
+def run_benchmarks(files: list[str], budget: float | None
+                   ) -> tuple[dict[str, str], list[str], float, int]:
+    """One pytest run: verdict per timing claim, every claim called broken,
+    seconds, exit status."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "claims.json"
         cmd = [sys.executable, "-m", "pytest", *files, "-p", "no:cacheprovider", "-q",
@@ -68,8 +73,8 @@ def run_benchmarks(files: list[str], budget: float | None) -> tuple[dict[str, st
         seconds = time.perf_counter() - start
         claims = json.loads(out.read_text())["claims"] if out.is_file() else []
         claims = [e for e in claims if e["verdict"] != "not covered"]
-    return ({e["id"]: e["verdict"] for e in claims if e["id"] in TIMING_CLAIMS}, seconds,
-            proc.returncode)
+    return ({e["id"]: e["verdict"] for e in claims if e["id"] in TIMING_CLAIMS},
+            [e["id"] for e in claims if e["verdict"] == "broken"], seconds, proc.returncode)
 
 
 def teeth(runs: int) -> dict[str, collections.Counter]:
@@ -101,13 +106,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5, help="runs per condition (default 5)")
     parser.add_argument("--skip-spec", action="store_true",
                         help="leave out benchmarks/test_spec_speedup.py (minutes per run)")
+    parser.add_argument("--suite", action="store_true",
+                        help="run the default pytest (every test) instead of the benchmarks")
+    parser.add_argument("--teeth-runs", type=int, default=None,
+                        help="decisions per teeth candidate and condition (default --runs)")
     parser.add_argument("--budget", type=float, default=None, help="--timing-budget per run")
     parser.add_argument("--conditions", default="idle,loaded",
                         help="comma-separated: idle (no load of ours), loaded (default both)")
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error(f"--runs must be >= 1, got {args.runs}")
-    files = [f for f in BENCHMARKS if not (args.skip_spec and "spec" in f)]
+    teeth_runs = args.runs if args.teeth_runs is None else args.teeth_runs
+    if teeth_runs < 1:
+        parser.error(f"--teeth-runs must be >= 1, got {teeth_runs}")
+    if args.suite and args.skip_spec:
+        parser.error("--suite runs every test; it cannot be combined with --skip-spec")
+    files = [] if args.suite else [f for f in BENCHMARKS
+                                   if not (args.skip_spec and "spec" in f)]
     verdicts: dict[str, dict[str, collections.Counter]] = {}
     summary: dict[str, list[str]] = {}
     teeth_of: dict[str, dict] = {}
@@ -123,15 +138,16 @@ def main(argv: list[str] | None = None) -> int:
             rows = []
             for i in range(args.runs):
                 load1 = os.getloadavg()[0]
-                got, seconds, status = run_benchmarks(files, args.budget)
+                got, broken, seconds, status = run_benchmarks(files, args.budget)
                 for cid, v in got.items():
                     per_claim[cid][v] += 1
                 rows.append(f"run {i + 1}: exit {status}, {seconds:.0f} s, load1 at start "
-                            f"{load1:.1f}")
-                print(f"{condition} {rows[-1]}", file=sys.stderr)
+                            f"{load1:.1f}, broken: {', '.join(broken) or 'none'}")
+                timing = " ".join(f"{cid}={v}" for cid, v in sorted(got.items()))
+                print(f"{condition} {rows[-1]}; timing: {timing}", file=sys.stderr, flush=True)
             verdicts[condition] = per_claim
             summary[condition] = rows
-            teeth_of[condition] = teeth(args.runs)
+            teeth_of[condition] = teeth(teeth_runs)
         finally:
             if load:
                 load.__exit__()
