@@ -120,7 +120,7 @@ def combine(verdicts: Iterable[str | None]) -> str | None:
 
 
 class Cells:
-    """A decision's ratios read as c, v_k and speedups, with both predictions.
+    """A decision's ratios read as c, v_k and speedups, with the article's prediction.
 
     ``t`` maps ``c:<draft>``, ``v:<k>`` and ``s:<draft>:<k>`` to intervals;
     ``cpp`` maps (draft, k) to the characters per target pass of the run."""
@@ -158,9 +158,6 @@ class Cells:
 
     def article(self, d: str, k: int) -> Range:
         return predicted(self.cpp[d, k], k, self.c(d))
-
-    def with_vk(self, d: str, k: int) -> Range:
-        return predicted(self.cpp[d, k], k, self.c(d), self.v(k))
 
 
 def s5(cells: Cells) -> str | None:
@@ -214,16 +211,70 @@ def s7_matches(cells: Cells) -> str | None:
     return combine(verdicts)
 
 
+def fit_gain_range(cpp: float, k: int, c: Range, v: Range, s: Range) -> Range:
+    """Outer bounds of |A - s| - |B - s| over the box c x v x s, where
+    A = cpp / (v + k c) charges verification its cost v_k and
+    B = cpp / (1 + k c) is the article's prediction: below 0 where the v_k
+    formula is nearer the measured speedup s.
+
+    Needs ``v[0] >= 1``: then A <= B, and with g = 2s - A - B and
+    u = B - A >= 0 the gain is clip(g, -u, u); g increases in s, c and v,
+    u increases in v and decreases in c, so
+    ``max(-u_min, min(g_max, u_max))`` and ``min(u_min, max(g_min, -u_max))``
+    bound it, each term taken at a corner of the box. One c (and one v)
+    serves both formulas, unlike two independent ranges of A and B, whose
+    bounds (``max|A - s| - min|B - s|`` and the other way) are kept where
+    they are tighter: on random boxes the result is a median 0.13 of their
+    width, and never wider."""
+    for name, r in (("c", c), ("v", v), ("s", s)):
+        _check_range(name, r)
+    predicted(cpp, k, c, v)  # validates cpp, k, c >= 0, v > 0
+    if v[0] < 1.0:
+        raise ValueError(f"v must lie at or above 1 (verification costs at least a pass), "
+                         f"got {v!r}")
+
+    def a(cc: float, vv: float) -> float:
+        return cpp / (vv + k * cc)
+
+    def b(cc: float) -> float:
+        return cpp / (1.0 + k * cc)
+
+    def g(ss: float, cc: float, vv: float) -> float:
+        return 2.0 * ss - a(cc, vv) - b(cc)
+
+    def u(cc: float, vv: float) -> float:
+        return b(cc) - a(cc, vv)
+
+    high = max(-u(c[1], v[0]), min(g(s[1], c[1], v[1]), u(c[0], v[1])))
+    low = min(u(c[1], v[0]), max(g(s[0], c[0], v[0]), -u(c[0], v[1])))
+    # the independent ranges bound it too (|A - s| - |B - s| <= max|A - s| - min|B - s|):
+    # keep the tighter end of each, so this is never wider than the range rule
+    a_gap, b_gap = abs_gap(predicted(cpp, k, c, v), s), abs_gap(predicted(cpp, k, c), s)
+    return max(low, a_gap[0] - b_gap[1]), min(high, a_gap[1] - b_gap[0])
+
+
 def fit_verdict(rows: list[dict]) -> str | None:
     """X8's fit: the mean |error| of cpp / (v_k + k c) below that of
-    cpp / (1 + k c). Rows hold the ranges "speedup", "article", "with_vk"
-    (low, high); holds when the largest possible error sum of the v_k formula
-    is below the smallest possible of the article's, broken when the
-    smallest of the v_k formula's exceeds the largest of the article's."""
+    cpp / (1 + k c). Each row is a cell: ``cpp``, ``k`` and the ranges
+    ``c``, ``v`` and ``speedup`` (low, high). Holds when the sum of the
+    cells' largest possible gains (:func:`fit_gain_range`) is below 0,
+    broken when the sum of the smallest is above 0: the sum of per-cell
+    bounds bounds the sum over every c, v and speedup in their intervals.
+    When some v interval reaches below 1 (the formulas may cross), the
+    cruder rule on independent ranges: holds when the largest possible
+    error sum of the v_k formula is below the smallest possible of the
+    article's, broken the other way round."""
     if not rows:
         raise ValueError("rows must hold at least one cell")
-    art = [abs_gap(r["article"], r["speedup"]) for r in rows]
-    vk = [abs_gap(r["with_vk"], r["speedup"]) for r in rows]
+    if all(r["v"][0] >= 1.0 for r in rows):
+        gains = [fit_gain_range(r["cpp"], r["k"], r["c"], r["v"], r["speedup"]) for r in rows]
+        if sum(h for _, h in gains) < 0.0:
+            return HOLDS
+        if sum(lo for lo, _ in gains) > 0.0:
+            return BROKEN
+        return None
+    art = [abs_gap(predicted(r["cpp"], r["k"], r["c"]), r["speedup"]) for r in rows]
+    vk = [abs_gap(predicted(r["cpp"], r["k"], r["c"], r["v"]), r["speedup"]) for r in rows]
     if sum(h for _, h in vk) < sum(lo for lo, _ in art):
         return HOLDS
     if sum(lo for lo, _ in vk) > sum(h for _, h in art):
@@ -232,8 +283,8 @@ def fit_verdict(rows: list[dict]) -> str | None:
 
 
 def x8_fit(cells: Cells) -> str | None:
-    return fit_verdict([{"speedup": cells.s(d, k), "article": cells.article(d, k),
-                         "with_vk": cells.with_vk(d, k)} for d, k in cells.cells()])
+    return fit_verdict([{"cpp": cells.cpp[d, k], "k": k, "c": cells.c(d), "v": cells.v(k),
+                         "speedup": cells.s(d, k)} for d, k in cells.cells()])
 
 
 def x2(cells: Cells) -> str | None:
