@@ -1,21 +1,11 @@
 """Claims S5, S6, S7, X2 and X8: what speculative decoding costs and gains.
 
-Every figure is a paired ratio (aftertrain.timing, alternating pairs on one
-thread), all of them timed together in ONE decision
-(:func:`aftertrain.timing.sequential_decisions`, alpha 1e-6 over every
-ratio and look), so each claim below is judged on intervals, never on one
-pair or one median:
-
-- ``c`` per draft (S5): one drafted character / one plain target step;
-- ``v_k`` per k (X8): one verification pass over k+1 positions / one plain
-  step;
-- the speedup per draft and k (S6, S7, X8, X2): plain / speculative time
-  for SPEEDUP_CHARS = 30 characters (the article: 200; the per-character
-  cost is what the claims compare, and the decision needs ~30 pairs of each
-  of the 15 cells (5 drafts x 3 k): at 50 characters the first look took
-  ~9 minutes at load 9 on the 2-core box, at 30 it is ~25 s idle), beside the
-  article's prediction cpp / (1 + k c) (S7) and the one charging
-  verification its measured cost, cpp / (v_k + k c) (X8).
+The ratios (c per draft, v_k per k, the speedup per draft and k) are timed
+and every claim judged on their intervals by
+:func:`aftertrain.experiments.speedup.speedup_decisions` (two sequential
+decisions, alpha 1e-6 over every ratio, look and decision; the rules, with
+their interval arithmetic, in that module), so no claim rests on one pair
+or one median.
 
 Each test reads its claim's verdict from the decision and first checks that
 the work it times is correct. The figures are recorded in
@@ -27,9 +17,6 @@ test here is skipped as "not timed".
 
 from __future__ import annotations
 
-import dataclasses
-
-import numpy as np
 import pytest
 import torch
 
@@ -39,27 +26,10 @@ from aftertrain import tables
 from aftertrain.benchratios import store_ratios
 from aftertrain.decoding import generate
 from aftertrain.experiments import speculative as XS
+from aftertrain.experiments import speedup as XU
+from aftertrain.experiments.speedup import BIGRAM, CHEAP, QUANTIZED, SPEEDUP_CHARS
 from aftertrain.ledger.record import timing_budget, timing_enabled
 from aftertrain.text import encode
-from aftertrain.timing import Judgement, PairedTiming, RatioRule, sequential_decisions
-from aftertrain.tolerances import (
-    ARTICLE_MATCH,
-    BETTER_THAN_BIGRAM,
-    CHEAP_DRAFT,
-    FORMULA_SLACK,
-    QUANTIZED_SPEEDUP_BELOW,
-    REAL_SPEEDUP,
-    SAME_WORK_BAND,
-    TIMING_ALPHA,
-)
-from aftertrain.verdicts import BROKEN, HOLDS
-
-SPEEDUP_KS = (2, 4, 8)
-SPEEDUP_CHARS = 30
-COST_CALLS = 5  # a step is ~0.1-1 ms: 5 calls per timing
-QUANTIZED = (D.DraftKind.INT8.value, D.DraftKind.INT4.value)
-CHEAP = (D.DraftKind.NGRAM.value, D.DraftKind.GPT.value)
-BIGRAM = D.DraftKind.BIGRAM.value
 
 
 @pytest.fixture(scope="module")
@@ -68,229 +38,17 @@ def named_drafts(speculative_drafts) -> dict:
     return {kind.value: model for kind, model in speculative_drafts.items()}
 
 
-# --- the cells and their intervals -----------------------------------------------------------
-
-
-def interval(t: PairedTiming) -> tuple[float, float]:
-    return t.ci_low, t.ci_high
-
-
-def speedup(t: PairedTiming) -> tuple[float, float, float]:
-    """(median, low, high) of plain / speculative from the ratio spec / plain."""
-    return 1.0 / t.median, 1.0 / t.ci_high, 1.0 / t.ci_low
-
-
-def predicted(cpp: float, k: int, c: tuple[float, float], v: tuple[float, float] = (1.0, 1.0)):
-    """Range of cpp / (v + k c) over the intervals of c and v (decreasing in both)."""
-    return cpp / (v[1] + k * c[1]), cpp / (v[0] + k * c[0])
-
-
-def abs_gap(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
-    """Range of |x - y| for x in a, y in b."""
-    low = max(0.0, b[0] - a[1], a[0] - b[1])
-    return low, max(a[1] - b[0], b[1] - a[0])
-
-
-def combine(verdicts) -> str | None:
-    """Every part holds: holds; any part broken: broken; else undecided."""
-    verdicts = list(verdicts)
-    if BROKEN in verdicts:
-        return BROKEN
-    return HOLDS if all(v == HOLDS for v in verdicts) else None
-
-
-class Cells:
-    """The decision's timings read as c, v_k and speedups with predictions."""
-
-    def __init__(self, t: dict[str, PairedTiming], cpp: dict[tuple[str, int], float]) -> None:
-        self.t, self.cpp = t, cpp
-
-    def c(self, draft):
-        return interval(self.t[f"c:{draft}"])
-
-    def v(self, k):
-        return interval(self.t[f"v:{k}"])
-
-    def s(self, draft, k):
-        return speedup(self.t[f"s:{draft}:{k}"])[1:]
-
-    def cells(self, drafts=None):
-        return [(d, k) for d, k in self.cpp if drafts is None or d in drafts]
-
-    def article(self, d, k):
-        return predicted(self.cpp[d, k], k, self.c(d))
-
-    def with_vk(self, d, k):
-        return predicted(self.cpp[d, k], k, self.c(d), self.v(k))
-
-
-def s5(cells: Cells) -> str | None:
-    same, cheap = RatioRule.inside(SAME_WORK_BAND), RatioRule.at_most(CHEAP_DRAFT)
-    return combine([same.decide(*cells.c(d)) for d in QUANTIZED]
-                   + [cheap.decide(*cells.c(d)) for d in (BIGRAM, D.DraftKind.NGRAM.value)])
-
-
-def x8_cost(cells: Cells) -> str | None:
-    v2, v8 = cells.v(2), cells.v(8)
-    grows = HOLDS if v8[0] > v2[1] else BROKEN if v8[1] < v2[0] else None
-    return combine([RatioRule.at_least(1.0).decide(*cells.v(k)) for k in SPEEDUP_KS] + [grows])
-
-
-def s6_quantized_slower(cells: Cells) -> str | None:
-    rule = RatioRule.at_most(QUANTIZED_SPEEDUP_BELOW)
-    return combine(rule.decide(*cells.s(d, k)) for d, k in cells.cells(QUANTIZED))
-
-
-def s6_bigram_faster(cells: Cells) -> str | None:
-    lows_highs = [cells.s(d, k) for d, k in cells.cells((BIGRAM,))]
-    if any(low > REAL_SPEEDUP for low, _ in lows_highs):
-        return HOLDS
-    if all(high <= REAL_SPEEDUP for _, high in lows_highs):
-        return BROKEN
-    return None
-
-
-def s7_never_underrates(cells: Cells) -> str | None:
-    verdicts = []
-    for d, k in cells.cells():
-        (s_lo, s_hi), (p_lo, p_hi) = cells.s(d, k), cells.article(d, k)
-        verdicts.append(HOLDS if s_hi <= FORMULA_SLACK * p_lo else
-                        BROKEN if s_lo > FORMULA_SLACK * p_hi else None)
-    return combine(verdicts)
-
-
-def s7_matches(cells: Cells) -> str | None:
-    verdicts = []
-    for d, k in cells.cells(QUANTIZED):
-        low, high = abs_gap(cells.article(d, k), cells.s(d, k))
-        verdicts.append(HOLDS if high <= ARTICLE_MATCH else BROKEN if low > ARTICLE_MATCH else None)
-    return combine(verdicts)
-
-
-def fit_verdict(rows: list[dict]) -> str | None:
-    """X8's fit: the mean |error| of cpp / (v_k + k c) below that of
-    cpp / (1 + k c). Rows hold the ranges "speedup", "article", "with_vk"
-    (low, high); holds when the largest possible error sum of the v_k formula
-    is below the smallest possible of the article's, broken when the
-    smallest of the v_k formula's exceeds the largest of the article's."""
-    art = [abs_gap(r["article"], r["speedup"]) for r in rows]
-    vk = [abs_gap(r["with_vk"], r["speedup"]) for r in rows]
-    if sum(h for _, h in vk) < sum(lo for lo, _ in art):
-        return HOLDS
-    if sum(lo for lo, _ in vk) > sum(h for _, h in art):
-        return BROKEN
-    return None
-
-
-def x8_fit(cells: Cells) -> str | None:
-    return fit_verdict([{"speedup": cells.s(d, k), "article": cells.article(d, k),
-                         "with_vk": cells.with_vk(d, k)} for d, k in cells.cells()])
-
-
-def x2(cells: Cells) -> str | None:
-    bigram = [cells.s(d, k) for d, k in cells.cells((BIGRAM,))]
-    best_low, best_high = max(lo for lo, _ in bigram), max(h for _, h in bigram)
-    cheap = [cells.s(d, k) for d, k in cells.cells(CHEAP)]
-    if any(lo > 1.0 and lo > BETTER_THAN_BIGRAM * best_high for lo, _ in cheap):
-        return HOLDS
-    if all(h <= 1.0 or h <= BETTER_THAN_BIGRAM * best_low for _, h in cheap):
-        return BROKEN
-    return None
-
-
-RULES = {
-    "S5": ("quantized drafts' c in [0.8, 1.3], bigram's and n-gram's c <= 0.25", s5),
-    "X8 cost": ("v_k >= 1 for every k and v_8 > v_2", x8_cost),
-    "S6": (f"every quantized speedup <= {QUANTIZED_SPEEDUP_BELOW}", s6_quantized_slower),
-    "S6 bigram": (f"the bigram's best speedup > {REAL_SPEEDUP}", s6_bigram_faster),
-    "S7": (f"measured speedup <= {FORMULA_SLACK} x cpp / (1 + k c) everywhere",
-           s7_never_underrates),
-    "S7 match": (f"|cpp / (1 + k c) - speedup| <= {ARTICLE_MATCH} for quantized drafts",
-                 s7_matches),
-    "X8 fit": ("mean |error| of cpp / (v_k + k c) below that of cpp / (1 + k c)", x8_fit),
-    "X2": (f"a cheap draft's speedup > 1 and > {BETTER_THAN_BIGRAM} x the bigram's best", x2),
-}
-
-
-COST_RULES = ("S5", "X8 cost")
-
-
 @pytest.fixture(scope="module")
 def spec(request, reference, named_drafts):
-    """The decisions of every speculative timing claim, or None when this
-    run does not time: ``{"decisions": name -> Decision, "cpp"}``.
-
-    Two decisions, each at alpha / 2 (so claims reading both, S7 and X8's
-    fit, err with probability <= alpha): the costs c and v_k (cheap steps:
-    many pairs in seconds; judged for S5 and X8's cost), then the speedups
-    (12 generations per pair; judged for S6, S7, X8's fit and X2 with the
-    costs' final intervals)."""
+    """The decisions of every speculative timing claim
+    (:func:`aftertrain.experiments.speedup.speedup_decisions`, the
+    ``--timing-budget`` per rule), or None when this run does not time:
+    ``{"decisions": name -> Decision, "cpp"}``."""
     if not timing_enabled(request.config):
         return None
-    prompt = XS.prompt_text()
-    ids = encode(prompt)
-    budget = timing_budget(request.config)
-    alpha = TIMING_ALPHA / 2
-    costs = {}
-    for name, draft in named_drafts.items():
-        costs[f"c:{name}"] = (XS.plain_step(reference, 1.0), XS.draft_step(draft, 1.0))
-    for k in SPEEDUP_KS:
-        costs[f"v:{k}"] = (XS.plain_step(reference, 1.0), XS.verify_step(reference, k, 1.0))
-    cpp = {(name, k): S.speculative_generate(reference, draft, prompt, SPEEDUP_CHARS, k, 1.0,
-                                             torch.Generator().manual_seed(XS.SEED)).chars_per_pass
-           for name, draft in named_drafts.items() for k in SPEEDUP_KS}
-    decisions = sequential_decisions(
-        costs, {n: Judgement(RULES[n][0], lambda t, f=RULES[n][1]: f(Cells(t, cpp)))
-                for n in COST_RULES},
-        calls=COST_CALLS, alpha=alpha, budget_s=budget * len(COST_RULES))
-    cost_timings = max((d.timings for d in decisions.values()),
-                       key=lambda t: len(next(iter(t.values())).ratios))  # the last look
-
-    def plain() -> None:
-        generate(reference, ids, SPEEDUP_CHARS, 1.0, torch.Generator().manual_seed(XS.SEED))
-
-    sides = {}
-    for name, draft in named_drafts.items():
-        for k in SPEEDUP_KS:
-            def run(draft=draft, k=k):
-                return S.speculative_generate(reference, draft, prompt, SPEEDUP_CHARS, k, 1.0,
-                                              torch.Generator().manual_seed(XS.SEED))
-            sides[f"s:{name}:{k}"] = (plain, run)
-    rest = [n for n in RULES if n not in COST_RULES]
-    decisions |= sequential_decisions(
-        sides, {n: Judgement(RULES[n][0],
-                             lambda t, f=RULES[n][1]: f(Cells({**cost_timings, **t}, cpp)))
-                for n in rest},
-        warmup=1, alpha=alpha, budget_s=budget * len(rest))
-    for n in rest:  # the speedup decisions' timings with the costs', for the tables
-        d = decisions[n]
-        decisions[n] = dataclasses.replace(d, timings={**cost_timings, **d.timings})
+    decisions, cpp = XU.speedup_decisions(reference, named_drafts,
+                                          budget_s=timing_budget(request.config))
     return {"decisions": decisions, "cpp": cpp}
-
-
-def tables_of(decision, cpp) -> dict:
-    """The claims' tables at a decision's look: c, v_k, speedups with both predictions."""
-    cells = Cells(decision.timings, cpp)
-    t = decision.timings
-    costs = [{"draft": d, "c": t[f"c:{d}"].median, "c_low": t[f"c:{d}"].ci_low,
-              "c_high": t[f"c:{d}"].ci_high,
-              "target_us": float(np.median(t[f"c:{d}"].baseline)) * 1e6,
-              "draft_us": float(np.median(t[f"c:{d}"].candidate)) * 1e6}
-             for d in dict.fromkeys(d for d, _ in cpp)]
-    verify = [{"k": k, "v_k": t[f"v:{k}"].median, "v_low": t[f"v:{k}"].ci_low,
-               "v_high": t[f"v:{k}"].ci_high,
-               "verify_us": float(np.median(t[f"v:{k}"].candidate)) * 1e6,
-               "step_us": float(np.median(t[f"v:{k}"].baseline)) * 1e6} for k in SPEEDUP_KS]
-    c = {r["draft"]: r["c"] for r in costs}
-    v = {r["k"]: r["v_k"] for r in verify}
-    speedups = []
-    for d, k in cells.cells() if f"s:{BIGRAM}:{SPEEDUP_KS[0]}" in t else ():
-        med, low, high = speedup(t[f"s:{d}:{k}"])
-        speedups.append({"draft": d, "k": k, "chars_per_pass": cpp[d, k], "speedup": med,
-                         "speedup_min": low, "speedup_max": high,  # the interval's ends
-                         "predicted": cpp[d, k] / (1 + k * c[d]),
-                         "predicted_vk": cpp[d, k] / (v[k] + k * c[d])})
-    return {"c": costs, "v_k": verify, "speedups": speedups}
 
 
 def _fmt(r) -> str:
@@ -316,7 +74,7 @@ def _judged(claim_record, spec, name: str, benchmark, draft_module):
     decision = spec["decisions"][name]
     store_ratios(benchmark, decision)
     benchmark.pedantic(run, rounds=1, iterations=1)
-    return decision, tables_of(decision, spec["cpp"])
+    return decision, XU.speedup_tables(decision, spec["cpp"])
 
 
 @pytest.mark.claim("S5")
@@ -419,26 +177,12 @@ def test_speedup_formula_matches_quantized_drafts_within_0p05(benchmark, claim_r
     claim_record.conclude(decision)
 
 
-@pytest.mark.claim("X8", "X7")
-@pytest.mark.teeth
-def test_fit_check_catches_speedups_that_follow_the_article_formula():
-    """Teeth for X8's fit (no timing): in a world where measured speedups
-    follow cpp / (1 + k c) exactly, as they would if verification cost one
-    plain pass, the fit calls "v_k fits better" broken."""
-    rows = []
-    for cpp, k, c, v in [(1.3, 2, 0.1, 1.27), (2.9, 2, 1.0, 1.27), (4.4, 8, 0.12, 1.56)]:
-        s = cpp / (1 + k * c)
-        rows.append({"speedup": (s, s), "article": (s, s),
-                     "with_vk": (cpp / (v + k * c),) * 2})
-    assert fit_verdict(rows) == BROKEN
-
-
 @pytest.mark.claim("X8")
 def test_charging_verification_its_cost_fits_the_speedups_better(benchmark, claim_record,
                                                                  reference, named_drafts, spec):
     """X8. Mean absolute error, over every draft and k, of cpp / (v_k + k c)
     against the measured speedups is below that of cpp / (1 + k c), on the
-    intervals of c, v_k and the speedups (:func:`fit_verdict`)."""
+    intervals of c, v_k and the speedups (:func:`aftertrain.experiments.speedup.fit_verdict`)."""
     decision, tabs = _judged(claim_record, spec, "X8 fit", benchmark,
                              (reference, named_drafts[D.DraftKind.NGRAM.value]))
     rows = tabs["speedups"]

@@ -100,6 +100,7 @@ SUBSETS: dict[str, list[str]] = {
     "checks": ["tests/test_checks_quant.py", "tests/test_checks_prune.py",
                "tests/test_checks_speculative.py", "tests/test_speculative_teeth.py"] + _UNTIMED,
     "text": ["tests/test_text.py", "tests/test_model.py"] + _UNTIMED,
+    "speedup": ["tests/test_speedup_rules.py"] + _UNTIMED,
 }
 #: Modules whose survivors must rerun without xdist (xdist disables timing).
 TIMED_MODULES = {"timing", "ledger"}

@@ -5,7 +5,7 @@ They run the rule and the generator (:mod:`aftertrain.speculative`) on the
 reference and its drafts and tabulate; the tests assert on the tables and
 the report renders them. The timed steps (:func:`plain_step`,
 :func:`draft_step`, :func:`verify_step`) are what
-``benchmarks/test_spec_speedup.py`` times as paired ratios
+:mod:`aftertrain.experiments.speedup` times as paired ratios
 (:mod:`aftertrain.timing`): absolute times on a shared machine drift too much.
 """
 
@@ -218,7 +218,7 @@ def acceptance_table(
     return rows
 
 
-# --- timed steps (S5, X8): benchmarks/test_spec_speedup.py times them against each other -----
+# --- timed steps (S5, X8): experiments.speedup times them against each other ---------------
 
 #: Prefix the cost measurements decode after (the validation prompt's length).
 _COST_CONTEXT = 32
