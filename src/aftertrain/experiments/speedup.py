@@ -12,12 +12,13 @@ on one thread):
 :func:`speedup_decisions` times them in two sequential decisions (costs, then
 speedups), each at alpha / 2, so a claim reading both errs with probability
 <= alpha. Each claim is a rule of :data:`RULES` on a :class:`Cells`: the
-intervals of c, v_k and the speedups beside the article's prediction
-cpp / (1 + k c) and the one charging verification its measured cost,
-cpp / (v_k + k c), both as ranges over the intervals (interval arithmetic),
-so no single pair, median or wide interval decides. A rule says ``holds``,
-``broken`` or None (undecided: more pairs, or ``inconclusive`` when the
-budget is spent).
+intervals of c, v_k and the speedups, and the article's prediction
+cpp / (1 + k c) as a range over them (interval arithmetic); X8's fit bounds
+its error sums over one box of c, v_k and speedups
+(:func:`fit_gain_range`). No single pair, median or wide interval decides:
+a rule says ``holds`` or ``broken`` only when every value inside the
+intervals agrees, else None (undecided: more pairs, or ``inconclusive`` when
+the budget is spent).
 
 ``SPEEDUP_CHARS = 30`` (the article: 200): the per-character cost is what the
 claims compare, and the decision needs ~30 pairs of each of the 15 cells
