@@ -265,13 +265,11 @@ def fit_verdict(rows: list[dict]) -> str | None:
     cruder rule on independent ranges: holds when the largest possible
     error sum of the v_k formula is below the smallest possible of the
     article's, broken the other way round."""
-    if not rows:
-        raise ValueError("rows must hold at least one cell")
-    if all(r["v"][0] >= 1.0 for r in rows):
-        gains = [fit_gain_range(r["cpp"], r["k"], r["c"], r["v"], r["speedup"]) for r in rows]
-        if sum(h for _, h in gains) < 0.0:
+    gains = fit_gain_sum(rows)
+    if gains is not None:
+        if gains[1] < 0.0:
             return HOLDS
-        if sum(lo for lo, _ in gains) > 0.0:
+        if gains[0] > 0.0:
             return BROKEN
         return None
     art = [abs_gap(predicted(r["cpp"], r["k"], r["c"]), r["speedup"]) for r in rows]
@@ -283,9 +281,27 @@ def fit_verdict(rows: list[dict]) -> str | None:
     return None
 
 
+def fit_gain_sum(rows: list[dict]) -> Range | None:
+    """The cells' :func:`fit_gain_range` bounds summed (low, high): below 0
+    the v_k formula's error sum is the smaller; None when some v interval
+    reaches below 1 (the joint bound does not apply). Rows as
+    :func:`fit_verdict`'s."""
+    if not rows:
+        raise ValueError("rows must hold at least one cell")
+    if not all(r["v"][0] >= 1.0 for r in rows):
+        return None
+    gains = [fit_gain_range(r["cpp"], r["k"], r["c"], r["v"], r["speedup"]) for r in rows]
+    return sum(lo for lo, _ in gains), sum(h for _, h in gains)
+
+
+def fit_rows(cells: Cells) -> list[dict]:
+    """X8's fit rows of every cell: cpp, k and the ranges of c, v_k and the speedup."""
+    return [{"cpp": cells.cpp[d, k], "k": k, "c": cells.c(d), "v": cells.v(k),
+             "speedup": cells.s(d, k)} for d, k in cells.cells()]
+
+
 def x8_fit(cells: Cells) -> str | None:
-    return fit_verdict([{"cpp": cells.cpp[d, k], "k": k, "c": cells.c(d), "v": cells.v(k),
-                         "speedup": cells.s(d, k)} for d, k in cells.cells()])
+    return fit_verdict(fit_rows(cells))
 
 
 def x2(cells: Cells) -> str | None:
