@@ -3,9 +3,9 @@
 The ratios (c per draft, v_k per k, the speedup per draft and k) are timed
 and every claim judged on their intervals by
 :func:`aftertrain.experiments.speedup.speedup_decisions` (two sequential
-decisions, alpha 1e-6 over every ratio, look and decision; the rules, with
-their interval arithmetic, in that module), so no claim rests on one pair
-or one median.
+decisions, alpha 1e-6 over every ratio, look and decision; the rules on
+the intervals in :mod:`aftertrain.experiments.speedup_rules`), so no claim
+rests on one pair or one median.
 
 Each test reads its claim's verdict from the decision and first checks that
 the work it times is correct. The figures are recorded in
@@ -27,7 +27,9 @@ from aftertrain.benchratios import store_ratios
 from aftertrain.decoding import generate
 from aftertrain.experiments import speculative as XS
 from aftertrain.experiments import speedup as XU
-from aftertrain.experiments.speedup import BIGRAM, CHEAP, QUANTIZED, SPEEDUP_CHARS
+from aftertrain.experiments import speedup_rules as R
+from aftertrain.experiments.speedup import SPEEDUP_CHARS
+from aftertrain.experiments.speedup_rules import BIGRAM, CHEAP, QUANTIZED
 from aftertrain.ledger.record import timing_budget, timing_enabled
 from aftertrain.text import encode
 
@@ -182,13 +184,13 @@ def test_charging_verification_its_cost_fits_the_speedups_better(benchmark, clai
                                                                  reference, named_drafts, spec):
     """X8. Mean absolute error, over every draft and k, of cpp / (v_k + k c)
     against the measured speedups is below that of cpp / (1 + k c), on the
-    intervals of c, v_k and the speedups (:func:`aftertrain.experiments.speedup.fit_verdict`)."""
+    intervals of c, v_k and the speedups (:func:`aftertrain.experiments.speedup_rules.fit_verdict`)."""
     decision, tabs = _judged(claim_record, spec, "X8 fit", benchmark,
                              (reference, named_drafts[D.DraftKind.NGRAM.value]))
     rows = tabs["speedups"]
     err_article = sum(abs(r["predicted"] - r["speedup"]) for r in rows) / len(rows)
     err_vk = sum(abs(r["predicted_vk"] - r["speedup"]) for r in rows) / len(rows)
-    gains = XU.fit_gain_sum(XU.fit_rows(XU.Cells(decision.timings, spec["cpp"])))
+    gains = R.fit_gain_sum(R.fit_rows(R.Cells(decision.timings, spec["cpp"])))
     bounds = ("" if gains is None else
               f"; error sum of v_k + k c minus that of 1 + k c, bounded over the intervals: "
               f"{gains[0]:.2f} to {gains[1]:.2f}")

@@ -1,5 +1,5 @@
 """The rules of the speculative timing claims (S5, S6, S7, X2, X8), without
-timing: :mod:`aftertrain.experiments.speedup` judged on worlds of known
+timing: :mod:`aftertrain.experiments.speedup_rules` judged on worlds of known
 intervals.
 
 The base world is one where every claim holds: speedups are exactly
@@ -19,12 +19,13 @@ import math
 import numpy as np
 import pytest
 
-from aftertrain.experiments import speedup as XU
-from aftertrain.experiments.speedup import BIGRAM, Cells
+from aftertrain.experiments import speedup_rules as R
+from aftertrain.experiments.speedup import SPEEDUP_KS, speedup_decisions
+from aftertrain.experiments.speedup_rules import BIGRAM, Cells
 from aftertrain.verdicts import BROKEN, HOLDS
 
 INT8, INT4, NGRAM, GPT = "8-bit", "4-bit", "n-gram", "draft GPT"
-KS = XU.SPEEDUP_KS
+KS = SPEEDUP_KS
 C = {BIGRAM: 0.1, INT8: 1.0, INT4: 1.0, NGRAM: 0.12, GPT: 0.4}
 V = {2: 1.02, 4: 1.03, 8: 1.05}
 CPP = {BIGRAM: (1.5, 2.0, 2.2), INT8: (2.6, 4.0, 6.0), INT4: (2.6, 4.0, 6.0),
@@ -58,11 +59,11 @@ def world(c=None, v=None, speedups=None) -> Cells:
 
 
 def verdicts(cells: Cells) -> dict[str, str | None]:
-    return {name: rule(cells) for name, (_, rule) in XU.RULES.items()}
+    return {name: rule(cells) for name, (_, rule) in R.RULES.items()}
 
 
 def test_every_rule_holds_in_the_base_world():
-    assert verdicts(world()) == dict.fromkeys(XU.RULES, HOLDS)
+    assert verdicts(world()) == dict.fromkeys(R.RULES, HOLDS)
 
 
 def fit_undecided_world() -> dict:
@@ -154,7 +155,7 @@ def test_fit_falls_back_to_independent_ranges_when_v_reaches_below_1():
     exact = {(d, k): (CPP[d][i] / (v[k] + k * C[d]),) * 2 for d in CPP for i, k in enumerate(KS)}
     assert verdicts(world(v=v, speedups=exact))["X8 fit"] == HOLDS
     with pytest.raises(ValueError, match="v must lie at or above 1"):
-        XU.fit_gain_range(2.0, 8, (0.1, 0.1), (0.99, 1.0), (1.0, 1.1))
+        R.fit_gain_range(2.0, 8, (0.1, 0.1), (0.99, 1.0), (1.0, 1.1))
 
 
 def test_fit_gain_range_bounds_the_gain_over_its_box():
@@ -169,14 +170,14 @@ def test_fit_gain_range_bounds_the_gain_over_its_box():
         c = tuple(sorted(rng.uniform(0.0, 1.5, 2)))
         v = tuple(sorted(rng.uniform(1.0, 2.0, 2)))
         s = tuple(sorted(rng.uniform(0.2, 3.0, 2)))
-        low, high = XU.fit_gain_range(cpp, k, c, v, s)
+        low, high = R.fit_gain_range(cpp, k, c, v, s)
         corners = np.array(list(itertools.product(c, v, s)))
         inner = np.column_stack([rng.uniform(*c, 400), rng.uniform(*v, 400), rng.uniform(*s, 400)])
         cc, vv, ss = np.vstack([corners, inner]).T
         gain = np.abs(cpp / (vv + k * cc) - ss) - np.abs(cpp / (1 + k * cc) - ss)
         assert low - 1e-12 <= gain.min() and gain.max() <= high + 1e-12
-        a_gap = XU.abs_gap(XU.predicted(cpp, k, c, v), s)
-        b_gap = XU.abs_gap(XU.predicted(cpp, k, c), s)
+        a_gap = R.abs_gap(R.predicted(cpp, k, c, v), s)
+        b_gap = R.abs_gap(R.predicted(cpp, k, c), s)
         ranges = (a_gap[0] - b_gap[1], a_gap[1] - b_gap[0])
         assert ranges[0] <= low <= high <= ranges[1]
         widths.append((high - low) / (ranges[1] - ranges[0]))
@@ -206,24 +207,24 @@ def test_fit_decides_an_idle_runs_intervals_that_independent_ranges_leave_open()
     predictions, and treating them apart double-counts that width."""
     rows = [{"cpp": cpp, "k": k, "c": IDLE_C[d], "v": IDLE_V[k], "speedup": (lo, hi)}
             for (d, k), (cpp, lo, hi) in IDLE_CELLS.items()]
-    assert XU.fit_verdict(rows) == HOLDS
-    upper = sum(XU.fit_gain_range(r["cpp"], r["k"], r["c"], r["v"], r["speedup"])[1]
+    assert R.fit_verdict(rows) == HOLDS
+    upper = sum(R.fit_gain_range(r["cpp"], r["k"], r["c"], r["v"], r["speedup"])[1]
                 for r in rows)
     assert -0.8 < upper < -0.5  # measured -0.647
-    vk = [XU.abs_gap(XU.predicted(r["cpp"], r["k"], r["c"], r["v"]), r["speedup"]) for r in rows]
-    art = [XU.abs_gap(XU.predicted(r["cpp"], r["k"], r["c"]), r["speedup"]) for r in rows]
+    vk = [R.abs_gap(R.predicted(r["cpp"], r["k"], r["c"], r["v"]), r["speedup"]) for r in rows]
+    art = [R.abs_gap(R.predicted(r["cpp"], r["k"], r["c"]), r["speedup"]) for r in rows]
     assert sum(lo for lo, _ in art) <= sum(h for _, h in vk)  # not holds by the ranges
     assert sum(lo for lo, _ in vk) <= sum(h for _, h in art)  # nor broken
 
 
 def test_speedup_is_the_inverse_ratio_with_its_interval_reversed():
-    assert XU.speedup(Iv(0.5, 0.4, 0.625)) == (2.0, 1.6, 2.5)
+    assert R.speedup(Iv(0.5, 0.4, 0.625)) == (2.0, 1.6, 2.5)
 
 
 def test_predicted_range_spans_the_formula_over_the_intervals():
-    low, high = XU.predicted(3.0, 2, (0.1, 0.2), (1.1, 1.3))
+    low, high = R.predicted(3.0, 2, (0.1, 0.2), (1.1, 1.3))
     assert (low, high) == pytest.approx((3.0 / 1.7, 3.0 / 1.3))
-    assert XU.predicted(3.0, 2, (0.1, 0.1)) == pytest.approx((2.5, 2.5))  # v = 1: the article's
+    assert R.predicted(3.0, 2, (0.1, 0.1)) == pytest.approx((2.5, 2.5))  # v = 1: the article's
 
 
 @pytest.mark.parametrize("a, b, expected", [
@@ -233,29 +234,29 @@ def test_predicted_range_spans_the_formula_over_the_intervals():
     ((2.0, 2.0), (2.0, 2.0), (0.0, 0.0)),
 ])
 def test_abs_gap_is_the_range_of_the_distance(a, b, expected):
-    assert XU.abs_gap(a, b) == expected
+    assert R.abs_gap(a, b) == expected
 
 
 def test_combine_needs_every_part_to_hold_and_one_break_to_break():
-    assert XU.combine([HOLDS, HOLDS]) == HOLDS
-    assert XU.combine([HOLDS, None]) is None
-    assert XU.combine([None, BROKEN, HOLDS]) == BROKEN
-    assert XU.combine([]) is None
+    assert R.combine([HOLDS, HOLDS]) == HOLDS
+    assert R.combine([HOLDS, None]) is None
+    assert R.combine([None, BROKEN, HOLDS]) == BROKEN
+    assert R.combine([]) is None
 
 
 @pytest.mark.parametrize("call, argument", [
-    (lambda: XU.predicted(0.0, 2, (0.1, 0.2)), "cpp"),
-    (lambda: XU.predicted(2.0, 0, (0.1, 0.2)), "k"),
-    (lambda: XU.predicted(2.0, 2, (0.3, 0.2)), "c"),
-    (lambda: XU.predicted(2.0, 2, (0.1, 0.2), (math.nan, 1.0)), "v"),
-    (lambda: XU.predicted(2.0, 2, (-0.1, 0.2)), "c"),
-    (lambda: XU.abs_gap((1.0, 2.0), (2.0,)), "b"),
-    (lambda: XU.speedup(Iv(1.0, 0.0, 1.2)), "t"),
-    (lambda: XU.fit_verdict([]), "rows"),
-    (lambda: XU.fit_gain_range(2.0, 2, (0.1, 0.2), (1.0, 1.2), (1.2, 1.1)), "s"),
+    (lambda: R.predicted(0.0, 2, (0.1, 0.2)), "cpp"),
+    (lambda: R.predicted(2.0, 0, (0.1, 0.2)), "k"),
+    (lambda: R.predicted(2.0, 2, (0.3, 0.2)), "c"),
+    (lambda: R.predicted(2.0, 2, (0.1, 0.2), (math.nan, 1.0)), "v"),
+    (lambda: R.predicted(2.0, 2, (-0.1, 0.2)), "c"),
+    (lambda: R.abs_gap((1.0, 2.0), (2.0,)), "b"),
+    (lambda: R.speedup(Iv(1.0, 0.0, 1.2)), "t"),
+    (lambda: R.fit_verdict([]), "rows"),
+    (lambda: R.fit_gain_range(2.0, 2, (0.1, 0.2), (1.0, 1.2), (1.2, 1.1)), "s"),
     (lambda: Cells({}, {}), "cpp"),
     (lambda: world().c("5-gram"), "t lacks"),
-    (lambda: XU.speedup_decisions(object(), {}, budget_s=1.0), "target"),
+    (lambda: speedup_decisions(object(), {}, budget_s=1.0), "target"),
 ])
 def test_bad_inputs_name_the_argument(call, argument):
     with pytest.raises(ValueError, match=argument):
