@@ -48,7 +48,7 @@ class Load:
     def __enter__(self) -> Load:
         for _ in range(self.cores):
             self.procs.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
-        time.sleep(5)  # let the load average see them
+        time.sleep(5)  # a head start (the 1-minute load average takes a minute to show them)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -142,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
                 for cid, v in got.items():
                     per_claim[cid][v] += 1
                 rows.append(f"run {i + 1}: exit {status}, {seconds:.0f} s, load1 at start "
-                            f"{load1:.1f}, broken: {', '.join(broken) or 'none'}")
+                            f"{load1:.1f}, at end {os.getloadavg()[0]:.1f}, "
+                            f"broken: {', '.join(broken) or 'none'}")
                 timing = " ".join(f"{cid}={v}" for cid, v in sorted(got.items()))
                 print(f"{condition} {rows[-1]}; timing: {timing}", file=sys.stderr, flush=True)
             verdicts[condition] = per_claim
