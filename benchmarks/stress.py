@@ -14,9 +14,13 @@ every test, as the README runs it); its ledger gives the verdicts, and the
 claims called broken whatever their kind. The teeth: the
 decision "median ratio inside SAME_SPEED_BAND" on P7's matmul against itself
 (must hold), against twice the work and against half the work (must be
-broken), ``--runs`` times in each condition, in this process.
+broken), ``--teeth-runs`` times in each condition, in this process.
 
-Prints markdown tables (docs/measurement.md holds one). Writes nothing else.
+Exit status 1 (a ``STRESS FAILED`` line each) when a pytest run exited
+non-zero or called a claim broken, or a teeth candidate got its expected
+verdict in fewer than 90% of its decisions; 0 otherwise.
+
+Prints markdown tables (docs/measurement.md holds them). Writes nothing else.
 """
 
 from __future__ import annotations
@@ -31,12 +35,21 @@ import tempfile
 import time
 from pathlib import Path
 
+from aftertrain.verdicts import BROKEN, HOLDS
+
 ROOT = Path(__file__).resolve().parent.parent
 TIMING_CLAIMS = ("Q11", "S5", "S6", "S7", "P7", "X2", "X3", "X4", "X8")
 BENCHMARKS = ("benchmarks/test_quant_fake_speed.py", "benchmarks/test_prune_dense_zeros.py",
               "benchmarks/test_quant_int8_linear.py", "benchmarks/test_sparse_csr_crossover.py",
               "benchmarks/test_spec_speedup.py")
 ORDER = ("holds", "broken", "does not reproduce", "inconclusive", "skipped")
+#: The teeth candidates against P7's matmul, and the verdict each must get.
+TEETH_EXPECT = {"same work (must hold)": HOLDS, "twice the work (must be broken)": BROKEN,
+                "half the work (must be broken)": BROKEN}
+TEETH = tuple(TEETH_EXPECT)
+#: The least share of a candidate's teeth decisions with its expected verdict
+#: (9 of 10 runs).
+TEETH_LEAST = 0.9
 
 
 class Load:
@@ -87,14 +100,30 @@ def teeth(runs: int) -> dict[str, collections.Counter]:
     g = torch.Generator().manual_seed(8)
     x, w = torch.randn(128, 128, generator=g), torch.randn(128, 512, generator=g)
     half = w[:, :256].contiguous()
-    candidates = {"same work (must hold)": lambda: x @ w,
-                  "twice the work (must be broken)": lambda: (x @ w, x @ w),
-                  "half the work (must be broken)": lambda: x @ half}
+    candidates = {TEETH[0]: lambda: x @ w, TEETH[1]: lambda: (x @ w, x @ w),
+                  TEETH[2]: lambda: x @ half}
     rule = RatioRule.inside(SAME_SPEED_BAND)
     torch.set_num_threads(1)
     return {name: collections.Counter(decide_ratio(lambda: x @ w, c, rule).verdict
                                       for _ in range(runs))
             for name, c in candidates.items()}
+
+
+def problems(outcomes: list[tuple[int, list[str]]], teeth_of: dict[str, collections.Counter],
+             least: float = TEETH_LEAST) -> list[str]:
+    """What makes the stress run fail, a line each: a pytest run that exited
+    non-zero or called a claim broken (``outcomes``: (exit status, broken
+    claims) per run), a teeth candidate given its expected verdict in fewer
+    than ``least`` of its decisions."""
+    lines = [f"run {i}: exit {status}" + (f", broken: {', '.join(broken)}" if broken else "")
+             for i, (status, broken) in enumerate(outcomes, start=1) if status or broken]
+    for name, counter in teeth_of.items():
+        total = sum(counter.values())
+        right = counter[TEETH_EXPECT[name]]
+        if total == 0 or right < least * total:
+            lines.append(f"teeth {name!r}: {right} of {total} {TEETH_EXPECT[name]}, "
+                         f"fewer than {least:.0%}")
+    return lines
 
 
 def cell(counter: collections.Counter) -> str:
@@ -126,19 +155,22 @@ def main(argv: list[str] | None = None) -> int:
     verdicts: dict[str, dict[str, collections.Counter]] = {}
     summary: dict[str, list[str]] = {}
     teeth_of: dict[str, dict] = {}
-    for condition in args.conditions.split(","):
-        if condition not in ("idle", "loaded"):
-            parser.error(f"--conditions must name idle and/or loaded, got {condition!r}")
+    failed: list[str] = []
+    conditions = args.conditions.split(",")
+    if not conditions or any(c not in ("idle", "loaded") for c in conditions):
+        parser.error(f"--conditions must name idle and/or loaded, got {args.conditions!r}")
+    for condition in conditions:
         cores = os.cpu_count() or 1
         load = Load(cores) if condition == "loaded" else None
         if load:
             load.__enter__()
         try:
             per_claim = collections.defaultdict(collections.Counter)
-            rows = []
+            rows, outcomes = [], []
             for i in range(args.runs):
                 load1 = os.getloadavg()[0]
                 got, broken, seconds, status = run_benchmarks(files, args.budget)
+                outcomes.append((status, broken))
                 for cid, v in got.items():
                     per_claim[cid][v] += 1
                 rows.append(f"run {i + 1}: exit {status}, {seconds:.0f} s, load1 at start "
@@ -149,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
             verdicts[condition] = per_claim
             summary[condition] = rows
             teeth_of[condition] = teeth(teeth_runs)
+            failed += [f"{condition} {line}" for line in problems(outcomes, teeth_of[condition])]
         finally:
             if load:
                 load.__exit__()
@@ -166,7 +199,9 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for c in conditions:
         print(f"- {c}: " + "; ".join(summary[c]))
-    return 0
+    for line in failed:
+        print(f"STRESS FAILED: {line}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
