@@ -142,8 +142,16 @@ def copy_tree(dest: Path) -> Path:
     return dest
 
 
+#: pytest's exit statuses that mean the tests ran red: 1 (a test failed) and 2
+#: (interrupted, e.g. a collection error: the mutated code does not import).
+#: 3 (internal error), 4 (usage error: a bad argument of this harness) and 5
+#: (no tests collected) say nothing about the mutant: outcome "error".
+RED = (1, 2)
+
+
 def run_pytest(tree: Path, extra: list[str], timeout: float) -> tuple[str, float, str]:
-    """``(outcome, seconds, tail)`` of pytest in ``tree``: passed, failed or timeout."""
+    """``(outcome, seconds, tail)`` of pytest in ``tree``: passed, failed
+    (exit status in RED), error (any other status) or timeout."""
     env = {**os.environ, "PYTHONPATH": str(tree / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
     start = time.monotonic()
     try:
@@ -154,7 +162,9 @@ def run_pytest(tree: Path, extra: list[str], timeout: float) -> tuple[str, float
         out = out.decode(errors="replace") if isinstance(out, bytes) else out
         return "timeout", time.monotonic() - start, "\n".join(out.splitlines()[-5:])
     tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-5:])
-    return ("passed" if proc.returncode == 0 else "failed"), time.monotonic() - start, tail
+    outcome = ("passed" if proc.returncode == 0 else "failed" if proc.returncode in RED
+               else "error")
+    return outcome, time.monotonic() - start, tail
 
 
 def run_mutant(mutant: Mutant, tree: Path, extra: list[str], timeout: float,
@@ -272,7 +282,8 @@ def main(argv: list[str] | None = None) -> int:
                          "full suite")
     ap.add_argument("--full", nargs=argparse.REMAINDER, metavar="ARG",
                     help="with --subset: rerun the survivors with these pytest arguments (the full "
-                         "suite: '--full' alone, or '--full -n 2'); '-n N' is dropped for "
+                         "suite: '--full' alone, or '--full -n 2'); last on the line: every "
+                         "argument after it goes to pytest. '-n N' is dropped for "
                          "timing/ledger mutants. Without it a subset survivor is reported "
                          "as survived (stage subset)")
     ap.add_argument("--merge", nargs="+", type=Path, metavar="JSON",
