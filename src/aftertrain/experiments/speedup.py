@@ -12,8 +12,9 @@ at a decision's look.
 
 ``SPEEDUP_CHARS = 30`` (the article: 200): the per-character cost is what the
 claims compare, and the decision needs ~30 pairs of each of the 15 cells
-(5 drafts x 3 k) at its first look: ~25 s idle at 30 characters, ~9 minutes
-at 50 characters under load 9 on a 2-core box.
+(5 drafts x 3 k) at its first look. Both decisions together took 80-110 s
+on an idle 2-core box; at 50 characters the first look alone took ~9
+minutes under load 9.
 """
 
 from __future__ import annotations

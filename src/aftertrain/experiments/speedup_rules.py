@@ -199,8 +199,8 @@ def fit_gain_range(cpp: float, k: int, c: Range, v: Range, s: Range) -> Range:
     bound it, each term taken at a corner of the box. One c (and one v)
     serves both formulas, unlike two independent ranges of A and B, whose
     bounds (``max|A - s| - min|B - s|`` and the other way) are kept where
-    they are tighter: on random boxes the result is a median 0.13 of their
-    width, and never wider."""
+    they are tighter: on 5,000 random boxes the joint bounds alone were a
+    median 0.13 of the ranges' width, and this is never wider."""
     for name, r in (("c", c), ("v", v), ("s", s)):
         _check_range(name, r)
     predicted(cpp, k, c, v)  # validates cpp, k, c >= 0, v > 0
