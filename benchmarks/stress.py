@@ -46,7 +46,6 @@ ORDER = ("holds", "broken", "does not reproduce", "inconclusive", "skipped")
 #: The teeth candidates against P7's matmul, and the verdict each must get.
 TEETH_EXPECT = {"same work (must hold)": HOLDS, "twice the work (must be broken)": BROKEN,
                 "half the work (must be broken)": BROKEN}
-TEETH = tuple(TEETH_EXPECT)
 #: The least share of a candidate's teeth decisions with its expected verdict
 #: (9 of 10 runs).
 TEETH_LEAST = 0.9
@@ -100,8 +99,8 @@ def teeth(runs: int) -> dict[str, collections.Counter]:
     g = torch.Generator().manual_seed(8)
     x, w = torch.randn(128, 128, generator=g), torch.randn(128, 512, generator=g)
     half = w[:, :256].contiguous()
-    candidates = {TEETH[0]: lambda: x @ w, TEETH[1]: lambda: (x @ w, x @ w),
-                  TEETH[2]: lambda: x @ half}
+    work = (lambda: x @ w, lambda: (x @ w, x @ w), lambda: x @ half)
+    candidates = dict(zip(TEETH_EXPECT, work, strict=True))
     rule = RatioRule.inside(SAME_SPEED_BAND)
     torch.set_num_threads(1)
     return {name: collections.Counter(decide_ratio(lambda: x @ w, c, rule).verdict
@@ -185,7 +184,6 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             if load:
                 load.__exit__()
-    conditions = list(verdicts)
     print("| claim | " + " | ".join(conditions) + " |")
     print("|---|" + "---|" * len(conditions))
     for cid in TIMING_CLAIMS:
