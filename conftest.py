@@ -12,7 +12,7 @@ examples on every run), ``dev`` (few examples, fast feedback) and
 
 The model: ``reference`` is the model the claims run on, chosen with
 ``--aftertrain-model NAME_OR_PATH`` or ``AFTERTRAIN_MODEL`` (default: the
-bundled reference; see :mod:`aftertrain.model_plugin`). Its stored baselines
+bundled reference; see :mod:`aftertrain.ledger.model`). Its stored baselines
 live in ``baselines/<name>/`` (or ``--aftertrain-baselines DIR``).
 """
 
@@ -53,7 +53,7 @@ def reference(aftertrain_model):
 
 @pytest.fixture(scope="session")
 def corpus():
-    from aftertrain.text import load_corpus
+    from aftertrain.lm.text import load_corpus
 
     return load_corpus()
 
@@ -61,7 +61,7 @@ def corpus():
 @pytest.fixture(scope="session")
 def reference_val_loss(reference) -> float:
     """float32 validation loss of the model under test, computed once."""
-    from aftertrain.evaluation import val_loss
+    from aftertrain.lm.evaluation import val_loss
 
     return val_loss(reference)
 
@@ -78,8 +78,8 @@ def pytest_configure(config):
 def bigram_loss() -> float:
     """Validation loss of the add-alpha bigram (B1's baseline), computed once.
     It is fit on the corpus alone, so it is the same whatever the model."""
-    from aftertrain.bigram import Bigram
-    from aftertrain.evaluation import val_loss
+    from aftertrain.lm.evaluation import val_loss
+    from aftertrain.lm.ngram import Bigram
 
     return val_loss(Bigram.fit())
 
@@ -97,7 +97,7 @@ def bits_rows(reference) -> dict[int, dict]:
 def small_gpt():
     """An untrained GPT of the default shape (eval mode), built per module for
     tests that need any model (the bad-input tables)."""
-    from aftertrain.model import GPT
+    from aftertrain.lm.model import GPT
 
     torch.manual_seed(0)  # a test-local model; the library never seeds
     return GPT().eval()
@@ -110,7 +110,7 @@ NO_BASELINE = "no baseline for this model"
 def baseline_folder(config) -> Path | None:
     """``--aftertrain-baselines DIR``, else ``baselines/<name>/`` for a bundled
     model, else none."""
-    from aftertrain.model_plugin import baseline_folder
+    from aftertrain.ledger.model import baseline_folder
 
     return baseline_folder(config, BASELINES)
 
@@ -166,8 +166,8 @@ def data_regression(data_regression, request):
 
 @pytest.fixture(scope="session")
 def speculative_drafts(reference):
-    """Every draft of speculative decoding (aftertrain.drafts.DraftKind ->
+    """Every draft of speculative decoding (aftertrain.speculative.drafts.DraftKind ->
     model), built once per session from the reference."""
-    from aftertrain.drafts import DraftKind, draft_model
+    from aftertrain.speculative.drafts import DraftKind, draft_model
 
     return {kind: draft_model(kind, reference) for kind in DraftKind}

@@ -5,10 +5,10 @@ on one thread. A timing claim is a decision of
 :func:`aftertrain.timing.sequential_decisions` (through the ledger's
 ``claim_record`` fixture: ``holds``, ``broken`` or ``inconclusive``, and
 ``skipped`` as "not timed" under ``--benchmark-disable`` or pytest-xdist).
-Next to pytest-benchmark's absolute times, :func:`aftertrain.benchratios.store` puts the
+Next to pytest-benchmark's absolute times, :func:`aftertrain.timing.compare.store` puts the
 decision's paired ratios (median, interval, pairs) in
 ``benchmark.extra_info["ratios"]``: the machine-independent figure that
-``--benchmark-compare`` also compares (:mod:`aftertrain.benchratios`). Runs are
+``--benchmark-compare`` also compares (:mod:`aftertrain.timing.compare`). Runs are
 saved to and compared with ``baselines/benchmarks`` (``addopts`` in
 pyproject.toml); see docs/measurement.md.
 """

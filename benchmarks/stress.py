@@ -35,7 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from aftertrain.verdicts import BROKEN, HOLDS
+from aftertrain.claims.verdicts import BROKEN, HOLDS
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMING_CLAIMS = ("Q11", "S5", "S6", "S7", "P7", "X2", "X3", "X4", "X8")
@@ -93,8 +93,8 @@ def teeth(runs: int) -> dict[str, collections.Counter]:
     """Verdicts of the same-speed decision on work of known ratio."""
     import torch
 
+    from aftertrain.core.tolerances import SAME_SPEED_BAND
     from aftertrain.timing import RatioRule, decide_ratio
-    from aftertrain.tolerances import SAME_SPEED_BAND
 
     g = torch.Generator().manual_seed(8)
     x, w = torch.randn(128, 128, generator=g), torch.randn(128, 512, generator=g)

@@ -12,9 +12,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from aftertrain.benchratios import store_ratios
-from aftertrain.text import load_corpus
+from aftertrain.lm.text import load_corpus
 from aftertrain.timing import paired_timing
+from aftertrain.timing.compare import store_ratios
 
 T = 128
 

@@ -8,7 +8,7 @@ rounds, ratio to the dense original within each round).
 A decision per sparsity (aftertrain.timing): holds when the interval of
 the median pair ratio lies inside SAME_SPEED_BAND (0.9, 1.1), broken when
 it lies wholly outside, inconclusive otherwise when the budget is spent.
-Why 10%: aftertrain.tolerances.SAME_SPEED_BAND; a kernel that skipped zeros
+Why 10%: aftertrain.core.tolerances.SAME_SPEED_BAND; a kernel that skipped zeros
 would show 2x at 50% and far more at 99%, which the teeth test stands in for.
 """
 
@@ -18,12 +18,12 @@ import pytest
 import torch
 
 from aftertrain import prune as P
-from aftertrain import tables
-from aftertrain.benchratios import store_ratios
-from aftertrain.claims import ARTICLE_TABLES
+from aftertrain.claims import tables
+from aftertrain.claims.catalogue import ARTICLE_TABLES
+from aftertrain.claims.verdicts import HOLDS, INCONCLUSIVE
+from aftertrain.core.tolerances import SAME_SPEED_BAND
 from aftertrain.timing import RatioRule
-from aftertrain.tolerances import SAME_SPEED_BAND
-from aftertrain.verdicts import HOLDS, INCONCLUSIVE
+from aftertrain.timing.compare import store_ratios
 
 ARTICLE = {s: fig[0] for s, fig in ARTICLE_TABLES["p7"].items()}  # median ratios
 SAME_SPEED = RatioRule.inside(SAME_SPEED_BAND)

@@ -10,7 +10,7 @@ rather than every timing (see aftertrain.timing.paired_timing's note).
 
 A decision (aftertrain.timing.decide_ratio): holds when the median ratio's
 interval lies inside SAME_SPEED_BAND [0.9, 1.1], broken when wholly outside
-(aftertrain.tolerances gives the reason for 10%). Recorded, not decided:
+(aftertrain.core.tolerances gives the reason for 10%). Recorded, not decided:
 whether 1.0 itself lies in the interval. A sub-percent systematic
 difference (where the copied weights sit in memory) would exclude 1.0
 without contradicting "runs at float32 speed"; equivalence is the claim's
@@ -23,12 +23,12 @@ import pytest
 import torch
 
 from aftertrain import quant as Q
-from aftertrain import tables
-from aftertrain.benchratios import store_ratios
-from aftertrain.text import load_corpus
+from aftertrain.claims import tables
+from aftertrain.claims.verdicts import BROKEN, INCONCLUSIVE
+from aftertrain.core.tolerances import SAME_SPEED_BAND
+from aftertrain.lm.text import load_corpus
 from aftertrain.timing import RatioRule
-from aftertrain.tolerances import SAME_SPEED_BAND
-from aftertrain.verdicts import BROKEN, INCONCLUSIVE
+from aftertrain.timing.compare import store_ratios
 
 T = 128
 SAME_SPEED = RatioRule.inside(SAME_SPEED_BAND)

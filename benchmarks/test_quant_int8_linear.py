@@ -23,10 +23,10 @@ import pytest
 import torch
 from torch.ao.quantization import quantize_dynamic
 
-from aftertrain import tables
-from aftertrain.benchratios import store_ratios
+from aftertrain.claims import tables
+from aftertrain.claims.verdicts import BROKEN, HOLDS, INCONCLUSIVE
 from aftertrain.timing import Judgement, PairedTiming
-from aftertrain.verdicts import BROKEN, HOLDS, INCONCLUSIVE
+from aftertrain.timing.compare import store_ratios
 
 ROWS = (1, 16, 128, 1024)
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")

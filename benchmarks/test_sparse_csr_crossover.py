@@ -21,11 +21,11 @@ import pytest
 import torch
 
 from aftertrain import prune as P
-from aftertrain import tables
-from aftertrain.benchratios import store_ratios
+from aftertrain.claims import tables
+from aftertrain.claims.verdicts import BROKEN, HOLDS, INCONCLUSIVE
+from aftertrain.core.tolerances import CSR_MIN_SPEEDUP
 from aftertrain.timing import Judgement, PairedTiming, RatioRule
-from aftertrain.tolerances import CSR_MIN_SPEEDUP
-from aftertrain.verdicts import BROKEN, HOLDS, INCONCLUSIVE
+from aftertrain.timing.compare import store_ratios
 
 SPARSITIES = (0.5, 0.9, 0.99, 0.999)
 AT_LEAST_2X_FASTER = RatioRule.at_most(1.0 / CSR_MIN_SPEEDUP)

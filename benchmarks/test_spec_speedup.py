@@ -20,18 +20,18 @@ from __future__ import annotations
 import pytest
 import torch
 
-from aftertrain import drafts as D
 from aftertrain import speculative as S
-from aftertrain import tables
-from aftertrain.benchratios import store_ratios
-from aftertrain.decoding import generate
+from aftertrain.claims import tables
 from aftertrain.experiments import speculative as XS
 from aftertrain.experiments import speedup as XU
 from aftertrain.experiments import speedup_rules as R
 from aftertrain.experiments.speedup import SPEEDUP_CHARS
 from aftertrain.experiments.speedup_rules import BIGRAM, CHEAP, QUANTIZED
 from aftertrain.ledger.record import timing_budget, timing_enabled
-from aftertrain.text import encode
+from aftertrain.lm.decoding import generate
+from aftertrain.lm.text import encode
+from aftertrain.speculative import drafts as D
+from aftertrain.timing.compare import store_ratios
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ import math
 
 import torch
 
-from aftertrain import packing
 from aftertrain import prune as P
+from aftertrain.core import packing
 
 
 def _split(keep, weights):

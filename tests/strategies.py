@@ -8,7 +8,7 @@ import torch
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from aftertrain.text import VOCAB
+from aftertrain.lm.text import VOCAB
 
 #: Any string over the model's vocabulary (``string.printable``).
 vocab_text = st.text(alphabet=VOCAB, max_size=300)

@@ -18,16 +18,16 @@ import torch
 from bad_inputs import Lazy, case_id, check_raises_naming
 from toys import toy_gpt
 
-from aftertrain import bigram as BG
-from aftertrain import drafts as D
-from aftertrain import models as M
-from aftertrain import text as T
-from aftertrain.checkpoint import load_checkpoint, save_checkpoint, sha256_file
-from aftertrain.decoding import Decoder, context_start, generate, probabilities, sample_text, sample_token
-from aftertrain.evaluation import val_loss
-from aftertrain.model import GPT, GPTConfig, KVCache
-from aftertrain.protocol import TableConfig, TokenCache, check_idx
-from aftertrain.text import encode
+from aftertrain.lm import ngram as BG
+from aftertrain.lm import registry as M
+from aftertrain.lm import text as T
+from aftertrain.lm.checkpoint import load_checkpoint, save_checkpoint, sha256_file
+from aftertrain.lm.decoding import Decoder, context_start, generate, probabilities, sample_text, sample_token
+from aftertrain.lm.evaluation import val_loss
+from aftertrain.lm.model import GPT, GPTConfig, KVCache
+from aftertrain.lm.protocol import TableConfig, TokenCache, check_idx
+from aftertrain.lm.text import encode
+from aftertrain.speculative import drafts as D
 
 NAN, INF = math.nan, math.inf
 
@@ -105,7 +105,7 @@ CASES = [
     (context_start, dict(n=1.5), "n must be >= 0"),
     (context_start, dict(n=200, block_size=128, slide=0), "slide must be in [1, block_size=128]"),
     (context_start, dict(n=10, block_size=0), "block_size must be an int >= 1"),
-    (Decoder, dict(model=torch.nn.Linear(2, 2)), "model must implement aftertrain.protocol"),
+    (Decoder, dict(model=torch.nn.Linear(2, 2)), "model must implement aftertrain.lm.protocol"),
     (Decoder, dict(model=GPT_, slide=200), "slide must be in [1, block_size=128]"),
     (Lazy(lambda e: Decoder(e.gpt).feed), dict(tokens=[]), "tokens must hold at least one"),
     (Lazy(lambda e: Decoder(e.gpt).feed), dict(tokens=[3, 100]), "tokens must lie in [0, 100)"),
@@ -151,7 +151,7 @@ CASES = [
     (load_checkpoint, dict(path=Lazy(lambda e: e.not_json)), "is not JSON"),
     (load_checkpoint, dict(path=3), "path must be a file path"),
     (save_checkpoint, dict(model=Lazy(lambda e: e.bigram), path="x.pt", meta={}),
-     "model must be an aftertrain.model.GPT"),
+     "model must be an aftertrain.lm.model.GPT"),
     (save_checkpoint, dict(model=GPT_, path=Lazy(lambda e: e.folder / "m.pt"), meta={"x": object()}),
      "meta must be JSON-serialisable"),
     (save_checkpoint, dict(model=GPT_, path=Lazy(lambda e: e.folder / "m.pt"), meta=[1]),
@@ -174,7 +174,7 @@ CASES = [
     # --- drafts.py
     (D.draft_model, dict(kind="bigram", reference=GPT_), "kind must be a DraftKind"),
     (D.draft_model, dict(kind=D.DraftKind.BIGRAM, reference=Lazy(lambda e: e.bigram)),
-     "reference must be an aftertrain.model.GPT"),
+     "reference must be an aftertrain.lm.model.GPT"),
     (D.NGram.fit, dict(tokens=torch.tensor([1, 2]), order=0), "order must be an int >= 1"),
     (D.NGram.fit, dict(tokens=torch.tensor([1, 150])), "tokens must lie in [0, 100)"),
     (Lazy(lambda e: e.ngram.distribution), dict(context=[1, 2]), "context must be a tuple"),
@@ -195,7 +195,7 @@ CASES = [
      "path must be a file path, got the folder"),
     (save_checkpoint, dict(model=GPT_, path="/proc/aftertrain-test/m.pt", meta={}),
      "its folder cannot be created"),
-    (M.check_architecture, dict(net="x"), "model must be an aftertrain.model.GPT"),
+    (M.check_architecture, dict(net="x"), "model must be an aftertrain.lm.model.GPT"),
     (BG.baseline_losses, dict(reference="ref"), "reference must implement"),
     (D.NGram, dict(tables=[{}], unigram=torch.full((100,), NAN)), "unigram must hold finite"),
     (D.NGram, dict(tables=[{}], unigram=-torch.full((100,), 0.01)), "unigram must hold finite"),

@@ -7,8 +7,8 @@ import pytest
 import torch
 from bad_inputs import Lazy, case_id, check_raises_naming
 
-from aftertrain import packing
 from aftertrain.checks.quant import battery, check_quantizer, reference_quantizer
+from aftertrain.core import packing
 from aftertrain.experiments import quant as EQ
 from aftertrain.quant import (
     Granularity,

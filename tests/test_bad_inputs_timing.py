@@ -9,8 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aftertrain.benchratios import compare_ratios, store_ratios
-from aftertrain.io import atomic_write
+from aftertrain.core.io import atomic_write
 from aftertrain.ledger.state import claim_verdict
 from aftertrain.report import read_ledger, summary_counts, update_readme
 from aftertrain.timing import (
@@ -24,6 +23,7 @@ from aftertrain.timing import (
     paired_timing,
     sequential_decisions,
 )
+from aftertrain.timing.compare import compare_ratios, store_ratios
 
 NAN, INF = float("nan"), float("inf")
 

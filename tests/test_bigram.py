@@ -7,11 +7,11 @@ import math
 import pytest
 import torch
 
-from aftertrain import bigram as BG
-from aftertrain import tables
-from aftertrain.decoding import Decoder
-from aftertrain.evaluation import val_loss
-from aftertrain.tolerances import LOSS_ATOL_SAME_THREADS
+from aftertrain.claims import tables
+from aftertrain.core.tolerances import LOSS_ATOL_SAME_THREADS
+from aftertrain.lm import ngram as BG
+from aftertrain.lm.decoding import Decoder
+from aftertrain.lm.evaluation import val_loss
 
 
 @pytest.fixture(scope="module")

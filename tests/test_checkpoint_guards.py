@@ -11,7 +11,7 @@ import pytest
 import torch
 from toys import toy_gpt
 
-from aftertrain.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from aftertrain.lm.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 
 
 def _rewrite_weights(path, edit) -> None:

@@ -126,10 +126,10 @@ def test_docs_checks_example_runs():
 
 def test_round_trip_bound_is_the_derived_slack():
     """Pinned threshold: the round-trip row's bound is scale/2 (1 + 8 qmax u)
-    + 2**-149 with u = 2**-24 (derivation in aftertrain.tolerances), so at 8
+    + 2**-149 with u = 2**-24 (derivation in aftertrain.core.tolerances), so at 8
     bits the relative slack is 8 x 127 x 2**-24 = 6.06e-5. A tie (w = scale/2,
     rounded to 0 half to even) has error exactly scale/2 and passes."""
-    from aftertrain import tolerances as T
+    from aftertrain.core import tolerances as T
 
     assert T.QUANT_ROUND_TRIP_SLACK_ULPS * 127 * T.FLOAT32_UNIT_ROUNDOFF == pytest.approx(
         6.0558e-5, rel=1e-4)

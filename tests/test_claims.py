@@ -1,4 +1,4 @@
-"""The claim list in aftertrain.claims matches shared/claims/CLAIMS.md."""
+"""The claim list in aftertrain.claims.catalogue matches shared/claims/CLAIMS.md."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from aftertrain.claims import CLAIMS, Claim
+from aftertrain.claims.catalogue import CLAIMS, Claim
 
 # CI checks out shared/ beside the clone: ../shared relative to the repo root.
 CLAIMS_MD = Path(__file__).resolve().parents[1].parent / "shared" / "claims" / "CLAIMS.md"

@@ -17,9 +17,8 @@ import pytest
 import torch
 
 from aftertrain import cli
-from aftertrain import decoding as _decoding
-from aftertrain.checkpoint import reference_path
-from aftertrain.report import ledgerfile
+from aftertrain.lm import decoding as _decoding
+from aftertrain.lm.checkpoint import reference_path
 
 ROOT = Path(__file__).resolve().parent.parent
 LEDGER = str(ROOT / "report" / "claims.json")
@@ -73,10 +72,9 @@ def no_long_work(monkeypatch):
     """A mistake must be found before training, testing or sampling starts."""
     def refuse(*a, **k):
         raise AssertionError("long work started before the mistake was reported")
-    from aftertrain import train as _train
+    from aftertrain.lm import train as _train
     monkeypatch.setattr(_train, "train", refuse)
-    monkeypatch.setattr(ledgerfile, "run_ledger", refuse)
-    monkeypatch.setattr("aftertrain.report.assemble.run_ledger", refuse)
+    monkeypatch.setattr("aftertrain.cli.report.run_ledger", refuse)
     monkeypatch.setattr(_decoding, "sample_text", refuse)
 
 

@@ -7,7 +7,7 @@ Each test pins the documented rule on the one input where a plausible
 alternative (another tie order, round half up, float32 accumulation,
 another bit order) gives a different answer.
 
-Packing: ``aftertrain.quant.pack_codes`` goes through ``aftertrain.packing``
+Packing: ``aftertrain.quant.pack_codes`` goes through ``aftertrain.core.packing``
 (the one convention); the stored bytes pin it from the quantizer's side.
 """
 
@@ -23,9 +23,9 @@ import torch.nn.utils.prune as torch_prune
 
 from aftertrain import prune as P
 from aftertrain import quant as Q
-from aftertrain.bigram import Uniform
-from aftertrain.evaluation import val_loss
-from aftertrain.protocol import TokenCache
+from aftertrain.lm.evaluation import val_loss
+from aftertrain.lm.ngram import Uniform
+from aftertrain.lm.protocol import TokenCache
 from aftertrain.stats import ALPHA, GoodnessOfFit, chisquare_gof
 
 # --- pruning: ties at the threshold ------------------------------------------------

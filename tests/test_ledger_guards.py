@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from aftertrain.claims import CLAIMS
+from aftertrain.claims.catalogue import CLAIMS
+from aftertrain.claims.verdicts import BROKEN, DOES_NOT_REPRODUCE, HOLDS
 from aftertrain.ledger.state import CLAIM_PROPERTY, Ledger
-from aftertrain.verdicts import BROKEN, DOES_NOT_REPRODUCE, HOLDS
 
 CLAIM = next(iter(CLAIMS))
 

@@ -12,14 +12,14 @@ from hypothesis import given
 from strategies import prompt_and_split
 from toys import CountingModel
 
-from aftertrain import checkpoint as CK
-from aftertrain import decoding as DEC
-from aftertrain import io as aio
-from aftertrain import model as M
-from aftertrain import tables
-from aftertrain.evaluation import val_loss
-from aftertrain.text import decode, encode
-from aftertrain.tolerances import GREEDY_TIE_MARGIN, LOGITS_ATOL, LOSS_ATOL
+from aftertrain.claims import tables
+from aftertrain.core import io as aio
+from aftertrain.core.tolerances import GREEDY_TIE_MARGIN, LOGITS_ATOL, LOSS_ATOL
+from aftertrain.lm import checkpoint as CK
+from aftertrain.lm import decoding as DEC
+from aftertrain.lm import model as M
+from aftertrain.lm.evaluation import val_loss
+from aftertrain.lm.text import decode, encode
 
 
 def test_reference_has_the_articles_637156_parameters_and_names():

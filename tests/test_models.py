@@ -1,5 +1,5 @@
-"""The model registry (aftertrain.models) and the plugin choosing the model the
-claims run on (aftertrain.model_plugin: --aftertrain-model, per-model
+"""The model registry (aftertrain.lm.registry) and the plugin choosing the model the
+claims run on (aftertrain.ledger.model: --aftertrain-model, per-model
 expectations). Plugin behaviour is checked on small test files with
 pytester, which runs without this project's addopts, so each run switches the
 plugins on with ``-p``."""
@@ -12,10 +12,10 @@ import shutil
 import pytest
 import torch
 
-from aftertrain import checkpoint as CK
-from aftertrain import model as M
-from aftertrain import models as R
-from aftertrain.evaluation import val_loss
+from aftertrain.lm import checkpoint as CK
+from aftertrain.lm import model as M
+from aftertrain.lm import registry as R
+from aftertrain.lm.evaluation import val_loss
 
 pytest_plugins = ["pytester"]
 
@@ -115,7 +115,7 @@ def _run(pytester, *args):
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_expect=EXPECTATIONS)
     path = pytester.path / "claims.json"
-    result = pytester.runpytest("-p", "aftertrain.ledger", "-p", "aftertrain.model_plugin",
+    result = pytester.runpytest("-p", "aftertrain.ledger", "-p", "aftertrain.ledger.model",
                                 "--claims-json", str(path), *args)
     verdicts = {e["id"]: e["verdict"] for e in json.loads(path.read_text())["claims"]}
     return result, verdicts
@@ -139,8 +139,8 @@ def test_plugin_on_the_reference_a_claim_that_starts_to_hold_is_broken(pytester)
         def test_q5():
             pass
     ''')
-    pytester.runpytest("-p", "aftertrain.model_plugin").assert_outcomes(failed=1)
-    pytester.runpytest("-p", "aftertrain.model_plugin",
+    pytester.runpytest("-p", "aftertrain.ledger.model").assert_outcomes(failed=1)
+    pytester.runpytest("-p", "aftertrain.ledger.model",
                        "--aftertrain-model", "article").assert_outcomes(passed=1)
 
 
@@ -174,10 +174,10 @@ def test_plugin_option_wins_over_the_environment_and_bad_names_are_usage_errors(
         pytester, monkeypatch):
     monkeypatch.setenv("AFTERTRAIN_MODEL", "no-such-model")
     pytester.makepyfile(test_one="def test_one():\n    pass\n")
-    result = pytester.runpytest("-p", "aftertrain.model_plugin")
+    result = pytester.runpytest("-p", "aftertrain.ledger.model")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*name_or_path 'no-such-model' is neither*"])
-    result = pytester.runpytest("-p", "aftertrain.model_plugin", "--aftertrain-model", "article")
+    result = pytester.runpytest("-p", "aftertrain.ledger.model", "--aftertrain-model", "article")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["aftertrain model: article (sha256 *"])
 
@@ -190,7 +190,7 @@ def test_plugin_refuses_a_marker_without_a_reason(pytester):
         def test_x():
             pass
     ''')
-    result = pytester.runpytest("-p", "aftertrain.model_plugin")
+    result = pytester.runpytest("-p", "aftertrain.ledger.model")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
 
 
@@ -222,7 +222,7 @@ def test_baselines_are_skipped_for_a_checkpoint_unless_a_folder_is_named(pyteste
     pytester.makeconftest((Path(__file__).parent.parent / "conftest.py").read_text())
     pytester.makepyfile(test_reg=REGRESSION)
     model = str(_checkpoint_copy(tmp_path))
-    run = ("-p", "aftertrain.ledger", "-p", "aftertrain.model_plugin", "-rs",
+    run = ("-p", "aftertrain.ledger", "-p", "aftertrain.ledger.model", "-rs",
            "--aftertrain-model", model)
     result = pytester.runpytest(*run)
     result.assert_outcomes(skipped=1)
@@ -235,7 +235,7 @@ def test_baselines_are_skipped_for_a_checkpoint_unless_a_folder_is_named(pyteste
 
 
 def test_the_ledger_meta_names_the_model_of_this_run(pytestconfig, model_identity, reference):
-    from aftertrain.model_plugin import ledger_meta
+    from aftertrain.ledger.model import ledger_meta
 
     assert ledger_meta(pytestconfig) == {"model": model_identity.name,
                                          "model_sha256": model_identity.sha256}

@@ -1,4 +1,4 @@
-"""The one packing convention (aftertrain.packing), pinned by stored bytes."""
+"""The one packing convention (aftertrain.core.packing), pinned by stored bytes."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aftertrain import packing
 from aftertrain import prune as P
+from aftertrain.core import packing
 from aftertrain.quant import pack_codes
 
 PINNED = [

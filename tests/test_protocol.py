@@ -1,4 +1,4 @@
-"""The one model interface (aftertrain.protocol.NextTokenModel): every model
+"""The one model interface (aftertrain.lm.protocol.NextTokenModel): every model
 the Decoder drives implements it, and its cache rolls back exactly."""
 
 from __future__ import annotations
@@ -7,12 +7,12 @@ import pytest
 import torch
 from toys import CountingModel, ToyTable, toy_gpt
 
-from aftertrain import bigram as BG
-from aftertrain import drafts as D
-from aftertrain.decoding import Decoder
-from aftertrain.protocol import NextTokenModel, RollbackCache, TableConfig, TokenCache, check_model
-from aftertrain.text import encode
-from aftertrain.tolerances import LOGITS_ATOL
+from aftertrain.core.tolerances import LOGITS_ATOL
+from aftertrain.lm import ngram as BG
+from aftertrain.lm.decoding import Decoder
+from aftertrain.lm.protocol import NextTokenModel, RollbackCache, TableConfig, TokenCache, check_model
+from aftertrain.lm.text import encode
+from aftertrain.speculative import drafts as D
 
 TEXT = "def rollback(cache, n):\n    cache.truncate(n)  # a rejected draft costs nothing\n"
 
@@ -130,7 +130,7 @@ def test_objects_without_the_interface_are_refused_by_name():
     """A module without config/new_cache, or with a config lacking the sizes,
     is not a NextTokenModel; the Decoder says so naming its argument."""
     assert not isinstance(torch.nn.Linear(2, 2), NextTokenModel)
-    with pytest.raises(ValueError, match="model must implement aftertrain.protocol.NextTokenModel"):
+    with pytest.raises(ValueError, match="model must implement aftertrain.lm.protocol.NextTokenModel"):
         Decoder(torch.nn.Linear(2, 2))
     with pytest.raises(ValueError, match="draft must implement"):
         check_model(object(), "draft")

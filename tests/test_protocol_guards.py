@@ -7,10 +7,10 @@ import pytest
 import torch
 from toys import ToyTable, toy_gpt
 
-from aftertrain import bigram as BG
-from aftertrain import drafts as D
-from aftertrain.protocol import check_idx
-from aftertrain.text import VOCAB_SIZE, encode
+from aftertrain.lm import ngram as BG
+from aftertrain.lm.protocol import check_idx
+from aftertrain.lm.text import VOCAB_SIZE, encode
+from aftertrain.speculative import drafts as D
 
 TEXT = "an index equal to the vocabulary size is one past the last character\n"
 

@@ -34,7 +34,7 @@ from torch.nn.utils import prune as torch_prune
 from aftertrain import prune as P
 from aftertrain.checks.prune import Scope, check_pruner
 from aftertrain.experiments import prune as EP
-from aftertrain.model import GPT
+from aftertrain.lm.model import GPT
 
 # --- checks -------------------------------------------------------------------
 

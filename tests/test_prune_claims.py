@@ -4,7 +4,7 @@ Each pruned configuration is evaluated once per session (``LossCurve``
 memoizes), so the tables, the bisection and the comparisons share
 evaluations. Values are guarded against our own ``baselines/prune_*.csv``;
 relations (orders, bounds) are asserted. Loss tolerance for the baselines:
-``aftertrain.tolerances.LOSS_ATOL`` (1e-5 nats, derivation there).
+``aftertrain.core.tolerances.LOSS_ATOL`` (1e-5 nats, derivation there).
 A real change of a mask (one weight more or less, another tie order) or of
 the model moves the losses by far more.
 """
@@ -16,9 +16,9 @@ import math
 import pytest
 
 from aftertrain import prune as P
-from aftertrain import tables
-from aftertrain import tolerances as T
-from aftertrain.claims import ARTICLE_TABLES
+from aftertrain.claims import tables
+from aftertrain.claims.catalogue import ARTICLE_TABLES
+from aftertrain.core import tolerances as T
 from aftertrain.experiments import prune as EP
 
 UNTRAINED = EP.UNTRAINED_LOSS  # ln(100) = 4.6052, the report's "untrained" line

@@ -17,7 +17,7 @@ figures exactly.
 
 Teeth: each relation is also run on figures from a deliberately broken
 quantizer (``tests/quant_bugs.py``) and must reject them. Thresholds and
-tolerances come from :mod:`aftertrain.tolerances` (quantization section).
+tolerances come from :mod:`aftertrain.core.tolerances` (quantization section).
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ from quant_bugs import (
 )
 
 from aftertrain import quant as Q
-from aftertrain import tables
-from aftertrain import tolerances as T
+from aftertrain.claims import tables
+from aftertrain.core import tolerances as T
 from aftertrain.experiments import quant as EQ
 from aftertrain.quant import Granularity
 
@@ -317,7 +317,7 @@ def test_per_channel_order_catches_broken_per_channel_scales(bundled_reference, 
 def bundled_reference():
     """The bundled reference, whatever model the claims run on (for teeth
     tests whose broken variant is shown to fail on this very model)."""
-    from aftertrain.models import load_model
+    from aftertrain.lm.registry import load_model
 
     return load_model("reference")[0]
 
@@ -526,7 +526,7 @@ def check_parts_after_a_shared_prefix(d: dict) -> None:
 def test_int8_text_parts_from_float32_text_after_a_shared_prefix(diverged, claim_record,
                                                                  data_regression, baselines_dir):
     """Article: with one seed, the int8 model's text departs from the
-    float32 text at the 22nd character. Method: aftertrain.decoding.generate,
+    float32 text at the 22nd character. Method: aftertrain.lm.decoding.generate,
     prompt "\\n", 200 characters, temperature 1.0, seed 0, a fresh
     torch.Generator per model, int8 per-tensor (the article's +0.0017
     model). Asserted: a shared prefix of at least one character, then a

@@ -21,10 +21,10 @@ from quant_bugs import clamp_past_qmax, floor_rounding, mean_scale, wrong_axis
 from strategies import quant_bits, tie_matrices, weight_matrices
 
 from aftertrain import quant as Q
-from aftertrain import tolerances as T
 from aftertrain.checks.quant import check_quantizer, reference_quantizer
+from aftertrain.core import tolerances as T
 from aftertrain.experiments import quant as EQ
-from aftertrain.model import GPT
+from aftertrain.lm.model import GPT
 from aftertrain.quant import Granularity
 
 G = Granularity

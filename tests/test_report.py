@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from aftertrain import report as R
-from aftertrain import tables as T
-from aftertrain.claims import CLAIMS
+from aftertrain.claims import tables as T
+from aftertrain.claims.catalogue import CLAIMS
 from aftertrain.cli import main
 from aftertrain.report import meta as M
 from aftertrain.report import multimodel as MM

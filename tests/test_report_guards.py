@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import math
 
-from aftertrain.claims import CLAIMS
+from aftertrain.claims.catalogue import CLAIMS
+from aftertrain.claims.verdicts import BROKEN, NOT_COVERED
 from aftertrain.report import Ledger, claims_rows
 from aftertrain.report.markdown import DASH, fmt
-from aftertrain.verdicts import BROKEN, NOT_COVERED
 
 FIRST, SECOND = list(CLAIMS)[:2]
 

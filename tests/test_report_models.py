@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from aftertrain import report as R
-from aftertrain import tables as T
-from aftertrain import verdicts as V
-from aftertrain.claims import ARTICLE_TABLES
+from aftertrain.claims import tables as T
+from aftertrain.claims import verdicts as V
+from aftertrain.claims.catalogue import ARTICLE_TABLES
 from aftertrain.cli import main
 from aftertrain.experiments import sweep as S
 from aftertrain.report import multimodel as MM
@@ -233,7 +233,7 @@ def test_report_runs_each_model_and_fails_when_a_test_fails_on_any(tmp_path, mon
     README command 1 then fails)."""
     from dataclasses import replace
 
-    from aftertrain.report import assemble
+    from aftertrain.cli import report as report_command
 
     calls = []
 
@@ -244,7 +244,7 @@ def test_report_runs_each_model_and_fails_when_a_test_fails_on_any(tmp_path, mon
         json_path.write_text(json.dumps(data))
         return replace(R.read_ledger(json_path), pytest_status=status if model == "article" else 0)
 
-    monkeypatch.setattr(assemble, "run_ledger", fake_run)
+    monkeypatch.setattr(report_command, "run_ledger", fake_run)
     out = tmp_path / "out"
     assert main(["report", "--out", str(out), "--checkout", str(ROOT)]) == expected
     assert calls == [("reference", "claims.json"), ("article", "claims-article.json")]

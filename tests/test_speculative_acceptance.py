@@ -14,17 +14,17 @@ import pytest
 import torch
 from toys import ToyTable
 
-from aftertrain import bigram as B
-from aftertrain import drafts as D
 from aftertrain import quant as Q
 from aftertrain import speculative as S
-from aftertrain import tables
-from aftertrain.checkpoint import load_checkpoint
-from aftertrain.decoding import Decoder
-from aftertrain.evaluation import val_loss
+from aftertrain.claims import tables
+from aftertrain.core.tolerances import LOSS_ATOL_SAME_THREADS, NGRAM_DOC_LOSS_ATOL
 from aftertrain.experiments import speculative as XS
-from aftertrain.text import encode
-from aftertrain.tolerances import LOSS_ATOL_SAME_THREADS, NGRAM_DOC_LOSS_ATOL
+from aftertrain.lm import ngram as B
+from aftertrain.lm.checkpoint import load_checkpoint
+from aftertrain.lm.decoding import Decoder
+from aftertrain.lm.evaluation import val_loss
+from aftertrain.lm.text import encode
+from aftertrain.speculative import drafts as D
 
 ARTICLE_DRAFTS = (D.DraftKind.INT8, D.DraftKind.INT4, D.DraftKind.BIGRAM)  # best to worst (S3)
 
@@ -263,8 +263,8 @@ def test_train_draft_flag_trains_the_draft_recipe(tmp_path):
     here) and records the command; the default recipe stays the reference's."""
     import json
 
-    from aftertrain import train as T
     from aftertrain.cli import main
+    from aftertrain.lm import train as T
 
     out = tmp_path / "d.pt"
     assert main(["train", "--draft", "--steps", "4", "--eval-every", "2", "--threads", "1",

@@ -23,16 +23,16 @@ from hypothesis import given
 from strategies import speculative_run
 from toys import TOY_PROMPT, TOY_TEMPERATURE, CountingModel, toy_draft, toy_gpt, toy_target
 
-from aftertrain import decoding as DEC
-from aftertrain import drafts as D
 from aftertrain import speculative as S
-from aftertrain import tables
 from aftertrain.checks import speculative as CS
-from aftertrain.decoding import probabilities
+from aftertrain.claims import tables
+from aftertrain.core.tolerances import LOGITS_ATOL
 from aftertrain.experiments import speculative as XS
+from aftertrain.lm import decoding as DEC
+from aftertrain.lm.decoding import probabilities
+from aftertrain.lm.text import encode
+from aftertrain.speculative import drafts as D
 from aftertrain.stats import ALPHA
-from aftertrain.text import encode
-from aftertrain.tolerances import LOGITS_ATOL
 
 # --- toy models and their exact law ---------------------------------------------------
 
@@ -104,7 +104,7 @@ def test_greedy_speculative_text_equals_greedy_plain_text(reference, speculative
 
 def plain_logits(model, tokens: torch.Tensor, prompt_length: int) -> torch.Tensor:
     """Plain cached decoding's logits for each generated position: the prompt
-    prefilled, then one token per pass (as aftertrain.model.generate)."""
+    prefilled, then one token per pass (as aftertrain.lm.model.generate)."""
     dec = DEC.Decoder(model)
     rows = [dec.feed(tokens[:prompt_length])[-1]]
     for t in tokens[prompt_length:-1].tolist():

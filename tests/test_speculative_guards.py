@@ -16,9 +16,9 @@ import pytest
 import scipy.stats
 import torch
 
-from aftertrain.bigram import Bigram
+from aftertrain.lm.ngram import Bigram
+from aftertrain.lm.text import VOCAB_SIZE
 from aftertrain.speculative import speculative_generate
-from aftertrain.text import VOCAB_SIZE
 
 ALPHA = 1e-6
 

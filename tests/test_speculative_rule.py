@@ -16,14 +16,14 @@ import torch
 from hypothesis import given
 from strategies import verification_case
 
-from aftertrain import decoding as DEC
 from aftertrain import speculative as S
 from aftertrain.checks import speculative as CS
 from aftertrain.checks._battery import FIXED_P as _FIXED_P
 from aftertrain.checks._battery import FIXED_Q as _FIXED_Q
-from aftertrain.decoding import probabilities
+from aftertrain.core.tolerances import RULE_TRIALS
+from aftertrain.lm import decoding as DEC
+from aftertrain.lm.decoding import probabilities
 from aftertrain.stats import ALPHA
-from aftertrain.tolerances import RULE_TRIALS
 
 #: The fixed 4-symbol, k = 3 case of the kit's battery: q over-proposes
 #: symbol 0, p_3 (bonus) differs from p_2, p has zeros.

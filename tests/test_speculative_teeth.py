@@ -17,18 +17,18 @@ from hypothesis import given
 from strategies import verification_case
 from toys import TOY_PROMPT, TOY_TEMPERATURE, toy_draft, toy_target
 
-from aftertrain import decoding as DEC
-from aftertrain import drafts as D
 from aftertrain import speculative as S
-from aftertrain import text as T
 from aftertrain.checks import speculative as CS
 from aftertrain.checks import zoo
 from aftertrain.checks._battery import FIXED_P as _FIXED_P
 from aftertrain.checks._battery import FIXED_Q as _FIXED_Q
-from aftertrain.decoding import probabilities
+from aftertrain.core.tolerances import RULE_TRIALS
 from aftertrain.experiments import speculative as XS
+from aftertrain.lm import decoding as DEC
+from aftertrain.lm import text as T
+from aftertrain.lm.decoding import probabilities
+from aftertrain.speculative import drafts as D
 from aftertrain.stats import ALPHA
-from aftertrain.tolerances import RULE_TRIALS
 
 FIXED_P, FIXED_Q = torch.from_numpy(_FIXED_P), torch.from_numpy(_FIXED_Q)
 

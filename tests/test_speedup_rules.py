@@ -19,10 +19,10 @@ import math
 import numpy as np
 import pytest
 
+from aftertrain.claims.verdicts import BROKEN, HOLDS
 from aftertrain.experiments import speedup_rules as R
 from aftertrain.experiments.speedup import SPEEDUP_KS, speedup_decisions
 from aftertrain.experiments.speedup_rules import BIGRAM, Cells
-from aftertrain.verdicts import BROKEN, HOLDS
 
 INT8, INT4, NGRAM, GPT = "8-bit", "4-bit", "n-gram", "draft GPT"
 KS = SPEEDUP_KS

@@ -436,8 +436,8 @@ def test_s2_table_threshold_is_the_exact_one_at_its_own_sample_size():
     (E[TV] at n = 1000 is 4.5 times the value at 20,000)."""
     from toys import ToyTable
 
-    from aftertrain import text as T
     from aftertrain.experiments import speculative as XS
+    from aftertrain.lm import text as T
 
     target, draft = ToyTable(100, seed=1, order=1), ToyTable(100, seed=2, order=1)
     n = 20_000

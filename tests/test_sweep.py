@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from aftertrain import tables as T
+from aftertrain.claims import tables as T
 from aftertrain.experiments import sweep as S
 
 TINY = dict(bits=(4, 3, 2), names=["tok.weight", "pos.weight", "blocks.0.f1.weight"], seeds=(0,), n_new=12)
@@ -17,7 +17,7 @@ TINY = dict(bits=(4, 3, 2), names=["tok.weight", "pos.weight", "blocks.0.f1.weig
 
 @pytest.fixture(scope="module")
 def tiny_tokens():
-    from aftertrain.text import load_corpus
+    from aftertrain.lm.text import load_corpus
 
     return load_corpus().val[:400]
 

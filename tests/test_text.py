@@ -11,7 +11,7 @@ import torch
 from hypothesis import given
 from strategies import vocab_text
 
-from aftertrain import text
+from aftertrain.lm import text
 
 
 def test_vocabulary_is_string_printable_in_order():

@@ -1,4 +1,4 @@
-"""Tests of aftertrain.timing (and the ratio compare, aftertrain.benchratios):
+"""Tests of aftertrain.timing (and the ratio compare, aftertrain.timing.compare):
 paired, alternating timing and its verdicts.
 
 The validation runs on work whose ratio is known: a function against itself
@@ -19,7 +19,8 @@ import scipy.stats
 import torch
 
 import aftertrain.ledger  # noqa: F401  (loaded once for pytester's inner runs)
-from aftertrain.benchratios import compare_ratios
+from aftertrain.claims.verdicts import BROKEN, HOLDS, INCONCLUSIVE
+from aftertrain.core.tolerances import DOUBLE_WORK_BAND, TIMING_ALPHA, TIMING_LOOKS
 from aftertrain.timing import (
     Judgement,
     PairedTiming,
@@ -30,8 +31,7 @@ from aftertrain.timing import (
     paired_timing,
     sequential_decisions,
 )
-from aftertrain.tolerances import DOUBLE_WORK_BAND, TIMING_ALPHA, TIMING_LOOKS
-from aftertrain.verdicts import BROKEN, HOLDS, INCONCLUSIVE
+from aftertrain.timing.compare import compare_ratios
 
 pytest_plugins = ["pytester"]
 
@@ -323,7 +323,7 @@ def test_same_work_against_itself_gives_interval_holding_one():
 def test_double_work_gives_ratio_near_two_and_is_not_judged_equal(claim_record):
     """Twice the work against once, one decision with three judgements:
     the median ratio lies in DOUBLE_WORK_BAND [1.5, 2.6] (reason in
-    aftertrain.tolerances); the broken variant of the no-difference verdict:
+    aftertrain.core.tolerances); the broken variant of the no-difference verdict:
     "inside (0.9, 1.1)" must be broken, never holds; and "slower by at least
     1.5" holds. Measured on the 2-core dev box under load average 5:
     medians 1.995-2.000."""

@@ -13,6 +13,8 @@ import math
 import pytest
 import torch
 
+from aftertrain.claims.verdicts import BROKEN, HOLDS
+from aftertrain.core.tolerances import TIMING_ALPHA, TIMING_LOOKS
 from aftertrain.timing import (
     Judgement,
     RatioRule,
@@ -21,8 +23,6 @@ from aftertrain.timing import (
     paired_timing,
     sequential_decisions,
 )
-from aftertrain.tolerances import TIMING_ALPHA, TIMING_LOOKS
-from aftertrain.verdicts import BROKEN, HOLDS
 
 
 class FakeClock:

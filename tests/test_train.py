@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from aftertrain import train as T
 from aftertrain.cli import main
+from aftertrain.lm import train as T
 
 
 def _short(seed: int) -> T.TrainResult:
@@ -92,7 +92,7 @@ def test_cli_train_prints_progress_and_a_summary_and_writes_the_checkpoint(tmp_p
     captured = capsys.readouterr()
     assert "step 2/4" in captured.err and "step 4/4" in captured.err
     assert "best validation loss" in captured.out and f"wrote {out}" in captured.out
-    from aftertrain.checkpoint import load_checkpoint
+    from aftertrain.lm.checkpoint import load_checkpoint
 
     load_checkpoint(out)
 

@@ -1,5 +1,5 @@
 """Toy models for the tests: small, seeded implementations of
-:class:`aftertrain.protocol.NextTokenModel` whose laws can be enumerated.
+:class:`aftertrain.lm.protocol.NextTokenModel` whose laws can be enumerated.
 
 An importable helper module (not a test module): tests import the toys from
 here, and nothing is built at import time.
@@ -14,8 +14,8 @@ import torch
 import torch.nn as nn
 
 from aftertrain.checks.speculative import ToyTable, toy_models
-from aftertrain.model import GPT, GPTConfig
-from aftertrain.protocol import TableConfig, TokenCache, check_idx, texts
+from aftertrain.lm.model import GPT, GPTConfig
+from aftertrain.lm.protocol import TableConfig, TokenCache, check_idx, texts
 
 
 def toy_gpt(vocab_size: int, seed: int, n_embd: int = 16) -> GPT:

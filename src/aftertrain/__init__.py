@@ -1,6 +1,6 @@
 """aftertrain: executable claims about compressing a small character-level GPT.
 
-Submodules load on first use (``aftertrain.model``, ``aftertrain.quant``...),
+Submodules load on first use (``aftertrain.lm.model``, ``aftertrain.quant``...),
 so the pytest ledger plugin (``-p aftertrain.ledger``) does not import torch.
 """
 

@@ -45,7 +45,7 @@ import numpy as np
 import scipy.stats
 import torch
 
-from aftertrain.tolerances import ALPHA, MIN_EXPECTED, NULL_TRIALS, SUM_TOLERANCE
+from aftertrain.core.tolerances import ALPHA, MIN_EXPECTED, NULL_TRIALS, SUM_TOLERANCE
 
 __all__ = [
     "ALPHA",

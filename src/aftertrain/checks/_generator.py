@@ -14,7 +14,7 @@ from torch import nn
 from aftertrain import stats
 from aftertrain.checks import _battery
 from aftertrain.checks.report import Report, Row
-from aftertrain.protocol import TableConfig, TokenCache, check_idx, texts
+from aftertrain.lm.protocol import TableConfig, TokenCache, check_idx, texts
 from aftertrain.stats import ALPHA
 
 

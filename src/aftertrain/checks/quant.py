@@ -21,7 +21,7 @@ The guarantees checked, per case of the battery, width and granularity:
 
 * ``output``: no exception, shape kept, every value finite;
 * ``round-trip``: ``|w - w_hat| <= scale/2 (1 + 8 qmax u) + 2**-149``, ``u =
-  2**-24`` (derivation in :mod:`aftertrain.tolerances`), ``scale`` the
+  2**-24`` (derivation in :mod:`aftertrain.core.tolerances`), ``scale`` the
   article's, computed here in float64 (normal rows);
 * ``grid``: ``w_hat / scale`` is an integer in ``[-qmax, qmax]`` up to ``4 qmax
   u`` (normal rows); with codes, the codes are integers in ``[-qmax, qmax]``
@@ -41,8 +41,8 @@ from collections.abc import Callable, Iterable, Mapping
 
 import torch
 
-from aftertrain import tolerances as T
 from aftertrain.checks.report import Report, Row
+from aftertrain.core import tolerances as T
 from aftertrain.quant.primitives import (
     Granularity,
     _check_bits,

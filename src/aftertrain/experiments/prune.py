@@ -13,7 +13,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from aftertrain.evaluation import val_loss
+from aftertrain.core.tolerances import MATCHING_RESOLUTION
+from aftertrain.lm.evaluation import val_loss
 from aftertrain.prune.formats import Format, bytes_per_element
 from aftertrain.prune.masks import (
     MagnitudeRanking,
@@ -24,7 +25,6 @@ from aftertrain.prune.masks import (
     prunable_weights,
     pruned_model,
 )
-from aftertrain.tolerances import MATCHING_RESOLUTION
 
 #: Seeds averaged for random pruning. The loss of a random mask depends on
 #: which large weights it happens to hit; five draws give the mean and show the

@@ -33,7 +33,7 @@ ARTICLE_BITS = (8, 6, 4, 3, 2)
 
 
 def _val_loss(model: nn.Module, tokens: torch.Tensor | None) -> float:
-    from aftertrain.evaluation import val_loss
+    from aftertrain.lm.evaluation import val_loss
 
     return val_loss(model, tokens)
 
@@ -176,13 +176,13 @@ def divergence(
 ) -> dict:
     """Q9: texts sampled from the float32 and the quantized model, same seed.
 
-    Both use :func:`aftertrain.decoding.generate` with a fresh
+    Both use :func:`aftertrain.lm.decoding.generate` with a fresh
     ``torch.Generator().manual_seed(seed)``. ``position`` is the 1-based index
     of the first sampled character where they differ (``None`` if the
     ``length`` characters are identical).
     """
-    from aftertrain.decoding import generate
-    from aftertrain.text import decode, encode
+    from aftertrain.lm.decoding import generate
+    from aftertrain.lm.text import decode, encode
 
     _check_model(model)
     _check_bits(bits)
@@ -248,10 +248,10 @@ def activation_channel_ratios(model: nn.Module, tokens: torch.Tensor | None = No
     ``x`` is the input of the site's module (``ACTIVATION_SITES``: block 0's
     and block 2's FFN input after LayerNorm, the residual stream entering the
     final LayerNorm), over every position of the validation split cut into
-    windows of the context length as :func:`aftertrain.evaluation.val_loss` does.
+    windows of the context length as :func:`aftertrain.lm.evaluation.val_loss` does.
     Returns ``{site: {"ratio", "max"}}``.
     """
-    from aftertrain.text import load_corpus
+    from aftertrain.lm.text import load_corpus
 
     _check_model(model)
     if tokens is None:

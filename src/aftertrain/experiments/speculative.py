@@ -14,15 +14,15 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from aftertrain import text as _text
-from aftertrain.decoding import (
+from aftertrain.lm import text as _text
+from aftertrain.lm.decoding import (
     Decoder,
     check_generator,
     check_temperature,
     probabilities,
     sample_token,
 )
-from aftertrain.protocol import NextTokenModel, check_model
+from aftertrain.lm.protocol import NextTokenModel, check_model
 from aftertrain.speculative.generator import _draft_tokens, _prompt_tokens, speculative_generate
 from aftertrain.speculative.rule import _sample, _verify, verify_batch
 

@@ -26,15 +26,15 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import torch
 
-from aftertrain import drafts as D
-from aftertrain.decoding import generate
+from aftertrain.core.tolerances import TIMING_ALPHA
 from aftertrain.experiments import speculative as XS
 from aftertrain.experiments.speedup_rules import BIGRAM, COST_RULES, RULES, Cells, Interval, speedup
-from aftertrain.protocol import NextTokenModel, check_model
+from aftertrain.lm.decoding import generate
+from aftertrain.lm.protocol import NextTokenModel, check_model
+from aftertrain.lm.text import encode
+from aftertrain.speculative import drafts as D
 from aftertrain.speculative import speculative_generate
-from aftertrain.text import encode
 from aftertrain.timing import Decision, Judgement, sequential_decisions
-from aftertrain.tolerances import TIMING_ALPHA
 
 SPEEDUP_KS = (2, 4, 8)
 SPEEDUP_CHARS = 30
@@ -48,7 +48,7 @@ def speedup_decisions(target: NextTokenModel, drafts: Mapping[str, NextTokenMode
 
     Two decisions, each at ``alpha / 2``: the costs c and v_k (judged for
     :data:`COST_RULES`), then the speedups (judged with the costs' final
-    intervals). ``drafts`` maps each :class:`aftertrain.drafts.DraftKind`
+    intervals). ``drafts`` maps each :class:`aftertrain.speculative.drafts.DraftKind`
     value to its model; ``budget_s`` is seconds per rule. Returns the
     decisions by rule name (each carrying the costs' timings too) and the
     characters per target pass of each (draft, k)."""

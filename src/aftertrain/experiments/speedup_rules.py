@@ -19,9 +19,8 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
-from aftertrain import drafts as D
-from aftertrain.timing import RatioRule
-from aftertrain.tolerances import (
+from aftertrain.claims.verdicts import BROKEN, HOLDS
+from aftertrain.core.tolerances import (
     ARTICLE_MATCH,
     BETTER_THAN_BIGRAM,
     CHEAP_DRAFT,
@@ -30,7 +29,8 @@ from aftertrain.tolerances import (
     REAL_SPEEDUP,
     SAME_WORK_BAND,
 )
-from aftertrain.verdicts import BROKEN, HOLDS
+from aftertrain.speculative import drafts as D
+from aftertrain.timing import RatioRule
 
 BIGRAM = D.DraftKind.BIGRAM.value
 QUANTIZED = (D.DraftKind.INT8.value, D.DraftKind.INT4.value)

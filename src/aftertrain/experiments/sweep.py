@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 import torch
 from torch import nn
 
-from aftertrain import tables as T
-from aftertrain import tolerances as TOL
+from aftertrain.claims import tables as T
+from aftertrain.core import tolerances as TOL
 
 #: Bit widths of the bits table (Q4-Q6).
 BITS = (8, 6, 4, 3, 2)
@@ -58,10 +58,10 @@ THRESHOLDS: dict[str, tuple[str, str, float, str]] = {
 
 
 def _check_model(model: object) -> None:
-    from aftertrain.model import GPT
+    from aftertrain.lm.model import GPT
 
     if not isinstance(model, GPT):
-        raise ValueError(f"model must be an aftertrain.model.GPT, got {type(model).__name__}")
+        raise ValueError(f"model must be an aftertrain.lm.model.GPT, got {type(model).__name__}")
 
 
 def _check_ints(name: str, values: object, low: int, high: int, need: Iterable[int] = ()) -> tuple:
@@ -98,13 +98,13 @@ def key_figures(
     test can run it small. Returns the tables in the ledger's shapes:
     ``{"val_loss", "bigram", "q4", "q7", "p1", "p2", "s4"}``.
     """
-    from aftertrain.bigram import Bigram
-    from aftertrain.drafts import DraftKind, draft_model
-    from aftertrain.evaluation import val_loss
     from aftertrain.experiments import prune as EP
     from aftertrain.experiments import quant as EQ
     from aftertrain.experiments import speculative as XS
+    from aftertrain.lm.evaluation import val_loss
+    from aftertrain.lm.ngram import Bigram
     from aftertrain.quant import Granularity
+    from aftertrain.speculative.drafts import DraftKind, draft_model
 
     _check_model(model)
     bits = _check_ints("bits", bits, 2, 8, need=(2, 3, 4))
@@ -193,11 +193,11 @@ def sweep_point(model_name: str, val_loss: float, fig: Mapping, source: str) -> 
 
 def article_figures() -> dict:
     """The article's own key figures, in :func:`key_figures`' shapes, from its
-    published tables (:data:`aftertrain.claims.ARTICLE_TABLES`): its model's
+    published tables (:data:`aftertrain.claims.catalogue.ARTICLE_TABLES`): its model's
     point on the sweep's plots. Its sensitivity table lists five matrices
     and the least harmful one; the largest block penalty among them is the
     largest it published (blocks.2.f1, +0.0184)."""
-    from aftertrain.claims import ARTICLE_TABLES as A
+    from aftertrain.claims.catalogue import ARTICLE_TABLES as A
 
     g, layer, r = A["p1"][P1_SPARSITY]
     return {

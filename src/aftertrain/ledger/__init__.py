@@ -9,9 +9,9 @@ verdicts; :mod:`aftertrain.ledger.record` is the fixture's type.
 
 Tests tie themselves to claims with ``@pytest.mark.claim("Q2")`` (several
 IDs in one marker, several markers, or a module's ``pytestmark``); an ID
-missing from :data:`aftertrain.claims.CLAIMS` is a collection error. At the
+missing from :data:`aftertrain.claims.catalogue.CLAIMS` is a collection error. At the
 end of the run one line per claim gives its verdict, in precedence order
-(names from :mod:`aftertrain.verdicts`):
+(names from :mod:`aftertrain.claims.verdicts`):
 
 - ``broken``: a test failed, errored, or passed although marked xfail;
 - ``does not reproduce``: a test is an xfail (strict, by house rule) and

@@ -2,7 +2,7 @@
 
 Besides the claims ledger, the controller compares this run's paired ratios
 with the stored run's under ``--benchmark-compare``
-(:mod:`aftertrain.benchratios`): a regression fails the run with one line
+(:mod:`aftertrain.timing.compare`): a regression fails the run with one line
 per ratio.
 
 State and verdicts live in :mod:`aftertrain.ledger.state`, the fixture's
@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import pytest
 
-from aftertrain.benchratios import REGRESSED, compare_ratios, ratio_table
+from aftertrain.core.tolerances import RATIO_REGRESSION, TIMING_BUDGET_S
 from aftertrain.ledger.record import ClaimRecord
 from aftertrain.ledger.state import CLAIM_PROPERTY, Ledger, claim_ids, marker_problem
-from aftertrain.tolerances import RATIO_REGRESSION, TIMING_BUDGET_S
+from aftertrain.timing.compare import REGRESSED, compare_ratios, ratio_table
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -39,7 +39,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "claim(*ids): ties a test to claim IDs of CLAIMS.md (aftertrain.claims)"
+        "markers", "claim(*ids): ties a test to claim IDs of CLAIMS.md (aftertrain.claims.catalogue)"
     )
     budget = config.getoption("timing_budget")
     if not budget > 0:
@@ -72,7 +72,7 @@ def pytest_make_collect_report(collector: pytest.Collector):
 def claim_record(request: pytest.FixtureRequest) -> ClaimRecord:
     """What a test reports to the claims ledger: figures
     (``claim_record.measured(text)``), tables (``claim_record.table(name,
-    rows)``, names from :mod:`aftertrain.tables`) and timing decisions
+    rows)``, names from :mod:`aftertrain.claims.tables`) and timing decisions
     (``claim_record.decide(...)``, ``claim_record.conclude(decision)``)."""
     return ClaimRecord(request.node, request.config)
 
@@ -100,7 +100,7 @@ class _Controller:
             for c in self.ratio_changes:
                 if c.status == REGRESSED:
                     tr.write_line(f"RATIO REGRESSION {c.line()}", red=True)
-        from aftertrain.model_plugin import ledger_meta
+        from aftertrain.ledger.model import ledger_meta
 
         model = ledger_meta(self.config)
         on = (f" on model {model['model']} (sha256 {model['model_sha256'][:12]})"
@@ -121,7 +121,7 @@ class _Controller:
 
 def compare_with_stored_run(config: pytest.Config) -> list | None:
     """With ``--benchmark-compare``: this run's paired ratios against the
-    stored run's (:func:`aftertrain.benchratios.compare_ratios`); None
+    stored run's (:func:`aftertrain.timing.compare.compare_ratios`); None
     without a compare."""
     session = getattr(config, "_benchmarksession", None)
     mappings = getattr(session, "compared_mapping", None)

@@ -1,7 +1,7 @@
 """``ClaimRecord``: the type of the ``claim_record`` fixture.
 
 A test reports to the claims ledger through it, never through strings:
-figures, tables (names from :mod:`aftertrain.tables`) and timing decisions.
+figures, tables (names from :mod:`aftertrain.claims.tables`) and timing decisions.
 Everything goes into the test's ``user_properties``, so it reaches the
 ledger under pytest-xdist too.
 """
@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from aftertrain.claims.verdicts import BROKEN, HOLDS, INCONCLUSIVE
 from aftertrain.ledger.state import INCONCLUSIVE_PROPERTY, MEASURED_PROPERTY, TABLE_PROPERTY, UNTIMED_PROPERTY
-from aftertrain.verdicts import BROKEN, HOLDS, INCONCLUSIVE
 
 if TYPE_CHECKING:  # the ledger does not import torch (aftertrain.timing does)
     from aftertrain.timing import Decision, Judgement, RatioRule
@@ -52,9 +52,9 @@ class ClaimRecord:
 
     def table(self, name: str, rows: object) -> None:
         """A table of figures (JSON-able) for the report, under ``name``
-        (a constant of :mod:`aftertrain.tables`)."""
+        (a constant of :mod:`aftertrain.claims.tables`)."""
         if not isinstance(name, str) or not name:
-            raise ValueError(f"name must be a table name from aftertrain.tables, got {name!r}")
+            raise ValueError(f"name must be a table name from aftertrain.claims.tables, got {name!r}")
         self._node.user_properties.append((TABLE_PROPERTY, (name, rows)))
 
     @property

@@ -17,9 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from aftertrain.claims import CLAIMS
-from aftertrain.io import atomic_write
-from aftertrain.verdicts import (
+from aftertrain.claims.catalogue import CLAIMS
+from aftertrain.claims.verdicts import (
     BROKEN,
     DOES_NOT_REPRODUCE,
     HOLDS,
@@ -28,6 +27,7 @@ from aftertrain.verdicts import (
     SKIPPED,
     VERDICTS,
 )
+from aftertrain.core.io import atomic_write
 
 # User properties a test sets (through the claim_record fixture); they travel
 # with the reports to an xdist controller.
@@ -208,7 +208,7 @@ def claim_verdict(outcomes: list[str]) -> str:
 def run_meta(config: pytest.Config) -> dict:
     """What the run was: date (UTC), commit, cpu, torch, threads, load1,
     model, model_sha256, quick."""
-    from aftertrain.model_plugin import ledger_meta
+    from aftertrain.ledger.model import ledger_meta
 
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

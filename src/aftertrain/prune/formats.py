@@ -2,7 +2,7 @@
 
 :func:`to_stored` stores a dense matrix in a :class:`Format`,
 :func:`from_stored` gives it back bit for bit. Bit arrays (the bitmask, the
-2:4 positions) follow the one packing convention of :mod:`aftertrain.packing`
+2:4 positions) follow the one packing convention of :mod:`aftertrain.core.packing`
 (MSB first).
 """
 
@@ -15,7 +15,7 @@ from enum import Enum
 
 import torch
 
-from aftertrain import packing
+from aftertrain.core import packing
 
 
 class Format(Enum):

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 import torch
 
-from aftertrain import packing
+from aftertrain.core import packing
 
 MIN_BITS = 2
 MAX_BITS = 8
@@ -186,7 +186,7 @@ def pack_codes(codes: torch.Tensor, bits: int) -> torch.Tensor:
     """Codes in ``[-2**(bits-1), 2**(bits-1) - 1]`` packed ``bits`` bits each.
 
     Two's complement, row-major, most significant bit first, the last byte
-    zero-padded (:mod:`aftertrain.packing`, the one convention):
+    zero-padded (:mod:`aftertrain.core.packing`, the one convention):
     ``ceil(numel * bits / 8)`` uint8 bytes. 4-bit codes go two to a byte.
     """
     _check_bits(bits)

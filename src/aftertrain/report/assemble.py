@@ -1,31 +1,23 @@
-"""Writing the report: report.md and its plots (rendered by :mod:`.render`),
-the README's claims table; ``aftertrain report``."""
+"""Writing the report: report.md and its plots (rendered by :mod:`.render`)
+and the README's claims table, from ledgers already read."""
 
 from __future__ import annotations
 
 import os
-import shutil
-import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
-from aftertrain import verdicts as V
-from aftertrain.io import atomic_write
-from aftertrain.report import meta, multimodel
+from aftertrain.core.io import atomic_write
+from aftertrain.report import multimodel
 from aftertrain.report import sweep as sweep_section
 from aftertrain.report.document import claims_table
 from aftertrain.report.ledgerfile import (
     Ledger,
     ReportError,
-    check_output_folder,
-    default_checkout,
-    is_checkout,
     read_ledger,
-    run_ledger,
 )
-from aftertrain.report.render import render, summary_counts
+from aftertrain.report.render import render
 
 README_BEGIN = "<!-- claims table: written by `aftertrain report --update-committed` -->"
 README_END = "<!-- end of claims table -->"
@@ -40,6 +32,25 @@ DEFAULT_MODELS = ("reference", "article")
 PRIMARY_LEDGER = "claims.json"
 #: The sweep file ``aftertrain sweep`` writes and the report renders when present.
 SWEEP_FILE = "sweep.json"
+
+
+def check_output_folder(out: Path, flag: str = "--out") -> None:
+    """Refuse, before any work, an output folder that is a file or cannot be
+    created or written."""
+    if out.exists() and not out.is_dir():
+        raise ReportError(f"{flag} {out} is a file; give a folder (created if missing)")
+    parent = out
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ReportError(f"{flag} {out}: {parent} is a file, so the folder cannot be created")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ReportError(f"{flag} {out}: {parent} is not writable")
+    try:  # os.access says yes to root everywhere: try it
+        os.rmdir(tempfile.mkdtemp(prefix=".aftertrain-", dir=parent))
+    except OSError as err:
+        raise ReportError(f"{flag} {out}: cannot create a folder in {parent} ({err.strerror})") \
+            from None
 
 
 def ledger_file(label: str, primary: bool) -> str:
@@ -98,117 +109,3 @@ def readme_table(ledger: Ledger, others: dict[str, Ledger] | None = None) -> str
     if not others:
         return claims_table(ledger)
     return multimodel.claims_table({multimodel.model_label(ledger): ledger, **others})
-
-
-def _split(values: list[str] | None) -> list[str]:
-    return [v.strip() for arg in values or [] for v in str(arg).split(",") if v.strip()]
-
-
-def _labelled(ledgers: list[Ledger]) -> tuple[Ledger, dict[str, Ledger]]:
-    labels = [multimodel.model_label(led) for led in ledgers]
-    dup = sorted({x for x in labels if labels.count(x) > 1})
-    if dup:
-        raise ReportError(f"two ledgers are of the same model {dup}: give each model once")
-    return ledgers[0], dict(zip(labels[1:], ledgers[1:], strict=True))
-
-
-def main(args) -> int:
-    """``aftertrain report``: see :func:`aftertrain.cli.build_parser`."""
-    t0 = time.perf_counter()
-
-    def log(msg: str) -> None:
-        print(f"[report {time.perf_counter() - t0:5.0f}s] {msg}", file=sys.stderr, flush=True)
-
-    checkout = Path(args.checkout).resolve() if args.checkout else default_checkout()
-    if args.checkout and not is_checkout(checkout):
-        raise ReportError(f"--checkout {args.checkout} is not an aftertrain source tree "
-                          "(needs pyproject.toml and tests/)")
-    if args.update_committed:
-        if checkout is None:
-            raise ReportError("--update-committed needs the source tree to update: "
-                              "give --checkout PATH")
-        out = checkout / COMMITTED
-    else:
-        out = Path(args.out) if args.out else DEFAULT_OUT
-    check_output_folder(out)  # before any long work
-    run_dir = out  # where a run writes its ledger (see below)
-    claims_json = _split(getattr(args, "claims_json", None))
-    models = _split(getattr(args, "models", None))
-    sweep_arg = getattr(args, "sweep", None)
-    if sweep_arg:
-        sweep = sweep_section.read_sweep(sweep_arg)  # a bad file is refused before any run
-    if claims_json:
-        if args.quick:
-            raise ReportError("--quick changes the test run, and --claims-json reads a finished "
-                              "one (its own metadata says whether it was quick); drop --quick")
-        if models:
-            raise ReportError("--models runs the tests on those models, and --claims-json reads "
-                              "finished runs (each ledger names its model); give one of them")
-        ledgers = []
-        for p in claims_json:
-            try:
-                ledgers.append(read_ledger(p))
-            except ReportError as err:
-                raise ReportError(f"--claims-json: {err}") from None
-        ledger, others = _labelled(ledgers)
-        log(f"read the claims ledger{'s' if others else ''} {', '.join(claims_json)}")
-    else:
-        if checkout is None:
-            raise ReportError("no checkout to run the tests in: give --checkout PATH (an aftertrain "
-                              "source tree) or --claims-json FILE (from `pytest --claims-json FILE`)")
-        models = models or list(DEFAULT_MODELS)
-        from aftertrain import models as _models
-
-        for m in models:  # a bad name or path is refused before any run
-            try:
-                _models.resolve(m)
-            except ValueError as err:
-                raise ReportError(f"--models: {err}") from None
-        if len(set(models)) != len(models):
-            raise ReportError(f"--models names a model twice: {models}")
-        out.mkdir(parents=True, exist_ok=True)
-        # With --update-committed the runs' ledgers wait outside report/ until
-        # every model has run: a later model's suite checks the committed
-        # report against its committed ledger, which must not change under it.
-        run_dir = Path(tempfile.mkdtemp(prefix="aftertrain-runs-")) if args.update_committed else out
-        ran = []
-        for i, m in enumerate(models):
-            label = Path(m).stem if m not in _models.BUNDLED else m
-            log(f"model {i + 1} of {len(models)}: {m} (the claims' tests with --aftertrain-model {m})")
-            started = {**meta.collect(checkout), "model": m}
-            run_path = (run_dir / ledger_file(label, i == 0)).resolve()
-            claims_json.append(str(run_path))
-            ran.append(run_ledger(checkout, run_path, args.quick, log, started, model=m))
-            log(f"model {m}: pytest exit status {ran[-1].pytest_status}")
-        ledger, others = _labelled(ran)
-    if sweep_arg:
-        target = out / SWEEP_FILE
-        if Path(sweep_arg).resolve() != target.resolve():
-            out.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(sweep_arg, target)
-    else:
-        sweep = read_report_sweep(out)
-        if sweep:
-            log(f"rendering the sweep file {out / SWEEP_FILE}")
-    path = build(ledger, out, checkout, log, others, sweep)
-    if args.update_committed:
-        for n, (src, led) in enumerate(zip(claims_json, [ledger, *others.values()], strict=False)):
-            target = out / ledger_file(multimodel.model_label(led), n == 0)
-            if Path(src).resolve() != target.resolve():
-                atomic_write(target, Path(src).read_bytes())
-        if run_dir is not out:  # the runs' ledgers are in report/ now
-            shutil.rmtree(run_dir, ignore_errors=True)
-        update_readme(checkout / "README.md", ledger, others)
-        log(f"updated the committed report {out} and the claims table of {checkout / 'README.md'}")
-    all_ledgers = {multimodel.model_label(ledger): ledger, **others}
-    log(f"wrote {path} and {len(list(out.glob('*.png')))} plots")
-    status = 0
-    for label, led in all_ledgers.items():
-        counts = summary_counts(led)
-        failed = led.pytest_status not in (None, 0)
-        tally = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
-        print(f"{path}{f' [{label}]' if others else ''}: " + tally
-              + (f"; pytest exit status {led.pytest_status} (a test failed)" if failed else ""))
-        if counts.get(V.BROKEN) or failed:
-            status = 1
-    return status

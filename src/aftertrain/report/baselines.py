@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from aftertrain import tables as T
-from aftertrain.claims import ARTICLE_TABLES as A
+from aftertrain.claims import tables as T
+from aftertrain.claims.catalogue import ARTICLE_TABLES as A
 from aftertrain.report.document import Document
 from aftertrain.report.markdown import fmt
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from aftertrain.claims import CLAIMS
+from aftertrain.claims.catalogue import CLAIMS
 from aftertrain.report import plots
 from aftertrain.report.ledgerfile import Ledger
 from aftertrain.report.markdown import DASH, figures_once, markdown_table, verdict_mark

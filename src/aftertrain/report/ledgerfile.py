@@ -13,15 +13,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from aftertrain import verdicts as V
-from aftertrain.claims import CLAIMS
+from aftertrain.claims import verdicts as V
+from aftertrain.claims.catalogue import CLAIMS
 
 #: What ``--quick`` changes in the pytest run behind the report: the ``quick``
 #: hypothesis profile (derandomized like ``ci``, 10 examples instead of 25) and
@@ -122,64 +118,3 @@ def read_ledger(path: str | os.PathLike) -> Ledger:
     except json.JSONDecodeError as err:
         raise ReportError(f"claims ledger {path} is not valid JSON: {err}") from None
     return Ledger.from_json(data, str(path))
-
-
-def default_checkout() -> Path | None:
-    """The source checkout this package was installed from (editable
-    install), if it has the project's tests; else None."""
-    root = Path(__file__).resolve().parents[3]
-    return root if is_checkout(root) else None
-
-
-def is_checkout(path: Path) -> bool:
-    return (path / "pyproject.toml").is_file() and (path / "tests").is_dir()
-
-
-def check_output_folder(out: Path, flag: str = "--out") -> None:
-    """Refuse, before any work, an output folder that is a file or cannot be
-    created or written."""
-    if out.exists() and not out.is_dir():
-        raise ReportError(f"{flag} {out} is a file; give a folder (created if missing)")
-    parent = out
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir():
-        raise ReportError(f"{flag} {out}: {parent} is a file, so the folder cannot be created")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ReportError(f"{flag} {out}: {parent} is not writable")
-    try:  # os.access says yes to root everywhere: try it
-        os.rmdir(tempfile.mkdtemp(prefix=".aftertrain-", dir=parent))
-    except OSError as err:
-        raise ReportError(f"{flag} {out}: cannot create a folder in {parent} ({err.strerror})") \
-            from None
-
-
-def run_ledger(checkout: Path, json_path: Path, quick: bool,
-               log: Callable[[str], None], meta: dict | None = None,
-               model: str | None = None) -> Ledger:
-    """Run the checkout's whole pytest suite, writing its ledger to ``json_path``.
-
-    pytest's own progress streams to standard error as it runs. ``meta`` (the
-    run's metadata, taken just before the run) stands in for the ledger's own
-    when the ledger carries none. ``model``: a bundled model's name or a
-    checkpoint path, passed as ``--aftertrain-model`` (default: the suite's
-    default, the reference). The ledger keeps pytest's exit status
-    (``pytest_status``: 1 when a test failed, a claim's or not).
-    """
-    if not is_checkout(checkout):
-        raise ReportError(f"checkout must be an aftertrain source tree with tests/, got {checkout}")
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
-           "--claims-json", str(json_path)]
-    if model is not None:
-        cmd += ["--aftertrain-model", str(model)]
-    env = {**os.environ, **(QUICK_ENV if quick else {})}
-    log(f"running the claims' tests: {' '.join(cmd[1:])} (in {checkout})")
-    proc = subprocess.run(cmd, cwd=checkout, env=env, stdout=sys.stderr, stderr=sys.stderr)
-    if proc.returncode not in (0, 1) or not json_path.is_file():
-        raise ReportError(f"pytest exited with status {proc.returncode} and wrote no ledger "
-                          f"(an error outside the tests); run `python -m pytest` in {checkout}")
-    ledger = read_ledger(json_path)
-    if ledger.meta_source == META_NONE and meta:
-        ledger = Ledger(ledger.verdicts, ledger.measured, ledger.reasons, ledger.tables,
-                        ledger.source, {**meta, "quick": quick}, META_FROM_REPORT_RUN)
-    return replace(ledger, pytest_status=proc.returncode)

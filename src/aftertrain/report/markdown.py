@@ -7,7 +7,7 @@ import math
 import re
 from collections.abc import Iterable
 
-from aftertrain import verdicts as V
+from aftertrain.claims import verdicts as V
 
 DASH = "–"
 

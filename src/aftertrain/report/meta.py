@@ -49,7 +49,7 @@ def collect(checkout: Path | None) -> dict:
     """The metadata of this machine now (the keys of the ledger's ``meta``)."""
     import torch
 
-    from aftertrain import checkpoint as _checkpoint
+    from aftertrain.lm import checkpoint as _checkpoint
 
     try:
         sha = _checkpoint.reference_meta().get("sha256", "unknown")

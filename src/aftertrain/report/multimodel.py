@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aftertrain import tables as T
-from aftertrain import verdicts as V
-from aftertrain.claims import ARTICLE_TABLES as A
-from aftertrain.claims import CLAIMS
+from aftertrain.claims import tables as T
+from aftertrain.claims import verdicts as V
+from aftertrain.claims.catalogue import ARTICLE_TABLES as A
+from aftertrain.claims.catalogue import CLAIMS
 from aftertrain.report.document import Document, ours_cell
 from aftertrain.report.ledgerfile import Ledger
 from aftertrain.report.markdown import DASH, markdown_table, verdict_mark

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from aftertrain import verdicts as V
-from aftertrain.claims import CLAIMS
+from aftertrain.claims import verdicts as V
+from aftertrain.claims.catalogue import CLAIMS
 from aftertrain.report import baselines, meta, multimodel, prune, quant, speculative
 from aftertrain.report import sweep as sweep_section
 from aftertrain.report.document import Document, claims_table, ours_cell
@@ -84,7 +84,7 @@ def render(ledger: Ledger, checkout: Path | None = None,
         doc.add(block.replace("**Run**", f"**Run of `{label}`**"))
     doc.add(
         f"Verdicts and figures from the pytest run recorded in `{Path(ledger.source).name}`; "
-        "the article's figures from `aftertrain.claims`. "
+        "the article's figures from `aftertrain.claims.catalogue`. "
         + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())) + "."
         + ("\n\n**Quick run**: the `quick` hypothesis profile and a third of the timing "
            "pairs; figures are a first look, not the committed measurement."

@@ -6,7 +6,7 @@
 - :mod:`aftertrain.speculative.generator`: :func:`speculative_generate` and
   its :class:`SpeculativeResult`.
 
-The distributions p and q are :func:`aftertrain.decoding.probabilities`; the
+The distributions p and q are :func:`aftertrain.lm.decoding.probabilities`; the
 experiments that tabulate the claims (S2, S4-S7, X1, X2, X8) are in
 :mod:`aftertrain.experiments.speculative`.
 """

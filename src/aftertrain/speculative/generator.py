@@ -4,10 +4,10 @@ Each round the draft proposes up to ``k`` characters, the target scores the
 last emitted character plus the drafts in one cached pass, and the rule
 (:mod:`aftertrain.speculative.rule`) keeps a prefix plus one character.
 
-Context policy. Both models predict through :class:`aftertrain.decoding.Decoder`,
+Context policy. Both models predict through :class:`aftertrain.lm.decoding.Decoder`,
 whose window start is a function of the text length alone
-(:func:`aftertrain.decoding.context_start`), so ``p_i`` is the distribution
-plain decoding (:func:`aftertrain.decoding.generate`) would use for the same
+(:func:`aftertrain.lm.decoding.context_start`), so ``p_i`` is the distribution
+plain decoding (:func:`aftertrain.lm.decoding.generate`) would use for the same
 text: plain and speculative decoding sample the same law.
 """
 
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import torch
 
-from aftertrain import text as _text
-from aftertrain.decoding import MAX_NEW, Decoder, check_generator, check_temperature, probabilities
-from aftertrain.protocol import NextTokenModel, check_model
+from aftertrain.lm import text as _text
+from aftertrain.lm.decoding import MAX_NEW, Decoder, check_generator, check_temperature, probabilities
+from aftertrain.lm.protocol import NextTokenModel, check_model
 from aftertrain.speculative.rule import _sample, _verify
 
 __all__ = ["SpeculativeResult", "speculative_generate"]
@@ -118,7 +118,7 @@ def speculative_generate(
     greedy (a draft is accepted iff it equals the target's argmax).
 
     Args:
-        target, draft: :class:`aftertrain.protocol.NextTokenModel` models with the
+        target, draft: :class:`aftertrain.lm.protocol.NextTokenModel` models with the
             same vocabulary.
         prompt: a string over the project vocabulary, or a 1-D tensor of indices.
         n_new: characters to generate, >= 0.
@@ -127,7 +127,7 @@ def speculative_generate(
         generator: source of every random draw (default: seed 0).
 
     Every emitted character follows the target's next-character law for the
-    text before it, exactly as :func:`aftertrain.decoding.generate` samples it.
+    text before it, exactly as :func:`aftertrain.lm.decoding.generate` samples it.
     NaN or +inf logits from either model raise ValueError naming it.
     """
     V = check_model(target, "target").config.vocab_size

@@ -16,7 +16,7 @@ Given acceptance, the next position repeats the argument with the target's
 distribution for the longer text, so every emitted character follows the
 target's next-character law for the text before it.
 
-p and q are :func:`aftertrain.decoding.probabilities` of the two models'
+p and q are :func:`aftertrain.lm.decoding.probabilities` of the two models'
 logits (the distributions plain sampling uses; one-hot at temperature 0).
 
 Randomness. Every draw is an inverse-CDF draw from a float64 uniform of the
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import torch
 
-from aftertrain.decoding import check_generator
+from aftertrain.lm.decoding import check_generator
 from aftertrain.stats import SUM_TOLERANCE
 
 __all__ = ["verify", "verify_batch", "verify_with_uniforms"]

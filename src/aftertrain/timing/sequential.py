@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from aftertrain.claims.verdicts import BROKEN, HOLDS, INCONCLUSIVE
+from aftertrain.core.tolerances import TIMING_ALPHA, TIMING_BUDGET_S, TIMING_LOOKS
 from aftertrain.timing.paired import (
     Clock,
     PairedTiming,
@@ -23,8 +25,6 @@ from aftertrain.timing.paired import (
     _Quiet,
     min_pairs,
 )
-from aftertrain.tolerances import TIMING_ALPHA, TIMING_BUDGET_S, TIMING_LOOKS
-from aftertrain.verdicts import BROKEN, HOLDS, INCONCLUSIVE
 
 
 @dataclass(frozen=True)

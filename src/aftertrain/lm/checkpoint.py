@@ -13,8 +13,8 @@ from pathlib import Path
 
 import torch
 
-from aftertrain.io import atomic_write
-from aftertrain.model import GPT, GPTConfig
+from aftertrain.core.io import atomic_write
+from aftertrain.lm.model import GPT, GPTConfig
 
 REFERENCE_FILE = "reference.pt"
 REBUILD_HINT = "aftertrain train --out src/aftertrain/data/reference.pt"
@@ -38,12 +38,12 @@ def _meta_path(path: Path) -> Path:
 
 def save_checkpoint(model: GPT, path: str | os.PathLike, meta: dict) -> dict:
     """Write ``path`` (config and weights) and ``path.json`` (``meta`` plus the
-    weights' SHA-256 and the config), each with :func:`aftertrain.io.atomic_write`,
+    weights' SHA-256 and the config), each with :func:`aftertrain.core.io.atomic_write`,
     weights first: a crash leaves the old pair intact, or new weights whose
     hash the old metadata does not match (refused by :func:`load_checkpoint`).
     Returns the metadata written."""
     if not isinstance(model, GPT):
-        raise ValueError(f"model must be an aftertrain.model.GPT, got {type(model).__name__}")
+        raise ValueError(f"model must be an aftertrain.lm.model.GPT, got {type(model).__name__}")
     if not isinstance(path, (str, os.PathLike)):
         raise ValueError(f"path must be a file path, got {type(path).__name__}")
     if not isinstance(meta, dict):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from aftertrain import text as _text
-from aftertrain.protocol import NextTokenModel, check_model
+from aftertrain.lm import text as _text
+from aftertrain.lm.protocol import NextTokenModel, check_model
 
 
 @torch.no_grad()

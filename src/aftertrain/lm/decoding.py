@@ -9,7 +9,7 @@ next-character distribution is therefore a function of the text so far
 alone, whatever way it was produced, and a cache only has to be rebuilt
 once every 64 characters. :class:`Decoder` implements the policy for plain
 sampling and for speculative decoding alike, for any
-:class:`aftertrain.protocol.NextTokenModel`.
+:class:`aftertrain.lm.protocol.NextTokenModel`.
 
 Logits enter the library in :meth:`Decoder.feed`; NaN or +inf logits (a
 model with NaN weights, say) raise a ValueError there, so nothing downstream
@@ -23,8 +23,8 @@ import math
 
 import torch
 
-from aftertrain import text as _text
-from aftertrain.protocol import NextTokenModel, check_model, check_truncate
+from aftertrain.lm import text as _text
+from aftertrain.lm.protocol import NextTokenModel, check_model, check_truncate
 
 SLIDE = 64  # characters the window jumps by once the text passes the context
 MAX_NEW = 10**6  # tokens one call may generate: hours of work at ~1 ms each; more is a typo
@@ -98,7 +98,7 @@ class Decoder:
     ``feed(tokens)`` appends tokens to the text and returns, for each one, the
     logits of the character that follows it; ``truncate(n)`` rolls the text
     (and the cache) back to its first ``n`` characters. ``model`` is any
-    :class:`aftertrain.protocol.NextTokenModel`; ``name`` is how errors call it
+    :class:`aftertrain.lm.protocol.NextTokenModel`; ``name`` is how errors call it
     ("target", "draft").
     """
 

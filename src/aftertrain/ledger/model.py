@@ -1,13 +1,13 @@
 """Which model the claim tests run on: a pytest plugin.
 
 Switched on by this project's pytest configuration (``-p
-aftertrain.model_plugin`` in ``addopts``), beside the claims ledger.
+aftertrain.ledger.model`` in ``addopts``), beside the claims ledger.
 
 - ``--aftertrain-model NAME_OR_PATH`` (or the environment variable
   ``AFTERTRAIN_MODEL``; the option wins): a bundled model (``reference``, the
   default, or ``article``) or the path of a checkpoint written by
   ``aftertrain train --out PATH``. The session fixture ``aftertrain_model``
-  loads it once; ``model_identity`` is its :class:`aftertrain.models.ModelIdentity`
+  loads it once; ``model_identity`` is its :class:`aftertrain.lm.registry.ModelIdentity`
   (also in ``config.stash[MODEL_KEY]`` from configuration on, for the ledger's
   header).
 - ``--aftertrain-baselines DIR``: the folder of stored baselines for this
@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pytest
 
-from aftertrain import models as _models
+from aftertrain.lm import registry as _models
 
 ENV_VAR = "AFTERTRAIN_MODEL"
 MARKER = "does_not_reproduce_on"
@@ -97,7 +97,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         f"{MARKER}(*models, reason): the claim is measured not to hold on these models "
-        "(a strict xfail there; aftertrain.model_plugin)",
+        "(a strict xfail there; aftertrain.ledger.model)",
     )
     try:
         net, ident = _models.load_model(selected(config))

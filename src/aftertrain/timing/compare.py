@@ -13,7 +13,7 @@ are compared with the stored run's (:func:`compare_ratios`), rule:
 - ``same`` otherwise (the intervals leave the change within the threshold,
   or do not decide it).
 
-``threshold`` defaults to :data:`aftertrain.tolerances.RATIO_REGRESSION`.
+``threshold`` defaults to :data:`aftertrain.core.tolerances.RATIO_REGRESSION`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from aftertrain.tolerances import RATIO_REGRESSION
+from aftertrain.core.tolerances import RATIO_REGRESSION
 
 REGRESSED, IMPROVED, SAME = "regressed", "improved", "same"
 

@@ -11,11 +11,12 @@ import sys
 import time
 from pathlib import Path
 
-from aftertrain.io import atomic_write
+from aftertrain.cli.report import check_output_folder, split_values
+from aftertrain.core.io import atomic_write
 from aftertrain.report import sweep as sweep_section
-from aftertrain.report.assemble import DEFAULT_OUT, SWEEP_FILE, _split
+from aftertrain.report.assemble import DEFAULT_OUT, SWEEP_FILE
 from aftertrain.report.document import Document
-from aftertrain.report.ledgerfile import Ledger, ReportError, check_output_folder, read_ledger
+from aftertrain.report.ledgerfile import Ledger, ReportError, read_ledger
 from aftertrain.report.multimodel import model_label
 
 #: The checkpoints of the reference run, worst first: steps 250, 950, 1,250, 3,750 (best).
@@ -23,8 +24,8 @@ DEFAULT_SWEEP_MODELS = ("sweep-250", "article", "sweep-1250", "reference")
 
 
 def sweep_main(args) -> int:
-    from aftertrain import models as _models
     from aftertrain.experiments import sweep as S
+    from aftertrain.lm import registry as _models
 
     t0 = time.perf_counter()
 
@@ -33,7 +34,7 @@ def sweep_main(args) -> int:
 
     out = Path(args.out) if args.out else DEFAULT_OUT
     check_output_folder(out)
-    names = _split(args.models) or list(DEFAULT_SWEEP_MODELS)
+    names = split_values(args.models) or list(DEFAULT_SWEEP_MODELS)
     if len(set(names)) != len(names):
         raise ReportError(f"--models names a model twice: {names}")
     for m in names:
@@ -42,7 +43,7 @@ def sweep_main(args) -> int:
         except ValueError as err:
             raise ReportError(f"--models: {err}") from None
     ledgers: dict[str, Ledger] = {}  # by the checkpoint's SHA-256, else by model label
-    for p in _split(args.claims_json):
+    for p in split_values(args.claims_json):
         led = read_ledger(p)
         ledgers[str(led.meta.get("model_sha256") or model_label(led))] = led
     points = []

@@ -3,10 +3,10 @@
 Shape and parameter names copy the article's model exactly (637,156
 parameters, 631,808 of them in 2-D weights): ``tok``, ``pos``,
 ``blocks.N.{ln1, qkv, proj, ln2, f1, f2}``, ``ln``, ``head``. The GPT
-implements :class:`aftertrain.protocol.NextTokenModel` (next-token logits
-with a rollback cache); decoding it lives in :mod:`aftertrain.decoding`,
-scoring it in :mod:`aftertrain.evaluation`, its files in
-:mod:`aftertrain.checkpoint`.
+implements :class:`aftertrain.lm.protocol.NextTokenModel` (next-token logits
+with a rollback cache); decoding it lives in :mod:`aftertrain.lm.decoding`,
+scoring it in :mod:`aftertrain.lm.evaluation`, its files in
+:mod:`aftertrain.lm.checkpoint`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from aftertrain import text as _text
-from aftertrain.protocol import check_idx, check_truncate
+from aftertrain.lm import text as _text
+from aftertrain.lm.protocol import check_idx, check_truncate
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class GPTConfig:
 
 class KVCache:
     """Keys and values of every layer for the first ``length`` positions: the
-    GPT's :class:`aftertrain.protocol.RollbackCache`.
+    GPT's :class:`aftertrain.lm.protocol.RollbackCache`.
 
     ``truncate(n)`` cuts the cache back to ``n`` positions, so speculative
     decoding can roll back a rejected draft without recomputing.

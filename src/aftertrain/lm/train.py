@@ -11,7 +11,7 @@ With dropout 0.2 it bottoms at 1.63 near step 2,000 and ends at 1.69. The
 recipe therefore trains with dropout 0.2 for the article's 5,000 steps and
 keeps the weights of the evaluation with the lowest validation loss.
 
-The article model (``aftertrain.models``, ``data/article.pt``) is the same
+The article model (``aftertrain.lm.registry``, ``data/article.pt``) is the same
 run stopped early: ``stop_at`` ends training after that many steps of the
 unchanged 5,000-step schedule (the learning rate is still near its peak), so
 its weights are those the reference's own run had at that step (bit for bit
@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from aftertrain import model as _model
-from aftertrain import text as _text
-from aftertrain.evaluation import val_loss
+from aftertrain.lm import model as _model
+from aftertrain.lm import text as _text
+from aftertrain.lm.evaluation import val_loss
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
 """The two baselines of claim B1: a bigram model and a uniform predictor.
 
-Both implement :class:`aftertrain.protocol.NextTokenModel` (a
-:class:`~aftertrain.protocol.TableConfig` and a
-:class:`~aftertrain.protocol.TokenCache`), so
-:func:`aftertrain.evaluation.val_loss` scores them the same way as the GPT
+Both implement :class:`aftertrain.lm.protocol.NextTokenModel` (a
+:class:`~aftertrain.lm.protocol.TableConfig` and a
+:class:`~aftertrain.lm.protocol.TokenCache`), so
+:func:`aftertrain.lm.evaluation.val_loss` scores them the same way as the GPT
 and the bigram can serve as a draft model for speculative decoding (it gives
 a next-character distribution for any context: the row of its last
 character).
@@ -16,10 +16,10 @@ import math
 import torch
 import torch.nn as nn
 
-from aftertrain import text as _text
-from aftertrain.checkpoint import load_reference
-from aftertrain.evaluation import val_loss
-from aftertrain.protocol import TableConfig, TokenCache, check_idx, check_model, texts
+from aftertrain.lm import text as _text
+from aftertrain.lm.checkpoint import load_reference
+from aftertrain.lm.evaluation import val_loss
+from aftertrain.lm.protocol import TableConfig, TokenCache, check_idx, check_model, texts
 
 #: Add-alpha smoothing of the bigram counts. On the bundled splits (train the
 #: first 60,000 characters, validate on the next 10,000) alpha 0.1 scored 2.54

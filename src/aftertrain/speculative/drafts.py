@@ -1,8 +1,8 @@
 """Draft models for speculative decoding, behind one small interface.
 
 Every draft is an ``nn.Module`` implementing
-:class:`aftertrain.protocol.NextTokenModel`, as the reference does, so
-:class:`aftertrain.decoding.Decoder` drives drafts and target alike and rolls
+:class:`aftertrain.lm.protocol.NextTokenModel`, as the reference does, so
+:class:`aftertrain.lm.decoding.Decoder` drives drafts and target alike and rolls
 back each one's cache. :func:`draft_model` builds
 each kind by name:
 
@@ -25,11 +25,11 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 
-from aftertrain import text as _text
-from aftertrain.bigram import Bigram
-from aftertrain.checkpoint import load_checkpoint
-from aftertrain.model import GPT
-from aftertrain.protocol import TableConfig, TokenCache, check_idx, texts
+from aftertrain.lm import text as _text
+from aftertrain.lm.checkpoint import load_checkpoint
+from aftertrain.lm.model import GPT
+from aftertrain.lm.ngram import Bigram
+from aftertrain.lm.protocol import TableConfig, TokenCache, check_idx, texts
 
 DRAFT_FILE = "draft.pt"
 DRAFT_REBUILD_HINT = "aftertrain train --draft --out src/aftertrain/data/draft.pt"
@@ -54,7 +54,7 @@ def draft_model(kind: DraftKind, reference: GPT) -> nn.Module:
     if not isinstance(kind, DraftKind):
         raise ValueError(f"kind must be a DraftKind ({[k.name for k in DraftKind]}), got {kind!r}")
     if not isinstance(reference, GPT):
-        raise ValueError(f"reference must be an aftertrain.model.GPT, "
+        raise ValueError(f"reference must be an aftertrain.lm.model.GPT, "
                          f"got {type(reference).__name__}")
     if kind is DraftKind.BIGRAM:
         return Bigram.fit().eval()

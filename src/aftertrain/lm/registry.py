@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from aftertrain import checkpoint as _checkpoint
-from aftertrain import model as _model
-from aftertrain import train as _train
-from aftertrain.checkpoint import CheckpointError
+from aftertrain.lm import checkpoint as _checkpoint
+from aftertrain.lm import model as _model
+from aftertrain.lm import train as _train
+from aftertrain.lm.checkpoint import CheckpointError
 
 __all__ = ["ARCHITECTURE", "BUNDLED", "DEFAULT", "CheckpointError", "ModelIdentity",
            "bundled_path", "check_architecture", "load_model", "model_meta", "resolve"]
@@ -95,7 +95,7 @@ def resolve(name_or_path: str | os.PathLike) -> tuple[Path, str, bool]:
 def check_architecture(net: _model.GPT, name: str = "model") -> None:
     """``ValueError`` unless ``net`` has the article's architecture."""
     if not isinstance(net, _model.GPT):
-        raise ValueError(f"{name} must be an aftertrain.model.GPT, got {type(net).__name__}")
+        raise ValueError(f"{name} must be an aftertrain.lm.model.GPT, got {type(net).__name__}")
     config = _model.GPTConfig(**{**net.config.__dict__, "dropout": 0.0})
     if config != ARCHITECTURE:
         raise ValueError(f"{name} has architecture {config}, but the claims need the "
@@ -109,7 +109,7 @@ def check_architecture(net: _model.GPT, name: str = "model") -> None:
 def load_model(name_or_path: str | os.PathLike = DEFAULT) -> tuple[_model.GPT, ModelIdentity]:
     """The model (eval mode, hash-checked against its ``.json``) and its
     identity. ``ValueError`` for an unknown name, a missing file, or a model
-    of another architecture; a :class:`aftertrain.checkpoint.CheckpointError` (a ValueError) for a
+    of another architecture; a :class:`aftertrain.lm.checkpoint.CheckpointError` (a ValueError) for a
     file that does not match its recorded SHA-256."""
     path, name, bundled = resolve(name_or_path)
     hint = BUNDLED[name][1] if bundled else None

@@ -1,6 +1,6 @@
 """The one model interface: next-token logits with a rollback cache.
 
-What :class:`aftertrain.decoding.Decoder` (and through it plain sampling,
+What :class:`aftertrain.lm.decoding.Decoder` (and through it plain sampling,
 speculative decoding and the context policy) asks of a model, and nothing
 more:
 
@@ -14,7 +14,7 @@ more:
   draft costs nothing to roll back (0 <= n <= length).
 
 The reference GPT implements it with its key/value cache
-(:class:`aftertrain.model.KVCache`); the table models (the bigram and
+(:class:`aftertrain.lm.model.KVCache`); the table models (the bigram and
 uniform baselines, the n-gram draft, the tests' toys) with
 :class:`TableConfig` and :class:`TokenCache`, the one cache of a model whose
 prediction is a function of the tokens themselves.
@@ -27,7 +27,7 @@ from typing import Protocol, runtime_checkable
 
 import torch
 
-from aftertrain import text as _text
+from aftertrain.lm import text as _text
 
 
 @runtime_checkable
@@ -67,7 +67,7 @@ class NextTokenModel(Protocol):
 def check_model(model: object, name: str = "model") -> NextTokenModel:
     """``model`` if it implements :class:`NextTokenModel`, else ValueError naming ``name``."""
     if not isinstance(model, NextTokenModel) or not isinstance(model.config, ModelShape):
-        raise ValueError(f"{name} must implement aftertrain.protocol.NextTokenModel "
+        raise ValueError(f"{name} must implement aftertrain.lm.protocol.NextTokenModel "
                          f"(config.block_size, config.vocab_size, new_cache(), "
                          f"__call__(idx, cache)), got {type(model).__name__}")
     return model

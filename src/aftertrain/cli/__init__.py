@@ -110,8 +110,8 @@ def _progress_bar(stream=None, width: int = 30):
 
 def cmd_train(args: argparse.Namespace) -> int:
     out = _check_new_file(args.out, "--out") if args.out is not None else None  # before training
-    from aftertrain import checkpoint as _checkpoint
-    from aftertrain import train as _train
+    from aftertrain.lm import checkpoint as _checkpoint
+    from aftertrain.lm import train as _train
 
     if args.draft and args.stop_at is not None:
         raise UsageError("--stop-at stops the reference recipe; the draft trains in full")
@@ -146,7 +146,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def _load_checkpoint(path: str):
-    from aftertrain import checkpoint as _checkpoint
+    from aftertrain.lm import checkpoint as _checkpoint
 
     p = Path(path)
     if p.is_dir():
@@ -168,9 +168,9 @@ def _load_checkpoint(path: str):
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
-    from aftertrain import checkpoint as _checkpoint
-    from aftertrain import decoding as _decoding
-    from aftertrain import text as _text
+    from aftertrain.lm import checkpoint as _checkpoint
+    from aftertrain.lm import decoding as _decoding
+    from aftertrain.lm import text as _text
 
     try:
         _text.encode(args.prompt)  # a bad prompt is reported before any loading
@@ -194,20 +194,22 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from aftertrain import report
+    from aftertrain.cli.report import report_main
+    from aftertrain.report import ReportError
 
     try:
-        return report.main(args)
-    except report.ReportError as err:
+        return report_main(args)
+    except ReportError as err:
         raise UsageError(str(err)) from None
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from aftertrain import report
+    from aftertrain.cli.sweep import sweep_main
+    from aftertrain.report import ReportError
 
     try:
-        return report.sweep_main(args)
-    except report.ReportError as err:
+        return sweep_main(args)
+    except ReportError as err:
         raise UsageError(str(err)) from None
 
 

@@ -1,0 +1,198 @@
+"""``aftertrain report``: run the claims' tests on each model (one pytest
+subprocess per model), then hand the ledgers to :mod:`aftertrain.report`,
+which renders them. Argument checks, progress lines and the subprocess live
+here; the report package only renders and writes what it is given.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from aftertrain.claims import verdicts as V
+from aftertrain.core.io import atomic_write
+from aftertrain.report import meta, multimodel
+from aftertrain.report import sweep as sweep_section
+from aftertrain.report.assemble import (
+    COMMITTED,
+    DEFAULT_MODELS,
+    DEFAULT_OUT,
+    SWEEP_FILE,
+    build,
+    check_output_folder,
+    ledger_file,
+    read_report_sweep,
+    update_readme,
+)
+from aftertrain.report.ledgerfile import (
+    META_FROM_REPORT_RUN,
+    META_NONE,
+    QUICK_ENV,
+    Ledger,
+    ReportError,
+    read_ledger,
+)
+from aftertrain.report.render import summary_counts
+
+
+def default_checkout() -> Path | None:
+    """The source checkout this package was installed from (editable
+    install), if it has the project's tests; else None."""
+    root = Path(__file__).resolve().parents[3]
+    return root if is_checkout(root) else None
+
+
+def is_checkout(path: Path) -> bool:
+    return (path / "pyproject.toml").is_file() and (path / "tests").is_dir()
+
+
+def run_ledger(checkout: Path, json_path: Path, quick: bool,
+               log: Callable[[str], None], meta: dict | None = None,
+               model: str | None = None) -> Ledger:
+    """Run the checkout's whole pytest suite, writing its ledger to ``json_path``.
+
+    pytest's own progress streams to standard error as it runs. ``meta`` (the
+    run's metadata, taken just before the run) stands in for the ledger's own
+    when the ledger carries none. ``model``: a bundled model's name or a
+    checkpoint path, passed as ``--aftertrain-model`` (default: the suite's
+    default, the reference). The ledger keeps pytest's exit status
+    (``pytest_status``: 1 when a test failed, a claim's or not).
+    """
+    if not is_checkout(checkout):
+        raise ReportError(f"checkout must be an aftertrain source tree with tests/, got {checkout}")
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+           "--claims-json", str(json_path)]
+    if model is not None:
+        cmd += ["--aftertrain-model", str(model)]
+    env = {**os.environ, **(QUICK_ENV if quick else {})}
+    log(f"running the claims' tests: {' '.join(cmd[1:])} (in {checkout})")
+    proc = subprocess.run(cmd, cwd=checkout, env=env, stdout=sys.stderr, stderr=sys.stderr)
+    if proc.returncode not in (0, 1) or not json_path.is_file():
+        raise ReportError(f"pytest exited with status {proc.returncode} and wrote no ledger "
+                          f"(an error outside the tests); run `python -m pytest` in {checkout}")
+    ledger = read_ledger(json_path)
+    if ledger.meta_source == META_NONE and meta:
+        ledger = Ledger(ledger.verdicts, ledger.measured, ledger.reasons, ledger.tables,
+                        ledger.source, {**meta, "quick": quick}, META_FROM_REPORT_RUN)
+    return replace(ledger, pytest_status=proc.returncode)
+
+
+def split_values(values: list[str] | None) -> list[str]:
+    return [v.strip() for arg in values or [] for v in str(arg).split(",") if v.strip()]
+
+
+def _labelled(ledgers: list[Ledger]) -> tuple[Ledger, dict[str, Ledger]]:
+    labels = [multimodel.model_label(led) for led in ledgers]
+    dup = sorted({x for x in labels if labels.count(x) > 1})
+    if dup:
+        raise ReportError(f"two ledgers are of the same model {dup}: give each model once")
+    return ledgers[0], dict(zip(labels[1:], ledgers[1:], strict=True))
+
+
+def report_main(args) -> int:
+    """``aftertrain report``: see :func:`aftertrain.cli.build_parser`."""
+    t0 = time.perf_counter()
+
+    def log(msg: str) -> None:
+        print(f"[report {time.perf_counter() - t0:5.0f}s] {msg}", file=sys.stderr, flush=True)
+
+    checkout = Path(args.checkout).resolve() if args.checkout else default_checkout()
+    if args.checkout and not is_checkout(checkout):
+        raise ReportError(f"--checkout {args.checkout} is not an aftertrain source tree "
+                          "(needs pyproject.toml and tests/)")
+    if args.update_committed:
+        if checkout is None:
+            raise ReportError("--update-committed needs the source tree to update: "
+                              "give --checkout PATH")
+        out = checkout / COMMITTED
+    else:
+        out = Path(args.out) if args.out else DEFAULT_OUT
+    check_output_folder(out)  # before any long work
+    run_dir = out  # where a run writes its ledger (see below)
+    claims_json = split_values(getattr(args, "claims_json", None))
+    models = split_values(getattr(args, "models", None))
+    sweep_arg = getattr(args, "sweep", None)
+    if sweep_arg:
+        sweep = sweep_section.read_sweep(sweep_arg)  # a bad file is refused before any run
+    if claims_json:
+        if args.quick:
+            raise ReportError("--quick changes the test run, and --claims-json reads a finished "
+                              "one (its own metadata says whether it was quick); drop --quick")
+        if models:
+            raise ReportError("--models runs the tests on those models, and --claims-json reads "
+                              "finished runs (each ledger names its model); give one of them")
+        ledgers = []
+        for p in claims_json:
+            try:
+                ledgers.append(read_ledger(p))
+            except ReportError as err:
+                raise ReportError(f"--claims-json: {err}") from None
+        ledger, others = _labelled(ledgers)
+        log(f"read the claims ledger{'s' if others else ''} {', '.join(claims_json)}")
+    else:
+        if checkout is None:
+            raise ReportError("no checkout to run the tests in: give --checkout PATH (an aftertrain "
+                              "source tree) or --claims-json FILE (from `pytest --claims-json FILE`)")
+        models = models or list(DEFAULT_MODELS)
+        from aftertrain.lm import registry as _models
+
+        for m in models:  # a bad name or path is refused before any run
+            try:
+                _models.resolve(m)
+            except ValueError as err:
+                raise ReportError(f"--models: {err}") from None
+        if len(set(models)) != len(models):
+            raise ReportError(f"--models names a model twice: {models}")
+        out.mkdir(parents=True, exist_ok=True)
+        # With --update-committed the runs' ledgers wait outside report/ until
+        # every model has run: a later model's suite checks the committed
+        # report against its committed ledger, which must not change under it.
+        run_dir = Path(tempfile.mkdtemp(prefix="aftertrain-runs-")) if args.update_committed else out
+        ran = []
+        for i, m in enumerate(models):
+            label = Path(m).stem if m not in _models.BUNDLED else m
+            log(f"model {i + 1} of {len(models)}: {m} (the claims' tests with --aftertrain-model {m})")
+            started = {**meta.collect(checkout), "model": m}
+            run_path = (run_dir / ledger_file(label, i == 0)).resolve()
+            claims_json.append(str(run_path))
+            ran.append(run_ledger(checkout, run_path, args.quick, log, started, model=m))
+            log(f"model {m}: pytest exit status {ran[-1].pytest_status}")
+        ledger, others = _labelled(ran)
+    if sweep_arg:
+        target = out / SWEEP_FILE
+        if Path(sweep_arg).resolve() != target.resolve():
+            out.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(sweep_arg, target)
+    else:
+        sweep = read_report_sweep(out)
+        if sweep:
+            log(f"rendering the sweep file {out / SWEEP_FILE}")
+    path = build(ledger, out, checkout, log, others, sweep)
+    if args.update_committed:
+        for n, (src, led) in enumerate(zip(claims_json, [ledger, *others.values()], strict=False)):
+            target = out / ledger_file(multimodel.model_label(led), n == 0)
+            if Path(src).resolve() != target.resolve():
+                atomic_write(target, Path(src).read_bytes())
+        if run_dir is not out:  # the runs' ledgers are in report/ now
+            shutil.rmtree(run_dir, ignore_errors=True)
+        update_readme(checkout / "README.md", ledger, others)
+        log(f"updated the committed report {out} and the claims table of {checkout / 'README.md'}")
+    all_ledgers = {multimodel.model_label(ledger): ledger, **others}
+    log(f"wrote {path} and {len(list(out.glob('*.png')))} plots")
+    status = 0
+    for label, led in all_ledgers.items():
+        counts = summary_counts(led)
+        failed = led.pytest_status not in (None, 0)
+        tally = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+        print(f"{path}{f' [{label}]' if others else ''}: " + tally
+              + (f"; pytest exit status {led.pytest_status} (a test failed)" if failed else ""))
+        if counts.get(V.BROKEN) or failed:
+            status = 1
+    return status

@@ -1,0 +1,10 @@
+"""Foundations every layer may import; they import no other part of aftertrain.
+
+- :mod:`~aftertrain.core.tolerances`: every tolerance and significance level,
+  each with its derivation;
+- :mod:`~aftertrain.core.validation`: the argument checks every public
+  function calls (hypothesis's ``internal/validation.py`` pattern);
+- :mod:`~aftertrain.core.io`: atomic writes;
+- :mod:`~aftertrain.core.packing`: the one bit-packing convention of the
+  storage formats.
+"""
