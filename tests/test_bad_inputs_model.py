@@ -67,7 +67,7 @@ def env(tmp_path_factory):
         nan_gpt.head.weight.fill_(NAN)
     corpus = encode("the quick brown fox jumps over the lazy dog " * 4)
     e = SimpleNamespace(gpt=gpt, nan_gpt=nan_gpt, folder=folder, bigram=BG.Bigram.fit(corpus),
-                        ngram=D.NGram.fit(corpus, order=3))
+                        ngram=BG.NGram.fit(corpus, order=3))
     e.plain = _plain_state_dict_checkpoint(e, folder)
     e.wrong_shape = _wrong_shape_checkpoint(e, folder)
     e.not_json = _not_json_checkpoint(e, folder)
@@ -175,8 +175,8 @@ CASES = [
     (D.draft_model, dict(kind="bigram", reference=GPT_), "kind must be a DraftKind"),
     (D.draft_model, dict(kind=D.DraftKind.BIGRAM, reference=Lazy(lambda e: e.bigram)),
      "reference must be an aftertrain.lm.model.GPT"),
-    (D.NGram.fit, dict(tokens=torch.tensor([1, 2]), order=0), "order must be an int >= 1"),
-    (D.NGram.fit, dict(tokens=torch.tensor([1, 150])), "tokens must lie in [0, 100)"),
+    (BG.NGram.fit, dict(tokens=torch.tensor([1, 2]), order=0), "order must be an int >= 1"),
+    (BG.NGram.fit, dict(tokens=torch.tensor([1, 150])), "tokens must lie in [0, 100)"),
     (Lazy(lambda e: e.ngram.distribution), dict(context=[1, 2]), "context must be a tuple"),
     (Lazy(lambda e: e.ngram.distribution), dict(context=(1, 100)),
      "context must be a tuple of token indices in [0, 100)"),
@@ -197,10 +197,10 @@ CASES = [
      "its folder cannot be created"),
     (M.check_architecture, dict(net="x"), "model must be an aftertrain.lm.model.GPT"),
     (BG.baseline_losses, dict(reference="ref"), "reference must implement"),
-    (D.NGram, dict(tables=[{}], unigram=torch.full((100,), NAN)), "unigram must hold finite"),
-    (D.NGram, dict(tables=[{}], unigram=-torch.full((100,), 0.01)), "unigram must hold finite"),
-    (D.NGram, dict(tables=[{}], unigram=torch.full((5,), 0.2)), "unigram must be a float tensor"),
-    (D.NGram, dict(tables="x", unigram=torch.full((100,), 0.01)), "tables must be a list"),
+    (BG.NGram, dict(tables=[{}], unigram=torch.full((100,), NAN)), "unigram must hold finite"),
+    (BG.NGram, dict(tables=[{}], unigram=-torch.full((100,), 0.01)), "unigram must hold finite"),
+    (BG.NGram, dict(tables=[{}], unigram=torch.full((5,), 0.2)), "unigram must be a float tensor"),
+    (BG.NGram, dict(tables="x", unigram=torch.full((100,), 0.01)), "tables must be a list"),
     (check_idx, dict(idx=torch.tensor([[1]]), vocab_size=0), "vocab_size must be an int >= 1"),
     (val_loss, dict(model=NAN_GPT, tokens=torch.arange(40) % 100),
      "model: it produced a non-finite loss"),

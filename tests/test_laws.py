@@ -29,8 +29,7 @@ from toys import Markov
 
 from aftertrain import speculative as S
 from aftertrain.lm.decoding import Decoder, generate, sample_token
-from aftertrain.lm.ngram import BIGRAM_ALPHA, Bigram
-from aftertrain.speculative.drafts import NGram
+from aftertrain.lm.ngram import BIGRAM_ALPHA, Bigram, NGram
 from aftertrain.stats import ALPHA, chisquare_gof
 
 TEMPERATURES = (0.5, 1.0, 2.0)

@@ -12,7 +12,6 @@ from aftertrain.lm import ngram as BG
 from aftertrain.lm.decoding import Decoder
 from aftertrain.lm.protocol import NextTokenModel, RollbackCache, TableConfig, TokenCache, check_model
 from aftertrain.lm.text import encode
-from aftertrain.speculative import drafts as D
 
 TEXT = "def rollback(cache, n):\n    cache.truncate(n)  # a rejected draft costs nothing\n"
 
@@ -23,7 +22,7 @@ def _models() -> dict[str, torch.nn.Module]:
         "GPT": toy_gpt(100, seed=0),
         "bigram": BG.Bigram.fit(corpus),
         "uniform": BG.Uniform(),
-        "n-gram": D.NGram.fit(corpus, order=4),
+        "n-gram": BG.NGram.fit(corpus, order=4),
         "toy table": ToyTable(4, seed=0),
         "counting wrapper": CountingModel(toy_gpt(100, seed=1)),
     }

@@ -10,7 +10,6 @@ from toys import ToyTable, toy_gpt
 from aftertrain.lm import ngram as BG
 from aftertrain.lm.protocol import check_idx
 from aftertrain.lm.text import VOCAB_SIZE, encode
-from aftertrain.speculative import drafts as D
 
 TEXT = "an index equal to the vocabulary size is one past the last character\n"
 
@@ -21,7 +20,7 @@ def _models() -> dict[str, torch.nn.Module]:
         "GPT": toy_gpt(VOCAB_SIZE, seed=0),
         "bigram": BG.Bigram.fit(corpus),
         "uniform": BG.Uniform(),
-        "n-gram": D.NGram.fit(corpus, order=3),
+        "n-gram": BG.NGram.fit(corpus, order=3),
         "toy table": ToyTable(4, seed=0),
     }
 

@@ -291,7 +291,7 @@ def test_committed_draft_gpt_matches_its_metadata():
 def test_ngram_draft_is_normalised_and_scores_its_documented_loss(speculative_drafts):
     """The Witten-Bell n-gram gives a probability vector for any context (seen,
     unseen, empty) and its validation loss is the 1.6526 nats documented
-    next to drafts.NGRAM_ORDER (a deterministic count model: 1e-4 is the
+    next to ngram.NGRAM_ORDER (a deterministic count model: 1e-4 is the
     rounding of the documented figure)."""
     ngram = speculative_drafts[D.DraftKind.NGRAM]
     ids = encode("The assert statement ~~~~").tolist()
@@ -308,7 +308,7 @@ def test_ngram_cache_continues_the_text_like_a_gpt_cache():
     through one cache give exactly the 8 rows of a single call, and the cache
     then holds 8 tokens (a cache that is not extended still gives the right
     text, through a rebuilt window every step: the cost S5 measures)."""
-    ngram = D.NGram.fit(encode("abracadabra, abracadabra!"), order=4)
+    ngram = B.NGram.fit(encode("abracadabra, abracadabra!"), order=4)
     idx = encode("abracada")[None]
     cache = ngram.new_cache()
     parts = torch.cat([ngram(idx[:, :5], cache), ngram(idx[:, 5:], cache)], dim=1)

@@ -141,7 +141,7 @@ MATCHING_SPARSITY_ATOL = MATCHING_RESOLUTION + 1e-9
 #: same float32 reordering.
 
 #: The n-gram draft's validation loss against the figure documented next to
-#: drafts.NGRAM_ORDER (1.6526 nats, four decimals): a deterministic count
+#: ngram.NGRAM_ORDER (1.6526 nats, four decimals): a deterministic count
 #: model (float64 tables), so the only slack is that rounding, at most 5e-5;
 #: 1e-4 is twice it.
 NGRAM_DOC_LOSS_ATOL = 1e-4
