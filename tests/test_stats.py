@@ -434,10 +434,9 @@ def test_s2_table_threshold_is_the_exact_one_at_its_own_sample_size():
     mean, 9.5e-4. Guards the
     call site: a null drawn with another n, or n and trials swapped, misses
     (E[TV] at n = 1000 is 4.5 times the value at 20,000)."""
-    from toys import ToyTable
-
     from aftertrain.experiments import speculative as XS
     from aftertrain.lm import text as T
+    from tests.common.toys import ToyTable
 
     target, draft = ToyTable(100, seed=1, order=1), ToyTable(100, seed=2, order=1)
     n = 20_000
@@ -450,3 +449,13 @@ def test_s2_table_threshold_is_the_exact_one_at_its_own_sample_size():
     tolerance = 6 * np.sqrt(1 / (2 * n)) / np.sqrt(1000)
     assert row["tv_threshold"] == pytest.approx(exact_mean_tv(p, n) + mcdiarmid_margin(n, ALPHA),
                                                 abs=tolerance)
+
+
+# --- edge inputs: the rejection is strict at alpha; cells at exactly min_expected ---
+def test_rejects_is_strict_at_alpha_and_cells_at_exactly_min_expected_stay_alone():
+    """A p-value equal to alpha is not a rejection (p < alpha); a cell whose
+    expected count is exactly min_expected is not pooled (Cochran: >= 5)."""
+    assert not GoodnessOfFit(1.0, 1, ALPHA, 0).rejects()
+    assert GoodnessOfFit(1.0, 1, np.nextafter(ALPHA, 0), 0).rejects()
+    g = chisquare_gof([95, 5], [0.95, 0.05], counts=True)
+    assert (g.dof, g.pooled_cells) == (1, 0)

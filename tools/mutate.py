@@ -58,49 +58,50 @@ OUTCOMES = ("killed", "timeout", "survived", "stale", "error")
 #: of the default suite, so a mutant they kill is killed by the default
 #: ``pytest``); only the survivors go on to the full run (``--full``).
 _UNTIMED = ["--benchmark-disable"]
-_SPEC = ["tests/test_speculative_rule.py", "tests/test_speculative_exact.py",
-         "tests/test_speculative_acceptance.py", "tests/test_speculative_teeth.py",
-         "tests/test_checks_speculative.py", "tests/test_bad_inputs_speculative.py",
-         "tests/test_laws.py"]
-_QUANT = ["tests/test_quant_properties.py", "tests/test_quant_claims.py", "tests/test_checks_quant.py",
-          "tests/test_bad_inputs_quant.py", "tests/test_packing.py", "tests/test_peer_torch.py",
-          "tests/test_edges.py"]
-_PRUNE = ["tests/test_prune.py", "tests/test_prune_claims.py", "tests/test_checks_prune.py",
-          "tests/test_bad_inputs_prune.py", "tests/test_packing.py", "tests/test_edges.py"]
-_MODEL = ["tests/test_model.py", "tests/test_protocol.py", "tests/test_bad_inputs_model.py",
-          "tests/test_laws.py", "tests/test_edges.py"]
+_SPEC = ["tests/speculative/test_rule.py", "tests/speculative/test_generator.py",
+         "tests/claims/test_speculative.py", "tests/claims/test_teeth.py",
+         "tests/checks/test_speculative.py", "tests/speculative/test_bad_inputs.py",
+         "tests/lm/test_decoding_laws.py"]
+_QUANT = ["tests/quant/test_primitives.py", "tests/claims/test_quant.py", "tests/checks/test_quant.py",
+          "tests/quant/test_bad_inputs.py", "tests/core/test_packing.py", "tests/checks/test_peer_torch.py",
+          "tests/prune/test_masks.py"]
+_PRUNE = ["tests/prune/test_masks.py", "tests/claims/test_prune.py", "tests/checks/test_prune.py",
+          "tests/prune/test_bad_inputs.py", "tests/core/test_packing.py", "tests/prune/test_masks.py"]
+_MODEL = ["tests/lm/test_model.py", "tests/lm/test_protocol.py", "tests/lm/test_bad_inputs.py",
+          "tests/lm/test_decoding_laws.py", "tests/prune/test_masks.py"]
 #: Timing and ledger mutants: the fake-clock and ledger tests, with timing on
 #: (no --benchmark-disable), plus the benchmark that exercises a decision.
-_TIMED = ["tests/test_timing.py", "tests/test_bad_inputs_timing.py", "tests/test_ledger.py",
-          "tests/test_claims.py"]
+_TIMED = ["tests/timing/test_paired.py", "tests/timing/test_bad_inputs.py", "tests/ledger/test_plugin.py",
+          "tests/claims/test_catalogue.py"]
 SUBSETS: dict[str, list[str]] = {
     "model": _MODEL + _UNTIMED,
-    "decoding": _MODEL + ["tests/test_speculative_exact.py"] + _UNTIMED,
-    "evaluation": ["tests/test_model.py", "tests/test_bigram.py", "tests/test_edges.py",
-                   "tests/test_bad_inputs_model.py"] + _UNTIMED,
-    "checkpoint": ["tests/test_model.py", "tests/test_train.py", "tests/test_bad_inputs_model.py"]
+    "decoding": _MODEL + ["tests/speculative/test_generator.py"] + _UNTIMED,
+    "evaluation": ["tests/lm/test_model.py", "tests/lm/test_ngram.py", "tests/lm/test_evaluation.py",
+                   "tests/lm/test_bad_inputs.py"] + _UNTIMED,
+    "checkpoint": ["tests/lm/test_model.py", "tests/lm/test_train.py", "tests/lm/test_bad_inputs.py"]
     + _UNTIMED,
-    "bigram": ["tests/test_bigram.py", "tests/test_protocol.py", "tests/test_laws.py"] + _UNTIMED,
-    "drafts": ["tests/test_laws.py", "tests/test_edges.py", "tests/test_bigram.py",
-               "tests/test_protocol.py", "tests/test_speculative_acceptance.py"] + _UNTIMED,
-    "protocol": ["tests/test_protocol.py", "tests/test_model.py", "tests/test_bigram.py",
-                 "tests/test_laws.py"] + _UNTIMED,
-    "packing": ["tests/test_packing.py", "tests/test_quant_properties.py", "tests/test_prune.py",
-                "tests/test_edges.py"] + _UNTIMED,
+    "bigram": ["tests/lm/test_ngram.py", "tests/lm/test_protocol.py",
+               "tests/lm/test_decoding_laws.py"] + _UNTIMED,
+    "drafts": ["tests/lm/test_decoding_laws.py", "tests/prune/test_masks.py", "tests/lm/test_ngram.py",
+               "tests/lm/test_protocol.py", "tests/claims/test_speculative.py"] + _UNTIMED,
+    "protocol": ["tests/lm/test_protocol.py", "tests/lm/test_model.py", "tests/lm/test_ngram.py",
+                 "tests/lm/test_decoding_laws.py"] + _UNTIMED,
+    "packing": ["tests/core/test_packing.py", "tests/quant/test_primitives.py", "tests/prune/test_masks.py",
+                "tests/prune/test_masks.py"] + _UNTIMED,
     "quant": _QUANT + _UNTIMED,
     "prune": _PRUNE + _UNTIMED,
     "speculative-rule": _SPEC + _UNTIMED,
     # the S2 table's null (experiments/speculative.py) is pinned in test_stats.py
     "speculative-generator": _SPEC + ["tests/test_stats.py"] + _UNTIMED,
-    "stats": ["tests/test_stats.py", "tests/test_bad_inputs_stats.py", "tests/test_edges.py",
-              "tests/test_laws.py"] + _UNTIMED,
+    "stats": ["tests/test_stats.py", "tests/test_stats_bad_inputs.py", "tests/prune/test_masks.py",
+              "tests/lm/test_decoding_laws.py"] + _UNTIMED,
     "timing": _TIMED + ["benchmarks/test_forward_benchmark.py"],
-    "ledger": _TIMED + ["tests/test_report.py", "tests/test_cli.py"],
-    "report": ["tests/test_report.py", "tests/test_cli.py"] + _UNTIMED,
-    "checks": ["tests/test_checks_quant.py", "tests/test_checks_prune.py",
-               "tests/test_checks_speculative.py", "tests/test_speculative_teeth.py"] + _UNTIMED,
-    "text": ["tests/test_text.py", "tests/test_model.py"] + _UNTIMED,
-    "speedup": ["tests/test_speedup_rules.py"] + _UNTIMED,
+    "ledger": _TIMED + ["tests/report/test_assemble.py", "tests/cli/test_cli.py"],
+    "report": ["tests/report/test_assemble.py", "tests/cli/test_cli.py"] + _UNTIMED,
+    "checks": ["tests/checks/test_quant.py", "tests/checks/test_prune.py",
+               "tests/checks/test_speculative.py", "tests/claims/test_teeth.py"] + _UNTIMED,
+    "text": ["tests/lm/test_text.py", "tests/lm/test_model.py"] + _UNTIMED,
+    "speedup": ["tests/experiments/test_speedup_rules.py"] + _UNTIMED,
 }
 #: Modules whose survivors must rerun without xdist (xdist disables timing).
 TIMED_MODULES = {"timing", "ledger"}

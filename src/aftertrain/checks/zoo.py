@@ -10,7 +10,7 @@ each one's measured detection rate (tools/zoo_rates.py).
 
 ``make_rule()`` and ``make_generator()`` without a bug are the correct
 rule and loop; the rule equals :func:`aftertrain.speculative.verify_with_uniforms`
-bit for bit (tests/test_speculative_teeth.py).
+bit for bit (tests/claims/test_teeth.py).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ measured on its own model; ours differ in value (see CLAIMS.md). Claims X*
 are this project's own boundaries, not the articles'.
 
 A test ties itself to a claim with ``@pytest.mark.claim("Q2")``;
-tests/test_claims.py checks these IDs and titles against CLAIMS.md.
+tests/claims/test_catalogue.py checks these IDs and titles against CLAIMS.md.
 """
 
 from __future__ import annotations

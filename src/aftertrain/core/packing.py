@@ -16,7 +16,7 @@ module existed) and the order in which the bytes read left to right in a hex
 dump. Note: the 4-bit signed codes ``[1, -2, 3]`` pack to ``bytes([0x1E,
 0x30])`` (``0001 1110 | 0011 0000``); the 2-bit positions ``[0, 1, 2, 3]`` to
 ``bytes([0x1B])``; the bits ``[1, 0, 1, 1, 0, 0, 0, 0, 1]`` to ``bytes([0xB0,
-0x80])``. ``tests/test_packing.py`` pins these bytes.
+0x80])``. ``tests/core/test_packing.py`` pins these bytes.
 """
 
 from __future__ import annotations

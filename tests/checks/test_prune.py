@@ -1,0 +1,113 @@
+"""aftertrain.checks.prune: the kit passes aftertrain's pruners and rejects
+each broken variant (passed as the parameter, no monkeypatching), with the
+check that should catch it among the failures."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from aftertrain import prune as P
+from aftertrain.checks import Report
+from aftertrain.checks.prune import Scope, battery, check_pruner
+from tests.common.prune_bugs import (
+    floor_count_global_masks,
+    half_up_count_global_masks,
+    signed_global_masks,
+    threshold_global_masks,
+    unnested_global_masks,
+)
+
+
+def failed_checks(report: Report) -> set[str]:
+    return {r.check for r in report.rows if not r.passed}
+
+
+@pytest.mark.parametrize("prune, scope", [(P.global_magnitude_masks, Scope.GLOBAL),
+                                          (P.layer_magnitude_masks, Scope.PER_LAYER)],
+                         ids=["global", "per-layer"])
+def test_kit_passes_aftertrains_magnitude_pruners(prune, scope):
+    report = check_pruner(prune, scope=scope)
+    assert report.passed, str(report)
+    assert {r.check for r in report.rows} == {"output", "count", "magnitude", "nested"}
+
+
+def test_kit_passes_aftertrains_random_pruner_with_one_seed():
+    """Random masks from one seed are nested across sparsities (one randperm)."""
+    def seeded(weights, s):
+        return P.random_masks(weights, s, torch.Generator().manual_seed(7))
+    report = check_pruner(seeded, scope=Scope.GLOBAL, magnitude=False)
+    assert report.passed, str(report)
+
+
+TEETH = [
+    (signed_global_masks, Scope.GLOBAL, {"magnitude"}),
+    (threshold_global_masks, Scope.GLOBAL, {"count"}),
+    (floor_count_global_masks, Scope.GLOBAL, {"count"}),
+    (half_up_count_global_masks, Scope.GLOBAL, {"count"}),
+    (unnested_global_masks, Scope.GLOBAL, {"nested"}),
+    (P.layer_magnitude_masks, Scope.GLOBAL, {"magnitude"}),
+    (P.global_magnitude_masks, Scope.PER_LAYER, {"count"}),
+]
+
+
+@pytest.mark.claim("X7")
+@pytest.mark.parametrize("broken, scope, caught_by", TEETH,
+                         ids=[f"{b.__name__}-as-{s.value}" for b, s, _ in TEETH])
+@pytest.mark.teeth
+def test_kit_catches_broken_pruner(broken, scope, caught_by):
+    """Signed ranking (X7's "magnitude threshold on signed values"), a
+    threshold that removes whole tie classes, off-by-one counts (floor;
+    half up instead of half to even), ties broken anew per sparsity, and a
+    per-layer pruner claiming to be global (and the reverse)."""
+    report = check_pruner(broken, scope=scope)
+    assert not report.passed
+    assert caught_by <= failed_checks(report), (caught_by, failed_checks(report))
+    with pytest.raises(AssertionError):
+        report.raise_for_failures()
+
+
+@pytest.mark.teeth
+def test_count_check_catches_half_up_counts_only_at_exact_halves():
+    """The rounding rule matters only where s * n is an exact half: 0.5 of 5
+    weights removes round(2.5) = 2, half up would remove 3."""
+    five = {"five": {"w": torch.tensor([[0.1, -0.2, 0.3, -0.4, 0.5]])}}
+    assert P.n_removed(0.5, 5) == 2 and P.n_removed(0.3, 5) == 2
+    assert check_pruner(P.global_magnitude_masks, scope=Scope.GLOBAL, cases=five,
+                        sparsities=[0.5]).passed
+    report = check_pruner(half_up_count_global_masks, scope=Scope.GLOBAL, cases=five,
+                          sparsities=[0.5])
+    assert failed_checks(report) == {"count"}
+
+
+@pytest.mark.teeth
+def test_kit_catches_a_pruner_that_modifies_its_input_or_returns_wrong_masks():
+    def in_place(weights, s):
+        masks = P.global_magnitude_masks(weights, s)
+        for n, w in weights.items():
+            w.masked_fill_(~masks[n], 0.0)
+        return masks
+
+    def float_masks(weights, s):
+        return {n: m.float() for n, m in P.global_magnitude_masks(weights, s).items()}
+
+    assert "modified the weights" in str(check_pruner(in_place, scope=Scope.GLOBAL))
+    assert failed_checks(check_pruner(float_masks, scope=Scope.GLOBAL)) == {"output"}
+
+
+def test_battery_is_deterministic():
+    a, b = battery(0), battery(0)
+    for case in a:
+        for n in a[case]:
+            assert torch.equal(a[case][n], b[case][n]), (case, n)
+
+
+def test_docs_checks_example_runs():
+    """The Pruners example of docs/checks.md runs as written."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "checks.md").read_text()
+    body = text.split("## Pruners", 1)[1].split("\n## ", 1)[0]
+    (code,) = re.findall(r"```python\n(.*?)```", body, flags=re.DOTALL)
+    exec(compile(code, "docs/checks.md (Pruners)", "exec"), {})

@@ -1,0 +1,231 @@
+"""The speculative conformance kit itself (aftertrain.checks.speculative,
+issue 12): it runs without pytest, rejects every bug of the zoo at its
+default settings, turns a rule's exception or bad output into a failure
+line, leaves the caller's random state alone, validates its arguments, and
+the example of docs/checks.md runs."""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from aftertrain import speculative as S
+from aftertrain.checks import speculative as CS
+from aftertrain.checks import zoo
+from aftertrain.checks._battery import battery, n_tests
+from aftertrain.stats import ALPHA
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_kit_imports_without_pytest_or_hypothesis():
+    code = ("import sys; sys.modules['pytest'] = None; sys.modules['hypothesis'] = None\n"
+            "from aftertrain.checks.speculative import check_rule, check_rule_exact, "
+            "check_generator, sequential\nfrom aftertrain.checks import zoo\nprint('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+@pytest.mark.claim("X7")
+@pytest.mark.parametrize("variant", list(zoo.ZOO))
+@pytest.mark.teeth
+def test_kit_catches_every_zoo_variant_at_the_default_settings(variant, claim_record):
+    """X7. Each bug of the zoo fails the kit's check named in zoo.ZOO at the
+    default settings, seed 0 (tools/zoo_rates.py measures 20 seeds)."""
+    report = zoo.detect(variant, seed=0)
+    claim_record.measured(f"{variant}: {len(report.failures)} failures of "
+                                f"{len(report.rows)} checks ({zoo.ZOO[variant].caught_by})")
+    assert not report.passed, str(report)
+
+
+def test_the_zoos_correct_rule_and_loop_pass():
+    """The zoo without a bug passes the checks its variants fail (the
+    correct generator at fewer runs: it is the same rule as the shipped one,
+    whose loop passes the full check in test_speculative_exact)."""
+    assert zoo.detect(None, seed=0).passed
+    assert CS.check_rule_exact(zoo.make_rule()).passed
+    report = CS.check_generator(zoo.make_generator(), runs=300, ks=(1,))
+    assert report.passed, str(report)
+
+
+def test_the_u_zero_bug_is_invisible_to_the_statistical_battery():
+    """Why check_rule_exact exists: accepting a p = 0 draft at u = 0 happens
+    with probability 2**-53 per draft, so check_rule passes that rule."""
+    assert CS.check_rule(CS.drawing_uniforms(zoo.make_rule("accept u <= p/q"))).passed
+
+
+def test_default_battery_splits_alpha_over_its_tests():
+    """Bonferroni: 83 statistical tests, each at alpha / 83; every chi-square
+    row of the report carries that level as its bound."""
+    m = n_tests(battery(0))
+    assert m == 83
+    report = CS.check_rule(CS.drawing_uniforms(S.verify_with_uniforms), alpha=ALPHA)
+    bounds = {r.bound for r in report.rows if r.check == "chi-square"}
+    assert bounds == {ALPHA / m}
+    assert {r.check for r in report.rows} == {"outputs", "support", "chi-square", "tv",
+                                              "acceptance"}
+    assert report.passed, str(report)
+
+
+def test_an_exception_is_a_failure_line_not_a_crash():
+    def raises(p, q, drafts):
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+
+    report = CS.check_rule(raises)
+    assert not report.passed
+    assert len(report.failures) == len(battery(0))
+    assert all("raised RuntimeError: probability tensor" in f for f in report.failures)
+    exact = CS.check_rule_exact(lambda p, q, d, u, v: raises(p, q, d))
+    assert not exact.passed and "raised RuntimeError" in exact.failures[0]
+    with pytest.raises(AssertionError, match="raised RuntimeError"):
+        report.raise_for_failures()
+
+
+@pytest.mark.parametrize("bad, match", [
+    (lambda a, t: (a.double(), t), "accepted has dtype torch.float64"),
+    (lambda a, t: (a, t.float().fill_(math.nan)), "token has dtype torch.float32 holding NaN"),
+    (lambda a, t: (a, t[:-1]), "token has shape"),
+    (lambda a, t: (a, t + 1000), "token holds values"),
+    (lambda a, t: (a - 1, t), "accepted holds values"),
+    (lambda a, t: a, "must return \\(accepted, token\\)"),
+    (lambda a, t: (a.tolist(), t), "accepted is a list"),
+])
+def test_bad_outputs_are_failures(bad, match):
+    rule = CS.drawing_uniforms(S.verify_with_uniforms)
+    report = CS.check_rule(lambda p, q, d: bad(*rule(p, q, d)), n=100)
+    assert not report.passed
+    assert any(re.search(match, f) for f in report.failures), report.failures
+
+
+def test_global_random_state_is_left_as_it_was():
+    before = torch.get_rng_state()
+    CS.check_rule(CS.drawing_uniforms(S.verify_with_uniforms), n=200)
+    assert torch.equal(torch.get_rng_state(), before)
+
+
+def test_same_seed_same_report_and_the_seed_changes_the_cases():
+    rule = CS.drawing_uniforms(S.verify_with_uniforms)
+    a, b = CS.check_rule(rule, n=500, seed=4), CS.check_rule(rule, n=500, seed=4)
+    assert a.rows == b.rows
+    assert not torch.equal(battery(0)[0].p, battery(1)[0].p)
+
+
+def test_sequential_equals_the_batched_rule_row_for_row():
+    """sequential() calls the one-round rule per row, extra arguments included."""
+    def one(p, q, d, u, v):
+        a, t = S.verify_with_uniforms(p[None], q[None], d[None], u[None], v[None])
+        return int(a[0]), int(t[0])
+
+    g = torch.Generator().manual_seed(0)
+    n, p, q = 50, torch.from_numpy(zoo_fixed()[0]), torch.from_numpy(zoo_fixed()[1])
+    d = torch.stack([torch.multinomial(r, n, True, generator=g) for r in q], 1)
+    u, v = torch.rand(n, 3, dtype=torch.float64, generator=g), torch.rand(n, dtype=torch.float64,
+                                                                           generator=g)
+    P, Q = p.expand(n, -1, -1), q.expand(n, -1, -1)
+    got = CS.sequential(one)(P, Q, d, u, v)
+    want = S.verify_with_uniforms(P, Q, d, u, v)
+    assert got[0].dtype == got[1].dtype == torch.int64
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+    assert CS.check_rule_exact(CS.sequential(one)).passed
+
+
+def zoo_fixed():
+    from aftertrain.checks._battery import FIXED_P, FIXED_Q
+    return FIXED_P, FIXED_Q
+
+
+@pytest.mark.teeth
+def test_generator_check_catches_a_loop_that_ignores_temperature_zero():
+    """Greedy: a loop that samples at temperature 0 as if it were 1 differs
+    from plain greedy decoding."""
+    correct = zoo.make_generator()
+
+    def sloppy(target, draft, prompt, n_new, k, temperature, generator):
+        return correct(target, draft, prompt, n_new, k, temperature or 1.0, generator)
+
+    report = CS.check_generator(sloppy, runs=50, ks=(1,))
+    assert any(r.check == "greedy" and not r.passed for r in report.rows), str(report)
+
+
+# --- bad arguments -------------------------------------------------------------------
+
+_RULE = CS.drawing_uniforms(S.verify_with_uniforms)
+_P2 = [[0.5, 0.5], [0.5, 0.5]]
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: CS.check_rule(None), "rule must be callable"),
+    (lambda: CS.check_rule(_RULE, n=0), "n must be an int >= 100"),
+    (lambda: CS.check_rule(_RULE, n=99), "n must be an int >= 100"),
+    (lambda: CS.check_rule(_RULE, n=1000.0), "n must be an int"),
+    (lambda: CS.check_rule(_RULE, n=True), "n must be an int"),
+    (lambda: CS.check_rule(_RULE, alpha=0.0), "alpha must be a number in \\(0, 1\\)"),
+    (lambda: CS.check_rule(_RULE, alpha=1.0), "alpha must be"),
+    (lambda: CS.check_rule(_RULE, alpha=math.nan), "alpha must be"),
+    (lambda: CS.check_rule(_RULE, alpha="0.01"), "alpha must be"),
+    (lambda: CS.check_rule(_RULE, seed=-1), "seed must be an int >= 0"),
+    (lambda: CS.check_rule(_RULE, seed=1.5), "seed must be"),
+    (lambda: CS.check_rule(_RULE, cases=[]), "cases must be a non-empty"),
+    (lambda: CS.check_rule(_RULE, cases="abc"), "cases must be a non-empty"),
+    (lambda: CS.check_rule(_RULE, cases=[("x", _P2)]), "cases\\[0\\] must be a tuple"),
+    (lambda: CS.check_rule(_RULE, cases=[("x", _P2, _P2)]), "cases\\[0\\] must have p of shape"),
+    (lambda: CS.check_rule(_RULE, cases=[("x", [[math.nan, 1.0], [0.5, 0.5]], [[0.5, 0.5]])]),
+     "cases\\[0\\] p"),
+    (lambda: CS.check_rule(_RULE, cases=[("x", _P2, [[0.9, 0.2]])]), "cases\\[0\\] q"),
+    (lambda: CS.check_rule(_RULE, cases=[("x", _P2, [[-0.5, 1.5]])]), "cases\\[0\\] q"),
+    (lambda: CS.check_rule_exact(None), "rule_with_uniforms must be callable"),
+    (lambda: CS.check_rule_exact(S.verify_with_uniforms, seed=-2), "seed must be"),
+    (lambda: CS.check_rule_exact(S.verify_with_uniforms, cases=[("x", _P2)]), "cases\\[0\\]"),
+    (lambda: CS.sequential(3), "rule_one must be callable"),
+    (lambda: CS.drawing_uniforms("rule"), "rule_with_uniforms must be callable"),
+    (lambda: CS.check_generator(None), "generate must be callable"),
+    (lambda: CS.check_generator(zoo.make_generator(), runs=5), "runs must be an int >= 10"),
+    (lambda: CS.check_generator(zoo.make_generator(), length=0), "length must be"),
+    (lambda: CS.check_generator(zoo.make_generator(), greedy_tokens=0), "greedy_tokens must be"),
+    (lambda: CS.check_generator(zoo.make_generator(), ks=()), "ks must be"),
+    (lambda: CS.check_generator(zoo.make_generator(), ks=(0,)), "ks must be"),
+    (lambda: CS.check_generator(zoo.make_generator(), temperatures=(0.0,)), "temperatures must"),
+    (lambda: CS.check_generator(zoo.make_generator(), temperatures=(math.inf,)), "temperatures"),
+    (lambda: CS.check_generator(zoo.make_generator(), temperatures=(math.nan,)), "temperatures"),
+    (lambda: CS.check_generator(zoo.make_generator(), alpha=2.0), "alpha must be"),
+    (lambda: CS.check_generator(zoo.make_generator(), seed=-1), "seed must be"),
+    (lambda: CS.check_generator(zoo.make_generator(), prompt=()), "prompt must be a non-empty"),
+    (lambda: CS.check_generator(zoo.make_generator(), prompt=(9,)), "prompt ids must lie"),
+    (lambda: CS.check_generator(zoo.make_generator(), target=CS.toy_models()[0]),
+     "target and draft must be given together"),
+    (lambda: zoo.make_rule("no such bug"), "bug must be None or one of"),
+    (lambda: zoo.make_generator("no such bug"), "bug must be None or one of"),
+    (lambda: zoo.make_generator(rule=5), "rule must be callable"),
+    (lambda: zoo.detect("no such bug"), "variant must be None or one of"),
+    (lambda: CS.ToyTable(1, seed=0), "vocab_size must be an int >= 2"),
+    (lambda: CS.ToyTable(4, seed=0, order=3), "order must be 1 or 2"),
+])
+def test_bad_arguments_raise_value_error_naming_them(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+# --- docs/checks.md ------------------------------------------------------------------
+
+
+def speculative_example() -> str:
+    """The first ```python block of docs/checks.md's speculative section."""
+    text = (ROOT / "docs" / "checks.md").read_text()
+    section = text.split("## Speculative samplers", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
+    assert blocks, "docs/checks.md's speculative section has no python example"
+    return blocks[0]
+
+
+def test_the_docs_example_runs():
+    """The example of checking an outside rule runs as written and its rule
+    passes (the example asserts it)."""
+    namespace: dict = {}
+    exec(compile(speculative_example(), "docs/checks.md", "exec"), namespace)  # noqa: S102

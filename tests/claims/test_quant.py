@@ -1,0 +1,615 @@
+"""The claims of part 3 (Q2-Q10) on the reference model.
+
+Every model configuration is evaluated once per module (module-scoped
+fixtures) through the library's experiment functions, the same ones the
+report calls. Relations the article states (an order, a bound) are asserted;
+values are reported with the ledger's ``claim_record`` and guarded against our stored
+baselines (``baselines/quant_*``; regenerate with
+``PYTHONPATH=src python -m pytest tests/claims/test_quant.py --force-regen``).
+
+Baseline tolerances. A quantized model's weights are exact functions of the
+stored float32 weights (the rule uses only max, division, round and a
+product, all exactly rounded), so every configuration's weights are the same
+bits on every machine; only the order of float32 sums in the forward pass can
+move a loss, which we measured at <= 1e-6 (B1's baseline). Losses are guarded
+at ``LOSS_ATOL`` = 1e-5 absolute (ten times that); counts and byte
+figures exactly.
+
+Teeth: each relation is also run on figures from a deliberately broken
+quantizer (``tests/common/quant_bugs.py``) and must reject them. Thresholds and
+tolerances come from :mod:`aftertrain.core.tolerances` (quantization section).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from aftertrain import quant as Q
+from aftertrain.claims import tables
+from aftertrain.core import tolerances as T
+from aftertrain.experiments import quant as EQ
+from aftertrain.quant import Granularity
+from tests.common.quant_bugs import (
+    clamp_past_qmax,
+    floor_rounding,
+    ignores_granularity,
+    mean_scale,
+    model_quantizer,
+    skip_embeddings,
+    unchanged,
+    wrong_axis,
+)
+
+G = Granularity
+MB = 2**20  # the article's MB
+
+
+# --- figures, computed once ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sensitivity(reference) -> list[dict]:
+    return EQ.sensitivity_table(reference, 4, G.PER_CHANNEL)
+
+
+def fmt_row(r: dict) -> str:
+    return f"{r['bits']} bits: per-tensor {r['per_tensor']:.4f}, per-channel {r['per_channel']:.4f}"
+
+
+# --- Q1 at model level: every 2-D weight, nothing else -----------------------
+
+
+def check_model_quantized(qmodel, model, bits, g):
+    """Every 2-D weight of the copy equals fake_quantize of the original's;
+    every 1-D parameter is the original's float32 tensor, bit for bit."""
+    original = dict(model.named_parameters())
+    for name, p in qmodel.named_parameters():
+        assert p.dtype == torch.float32, name
+        want = Q.fake_quantize(original[name], bits, g) if p.dim() == 2 else original[name]
+        assert torch.equal(p, want), name
+
+
+@pytest.mark.claim("Q1")
+@pytest.mark.parametrize("g", list(Granularity), ids=lambda g: g.value)
+def test_quantized_model_quantizes_every_2d_weight_and_nothing_else(reference, g):
+    """The article quantizes all 631,808 weights of the 15 matrices
+    (embeddings included) and keeps the 1-D parameters float32; the original
+    model is left untouched."""
+    before = copy.deepcopy(reference.state_dict())
+    for bits in (8, 4, 2):
+        check_model_quantized(Q.quantized_model(reference, bits, g), reference, bits, g)
+    for k, v in reference.state_dict().items():
+        assert torch.equal(v, before[k]), k
+
+
+@pytest.mark.claim("Q1")
+@pytest.mark.parametrize("broken", [skip_embeddings, model_quantizer(wrong_axis),
+                                    model_quantizer(floor_rounding), model_quantizer(mean_scale),
+                                    model_quantizer(clamp_past_qmax)],
+                         ids=["skip_embeddings", "wrong_axis", "floor", "mean_scale", "clamp"])
+@pytest.mark.teeth
+def test_model_check_catches_broken_quantizers(reference, broken):
+    with pytest.raises(AssertionError):
+        check_model_quantized(broken(reference, 4, G.PER_CHANNEL), reference, 4, G.PER_CHANNEL)
+
+
+# --- Q2: int8 is nearly free ----------------------------------------------------
+
+
+def check_int8_nearly_free(row: dict, float_loss: float) -> None:
+    for g in ("per_tensor", "per_channel"):
+        assert row[g] - float_loss < T.INT8_LOSS_MARGIN, (g, row[g], float_loss)
+
+
+@pytest.mark.claim("Q2")
+def test_int8_loss_within_0p01_of_float32(bits_rows, reference_val_loss, claim_record):
+    """Article: 2.0272 -> 2.0290 per-tensor, 2.0280 per-channel (+0.0017,
+    +0.0008). The claim's 0.01 nats is the issue's reading of "nearly free"
+    (the third decimal); both granularities."""
+    row = bits_rows[8]
+    claim_record.measured(f"float32 {reference_val_loss:.4f}; {fmt_row(row)} "
+                                f"(+{row['per_tensor'] - reference_val_loss:.4f} / "
+                                f"+{row['per_channel'] - reference_val_loss:.4f})")
+    check_int8_nearly_free(row, reference_val_loss)
+
+
+@pytest.mark.claim("Q2")
+@pytest.mark.teeth
+def test_int8_check_catches_a_mean_scale_quantizer(reference, reference_val_loss):
+    """Teeth: scales from the mean magnitude clip most of every matrix."""
+    row = EQ.bits_table(reference, (8,), quantize=model_quantizer(mean_scale))[0]
+    with pytest.raises(AssertionError):
+        check_int8_nearly_free(row, reference_val_loss)
+
+
+# --- Q3: storage ----------------------------------------------------------------
+
+
+def storage_figures(reference) -> dict:
+    out = {}
+    for g in Granularity:
+        for bits in (8, 4):
+            out[f"{g.value}_{bits}"] = Q.storage_bytes(reference, bits, g)
+    return out
+
+
+def check_article_storage(s: dict) -> None:
+    """The article's figures, MB = 2**20 bytes rounded as it rounds them."""
+    assert s["weights"] == 631_808 and s["parameters"] == 637_156
+    assert round(s["weights_fp32_bytes"] / MB, 2) == 2.41
+    assert round((s["weight_code_bytes"] + s["scale_bytes"]) / MB, 2) == 0.60
+    assert round(s["parameters_fp32_bytes"] / MB, 2) == 2.43
+    assert round(s["parameters_quantized_bytes"] / MB, 2) == 0.62
+    cut = 1 - s["parameters_quantized_bytes"] / s["parameters_fp32_bytes"]
+    assert round(100 * cut, 1) == 74.4
+
+
+@pytest.mark.claim("Q3")
+def test_int8_storage_is_the_articles_figures_exactly(reference, claim_record, data_regression,
+                                                      baselines_dir):
+    """Exact byte accounting from real packed tensors: 631,808 weights,
+    2.41 MB -> 0.60 MB; 637,156 parameters, 2.43 MB -> 0.62 MB, 74.4% cut.
+    The article's figures hold counting one float32 scale per matrix (15
+    scales, 60 bytes). Per-channel scales (3,784 rows, 15,136 bytes) give
+    0.62 MB / 0.64 MB and 73.8%, so the article counted per-tensor scales
+    or none. 4-bit codes pack two to a byte: 315,904 bytes."""
+    figs = storage_figures(reference)
+    pt, pc, pt4 = figs["per-tensor_8"], figs["per-channel_8"], figs["per-tensor_4"]
+    check_article_storage(pt)
+    assert pt["weight_code_bytes"] == 631_808 and pt["scale_bytes"] == 4 * 15
+    assert pt["parameters_quantized_bytes"] == 631_808 + 60 + 4 * (637_156 - 631_808)
+    assert pc["scale_bytes"] == 4 * 3_784
+    assert pt4["weight_code_bytes"] == 631_808 // 2
+    cut_pc = 1 - pc["parameters_quantized_bytes"] / pc["parameters_fp32_bytes"]
+    claim_record.measured(f"{pt['weights']} weights {pt['weights_fp32_bytes'] / MB:.2f} MB -> "
+                    f"{(pt['weight_code_bytes'] + pt['scale_bytes']) / MB:.2f} MB; "
+                    f"{pt['parameters']} params {pt['parameters_fp32_bytes'] / MB:.2f} -> "
+                    f"{pt['parameters_quantized_bytes'] / MB:.2f} MB (per-tensor scales); "
+                    f"per-channel scales {pc['parameters_quantized_bytes'] / MB:.2f} MB, "
+                    f"{100 * cut_pc:.1f}%")
+    claim_record.table(tables.Q3, figs)
+    data_regression.check(figs, fullpath=baselines_dir / "quant_storage.yml")
+
+
+@pytest.mark.claim("Q3")
+@pytest.mark.teeth
+def test_storage_check_catches_skipped_embeddings(reference):
+    """Teeth: leaving tok and pos in float32 costs 3 x 28,928 bytes more."""
+    names = [n for n in Q.weight_names(reference) if n not in ("tok.weight", "pos.weight")]
+    with pytest.raises(AssertionError):
+        check_article_storage(Q.storage_bytes(reference, 8, G.PER_TENSOR, names))
+
+
+# --- Q4 / Q5: the bits table --------------------------------------------------------
+
+
+@pytest.mark.claim("Q4")
+def test_bits_table_matches_the_stored_baseline(bits_rows, reference_val_loss, claim_record,
+                                                 num_regression, baselines_dir):
+    """Article (per-tensor / per-channel): 8: 2.0290/2.0280; 6: 2.0599/2.0387;
+    4: 2.6380/2.3571; 3: 4.3960/3.4381; 2: 5.7894/6.3112. Ours are guarded
+    at 1e-5 (module docstring). Loss rises monotonically as bits fall
+    (asserted, both granularities, 8 to 3 bits)."""
+    claim_record.measured(f"float32 {reference_val_loss:.4f}; "
+                    + "; ".join(fmt_row(bits_rows[b]) for b in EQ.ARTICLE_BITS))
+    claim_record.table(tables.Q4, {"float32": reference_val_loss,
+                                 "rows": [bits_rows[b] for b in EQ.ARTICLE_BITS]})
+    for g in ("per_tensor", "per_channel"):
+        losses = [bits_rows[b][g] for b in (8, 6, 4, 3)]
+        assert losses == sorted(losses), (g, losses)
+    num_regression.check(
+        {k: [bits_rows[b][k] for b in EQ.ARTICLE_BITS]
+         for k in ("bits", "per_tensor", "per_channel")},
+        fullpath=baselines_dir / "quant_bits_table.csv",
+        default_tolerance=dict(atol=T.LOSS_ATOL, rtol=0),
+        tolerances={"bits": dict(atol=0, rtol=0)},
+    )
+
+
+def check_six_bits_hold(row: dict, float_loss: float) -> None:
+    for g in ("per_tensor", "per_channel"):
+        assert row[g] - float_loss < T.SIX_BIT_LOSS_MARGIN, (g, row[g], float_loss)
+
+
+@pytest.mark.claim("Q5")
+def test_down_to_6_bits_within_0p05_of_float32(bits_rows, reference_val_loss, claim_record):
+    """Article: "down to 6 bits the loss moves only in the second decimal"
+    (6-bit +0.0327 / +0.0115); 0.05 nats is the issue's bound, both
+    granularities, at 8 and 6 bits."""
+    claim_record.measured(f"float32 {reference_val_loss:.4f}; {fmt_row(bits_rows[8])}; "
+                                f"{fmt_row(bits_rows[6])}")
+    for b in (8, 6):
+        check_six_bits_hold(bits_rows[b], reference_val_loss)
+
+
+@pytest.mark.claim("Q5")
+@pytest.mark.teeth
+def test_six_bit_check_catches_a_mean_scale_quantizer(reference, reference_val_loss):
+    """Teeth: scales from the mean magnitude clip the large weights. (Floor
+    instead of round does not fail this check on our model: 6-bit floor
+    costs only +0.007; the property tests catch it.)"""
+    row = EQ.bits_table(reference, (6,), quantize=model_quantizer(mean_scale))[0]
+    with pytest.raises(AssertionError):
+        check_six_bits_hold(row, reference_val_loss)
+
+
+def check_worse_than_bigram(row: dict, bigram: float,
+                            granularities=("per_tensor", "per_channel")) -> None:
+    for g in granularities:
+        assert row[g] > bigram, (g, row[g], bigram)
+
+
+@pytest.mark.claim("Q5")
+def test_3_bit_per_tensor_is_worse_than_the_bigram(bits_rows, bigram_loss, claim_record):
+    """Article: 3 bits collapses (per-tensor 4.3960 against the bigram's
+    2.6501). Asserted: 3-bit per-tensor loss above the bigram's, same split."""
+    claim_record.measured(f"bigram {bigram_loss:.4f}; {fmt_row(bits_rows[3])}")
+    check_worse_than_bigram(bits_rows[3], bigram_loss, ("per_tensor",))
+
+
+@pytest.mark.claim("Q5")
+@pytest.mark.does_not_reproduce_on("reference", reason=(
+    "does not reproduce: 3-bit per-channel 1.7418 stays far below the bigram's 2.5365 "
+    "(article 3.4381 vs 2.6501); our model (float32 1.5539) degrades more gently"))
+def test_3_bit_per_channel_is_worse_than_the_bigram(bits_rows, bigram_loss, claim_record):
+    """Article: 3-bit per-channel 3.4381, above the bigram's 2.6501."""
+    claim_record.measured(f"bigram {bigram_loss:.4f}; {fmt_row(bits_rows[3])}")
+    check_worse_than_bigram(bits_rows[3], bigram_loss, ("per_channel",))
+
+
+@pytest.mark.claim("Q5")
+def test_4_bit_per_channel_beats_the_bigram(bits_rows, bigram_loss, claim_record):
+    """Article: 4-bit per-channel (2.3571) "barely" beats the bigram (2.6501).
+    Asserted: it beats it (by how much is reported: ours by far more)."""
+    claim_record.measured(f"bigram {bigram_loss:.4f}; {fmt_row(bits_rows[4])}")
+    assert bits_rows[4]["per_channel"] < bigram_loss
+
+
+@pytest.mark.claim("Q5")
+@pytest.mark.teeth
+def test_3_bit_check_catches_an_unquantized_model(reference, bigram_loss):
+    """Teeth: a "quantizer" that leaves the weights float32 scores the
+    reference's loss, far below the bigram."""
+    row = EQ.bits_table(reference, (3,), quantize=unchanged)[0]
+    with pytest.raises(AssertionError):
+        check_worse_than_bigram(row, bigram_loss)
+
+
+# --- Q6: per-channel wins down to 3 bits; at 2 bits reconstruction and loss part --
+
+
+def check_per_channel_lower(rows: dict[int, dict], widths) -> None:
+    for b in widths:
+        assert rows[b]["per_channel"] < rows[b]["per_tensor"], fmt_row(rows[b])
+
+
+@pytest.mark.claim("Q6")
+def test_per_channel_has_the_lower_loss_from_8_to_3_bits(bits_rows, claim_record):
+    """Article: per-channel is better in loss at 8, 6, 4 and 3 bits
+    (2.0280 < 2.0290 ... 3.4381 < 4.3960). A strict order at each width."""
+    claim_record.measured("; ".join(fmt_row(bits_rows[b]) for b in (8, 6, 4, 3)))
+    check_per_channel_lower(bits_rows, (8, 6, 4, 3))
+
+
+@pytest.mark.claim("Q6")
+@pytest.mark.claim("X7")
+@pytest.mark.parametrize("broken", [wrong_axis, ignores_granularity])
+@pytest.mark.teeth
+def test_per_channel_order_catches_broken_per_channel_scales(bundled_reference, broken):
+    """Teeth (X7's "per-channel scales on the wrong axis"): one scale per
+    input column instead of per output row loses the per-channel advantage
+    at 6 bits (measured 1.5602 against per-tensor 1.5589); a "per-channel"
+    that silently uses one scale ties with per-tensor.
+
+    Always on the bundled reference, whatever ``--aftertrain-model`` says: a
+    teeth test shows the check can fail, which must not depend on the model
+    under test (on ``article`` the wrong axis happens to beat per-tensor at
+    6 bits, so there it would show nothing)."""
+    row = EQ.bits_table(bundled_reference, (6,), quantize=model_quantizer(broken))[0]
+    with pytest.raises(AssertionError):
+        check_per_channel_lower({6: row}, (6,))
+
+
+@pytest.fixture(scope="module")
+def bundled_reference():
+    """The bundled reference, whatever model the claims run on (for teeth
+    tests whose broken variant is shown to fail on this very model)."""
+    from aftertrain.lm.registry import load_model
+
+    return load_model("reference")[0]
+
+
+@pytest.fixture(scope="module")
+def f1_reconstruction(reference) -> dict:
+    return EQ.reconstruction_figures(dict(reference.named_parameters())["blocks.0.f1.weight"], 2)
+
+
+def check_per_channel_reconstructs_better(fig: dict) -> None:
+    pt, pc = fig["per-tensor"], fig["per-channel"]
+    assert pc["zero_fraction"] < pt["zero_fraction"], fig
+    assert pc["mean_abs_error"] < pt["mean_abs_error"], fig
+
+
+def fmt_reconstruction(fig: dict) -> str:
+    return "; ".join(f"{g} zeroes {100 * f['zero_fraction']:.1f}% MAE {f['mean_abs_error']:.4f}"
+                     for g, f in fig.items())
+
+
+@pytest.mark.claim("Q6")
+def test_2_bit_per_channel_reconstructs_blocks_0_f1_better(f1_reconstruction, claim_record,
+                                                           num_regression, baselines_dir):
+    """Article, blocks.0.f1 at 2 bits: per-tensor zeroes 95.2% of elements
+    with mean absolute error 0.0519, per-channel 78.1% with 0.0419. Asserted:
+    per-channel zeroes fewer and errs less. Figures guarded to 1e-12 absolute
+    (a pure function of the stored weights; the mean is taken in double)."""
+    claim_record.measured(fmt_reconstruction(f1_reconstruction))
+    claim_record.table(tables.Q6, f1_reconstruction)
+    check_per_channel_reconstructs_better(f1_reconstruction)
+    num_regression.check({k: [f[k] for f in f1_reconstruction.values()]
+                          for k in ("zero_fraction", "mean_abs_error")},
+                         fullpath=baselines_dir / "quant_q6_reconstruction.csv",
+                         default_tolerance=dict(atol=T.RECONSTRUCTION_ATOL, rtol=0))
+
+
+@pytest.mark.claim("Q6")
+@pytest.mark.teeth
+def test_reconstruction_check_catches_a_per_channel_that_ignores_rows(reference):
+    """Teeth: a "per-channel" that silently uses one scale reconstructs
+    exactly as per-tensor does, so it is not better. (Column scales, the
+    wrong axis, still beat per-tensor here: 89.2% zeroed, MAE 0.0347.)"""
+    w = dict(reference.named_parameters())["blocks.0.f1.weight"].detach()
+    fig = {}
+    for g in Granularity:
+        w_hat, q, _ = ignores_granularity(w, 2, g)
+        err = (w.double() - w_hat.double()).abs()
+        fig[g.value] = {"zero_fraction": float((q == 0).double().mean()),
+                        "mean_abs_error": float(err.mean())}
+    with pytest.raises(AssertionError):
+        check_per_channel_reconstructs_better(fig)
+
+
+@pytest.mark.claim("Q6")
+def test_2_bit_per_channel_loss_on_our_model_is_the_lower(bits_rows, claim_record):
+    """As it comes out on our model (the article's flip is the xfail below):
+    at 2 bits per-channel still has the lower loss, 3.9503 against 4.0414."""
+    claim_record.measured(fmt_row(bits_rows[2]))
+    check_per_channel_lower(bits_rows, (2,))
+
+
+@pytest.mark.claim("Q6")
+@pytest.mark.does_not_reproduce_on("reference", reason=(
+    "does not reproduce: at 2 bits per-channel keeps the lower loss, 3.9503 against "
+    "per-tensor 4.0414 (article 6.3112 against 5.7894); reconstruction and loss do not "
+    "part on our model"))
+def test_2_bit_per_channel_has_the_worse_loss_despite_better_reconstruction(
+    bits_rows, f1_reconstruction, claim_record
+):
+    """Article: at 2 bits per-channel has the worse loss (6.3112 vs 5.7894)
+    although it reconstructs blocks.0.f1 better. Asserted as the article
+    states it: better reconstruction (the test above) and worse loss."""
+    claim_record.measured(f"{fmt_row(bits_rows[2])}; {fmt_reconstruction(f1_reconstruction)}")
+    check_per_channel_reconstructs_better(f1_reconstruction)
+    assert bits_rows[2]["per_channel"] > bits_rows[2]["per_tensor"], fmt_row(bits_rows[2])
+
+
+# --- Q7 / Q8: sensitivity, one matrix at a time, and compounding -----------------
+
+
+def fmt_sensitivity(rows: list[dict]) -> str:
+    return ", ".join(f"{r['name']} {r['penalty']:+.4f}" for r in rows)
+
+
+def check_embeddings_most_sensitive(rows: list[dict]) -> None:
+    """The article's reading: tok first, tok and pos the top two, tok more
+    than five times any matrix inside a block."""
+    assert rows[0]["name"] == "tok.weight", fmt_sensitivity(rows[:3])
+    assert {r["name"] for r in rows[:2]} == {"tok.weight", "pos.weight"}, fmt_sensitivity(rows[:3])
+    block = max(r["penalty"] for r in rows if r["name"].startswith("blocks."))
+    assert rows[0]["penalty"] > T.EMBEDDING_DOMINANCE * block, (rows[0]["penalty"], block)
+
+
+#: What implementations keep in high precision, the article's conclusion of
+#: Q7: the embeddings and the output layer.
+EDGE_MATRICES = {"tok.weight", "pos.weight", "head.weight"}
+
+
+def check_edge_matrices_most_sensitive(rows: list[dict]) -> None:
+    """The two most harmful matrices at 4 bits are embeddings or the output layer."""
+    assert {r["name"] for r in rows[:2]} <= EDGE_MATRICES, fmt_sensitivity(rows[:3])
+
+
+@pytest.mark.claim("Q7")
+def test_sensitivity_table_matches_the_stored_baseline(sensitivity, claim_record,
+                                                       num_regression, baselines_dir):
+    """Article (4 bits, one matrix at a time, rest float32): tok +0.0976,
+    pos +0.0618, blocks.2.f1 +0.0184, blocks.0.f2 +0.0174, blocks.2.qkv
+    +0.0132, ..., least blocks.2.f2 -0.0020. Every row guarded at 1e-5
+    (module docstring); the order of names in the next test."""
+    claim_record.measured(fmt_sensitivity(sensitivity))
+    claim_record.table(tables.Q7, sensitivity)
+    num_regression.check(
+        {"rank": list(range(1, len(sensitivity) + 1)),
+         "loss": [r["loss"] for r in sensitivity],
+         "penalty": [r["penalty"] for r in sensitivity]},
+        fullpath=baselines_dir / "quant_sensitivity.csv",
+        default_tolerance=dict(atol=T.LOSS_ATOL, rtol=0),
+    )
+
+
+@pytest.mark.claim("Q7")
+def test_sensitivity_order_matches_the_stored_baseline(sensitivity, data_regression,
+                                                       baselines_dir):
+    """The ranking of the 15 matrices, exactly."""
+    data_regression.check({"order": [r["name"] for r in sensitivity]},
+                          fullpath=baselines_dir / "quant_sensitivity_order.yml")
+
+
+@pytest.mark.claim("Q7")
+@pytest.mark.does_not_reproduce_on("reference", reason=(
+    "does not reproduce: head.weight ranks first (+0.0108), tok.weight second (+0.0096), "
+    "pos.weight fourth (+0.0045, behind blocks.2.f1 +0.0045); tok is 2.1 times the largest "
+    "block matrix, not more than 5 (article: tok +0.0976, pos +0.0618, blocks.2.f1 +0.0184)"))
+def test_token_embedding_is_the_most_sensitive_matrix_at_4_bits(sensitivity, claim_record):
+    """Article: the two embeddings dominate; tok hurts more than five times
+    any matrix inside a block (+0.0976 vs +0.0184). Asserted as stated: tok
+    first, pos second, tok's penalty > 5 x the largest block matrix's."""
+    claim_record.measured(fmt_sensitivity(sensitivity[:5]))
+    check_embeddings_most_sensitive(sensitivity)
+
+
+@pytest.mark.claim("Q7")
+def test_most_sensitive_matrices_are_the_ones_kept_in_high_precision(sensitivity,
+                                                                     claim_record):
+    """The article's conclusion from Q7: real implementations keep the
+    embeddings and the output layer at higher precision because they hurt
+    most. Asserted: the two largest 4-bit penalties belong to tok, pos or
+    head."""
+    claim_record.measured(fmt_sensitivity(sensitivity[:3]))
+    check_edge_matrices_most_sensitive(sensitivity)
+
+
+@pytest.mark.claim("Q7")
+@pytest.mark.teeth
+def test_sensitivity_check_catches_skipped_embeddings(reference, sensitivity):
+    """Teeth: a quantizer that silently leaves tok and pos float32 gives
+    them a penalty of exactly 0, so a block matrix joins head in the top two."""
+    embeddings = ["tok.weight", "pos.weight"]
+    broken = EQ.sensitivity_table(reference, 4, G.PER_CHANNEL, quantize=skip_embeddings,
+                                 names=embeddings)
+    assert {r["penalty"] for r in broken} == {0.0}
+    # The broken quantizer is the real one on every other matrix: reuse those rows.
+    rows = sorted(broken + [r for r in sensitivity if r["name"] not in embeddings],
+                  key=lambda r: (-r["penalty"], r["name"]))
+    with pytest.raises(AssertionError):
+        check_edge_matrices_most_sensitive(rows)
+    with pytest.raises(AssertionError):
+        check_embeddings_most_sensitive(rows)
+
+
+def check_penalties_compound(c: dict) -> None:
+    assert c["all_at_once"] > c["sum_of_penalties"], c
+
+
+@pytest.mark.claim("Q8")
+def test_all_at_once_costs_more_than_the_sum_of_single_penalties(sensitivity, bits_rows,
+                                                                 reference_val_loss,
+                                                                 claim_record):
+    """Article: the 15 one-at-a-time 4-bit penalties sum to +0.2830; all at
+    once costs +0.3299 (per-channel): the errors compound. Asserted: the
+    all-at-once penalty exceeds the sum."""
+    c = EQ.compounding(sensitivity, bits_rows[4]["per_channel"] - reference_val_loss)
+    claim_record.measured(f"sum of penalties {c['sum_of_penalties']:+.4f}, all at once "
+                                f"{c['all_at_once']:+.4f}, excess {c['excess']:+.4f}")
+    claim_record.table(tables.Q8, c)
+    check_penalties_compound(c)
+
+
+# --- Q9: same seed, same loss, different text --------------------------------------
+
+
+@pytest.fixture(scope="module")
+def diverged(reference) -> dict:
+    return EQ.divergence(reference)
+
+
+def check_parts_after_a_shared_prefix(d: dict) -> None:
+    assert d["position"] is not None, "the texts never part"
+    assert d["position"] > 1, "the texts differ from the first character"
+    n = d["position"] - 1
+    assert d["float32"][:n] == d["quantized"][:n] and d["float32"][n] != d["quantized"][n]
+
+
+@pytest.mark.claim("Q9")
+def test_int8_text_parts_from_float32_text_after_a_shared_prefix(diverged, claim_record,
+                                                                 data_regression, baselines_dir):
+    """Article: with one seed, the int8 model's text departs from the
+    float32 text at the 22nd character. Method: aftertrain.lm.decoding.generate,
+    prompt "\\n", 200 characters, temperature 1.0, seed 0, a fresh
+    torch.Generator per model, int8 per-tensor (the article's +0.0017
+    model). Asserted: a shared prefix of at least one character, then a
+    difference; the position and both texts guarded exactly (sampling is
+    deterministic given the generator)."""
+    claim_record.measured(f"parts at character {diverged['position']} "
+                                f"(float32 {diverged['float32'][:40]!r}, "
+                                f"int8 {diverged['quantized'][:40]!r})")
+    claim_record.table(tables.Q9, diverged)
+    check_parts_after_a_shared_prefix(diverged)
+    data_regression.check(diverged, fullpath=baselines_dir / "quant_q9_divergence.yml")
+
+
+@pytest.mark.claim("Q9")
+@pytest.mark.teeth
+def test_divergence_check_catches_a_quantizer_that_does_nothing(reference):
+    """Teeth: an unquantized copy samples the same text, which never parts."""
+    with pytest.raises(AssertionError):
+        check_parts_after_a_shared_prefix(EQ.divergence(reference, quantize=unchanged))
+
+
+# --- Q10: no outliers in this model ------------------------------------------------
+
+@pytest.fixture(scope="module")
+def activation_ratios(reference) -> dict:
+    return EQ.activation_channel_ratios(reference)
+
+
+def check_no_outliers(weights: dict, activations: dict) -> None:
+    assert weights["worst"] < T.OUTLIER_RATIO, weights["worst"]
+    for site, a in activations.items():
+        assert a["ratio"] < T.OUTLIER_RATIO, (site, a)
+
+
+@pytest.mark.claim("Q10")
+def test_no_outlier_channels_in_weights_or_activations(reference, activation_ratios, bits_rows,
+                                                      claim_record, num_regression,
+                                                      baselines_dir):
+    """Article: max/median of per-channel weight ranges, worst matrix 2.49,
+    median 1.51; activation channels (max/median of per-channel max|x|):
+    block 0 FFN input 1.50 (max 5.24), block 2 FFN input 1.54 (6.24), final
+    residual 1.64 (6.67); 8-bit per-tensor vs per-channel differ by 0.0010.
+    Asserted: every ratio below 10 (the low end of the "tens to a hundred"
+    of large models) and the 8-bit gap below Q2's 0.01. Weight ratios
+    guarded to 1e-6 relative (rows in weight_names order)."""
+    weights = EQ.weight_range_ratios(reference)
+    gap = bits_rows[8]["per_tensor"] - bits_rows[8]["per_channel"]
+    claim_record.measured(f"weights worst {weights['worst']:.2f} "
+                                f"median {weights['median']:.2f}; "
+                    + "; ".join(f"{k} {a['ratio']:.2f} (max {a['max']:.2f})"
+                                for k, a in activation_ratios.items())
+                    + f"; 8-bit gap {gap:.4f}")
+    claim_record.table(tables.Q10, {"weights": weights, "activations": activation_ratios,
+                                  "int8_granularity_gap": gap})
+    check_no_outliers(weights, activation_ratios)
+    assert abs(gap) < T.INT8_LOSS_MARGIN
+    num_regression.check({"ratio": list(weights["matrices"].values())},
+                         fullpath=baselines_dir / "quant_q10_weight_ratios.csv",
+                         default_tolerance=dict(rtol=T.RATIO_RTOL, atol=0))
+
+
+@pytest.mark.claim("Q10")
+def test_activation_ratios_match_the_stored_baseline(activation_ratios, num_regression,
+                                                     baselines_dir):
+    """Per site (ACTIVATION_SITES order): max/median ratio and max, to 1e-6
+    relative (activations pass through float32 sums)."""
+    num_regression.check({"ratio": [a["ratio"] for a in activation_ratios.values()],
+                          "max": [a["max"] for a in activation_ratios.values()]},
+                         fullpath=baselines_dir / "quant_q10_activation_ratios.csv",
+                         default_tolerance=dict(rtol=T.RATIO_RTOL, atol=0))
+
+
+@pytest.mark.claim("Q10")
+@pytest.mark.teeth
+def test_outlier_check_catches_a_model_with_an_outlier_channel(reference):
+    """Teeth: one output row of blocks.0.f1 and one LayerNorm gain of block
+    2's ln2 scaled by 50 make a weight and an activation outlier."""
+    m = copy.deepcopy(reference)
+    with torch.no_grad():
+        m.blocks[0].f1.weight[7] *= 50
+        m.blocks[2].ln2.weight[3] *= 50
+    weights, acts = EQ.weight_range_ratios(m), EQ.activation_channel_ratios(m)
+    with pytest.raises(AssertionError):
+        check_no_outliers(weights, acts)
+    with pytest.raises(AssertionError):
+        check_no_outliers({"worst": 1.0}, acts)

@@ -1,0 +1,232 @@
+"""The command line on a user's mistakes: one line on standard error that
+names the bad value and what is allowed, exit status 2, no traceback, and
+nothing long started first (no training, no test run, no sampling).
+
+One case per (subcommand, bad input). Paths in a case are templates filled
+from the ``paths`` fixture ({tmp}, {file}, {plain}...).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from aftertrain import cli
+from aftertrain.lm import decoding as _decoding
+from aftertrain.lm.checkpoint import reference_path
+
+ROOT = Path(__file__).resolve().parents[2]
+LEDGER = str(ROOT / "report" / "claims.json")
+
+
+def _with_meta(path: Path, blob: bytes, meta: dict | None = None) -> str:
+    path.write_bytes(blob)
+    sha = hashlib.sha256(blob).hexdigest()
+    Path(f"{path}.json").write_text(json.dumps({"sha256": sha, **(meta or {})}))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def paths(tmp_path_factory) -> dict[str, str]:
+    tmp = tmp_path_factory.mktemp("cli")
+    (tmp / "a_file").write_text("not a folder\n")
+    (tmp / "empty_dir").mkdir()
+    (tmp / "not_json.json").write_text("{ not json")
+    (tmp / "binary.json").write_bytes(b"\xff\xfe\x00\x01\x80")
+    (tmp / "not_ledger.json").write_text(json.dumps({"something": 1}))
+    (tmp / "list.json").write_text("[]")
+    (tmp / "unknown_claim.json").write_text(json.dumps(
+        {"claims": [{"id": "Z99", "verdict": "holds"}], "tables": {}}))
+    (tmp / "unknown_verdict.json").write_text(json.dumps(
+        {"claims": [{"id": "Q2", "verdict": "mostly"}], "tables": {}}))
+    (tmp / "no_verdict.json").write_text(json.dumps({"claims": [{"id": "Q2"}], "tables": {}}))
+    (tmp / "bad_tables.json").write_text(json.dumps({"claims": [], "tables": [1, 2]}))
+    (tmp / "bad_meta.json").write_text(json.dumps({"claims": [], "tables": {}, "meta": "today"}))
+    state = torch.load(reference_path(), map_location="cpu", weights_only=True)
+    buf = tmp / "buf.pt"
+    torch.save(state["state_dict"], buf)
+    plain = _with_meta(tmp / "plain.pt", buf.read_bytes())
+    cfg = dict(state["config"], n_embd=state["config"]["n_embd"] * 2)
+    torch.save({"config": cfg, "state_dict": state["state_dict"]}, buf)
+    wrong = _with_meta(tmp / "wrong_shape.pt", buf.read_bytes())
+    garbage = _with_meta(tmp / "garbage.pt", b"this is not a torch file")
+    (tmp / "bad_meta.pt").write_bytes(b"x")
+    Path(f"{tmp / 'bad_meta.pt'}.json").write_text("{ not json")
+    (tmp / "corrupt.pt").write_bytes(b"x")
+    Path(f"{tmp / 'corrupt.pt'}.json").write_text(json.dumps({"sha256": "0" * 64}))
+    locked = tmp / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    return {"tmp": str(tmp), "file": str(tmp / "a_file"), "dir": str(tmp / "empty_dir"),
+            "plain": plain, "wrong": wrong, "garbage": garbage, "locked": str(locked),
+            "ledger": LEDGER}
+
+
+@pytest.fixture(autouse=True)
+def no_long_work(monkeypatch):
+    """A mistake must be found before training, testing or sampling starts."""
+    def refuse(*a, **k):
+        raise AssertionError("long work started before the mistake was reported")
+    from aftertrain.lm import train as _train
+    monkeypatch.setattr(_train, "train", refuse)
+    monkeypatch.setattr("aftertrain.cli.report.run_ledger", refuse)
+    monkeypatch.setattr(_decoding, "sample_text", refuse)
+
+
+CASES = [
+    # (id, argv template, a fragment the message must contain)
+    ("no-command", [], "required"),
+    ("unknown-command", ["bogus"], "'bogus'"),
+    ("unknown-flag", ["sample", "--bogus"], "--bogus"),
+    # report
+    ("report-out-is-file", ["report", "--out", "{file}"], "{file} is a file"),
+    ("report-out-under-file", ["report", "--out", "{file}/sub"], "is a file"),
+    ("report-out-unwritable", ["report", "--out", "{locked}/sub"], "not writable"),
+    ("report-ledger-missing", ["report", "--claims-json", "{tmp}/missing.json"], "does not exist"),
+    ("report-ledger-folder", ["report", "--claims-json", "{dir}"], "is a folder"),
+    ("report-ledger-not-json", ["report", "--claims-json", "{tmp}/not_json.json"], "not valid JSON"),
+    ("report-ledger-binary", ["report", "--claims-json", "{tmp}/binary.json"], "not a text file"),
+    ("report-ledger-not-ledger", ["report", "--claims-json", "{tmp}/not_ledger.json"],
+     "not a claims ledger"),
+    ("report-ledger-list", ["report", "--claims-json", "{tmp}/list.json"], "not a claims ledger"),
+    ("report-ledger-unknown-claim", ["report", "--claims-json", "{tmp}/unknown_claim.json"], "Z99"),
+    ("report-ledger-unknown-verdict", ["report", "--claims-json", "{tmp}/unknown_verdict.json"],
+     "'mostly'"),
+    ("report-ledger-no-verdict", ["report", "--claims-json", "{tmp}/no_verdict.json"],
+     "claim entry 0 has no verdict"),
+    ("report-ledger-bad-tables", ["report", "--claims-json", "{tmp}/bad_tables.json"],
+     "'tables'"),
+    ("report-ledger-bad-meta", ["report", "--claims-json", "{tmp}/bad_meta.json"], "'meta'"),
+    ("report-quick-with-ledger", ["report", "--quick", "--claims-json", "{ledger}",
+                                  "--out", "{tmp}/q"], "--quick"),
+    ("report-checkout-missing", ["report", "--checkout", "{tmp}/nowhere"], "{tmp}/nowhere"),
+    ("report-checkout-no-tests", ["report", "--checkout", "{dir}"], "not an aftertrain source tree"),
+    ("report-checkout-is-file", ["report", "--checkout", "{file}"], "not an aftertrain source tree"),
+    ("report-checkout-bad-with-ledger", ["report", "--checkout", "{dir}", "--claims-json",
+                                         "{ledger}", "--update-committed"],
+     "not an aftertrain source tree"),
+    ("report-out-and-committed", ["report", "--out", "{tmp}/o", "--update-committed"],
+     "not allowed with"),
+    ("report-ledger-no-value", ["report", "--claims-json"], "expected one argument"),
+    ("report-extra-argument", ["report", "extra"], "extra"),
+    # train: every value checked before training starts
+    ("train-steps-zero", ["train", "--steps", "0"], "from 1 to"),
+    ("train-steps-negative", ["train", "--steps", "-5"], "-5"),
+    ("train-steps-word", ["train", "--steps", "many"], "'many'"),
+    ("train-steps-fraction", ["train", "--steps", "1.5"], "'1.5'"),
+    ("train-steps-huge", ["train", "--steps", "10000000000"], "10000000000"),
+    ("train-seed-negative", ["train", "--seed", "-1"], "from 0 to"),
+    ("train-seed-word", ["train", "--seed", "x"], "'x'"),
+    ("train-threads-zero", ["train", "--threads", "0"], "from 1 to 256"),
+    ("train-threads-huge", ["train", "--threads", "1000"], "1000"),
+    ("train-eval-every-zero", ["train", "--eval-every", "0"], "from 1 to"),
+    ("train-out-folder", ["train", "--out", "{dir}"], "is a folder"),
+    ("train-out-trailing-slash", ["train", "--out", "{tmp}/new/"], "is a folder"),
+    ("train-out-empty", ["train", "--out", ""], "give a file name"),
+    ("train-out-missing-folder", ["train", "--out", "{tmp}/nowhere/model.pt"], "does not exist"),
+    ("train-out-under-file", ["train", "--out", "{file}/model.pt"], "not a folder"),
+    ("train-out-unwritable", ["train", "--out", "{locked}/model.pt"], "not writable"),
+    ("train-draft-steps-zero", ["train", "--draft", "--steps", "0"], "from 1 to"),
+    # sample
+    ("sample-length-negative", ["sample", "--length", "-1"], "from 0 to 2000"),
+    ("sample-length-word", ["sample", "--length", "abc"], "'abc'"),
+    ("sample-length-huge", ["sample", "--length", "100000000"], "100000000"),
+    ("sample-length-fraction", ["sample", "--length", "2.5"], "'2.5'"),
+    ("sample-temperature-negative", ["sample", "--temperature", "-1"], ">= 0"),
+    ("sample-temperature-nan", ["sample", "--temperature", "nan"], "nan"),
+    ("sample-temperature-inf", ["sample", "--temperature", "inf"], "inf"),
+    ("sample-temperature-word", ["sample", "--temperature", "hot"], "'hot'"),
+    ("sample-seed-negative", ["sample", "--seed", "-3"], "-3"),
+    ("sample-prompt-outside-vocabulary", ["sample", "--prompt", "é"], "'é'"),
+    ("sample-prompt-empty", ["sample", "--prompt", ""], "at least one character"),
+    ("sample-checkpoint-missing", ["sample", "--checkpoint", "{tmp}/none.pt"], "does not exist"),
+    ("sample-checkpoint-folder", ["sample", "--checkpoint", "{dir}"], "is a folder"),
+    ("sample-checkpoint-plain-state-dict", ["sample", "--checkpoint", "{plain}"],
+     "not an aftertrain checkpoint"),
+    ("sample-checkpoint-wrong-shape", ["sample", "--checkpoint", "{wrong}"],
+     "not an aftertrain checkpoint"),
+    ("sample-checkpoint-garbage", ["sample", "--checkpoint", "{garbage}"],
+     "not an aftertrain checkpoint"),
+    ("sample-checkpoint-meta-not-json", ["sample", "--checkpoint", "{tmp}/bad_meta.pt"],
+     "not an aftertrain checkpoint"),
+    ("sample-checkpoint-corrupt", ["sample", "--checkpoint", "{tmp}/corrupt.pt"], "corrupted"),
+    ("sample-checkpoint-no-metadata", ["sample", "--checkpoint", "{file}"], ".json is missing"),
+    # found by the fresh probe of issue 11
+    ("train-stop-at-past-steps", ["train", "--stop-at", "999", "--steps", "10"],
+     "--stop-at must be at most the steps run (10)"),
+    ("report-out-under-proc", ["report", "--out", "/proc/aftertrain-test/sub"],
+     "--out /proc/aftertrain-test/sub"),
+    ("report-ledger-names-its-flag", ["report", "--claims-json", "{tmp}/missing.json"],
+     "--claims-json"),
+]
+
+#: Words of argparse's or Python's internals that a message must never show.
+INTERNALS = ("Traceback", "invalid _", "_int_in", "_temperature", "parse value", "Namespace(",
+             "KeyError", "NoneType")
+
+
+def _run(argv: list[str], capsys) -> tuple[int, str]:
+    try:
+        status = cli.main(argv)
+    except SystemExit as exit_:
+        status = exit_.code
+    return status, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, fragment", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_a_mistake_is_one_line_and_exit_status_2(argv, fragment, paths, capsys, request):
+    if "{locked}" in " ".join(argv) and os.geteuid() == 0:
+        pytest.skip("root writes into a read-only folder: the case cannot fail as root")
+    argv = [a.format(**paths) for a in argv]
+    status, err = _run(argv, capsys)
+    assert status == 2, err
+    lines = err.strip("\n").splitlines()
+    assert len(lines) == 1, err
+    assert fragment.format(**paths) in lines[0], lines[0]
+    assert lines[0].startswith("aftertrain"), lines[0]
+    for word in INTERNALS:
+        assert word not in err, err
+
+
+def test_there_are_enough_cases():
+    assert len(CASES) >= 40
+    assert len({c[0] for c in CASES}) == len(CASES)
+
+
+def test_version_prints_the_package_version(capsys):
+    from aftertrain import __version__
+    try:
+        cli.main(["--version"])
+    except SystemExit as exit_:
+        assert exit_.code == 0
+    assert capsys.readouterr().out.strip() == f"aftertrain {__version__}"
+
+
+def test_a_bug_is_not_disguised_as_a_users_mistake(monkeypatch):
+    """Only UsageError becomes exit status 2: an error inside aftertrain
+    still raises (a traceback: a bug to report), so exit 2 always means the
+    user's input."""
+    def bug(args):
+        raise KeyError("config")
+    monkeypatch.setattr(cli, "cmd_sample", bug)
+    with pytest.raises(KeyError):
+        cli.main(["sample"])
+
+
+def test_a_checkpoint_with_nan_weights_is_one_line_and_exit_status_2(tmp_path, capsys):
+    """Found by the fresh probe of issue 11: NaN weights loaded silently."""
+    state = torch.load(reference_path(), map_location="cpu", weights_only=True)
+    nan = {k: torch.full_like(v, float("nan")) if v.is_floating_point() else v
+           for k, v in state["state_dict"].items()}
+    buf = tmp_path / "buf.pt"
+    torch.save({"config": state["config"], "state_dict": nan}, buf)
+    path = _with_meta(tmp_path / "nan.pt", buf.read_bytes())
+    status, err = _run(["sample", "--checkpoint", path], capsys)
+    assert status == 2, err
+    assert len(err.strip("\n").splitlines()) == 1, err
+    assert "NaN or inf weights" in err, err

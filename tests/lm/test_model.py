@@ -1,0 +1,295 @@
+"""The reference GPT: its shape, its cache (claim K1), sampling, checkpoints."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import pytest
+import torch
+from hypothesis import given
+
+from aftertrain.claims import tables
+from aftertrain.core import io as aio
+from aftertrain.core.tolerances import GREEDY_TIE_MARGIN, LOGITS_ATOL, LOSS_ATOL
+from aftertrain.lm import checkpoint as CK
+from aftertrain.lm import decoding as DEC
+from aftertrain.lm import model as M
+from aftertrain.lm.evaluation import val_loss
+from aftertrain.lm.text import decode, encode
+from tests.common.strategies import prompt_and_split
+from tests.common.toys import CountingModel
+
+
+def test_reference_has_the_articles_637156_parameters_and_names():
+    net = M.GPT()
+    params = dict(net.named_parameters())
+    assert sum(p.numel() for p in params.values()) == 637_156
+    assert sum(p.numel() for p in params.values() if p.dim() == 2) == 631_808
+    for name in ("tok.weight", "pos.weight", "blocks.2.f1.weight", "blocks.0.f2.weight",
+                 "blocks.2.qkv.weight", "blocks.2.f2.weight", "head.weight", "ln.bias"):
+        assert name in params
+    shapes = {n: tuple(p.shape) for n, p in params.items() if p.dim() == 2}
+    assert shapes["tok.weight"] == (100, 128) and shapes["pos.weight"] == (128, 128)
+    assert shapes["blocks.1.qkv.weight"] == (384, 128)
+    assert shapes["blocks.1.proj.weight"] == (128, 128)
+    assert shapes["blocks.1.f1.weight"] == (512, 128)
+    assert shapes["blocks.1.f2.weight"] == (128, 512)
+    assert shapes["head.weight"] == (100, 128)
+    assert len(shapes) == 2 + 3 * 4 + 1
+
+
+def test_config_rejects_impossible_shapes():
+    with pytest.raises(ValueError, match="n_embd"):
+        M.GPTConfig(n_embd=130, n_head=4)
+    with pytest.raises(ValueError, match="dropout"):
+        M.GPTConfig(dropout=1.0)
+
+
+def test_forward_rejects_a_context_longer_than_block_size(reference):
+    with pytest.raises(ValueError, match="exceeds block_size 128"):
+        reference(torch.zeros(1, 129, dtype=torch.long))
+
+
+def _recomputed(net, tokens: list[int], n: int) -> torch.Tensor:
+    """Logits after tokens[:n] computed from scratch on the policy's window."""
+    start = DEC.context_start(n)
+    with torch.no_grad():
+        return net(torch.tensor([tokens[start:n]]))[0, -1]
+
+
+@pytest.mark.claim("K1")
+@given(prompt_and_split(min_len=1, max_len=128))
+def test_cached_decoding_matches_full_recomputation_within_1e_4(reference, case):
+    """Prefill k characters, feed the rest one by one; every position's logits
+    must equal a full recomputation of its window within LOGITS_ATOL."""
+    prompt, k = case
+    tokens = encode(prompt).tolist()
+    dec = DEC.Decoder(reference)
+    rows = [dec.feed(tokens[:k])]
+    rows += [dec.feed([t]) for t in tokens[k:]]
+    cached = torch.cat(rows)
+    full = torch.stack([_recomputed(reference, tokens, n) for n in range(1, len(tokens) + 1)])
+    assert (cached - full).abs().max() <= LOGITS_ATOL
+
+
+@pytest.mark.claim("K1")
+def test_cached_decoding_matches_recomputation_across_the_window_slide(reference, claim_record):
+    """300 characters fed one at a time cross the slides at 129 and 193; the
+    largest difference over all 300 positions is recorded for the ledger."""
+    tokens = torch.randint(0, 100, (300,), generator=torch.Generator().manual_seed(1)).tolist()
+    dec = DEC.Decoder(reference)
+    cached = torch.cat([dec.feed(tokens[:5])] + [dec.feed([t]) for t in tokens[5:]])
+    full = torch.stack([_recomputed(reference, tokens, n) for n in range(1, 301)])
+    worst = float((cached - full).abs().max())
+    claim_record.measured(f"max |cached - recomputed| = {worst:.2e} over 300 positions")
+    claim_record.table(tables.K1, {"max_diff": worst, "positions": 300})
+    assert worst <= LOGITS_ATOL
+    assert worst > 0, "bit-for-bit equality is not claimed; a zero here means the cache was bypassed"
+
+
+@pytest.mark.teeth
+def test_k1_tolerance_catches_a_cache_rolled_back_one_entry_too_far(reference):
+    """Teeth: a cache that lost its last entry gives logits far outside LOGITS_ATOL."""
+    tokens = torch.randint(0, 100, (40,), generator=torch.Generator().manual_seed(2)).tolist()
+    cache = reference.new_cache()
+    with torch.no_grad():
+        reference(torch.tensor([tokens[:30]]), cache=cache)
+        cache.truncate(29)  # should have been 30
+        broken = reference(torch.tensor([tokens[30:31]]), cache=cache)[0, -1]
+    assert (broken - _recomputed(reference, tokens, 31)).abs().max() > 100 * LOGITS_ATOL
+
+
+def test_context_start_slides_by_64_after_128_characters():
+    assert [DEC.context_start(n) for n in (0, 1, 128, 129, 192, 193, 256, 257)] == \
+        [0, 0, 0, 64, 64, 128, 128, 192]
+    for n in range(1, 1000):
+        assert 65 <= n - DEC.context_start(n) <= 128 or n <= 128
+    with pytest.raises(ValueError, match="n must be >= 0"):
+        DEC.context_start(-1)
+
+
+def test_decoder_truncate_then_refeed_equals_a_fresh_decoder(reference):
+    """Rolling back (as speculative decoding does after a rejection) and
+    feeding other tokens gives what a decoder that never saw them gives."""
+    g = torch.Generator().manual_seed(3)
+    a = torch.randint(0, 100, (150,), generator=g).tolist()
+    b = torch.randint(0, 100, (20,), generator=g).tolist()
+    dec = DEC.Decoder(reference)
+    dec.feed(a)
+    dec.truncate(120)
+    got = dec.feed(b)
+    fresh = DEC.Decoder(reference)
+    fresh.feed(a[:120])
+    want = fresh.feed(b)
+    assert torch.allclose(got, want, atol=LOGITS_ATOL, rtol=0)
+    with pytest.raises(ValueError, match="n must be in"):
+        dec.truncate(10_000)
+
+
+def test_generate_is_deterministic_for_a_seed_and_differs_across_seeds(reference):
+    prompt = encode("def ")
+    one = DEC.generate(reference, prompt, 60, 1.0, torch.Generator().manual_seed(7))
+    two = DEC.generate(reference, prompt, 60, 1.0, torch.Generator().manual_seed(7))
+    other = DEC.generate(reference, prompt, 60, 1.0, torch.Generator().manual_seed(8))
+    assert torch.equal(one, two)
+    assert not torch.equal(one, other)
+    assert torch.equal(one[:4], prompt) and one.numel() == 64
+
+
+def test_greedy_generation_takes_the_argmax_of_a_full_recomputation(reference):
+    """Temperature 0 over 200 characters (past the window slide): every
+    character is the argmax of the recomputed logits."""
+    out = DEC.generate(reference, encode("The "), 200, 0.0).tolist()
+    for n in range(4, len(out)):
+        logits = _recomputed(reference, out, n)
+        top2 = torch.topk(logits, 2).values
+        if top2[0] - top2[1] > GREEDY_TIE_MARGIN:  # a near-tie may go either way
+            assert out[n] == int(torch.argmax(logits))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(n_new=-1), "n_new must be an int >= 0"),
+    (dict(n_new=True), "n_new must be an int >= 0"),
+    (dict(temperature=-0.5), "temperature must be a finite number >= 0"),
+    (dict(temperature=float("nan")), "temperature must be a finite number >= 0"),
+    (dict(prompt=torch.tensor([], dtype=torch.long)), "prompt must be a non-empty"),
+    (dict(prompt=torch.tensor([3, 100])), r"prompt tokens must lie in \[0, 100\)"),
+])
+def test_generate_rejects_bad_arguments(reference, kwargs, message):
+    args = dict(prompt=encode("a"), n_new=5, temperature=1.0) | kwargs
+    with pytest.raises(ValueError, match=message):
+        DEC.generate(reference, **args)
+
+
+def test_val_loss_is_the_same_bit_for_bit_on_every_call(reference):
+    assert val_loss(reference) == val_loss(reference)
+
+
+def test_committed_checkpoint_matches_its_recorded_sha256_and_loss():
+    """The checkpoint file hashes to what its metadata records, and its
+    validation loss is the recorded one (to 1e-5: training evaluated it on two
+    threads, the tests use one, so float32 sums may differ in the last bits)."""
+    meta, reference = CK.reference_meta(), CK.load_reference()  # whatever --aftertrain-model
+    assert CK.sha256_file(CK.reference_path()) == meta["sha256"]
+    assert meta["command"].startswith("aftertrain train")
+    assert val_loss(reference) == pytest.approx(meta["val_loss"], abs=LOSS_ATOL)
+    assert not reference.training
+
+
+def test_a_corrupted_checkpoint_names_the_file_and_the_rebuild_command(tmp_path, reference):
+    path = tmp_path / "m.pt"
+    CK.save_checkpoint(reference, path, {"note": "test"})
+    CK.load_checkpoint(path)  # intact: loads
+    data = bytearray(path.read_bytes())
+    data[-10] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(CK.CheckpointError, match=r"m\.pt has SHA-256 .*corrupted.*aftertrain train"):
+        CK.load_checkpoint(path, rebuild=CK.REBUILD_HINT)
+    os.remove(path)
+    with pytest.raises(CK.CheckpointError, match=r"m\.pt is missing; rebuild it with `aftertrain train"):
+        CK.load_checkpoint(path, rebuild=CK.REBUILD_HINT)
+
+
+def test_checkpoint_write_is_atomic(tmp_path, reference, monkeypatch):
+    """A crash at the rename leaves the previous checkpoint intact and loadable."""
+    path = tmp_path / "m.pt"
+    CK.save_checkpoint(reference, path, {"version": 1})
+    before = path.read_bytes()
+
+    def crash(*args):
+        raise OSError("simulated crash")
+
+    monkeypatch.setattr(aio.os, "replace", crash)
+    with pytest.raises(OSError, match="simulated crash"):
+        CK.save_checkpoint(M.GPT(), path, {"version": 2})
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+    assert json.loads((tmp_path / "m.pt.json").read_text())["version"] == 1
+    CK.load_checkpoint(path)
+
+
+def test_probabilities_divide_the_logits_by_the_temperature():
+    """Hand-computed oracle: logits (0, ln 3) give (1/4, 3/4) at T = 1 and,
+    divided by T = 0.5, softmax(0, 2 ln 3) = (1/10, 9/10); at T = 2 they give
+    softmax(0, ln 3 / 2) = (1, sqrt 3) / (1 + sqrt 3). Sampling, speculative
+    decoding and the exact-law tests all go through this function, so only an
+    independent figure pins the direction of the temperature."""
+    logits = torch.tensor([0.0, math.log(3.0)], dtype=torch.float64)
+    r3 = math.sqrt(3.0)
+    for temperature, want in ((1.0, [0.25, 0.75]), (0.5, [0.1, 0.9]),
+                              (2.0, [1 / (1 + r3), r3 / (1 + r3)])):
+        got = DEC.probabilities(logits, temperature)
+        assert got.dtype == torch.float64
+        torch.testing.assert_close(got, torch.tensor(want, dtype=torch.float64),
+                                   rtol=0, atol=1e-15)
+
+
+def test_probabilities_normalise_each_row_over_the_vocabulary():
+    """A (k+1, V) block of logits, as verification scores it, gives one
+    distribution per row (softmax along the last axis), equal to each row's
+    own softmax."""
+    logits = torch.randn(3, 100, generator=torch.Generator().manual_seed(5))
+    got = DEC.probabilities(logits, 0.7)
+    for row in range(3):
+        torch.testing.assert_close(got[row], DEC.probabilities(logits[row], 0.7), rtol=0, atol=0)
+    torch.testing.assert_close(got.sum(-1), torch.ones(3, dtype=torch.float64))
+
+
+def test_context_start_accepts_a_slide_of_the_whole_block():
+    """slide = block_size is valid (a fresh window every block): 128 -> 0,
+    129 -> 128, 256 -> 128, 257 -> 256; slide 0 or above the block is not."""
+    assert [DEC.context_start(n, 128, 128) for n in (128, 129, 256, 257)] == [0, 128, 128, 256]
+    for slide in (0, 129):
+        with pytest.raises(ValueError, match="slide must be in"):
+            DEC.context_start(200, 128, slide)
+
+
+def test_decoder_truncate_keeps_the_cache_so_refeeding_computes_only_new_positions(reference):
+    """The rollback of a rejected draft costs nothing: after ``truncate(n)``
+    the cache holds exactly the kept text of the current window (length
+    ``n - start``), so feeding 3 tokens runs the model on 3 positions, not on
+    the whole window again. Text of 180 (window start 64), rolled back to 170."""
+    spy = CountingModel(reference)
+    dec = DEC.Decoder(spy)
+    tokens = torch.randint(0, 100, (180,), generator=torch.Generator().manual_seed(4)).tolist()
+    dec.feed(tokens)
+    dec.truncate(170)
+    assert dec.cache.length == 170 - DEC.context_start(171) == 106
+    spy.positions.clear()
+    dec.feed(tokens[170:173])
+    assert spy.positions == [3]
+
+
+def test_val_loss_leaves_the_model_in_the_mode_it_found_it():
+    """val_loss evaluates in eval mode (no dropout) and then restores the
+    caller's mode: a model being trained stays in training mode, one in eval
+    mode stays in eval mode."""
+    net = M.GPT(M.GPTConfig(n_layer=1, n_head=2, n_embd=16, dropout=0.1))
+    tokens = encode("hello world, hello tests")
+    net.train()
+    val_loss(net, tokens)
+    assert net.training and net.blocks[0].training
+    net.eval()
+    val_loss(net, tokens)
+    assert not net.training
+
+
+def test_val_loss_refuses_a_model_that_produces_nan():
+    """A model whose logits are NaN must not give a NaN or finite loss
+    silently: val_loss raises FloatingPointError."""
+    net = M.GPT(M.GPTConfig(n_layer=1, n_head=2, n_embd=16))
+    with torch.no_grad():
+        net.head.bias[3] = float("nan")
+    with pytest.raises(FloatingPointError, match="non-finite loss"):
+        val_loss(net, encode("hello world"))
+
+
+def test_sample_text_returns_exactly_the_generated_characters(reference):
+    """sample_text gives ``length`` characters, the prompt excluded: the tail
+    of generate() with the same seed."""
+    text = DEC.sample_text(reference, "def ", 30, temperature=1.0, seed=11)
+    full = DEC.generate(reference, encode("def "), 30, 1.0, torch.Generator().manual_seed(11))
+    assert len(text) == 30
+    assert text == decode(full[4:])

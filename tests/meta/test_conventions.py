@@ -1,0 +1,152 @@
+"""The suite's own conventions, read from the source with ast.
+
+- A teeth test (a deliberately broken variant fails a check) is marked
+  ``@pytest.mark.teeth`` and named ``test_<check>_catches_<bug>``; every test
+  named so is marked, and every marked test is named so.
+- No test module imports another test module (or a conftest): shared code
+  lives in the helper modules of ``tests/common/`` (toys, strategies, bug
+  sets, the bad-input harness) and shared fixtures in the one conftest.py at
+  the root.
+- Tests by subject: each test file names the source module it tests
+  (``tests/<package>/test_<module>[_<aspect>].py`` for
+  ``src/aftertrain/<package>/<module>.py``, ``tests/test_<module>*.py`` for a
+  top-level module), or is one of a few named kinds: a package's input policy
+  table (``test_bad_inputs.py``), the kit's peers (``tests/checks/test_peer_*``),
+  the claims on a model (``tests/claims/``) and the suite's own tooling
+  (``tests/meta/``). docs/architecture.md says where a new test goes.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SRC = ROOT / "src" / "aftertrain"
+TEST_MODULES = sorted([*ROOT.glob("tests/**/test_*.py"), *ROOT.glob("benchmarks/test_*.py")])
+
+
+def _is_teeth_marker(decorator: ast.expr) -> bool:
+    node = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return ast.unparse(node) == "pytest.mark.teeth"
+
+
+def functions_under_test(tree: ast.Module):
+    """Every test function of a module: top level and in Test* classes."""
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+            yield node
+        if isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+            yield from (f for f in node.body
+                        if isinstance(f, ast.FunctionDef) and f.name.startswith("test_"))
+
+
+def teeth_naming_problems(source: str) -> list[str]:
+    """Tests of ``source`` that break the teeth convention, one line each."""
+    problems = []
+    for fn in functions_under_test(ast.parse(source)):
+        marked = any(_is_teeth_marker(d) for d in fn.decorator_list)
+        named = "_catches_" in fn.name
+        if marked and not named:
+            problems.append(f"{fn.name}: marked teeth, so its name says test_<check>_catches_<bug>")
+        if named and not marked:
+            problems.append(f"{fn.name}: named *_catches_*, so it is marked @pytest.mark.teeth")
+    return problems
+
+
+def imported_test_modules(source: str) -> list[str]:
+    """Test modules (test_*, conftest) that ``source`` imports."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                 else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+        for name in names:
+            last = name.split(".")[-1]
+            helper = name == "tests.common" or name.startswith("tests.common.")
+            if not helper and (last.startswith("test_") or last == "conftest"
+                               or name.split(".")[0] in ("tests", "benchmarks")):
+                out.append(name)
+    return out
+
+
+def subject_problem(rel: Path, src: Path = SRC) -> str | None:
+    """Why the test file ``rel`` (relative to the repository root) does not map
+    to a subject; None when it does."""
+    parts = rel.parts
+    if parts[0] == "benchmarks":
+        return None  # benchmarks are grouped by claim area, not by module
+    name = rel.stem.removeprefix("test_")
+    if len(parts) == 2:  # tests/test_<module>*.py: a top-level module
+        modules = {p.stem for p in src.glob("*.py") if p.stem != "__init__"}
+        where = "src/aftertrain/"
+    else:
+        package = parts[1]
+        if package in ("claims", "meta"):
+            if package == "meta" or not (src / "claims" / f"{name}.py").exists():
+                return None  # the claims on a model; the suite's tooling
+        if package == "common":
+            return "tests/common/ holds helpers, not tests"
+        if not (src / package).is_dir():
+            return f"tests/{package}/ mirrors no package of src/aftertrain/"
+        if name == "bad_inputs" or (package == "checks" and name.startswith("peer_")):
+            return None
+        modules = {p.stem.lstrip("_") for p in (src / package).glob("*.py")} | {package}
+        where = f"src/aftertrain/{package}/"
+    if any(name == m or name.startswith(m + "_") for m in modules):
+        return None
+    return f"{rel}: test_<module>[_<aspect>].py names no module of {where}"
+
+
+@pytest.mark.parametrize("path", TEST_MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_each_test_file_maps_to_a_source_module(path):
+    assert subject_problem(path.relative_to(ROOT)) is None
+
+
+@pytest.mark.teeth
+def test_subject_check_catches_a_file_named_after_no_module():
+    assert subject_problem(Path("tests/quant/test_api.py")) is None
+    assert subject_problem(Path("tests/quant/test_primitives_grid.py")) is None
+    assert subject_problem(Path("tests/test_stats.py")) is None
+    assert subject_problem(Path("tests/claims/test_quant.py")) is None
+    assert subject_problem(Path("tests/quant/test_edges.py")) is not None
+    assert subject_problem(Path("tests/test_quant_claims.py")) is not None
+    assert subject_problem(Path("tests/nowhere/test_x.py")) is not None
+    assert subject_problem(Path("tests/common/test_toys.py")) is not None
+
+
+@pytest.mark.parametrize("path", TEST_MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_teeth_tests_are_marked_and_named_catches(path):
+    assert teeth_naming_problems(path.read_text()) == []
+
+
+@pytest.mark.parametrize("path", TEST_MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_test_module_imports_another(path):
+    assert imported_test_modules(path.read_text()) == []
+
+
+def test_the_suite_has_teeth_tests():
+    """The convention is not met vacuously: both folders hold teeth tests."""
+    counts = {"tests": 0, "benchmarks": 0}
+    for path in TEST_MODULES:
+        for fn in functions_under_test(ast.parse(path.read_text())):
+            counts[path.relative_to(ROOT).parts[0]] += any(_is_teeth_marker(d) for d in fn.decorator_list)
+    assert counts["tests"] >= 30 and counts["benchmarks"] >= 4, counts
+
+
+@pytest.mark.teeth
+def test_convention_check_catches_an_unmarked_teeth_test_and_a_test_import():
+    """Teeth of the two checks above on made-up modules."""
+    unmarked = "def test_rule_catches_a_bug():\n    pass\n"
+    misnamed = "import pytest\n@pytest.mark.teeth\ndef test_rule_rejects_a_bug():\n    pass\n"
+    fine = ("import pytest\n@pytest.mark.teeth\n@pytest.mark.parametrize('b', [1])\n"
+            "def test_rule_catches_bug(b):\n    pass\n")
+    assert len(teeth_naming_problems(unmarked)) == 1
+    assert len(teeth_naming_problems(misnamed)) == 1
+    assert teeth_naming_problems(fine) == []
+    assert imported_test_modules("from test_model import x\nimport toys\n") == ["test_model"]
+    assert imported_test_modules("def f():\n    import conftest\n") == ["conftest"]
+    assert imported_test_modules("from tests.common.toys import ToyTable\n"
+                                 "from aftertrain.claims import tables\n") == []
+    assert imported_test_modules("from tests.lm.test_model import x\n") == ["tests.lm.test_model"]

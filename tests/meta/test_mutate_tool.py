@@ -1,0 +1,43 @@
+"""tools/mutate.py: what the harness counts as a kill.
+
+Only a red test run kills a mutant; a pytest that could not run the tests
+(a usage error of the harness's own arguments, no tests collected) is an
+"error", so a mistyped command line cannot inflate the kill rate."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "mutate.py"
+
+
+@pytest.fixture(scope="module")
+def mutate():
+    name = "aftertrain_tools_mutate"  # registered while loaded: its dataclasses look it up
+    spec = importlib.util.spec_from_file_location(name, SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        del sys.modules[name]
+
+
+@pytest.mark.parametrize("body, extra, outcome", [
+    ("def test_ok():\n    assert True\n", [], "passed"),
+    ("def test_red():\n    assert False\n", [], "failed"),
+    ("import no_such_module_anywhere\n", [], "failed"),  # collection error: the mutant broke import
+    ("def test_ok():\n    assert True\n", ["--no-such-option"], "error"),
+    ("x = 1\n", [], "error"),  # no tests collected
+])
+def test_only_a_red_run_counts_as_failed(mutate, tmp_path, body, extra, outcome):
+    (tmp_path / "test_one.py").write_text(body)
+    (tmp_path / "src").mkdir()
+    got, seconds, _ = mutate.run_pytest(tmp_path, ["test_one.py", *extra], timeout=120)
+    assert got == outcome
+    assert seconds > 0

@@ -1,0 +1,471 @@
+"""The claims report: built from a ledger, every table and plot present and
+equal to the ledger's figures, each figure once per cell, reasons shown, run
+metadata in the header, PNGs that depend only on the data, and a committed
+report and README table that agree with the committed ledger.
+
+The full report runs the whole suite (``aftertrain report``); running it
+inside the suite would run the suite twice. These tests build the report
+from ledgers: the committed report's own (``report/claims.json``), edited
+copies of it, and one produced here by pytester from a claim made to fail.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from aftertrain import report as R
+from aftertrain.claims import tables as T
+from aftertrain.claims.catalogue import CLAIMS
+from aftertrain.cli import main
+from aftertrain.report import meta as M
+from aftertrain.report import multimodel as MM
+from aftertrain.report.document import TIMING_CLAIMS, deterministic_rows
+from aftertrain.report.markdown import figures, figures_once, fmt, read_table
+from aftertrain.report.quant import parting_excerpt
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parents[2]
+COMMITTED = ROOT / "report"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+PLOTS = ("quant_bits", "quant_sensitivity", "prune_sparsity", "prune_bytes", "spec_acceptance",
+         "spec_speedup")
+TABLE_TITLES = (
+    "Validation loss of the baselines", "Cached decoding against full recomputation",
+    "Validation loss by bit width", "Storage of int8", "2 bits on blocks.0.f1",
+    "One matrix at a time at 4 bits", "Penalties compound", "Same seed, float32 against int8",
+    "No outlier channels", "Fake-quantized forward against float32", "Dynamic int8 Linear",
+    "Validation loss by sparsity", "Random pruning", "Global-magnitude sparsity with the loss",
+    "Bytes per element", "At equal size", "Dense (128x128)@(128x512) with zeros",
+    "CSR sparse matmul against dense", "2:4 structured pruning",
+    "TV distance of 20,000 first characters", "Acceptance follows draft quality",
+    "Acceptance at k=8 predicted from k=1", "Cost c of one draft character",
+    "Verification pass over k+1 positions", "Speedup over plain cached decoding",
+)
+
+
+def _data() -> dict:
+    return json.loads((COMMITTED / "claims.json").read_text())
+
+
+def _ledger(data: dict, name: str = "claims.json") -> R.Ledger:
+    return R.Ledger.from_json(data, name)
+
+
+@pytest.fixture(scope="module")
+def committed() -> R.Ledger:
+    return R.read_ledger(COMMITTED / "claims.json")
+
+
+@pytest.fixture(scope="module")
+def doc(committed):
+    return R.render(committed)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    """The report rendered by the command line from the committed ledger."""
+    out = tmp_path_factory.mktemp("report")
+    assert main(["report", "--claims-json", str(COMMITTED / "claims.json"), "--out", str(out)]) == 0
+    return out
+
+
+# --- every table and plot, linked -------------------------------------------------
+
+
+def test_report_has_every_table_of_the_articles(built):
+    text = (built / "report.md").read_text()
+    for title in TABLE_TITLES:
+        assert f"**{title}" in text, title
+    assert "*No figures for" not in text
+
+
+def test_report_lists_every_claim_with_its_verdict(built, committed):
+    rows = read_table((built / "report.md").read_text(), R.document.CLAIMS_HEADER)
+    assert [r[0] for r in rows] == list(CLAIMS)
+    for cid, claim, _article, _ours, verdict in rows:
+        assert claim.startswith(CLAIMS[cid].title + ":")
+        assert committed.verdict(cid) in verdict
+
+
+def test_report_plots_are_png_files_linked_from_the_report(built):
+    text = (built / "report.md").read_text()
+    for name in PLOTS:
+        data = (built / f"{name}.png").read_bytes()
+        assert data[:8] == PNG_MAGIC and len(data) > 10_000, name
+        assert f"]({name}.png)" in text
+
+
+# --- the committed report, the README table and the ledger agree --------------------
+
+
+def test_committed_report_is_the_rendering_of_its_committed_ledger(committed):
+    """The committed report.md is what the committed code renders from the
+    committed ledger (its metadata block aside when that is taken at render
+    time): nobody edited one without the other."""
+    _, others = R.assemble.read_report_ledgers(COMMITTED)  # the other models' ledgers, if any
+    sweep = R.assemble.read_report_sweep(COMMITTED)
+    rendered = R.render(committed, ROOT, others=others, sweep=sweep).markdown()
+    assert M.strip_header(rendered) == M.strip_header((COMMITTED / "report.md").read_text())
+
+
+def _committed_rows() -> tuple[list[str], list[list[str]]]:
+    """The claims table's header and rows as the committed ledgers give them
+    (a verdict column per model when the committed report has several)."""
+    primary, others = R.assemble.read_report_ledgers(COMMITTED)
+    if not others:
+        return R.document.CLAIMS_HEADER, R.claims_rows(primary)
+    ledgers = {MM.model_label(primary): primary, **others}
+    return MM.claims_header(list(ledgers)), MM.claims_rows(ledgers)
+
+
+def _readme_rows(header: list[str]) -> list[list[str]]:
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split(R.README_BEGIN, 1)[1].split(R.README_END, 1)[0]
+    return read_table(table, header)
+
+
+def test_readme_claims_table_agrees_with_the_committed_ledger(committed):
+    """Verdicts, claims, the article's figures and every deterministic figure
+    exactly, for every committed model; timing figures (which move on every
+    run) are not compared."""
+    header, rows = _committed_rows()
+    assert deterministic_rows(_readme_rows(header)) == deterministic_rows(rows)
+
+
+def test_readme_check_sees_a_verdict_or_figure_change_but_not_a_timing_move(committed):
+    rows = R.claims_rows(committed)
+    timing = copy.deepcopy(rows)
+    s6 = next(r for r in timing if r[0] == "S6")
+    s6[3] = s6[3].replace("0.", "9.")
+    assert deterministic_rows(timing) == deterministic_rows(rows)
+    for column, new in ((3, "float32 9.9999"), (4, "**BROKEN**")):
+        changed = copy.deepcopy(rows)
+        next(r for r in changed if r[0] == "Q2")[column] = new
+        assert deterministic_rows(changed) != deterministic_rows(rows)
+    assert "Q2" not in TIMING_CLAIMS and "B1" not in TIMING_CLAIMS
+
+
+def test_update_readme_rewrites_only_the_table_between_its_markers(tmp_path, committed):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# title\n{R.README_BEGIN}\nold table\n{R.README_END}\n## after\n")
+    R.update_readme(readme, committed)
+    text = readme.read_text()
+    assert text.startswith("# title\n") and text.endswith(f"{R.README_END}\n## after\n")
+    assert "old table" not in text and R.claims_table(committed) in text
+    readme.write_text("# no markers\n")
+    with pytest.raises(R.ReportError, match="no claims-table markers"):
+        R.update_readme(readme, committed)
+
+
+# --- no tracked file rewritten unless asked ------------------------------------------
+
+
+def test_report_writes_an_ignored_folder_by_default(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", "--claims-json", str(COMMITTED / "claims.json")]) == 0
+    assert (tmp_path / R.DEFAULT_OUT / "report.md").is_file()
+    probe = subprocess.run(["git", "check-ignore", "-q", str(R.DEFAULT_OUT / "report.md")],
+                           cwd=ROOT, capture_output=True)
+    if probe.returncode == 128:
+        pytest.skip("not a git checkout")
+    assert probe.returncode == 0, f"{R.DEFAULT_OUT} is not ignored by .gitignore"
+
+
+def test_update_committed_writes_report_ledger_and_readme_of_the_checkout(tmp_path, committed):
+    checkout = tmp_path / "checkout"
+    (checkout / "tests").mkdir(parents=True)
+    (checkout / "pyproject.toml").write_text("")
+    (checkout / "README.md").write_text(f"intro\n{R.README_BEGIN}\nold\n{R.README_END}\n")
+    status = main(["report", "--update-committed", "--checkout", str(checkout),
+                   "--claims-json", str(COMMITTED / "claims.json")])
+    assert status == 0
+    assert (checkout / "report" / "report.md").is_file()
+    assert json.loads((checkout / "report" / "claims.json").read_text()) == _data()
+    assert R.claims_table(committed) in (checkout / "README.md").read_text()
+
+
+# --- each figure once; reasons; what did not reproduce ----------------------------------
+
+
+def test_each_figure_once_per_cell(committed):
+    """No item of an "ours" cell repeats what the cell showed before it, and
+    the repeats the issue found (Q4-Q7, S4) are gone."""
+    for cid in CLAIMS:
+        cell = R.document.ours_cell(committed, cid)
+        assert figures_once([cell]) == cell, cid
+    # S6's figures are timings and move on every run: its first cell item's
+    # label stands once (the list used to be repeated whole)
+    once = {"Q4": "2 bits: per-tensor 4.0414", "Q5": "bigram 2.5365", "Q6": "4.0414",
+            "Q7": "head.weight +0.0108", "S4": "0.985", "S6": "bigram k=2:"}
+    for cid, text in once.items():
+        assert R.document.ours_cell(committed, cid).count(text) == 1, cid
+    assert R.document.ours_cell(committed, "S4").count("8.33") == 1
+
+
+def test_figures_once_drops_repeats_and_keeps_distinct_figures():
+    assert figures_once(["2 bits: a 4.0414, b 3.9503", "2 bits: a 4.0414, b 3.9503; z 98.6%"]) \
+        == "2 bits: a 4.0414, b 3.9503; z 98.6%"
+    assert figures_once(["8-bit k=1: acc 1.000", "8-bit: k=1 1.000, k=2 0.985"]) \
+        == "8-bit k=1: acc 1.000; 8-bit: k=2 0.985"
+    # two short figures that agree by chance are both kept
+    assert figures_once(["a 0.79 (0.79~0.80)", "b 0.79"]) == "a 0.79 (0.79~0.80); b 0.79"
+    assert figures_once(["x 2.125 B, bitmask 2.125"]) == "x 2.125 B, bitmask 2.125"
+
+
+def test_not_reproduced_bullets_quote_only_this_runs_figures(doc, committed):
+    text = doc.markdown().split("## What does not reproduce on our model", 1)[1].split("\n## ", 1)[0]
+    known = {f for ms in committed.measured.values() for m in ms for f in figures(m)}
+    known |= {f for c in CLAIMS.values() for f in figures(c.article)}
+    bullets = [line for line in text.splitlines() if line.startswith("- **")]
+    assert {b.split("**")[1] for b in bullets} == {
+        c for c in CLAIMS if committed.verdict(c) == "does not reproduce"}
+    for b in bullets:
+        assert set(figures(b)) <= known, b
+    s6 = next(b for b in bullets if b.startswith("- **S6**"))
+    this_run = committed.measured["S6"][0].split(";")[0].split(", predicted")[0]
+    assert this_run.startswith("bigram k=2: ") and this_run in s6  # this run's figure
+    assert "0.77 (0.77~0.81)" not in text  # the stored baseline's, quoted by the old bullet
+
+
+def _with(data: dict, cid: str, verdict: str, reasons: list[str] | None) -> dict:
+    data = copy.deepcopy(data)
+    entry = next(e for e in data["claims"] if e["id"] == cid)
+    entry["verdict"] = verdict
+    if reasons is None:
+        entry.pop("reasons", None)
+    else:
+        entry["reasons"] = reasons
+    return data
+
+
+def test_broken_and_inconclusive_claims_show_their_reasons():
+    data = _with(_data(), "Q2", "broken", ["AssertionError: int8 +0.2000 nats > 0.01"])
+    data = _with(data, "S6", "inconclusive", ["the interval [0.97, 1.04] holds 1.0: undecided"])
+    data = _with(data, "P3", "broken", None)  # an older ledger: no reasons
+    text = R.render(_ledger(data)).markdown()
+    part = text.split("## Broken and inconclusive claims", 1)[1]
+    assert "- **Q2** (int8 is nearly free) broken: AssertionError: int8 +0.2000 nats > 0.01" in part
+    assert "- **S6** (measured speedup) inconclusive: the interval [0.97, 1.04]" in part
+    assert "- **P3** (global beats per-layer) broken: no reason recorded" in part
+    assert "| S6 | measured speedup:" in text and "*inconclusive*" in text
+
+
+def test_a_ledger_without_reasons_or_meta_still_renders(committed):
+    data = _data()
+    data.pop("meta", None)
+    for e in data["claims"]:
+        e.pop("reasons", None)
+    text = R.render(_ledger(data)).markdown()
+    assert "taken at render time" in text
+
+
+# --- Q9, metadata, quick ---------------------------------------------------------------
+
+
+def test_q9_shows_both_texts_around_the_parting_point(doc, committed):
+    q9 = committed.table(T.Q9)
+    p = q9["position"] - 1  # 1-based in the table
+    block = doc.markdown().split("```\nfloat32: ", 1)[1].split("```", 1)[0]
+    f32, i8, caret = ("float32: " + block).splitlines()[:3]
+    col = caret.index("^")
+    assert f32[col] == q9["float32"][p].replace("\n", "⏎")
+    assert i8[col] == q9["quantized"][p].replace("\n", "⏎")
+    assert f32[col] != i8[col] and f32[:col] == i8[:col].replace("int8:   ", "float32:")
+    assert q9["float32"][p - 20:p + 20].replace("\n", "⏎") in f32
+    assert q9["quantized"][p - 20:p + 20].replace("\n", "⏎") in i8
+
+
+def test_parting_excerpt_of_texts_that_do_not_part():
+    assert "do not part" in parting_excerpt("abc", "abc", None)
+
+
+META = {"date": "2026-11-30T10:00:00+00:00", "commit": "abc123def456", "cpu": "Test CPU 9000",
+        "torch": "2.13.0+cpu", "threads": 2, "load1": 0.42, "model": "reference",
+        "model_sha256": "f" * 64, "quick": False}
+
+
+def test_header_shows_the_runs_metadata_from_the_ledger():
+    data = {**_data(), "meta": META}
+    text = R.render(_ledger(data)).markdown()
+    head = text.split(M.BEGIN, 1)[1].split(M.END, 1)[0]
+    for value in ("2026-11-30T10:00:00+00:00", "abc123def456", "Test CPU 9000", "2.13.0+cpu",
+                  "2 torch thread(s)", "load 0.42", "full run", "recorded in the ledger"):
+        assert value in head, value
+    assert "**Quick run**" not in text
+
+
+def test_quick_label_comes_from_the_runs_own_metadata():
+    quick = R.render(_ledger({**_data(), "meta": {**META, "quick": True}})).markdown()
+    assert "**Quick run**" in quick and "quick run" in quick
+    unknown = R.render(_ledger({**_data(), "meta": {k: v for k, v in _data().get("meta", {}).items()
+                                                    if k != "quick"}})).markdown()
+    assert "**Quick run**" not in unknown and "run kind not recorded" in unknown
+
+
+# --- plots: same data, same bytes; series equal to the ledger's tables ----------------
+
+
+def test_png_bytes_depend_only_on_the_data(committed):
+    a, b = R.render(committed), R.render(committed)
+    for name in PLOTS:
+        assert a.plots[name].png == b.plots[name].png, name
+        assert b"matplotlib" not in a.plots[name].png.lower(), name
+    data = _data()
+    for key in ("speedup", "speedup_min", "speedup_max"):
+        data["tables"][T.SPEC_SPEEDUP][0][key] += 0.05
+    c = R.render(_ledger(data))
+    assert c.plots["spec_speedup"].png != a.plots["spec_speedup"].png
+
+
+def _near(xs, ys) -> bool:
+    return len(xs) == len(ys) and all(abs(x - y) <= 1e-9 * max(1, abs(y))
+                                      for x, y in zip(xs, ys, strict=True))
+
+
+def plot_problems(plots: dict, led: R.Ledger) -> list[str]:
+    """Each plot's series against the ledger's tables; [] when they agree."""
+    bad = []
+
+    def check(plot, label, key, expected):
+        got = plots[plot].series.get(label)
+        if got is None or not _near(got[key], expected):
+            bad.append(f"{plot}/{label}/{key}")
+
+    q4 = led.table(T.Q4)
+    bits = [r["bits"] for r in q4["rows"]]
+    check("quant_bits", "per-tensor (ours)", "x", bits)
+    check("quant_bits", "per-tensor (ours)", "y", [r["per_tensor"] for r in q4["rows"]])
+    check("quant_bits", "per-channel (ours)", "y", [r["per_channel"] for r in q4["rows"]])
+    check("quant_bits", "float32 (ours)", "y", [q4["float32"]] * 2)
+    check("quant_sensitivity", "ours", "x", [r["penalty"] for r in led.table(T.Q7)])
+    p1 = led.table(T.P1)
+    for key, label in (("global", "global magnitude"), ("layer", "per-layer magnitude"),
+                       ("random", "random")):
+        check("prune_sparsity", f"{label} (ours)", "x", [100 * r["sparsity"] for r in p1])
+        check("prune_sparsity", f"{label} (ours)", "y", [r[key] for r in p1])
+    p5 = led.table(T.P5)
+    check("prune_bytes", "COO measured", "y", [r["coo"] for r in p5])
+    check("prune_bytes", "bitmask measured", "y", [r["bitmask"] for r in p5])
+    for table, plot, fields in ((T.SPEC_ACCEPTANCE, "spec_acceptance",
+                                 (("measured", "y", "acceptance"),
+                                  ("X1 prediction", "y", "predicted_acceptance"))),
+                                (T.SPEC_SPEEDUP, "spec_speedup",
+                                 (("measured", "y", "speedup"), ("measured", "low", "speedup_min"),
+                                  ("measured", "high", "speedup_max"),
+                                  ("predicted (v_k)", "y", "predicted_vk")))):
+        rows = led.table(table)
+        for draft in dict.fromkeys(r["draft"] for r in rows):
+            rs = sorted((r for r in rows if r["draft"] == draft), key=lambda r: r["k"])
+            series = plots[plot].series.get(f"{draft} measured")
+            if series is None or [round(x) for x in series["x"]] != [r["k"] for r in rs]:
+                bad.append(f"{plot}/{draft}/k")
+            for suffix, key, field in fields:
+                check(plot, f"{draft} {suffix}", key, [r[field] for r in rs])
+    return bad
+
+
+def test_plot_series_are_the_ledgers_tables(doc, committed):
+    assert plot_problems(doc.plots, committed) == []
+
+
+@pytest.mark.teeth
+def test_plot_check_catches_a_series_drawn_from_the_wrong_column(committed):
+    data = _data()
+    s6 = data["tables"][T.SPEC_SPEEDUP]
+    first, last = s6[0]["draft"], s6[-1]["draft"]  # one draft's measurements drawn as another's
+    for r in s6:
+        r["draft"] = {first: last, last: first}.get(r["draft"], r["draft"])
+    for r in data["tables"][T.Q4]["rows"]:
+        r["per_tensor"], r["per_channel"] = r["per_channel"], r["per_tensor"]
+    swapped = R.render(_ledger(data))
+    problems = plot_problems(swapped.plots, committed)
+    assert any(p.startswith("spec_speedup/") for p in problems)
+    assert "quant_bits/per-tensor (ours)/y" in problems
+
+
+def test_speedup_plot_reads_at_a_glance(doc):
+    series = doc.plots["spec_speedup"].series
+    drafts = [lab[: -len(" measured")] for lab in series if lab.endswith(" measured")]
+    assert len(drafts) == len(set(drafts)) >= 3
+    xs = [tuple(series[f"{d} measured"]["x"]) for d in drafts]
+    assert len(set(xs)) == len(xs)  # dodged: intervals of two drafts never share an x
+
+
+# --- table cells against the ledger -----------------------------------------------------
+
+
+def test_table_cells_are_the_ledgers_figures(doc, committed):
+    text = doc.markdown()
+    q4 = committed.table(T.Q4)
+    rows = read_table(text, ["bits", "per-tensor (article)", "per-tensor (ours)",
+                             "per-channel (article)", "per-channel (ours)"])
+    assert [r[2] for r in rows[1:]] == [fmt(r["per_tensor"]) for r in q4["rows"]]
+    assert [r[4] for r in rows[1:]] == [fmt(r["per_channel"]) for r in q4["rows"]]
+    assert rows[0][2] == fmt(q4["float32"])
+    s6 = committed.table(T.SPEC_SPEEDUP)
+    rows = read_table(text, ["draft", "k", "article", "ours", "article's prediction",
+                             "ours: (chars/pass)/(1+kc)", "ours: (chars/pass)/(v_k+kc)"])
+    assert [(r[0], int(r[1]), r[3], r[6]) for r in rows] == [
+        (r["draft"], r["k"], f"{r['speedup']:.2f} ({r['speedup_min']:.2f}~{r['speedup_max']:.2f})",
+         f"{r['predicted_vk']:.2f}") for r in s6]
+    s4 = committed.table(T.SPEC_ACCEPTANCE)
+    rows = read_table(text, ["draft", "k", "acceptance (article)", "acceptance (ours)",
+                             "X1 prediction from k=1 (ours)", "chars/pass (article)",
+                             "chars/pass (ours)", "target passes (article)", "target passes (ours)"])
+    assert [(r[0], int(r[1]), r[3], r[6], int(r[8])) for r in rows] == [
+        (r["draft"], r["k"], f"{r['acceptance']:.3f}", f"{r['chars_per_pass']:.2f}",
+         r["target_passes"]) for r in s4]
+    p1 = committed.table(T.P1)
+    rows = read_table(text, ["sparsity", "global (article / ours)", "per-layer (article / ours)",
+                             "random (article / ours)"])
+    assert [[c.split(" / ")[1] for c in r[1:]] for r in rows] == [
+        [fmt(r["global"]), fmt(r["layer"]), fmt(r["random"])] for r in p1]
+
+
+# --- end to end: a claim made to fail ---------------------------------------------------
+
+FAILING = '''
+import pytest
+
+@pytest.mark.claim("Q2")
+def test_int8_loss_within_0p01_of_float32(claim_record):
+    claim_record.measured("int8 +0.2000 nats")
+    assert 0.2 < 0.01
+
+@pytest.mark.claim("P7")
+def test_zeros_do_not_speed_up_a_dense_matmul():
+    pass
+'''
+
+
+def test_a_claim_made_to_fail_shows_as_broken_in_report_and_exit_status(pytester, tmp_path,
+                                                                        capsys, monkeypatch):
+    """Through the ledger: a pytest run whose Q2 test fails writes a ledger;
+    the report built from it marks Q2 BROKEN, lists it with its reason, and
+    exits with status 1."""
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    pytester.makepyfile(test_made_to_fail=FAILING)
+    ledger_path = tmp_path / "claims.json"
+    result = pytester.runpytest("-p", "aftertrain.ledger", "--claims-json", str(ledger_path))
+    result.assert_outcomes(passed=1, failed=1)
+    out = tmp_path / "out"
+    status = main(["report", "--claims-json", str(ledger_path), "--out", str(out)])
+    assert status == 1
+    text = (out / "report.md").read_text()
+    assert "| Q2 | int8 is nearly free:" in text and "**BROKEN**" in text
+    assert "int8 +0.2000 nats" in text
+    assert "- **Q2** (int8 is nearly free) broken:" in text.split("## Broken and inconclusive")[1]
+    assert "1 broken" in capsys.readouterr().out
+
+
+def test_report_rejects_a_file_that_is_not_a_ledger(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"something": 1}))
+    with pytest.raises(R.ReportError, match="not a claims ledger"):
+        R.read_ledger(bad)

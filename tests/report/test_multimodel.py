@@ -1,0 +1,253 @@
+"""The report over several models (issue 15 items 3-4): a verdict column per
+model, the overlay plots, "Does a model of the article's quality reproduce
+them?" (a claim flipping, one not flipping, one lost), the README table with
+a column per model, the command line's model options, and the sweep section.
+All rendered from small hand-made ledgers (edited copies of the committed
+one) and a hand-made sweep file: no test run here."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from aftertrain import report as R
+from aftertrain.claims import tables as T
+from aftertrain.claims import verdicts as V
+from aftertrain.claims.catalogue import ARTICLE_TABLES
+from aftertrain.cli import main
+from aftertrain.experiments import sweep as S
+from aftertrain.report import multimodel as MM
+from aftertrain.report import sweep as SW
+from aftertrain.report.markdown import read_table
+
+ROOT = Path(__file__).resolve().parents[2]
+COMMITTED = ROOT / "report"
+
+
+def _data() -> dict:
+    return json.loads((COMMITTED / "claims.json").read_text())
+
+
+def _set(data: dict, cid: str, verdict: str, measured: str | None = None) -> None:
+    for c in data["claims"]:
+        if c["id"] == cid:
+            c["verdict"] = verdict
+            if measured is not None:
+                c["measured"] = [measured]
+
+
+@pytest.fixture(scope="module")
+def ledgers() -> tuple[R.Ledger, R.Ledger]:
+    """The reference (Q5, Q6 do not reproduce, Q4 holds) and an "article"
+    where Q5 flips to holding, Q6 does not, and Q4 stops holding."""
+    ref = _data()
+    ref["meta"] = {"model": "reference"}
+    _set(ref, "Q5", V.DOES_NOT_REPRODUCE, "ref-q5 2.7000")
+    _set(ref, "Q6", V.DOES_NOT_REPRODUCE, "ref-q6 1.1111")
+    _set(ref, "Q4", V.HOLDS)
+    art = copy.deepcopy(ref)
+    art["meta"] = {"model": "article"}
+    _set(art, "Q5", V.HOLDS, "art-q5 2.9000")
+    _set(art, "Q6", V.DOES_NOT_REPRODUCE, "art-q6 2.2222")
+    _set(art, "Q4", V.DOES_NOT_REPRODUCE, "art-q4 3.3333")
+    for t in art["tables"][T.Q4]["rows"]:
+        t["per_channel"] += 0.5
+    return R.Ledger.from_json(ref, "claims.json"), R.Ledger.from_json(art, "claims-article.json")
+
+
+@pytest.fixture(scope="module")
+def doc(ledgers):
+    ref, art = ledgers
+    return R.render(ref, others={"article": art})
+
+
+def test_claims_table_has_a_figure_and_verdict_column_per_model(doc, ledgers):
+    header = MM.claims_header(["reference", "article"])
+    assert header[3:] == ["ours (reference)", "verdict (reference)", "ours (article)",
+                          "verdict (article)"]
+    rows = {r[0]: r for r in read_table(doc.markdown(), header)}
+    assert rows["Q5"][4] == "**does not reproduce**" and rows["Q5"][6] == "holds"
+    assert "ref-q5 2.7000" in rows["Q5"][3] and "art-q5 2.9000" in rows["Q5"][5]
+
+
+def test_flip_section_says_which_claims_reproduce_on_the_article_model(doc):
+    md = doc.markdown()
+    assert f"## {MM.FLIP_TITLE}" in md
+    flip = md.split(f"## {MM.FLIP_TITLE}", 1)[1]
+    rows = {r[0]: r for r in read_table(flip, ["ID", "claim", "article", "ours (reference)",
+                                               "ours (article)", "verdict (article)", "reproduces"])}
+    assert rows["Q5"][-1] == "**yes**" and "art-q5 2.9000" in rows["Q5"][4]
+    assert rows["Q6"][-1] == "no" and "ref-q6 1.1111" in rows["Q6"][3]
+    assert "Q4" not in rows  # it holds on the reference
+    lost = read_table(flip, ["ID", "claim", "article", "ours (reference)", "ours (article)",
+                             "verdict (article)"])
+    assert [r[0] for r in lost] == ["Q4"] and "art-q4 3.3333" in lost[0][4]
+
+
+def test_flips_reads_the_primary_ledgers_verdicts_not_a_fixed_list(ledgers):
+    ref, art = ledgers
+    not_on_ref, lost = MM.flips(ref, art)
+    assert {"Q5", "Q6"} <= set(not_on_ref) and "Q4" not in not_on_ref
+    assert lost == ["Q4"]
+    assert MM.flips(art, ref)[1] == ["Q5"]  # the other way round
+
+
+def test_overlay_plots_have_one_line_per_model_and_the_articles_points(doc, ledgers):
+    ref, art = ledgers
+    bits = doc.plots["models_quant_bits"].series
+    assert bits["per-channel (reference)"]["y"] == [r["per_channel"] for r in ref.table(T.Q4)["rows"]]
+    assert bits["per-channel (article)"]["y"] == [r["per_channel"] for r in art.table(T.Q4)["rows"]]
+    assert bits["per-channel (published)"]["y"] == [v[1] for v in ARTICLE_TABLES["q4"].values()]
+    sparsity = doc.plots["models_prune_sparsity"].series
+    for m in ("reference", "article"):
+        assert sparsity[f"random ({m})"]["y"] == [r["random"] for r in ref.table(T.P1)]
+
+
+def test_single_model_report_has_no_multimodel_section(ledgers):
+    md = R.render(ledgers[0]).markdown()
+    assert MM.FLIP_TITLE not in md and "verdict (article)" not in md
+
+
+def test_model_label_from_meta_path_or_file():
+    base = {"claims": []}
+    assert MM.model_label(R.Ledger.from_json({**base, "meta": {"model": "article"}}, "x.json")) == "article"
+    assert MM.model_label(R.Ledger.from_json({**base, "meta": {"model": "/tmp/my_run.pt"}},
+                                             "x.json")) == "my_run"
+    assert MM.model_label(R.Ledger.from_json(base, "out/claims-sweep-250.json")) == "sweep-250"
+    assert MM.model_label(R.Ledger.from_json(base, "report/claims.json")) == "reference"
+
+
+def test_readme_table_gets_a_verdict_column_per_model(tmp_path, ledgers):
+    ref, art = ledgers
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{R.README_BEGIN}\nold\n{R.README_END}\n")
+    R.update_readme(readme, ref, {"article": art})
+    rows = read_table(readme.read_text(), MM.claims_header(["reference", "article"]))
+    assert {r[0]: r[6] for r in rows}["Q5"] == "holds"
+
+
+def _write(path: Path, ledger: R.Ledger, data_from: dict) -> Path:
+    path.write_text(json.dumps(data_from))
+    return path
+
+
+def test_cli_reads_several_ledgers_and_exits_zero(tmp_path, ledgers):
+    ref = _data()
+    ref["meta"] = {"model": "reference"}
+    art = copy.deepcopy(ref)
+    art["meta"] = {"model": "article"}
+    (tmp_path / "r.json").write_text(json.dumps(ref))
+    (tmp_path / "a.json").write_text(json.dumps(art))
+    out = tmp_path / "out"
+    assert main(["report", "--claims-json", f"{tmp_path / 'r.json'},{tmp_path / 'a.json'}",
+                 "--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    assert "verdict (article)" in md and MM.FLIP_TITLE in md
+    assert (out / "models_quant_bits.png").is_file()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["report", "--models", "no-such-model", "--out", "{tmp}/o"], "--models"),
+    (["report", "--models", "article", "--claims-json", "{ledger}", "--out", "{tmp}/o"], "--models"),
+    (["report", "--claims-json", "{ledger},{ledger}", "--out", "{tmp}/o"], "same model"),
+    (["report", "--claims-json", "{ledger}", "--sweep", "{tmp}/missing.json", "--out", "{tmp}/o"],
+     "sweep file"),
+    (["sweep", "--models", "no-such-model", "--out", "{tmp}/o"], "--models"),
+    (["sweep", "--models", "article,article", "--out", "{tmp}/o"], "twice"),
+])
+def test_cli_model_options_refuse_bad_input_in_one_line(tmp_path, capsys, argv, message):
+    fill = {"tmp": str(tmp_path), "ledger": str(COMMITTED / "claims.json")}
+    assert main([a.format(**fill) for a in argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+
+
+# --- the sweep section ---------------------------------------------------------------
+
+
+def _point(model: str, loss: float, q6: float, ratio: float) -> dict:
+    fig = {"val_loss": loss, "bigram": 2.6,
+           "q4": [{"bits": b, "per_tensor": loss + 0.1 * (9 - b), "per_channel": loss + 0.05 * (9 - b)}
+                  for b in (8, 6, 4, 3)]
+           + [{"bits": 2, "per_tensor": 5.0, "per_channel": 5.0 + q6}],
+           "q7": [{"name": "tok.weight", "loss": loss + 0.1 * ratio, "penalty": 0.1 * ratio},
+                  {"name": "pos.weight", "loss": loss + 0.2, "penalty": 0.2},
+                  {"name": "blocks.0.f1.weight", "loss": loss + 0.1, "penalty": 0.1}],
+           "p1": [{"sparsity": 0.3, "global": loss + 0.1, "layer": loss + 0.2, "random": 4.0}],
+           "p2": [{"sparsity": 0.05, "mean": 3.0, "std": 0.1, "min": 2.9, "max": 3.1}],
+           "s4": [{"draft": d, "k": k, "acceptance": a} for d, k, a in
+                  (("bigram", 1, 0.3), ("bigram", 8, 0.1), ("8-bit", 1, 0.9), ("8-bit", 8, 0.7))]}
+    return S.sweep_point(model, loss, fig, "measured")
+
+
+SWEEP = [_point("worse", 2.5, +0.3, 8.0), _point("better", 1.55, -0.2, 2.0)]
+
+
+def test_sweep_section_marks_where_each_claim_flips(tmp_path):
+    (tmp_path / "sweep.json").write_text(SW.sweep_json(SWEEP))
+    points = SW.read_sweep(tmp_path / "sweep.json")
+    assert [p["model"] for p in points] == ["better", "worse"]  # best first
+    doc = R.render(R.read_ledger(COMMITTED / "claims.json"), sweep=points)
+    md = doc.markdown()
+    assert f"## {SW.TITLE}" in md
+    q6 = next(n for n in S.THRESHOLDS if n.startswith("q6"))
+    assert "+0.3000 ✓" in md and "-0.2000 ✗" in md  # Q6 holds on the worse model only
+    series = doc.plots["sweep_loss_margins"].series
+    label = next(k for k in series if k.startswith("Q6"))
+    assert series[label]["x"] == [1.55, 2.5] and series[label]["y"] == pytest.approx([-0.2, 0.3])
+    assert series["threshold 0"]["y"] == [0.0, 0.0]
+    ratio = doc.plots["sweep_q7_ratio"].series
+    assert ratio["threshold 5"]["y"] == [5.0, 5.0]
+    assert S.holds(q6, 0.3) and not S.holds(q6, -0.2)
+
+
+def test_report_renders_the_sweep_file_of_its_output_folder(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "sweep.json").write_text(SW.sweep_json(SWEEP))
+    assert main(["report", "--claims-json", str(COMMITTED / "claims.json"), "--out", str(out)]) == 0
+    assert SW.TITLE in (out / "report.md").read_text()
+    assert (out / "sweep_loss_margins.png").is_file()
+
+
+@pytest.mark.parametrize("content, message", [
+    ("not json", "cannot be read"), ('{"version": 99, "points": []}', "version"),
+    ('{"version": 1, "points": [{"model": "x"}]}', "malformed point"),
+])
+def test_read_sweep_refuses_a_bad_file(tmp_path, content, message):
+    path = tmp_path / "sweep.json"
+    path.write_text(content)
+    with pytest.raises(R.ReportError, match=message):
+        SW.read_sweep(path)
+
+
+@pytest.mark.parametrize("status, expected", [(0, 0), (1, 1)])
+def test_report_runs_each_model_and_fails_when_a_test_fails_on_any(tmp_path, monkeypatch, capsys,
+                                                                  status, expected):
+    """Without --claims-json the report runs the suite once per model (here
+    a stand-in for the run), says which model is running, writes each ledger
+    to its own file, and exits 1 when pytest failed on any model (CI's
+    README command 1 then fails)."""
+    from dataclasses import replace
+
+    from aftertrain.cli import report as report_command
+
+    calls = []
+
+    def fake_run(checkout, json_path, quick, log, meta=None, model=None):
+        calls.append((model, Path(json_path).name))
+        data = _data()
+        data["meta"] = {"model": model}
+        json_path.write_text(json.dumps(data))
+        return replace(R.read_ledger(json_path), pytest_status=status if model == "article" else 0)
+
+    monkeypatch.setattr(report_command, "run_ledger", fake_run)
+    out = tmp_path / "out"
+    assert main(["report", "--out", str(out), "--checkout", str(ROOT)]) == expected
+    assert calls == [("reference", "claims.json"), ("article", "claims-article.json")]
+    err = capsys.readouterr().err
+    assert "model 1 of 2: reference" in err and "model 2 of 2: article" in err
+    assert "verdict (article)" in (out / "report.md").read_text()
