@@ -46,6 +46,7 @@ import scipy.stats
 import torch
 
 from aftertrain.core.tolerances import ALPHA, MIN_EXPECTED, NULL_TRIALS, SUM_TOLERANCE
+from aftertrain.core.validation import check_probability, check_real
 
 __all__ = [
     "ALPHA",
@@ -100,9 +101,7 @@ def _check_count(value, name: str, least: int) -> int:
 
 
 def _check_alpha(alpha) -> float:
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.floating)) \
-            or not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must be a number in (0, 1), got {alpha!r}")
+    check_probability("alpha", alpha)
     return float(alpha)
 
 
@@ -293,9 +292,7 @@ def chisquare_gof(
             number > 0 (default :data:`MIN_EXPECTED`, Cochran's 5).
     """
     p = check_distribution(p, "p")
-    if isinstance(min_expected, bool) or not isinstance(min_expected, (int, float, np.number)) \
-            or not (math.isfinite(min_expected) and min_expected > 0):
-        raise ValueError(f"min_expected must be a finite number > 0, got {min_expected!r}")
+    check_real("min_expected", min_expected, low=0.0, low_open=True)
     if not isinstance(counts, (bool, np.bool_)):
         raise ValueError(f"counts must be a bool, got {counts!r}")
     if counts:

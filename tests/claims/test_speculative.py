@@ -230,7 +230,7 @@ def test_same_seed_gives_same_text_and_statistics(reference, speculative_drafts,
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"k": 0}, "k must be an int >= 1"),
-    ({"n_new": -1}, "n_new must be an int >= 0"),
+    ({"n_new": -1}, "n_new must be an int in [0, "),
     ({"temperature": -0.5}, "temperature must be a finite number >= 0"),
     ({"temperature": float("nan")}, "temperature"),
     ({"prompt": "caf\u00e9"}, "outside the vocabulary"),

@@ -81,7 +81,7 @@ def test_each_cache_rolls_back_to_what_a_fresh_computation_gives(models, name):
     model = models[name]
     assert rollback_error(model) <= LOGITS_ATOL
     cache = model.new_cache()
-    with pytest.raises(ValueError, match=r"n must be in \[0, 0\]"):
+    with pytest.raises(ValueError, match=r"n must be an int in \[0, 0\]"):
         cache.truncate(1)
 
 

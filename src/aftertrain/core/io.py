@@ -11,6 +11,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from aftertrain.core.validation import is_int
+
 
 def atomic_write(path: str | os.PathLike, data: str | bytes, *, mode: int = 0o644) -> Path:
     """Write ``data`` (text as UTF-8, or bytes) to ``path`` atomically and
@@ -18,7 +20,7 @@ def atomic_write(path: str | os.PathLike, data: str | bytes, *, mode: int = 0o64
     (mkstemp would leave it private)."""
     if not isinstance(path, (str, os.PathLike)):
         raise ValueError(f"path must be a file path (str or os.PathLike), got {type(path).__name__}")
-    if isinstance(mode, bool) or not isinstance(mode, int) or not 0 <= mode <= 0o7777:
+    if not is_int(mode) or not 0 <= mode <= 0o7777:
         raise ValueError(f"mode must be an int permission mode in [0, 0o7777], got {mode!r}")
     path = Path(path)
     if not isinstance(data, (str, bytes)):

@@ -26,6 +26,8 @@ import math
 import numpy as np
 import torch
 
+from aftertrain.core.validation import check_int
+
 MIN_BITS = 1
 MAX_BITS = 8
 
@@ -41,8 +43,7 @@ def value_range(bits: int, signed: bool) -> tuple[int, int]:
 
 
 def _check_bits(bits: int) -> None:
-    if isinstance(bits, bool) or not isinstance(bits, int) or not MIN_BITS <= bits <= MAX_BITS:
-        raise ValueError(f"bits must be an int in [{MIN_BITS}, {MAX_BITS}], got {bits!r}")
+    check_int("bits", bits, least=MIN_BITS, most=MAX_BITS)
 
 
 def _check_signed(signed: bool) -> None:
@@ -78,8 +79,7 @@ def unpack(packed: torch.Tensor, bits: int, n: int, *, signed: bool) -> torch.Te
     """Inverse of :func:`pack`: the first ``n`` values as a flat int64 tensor."""
     _check_bits(bits)
     _check_signed(signed)
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValueError(f"n must be an int >= 0, got {n!r}")
+    check_int("n", n, least=0)
     if not isinstance(packed, torch.Tensor) or packed.dtype != torch.uint8 or packed.dim() != 1:
         raise ValueError(f"packed must be a 1-D uint8 tensor, got "
                          f"{getattr(packed, 'dtype', type(packed).__name__)}")

@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from aftertrain.core.tolerances import MATCHING_RESOLUTION
+from aftertrain.core.validation import check_real, is_real
 from aftertrain.lm.evaluation import val_loss
 from aftertrain.prune.formats import Format, bytes_per_element
 from aftertrain.prune.masks import (
@@ -97,8 +98,7 @@ class LossCurve:
             else:
                 pruned = pruned_model(self.model, method, sparsity, seed=seed)
             loss = self.evaluate(pruned)
-            if isinstance(loss, bool) or not isinstance(loss, (int, float)) \
-                    or not math.isfinite(loss):
+            if not is_real(loss) or not math.isfinite(loss):
                 raise ValueError(f"evaluate must return a finite loss, got {loss!r} at "
                                  f"{method.value} sparsity {sparsity}")
             self._cache[key] = loss
@@ -166,14 +166,9 @@ def matching_sparsity(curve: LossCurve, target: float, *, upper: float = 0.9,
     Returns 0.0 when the unpruned model already reaches ``target``. Raises
     ``ValueError`` when ``target`` is not finite or is above ``loss(upper)``.
     """
-    if (isinstance(target, bool) or not isinstance(target, (int, float))
-            or not math.isfinite(target)):
-        raise ValueError(f"target must be a finite loss, got {target!r}")
-    if (isinstance(upper, bool) or not isinstance(upper, (int, float))
-            or not 0.0 <= upper <= 1.0):
-        raise ValueError(f"upper must be a sparsity in [0, 1], got {upper!r}")
-    if (isinstance(resolution, bool) or not isinstance(resolution, (int, float))
-            or not 0.0 < resolution <= upper):
+    check_real("target", target, what="a finite loss")
+    check_real("upper", upper, low=0, high=1, what="a sparsity")
+    if not is_real(resolution) or not 0.0 < resolution <= upper:
         raise ValueError(f"resolution must be in (0, upper], got {resolution!r}")
     lo, hi = 0, round(upper / resolution)  # grid indices: loss(lo) < target <= loss(hi)
     if curve(Method.GLOBAL, 0.0) >= target:
@@ -220,9 +215,7 @@ def quantization_vs_pruning(curve: LossCurve, int8_loss: float,
     per element, loss given) against global-magnitude pruning stored as a
     bitmask at each sparsity (``4(1-s) + 1/8`` bytes per element)."""
     _check_curve(curve)
-    if (isinstance(int8_loss, bool) or not isinstance(int8_loss, (int, float))
-            or not math.isfinite(int8_loss)):
-        raise ValueError(f"int8_loss must be a finite loss, got {int8_loss!r}")
+    check_real("int8_loss", int8_loss, what="a finite loss")
     sparsities = _check_sparsities(sparsities)
     weights = prunable_weights(curve.model)
     rows: list[dict[str, float | str]] = [{"name": "int8", "compression": 4.0, "loss": int8_loss}]

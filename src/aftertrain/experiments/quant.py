@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 import torch
 from torch import nn
 
+from aftertrain.core.validation import check_int, check_seed, is_real
 from aftertrain.quant.api import _check_model, _check_names, quantized_model
 from aftertrain.quant.primitives import (
     Granularity,
@@ -148,7 +149,7 @@ def compounding(sensitivity: list[dict], joint_penalty: float) -> dict[str, floa
             raise ValueError(f"sensitivity: every row must be a dict with a 'penalty', got {r!r}")
         penalties.append(r["penalty"])
     for name, v in [*(("sensitivity", p) for p in penalties), ("joint_penalty", joint_penalty)]:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        if not is_real(v) or not math.isfinite(v):
             raise ValueError(f"{name}: a penalty must be a finite number, got {v!r}")
     if not penalties:
         raise ValueError("sensitivity must hold at least one row")
@@ -188,10 +189,8 @@ def divergence(
     _check_bits(bits)
     _check_granularity(granularity)
     _check_quantize(quantize)
-    if isinstance(length, bool) or not isinstance(length, int) or length < 1:
-        raise ValueError(f"length must be an int >= 1, got {length!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+    check_int("length", length, least=1)
+    check_seed(seed)
     p = encode(prompt, "prompt")
     texts = []
     for m in (model, _apply(quantize, model, bits, granularity, None)):

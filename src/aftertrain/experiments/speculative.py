@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from aftertrain.core.validation import check_int, check_real
 from aftertrain.lm import text as _text
 from aftertrain.lm.decoding import (
     Decoder,
@@ -23,8 +24,8 @@ from aftertrain.lm.decoding import (
     sample_token,
 )
 from aftertrain.lm.protocol import NextTokenModel, check_model
-from aftertrain.speculative.generator import _draft_tokens, _prompt_tokens, speculative_generate
-from aftertrain.speculative.rule import _sample, _verify, verify_batch
+from aftertrain.speculative.generator import draft_tokens, prompt_tokens, speculative_generate
+from aftertrain.speculative.rule import inverse_cdf_sample, verify_batch, verify_unchecked
 
 #: The article generated 200 characters beyond a prompt, with one fixed seed.
 N_NEW = 200
@@ -47,8 +48,7 @@ X1_N_NEW = 1000
 
 
 def _check_count(name: str, value: object, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+    check_int(name, value, least=minimum)
 
 
 def _check_tables_args(target: NextTokenModel, drafts: dict | None = None,
@@ -105,11 +105,10 @@ def first_token_samples(
     V = check_model(target, "target").config.vocab_size
     if check_model(draft, "draft").config.vocab_size != V:
         raise ValueError("target and draft must share a vocabulary")
-    ids = _prompt_tokens(context, V, "context")
+    ids = prompt_tokens(context, V, "context")
     if len(ids) >= target.config.block_size:
         raise ValueError(f"context must be shorter than the block size {target.config.block_size}")
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be an int >= 1, got {n!r}")
+    check_int("n", n, least=1)
     check_temperature(temperature)
     check_generator(generator)
     p1 = probabilities(Decoder(target, name="target").feed(ids)[-1], temperature)
@@ -117,7 +116,7 @@ def first_token_samples(
     # Target after context + x, for every x at once: (V, V).
     extended = torch.tensor([ids + [x] for x in range(V)])
     p2_all = probabilities(target(extended)[:, -1], temperature)
-    x = _sample(q1.expand(n, V), torch.rand(n, dtype=torch.float64, generator=generator))
+    x = inverse_cdf_sample(q1.expand(n, V), torch.rand(n, dtype=torch.float64, generator=generator))
     p = torch.stack([p1.expand(n, V), p2_all[x]], dim=1)  # (n, 2, V)
     accepted, token = verify_batch(p, q1.expand(n, 1, V), x.unsqueeze(1), generator)
     return torch.where(accepted > 0, x, token), p1
@@ -172,10 +171,8 @@ def predicted_acceptance(a1: float, k: int) -> float:
     ``sum_{i=1..k} a^i``; divided by the k drafted. Note: a = 0.896, k = 8
     gives 0.629 (the article's example).
     """
-    if isinstance(a1, bool) or not isinstance(a1, (int, float)) or not 0.0 <= a1 <= 1.0:
-        raise ValueError(f"a1 must be a number in [0, 1], got {a1!r}")
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be an int >= 1, got {k!r}")
+    check_real("a1", a1, low=0, high=1)
+    check_int("k", k, least=1)
     if a1 == 1.0:
         return 1.0
     return a1 * (1 - a1 ** k) / (k * (1 - a1))
@@ -244,7 +241,7 @@ def plain_step(target: NextTokenModel, temperature: float):
 
 def draft_step(draft: NextTokenModel, temperature: float):
     """One drafted character exactly as the generator drafts it
-    (_draft_tokens: distribution, inverse-CDF draw, feed), rolled back after."""
+    (draft_tokens: distribution, inverse-CDF draw, feed), rolled back after."""
     check_model(draft, "draft")
     check_temperature(temperature)
     ids = _text.encode(prompt_text()).tolist()[:_COST_CONTEXT]
@@ -252,7 +249,7 @@ def draft_step(draft: NextTokenModel, temperature: float):
     g = torch.Generator().manual_seed(SEED)
 
     def step() -> None:
-        _draft_tokens(dec, ids[-1:], 1, temperature, g)
+        draft_tokens(dec, ids[-1:], 1, temperature, g)
         dec.truncate(len(ids) - 1)
 
     dec.feed(ids[:-1])
@@ -268,8 +265,7 @@ def verify_step(target: NextTokenModel, k: int, temperature: float):
     dec = Decoder(target)
     dec.feed(ids[:-1])
     g = torch.Generator().manual_seed(SEED)
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k < len(ids):
-        raise ValueError(f"k must be in [1, {len(ids) - 1}], got {k}")
+    check_int("k", k, least=1, most=len(ids) - 1)
     drafts = ids[-k - 1:-1]  # any k characters: the pass's cost does not depend on them
 
     def step() -> None:
@@ -277,7 +273,7 @@ def verify_step(target: NextTokenModel, k: int, temperature: float):
         p = probabilities(logits, temperature)
         # q = the target's own rows (positive wherever softmax is), so the rule
         # runs its full path; the draft's cost is timed separately (c).
-        _verify(p[None], p[None, :-1], torch.tensor([drafts]), g)
+        verify_unchecked(p[None], p[None, :-1], torch.tensor([drafts]), g)
         dec.truncate(len(ids) - 1)
 
     return step

@@ -23,15 +23,12 @@ import math
 
 import torch
 
+from aftertrain.core.validation import check_int, is_int
 from aftertrain.lm import text as _text
 from aftertrain.lm.protocol import NextTokenModel, check_model, check_truncate
 
 SLIDE = 64  # characters the window jumps by once the text passes the context
 MAX_NEW = 10**6  # tokens one call may generate: hours of work at ~1 ms each; more is a typo
-
-
-def _is_int(x: object) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
 
 
 def context_start(n: int, block_size: int = 128, slide: int = SLIDE) -> int:
@@ -42,11 +39,11 @@ def context_start(n: int, block_size: int = 128, slide: int = SLIDE) -> int:
     characters. Example (128, 64): n = 128 -> 0, 129 -> 64, 192 -> 64,
     193 -> 128.
     """
-    if not _is_int(n) or n < 0:
+    if not is_int(n) or n < 0:
         raise ValueError(f"n must be >= 0 (an int), got {n!r}")
-    if not _is_int(block_size) or block_size < 1:
+    if not is_int(block_size) or block_size < 1:
         raise ValueError(f"block_size must be an int >= 1, got {block_size!r}")
-    if not _is_int(slide) or not 0 < slide <= block_size:
+    if not is_int(slide) or not 0 < slide <= block_size:
         raise ValueError(f"slide must be in [1, block_size={block_size}], got {slide!r}")
     if n <= block_size:
         return 0
@@ -79,7 +76,7 @@ def check_logits(logits: object, name: str = "logits") -> torch.Tensor:
 
 def check_temperature(temperature: object) -> float:
     """``temperature`` if it is a finite number >= 0, else ValueError."""
-    if not (_is_int(temperature) or isinstance(temperature, float)) \
+    if not (is_int(temperature) or isinstance(temperature, float)) \
             or not math.isfinite(temperature) or temperature < 0:
         raise ValueError(f"temperature must be a finite number >= 0, got {temperature!r}")
     return temperature
@@ -108,7 +105,7 @@ class Decoder:
         self.block_size = model.config.block_size
         self.vocab_size = model.config.vocab_size
         if slide is None:  # SLIDE, or the whole block for a model whose block is shorter
-            slide = min(SLIDE, self.block_size) if _is_int(self.block_size) else SLIDE
+            slide = min(SLIDE, self.block_size) if is_int(self.block_size) else SLIDE
         context_start(0, self.block_size, slide)  # validates slide against the block
         self.slide = slide
         self.tokens: list[int] = []
@@ -157,7 +154,7 @@ class Decoder:
             if tokens.dim() != 1 or tokens.is_floating_point() or tokens.dtype == torch.bool:
                 raise ValueError("tokens must be a 1-D integer tensor or a list of ints")
             new = tokens.tolist()
-        elif isinstance(tokens, (list, tuple)) and all(_is_int(t) for t in tokens):
+        elif isinstance(tokens, (list, tuple)) and all(is_int(t) for t in tokens):
             new = list(tokens)
         else:
             raise ValueError("tokens must be a 1-D integer tensor or a list of ints")
@@ -226,8 +223,7 @@ def generate(
         raise ValueError("prompt must be a non-empty 1-D integer tensor of token indices")
     if prompt.min() < 0 or prompt.max() >= V:
         raise ValueError(f"prompt tokens must lie in [0, {V}) (the model's vocabulary)")
-    if not _is_int(n_new) or not 0 <= n_new <= MAX_NEW:
-        raise ValueError(f"n_new must be an int >= 0 and <= {MAX_NEW:,}, got {n_new!r}")
+    check_int("n_new", n_new, least=0, most=MAX_NEW)
     check_temperature(temperature)
     if generator is None:
         generator = torch.Generator().manual_seed(0)
@@ -246,9 +242,9 @@ def sample_text(
     with a generator seeded by ``seed``."""
     if not isinstance(prompt, str) or not prompt:
         raise ValueError(f"prompt must be a non-empty str, got {prompt!r}")
-    if not _is_int(length) or length < 0:
+    if not is_int(length) or length < 0:
         raise ValueError(f"length must be an int >= 0, got {length!r}")
-    if not _is_int(seed) or seed < 0:
+    if not is_int(seed) or seed < 0:
         raise ValueError(f"seed must be an int >= 0, got {seed!r}")
     tokens = generate(model, _text.encode(prompt, "prompt"), length, temperature,
                       torch.Generator().manual_seed(seed))

@@ -17,6 +17,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from aftertrain.core.validation import check_int
 from aftertrain.lm import text as _text
 from aftertrain.lm.protocol import check_idx, check_truncate
 
@@ -35,8 +36,7 @@ class GPTConfig:
     def __post_init__(self) -> None:
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+            check_int(name, value, least=1)
         if self.n_embd % self.n_head:
             raise ValueError(
                 f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head})"
@@ -54,8 +54,7 @@ class KVCache:
     """
 
     def __init__(self, n_layer: int) -> None:
-        if isinstance(n_layer, bool) or not isinstance(n_layer, int) or n_layer < 1:
-            raise ValueError(f"n_layer must be an int >= 1, got {n_layer!r}")
+        check_int("n_layer", n_layer, least=1)
         self.keys: list[torch.Tensor | None] = [None] * n_layer
         self.values: list[torch.Tensor | None] = [None] * n_layer
         self.length = 0

@@ -12,12 +12,12 @@ character).
 
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict
 
 import torch
 import torch.nn as nn
 
+from aftertrain.core.validation import check_int, check_real
 from aftertrain.lm import text as _text
 from aftertrain.lm.checkpoint import load_reference
 from aftertrain.lm.evaluation import val_loss
@@ -56,9 +56,7 @@ class Bigram(nn.Module):
     @classmethod
     def fit(cls, tokens: torch.Tensor | None = None, alpha: float = BIGRAM_ALPHA) -> Bigram:
         """Count adjacent pairs of ``tokens`` (default: the training split)."""
-        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) \
-                or not (math.isfinite(alpha) and alpha > 0):
-            raise ValueError(f"alpha must be a finite number > 0, got {alpha!r}")
+        check_real("alpha", alpha, low=0.0, low_open=True)
         if tokens is None:
             tokens = _text.load_corpus().train
         if not isinstance(tokens, torch.Tensor) or tokens.dim() != 1 or tokens.numel() < 2 \
@@ -150,8 +148,7 @@ class NGram(nn.Module):
     def fit(cls, tokens: torch.Tensor | None = None, order: int = NGRAM_ORDER) -> NGram:
         """Count every context of 1 .. order-1 characters in ``tokens``
         (default: the training split)."""
-        if isinstance(order, bool) or not isinstance(order, int) or order < 1:
-            raise ValueError(f"order must be an int >= 1, got {order!r}")
+        check_int("order", order, least=1)
         if tokens is None:
             tokens = _text.load_corpus().train
         if not isinstance(tokens, torch.Tensor) or tokens.dim() != 1 or tokens.numel() < 2 \

@@ -27,6 +27,7 @@ from typing import Protocol, runtime_checkable
 
 import torch
 
+from aftertrain.core.validation import check_int
 from aftertrain.lm import text as _text
 
 
@@ -75,15 +76,13 @@ def check_model(model: object, name: str = "model") -> NextTokenModel:
 
 def check_truncate(n: int, length: int) -> None:
     """The rollback's precondition, shared by every cache: 0 <= n <= length."""
-    if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= length:
-        raise ValueError(f"n must be in [0, {length}] (an int), got {n!r}")
+    check_int("n", n, least=0, most=length)
 
 
 def check_idx(idx: object, vocab_size: int) -> torch.Tensor:
     """``idx`` if it is a 2-D integer tensor (B, T) of indices in
     ``[0, vocab_size)``, else ValueError: what every model's forward accepts."""
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
-        raise ValueError(f"vocab_size must be an int >= 1, got {vocab_size!r}")
+    check_int("vocab_size", vocab_size, least=1)
     if not isinstance(idx, torch.Tensor) or idx.dim() != 2 or idx.is_floating_point() \
             or idx.is_complex() or idx.dtype == torch.bool:
         raise ValueError("idx must be a 2-D integer tensor (B, T) of token indices")
@@ -103,8 +102,7 @@ class TableConfig:
     def __post_init__(self) -> None:
         for name in ("vocab_size", "block_size"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+            check_int(name, value, least=1)
 
 
 class TokenCache:

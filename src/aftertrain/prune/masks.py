@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import copy
 import math
-import numbers
 from collections.abc import Iterable, Mapping
 from enum import Enum
 
 import torch
 from torch import nn
+
+from aftertrain.core.validation import check_int, check_real, check_seed
 
 
 class Method(Enum):
@@ -66,9 +67,7 @@ def _check_model(model: nn.Module) -> None:
 
 
 def _check_sparsity(sparsity: float) -> float:
-    if (isinstance(sparsity, bool) or not isinstance(sparsity, numbers.Real)
-            or not 0.0 <= sparsity <= 1.0):
-        raise ValueError(f"sparsity must be a number in [0, 1], got {sparsity!r}")
+    check_real("sparsity", sparsity, low=0, high=1)
     return float(sparsity)
 
 
@@ -95,8 +94,7 @@ def n_removed(sparsity: float, n: int) -> int:
 
     Note: ``n_removed(0.5, 5) == 2`` and ``n_removed(0.3, 5) == 2`` (2.5 and
     1.5 both round to the even neighbour)."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValueError(f"n must be an int >= 0, got {n!r}")
+    check_int("n", n, least=0)
     return round(_check_sparsity(sparsity) * n)
 
 
@@ -229,8 +227,7 @@ def masks_for(
     if not isinstance(method, Method):
         raise ValueError(f"method must be a Method ({[m.name for m in Method]}), got {method!r}")
     _check_sparsity(sparsity)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+    check_seed(seed)
     weights = prunable_weights(model, names)
     if method is Method.GLOBAL:
         return global_magnitude_masks(weights, sparsity)

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 import torch
 
 from aftertrain.core import packing
+from aftertrain.core.validation import check_int
 
 MIN_BITS = 2
 MAX_BITS = 8
@@ -68,8 +69,7 @@ class Granularity(enum.Enum):
 
 
 def _check_bits(bits: int) -> None:
-    if isinstance(bits, bool) or not isinstance(bits, int) or not MIN_BITS <= bits <= MAX_BITS:
-        raise ValueError(f"bits must be an int in [{MIN_BITS}, {MAX_BITS}], got {bits!r}")
+    check_int("bits", bits, least=MIN_BITS, most=MAX_BITS)
 
 
 def _check_granularity(granularity: Granularity) -> None:

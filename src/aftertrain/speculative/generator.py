@@ -17,10 +17,11 @@ from dataclasses import dataclass
 
 import torch
 
+from aftertrain.core.validation import check_int
 from aftertrain.lm import text as _text
 from aftertrain.lm.decoding import MAX_NEW, Decoder, check_generator, check_temperature, probabilities
 from aftertrain.lm.protocol import NextTokenModel, check_model
-from aftertrain.speculative.rule import _sample, _verify
+from aftertrain.speculative.rule import inverse_cdf_sample, verify_unchecked
 
 __all__ = ["SpeculativeResult", "speculative_generate"]
 
@@ -72,7 +73,7 @@ class SpeculativeResult:
         }
 
 
-def _draft_tokens(
+def draft_tokens(
     decoder: Decoder,
     pending: list[int],
     k: int,
@@ -90,7 +91,7 @@ def _draft_tokens(
     drafts, qs = [], []
     for i in range(k):
         q = probabilities(logits, temperature)
-        x = int(_sample(q[None], torch.rand(1, dtype=torch.float64, generator=generator))[0])
+        x = int(inverse_cdf_sample(q[None], torch.rand(1, dtype=torch.float64, generator=generator))[0])
         drafts.append(x)
         qs.append(q)
         if i < k - 1:
@@ -134,11 +135,9 @@ def speculative_generate(
     if check_model(draft, "draft").config.vocab_size != V:
         raise ValueError(f"target and draft must share a vocabulary: target has {V} "
                          f"characters, draft {draft.config.vocab_size}")
-    prompt_ids = _prompt_tokens(prompt, V)
-    if isinstance(n_new, bool) or not isinstance(n_new, int) or not 0 <= n_new <= MAX_NEW:
-        raise ValueError(f"n_new must be an int >= 0 and <= {MAX_NEW:,}, got {n_new!r}")
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be an int >= 1, got {k!r}")
+    prompt_ids = prompt_tokens(prompt, V)
+    check_int("n_new", n_new, least=0, most=MAX_NEW)
+    check_int("k", k, least=1)
     check_temperature(temperature)
     if generator is None:
         generator = torch.Generator().manual_seed(0)
@@ -155,13 +154,13 @@ def speculative_generate(
     while len(text) < end:
         kk = min(k, end - len(text) - 1)
         if kk:
-            drafts, q = _draft_tokens(ddec, text[len(ddec):], kk, temperature, generator)
+            drafts, q = draft_tokens(ddec, text[len(ddec):], kk, temperature, generator)
             draft_passes += kk
         else:
             drafts, q = [], torch.zeros(0, V, dtype=torch.float64)
         logits = tdec.feed(text[len(tdec):] + drafts)[-(kk + 1):]  # (kk+1, V)
         p = probabilities(logits, temperature)
-        n, token = _verify(p[None], q[None], torch.tensor([drafts], dtype=torch.long), generator)
+        n, token = verify_unchecked(p[None], q[None], torch.tensor([drafts], dtype=torch.long), generator)
         n, token = int(n[0]), int(token[0])
         passes += 1
         drafted += kk
@@ -178,7 +177,7 @@ def speculative_generate(
                              accepted, passes, draft_passes, target_logits)
 
 
-def _prompt_tokens(prompt: str | torch.Tensor, V: int, name: str = "prompt") -> list[int]:
+def prompt_tokens(prompt: str | torch.Tensor, V: int, name: str = "prompt") -> list[int]:
     if isinstance(prompt, str):
         bad = sorted({c for c in prompt if c not in _text.VOCAB})
         if bad:

@@ -22,7 +22,7 @@ logits (the distributions plain sampling uses; one-hot at temperature 0).
 Randomness. Every draw is an inverse-CDF draw from a float64 uniform of the
 caller's ``torch.Generator``; :func:`verify_with_uniforms` is the rule as a
 pure function of those uniforms, so tests can replay it exactly.
-:func:`_verify` is the unchecked path for the generator and the experiments
+:func:`verify_unchecked` is the unchecked path for the generator and the experiments
 inside this package, which build p and q themselves.
 """
 
@@ -39,7 +39,7 @@ __all__ = ["verify", "verify_batch", "verify_with_uniforms"]
 # --- draws and the rule -------------------------------------------------------
 
 
-def _sample(dist: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+def inverse_cdf_sample(dist: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """Inverse-CDF draws: row ``n`` gives the index ``i`` with
     ``cdf[i-1] <= x < cdf[i]``, ``x = v[n] * cdf[-1]``.
 
@@ -82,7 +82,7 @@ def _rule(
     # drawing from p keeps every draw inside p's support.
     empty = (residual.sum(-1) <= 0).unsqueeze(-1)
     residual = torch.where(empty, p_n, residual)
-    return accepted, _sample(residual, v)
+    return accepted, inverse_cdf_sample(residual, v)
 
 
 def _draw_uniforms(n: int, k: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -92,7 +92,7 @@ def _draw_uniforms(n: int, k: int, generator: torch.Generator) -> tuple[torch.Te
     return u, v
 
 
-def _verify(
+def verify_unchecked(
     p: torch.Tensor, q: torch.Tensor, drafts: torch.Tensor, generator: torch.Generator
 ) -> tuple[torch.Tensor, torch.Tensor]:
     u, v = _draw_uniforms(drafts.shape[0], drafts.shape[1], generator)
@@ -147,7 +147,7 @@ def verify_batch(
     (first ``u`` as ``rand(N, k)``, then ``v`` as ``rand(N)``, float64)."""
     p, q, drafts = _check_rule_inputs(p, q, drafts)
     check_generator(generator)
-    return _verify(p, q, drafts, generator)
+    return verify_unchecked(p, q, drafts, generator)
 
 
 def verify(

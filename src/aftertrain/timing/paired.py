@@ -17,6 +17,8 @@ import numpy as np
 import scipy.stats
 import torch
 
+from aftertrain.core.validation import check_callable, check_int
+
 Clock = Callable[[], float]
 
 
@@ -158,22 +160,10 @@ def _check_factor(factor: float) -> None:
         raise ValueError(f"factor must be a finite number > 0, got {factor!r}")
 
 
-def _check_int(name: str, value: object, least: int, why: str = "", most: int | None = None) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < least \
-            or (most is not None and value > most):
-        most_ = "" if most is None else f" and <= {most:,}"
-        raise ValueError(f"{name} must be an int >= {least}{why}{most_}, got {value!r}")
-
-
 MAX_PAIRS = 100_000  # far past any decision's need; more is a typo that would run for hours
 
 
-def _check_callable(name: str, value: object) -> None:
-    if not callable(value):
-        raise ValueError(f"{name} must be callable, got {type(value).__name__}")
-
-
-class _Pairs:
+class Pairs:
     """Alternating pairs of one baseline/candidate, extended round by round.
 
     Pair i runs baseline then candidate when i is even, candidate then
@@ -231,7 +221,7 @@ class _Pairs:
         )
 
 
-class _Quiet:
+class Quiet:
     """``torch.set_num_threads(threads)`` and the garbage collector off
     (after one collection) while timing; both restored after, also on error."""
 
@@ -308,16 +298,17 @@ def paired_timing(
         order in the pair. Raise ``calls`` only as far as the timer needs;
         add pairs instead.
     """
-    _check_callable("baseline", baseline)
-    _check_callable("candidate", candidate)
-    _check_callable("clock", clock)
+    check_callable("baseline", baseline)
+    check_callable("candidate", candidate)
+    check_callable("clock", clock)
     _check_confidence(confidence)
-    _check_int("pairs", pairs, min_pairs(confidence), f" for confidence {confidence}", MAX_PAIRS)
-    _check_int("warmup", warmup, 0)
-    _check_int("calls", calls, 1)
-    _check_int("threads", threads, 1)
-    run = _Pairs(baseline, candidate, calls, clock)
-    quiet = _Quiet(threads)
+    check_int("pairs", pairs, least=min_pairs(confidence), most=MAX_PAIRS,
+              why=f" for confidence {confidence}")
+    check_int("warmup", warmup, least=0)
+    check_int("calls", calls, least=1)
+    check_int("threads", threads, least=1)
+    run = Pairs(baseline, candidate, calls, clock)
+    quiet = Quiet(threads)
     with quiet:
         run.warm(warmup)
         quiet.off()

@@ -16,13 +16,12 @@ from dataclasses import dataclass
 
 from aftertrain.claims.verdicts import BROKEN, HOLDS, INCONCLUSIVE
 from aftertrain.core.tolerances import TIMING_ALPHA, TIMING_BUDGET_S, TIMING_LOOKS
+from aftertrain.core.validation import check_callable, check_int
 from aftertrain.timing.paired import (
     Clock,
     PairedTiming,
-    _check_callable,
-    _check_int,
-    _Pairs,
-    _Quiet,
+    Pairs,
+    Quiet,
     min_pairs,
 )
 
@@ -158,8 +157,8 @@ def look_schedule(first: int, looks: int) -> tuple[int, ...]:
     """Pair counts at which the intervals are looked at: ``first * 2**j``,
     ``j < looks`` (fixed before any timing, so the error can be split across
     them)."""
-    _check_int("first", first, 1)
-    _check_int("looks", looks, 1)
+    check_int("first", first, least=1)
+    check_int("looks", looks, least=1)
     return tuple(first * 2 ** j for j in range(looks))
 
 
@@ -175,7 +174,7 @@ class Judgement:
     def __post_init__(self) -> None:
         if not isinstance(self.rule, str) or not self.rule:
             raise ValueError(f"rule must be a non-empty description, got {self.rule!r}")
-        _check_callable("decide", self.decide)
+        check_callable("decide", self.decide)
 
 
 def sequential_decisions(
@@ -235,33 +234,33 @@ def sequential_decisions(
     for name, pair in sides.items():
         if not (isinstance(pair, tuple) and len(pair) == 2):
             raise ValueError(f"sides[{name!r}] must be a (baseline, candidate) tuple, got {pair!r}")
-        _check_callable(f"sides[{name!r}] baseline", pair[0])
-        _check_callable(f"sides[{name!r}] candidate", pair[1])
+        check_callable(f"sides[{name!r}] baseline", pair[0])
+        check_callable(f"sides[{name!r}] candidate", pair[1])
     if not isinstance(judgements, Mapping) or not judgements:
         raise ValueError(f"judgements must be a non-empty mapping name -> Judgement, "
                          f"got {judgements!r}")
     for name, j in judgements.items():
         if not isinstance(j, Judgement):
             raise ValueError(f"judgements[{name!r}] must be a Judgement, got {type(j).__name__}")
-    _check_callable("clock", clock)
+    check_callable("clock", clock)
     if not (isinstance(alpha, float) and 0.0 < alpha < 1.0):
         raise ValueError(f"alpha must be a float in (0, 1), got {alpha!r}")
-    _check_int("looks", looks, 1)
+    check_int("looks", looks, least=1)
     if not (isinstance(budget_s, (int, float)) and not isinstance(budget_s, bool)
             and math.isfinite(budget_s) and budget_s > 0):
         raise ValueError(f"budget_s must be a finite number of seconds > 0, got {budget_s!r}")
-    _check_int("warmup", warmup, 0)
-    _check_int("threads", threads, 1)
+    check_int("warmup", warmup, least=0)
+    check_int("threads", threads, least=1)
     per_call = dict(calls) if isinstance(calls, Mapping) else dict.fromkeys(sides, calls)
     if set(per_call) != set(sides):
         raise ValueError(f"calls must name the same ratios as sides, got {sorted(per_call)}")
     for name, c in per_call.items():
-        _check_int(f"calls[{name!r}]", c, 1)
+        check_int(f"calls[{name!r}]", c, least=1)
     confidence = 1.0 - alpha / (looks * len(sides))
     least = min_pairs(confidence)
     if first is None:
         first = least
-    _check_int("first", first, least, f" for confidence {confidence:.3g}")
+    check_int("first", first, least=least, why=f" for confidence {confidence:.3g}")
     schedule = look_schedule(first, looks)
 
     def decision(verdict: str, name: str, look: int, timings: dict) -> Decision:
@@ -269,9 +268,9 @@ def sequential_decisions(
                         looks=look, max_looks=looks, alpha=alpha, confidence=confidence,
                         seconds=clock() - start, load1=load1())
 
-    runs = {n: _Pairs(b, c, per_call[n], clock) for n, (b, c) in sides.items()}
+    runs = {n: Pairs(b, c, per_call[n], clock) for n, (b, c) in sides.items()}
     decided: dict[str, Decision] = {}
-    quiet = _Quiet(threads)
+    quiet = Quiet(threads)
     start = clock()
     last, timings = 0, {}
     with quiet:

@@ -1,0 +1,99 @@
+"""The argument checks every public function calls (aftertrain.core.validation):
+what each accepts, the one wording of each refusal, and that bool is never a number."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from aftertrain.core.validation import (
+    MAX_SEED,
+    check_callable,
+    check_int,
+    check_probability,
+    check_real,
+    check_seed,
+    is_int,
+    is_real,
+)
+
+
+@pytest.mark.parametrize("value, expected", [
+    (0, True), (-3, True), (np.int64(2), True), (True, False), (False, False),
+    (2.0, False), ("2", False), (None, False),
+])
+def test_is_int_takes_integers_of_any_library_but_not_bool(value, expected):
+    assert is_int(value) is expected
+
+
+@pytest.mark.parametrize("value, expected", [
+    (0, True), (0.5, True), (np.float32(0.5), True), (float("nan"), True), (True, False),
+    ("0.5", False), (torch.tensor(0.5), False),
+])
+def test_is_real_takes_numbers_but_not_bool(value, expected):
+    assert is_real(value) is expected
+
+
+@pytest.mark.parametrize("kwargs, value, message", [
+    (dict(least=1), 0, "n must be an int >= 1, got 0"),
+    (dict(least=1), True, "n must be an int >= 1, got True"),
+    (dict(least=1), 1.0, "n must be an int >= 1, got 1.0"),
+    (dict(least=2, most=8), 9, "n must be an int in [2, 8], got 9"),
+    (dict(least=0, most=100_000), -1, "n must be an int in [0, 100,000], got -1"),
+    (dict(most=5), 6, "n must be an int <= 5, got 6"),
+    (dict(), "3", "n must be an int, got '3'"),
+    (dict(least=8, why=" for confidence 0.99"), 7, "n must be an int >= 8 for confidence 0.99, got 7"),
+])
+def test_check_int_names_the_argument_the_range_and_the_value(kwargs, value, message):
+    with pytest.raises(ValueError) as err:
+        check_int("n", value, **kwargs)
+    assert str(err.value) == message
+
+
+def test_check_int_returns_a_python_int_at_both_ends():
+    assert check_int("n", 2, least=2, most=8) == 2
+    assert check_int("n", np.int64(8), least=2, most=8) == 8
+    assert type(check_int("n", np.int64(8))) is int
+
+
+def test_check_seed_takes_what_a_torch_generator_takes():
+    assert check_seed(MAX_SEED) == MAX_SEED
+    torch.Generator().manual_seed(MAX_SEED)  # the bound is torch's own
+    with pytest.raises(ValueError, match=r"seed must be an int >= 0 and < 2\*\*63, got 9223372036854775808"):
+        check_seed(MAX_SEED + 1)
+    with pytest.raises(ValueError, match="seed must be an int >= 0, got -1"):
+        check_seed(-1)
+    with pytest.raises(ValueError, match="order_seed must be an int >= 0"):
+        check_seed(True, "order_seed")
+
+
+@pytest.mark.parametrize("kwargs, value, message", [
+    (dict(low=0, high=1), 1.5, "s must be a number in [0, 1], got 1.5"),
+    (dict(low=0, high=1, what="a sparsity"), -0.1, "s must be a sparsity in [0, 1], got -0.1"),
+    (dict(low=0, high=1, low_open=True, high_open=True), 0.0, "s must be a number in (0, 1), got 0.0"),
+    (dict(low=0.0, low_open=True), 0.0, "s must be a finite number > 0.0, got 0.0"),
+    (dict(low=0.0), float("inf"), "s must be a finite number >= 0.0, got inf"),
+    (dict(high=1.0, high_open=True), 1.0, "s must be a finite number < 1.0, got 1.0"),
+    (dict(), float("nan"), "s must be a finite number, got nan"),
+    (dict(what="a finite loss"), True, "s must be a finite loss, got True"),
+])
+def test_check_real_names_the_argument_the_interval_and_the_value(kwargs, value, message):
+    with pytest.raises(ValueError) as err:
+        check_real("s", value, **kwargs)
+    assert str(err.value) == message
+
+
+def test_check_real_accepts_closed_ends_and_refuses_open_ones():
+    assert check_real("s", 0, low=0, high=1) == 0.0
+    assert check_real("s", 1, low=0, high=1) == 1.0
+    assert check_probability("alpha", 1e-6) == 1e-6
+    for edge in (0, 1):
+        with pytest.raises(ValueError, match=r"alpha must be a number in \(0, 1\)"):
+            check_probability("alpha", edge)
+
+
+def test_check_callable_names_the_type_it_got():
+    assert check_callable("f", len) is len
+    with pytest.raises(ValueError, match="f must be callable, got int"):
+        check_callable("f", 3)
