@@ -87,7 +87,7 @@ CASES = [
      "min_expected"),
     ("chisquare_gof: counts flag not bool", lambda: stats.chisquare_gof([0, 1], P3, counts="yes"),
      "counts"),
-    # found by the fresh probe of issue 11
+    # inputs that once failed silently or obscurely
     ("tv_null_distribution: trials past memory",
      lambda: stats.tv_null_distribution([0.5, 0.5], 10, 10**12, 0), "trials"),
 ]

@@ -1,4 +1,4 @@
-"""Guards on aftertrain.checks found by the mutation run (docs/mutation.md):
+"""Guards on aftertrain.checks (each pins a rule one plausible slip would break; docs/mutation.md):
 a failed row always counts as a failure, and the rule battery splits its
 false-alarm rate across its tests (Bonferroni), as check_rule documents."""
 

@@ -156,7 +156,7 @@ CASES = [
      "not an aftertrain checkpoint"),
     ("sample-checkpoint-corrupt", ["sample", "--checkpoint", "{tmp}/corrupt.pt"], "corrupted"),
     ("sample-checkpoint-no-metadata", ["sample", "--checkpoint", "{file}"], ".json is missing"),
-    # found by the fresh probe of issue 11
+    # inputs that once failed silently or obscurely
     ("train-stop-at-past-steps", ["train", "--stop-at", "999", "--steps", "10"],
      "--stop-at must be at most the steps run (10)"),
     ("report-out-under-proc", ["report", "--out", "/proc/aftertrain-test/sub"],
@@ -219,7 +219,7 @@ def test_a_bug_is_not_disguised_as_a_users_mistake(monkeypatch):
 
 
 def test_a_checkpoint_with_nan_weights_is_one_line_and_exit_status_2(tmp_path, capsys):
-    """Found by the fresh probe of issue 11: NaN weights loaded silently."""
+    """NaN weights never load silently."""
     state = torch.load(reference_path(), map_location="cpu", weights_only=True)
     nan = {k: torch.full_like(v, float("nan")) if v.is_floating_point() else v
            for k, v in state["state_dict"].items()}

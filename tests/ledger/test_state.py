@@ -1,4 +1,4 @@
-"""Guards on the claims ledger found by the mutation run (docs/mutation.md):
+"""Guards on the claims ledger (each pins a rule one plausible slip would break; docs/mutation.md):
 a test's outcome is the strongest of its phases (setup, call, teardown),
 whatever order the phases arrive in, so a teardown error after a passing
 call makes the claim broken, never holds."""

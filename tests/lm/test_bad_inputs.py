@@ -1,6 +1,6 @@
 """Bad inputs to the model layer (model, decoding, evaluation, checkpoint,
 protocol, bigram, drafts): each raises ValueError whose message names the
-argument and what is allowed, before any work (issue 11, item 4).
+argument and what is allowed, before any work.
 
 One row per (callable, keyword arguments, words the message must hold).
 Arguments that need an object are ``Lazy`` and built from the ``env``
@@ -180,7 +180,7 @@ CASES = [
     (Lazy(lambda e: e.ngram.distribution), dict(context=[1, 2]), "context must be a tuple"),
     (Lazy(lambda e: e.ngram.distribution), dict(context=(1, 100)),
      "context must be a tuple of token indices in [0, 100)"),
-    # --- found by the fresh probe of issue 11
+    # --- inputs that once failed silently or obscurely
     (T.decode, dict(tokens=[True, False]), "tokens[0] = True is not an index"),
     (T.decode, dict(tokens=torch.tensor([True])), "tokens must be integer indices"),
     (T.decode, dict(tokens=None), "tokens must be a 1-D tensor or a sequence"),

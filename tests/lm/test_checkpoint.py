@@ -1,4 +1,4 @@
-"""Guards on checkpoints found by the mutation run (docs/mutation.md): a
+"""Guards on checkpoints (each pins a rule one plausible slip would break; docs/mutation.md): a
 checkpoint whose weights miss a tensor is refused, even when its metadata's
 SHA-256 matches the file (the hash proves the file is intact, not complete)."""
 

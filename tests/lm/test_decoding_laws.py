@@ -1,4 +1,4 @@
-"""Every path that samples follows its own target law (issue 14, item 2).
+"""Every path that samples follows its own target law.
 
 Method: each sampler is run with a fixed seed on a small model whose target
 law is known independently of the code under test: a Markov chain over a

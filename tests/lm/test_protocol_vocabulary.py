@@ -1,4 +1,4 @@
-"""Guards on the one model interface found by the mutation run (docs/mutation.md):
+"""Guards on the one model interface (each pins a rule one plausible slip would break; docs/mutation.md):
 the vocabulary's upper edge is refused by every model, as ValueError naming idx."""
 
 from __future__ import annotations

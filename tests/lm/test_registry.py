@@ -30,7 +30,7 @@ def test_bundled_models_load_with_their_identity():
 
 
 def test_article_checkpoint_has_the_articles_quality():
-    """Issue 15's done-when: the article model's validation loss, measured
+    """the article model's validation loss, measured
     here, lies in [1.98, 2.08] (the article: 2.0272), and matches its record."""
     net, _ = R.load_model("article")
     loss = val_loss(net)

@@ -98,7 +98,7 @@ CASES = [
      ["magnitude", "bool"]),
     (check_pruner, dict(prune=P.global_magnitude_masks, scope=Scope.GLOBAL,
                         cases={"x": {"w": NAN}}), ["cases", "NaN"]),
-    # --- found by the fresh probe of issue 11
+    # --- inputs that once failed silently or obscurely
     (P.layer_magnitude_masks, dict(weights={"w": torch.tensor([[float("inf"), 1.0]])}, sparsity=0.5),
      ["weights: w holds NaN or inf"]),
     (P.to_stored, dict(dense=torch.tensor([[float("nan"), 0.0]]), fmt=P.Format.COO),
@@ -123,7 +123,7 @@ def test_bad_input_raises_value_error_naming_it(fn, kwargs, words, small_gpt):
 
 
 def test_weight_range_ratios_of_a_heavily_pruned_model_is_a_clear_error(small_gpt):
-    """The bug of issue 11: a ZeroDivisionError deep inside; now a ValueError
+    """Regression: a ZeroDivisionError deep inside; now a ValueError
     naming the matrix whose median row range is 0."""
     from aftertrain.experiments.quant import weight_range_ratios
 

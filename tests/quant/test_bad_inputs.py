@@ -116,7 +116,7 @@ CASES = [
      ["granularities"]),
     (check_quantizer, dict(quantize=reference_quantizer, cases={"x": NAN}), ["cases", "finite"]),
     (check_quantizer, dict(quantize=reference_quantizer, seed=-1), ["seed", ">= 0"]),
-    # --- found by the fresh probe of issue 11
+    # --- inputs that once failed silently or obscurely
     (QuantizedTensor, dict(packed=torch.zeros(1, dtype=torch.uint8), scales=torch.ones(1), bits=99,
                            shape=(2,), granularity=G.PER_TENSOR), ["bits"]),
     (QuantizedTensor, dict(packed=torch.zeros(1, dtype=torch.uint8), scales=torch.ones(1), bits=4,
@@ -138,7 +138,7 @@ def test_bad_input_raises_value_error_naming_it(fn, kwargs, words, small_gpt):
 
 
 def test_float64_beyond_float32_no_longer_quantizes_to_nan():
-    """The bug of issue 11: float64 1e39 became inf in float32 and 0/0 = NaN
+    """Regression: float64 1e39 became inf in float32 and 0/0 = NaN
     came out silently; now refused. Within float32's range float64 is fine."""
     out = fake_quantize(torch.tensor([[3e38, -1.0]], dtype=torch.float64), 8, G.PER_TENSOR)
     assert bool(torch.isfinite(out).all())

@@ -1,4 +1,4 @@
-"""The report over several models (issue 15 items 3-4): a verdict column per
+"""The report over several models: a verdict column per
 model, the overlay plots, "Does a model of the article's quality reproduce
 them?" (a claim flipping, one not flipping, one lost), the README table with
 a column per model, the command line's model options, and the sweep section.

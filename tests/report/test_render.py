@@ -1,4 +1,4 @@
-"""Guards on the report found by the mutation run (docs/mutation.md): a
+"""Guards on the report (each pins a rule one plausible slip would break; docs/mutation.md): a
 claim the ledger does not mention is "not covered" (never "holds"), in the
 claims table too, and a NaN figure prints as a dash, never as "nan"."""
 

@@ -1,6 +1,6 @@
 """Bad inputs to speculative decoding (the rule, the generator, the
 experiments): each raises ValueError whose message names the argument and
-what is allowed, before any work (issue 11, item 4).
+what is allowed, before any work.
 
 One row per (callable, keyword arguments, words the message must hold);
 ``Lazy`` arguments are built from the ``env`` fixture when the case runs.
@@ -121,7 +121,7 @@ CASES = [
     (XS.plain_step, dict(target=object(), temperature=1.0), "target must implement"),
     (XS.draft_step, dict(draft=TARGET, temperature=-1.0), "temperature"),
     (XS.verify_step, dict(target=TARGET, k=0, temperature=1.0), "k must be an int in [1, "),
-    # --- found by the fresh probe of issue 11
+    # --- inputs that once failed silently or obscurely
     (speculative_generate, with_(RUN, n_new=10**12),
      "n_new must be an int in [0, 1,000,000], got 1000000000000"),
     (XS.first_token_samples, dict(target=TARGET, draft=DRAFT, context="", n=10, temperature=1.0,

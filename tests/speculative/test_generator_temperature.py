@@ -1,4 +1,4 @@
-"""Guards on speculative decoding found by the mutation run (docs/mutation.md).
+"""Guards on speculative decoding (each pins a rule one plausible slip would break; docs/mutation.md).
 
 Temperature scales the draft's q as well as the target's p: the law of the
 output is exact whatever q is, so only the acceptance rate shows a draft

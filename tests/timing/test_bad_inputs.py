@@ -120,7 +120,7 @@ CASES = [
     ("store_ratios", lambda: store_ratios(type("B", (), {"extra_info": {}})(), [1.0]), "timings"),
     # claim_verdict
     ("claim_verdict", lambda: claim_verdict(["passed", "flaky"]), "outcomes"),
-    # found by the fresh probe of issue 11
+    # inputs that once failed silently or obscurely
     ("paired_timing", lambda: paired_timing(f, f, pairs=10**9), ", 100,000] for confidence"),
     ("paired_timing", lambda: paired_timing(f, f, clock=lambda: float("nan")),
      "clock must return finite seconds"),

@@ -1,4 +1,4 @@
-"""Guards on aftertrain.timing found by the mutation run (docs/mutation.md).
+"""Guards on aftertrain.timing (each pins a rule one plausible slip would break; docs/mutation.md).
 
 Each test drives the timing code with a fake clock or fixed numbers, and
 checks it against what the docstrings state independently of the code: the

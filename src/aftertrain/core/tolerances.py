@@ -41,7 +41,7 @@ MIN_EXPECTED: float = 5.0
 #: measured 9.06e-06 between cached and full passes over <= 128 positions;
 #: 1e-4 leaves 10x headroom and is still 100x below the smallest real bug
 #: (a cache rolled back one entry too far moves logits by O(1); teeth test in
-#: tests/lm/test_model.py). Was K1_ATOL and LOGITS_ATOL.
+#: tests/lm/test_model.py).
 LOGITS_ATOL = 1e-4
 
 #: Greedy decoding is checked against the argmax of a recomputation only

@@ -1,4 +1,4 @@
-"""The quality sweep (issue 15 item 4): the key figures of Q4-Q7, P1/P2 and S4
+"""The quality sweep: the key figures of Q4-Q7, P1/P2 and S4
 on checkpoints of one training run at several validation losses.
 
 The README explains the claims that do not reproduce on the reference by its

@@ -1,4 +1,4 @@
-"""Report sections over several models (issue 15 items 3-4): one verdict
+"""Report sections over several models: one verdict
 column per model, the loss plots with one line per model beside the
 article's points, and "Does a model of the article's quality reproduce
 them?": for each claim that does not reproduce on the first model (the

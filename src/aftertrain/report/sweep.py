@@ -1,4 +1,4 @@
-"""Report section: the quality sweep (issue 15 item 4), rendered from the
+"""Report section: the quality sweep, rendered from the
 sweep file that ``aftertrain sweep`` writes (``sweep.json``): the key figures
 of Q4-Q7, P1/P2 and S4 per checkpoint of one training run, and each claim's
 margin against validation loss with its threshold drawn, so the reader sees

@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import torch
 
+from aftertrain.core.tolerances import SUM_TOLERANCE
 from aftertrain.lm.decoding import check_generator
-from aftertrain.stats import SUM_TOLERANCE
 
 __all__ = ["verify", "verify_batch", "verify_with_uniforms"]
 
