@@ -24,7 +24,7 @@ from aftertrain import speculative as S
 from aftertrain.claims import tables
 from aftertrain.experiments import speculative as XS
 from aftertrain.experiments import speedup as XU
-from aftertrain.experiments import speedup_rules as R
+from aftertrain.experiments import speedup_rules as SR
 from aftertrain.experiments.speedup import SPEEDUP_CHARS
 from aftertrain.experiments.speedup_rules import BIGRAM, CHEAP, QUANTIZED
 from aftertrain.ledger.record import timing_budget, timing_enabled
@@ -194,7 +194,7 @@ def test_charging_verification_its_cost_fits_the_speedups_better(benchmark, clai
     rows = tabs["speedups"]
     err_article = sum(abs(r["predicted"] - r["speedup"]) for r in rows) / len(rows)
     err_vk = sum(abs(r["predicted_vk"] - r["speedup"]) for r in rows) / len(rows)
-    gains = R.fit_gain_sum(R.fit_rows(R.Cells(decision.timings, spec["cpp"])))
+    gains = SR.fit_gain_sum(SR.fit_rows(SR.Cells(decision.timings, spec["cpp"])))
     bounds = ("" if gains is None else
               f"; error sum of v_k + k c minus that of 1 + k c, bounded over the intervals: "
               f"{gains[0]:.2f} to {gains[1]:.2f}")

@@ -435,13 +435,13 @@ def test_s2_table_threshold_is_the_exact_one_at_its_own_sample_size():
     call site: a null drawn with another n, or n and trials swapped, misses
     (E[TV] at n = 1000 is 4.5 times the value at 20,000)."""
     from aftertrain.experiments import speculative as XS
-    from aftertrain.lm import text as T
+    from aftertrain.lm import text as _text
     from tests.common.toys import ToyTable
 
     target, draft = ToyTable(100, seed=1, order=1), ToyTable(100, seed=2, order=1)
     n = 20_000
     (row,) = XS.first_token_table(target, {"toy": draft}, n=n, null_trials=1000)
-    context = T.load_corpus().val_text[XS.S2_CONTEXT_SLICE]
+    context = _text.load_corpus().val_text[XS.S2_CONTEXT_SLICE]
     _, p = XS.first_token_samples(target, draft, context, 1, 1.0, torch.Generator().manual_seed(0))
     p = p.numpy()
     # Efron-Stein: one draw moves the TV by <= 1 / n, so Var(TV) <= 1 / (2 n)

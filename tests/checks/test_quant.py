@@ -129,9 +129,9 @@ def test_round_trip_bound_is_the_derived_slack():
     + 2**-149 with u = 2**-24 (derivation in aftertrain.core.tolerances), so at 8
     bits the relative slack is 8 x 127 x 2**-24 = 6.06e-5. A tie (w = scale/2,
     rounded to 0 half to even) has error exactly scale/2 and passes."""
-    from aftertrain.core import tolerances as T
+    from aftertrain.core import tolerances as TOL
 
-    assert T.QUANT_ROUND_TRIP_SLACK_ULPS * 127 * T.FLOAT32_UNIT_ROUNDOFF == pytest.approx(
+    assert TOL.QUANT_ROUND_TRIP_SLACK_ULPS * 127 * TOL.FLOAT32_UNIT_ROUNDOFF == pytest.approx(
         6.0558e-5, rel=1e-4)
     scale = torch.tensor(1.0 / 127, dtype=torch.float32)
     w = torch.tensor([[1.0, float(scale / 2)]])

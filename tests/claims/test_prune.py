@@ -18,7 +18,7 @@ import pytest
 from aftertrain import prune as P
 from aftertrain.claims import tables
 from aftertrain.claims.catalogue import ARTICLE_TABLES
-from aftertrain.core import tolerances as T
+from aftertrain.core import tolerances as TOL
 from aftertrain.experiments import prune as EP
 
 UNTRAINED = EP.UNTRAINED_LOSS  # ln(100) = 4.6052, the report's "untrained" line
@@ -70,7 +70,7 @@ def test_loss_table_matches_stored_baseline(loss_rows, num_regression, baselines
         f"(article {'/'.join(f'{v:.4f}' for v in ARTICLE_P1[r['sparsity']])})" for r in loss_rows))
     num_regression.check(columns(loss_rows, ["sparsity", "global", "layer", "random"]),
                          fullpath=baselines_dir / "prune_loss_table.csv",
-                         default_tolerance={"atol": T.LOSS_ATOL, "rtol": 0})
+                         default_tolerance={"atol": TOL.LOSS_ATOL, "rtol": 0})
 
 
 @pytest.mark.claim("P1")
@@ -109,7 +109,7 @@ def test_random_pruning_table_matches_stored_baseline(random_rows, num_regressio
     claim_record.table(tables.P2, random_rows)
     num_regression.check(columns(random_rows, ["sparsity", "mean", "std", "min", "max"]),
                          fullpath=baselines_dir / "prune_random_table.csv",
-                         default_tolerance={"atol": T.LOSS_ATOL, "rtol": 0})
+                         default_tolerance={"atol": TOL.LOSS_ATOL, "rtol": 0})
 
 
 @pytest.fixture(scope="session")
@@ -200,8 +200,8 @@ def test_sparsities_matching_quantization_losses(matching, quant_losses, curve, 
     num_regression.check({"bits": [8, 6, 4], "target": [quant_losses[b] for b in (8, 6, 4)],
                           "sparsity": [matching[b] for b in (8, 6, 4)]},
                          fullpath=baselines_dir / "prune_matching.csv",
-                         tolerances={"target": {"atol": T.LOSS_ATOL, "rtol": 0},
-                                     "sparsity": {"atol": T.MATCHING_SPARSITY_ATOL, "rtol": 0}})
+                         tolerances={"target": {"atol": TOL.LOSS_ATOL, "rtol": 0},
+                                     "sparsity": {"atol": TOL.MATCHING_SPARSITY_ATOL, "rtol": 0}})
 
 
 # --- P5 -------------------------------------------------------------------------
@@ -250,7 +250,7 @@ def test_int8_beats_75_and_50pct_sparse_bitmask_at_equal_or_better_compression(
     assert [round(r["compression"], 2) for r in sparse] == [3.56, 1.88]
     num_regression.check(columns(rows, ["compression", "loss"]),
                          fullpath=baselines_dir / "prune_quant_vs_prune.csv",
-                         default_tolerance={"atol": T.LOSS_ATOL, "rtol": 0})
+                         default_tolerance={"atol": TOL.LOSS_ATOL, "rtol": 0})
 
 
 # --- P8 / X5 --------------------------------------------------------------------
@@ -273,7 +273,7 @@ def test_two_four_pruning_loses_more_than_unstructured_50pct(two_four, num_regre
     assert two_four["two_four"] > two_four["global_50"]
     num_regression.check({k: [v] for k, v in two_four.items()},
                          fullpath=baselines_dir / "prune_two_four.csv",
-                         default_tolerance={"atol": T.LOSS_ATOL, "rtol": 0})
+                         default_tolerance={"atol": TOL.LOSS_ATOL, "rtol": 0})
 
 
 @pytest.mark.claim("P8")

@@ -29,7 +29,7 @@ import torch
 
 from aftertrain import quant as Q
 from aftertrain.claims import tables
-from aftertrain.core import tolerances as T
+from aftertrain.core import tolerances as TOL
 from aftertrain.experiments import quant as EQ
 from aftertrain.quant import Granularity
 from tests.common.quant_bugs import (
@@ -101,7 +101,7 @@ def test_model_check_catches_broken_quantizers(reference, broken):
 
 def check_int8_nearly_free(row: dict, float_loss: float) -> None:
     for g in ("per_tensor", "per_channel"):
-        assert row[g] - float_loss < T.INT8_LOSS_MARGIN, (g, row[g], float_loss)
+        assert row[g] - float_loss < TOL.INT8_LOSS_MARGIN, (g, row[g], float_loss)
 
 
 @pytest.mark.claim("Q2")
@@ -204,14 +204,14 @@ def test_bits_table_matches_the_stored_baseline(bits_rows, reference_val_loss, c
         {k: [bits_rows[b][k] for b in EQ.ARTICLE_BITS]
          for k in ("bits", "per_tensor", "per_channel")},
         fullpath=baselines_dir / "quant_bits_table.csv",
-        default_tolerance=dict(atol=T.LOSS_ATOL, rtol=0),
+        default_tolerance=dict(atol=TOL.LOSS_ATOL, rtol=0),
         tolerances={"bits": dict(atol=0, rtol=0)},
     )
 
 
 def check_six_bits_hold(row: dict, float_loss: float) -> None:
     for g in ("per_tensor", "per_channel"):
-        assert row[g] - float_loss < T.SIX_BIT_LOSS_MARGIN, (g, row[g], float_loss)
+        assert row[g] - float_loss < TOL.SIX_BIT_LOSS_MARGIN, (g, row[g], float_loss)
 
 
 @pytest.mark.claim("Q5")
@@ -351,7 +351,7 @@ def test_2_bit_per_channel_reconstructs_blocks_0_f1_better(f1_reconstruction, cl
     num_regression.check({k: [f[k] for f in f1_reconstruction.values()]
                           for k in ("zero_fraction", "mean_abs_error")},
                          fullpath=baselines_dir / "quant_q6_reconstruction.csv",
-                         default_tolerance=dict(atol=T.RECONSTRUCTION_ATOL, rtol=0))
+                         default_tolerance=dict(atol=TOL.RECONSTRUCTION_ATOL, rtol=0))
 
 
 @pytest.mark.claim("Q6")
@@ -408,7 +408,7 @@ def check_embeddings_most_sensitive(rows: list[dict]) -> None:
     assert rows[0]["name"] == "tok.weight", fmt_sensitivity(rows[:3])
     assert {r["name"] for r in rows[:2]} == {"tok.weight", "pos.weight"}, fmt_sensitivity(rows[:3])
     block = max(r["penalty"] for r in rows if r["name"].startswith("blocks."))
-    assert rows[0]["penalty"] > T.EMBEDDING_DOMINANCE * block, (rows[0]["penalty"], block)
+    assert rows[0]["penalty"] > TOL.EMBEDDING_DOMINANCE * block, (rows[0]["penalty"], block)
 
 
 #: What implementations keep in high precision, the article's conclusion of
@@ -435,7 +435,7 @@ def test_sensitivity_table_matches_the_stored_baseline(sensitivity, claim_record
          "loss": [r["loss"] for r in sensitivity],
          "penalty": [r["penalty"] for r in sensitivity]},
         fullpath=baselines_dir / "quant_sensitivity.csv",
-        default_tolerance=dict(atol=T.LOSS_ATOL, rtol=0),
+        default_tolerance=dict(atol=TOL.LOSS_ATOL, rtol=0),
     )
 
 
@@ -556,9 +556,9 @@ def activation_ratios(reference) -> dict:
 
 
 def check_no_outliers(weights: dict, activations: dict) -> None:
-    assert weights["worst"] < T.OUTLIER_RATIO, weights["worst"]
+    assert weights["worst"] < TOL.OUTLIER_RATIO, weights["worst"]
     for site, a in activations.items():
-        assert a["ratio"] < T.OUTLIER_RATIO, (site, a)
+        assert a["ratio"] < TOL.OUTLIER_RATIO, (site, a)
 
 
 @pytest.mark.claim("Q10")
@@ -582,10 +582,10 @@ def test_no_outlier_channels_in_weights_or_activations(reference, activation_rat
     claim_record.table(tables.Q10, {"weights": weights, "activations": activation_ratios,
                                   "int8_granularity_gap": gap})
     check_no_outliers(weights, activation_ratios)
-    assert abs(gap) < T.INT8_LOSS_MARGIN
+    assert abs(gap) < TOL.INT8_LOSS_MARGIN
     num_regression.check({"ratio": list(weights["matrices"].values())},
                          fullpath=baselines_dir / "quant_q10_weight_ratios.csv",
-                         default_tolerance=dict(rtol=T.RATIO_RTOL, atol=0))
+                         default_tolerance=dict(rtol=TOL.RATIO_RTOL, atol=0))
 
 
 @pytest.mark.claim("Q10")
@@ -596,7 +596,7 @@ def test_activation_ratios_match_the_stored_baseline(activation_ratios, num_regr
     num_regression.check({"ratio": [a["ratio"] for a in activation_ratios.values()],
                           "max": [a["max"] for a in activation_ratios.values()]},
                          fullpath=baselines_dir / "quant_q10_activation_ratios.csv",
-                         default_tolerance=dict(rtol=T.RATIO_RTOL, atol=0))
+                         default_tolerance=dict(rtol=TOL.RATIO_RTOL, atol=0))
 
 
 @pytest.mark.claim("Q10")

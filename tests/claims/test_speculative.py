@@ -230,7 +230,7 @@ def test_same_seed_gives_same_text_and_statistics(reference, speculative_drafts,
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"k": 0}, "k must be an int >= 1"),
-    ({"n_new": -1}, "n_new must be an int in [0, "),
+    ({"n_new": -1}, r"n_new must be an int in \[0, "),
     ({"temperature": -0.5}, "temperature must be a finite number >= 0"),
     ({"temperature": float("nan")}, "temperature"),
     ({"prompt": "caf\u00e9"}, "outside the vocabulary"),
@@ -264,7 +264,7 @@ def test_train_draft_flag_trains_the_draft_recipe(tmp_path):
     import json
 
     from aftertrain.cli import main
-    from aftertrain.lm import train as T
+    from aftertrain.lm import train as _train
 
     out = tmp_path / "d.pt"
     assert main(["train", "--draft", "--steps", "4", "--eval-every", "2", "--threads", "1",
@@ -273,8 +273,8 @@ def test_train_draft_flag_trains_the_draft_recipe(tmp_path):
     assert (net.config.n_layer, net.config.n_embd) == (1, 64)
     assert json.loads(out.with_suffix(".pt.json").read_text())["command"].startswith(
         "aftertrain train --draft")
-    assert T.draft_train_config().model == T.DRAFT_MODEL
-    assert T.TrainConfig().model.n_layer == 3 and T.TrainConfig().steps == 5000
+    assert _train.draft_train_config().model == _train.DRAFT_MODEL
+    assert _train.TrainConfig().model.n_layer == 3 and _train.TrainConfig().steps == 5000
 
 
 def test_committed_draft_gpt_matches_its_metadata():

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from aftertrain.claims.verdicts import BROKEN, HOLDS
-from aftertrain.experiments import speedup_rules as R
+from aftertrain.experiments import speedup_rules as SR
 from aftertrain.experiments.speedup import SPEEDUP_KS, speedup_decisions
 from aftertrain.experiments.speedup_rules import BIGRAM, Cells
 
@@ -59,11 +59,11 @@ def world(c=None, v=None, speedups=None) -> Cells:
 
 
 def verdicts(cells: Cells) -> dict[str, str | None]:
-    return {name: rule(cells) for name, (_, rule) in R.RULES.items()}
+    return {name: rule(cells) for name, (_, rule) in SR.RULES.items()}
 
 
 def test_every_rule_holds_in_the_base_world():
-    assert verdicts(world()) == dict.fromkeys(R.RULES, HOLDS)
+    assert verdicts(world()) == dict.fromkeys(SR.RULES, HOLDS)
 
 
 def fit_undecided_world() -> dict:
@@ -155,7 +155,7 @@ def test_fit_falls_back_to_independent_ranges_when_v_reaches_below_1():
     exact = {(d, k): (CPP[d][i] / (v[k] + k * C[d]),) * 2 for d in CPP for i, k in enumerate(KS)}
     assert verdicts(world(v=v, speedups=exact))["X8 fit"] == HOLDS
     with pytest.raises(ValueError, match="v must lie at or above 1"):
-        R.fit_gain_range(2.0, 8, (0.1, 0.1), (0.99, 1.0), (1.0, 1.1))
+        SR.fit_gain_range(2.0, 8, (0.1, 0.1), (0.99, 1.0), (1.0, 1.1))
 
 
 def test_fit_gain_range_bounds_the_gain_over_its_box():
@@ -170,14 +170,14 @@ def test_fit_gain_range_bounds_the_gain_over_its_box():
         c = tuple(sorted(rng.uniform(0.0, 1.5, 2)))
         v = tuple(sorted(rng.uniform(1.0, 2.0, 2)))
         s = tuple(sorted(rng.uniform(0.2, 3.0, 2)))
-        low, high = R.fit_gain_range(cpp, k, c, v, s)
+        low, high = SR.fit_gain_range(cpp, k, c, v, s)
         corners = np.array(list(itertools.product(c, v, s)))
         inner = np.column_stack([rng.uniform(*c, 400), rng.uniform(*v, 400), rng.uniform(*s, 400)])
         cc, vv, ss = np.vstack([corners, inner]).T
         gain = np.abs(cpp / (vv + k * cc) - ss) - np.abs(cpp / (1 + k * cc) - ss)
         assert low - 1e-12 <= gain.min() and gain.max() <= high + 1e-12
-        a_gap = R.abs_gap(R.predicted(cpp, k, c, v), s)
-        b_gap = R.abs_gap(R.predicted(cpp, k, c), s)
+        a_gap = SR.abs_gap(SR.predicted(cpp, k, c, v), s)
+        b_gap = SR.abs_gap(SR.predicted(cpp, k, c), s)
         ranges = (a_gap[0] - b_gap[1], a_gap[1] - b_gap[0])
         assert ranges[0] <= low <= high <= ranges[1]
         widths.append((high - low) / (ranges[1] - ranges[0]))
@@ -207,24 +207,24 @@ def test_fit_decides_an_idle_runs_intervals_that_independent_ranges_leave_open()
     predictions, and treating them apart double-counts that width."""
     rows = [{"cpp": cpp, "k": k, "c": IDLE_C[d], "v": IDLE_V[k], "speedup": (lo, hi)}
             for (d, k), (cpp, lo, hi) in IDLE_CELLS.items()]
-    assert R.fit_verdict(rows) == HOLDS
-    upper = sum(R.fit_gain_range(r["cpp"], r["k"], r["c"], r["v"], r["speedup"])[1]
+    assert SR.fit_verdict(rows) == HOLDS
+    upper = sum(SR.fit_gain_range(r["cpp"], r["k"], r["c"], r["v"], r["speedup"])[1]
                 for r in rows)
     assert -0.8 < upper < -0.5  # measured -0.647
-    vk = [R.abs_gap(R.predicted(r["cpp"], r["k"], r["c"], r["v"]), r["speedup"]) for r in rows]
-    art = [R.abs_gap(R.predicted(r["cpp"], r["k"], r["c"]), r["speedup"]) for r in rows]
+    vk = [SR.abs_gap(SR.predicted(r["cpp"], r["k"], r["c"], r["v"]), r["speedup"]) for r in rows]
+    art = [SR.abs_gap(SR.predicted(r["cpp"], r["k"], r["c"]), r["speedup"]) for r in rows]
     assert sum(lo for lo, _ in art) <= sum(h for _, h in vk)  # not holds by the ranges
     assert sum(lo for lo, _ in vk) <= sum(h for _, h in art)  # nor broken
 
 
 def test_speedup_is_the_inverse_ratio_with_its_interval_reversed():
-    assert R.speedup(Iv(0.5, 0.4, 0.625)) == (2.0, 1.6, 2.5)
+    assert SR.speedup(Iv(0.5, 0.4, 0.625)) == (2.0, 1.6, 2.5)
 
 
 def test_predicted_range_spans_the_formula_over_the_intervals():
-    low, high = R.predicted(3.0, 2, (0.1, 0.2), (1.1, 1.3))
+    low, high = SR.predicted(3.0, 2, (0.1, 0.2), (1.1, 1.3))
     assert (low, high) == pytest.approx((3.0 / 1.7, 3.0 / 1.3))
-    assert R.predicted(3.0, 2, (0.1, 0.1)) == pytest.approx((2.5, 2.5))  # v = 1: the article's
+    assert SR.predicted(3.0, 2, (0.1, 0.1)) == pytest.approx((2.5, 2.5))  # v = 1: the article's
 
 
 @pytest.mark.parametrize("a, b, expected", [
@@ -234,26 +234,26 @@ def test_predicted_range_spans_the_formula_over_the_intervals():
     ((2.0, 2.0), (2.0, 2.0), (0.0, 0.0)),
 ])
 def test_abs_gap_is_the_range_of_the_distance(a, b, expected):
-    assert R.abs_gap(a, b) == expected
+    assert SR.abs_gap(a, b) == expected
 
 
 def test_combine_needs_every_part_to_hold_and_one_break_to_break():
-    assert R.combine([HOLDS, HOLDS]) == HOLDS
-    assert R.combine([HOLDS, None]) is None
-    assert R.combine([None, BROKEN, HOLDS]) == BROKEN
-    assert R.combine([]) is None
+    assert SR.combine([HOLDS, HOLDS]) == HOLDS
+    assert SR.combine([HOLDS, None]) is None
+    assert SR.combine([None, BROKEN, HOLDS]) == BROKEN
+    assert SR.combine([]) is None
 
 
 @pytest.mark.parametrize("call, argument", [
-    (lambda: R.predicted(0.0, 2, (0.1, 0.2)), "cpp"),
-    (lambda: R.predicted(2.0, 0, (0.1, 0.2)), "k"),
-    (lambda: R.predicted(2.0, 2, (0.3, 0.2)), "c"),
-    (lambda: R.predicted(2.0, 2, (0.1, 0.2), (math.nan, 1.0)), "v"),
-    (lambda: R.predicted(2.0, 2, (-0.1, 0.2)), "c"),
-    (lambda: R.abs_gap((1.0, 2.0), (2.0,)), "b"),
-    (lambda: R.speedup(Iv(1.0, 0.0, 1.2)), "t"),
-    (lambda: R.fit_verdict([]), "rows"),
-    (lambda: R.fit_gain_range(2.0, 2, (0.1, 0.2), (1.0, 1.2), (1.2, 1.1)), "s"),
+    (lambda: SR.predicted(0.0, 2, (0.1, 0.2)), "cpp"),
+    (lambda: SR.predicted(2.0, 0, (0.1, 0.2)), "k"),
+    (lambda: SR.predicted(2.0, 2, (0.3, 0.2)), "c"),
+    (lambda: SR.predicted(2.0, 2, (0.1, 0.2), (math.nan, 1.0)), "v"),
+    (lambda: SR.predicted(2.0, 2, (-0.1, 0.2)), "c"),
+    (lambda: SR.abs_gap((1.0, 2.0), (2.0,)), "b"),
+    (lambda: SR.speedup(Iv(1.0, 0.0, 1.2)), "t"),
+    (lambda: SR.fit_verdict([]), "rows"),
+    (lambda: SR.fit_gain_range(2.0, 2, (0.1, 0.2), (1.0, 1.2), (1.2, 1.1)), "s"),
     (lambda: Cells({}, {}), "cpp"),
     (lambda: world().c("5-gram"), "t lacks"),
     (lambda: speedup_decisions(object(), {}, budget_s=1.0), "target"),

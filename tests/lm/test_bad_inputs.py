@@ -17,8 +17,8 @@ import pytest
 import torch
 
 from aftertrain.lm import ngram as BG
-from aftertrain.lm import registry as M
-from aftertrain.lm import text as T
+from aftertrain.lm import registry as _models
+from aftertrain.lm import text as _text
 from aftertrain.lm.checkpoint import load_checkpoint, save_checkpoint, sha256_file
 from aftertrain.lm.decoding import Decoder, context_start, generate, probabilities, sample_text, sample_token
 from aftertrain.lm.evaluation import val_loss
@@ -181,11 +181,11 @@ CASES = [
     (Lazy(lambda e: e.ngram.distribution), dict(context=(1, 100)),
      "context must be a tuple of token indices in [0, 100)"),
     # --- inputs that once failed silently or obscurely
-    (T.decode, dict(tokens=[True, False]), "tokens[0] = True is not an index"),
-    (T.decode, dict(tokens=torch.tensor([True])), "tokens must be integer indices"),
-    (T.decode, dict(tokens=None), "tokens must be a 1-D tensor or a sequence"),
-    (T.Corpus, dict(train_text=None, val_text="ab"), "train_text must be a str"),
-    (T.Corpus, dict(train_text="ab", val_text=5), "val_text must be a str"),
+    (_text.decode, dict(tokens=[True, False]), "tokens[0] = True is not an index"),
+    (_text.decode, dict(tokens=torch.tensor([True])), "tokens must be integer indices"),
+    (_text.decode, dict(tokens=None), "tokens must be a 1-D tensor or a sequence"),
+    (_text.Corpus, dict(train_text=None, val_text="ab"), "train_text must be a str"),
+    (_text.Corpus, dict(train_text="ab", val_text=5), "val_text must be a str"),
     (sample_text, dict(model=GPT_, prompt="\u2603", length=2), "prompt has 1 character(s) outside"),
     (load_checkpoint, dict(path=Lazy(lambda e: e.folder)), "is a folder, not a checkpoint file"),
     (load_checkpoint, dict(path=Lazy(lambda e: e.plain), rebuild=7), "rebuild must be a command"),
@@ -195,7 +195,7 @@ CASES = [
      "path must be a file path, got the folder"),
     (save_checkpoint, dict(model=GPT_, path="/proc/aftertrain-test/m.pt", meta={}),
      "its folder cannot be created"),
-    (M.check_architecture, dict(net="x"), "model must be an aftertrain.lm.model.GPT"),
+    (_models.check_architecture, dict(net="x"), "model must be an aftertrain.lm.model.GPT"),
     (BG.baseline_losses, dict(reference="ref"), "reference must implement"),
     (BG.NGram, dict(tables=[{}], unigram=torch.full((100,), NAN)), "unigram must hold finite"),
     (BG.NGram, dict(tables=[{}], unigram=-torch.full((100,), 0.01)), "unigram must hold finite"),

@@ -15,7 +15,7 @@ from aftertrain.core import io as aio
 from aftertrain.core.tolerances import GREEDY_TIE_MARGIN, LOGITS_ATOL, LOSS_ATOL
 from aftertrain.lm import checkpoint as CK
 from aftertrain.lm import decoding as DEC
-from aftertrain.lm import model as M
+from aftertrain.lm import model as _model
 from aftertrain.lm.evaluation import val_loss
 from aftertrain.lm.text import decode, encode
 from tests.common.strategies import prompt_and_split
@@ -23,7 +23,7 @@ from tests.common.toys import CountingModel
 
 
 def test_reference_has_the_articles_637156_parameters_and_names():
-    net = M.GPT()
+    net = _model.GPT()
     params = dict(net.named_parameters())
     assert sum(p.numel() for p in params.values()) == 637_156
     assert sum(p.numel() for p in params.values() if p.dim() == 2) == 631_808
@@ -42,9 +42,9 @@ def test_reference_has_the_articles_637156_parameters_and_names():
 
 def test_config_rejects_impossible_shapes():
     with pytest.raises(ValueError, match="n_embd"):
-        M.GPTConfig(n_embd=130, n_head=4)
+        _model.GPTConfig(n_embd=130, n_head=4)
     with pytest.raises(ValueError, match="dropout"):
-        M.GPTConfig(dropout=1.0)
+        _model.GPTConfig(dropout=1.0)
 
 
 def test_forward_rejects_a_context_longer_than_block_size(reference):
@@ -203,7 +203,7 @@ def test_checkpoint_write_is_atomic(tmp_path, reference, monkeypatch):
 
     monkeypatch.setattr(aio.os, "replace", crash)
     with pytest.raises(OSError, match="simulated crash"):
-        CK.save_checkpoint(M.GPT(), path, {"version": 2})
+        CK.save_checkpoint(_model.GPT(), path, {"version": 2})
     monkeypatch.undo()
     assert path.read_bytes() == before
     assert json.loads((tmp_path / "m.pt.json").read_text())["version"] == 1
@@ -266,7 +266,7 @@ def test_val_loss_leaves_the_model_in_the_mode_it_found_it():
     """val_loss evaluates in eval mode (no dropout) and then restores the
     caller's mode: a model being trained stays in training mode, one in eval
     mode stays in eval mode."""
-    net = M.GPT(M.GPTConfig(n_layer=1, n_head=2, n_embd=16, dropout=0.1))
+    net = _model.GPT(_model.GPTConfig(n_layer=1, n_head=2, n_embd=16, dropout=0.1))
     tokens = encode("hello world, hello tests")
     net.train()
     val_loss(net, tokens)
@@ -279,7 +279,7 @@ def test_val_loss_leaves_the_model_in_the_mode_it_found_it():
 def test_val_loss_refuses_a_model_that_produces_nan():
     """A model whose logits are NaN must not give a NaN or finite loss
     silently: val_loss raises FloatingPointError."""
-    net = M.GPT(M.GPTConfig(n_layer=1, n_head=2, n_embd=16))
+    net = _model.GPT(_model.GPTConfig(n_layer=1, n_head=2, n_embd=16))
     with torch.no_grad():
         net.head.bias[3] = float("nan")
     with pytest.raises(FloatingPointError, match="non-finite loss"):

@@ -13,18 +13,19 @@ import pytest
 import torch
 
 from aftertrain.lm import checkpoint as CK
-from aftertrain.lm import model as M
-from aftertrain.lm import registry as R
+from aftertrain.lm import model as _model
+from aftertrain.lm import registry as _models
 from aftertrain.lm.evaluation import val_loss
 
 pytest_plugins = ["pytester"]
 
 
 def test_bundled_models_load_with_their_identity():
-    for name in R.BUNDLED:
-        net, ident = R.load_model(name)
+    for name in _models.BUNDLED:
+        net, ident = _models.load_model(name)
         assert ident.name == name and ident.bundled
-        assert ident.sha256 == CK.sha256_file(R.bundled_path(name)) == R.model_meta(name)["sha256"]
+        sha = CK.sha256_file(_models.bundled_path(name))
+        assert ident.sha256 == sha == _models.model_meta(name)["sha256"]
         assert sum(p.numel() for p in net.parameters()) == 637_156
         assert not net.training
 
@@ -32,32 +33,32 @@ def test_bundled_models_load_with_their_identity():
 def test_article_checkpoint_has_the_articles_quality():
     """the article model's validation loss, measured
     here, lies in [1.98, 2.08] (the article: 2.0272), and matches its record."""
-    net, _ = R.load_model("article")
+    net, _ = _models.load_model("article")
     loss = val_loss(net)
     assert 1.98 <= loss <= 2.08, loss
-    assert loss == pytest.approx(R.model_meta("article")["val_loss"], abs=1e-5)
+    assert loss == pytest.approx(_models.model_meta("article")["val_loss"], abs=1e-5)
 
 
 def test_a_users_checkpoint_of_the_same_architecture_loads(tmp_path):
     path = tmp_path / "mine.pt"
-    shutil.copy(R.bundled_path("reference"), path)
-    shutil.copy(str(R.bundled_path("reference")) + ".json", str(path) + ".json")
-    _, ident = R.load_model(path)
+    shutil.copy(_models.bundled_path("reference"), path)
+    shutil.copy(str(_models.bundled_path("reference")) + ".json", str(path) + ".json")
+    _, ident = _models.load_model(path)
     assert not ident.bundled and ident.name == str(path)
-    assert ident.sha256 == R.model_meta("reference")["sha256"]
+    assert ident.sha256 == _models.model_meta("reference")["sha256"]
 
 
 @pytest.mark.parametrize("bad", ["", "nope", 3, None])
 def test_an_unknown_name_is_a_value_error_naming_the_argument(bad):
     with pytest.raises(ValueError, match="name_or_path"):
-        R.load_model(bad)
+        _models.load_model(bad)
 
 
 def test_another_architecture_is_refused(tmp_path):
     path = tmp_path / "small.pt"
-    CK.save_checkpoint(M.GPT(M.GPTConfig(n_layer=1, n_embd=64)), path, {})
+    CK.save_checkpoint(_model.GPT(_model.GPTConfig(n_layer=1, n_embd=64)), path, {})
     with pytest.raises(ValueError, match="architecture"):
-        R.load_model(path)
+        _models.load_model(path)
 
 
 def test_a_file_that_is_not_a_checkpoint_is_a_value_error(tmp_path):
@@ -65,18 +66,18 @@ def test_a_file_that_is_not_a_checkpoint_is_a_value_error(tmp_path):
     torch.save({"weights": torch.zeros(3)}, path)
     (tmp_path / "junk.pt.json").write_text(json.dumps({"sha256": CK.sha256_file(path)}))
     with pytest.raises(ValueError, match="name_or_path"):
-        R.load_model(path)
+        _models.load_model(path)
 
 
 def test_a_corrupted_checkpoint_is_refused_by_its_hash(tmp_path):
     path = tmp_path / "mine.pt"
-    shutil.copy(R.bundled_path("reference"), path)
-    shutil.copy(str(R.bundled_path("reference")) + ".json", str(path) + ".json")
+    shutil.copy(_models.bundled_path("reference"), path)
+    shutil.copy(str(_models.bundled_path("reference")) + ".json", str(path) + ".json")
     with path.open("r+b") as f:
         f.seek(-9, 2)
         f.write(b"corrupted")
     with pytest.raises(CK.CheckpointError, match="SHA-256"):
-        R.load_model(path)
+        _models.load_model(path)
 
 
 # --- the plugin ------------------------------------------------------------------
@@ -160,8 +161,8 @@ def test_plugin_on_a_users_checkpoint_reports_findings_without_failing(pytester,
     the assertion), a pass holds; a law that fails (Q1) and an error that is
     not an assertion (Q2) still fail the run."""
     path = tmp_path / "mine.pt"
-    shutil.copy(R.bundled_path("reference"), path)
-    shutil.copy(str(R.bundled_path("reference")) + ".json", str(path) + ".json")
+    shutil.copy(_models.bundled_path("reference"), path)
+    shutil.copy(str(_models.bundled_path("reference")) + ".json", str(path) + ".json")
     monkeypatch.setenv("AFTERTRAIN_MODEL", str(path))
     result, verdicts = _run(pytester, "-rx")
     result.assert_outcomes(passed=1, xfailed=1, failed=2)
@@ -206,8 +207,8 @@ def test_table(num_regression, baselines_dir):
 
 def _checkpoint_copy(tmp_path):
     path = tmp_path / "mine.pt"
-    shutil.copy(R.bundled_path("reference"), path)
-    shutil.copy(str(R.bundled_path("reference")) + ".json", str(path) + ".json")
+    shutil.copy(_models.bundled_path("reference"), path)
+    shutil.copy(str(_models.bundled_path("reference")) + ".json", str(path) + ".json")
     return path
 
 

@@ -6,11 +6,11 @@ import pytest
 import torch
 
 from aftertrain.cli import main
-from aftertrain.lm import train as T
+from aftertrain.lm import train as _train
 
 
-def _short(seed: int) -> T.TrainResult:
-    return T.train(T.TrainConfig(steps=3, eval_every=3, seed=seed, threads=1))
+def _short(seed: int) -> _train.TrainResult:
+    return _train.train(_train.TrainConfig(steps=3, eval_every=3, seed=seed, threads=1))
 
 
 def _equal_weights(a, b) -> bool:
@@ -37,10 +37,10 @@ def test_training_leaves_the_callers_random_state_alone():
 
 
 def test_learning_rate_warms_up_then_decays_to_min_lr():
-    cfg = T.TrainConfig(steps=1000, warmup=100, lr=1e-3, min_lr=1e-4)
-    assert T.learning_rate(0, cfg) == pytest.approx(1e-5)
-    assert T.learning_rate(99, cfg) == pytest.approx(1e-3)
-    assert T.learning_rate(999, cfg) == pytest.approx(1e-4, rel=1e-3)
+    cfg = _train.TrainConfig(steps=1000, warmup=100, lr=1e-3, min_lr=1e-4)
+    assert _train.learning_rate(0, cfg) == pytest.approx(1e-5)
+    assert _train.learning_rate(99, cfg) == pytest.approx(1e-3)
+    assert _train.learning_rate(999, cfg) == pytest.approx(1e-4, rel=1e-3)
 
 
 def test_stop_at_is_the_full_run_cut_short_and_evaluations_do_not_change_it():
@@ -49,9 +49,9 @@ def test_stop_at_is_the_full_run_cut_short_and_evaluations_do_not_change_it():
     run evaluates (evaluation draws no random numbers), and the last step run
     is evaluated."""
     kw = {"seed": 5, "threads": 1, "warmup": 1}
-    cut = T.train(T.TrainConfig(steps=50, stop_at=4, eval_every=4, **kw))
-    other = T.train(T.TrainConfig(steps=50, stop_at=4, eval_every=1, **kw))
-    full = T.train(T.TrainConfig(steps=4, eval_every=4, **kw))
+    cut = _train.train(_train.TrainConfig(steps=50, stop_at=4, eval_every=4, **kw))
+    other = _train.train(_train.TrainConfig(steps=50, stop_at=4, eval_every=1, **kw))
+    full = _train.train(_train.TrainConfig(steps=4, eval_every=4, **kw))
     assert cut.history[-1][0] == 4 and cut.best_step == 4
     assert [s for s, _, _ in other.history] == [1, 2, 3, 4]
     assert other.history[-1][2] == cut.val_loss
@@ -62,7 +62,7 @@ def test_stop_at_is_the_full_run_cut_short_and_evaluations_do_not_change_it():
 @pytest.mark.parametrize("stop_at", [0, 51])
 def test_stop_at_outside_the_schedule_is_refused(stop_at):
     with pytest.raises(ValueError, match="stop_at"):
-        T.TrainConfig(steps=50, stop_at=stop_at)
+        _train.TrainConfig(steps=50, stop_at=stop_at)
 
 
 def test_cli_stop_at_records_itself_and_refuses_the_draft(tmp_path, capsys):
@@ -82,7 +82,7 @@ def test_cli_stop_at_records_itself_and_refuses_the_draft(tmp_path, capsys):
                                           ("min_lr", 1.0), ("threads", 0)])
 def test_train_config_rejects_bad_values(field, value):
     with pytest.raises(ValueError, match=field):
-        T.TrainConfig(**{field: value})
+        _train.TrainConfig(**{field: value})
 
 
 def test_cli_train_prints_progress_and_a_summary_and_writes_the_checkpoint(tmp_path, capsys):

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from aftertrain import quant as Q
 from aftertrain.checks.quant import check_quantizer, reference_quantizer
-from aftertrain.core import tolerances as T
+from aftertrain.core import tolerances as TOL
 from aftertrain.experiments import quant as EQ
 from aftertrain.lm.model import GPT
 from aftertrain.quant import Granularity
@@ -199,7 +199,7 @@ def test_fake_quantize_equals_pytorch_on_reference_weights_but_for_exact_ties(re
                 total += p.numel()
     claim_record.measured(f"{apart} of {total} element-quantizations differ from PyTorch's "
                                 f"(division vs reciprocal at exact ties), each by one step")
-    assert apart < total * T.TORCH_TIE_FRACTION
+    assert apart < total * TOL.TORCH_TIE_FRACTION
 
 
 W_TEETH = torch.tensor([[0.9, -1.3, 0.2, 0.05], [-0.1, 0.3, -0.02, 0.25]])

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 from aftertrain import report as R
-from aftertrain.claims import tables as T
+from aftertrain.claims import tables as TB
 from aftertrain.claims.catalogue import CLAIMS
 from aftertrain.cli import main
-from aftertrain.report import meta as M
+from aftertrain.report import meta as meta
 from aftertrain.report import multimodel as MM
 from aftertrain.report.document import TIMING_CLAIMS, deterministic_rows
 from aftertrain.report.markdown import figures, figures_once, fmt, read_table
@@ -111,7 +111,7 @@ def test_committed_report_is_the_rendering_of_its_committed_ledger(committed):
     _, others = R.assemble.read_report_ledgers(COMMITTED)  # the other models' ledgers, if any
     sweep = R.assemble.read_report_sweep(COMMITTED)
     rendered = R.render(committed, ROOT, others=others, sweep=sweep).markdown()
-    assert M.strip_header(rendered) == M.strip_header((COMMITTED / "report.md").read_text())
+    assert meta.strip_header(rendered) == meta.strip_header((COMMITTED / "report.md").read_text())
 
 
 def _committed_rows() -> tuple[list[str], list[list[str]]]:
@@ -269,7 +269,7 @@ def test_a_ledger_without_reasons_or_meta_still_renders(committed):
 
 
 def test_q9_shows_both_texts_around_the_parting_point(doc, committed):
-    q9 = committed.table(T.Q9)
+    q9 = committed.table(TB.Q9)
     p = q9["position"] - 1  # 1-based in the table
     block = doc.markdown().split("```\nfloat32: ", 1)[1].split("```", 1)[0]
     f32, i8, caret = ("float32: " + block).splitlines()[:3]
@@ -293,7 +293,7 @@ META = {"date": "2026-11-30T10:00:00+00:00", "commit": "abc123def456", "cpu": "T
 def test_header_shows_the_runs_metadata_from_the_ledger():
     data = {**_data(), "meta": META}
     text = R.render(_ledger(data)).markdown()
-    head = text.split(M.BEGIN, 1)[1].split(M.END, 1)[0]
+    head = text.split(meta.BEGIN, 1)[1].split(meta.END, 1)[0]
     for value in ("2026-11-30T10:00:00+00:00", "abc123def456", "Test CPU 9000", "2.13.0+cpu",
                   "2 torch thread(s)", "load 0.42", "full run", "recorded in the ledger"):
         assert value in head, value
@@ -318,7 +318,7 @@ def test_png_bytes_depend_only_on_the_data(committed):
         assert b"matplotlib" not in a.plots[name].png.lower(), name
     data = _data()
     for key in ("speedup", "speedup_min", "speedup_max"):
-        data["tables"][T.SPEC_SPEEDUP][0][key] += 0.05
+        data["tables"][TB.SPEC_SPEEDUP][0][key] += 0.05
     c = R.render(_ledger(data))
     assert c.plots["spec_speedup"].png != a.plots["spec_speedup"].png
 
@@ -337,25 +337,25 @@ def plot_problems(plots: dict, led: R.Ledger) -> list[str]:
         if got is None or not _near(got[key], expected):
             bad.append(f"{plot}/{label}/{key}")
 
-    q4 = led.table(T.Q4)
+    q4 = led.table(TB.Q4)
     bits = [r["bits"] for r in q4["rows"]]
     check("quant_bits", "per-tensor (ours)", "x", bits)
     check("quant_bits", "per-tensor (ours)", "y", [r["per_tensor"] for r in q4["rows"]])
     check("quant_bits", "per-channel (ours)", "y", [r["per_channel"] for r in q4["rows"]])
     check("quant_bits", "float32 (ours)", "y", [q4["float32"]] * 2)
-    check("quant_sensitivity", "ours", "x", [r["penalty"] for r in led.table(T.Q7)])
-    p1 = led.table(T.P1)
+    check("quant_sensitivity", "ours", "x", [r["penalty"] for r in led.table(TB.Q7)])
+    p1 = led.table(TB.P1)
     for key, label in (("global", "global magnitude"), ("layer", "per-layer magnitude"),
                        ("random", "random")):
         check("prune_sparsity", f"{label} (ours)", "x", [100 * r["sparsity"] for r in p1])
         check("prune_sparsity", f"{label} (ours)", "y", [r[key] for r in p1])
-    p5 = led.table(T.P5)
+    p5 = led.table(TB.P5)
     check("prune_bytes", "COO measured", "y", [r["coo"] for r in p5])
     check("prune_bytes", "bitmask measured", "y", [r["bitmask"] for r in p5])
-    for table, plot, fields in ((T.SPEC_ACCEPTANCE, "spec_acceptance",
+    for table, plot, fields in ((TB.SPEC_ACCEPTANCE, "spec_acceptance",
                                  (("measured", "y", "acceptance"),
                                   ("X1 prediction", "y", "predicted_acceptance"))),
-                                (T.SPEC_SPEEDUP, "spec_speedup",
+                                (TB.SPEC_SPEEDUP, "spec_speedup",
                                  (("measured", "y", "speedup"), ("measured", "low", "speedup_min"),
                                   ("measured", "high", "speedup_max"),
                                   ("predicted (v_k)", "y", "predicted_vk")))):
@@ -377,11 +377,11 @@ def test_plot_series_are_the_ledgers_tables(doc, committed):
 @pytest.mark.teeth
 def test_plot_check_catches_a_series_drawn_from_the_wrong_column(committed):
     data = _data()
-    s6 = data["tables"][T.SPEC_SPEEDUP]
+    s6 = data["tables"][TB.SPEC_SPEEDUP]
     first, last = s6[0]["draft"], s6[-1]["draft"]  # one draft's measurements drawn as another's
     for r in s6:
         r["draft"] = {first: last, last: first}.get(r["draft"], r["draft"])
-    for r in data["tables"][T.Q4]["rows"]:
+    for r in data["tables"][TB.Q4]["rows"]:
         r["per_tensor"], r["per_channel"] = r["per_channel"], r["per_tensor"]
     swapped = R.render(_ledger(data))
     problems = plot_problems(swapped.plots, committed)
@@ -402,26 +402,26 @@ def test_speedup_plot_reads_at_a_glance(doc):
 
 def test_table_cells_are_the_ledgers_figures(doc, committed):
     text = doc.markdown()
-    q4 = committed.table(T.Q4)
+    q4 = committed.table(TB.Q4)
     rows = read_table(text, ["bits", "per-tensor (article)", "per-tensor (ours)",
                              "per-channel (article)", "per-channel (ours)"])
     assert [r[2] for r in rows[1:]] == [fmt(r["per_tensor"]) for r in q4["rows"]]
     assert [r[4] for r in rows[1:]] == [fmt(r["per_channel"]) for r in q4["rows"]]
     assert rows[0][2] == fmt(q4["float32"])
-    s6 = committed.table(T.SPEC_SPEEDUP)
+    s6 = committed.table(TB.SPEC_SPEEDUP)
     rows = read_table(text, ["draft", "k", "article", "ours", "article's prediction",
                              "ours: (chars/pass)/(1+kc)", "ours: (chars/pass)/(v_k+kc)"])
     assert [(r[0], int(r[1]), r[3], r[6]) for r in rows] == [
         (r["draft"], r["k"], f"{r['speedup']:.2f} ({r['speedup_min']:.2f}~{r['speedup_max']:.2f})",
          f"{r['predicted_vk']:.2f}") for r in s6]
-    s4 = committed.table(T.SPEC_ACCEPTANCE)
+    s4 = committed.table(TB.SPEC_ACCEPTANCE)
     rows = read_table(text, ["draft", "k", "acceptance (article)", "acceptance (ours)",
                              "X1 prediction from k=1 (ours)", "chars/pass (article)",
                              "chars/pass (ours)", "target passes (article)", "target passes (ours)"])
     assert [(r[0], int(r[1]), r[3], r[6], int(r[8])) for r in rows] == [
         (r["draft"], r["k"], f"{r['acceptance']:.3f}", f"{r['chars_per_pass']:.2f}",
          r["target_passes"]) for r in s4]
-    p1 = committed.table(T.P1)
+    p1 = committed.table(TB.P1)
     rows = read_table(text, ["sparsity", "global (article / ours)", "per-layer (article / ours)",
                              "random (article / ours)"])
     assert [[c.split(" / ")[1] for c in r[1:]] for r in rows] == [

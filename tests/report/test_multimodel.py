@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from aftertrain import report as R
-from aftertrain.claims import tables as T
+from aftertrain.claims import tables as TB
 from aftertrain.claims import verdicts as V
 from aftertrain.claims.catalogue import ARTICLE_TABLES
 from aftertrain.cli import main
-from aftertrain.experiments import sweep as S
+from aftertrain.experiments import sweep as ESW
 from aftertrain.report import multimodel as MM
 from aftertrain.report import sweep as SW
 from aftertrain.report.markdown import read_table
@@ -53,7 +53,7 @@ def ledgers() -> tuple[R.Ledger, R.Ledger]:
     _set(art, "Q5", V.HOLDS, "art-q5 2.9000")
     _set(art, "Q6", V.DOES_NOT_REPRODUCE, "art-q6 2.2222")
     _set(art, "Q4", V.DOES_NOT_REPRODUCE, "art-q4 3.3333")
-    for t in art["tables"][T.Q4]["rows"]:
+    for t in art["tables"][TB.Q4]["rows"]:
         t["per_channel"] += 0.5
     return R.Ledger.from_json(ref, "claims.json"), R.Ledger.from_json(art, "claims-article.json")
 
@@ -98,12 +98,12 @@ def test_flips_reads_the_primary_ledgers_verdicts_not_a_fixed_list(ledgers):
 def test_overlay_plots_have_one_line_per_model_and_the_articles_points(doc, ledgers):
     ref, art = ledgers
     bits = doc.plots["models_quant_bits"].series
-    assert bits["per-channel (reference)"]["y"] == [r["per_channel"] for r in ref.table(T.Q4)["rows"]]
-    assert bits["per-channel (article)"]["y"] == [r["per_channel"] for r in art.table(T.Q4)["rows"]]
+    assert bits["per-channel (reference)"]["y"] == [r["per_channel"] for r in ref.table(TB.Q4)["rows"]]
+    assert bits["per-channel (article)"]["y"] == [r["per_channel"] for r in art.table(TB.Q4)["rows"]]
     assert bits["per-channel (published)"]["y"] == [v[1] for v in ARTICLE_TABLES["q4"].values()]
     sparsity = doc.plots["models_prune_sparsity"].series
     for m in ("reference", "article"):
-        assert sparsity[f"random ({m})"]["y"] == [r["random"] for r in ref.table(T.P1)]
+        assert sparsity[f"random ({m})"]["y"] == [r["random"] for r in ref.table(TB.P1)]
 
 
 def test_single_model_report_has_no_multimodel_section(ledgers):
@@ -180,7 +180,7 @@ def _point(model: str, loss: float, q6: float, ratio: float) -> dict:
            "p2": [{"sparsity": 0.05, "mean": 3.0, "std": 0.1, "min": 2.9, "max": 3.1}],
            "s4": [{"draft": d, "k": k, "acceptance": a} for d, k, a in
                   (("bigram", 1, 0.3), ("bigram", 8, 0.1), ("8-bit", 1, 0.9), ("8-bit", 8, 0.7))]}
-    return S.sweep_point(model, loss, fig, "measured")
+    return ESW.sweep_point(model, loss, fig, "measured")
 
 
 SWEEP = [_point("worse", 2.5, +0.3, 8.0), _point("better", 1.55, -0.2, 2.0)]
@@ -193,7 +193,7 @@ def test_sweep_section_marks_where_each_claim_flips(tmp_path):
     doc = R.render(R.read_ledger(COMMITTED / "claims.json"), sweep=points)
     md = doc.markdown()
     assert f"## {SW.TITLE}" in md
-    q6 = next(n for n in S.THRESHOLDS if n.startswith("q6"))
+    q6 = next(n for n in ESW.THRESHOLDS if n.startswith("q6"))
     assert "+0.3000 ✓" in md and "-0.2000 ✗" in md  # Q6 holds on the worse model only
     series = doc.plots["sweep_loss_margins"].series
     label = next(k for k in series if k.startswith("Q6"))
@@ -201,7 +201,7 @@ def test_sweep_section_marks_where_each_claim_flips(tmp_path):
     assert series["threshold 0"]["y"] == [0.0, 0.0]
     ratio = doc.plots["sweep_q7_ratio"].series
     assert ratio["threshold 5"]["y"] == [5.0, 5.0]
-    assert S.holds(q6, 0.3) and not S.holds(q6, -0.2)
+    assert ESW.holds(q6, 0.3) and not ESW.holds(q6, -0.2)
 
 
 def test_report_renders_the_sweep_file_of_its_output_folder(tmp_path):

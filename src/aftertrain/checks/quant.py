@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterable, Mapping
 import torch
 
 from aftertrain.checks.report import Report, Row
-from aftertrain.core import tolerances as T
+from aftertrain.core import tolerances as TOL
 from aftertrain.quant.primitives import (
     Granularity,
     _check_bits,
@@ -192,7 +192,7 @@ def check_quantizer(
 def _check_case(report: Report, quantize: Quantizer, case: str, w: torch.Tensor, bits: int,
                 g: Granularity) -> None:
     qmax = 2 ** (bits - 1) - 1
-    u = T.FLOAT32_UNIT_ROUNDOFF
+    u = TOL.FLOAT32_UNIT_ROUNDOFF
     w_hat, codes, error = _call(quantize, w, bits, g)
     if error is not None:
         report.add(Row(case, "output", False, detail=error))
@@ -209,7 +209,7 @@ def _check_case(report: Report, quantize: Quantizer, case: str, w: torch.Tensor,
     err = (wd - w_hat).abs()
 
     # round-trip, on normal rows
-    bound = scale / 2 * (1 + T.QUANT_ROUND_TRIP_SLACK_ULPS * qmax * u) + T.QUANT_SUBNORMAL_HALF
+    bound = scale / 2 * (1 + TOL.QUANT_ROUND_TRIP_SLACK_ULPS * qmax * u) + TOL.QUANT_SUBNORMAL_HALF
     excess = (err / bound)[normal]
     ok = bool((excess <= 1).all())
     report.add(Row(case, "round-trip", ok, value=_worst(excess), bound=1.0,
@@ -220,7 +220,7 @@ def _check_case(report: Report, quantize: Quantizer, case: str, w: torch.Tensor,
     steps = (w_hat / scale)[normal]
     k = torch.round(steps)
     off = (steps - k).abs()
-    grid_slack = T.QUANT_GRID_SLACK_ULPS * qmax * u + T.QUANT_SUBNORMAL_HALF / scale[normal]
+    grid_slack = TOL.QUANT_GRID_SLACK_ULPS * qmax * u + TOL.QUANT_SUBNORMAL_HALF / scale[normal]
     ok = bool((off <= grid_slack).all()) and bool((k.abs() <= qmax).all())
     report.add(Row(case, "grid", ok, value=_worst(off), bound=float(grid_slack.max())
                    if grid_slack.numel() else 0.0,
@@ -264,8 +264,8 @@ def _check_case(report: Report, quantize: Quantizer, case: str, w: torch.Tensor,
     if (~normal).any():
         row_max = wd.abs().amax(1, keepdim=True).expand_as(wd)
         ratio = (err - row_max).clamp_min(0)[~normal]
-        ok = bool((ratio <= T.QUANT_SUBNORMAL_HALF).all())
-        report.add(Row(case, "edge", ok, value=_worst(ratio), bound=T.QUANT_SUBNORMAL_HALF,
+        ok = bool((ratio <= TOL.QUANT_SUBNORMAL_HALF).all())
+        report.add(Row(case, "edge", ok, value=_worst(ratio), bound=TOL.QUANT_SUBNORMAL_HALF,
                        detail="" if ok else f"on a subnormal-scale row |w - w_hat| exceeds "
                                             f"max|w| by {_worst(ratio):.4g}"))
 

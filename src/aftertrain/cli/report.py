@@ -97,12 +97,51 @@ def _labelled(ledgers: list[Ledger]) -> tuple[Ledger, dict[str, Ledger]]:
 
 
 def report_main(args) -> int:
-    """``aftertrain report``: see :func:`aftertrain.cli.build_parser`."""
+    """``aftertrain report``: see :func:`aftertrain.cli.build_parser`.
+
+    Steps: check every argument (before any long work), get the ledgers (read
+    the given ones or run the suite once per model), place the sweep file,
+    render, and with ``--update-committed`` commit the ledgers and the README
+    table; the exit status is 1 when any model's run failed or broke a claim.
+    """
     t0 = time.perf_counter()
 
     def log(msg: str) -> None:
         print(f"[report {time.perf_counter() - t0:5.0f}s] {msg}", file=sys.stderr, flush=True)
 
+    checkout, out = _checkout_and_output(args)
+    claims_json = split_values(getattr(args, "claims_json", None))
+    models = split_values(getattr(args, "models", None))
+    sweep_arg = getattr(args, "sweep", None)
+    sweep = sweep_section.read_sweep(sweep_arg) if sweep_arg else None  # refused before any run
+    run_dir = out  # where a run writes its ledger
+    if claims_json:
+        ledger, others = _read_ledgers(claims_json, models, args.quick)
+        log(f"read the claims ledger{'s' if others else ''} {', '.join(claims_json)}")
+    else:
+        models = _check_models(models, checkout)
+        out.mkdir(parents=True, exist_ok=True)
+        # With --update-committed the runs' ledgers wait outside report/ until
+        # every model has run: a later model's suite checks the committed
+        # report against its committed ledger, which must not change under it.
+        run_dir = Path(tempfile.mkdtemp(prefix="aftertrain-runs-")) if args.update_committed else out
+        ledger, others = _run_models(models, checkout, run_dir, args.quick, log, claims_json)
+    if sweep_arg:
+        _place_sweep(sweep_arg, out)
+    else:
+        sweep = read_report_sweep(out)
+        if sweep:
+            log(f"rendering the sweep file {out / SWEEP_FILE}")
+    path = build(ledger, out, checkout, log, others, sweep)
+    if args.update_committed:
+        _commit(out, run_dir, claims_json, ledger, others, checkout)
+        log(f"updated the committed report {out} and the claims table of {checkout / 'README.md'}")
+    log(f"wrote {path} and {len(list(out.glob('*.png')))} plots")
+    return _summary(path, ledger, others)
+
+
+def _checkout_and_output(args) -> tuple[Path | None, Path]:
+    """The source tree to run in (None: none found) and the output folder, checked writable."""
     checkout = Path(args.checkout).resolve() if args.checkout else default_checkout()
     if args.checkout and not is_checkout(checkout):
         raise ReportError(f"--checkout {args.checkout} is not an aftertrain source tree "
@@ -115,79 +154,85 @@ def report_main(args) -> int:
     else:
         out = Path(args.out) if args.out else DEFAULT_OUT
     check_output_folder(out)  # before any long work
-    run_dir = out  # where a run writes its ledger (see below)
-    claims_json = split_values(getattr(args, "claims_json", None))
-    models = split_values(getattr(args, "models", None))
-    sweep_arg = getattr(args, "sweep", None)
-    if sweep_arg:
-        sweep = sweep_section.read_sweep(sweep_arg)  # a bad file is refused before any run
-    if claims_json:
-        if args.quick:
-            raise ReportError("--quick changes the test run, and --claims-json reads a finished "
-                              "one (its own metadata says whether it was quick); drop --quick")
-        if models:
-            raise ReportError("--models runs the tests on those models, and --claims-json reads "
-                              "finished runs (each ledger names its model); give one of them")
-        ledgers = []
-        for p in claims_json:
-            try:
-                ledgers.append(read_ledger(p))
-            except ReportError as err:
-                raise ReportError(f"--claims-json: {err}") from None
-        ledger, others = _labelled(ledgers)
-        log(f"read the claims ledger{'s' if others else ''} {', '.join(claims_json)}")
-    else:
-        if checkout is None:
-            raise ReportError("no checkout to run the tests in: give --checkout PATH (an aftertrain "
-                              "source tree) or --claims-json FILE (from `pytest --claims-json FILE`)")
-        models = models or list(DEFAULT_MODELS)
-        from aftertrain.lm import registry as _models
+    return checkout, out
 
-        for m in models:  # a bad name or path is refused before any run
-            try:
-                _models.resolve(m)
-            except ValueError as err:
-                raise ReportError(f"--models: {err}") from None
-        if len(set(models)) != len(models):
-            raise ReportError(f"--models names a model twice: {models}")
+
+def _read_ledgers(claims_json: list[str], models: list[str], quick: bool) -> tuple[Ledger, dict]:
+    """``--claims-json``: finished runs, read and labelled by their models."""
+    if quick:
+        raise ReportError("--quick changes the test run, and --claims-json reads a finished "
+                          "one (its own metadata says whether it was quick); drop --quick")
+    if models:
+        raise ReportError("--models runs the tests on those models, and --claims-json reads "
+                          "finished runs (each ledger names its model); give one of them")
+    ledgers = []
+    for p in claims_json:
+        try:
+            ledgers.append(read_ledger(p))
+        except ReportError as err:
+            raise ReportError(f"--claims-json: {err}") from None
+    return _labelled(ledgers)
+
+
+def _check_models(models: list[str], checkout: Path | None) -> list[str]:
+    """The models to run (default: the bundled ones), each resolvable, none twice."""
+    if checkout is None:
+        raise ReportError("no checkout to run the tests in: give --checkout PATH (an aftertrain "
+                          "source tree) or --claims-json FILE (from `pytest --claims-json FILE`)")
+    from aftertrain.lm import registry as _models
+
+    models = models or list(DEFAULT_MODELS)
+    for m in models:
+        try:
+            _models.resolve(m)
+        except ValueError as err:
+            raise ReportError(f"--models: {err}") from None
+    if len(set(models)) != len(models):
+        raise ReportError(f"--models names a model twice: {models}")
+    return models
+
+
+def _run_models(models: list[str], checkout: Path, run_dir: Path, quick: bool,
+                log: Callable[[str], None], claims_json: list[str]) -> tuple[Ledger, dict]:
+    """Run the suite once per model, in order; each ledger's path is appended to ``claims_json``."""
+    from aftertrain.lm import registry as _models
+
+    ran = []
+    for i, m in enumerate(models):
+        label = Path(m).stem if m not in _models.BUNDLED else m
+        log(f"model {i + 1} of {len(models)}: {m} (the claims' tests with --aftertrain-model {m})")
+        started = {**meta.collect(checkout), "model": m}
+        run_path = (run_dir / ledger_file(label, i == 0)).resolve()
+        claims_json.append(str(run_path))
+        ran.append(run_ledger(checkout, run_path, quick, log, started, model=m))
+        log(f"model {m}: pytest exit status {ran[-1].pytest_status}")
+    return _labelled(ran)
+
+
+def _place_sweep(sweep_arg: str, out: Path) -> None:
+    """Copy ``--sweep FILE`` into the output folder, where the report reads it."""
+    target = out / SWEEP_FILE
+    if Path(sweep_arg).resolve() != target.resolve():
         out.mkdir(parents=True, exist_ok=True)
-        # With --update-committed the runs' ledgers wait outside report/ until
-        # every model has run: a later model's suite checks the committed
-        # report against its committed ledger, which must not change under it.
-        run_dir = Path(tempfile.mkdtemp(prefix="aftertrain-runs-")) if args.update_committed else out
-        ran = []
-        for i, m in enumerate(models):
-            label = Path(m).stem if m not in _models.BUNDLED else m
-            log(f"model {i + 1} of {len(models)}: {m} (the claims' tests with --aftertrain-model {m})")
-            started = {**meta.collect(checkout), "model": m}
-            run_path = (run_dir / ledger_file(label, i == 0)).resolve()
-            claims_json.append(str(run_path))
-            ran.append(run_ledger(checkout, run_path, args.quick, log, started, model=m))
-            log(f"model {m}: pytest exit status {ran[-1].pytest_status}")
-        ledger, others = _labelled(ran)
-    if sweep_arg:
-        target = out / SWEEP_FILE
-        if Path(sweep_arg).resolve() != target.resolve():
-            out.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(sweep_arg, target)
-    else:
-        sweep = read_report_sweep(out)
-        if sweep:
-            log(f"rendering the sweep file {out / SWEEP_FILE}")
-    path = build(ledger, out, checkout, log, others, sweep)
-    if args.update_committed:
-        for n, (src, led) in enumerate(zip(claims_json, [ledger, *others.values()], strict=False)):
-            target = out / ledger_file(multimodel.model_label(led), n == 0)
-            if Path(src).resolve() != target.resolve():
-                atomic_write(target, Path(src).read_bytes())
-        if run_dir is not out:  # the runs' ledgers are in report/ now
-            shutil.rmtree(run_dir, ignore_errors=True)
-        update_readme(checkout / "README.md", ledger, others)
-        log(f"updated the committed report {out} and the claims table of {checkout / 'README.md'}")
-    all_ledgers = {multimodel.model_label(ledger): ledger, **others}
-    log(f"wrote {path} and {len(list(out.glob('*.png')))} plots")
+        shutil.copyfile(sweep_arg, target)
+
+
+def _commit(out: Path, run_dir: Path, claims_json: list[str], ledger: Ledger, others: dict,
+            checkout: Path) -> None:
+    """``--update-committed``: the runs' ledgers into report/, the README's claims table."""
+    for n, (src, led) in enumerate(zip(claims_json, [ledger, *others.values()], strict=False)):
+        target = out / ledger_file(multimodel.model_label(led), n == 0)
+        if Path(src).resolve() != target.resolve():
+            atomic_write(target, Path(src).read_bytes())
+    if run_dir is not out:  # the runs' ledgers are in report/ now
+        shutil.rmtree(run_dir, ignore_errors=True)
+    update_readme(checkout / "README.md", ledger, others)
+
+
+def _summary(path: Path, ledger: Ledger, others: dict) -> int:
+    """One line per model (its verdict tally); 1 when a run failed or a claim is broken."""
     status = 0
-    for label, led in all_ledgers.items():
+    for label, led in {multimodel.model_label(ledger): ledger, **others}.items():
         counts = summary_counts(led)
         failed = led.pytest_status not in (None, 0)
         tally = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))

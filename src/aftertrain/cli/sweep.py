@@ -24,7 +24,7 @@ DEFAULT_SWEEP_MODELS = ("sweep-250", "article", "sweep-1250", "reference")
 
 
 def sweep_main(args) -> int:
-    from aftertrain.experiments import sweep as S
+    from aftertrain.experiments import sweep as ESW
     from aftertrain.lm import registry as _models
 
     t0 = time.perf_counter()
@@ -53,16 +53,16 @@ def sweep_main(args) -> int:
         # A ledger of this very checkpoint; one without metadata by its model's name
         # (ledgers from before --aftertrain-model: the reference's).
         led = ledgers.get(ident.sha256) or ledgers.get(label)
-        fig = S.figures_from_tables(led.tables) if led is not None else None
+        fig = ESW.figures_from_tables(led.tables) if led is not None else None
         if fig is not None:
             log(f"model {i + 1} of {len(names)}: {label}: figures from {led.source}")
             source = f"ledger {Path(led.source).name}"
         else:
             log(f"model {i + 1} of {len(names)}: {label}: measuring (bits, sensitivity, "
                 "pruning, acceptance)")
-            fig = S.key_figures(net)
+            fig = ESW.key_figures(net)
             source = "measured"
-        points.append(S.sweep_point(label, fig["val_loss"], fig, source))
+        points.append(ESW.sweep_point(label, fig["val_loss"], fig, source))
         log(f"model {label}: validation loss {fig['val_loss']:.4f}")
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / SWEEP_FILE, sweep_section.sweep_json(points))

@@ -54,8 +54,7 @@ GREEDY_TIE_MARGIN = 1e-3
 #: sums moves it (thread count, BLAS build), measured at <= 1e-6 (B1's
 #: baseline); 10x that absolute. A real change of weights, mask or corpus
 #: moves it by far more; quantized and pruned models alike (their weights are
-#: exact functions of the stored ones). Was LOSS_TOL (pruning) and LOSS_ATOL
-#: (quantization).
+#: exact functions of the stored ones).
 LOSS_ATOL = 1e-5
 
 #: A loss against an exact figure or one computed the same way (the uniform
@@ -69,56 +68,56 @@ LOSS_ATOL_SAME_THREADS = 1e-6
 
 # --- quantization -------------------------------------------------------------
 
-# float32 unit roundoff u = 2**-24: every exactly rounded float32 operation
-# (w / s, w * fl(1/s), q * s, max|w| / qmax) is within a relative u.
+#: float32 unit roundoff u = 2**-24: every exactly rounded float32 operation
+#: (w / s, w * fl(1/s), q * s, max|w| / qmax) is within a relative u.
 FLOAT32_UNIT_ROUNDOFF = 2.0**-24
 
-# Round-trip bound of a symmetric quantizer, relative slack on scale / 2.
-# With s_ref = max|w| / qmax exact, s = fl(s_ref) = s_ref (1 + d0); the code
-# q = round(x) with x = fl(w / s) or fl(w * fl(1 / s)), |x - w/s| <= 2 qmax u
-# (one or two roundings of a value <= qmax); w_hat = fl(q s) adds qmax u s.
-# So |w - w_hat| <= s/2 + 3 qmax u s <= s_ref/2 (1 + u)(1 + 6 qmax u). The
-# slack 8 qmax u covers the (1 + u) and the O(u^2) terms with room (at 8 bits
-# 6.1e-5 of scale/2); a floor instead of a round errs by up to a whole scale.
+#: Round-trip bound of a symmetric quantizer, relative slack on scale / 2.
+#: With s_ref = max|w| / qmax exact, s = fl(s_ref) = s_ref (1 + d0); the code
+#: q = round(x) with x = fl(w / s) or fl(w * fl(1 / s)), |x - w/s| <= 2 qmax u
+#: (one or two roundings of a value <= qmax); w_hat = fl(q s) adds qmax u s.
+#: So |w - w_hat| <= s/2 + 3 qmax u s <= s_ref/2 (1 + u)(1 + 6 qmax u). The
+#: slack 8 qmax u covers the (1 + u) and the O(u^2) terms with room (at 8 bits
+#: 6.1e-5 of scale/2); a floor instead of a round errs by up to a whole scale.
 QUANT_ROUND_TRIP_SLACK_ULPS = 8  # times qmax * FLOAT32_UNIT_ROUNDOFF
 
-# Absolute slack of the same bound: half the smallest float32 subnormal,
-# 2**-149, the rounding error of a product that lands in the subnormal range.
+#: Absolute slack of the same bound: half the smallest float32 subnormal,
+#: 2**-149, the rounding error of a product that lands in the subnormal range.
 QUANT_SUBNORMAL_HALF = 2.0**-149
 
-# Grid check: w_hat / s_ref = q (1 + d0)(1 + d2), so |w_hat / s_ref - q| <=
-# 2 qmax u (+ u^2); 4 qmax u leaves a factor 2. A quantizer on another grid
-# (scale max|w| / 2**(bits-1), a wrong axis) is off by a sizeable fraction of
-# a step.
+#: Grid check: w_hat / s_ref = q (1 + d0)(1 + d2), so |w_hat / s_ref - q| <=
+#: 2 qmax u (+ u^2); 4 qmax u leaves a factor 2. A quantizer on another grid
+#: (scale max|w| / 2**(bits-1), a wrong axis) is off by a sizeable fraction of
+#: a step.
 QUANT_GRID_SLACK_ULPS = 4  # times qmax * FLOAT32_UNIT_ROUNDOFF
 
-# Q2: "int8 is nearly free", read as the third decimal: int8 loss - float32
-# loss < 0.01 nats, both granularities. Q10's 8-bit per-tensor/per-channel
-# gap uses the same bound (the article's 0.0010 gap is "nearly free" too).
+#: Q2: "int8 is nearly free", read as the third decimal: int8 loss - float32
+#: loss < 0.01 nats, both granularities. Q10's 8-bit per-tensor/per-channel
+#: gap uses the same bound (the article's 0.0010 gap is "nearly free" too).
 INT8_LOSS_MARGIN = 0.01
 
-# Q5: "down to 6 bits the loss moves only in the second decimal": < 0.05.
+#: Q5: "down to 6 bits the loss moves only in the second decimal": < 0.05.
 SIX_BIT_LOSS_MARGIN = 0.05
 
-# Q7: "tok hurts more than five times any matrix inside a block" (article
-# +0.0976 against +0.0184, a ratio of 5.3): the factor as the article states it.
+#: Q7: "tok hurts more than five times any matrix inside a block" (article
+#: +0.0976 against +0.0184, a ratio of 5.3): the factor as the article states it.
 EMBEDDING_DOMINANCE = 5.0
 
-# Q10: in large models a few channels are "tens to a hundred times" the rest;
-# 10 is the low end of that range.
+#: Q10: in large models a few channels are "tens to a hundred times" the rest;
+#: 10 is the low end of that range.
 OUTLIER_RATIO = 10.0
 
-# Q6 reconstruction figures: a pure function of the stored weights, the mean
-# taken in float64 over 65,536 elements: exact to far below 1e-12.
+#: Q6 reconstruction figures: a pure function of the stored weights, the mean
+#: taken in float64 over 65,536 elements: exact to far below 1e-12.
 RECONSTRUCTION_ATOL = 1e-12
 
-# Q10 ratios guarded relative: weights exact (max/median of float32 values),
-# activations through float32 sums (relative error ~1e-7): 1e-6.
+#: Q10 ratios guarded relative: weights exact (max/median of float32 values),
+#: activations through float32 sums (relative error ~1e-7): 1e-6.
 RATIO_RTOL = 1e-6
 
-# Q1: PyTorch's reciprocal and the article's division differ only where a
-# quotient lands exactly on a half-integer; on trained weights that is rare
-# (1 in 8.8 million measured): fewer than 1 in 10,000 element-quantizations.
+#: Q1: PyTorch's reciprocal and the article's division differ only where a
+#: quotient lands exactly on a half-integer; on trained weights that is rare
+#: (1 in 8.8 million measured): fewer than 1 in 10,000 element-quantizations.
 TORCH_TIE_FRACTION = 1e-4
 
 
@@ -127,18 +126,19 @@ TORCH_TIE_FRACTION = 1e-4
 
 # Pruned losses use LOSS_ATOL (model section, derivation there).
 
-# P4: the matching sparsity is found by bisection on a grid of 0.001; a
-# 1e-5 change of a loss can move a crossing by one grid step, so the stored
-# sparsity is guarded to one step (plus 1e-9 for the decimal grid in binary).
+#: P4: the matching sparsity is found by bisection on a grid of 0.001; a
+#: 1e-5 change of a loss can move a crossing by one grid step, so the stored
+#: sparsity is guarded to one step (plus 1e-9 for the decimal grid in binary).
 MATCHING_RESOLUTION = 0.001
+#: The stored matching sparsity's guard: one grid step (above).
 MATCHING_SPARSITY_ATOL = MATCHING_RESOLUTION + 1e-9
 
 
 
 # --- speculative decoding -----------------------------------------------------
 
-#: The verification logits against plain decoding's: LOGITS_ATOL (above), the
-#: same float32 reordering.
+# The verification logits against plain decoding's use LOGITS_ATOL (above):
+# the same float32 reordering.
 
 #: The n-gram draft's validation loss against the figure documented next to
 #: ngram.NGRAM_ORDER (1.6526 nats, four decimals): a deterministic count
@@ -155,59 +155,60 @@ RULE_TRIALS = 20_000
 
 # --- timing -------------------------------------------------------------------
 
-# Total error of one timing decision (aftertrain.timing.sequential_decision):
-# the house alpha. Split by Bonferroni over the scheduled looks and the ratios
-# of the decision, so each interval is at 1 - alpha / (looks * ratios).
+#: Total error of one timing decision (aftertrain.timing.sequential_decision):
+#: the house alpha. Split by Bonferroni over the scheduled looks and the ratios
+#: of the decision, so each interval is at 1 - alpha / (looks * ratios).
 TIMING_ALPHA = 1e-6
-# Scheduled looks: first, 2x, 4x ... 128x the first round's pairs. Eight
-# looks take a 25-pair first look to 3200 pairs (the Q11 step: ~2 s idle, ~8 s
-# at load 7, where 768 pairs left its interval at [0.874, 1.153]) while costing
-# only log2(8) = 3 bits of the per-look alpha (min_pairs 25 instead of 21).
+#: Scheduled looks: first, 2x, 4x ... 128x the first round's pairs. Eight
+#: looks take a 25-pair first look to 3200 pairs (the Q11 step: ~2 s idle, ~8 s
+#: at load 7, where 768 pairs left its interval at [0.874, 1.153]) while costing
+#: only log2(8) = 3 bits of the per-look alpha (min_pairs 25 instead of 21).
 TIMING_LOOKS = 8
-# Seconds one decision may spend before it is inconclusive (the pytest option
-# --timing-budget overrides it). Idle, every decision but the speculative
-# speedups decides within its first two looks (well under a second to a few
-# seconds); 20 s bounds a loaded run's ~15 decisions to ~5 extra minutes.
+#: Seconds one decision may spend before it is inconclusive (the pytest option
+#: --timing-budget overrides it). Idle, every decision but the speculative
+#: speedups decides within its first two looks (well under a second to a few
+#: seconds); 20 s bounds a loaded run's ~15 decisions to ~5 extra minutes.
 TIMING_BUDGET_S = 20.0
 
-# Q11 and P7: equivalence band of "no difference" for the median ratio. A real
-# change of arithmetic (integer kernels, an extra pass, skipping zeros) moves
-# the ratio by tens of percent or 2x; 10% is no speedup worth the name, and the
-# median of a few hundred pairs is known to a few percent even on a loaded box.
+#: Q11 and P7: equivalence band of "no difference" for the median ratio. A real
+#: change of arithmetic (integer kernels, an extra pass, skipping zeros) moves
+#: the ratio by tens of percent or 2x; 10% is no speedup worth the name, and the
+#: median of a few hundred pairs is known to a few percent even on a loaded box.
 SAME_SPEED_BAND = (0.9, 1.1)
-# S5: a quantized draft does the target's float32 arithmetic plus the draft
-# loop's bookkeeping (distribution, draw: ~5-10% of a step measured here), so
-# c lies in [0.8, 1.3] unless quantization changed the arithmetic (Q11).
+#: S5: a quantized draft does the target's float32 arithmetic plus the draft
+#: loop's bookkeeping (distribution, draw: ~5-10% of a step measured here), so
+#: c lies in [0.8, 1.3] unless quantization changed the arithmetic (Q11).
 SAME_WORK_BAND = (0.8, 1.3)
-# S5: a table-lookup draft (bigram, n-gram) costs the loop's bookkeeping only:
-# ~50-100 us against a ~700-1000 us target step; c <= 0.25 is "a small
-# fraction of a pass" with room for a loaded machine.
+#: S5: a table-lookup draft (bigram, n-gram) costs the loop's bookkeeping only:
+#: ~50-100 us against a ~700-1000 us target step; c <= 0.25 is "a small
+#: fraction of a pass" with room for a loaded machine.
 CHEAP_DRAFT = 0.25
-# S6: a quantized draft's speedup is below 0.95 (c ~ 1 bounds it by
-# (k + 1) / (1 + k) = 1 before verification costs anything extra, X8); 5%
-# below 1 so that "slower" is not a tie.
+#: S6: a quantized draft's speedup is below 0.95 (c ~ 1 bounds it by
+#: (k + 1) / (1 + k) = 1 before verification costs anything extra, X8); 5%
+#: below 1 so that "slower" is not a tie.
 QUANTIZED_SPEEDUP_BELOW = 0.95
-# X2 and S6 (bigram): a "real speedup" is at least 1.2x; X2's cheap draft must
-# beat the bigram's best by 10%. Decided on intervals, so no noise slack.
+#: X2 and S6 (bigram): a "real speedup" is at least 1.2x; X2's cheap draft must
+#: beat the bigram's best by 10%. Decided on intervals, so no noise slack.
 REAL_SPEEDUP = 1.2
+#: X2: how much a cheap draft must beat the bigram's best speedup by (above).
 BETTER_THAN_BIGRAM = 1.1
-# S7: the article's prediction may overrate but not underrate the measured
-# speedup: measured <= 1.1 x predicted (10% for c's timing, which the
-# prediction reads at its median).
+#: S7: the article's prediction may overrate but not underrate the measured
+#: speedup: measured <= 1.1 x predicted (10% for c's timing, which the
+#: prediction reads at its median).
 FORMULA_SLACK = 1.1
-# S7 (strict xfail): the article's "match to about 0.05".
+#: S7 (strict xfail): the article's "match to about 0.05".
 ARTICLE_MATCH = 0.05
-# X4: at 99.9% zeros CSR is at least 2x faster than dense, far below the 1000x
-# reduction of work, leaving room for the kernel's fixed costs.
+#: X4: at 99.9% zeros CSR is at least 2x faster than dense, far below the 1000x
+#: reduction of work, leaving room for the kernel's fixed costs.
 CSR_MIN_SPEEDUP = 2.0
-# S8 teeth: twice the work against once gives a median ratio in [1.5, 2.6]
-# (below 2: the second matmul finds its operands in cache and the Python
-# overhead is shared; above 2: preemptions land in the longer side more often).
+#: S8 teeth: twice the work against once gives a median ratio in [1.5, 2.6]
+#: (below 2: the second matmul finds its operands in cache and the Python
+#: overhead is shared; above 2: preemptions land in the longer side more often).
 DOUBLE_WORK_BAND = (1.5, 2.6)
-# Compare with a stored run (--benchmark-compare): a paired ratio regressed
-# when its interval now lies wholly above the stored interval's upper end
-# times 1.1 (10%: the same-speed band's width; ratios of one code on two
-# machines differ by a few percent, absolute times by 1.8x).
+#: Compare with a stored run (--benchmark-compare): a paired ratio regressed
+#: when its interval now lies wholly above the stored interval's upper end
+#: times 1.1 (10%: the same-speed band's width; ratios of one code on two
+#: machines differ by a few percent, absolute times by 1.8x).
 RATIO_REGRESSION = 1.1
 
 

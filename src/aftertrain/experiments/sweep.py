@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import torch
 from torch import nn
 
-from aftertrain.claims import tables as T
+from aftertrain.claims import tables as TB
 from aftertrain.core import tolerances as TOL
 
 #: Bit widths of the bits table (Q4-Q6).
@@ -136,8 +136,8 @@ def key_figures(
 def figures_from_tables(tables: Mapping[str, object]) -> dict | None:
     """The key figures from a claims ledger's tables (the suite measured them
     already), or None when one of the tables is missing."""
-    q4, b1, q7 = tables.get(T.Q4), tables.get(T.B1), tables.get(T.Q7)
-    p1, p2, s4 = tables.get(T.P1), tables.get(T.P2), tables.get(T.SPEC_ACCEPTANCE)
+    q4, b1, q7 = tables.get(TB.Q4), tables.get(TB.B1), tables.get(TB.Q7)
+    p1, p2, s4 = tables.get(TB.P1), tables.get(TB.P2), tables.get(TB.SPEC_ACCEPTANCE)
     if any(t is None for t in (q4, b1, q7, p1, p2, s4)):
         return None
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aftertrain.claims import tables as T
+from aftertrain.claims import tables as TB
 from aftertrain.claims.catalogue import ARTICLE_TABLES as A
 from aftertrain.report.document import Document
 from aftertrain.report.markdown import fmt
@@ -11,13 +11,13 @@ TITLE = "Baselines (B1, K1)"
 
 
 def section(doc: Document) -> None:
-    b1 = doc.ledger.table(T.B1)
+    b1 = doc.ledger.table(TB.B1)
     if b1 is None:
         doc.missing("B1")
     else:
         doc.table("Validation loss of the baselines (nats)", ("B1",), ["model", "article", "ours"],
                   [[k, fmt(A["b1"][k]), fmt(b1[k])] for k in ("uniform", "bigram", "reference")])
-    k1 = doc.ledger.table(T.K1)
+    k1 = doc.ledger.table(TB.K1)
     if k1 is not None:
         doc.table("Cached decoding against full recomputation", ("K1",),
                   ["", "article", "ours"],

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aftertrain.claims import tables as T
+from aftertrain.claims import tables as TB
 from aftertrain.claims import verdicts as V
 from aftertrain.claims.catalogue import ARTICLE_TABLES as A
 from aftertrain.claims.catalogue import CLAIMS
@@ -64,7 +64,7 @@ def _style(i: int) -> str:
 def section(doc: Document, ledgers: dict[str, Ledger]) -> None:
     """The overlay plots: bits and sparsity, one line per model and configuration."""
     losses = ", ".join(
-        f"{m} {led.table(T.B1)['reference']:.4f}" if led.table(T.B1) else f"{m} {DASH}"
+        f"{m} {led.table(TB.B1)['reference']:.4f}" if led.table(TB.B1) else f"{m} {DASH}"
         for m, led in ledgers.items())
     doc.add(f"Validation loss of each model (B1): {losses}; the article's model "
             f"{A['b1']['reference']:.4f}. The verdict columns of *All claims* are each model's "
@@ -74,7 +74,7 @@ def section(doc: Document, ledgers: dict[str, Ledger]) -> None:
 
 
 def _bits_plot(doc: Document, ledgers: dict[str, Ledger]) -> None:
-    have = {m: led.table(T.Q4) for m, led in ledgers.items() if led.table(T.Q4)}
+    have = {m: led.table(TB.Q4) for m, led in ledgers.items() if led.table(TB.Q4)}
     if not have:
         return doc.missing("Q4 on any model")
 
@@ -89,7 +89,7 @@ def _bits_plot(doc: Document, ledgers: dict[str, Ledger]) -> None:
                 label="per-tensor (published)")
         ax.plot(list(A["q4"]), [v[1] for v in A["q4"].values()], "+:", color="0.2",
                 label="per-channel (published)")
-        b1 = next((led.table(T.B1) for led in ledgers.values() if led.table(T.B1)), None)
+        b1 = next((led.table(TB.B1) for led in ledgers.values() if led.table(TB.B1)), None)
         if b1:
             ax.axhline(b1["bigram"], color="gray", ls="--", lw=1, label="bigram")
         ax.axhline(UNTRAINED, color="r", ls=":", lw=1, label="untrained ln 100")
@@ -105,7 +105,7 @@ def _bits_plot(doc: Document, ledgers: dict[str, Ledger]) -> None:
 
 
 def _sparsity_plot(doc: Document, ledgers: dict[str, Ledger]) -> None:
-    have = {m: led.table(T.P1) for m, led in ledgers.items() if led.table(T.P1)}
+    have = {m: led.table(TB.P1) for m, led in ledgers.items() if led.table(TB.P1)}
     if not have:
         return doc.missing("P1 on any model")
     methods = (("global", "global magnitude"), ("layer", "per-layer magnitude"), ("random", "random"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aftertrain.claims import tables as T
+from aftertrain.claims import tables as TB
 from aftertrain.claims.catalogue import ARTICLE_TABLES as A
 from aftertrain.report.document import Document
 from aftertrain.report.markdown import DASH, fmt, pct, ratio_cell
@@ -13,7 +13,7 @@ TITLE = "Pruning (part 8)"
 
 def section(doc: Document) -> None:
     led = doc.ledger
-    p1, b1 = led.table(T.P1), led.table(T.B1)
+    p1, b1 = led.table(TB.P1), led.table(TB.B1)
     if p1 is None:
         doc.missing("P1")
     else:
@@ -41,19 +41,19 @@ def section(doc: Document) -> None:
             return "Validation loss against sparsity for the three pruning methods"
 
         doc.plot("prune_sparsity", draw)
-    p2 = led.table(T.P2)
+    p2 = led.table(TB.P2)
     if p2 is not None:
         doc.table("Random pruning (mean over seeds)", ("P2",),
                   ["sparsity", "article", "ours (mean)", "ours (min~max)"],
                   [[pct(r["sparsity"], 0), fmt(A["p2"].get(round(r["sparsity"], 2))),
                     fmt(r["mean"]), f"{fmt(r['min'])}~{fmt(r['max'])}"] for r in p2])
-    p4 = led.table(T.P4)
+    p4 = led.table(TB.P4)
     if p4 is not None:
         doc.table("Global-magnitude sparsity with the loss of per-channel quantization", ("P4",),
                   ["bits", "article", "ours", "our quantized loss"],
                   [[r["bits"], pct(A["p4"][r["bits"]]), pct(r["sparsity"]), fmt(r["loss"])]
                    for r in p4])
-    p5 = led.table(T.P5)
+    p5 = led.table(TB.P5)
     if p5 is not None:
         rows = [["dense float32", "4.00", fmt(p5[0]["dense"], 2), "", ""], ["int8", "1.00", "1.00", "", ""]]
         rows += [[pct(r["sparsity"], 0) + " sparse", "", "",
@@ -80,14 +80,14 @@ def section(doc: Document) -> None:
             return "Bytes per element against sparsity for COO, bitmask and int8 (they cross at 96.875%)"
 
         doc.plot("prune_bytes", draw_bytes)
-    p6 = led.table(T.P6)
+    p6 = led.table(TB.P6)
     if p6 is not None:
         art = list(A["p6"].values())
         doc.table("At equal size: int8 against sparse bitmask storage", ("P6",),
                   ["", "compression (article / ours)", "loss (article / ours)"],
                   [[r["name"], f"{art[i][0]:.2f}x / {r['compression']:.2f}x",
                     f"{fmt(art[i][1])} / {fmt(r['loss'])}"] for i, r in enumerate(p6)])
-    p7 = [led.table(T.p7(s)) for s in (0.5, 0.9, 0.99) if led.table(T.p7(s)) is not None]
+    p7 = [led.table(TB.p7(s)) for s in (0.5, 0.9, 0.99) if led.table(TB.p7(s)) is not None]
     if p7:
         doc.table("Dense (128x128)@(128x512) with zeros against the original (time ratio)", ("P7",),
                   ["zeros", "article: median (quartiles)", "ours: median [interval]"],
@@ -95,13 +95,13 @@ def section(doc: Document) -> None:
                     "{:.3f} ({:.3f}~{:.3f})".format(*A["p7"][r["sparsity"]])
                     if r["sparsity"] in A["p7"] else DASH,
                     ratio_cell(r)] for r in p7])
-    x4 = led.table(T.X4)
+    x4 = led.table(TB.X4)
     if x4 is not None:
         doc.table("CSR sparse matmul against dense (time ratio, below 1 = sparse faster)", ("X4",),
                   ["sparsity", "ours: median [interval]"],
                   [[pct(r["sparsity"]), ratio_cell(r)] for r in x4["rows"]])
         doc.add(f"CSR starts to pay at: {pct(x4['crossover']) if x4['crossover'] else 'no sparsity tried'}")
-    x5 = led.table(T.X5)
+    x5 = led.table(TB.X5)
     if x5 is not None:
         doc.table("2:4 structured pruning against unstructured 50%", ("P8", "X5"), ["", "ours"],
                   [["loss, 2:4", fmt(x5["two_four"])], ["loss, global 50%", fmt(x5["global_50"])],

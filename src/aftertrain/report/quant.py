@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aftertrain.claims import tables as T
+from aftertrain.claims import tables as TB
 from aftertrain.claims.catalogue import ARTICLE_TABLES as A
 from aftertrain.report.document import Document
 from aftertrain.report.markdown import fmt, pct, ratio_cell
@@ -22,7 +22,7 @@ def section(doc: Document) -> None:
 
 
 def _bits(doc: Document) -> None:
-    q4, b1 = doc.ledger.table(T.Q4), doc.ledger.table(T.B1)
+    q4, b1 = doc.ledger.table(TB.Q4), doc.ledger.table(TB.B1)
     bits = q4["rows"] if q4 else None
     if bits is None:
         return doc.missing("Q2/Q4")
@@ -57,7 +57,7 @@ def _bits(doc: Document) -> None:
 
 
 def _storage(doc: Document) -> None:
-    st = doc.ledger.table(T.Q3)
+    st = doc.ledger.table(TB.Q3)
     if st is None:
         return
     mb = 2 ** 20
@@ -74,7 +74,7 @@ def _storage(doc: Document) -> None:
                 f"{pt['parameters_quantized_bytes'] / mb:.2f}"],
                ["cut", pct(A["q3"]["cut"]),
                 pct(1 - pt["parameters_quantized_bytes"] / pt["parameters_fp32_bytes"])]])
-    rec = doc.ledger.table(T.Q6)
+    rec = doc.ledger.table(TB.Q6)
     if rec is not None:
         doc.table("2 bits on blocks.0.f1: zeroed elements and mean absolute error", ("Q6",),
                   ["granularity", "zeroed (article)", "zeroed (ours)", "MAE (article)", "MAE (ours)"],
@@ -84,7 +84,7 @@ def _storage(doc: Document) -> None:
 
 
 def _sensitivity(doc: Document) -> None:
-    sens = doc.ledger.table(T.Q7)
+    sens = doc.ledger.table(TB.Q7)
     if sens is not None:
         doc.table("One matrix at a time at 4 bits (penalty in nats, most harmful first)", ("Q7",),
                   ["rank", "matrix", "article", "ours"],
@@ -103,7 +103,7 @@ def _sensitivity(doc: Document) -> None:
             return "4-bit sensitivity: loss penalty of quantizing one matrix at a time"
 
         doc.plot("quant_sensitivity", draw_sens)
-    comp = doc.ledger.table(T.Q8)
+    comp = doc.ledger.table(TB.Q8)
     if comp is not None:
         doc.table("Penalties compound at 4 bits", ("Q8",), ["", "article", "ours"],
                   [["sum of one-at-a-time penalties", f"{A['q8']['sum_of_penalties']:+.4f}",
@@ -131,7 +131,7 @@ def parting_excerpt(first: str, second: str, position: int | None,
 
 
 def _texts(doc: Document) -> None:
-    div = doc.ledger.table(T.Q9)
+    div = doc.ledger.table(TB.Q9)
     if div is None:
         return
     doc.table("Same seed, float32 against int8 text", ("Q9",), ["", "article", "ours"],
@@ -140,7 +140,7 @@ def _texts(doc: Document) -> None:
 
 
 def _outliers_and_speed(doc: Document) -> None:
-    out = doc.ledger.table(T.Q10)
+    out = doc.ledger.table(TB.Q10)
     if out is not None:
         w, acts = out["weights"], out["activations"]
         rows = [["weight range max/median, worst matrix", fmt(A["q10"]["worst"], 2), fmt(w["worst"], 2)],
@@ -152,12 +152,12 @@ def _outliers_and_speed(doc: Document) -> None:
         rows.append(["int8 loss, per-tensor minus per-channel", fmt(A["q10"]["int8_granularity_gap"]),
                      fmt(out["int8_granularity_gap"])])
         doc.table("No outlier channels", ("Q10",), ["", "article", "ours"], rows)
-    speed = doc.ledger.table(T.Q11)
+    speed = doc.ledger.table(TB.Q11)
     if speed is not None:
         doc.table("Fake-quantized forward against float32 (time ratio)", ("Q11",),
                   ["", "ours: median [interval]"],
                   [["fake-quantized / float32", ratio_cell(speed)]])
-    x3 = doc.ledger.table(T.X3)
+    x3 = doc.ledger.table(TB.X3)
     if x3 is not None:
         sizes = sorted(int(r) for r in x3 if r != "crossover_rows")
         doc.table("Dynamic int8 Linear against float32 (time ratio, below 1 = int8 faster)",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aftertrain.claims import tables as T
+from aftertrain.claims import tables as TB
 from aftertrain.claims.catalogue import ARTICLE_TABLES as A
 from aftertrain.report.document import Document
 from aftertrain.report.markdown import DASH, fmt
@@ -33,7 +33,7 @@ def section(doc: Document) -> None:
 
 
 def _first_token(doc: Document) -> None:
-    s2 = doc.ledger.table(T.SPEC_FIRST_TOKEN)
+    s2 = doc.ledger.table(TB.SPEC_FIRST_TOKEN)
     if s2 is None:
         return
     rows = [[f"speculative, {r['draft']} draft", fmt(A["s2"].get(r["draft"])), fmt(r["tv"]),
@@ -47,7 +47,7 @@ def _first_token(doc: Document) -> None:
 
 
 def _acceptance(doc: Document) -> None:
-    s4 = doc.ledger.table(T.SPEC_ACCEPTANCE)
+    s4 = doc.ledger.table(TB.SPEC_ACCEPTANCE)
     if s4 is None:
         doc.missing("S4")
     else:
@@ -83,7 +83,7 @@ def _acceptance(doc: Document) -> None:
             return "Acceptance rate against k per draft, with the X1 prediction a(1-a^k)/(k(1-a))"
 
         doc.plot("spec_acceptance", draw)
-    x1 = doc.ledger.table(T.SPEC_X1)
+    x1 = doc.ledger.table(TB.SPEC_X1)
     if x1 is not None:
         doc.table("Acceptance at k=8 predicted from k=1 (1,000-character runs)", ("X1",),
                   ["draft", "k=1", "predicted at k=8", "measured at k=8",
@@ -95,7 +95,7 @@ def _acceptance(doc: Document) -> None:
 
 
 def _costs(doc: Document) -> None:
-    s5 = doc.ledger.table(T.SPEC_DRAFT_COST)
+    s5 = doc.ledger.table(TB.SPEC_DRAFT_COST)
     if s5 is not None:
         doc.table("Cost c of one draft character relative to one target step", ("S5",),
                   ["draft", "article: us (c)", "ours: us", "ours: c [interval]"],
@@ -104,7 +104,7 @@ def _costs(doc: Document) -> None:
                    for r in s5])
         doc.add(f"One plain target step (ours): {s5[0]['target_us']:.0f} us; the article's: "
                 f"{A['s5']['target_us']} us.")
-    x8 = doc.ledger.table(T.SPEC_VERIFY_COST)
+    x8 = doc.ledger.table(TB.SPEC_VERIFY_COST)
     if x8 is not None:
         art_base = A["x8"][1]
         doc.table("Verification pass over k+1 positions against one plain step", ("X8",),
@@ -114,7 +114,7 @@ def _costs(doc: Document) -> None:
 
 
 def _speedup(doc: Document) -> None:
-    s6 = doc.ledger.table(T.SPEC_SPEEDUP)
+    s6 = doc.ledger.table(TB.SPEC_SPEEDUP)
     if s6 is None:
         return doc.missing("S6/S7")
     rows = []
