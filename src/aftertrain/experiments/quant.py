@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterable
 import torch
 from torch import nn
 
-from aftertrain.quant.api import _check_model, _check_names, quantized_model
+from aftertrain.core.weights import weight_matrices
+from aftertrain.quant.api import quantized_model
 from aftertrain.quant.primitives import (
     Granularity,
     _check_bits,
@@ -74,7 +75,7 @@ def bits_table(
     cross-entropy in nats on ``tokens``, default the validation split).
     ``quantize`` builds each quantized copy (default :func:`quantized_model`).
     """
-    _check_model(model)
+    weight_matrices(model)
     _check_quantize(quantize)
     rows = []
     for b in _check_bits_list(bits):
@@ -123,7 +124,7 @@ def sensitivity_table(
     _check_bits(bits)
     _check_granularity(granularity)
     _check_quantize(quantize)
-    chosen = _check_names(model, names)
+    chosen = weight_matrices(model, names)
     base = _val_loss(model, tokens)
     rows = []
     for name in chosen:
@@ -184,7 +185,7 @@ def divergence(
     from aftertrain.lm.decoding import generate
     from aftertrain.lm.text import decode, encode
 
-    _check_model(model)
+    weight_matrices(model)
     _check_bits(bits)
     _check_granularity(granularity)
     _check_quantize(quantize)
@@ -219,16 +220,12 @@ def weight_range_ratios(model: nn.Module) -> dict:
 
     ``{"matrices": {name: ratio}, "worst": max ratio, "median": median ratio}``.
     """
-    _check_model(model)
     ratios = {}
-    for name, p in model.named_parameters():
-        if p.dim() == 2:
-            if not bool(torch.isfinite(p).all()):
-                raise ValueError(f"model: {name} must be finite (no NaN or Inf)")
-            r = p.detach().abs().amax(dim=1)
-            ratios[name] = _max_over_median(r, "model", f"{name}'s row ranges max|w|")
-    if not ratios:
-        raise ValueError("model must have at least one 2-D weight")
+    for name, p in weight_matrices(model).items():
+        if not bool(torch.isfinite(p).all()):
+            raise ValueError(f"model: {name} must be finite (no NaN or Inf)")
+        r = p.detach().abs().amax(dim=1)
+        ratios[name] = _max_over_median(r, "model", f"{name}'s row ranges max|w|")
     values = torch.tensor(list(ratios.values()))
     return {"matrices": ratios, "worst": float(values.max()), "median": _median(values)}
 
@@ -253,7 +250,7 @@ def activation_channel_ratios(model: nn.Module, tokens: torch.Tensor | None = No
     """
     from aftertrain.lm.text import load_corpus
 
-    _check_model(model)
+    weight_matrices(model)
     if tokens is None:
         tokens = load_corpus().val
     if (not isinstance(tokens, torch.Tensor) or tokens.dtype != torch.int64 or tokens.dim() != 1

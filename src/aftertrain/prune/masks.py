@@ -22,6 +22,8 @@ from enum import Enum
 import torch
 from torch import nn
 
+from aftertrain.core.weights import weight_matrices
+
 
 class Method(Enum):
     """How the weights to remove are chosen."""
@@ -39,23 +41,13 @@ def prunable_weights(model: nn.Module, names: Iterable[str] | None = None) -> di
         model: any module; its 2-D parameters are the prunable ones.
         names: a subset of those names (default: all of them).
 
-    Raises ``ValueError`` for a name that is not a 2-D parameter of ``model``
-    and for a weight holding NaN (it cannot be ranked by magnitude).
+    The selection is :func:`aftertrain.core.weights.weight_matrices`' (the
+    one quantization uses). Raises ``ValueError`` for a name that is not a
+    2-D parameter of ``model`` and for a weight holding NaN (it cannot be
+    ranked by magnitude).
     Note: for the reference GPT these are 15 matrices, 631,808 weights.
     """
-    _check_model(model)
-    weights = {n: p.detach() for n, p in model.named_parameters() if p.dim() == 2}
-    if names is not None:
-        if isinstance(names, str) or not isinstance(names, Iterable):
-            raise ValueError(f"names must be an iterable of parameter names, got {names!r}")
-        names = list(names)
-        unknown = [n for n in names if n not in weights]
-        if unknown:
-            raise ValueError(f"names: {unknown} are not 2-D parameters of the model "
-                             f"(valid: {list(weights)})")
-        weights = {n: weights[n] for n in weights if n in set(names)}
-    if not weights:
-        raise ValueError("names: no 2-D weight selected")
+    weights = {n: p.detach() for n, p in weight_matrices(model, names).items()}
     _check_finite_ranking(weights)
     return weights
 
