@@ -21,4 +21,5 @@ def section(doc: Document) -> None:
     if k1 is not None:
         doc.table("Cached decoding against full recomputation", ("K1",),
                   ["", "article", "ours"],
-                  [["largest logit difference", "9.06e-06", f"{k1['max_diff']:.2e}"]])
+                  [["largest logit difference", f"{A['k1']['max_diff']:.2e}",
+                    f"{k1['max_diff']:.2e}"]])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from aftertrain.claims import tables as T
 from aftertrain.claims.catalogue import ARTICLE_TABLES as A
+from aftertrain.prune.formats import Format, break_even_sparsity, bytes_per_element_formula
 from aftertrain.report.document import Document
 from aftertrain.report.markdown import DASH, fmt, pct, ratio_cell
 from aftertrain.report.plots import UNTRAINED
@@ -63,21 +64,25 @@ def section(doc: Document) -> None:
                   ["storage", "dense (article)", "dense (ours)", "COO / bitmask (article)",
                    "COO / bitmask (ours)"], rows)
 
+        cross = float(break_even_sparsity(Format.COO, Format.BITMASK))
+
         def draw_bytes(ax):
             s = [i / 1000 for i in range(0, 1000)]
-            ax.plot([100 * x for x in s], [8 * (1 - x) for x in s], label="COO: 8(1-s)")
-            ax.plot([100 * x for x in s], [4 * (1 - x) + 1 / 8 for x in s],
-                    label="bitmask: 4(1-s) + 1/8")
+            for fmt, label in ((Format.COO, "COO: 8(1-s)"), (Format.BITMASK, "bitmask: 4(1-s) + 1/8")):
+                ax.plot([100 * x for x in s], [float(bytes_per_element_formula(fmt, x)) for x in s],
+                        label=label)
             ax.axhline(1.0, color="C2", label="int8 dense")
-            ax.axhline(4.0, color="k", lw=1, label="float32 dense")
+            ax.axhline(float(bytes_per_element_formula(Format.DENSE, 0)), color="k", lw=1,
+                       label="float32 dense")
             ax.plot([100 * r["sparsity"] for r in p5], [r["coo"] for r in p5], "o", color="C0",
                     label="COO measured")
             ax.plot([100 * r["sparsity"] for r in p5], [r["bitmask"] for r in p5], "s",
                     color="C1", label="bitmask measured")
-            ax.axvline(96.875, color="gray", ls=":", lw=1)
+            ax.axvline(100 * cross, color="gray", ls=":", lw=1)
             ax.set(xlabel="sparsity (%)", ylabel="bytes per element",
                    title="Storage against sparsity (P5)")
-            return "Bytes per element against sparsity for COO, bitmask and int8 (they cross at 96.875%)"
+            return (f"Bytes per element against sparsity for COO, bitmask and int8 "
+                    f"(they cross at {100 * cross:g}%)")
 
         doc.plot("prune_bytes", draw_bytes)
     p6 = led.table(T.P6)
