@@ -22,7 +22,7 @@ import pytest
 from aftertrain.claims.verdicts import BROKEN, HOLDS
 from aftertrain.experiments import speedup_rules as R
 from aftertrain.experiments.speedup import SPEEDUP_KS, speedup_decisions
-from aftertrain.experiments.speedup_rules import BIGRAM, Cells
+from aftertrain.experiments.speedup_rules import BIGRAM, Cells, Quantity, RatioKey
 
 INT8, INT4, NGRAM, GPT = "8-bit", "4-bit", "n-gram", "draft GPT"
 KS = SPEEDUP_KS
@@ -50,12 +50,25 @@ def world(c=None, v=None, speedups=None) -> Cells:
     ``speedups`` maps (draft, k) to a (low, high) speedup interval."""
     c, v = {**C, **(c or {})}, {**V, **(v or {})}
     cpp = {(d, k): CPP[d][i] for d in CPP for i, k in enumerate(KS)}
-    t = {f"c:{d}": x if isinstance(x, Iv) else point(x) for d, x in c.items()}
-    t |= {f"v:{k}": x if isinstance(x, Iv) else point(x) for k, x in v.items()}
+    t = {str(RatioKey.cost(d)): x if isinstance(x, Iv) else point(x) for d, x in c.items()}
+    t |= {str(RatioKey.verify(k)): x if isinstance(x, Iv) else point(x) for k, x in v.items()}
     for (d, k), n in cpp.items():
         low, high = (speedups or {}).get((d, k), (n / (V[k] + k * C[d]),) * 2)
-        t[f"s:{d}:{k}"] = Iv(2 / (low + high), 1 / high, 1 / low)  # spec / plain
+        t[str(RatioKey.speedup(d, k))] = Iv(2 / (low + high), 1 / high, 1 / low)  # spec / plain
     return Cells(t, cpp)
+
+
+def test_ratio_keys_read_back_from_their_string_form():
+    """The ratio names in timings and JSON are the keys' ``str``, and parse back."""
+    keys = [RatioKey.cost(d) for d in CPP] + [RatioKey.verify(k) for k in KS] + \
+        [RatioKey.speedup(d, k) for d in CPP for k in KS]
+    assert [str(k) for k in keys[:2]] == ["c:bigram", "c:8-bit"]
+    assert str(RatioKey.verify(4)) == "v:4" and str(RatioKey.speedup("draft GPT", 8)) == "s:draft GPT:8"
+    assert [RatioKey.parse(str(k)) for k in keys] == keys
+    assert RatioKey.parse("s:n-gram:2") == (Quantity.SPEEDUP, "n-gram", 2)
+    for bad in ("x:bigram", "c:", "v:four", "s:bigram", "s::2", 3):
+        with pytest.raises(ValueError, match="text must be a ratio name"):
+            RatioKey.parse(bad)
 
 
 def verdicts(cells: Cells) -> dict[str, str | None]:
