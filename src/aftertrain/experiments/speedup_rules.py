@@ -11,7 +11,8 @@ intervals agrees, else None (undecided): the article's prediction cpp / (1 +
 k c) is a range over the intervals (interval arithmetic), and X8's fit
 bounds its error sums over one box of c, v_k and speedups
 (:func:`fit_gain_range`). The experiment that times the ratios is
-:mod:`aftertrain.experiments.speedup`."""
+:mod:`aftertrain.experiments.speedup`.
+"""
 
 from __future__ import annotations
 
