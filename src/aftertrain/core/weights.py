@@ -19,12 +19,13 @@ def weight_matrices(model: nn.Module, names: Iterable[str] | None = None) -> dic
 
     Args:
         model: any module; its 2-D parameters are the weight matrices.
-        names: a subset of those names (default: all of them); the result
-            keeps the model's order whatever the order of ``names``.
+        names: a subset of those names (default: all of them; empty selects
+            none); the result keeps the model's order whatever the order of
+            ``names``.
 
     Raises ``ValueError`` naming the argument when ``model`` is not a module
-    or has no 2-D parameter, when ``names`` is a string or not iterable,
-    names a parameter that is not a 2-D parameter of ``model``, or selects none.
+    or has no 2-D parameter, or when ``names`` is a string, not iterable, or
+    names a parameter that is not a 2-D parameter of ``model``.
     Note: for the reference GPT these are 15 matrices, 631,808 weights.
     """
     if not isinstance(model, nn.Module):
@@ -43,6 +44,4 @@ def weight_matrices(model: nn.Module, names: Iterable[str] | None = None) -> dic
     if unknown:
         raise ValueError(f"names holds {unknown}, not 2-D parameters of the model; "
                          f"valid names: {list(matrices)}")
-    if not chosen:
-        raise ValueError("names: no 2-D weight selected")
     return {n: p for n, p in matrices.items() if n in chosen}

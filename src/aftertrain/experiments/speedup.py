@@ -23,10 +23,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from aftertrain.claims.tables import Row
 from aftertrain.core.tolerances import TIMING_ALPHA
 from aftertrain.experiments import speculative as XS
 from aftertrain.experiments.speedup_rules import (
@@ -48,6 +50,58 @@ from aftertrain.timing import Decision, Judgement, sequential_decisions
 SPEEDUP_KS = (2, 4, 8)
 SPEEDUP_CHARS = 30
 COST_CALLS = 5  # a step is ~0.1-1 ms: 5 calls per timing
+
+
+@dataclass(frozen=True)
+class CostRow(Row):
+    """S5: c of one draft (median and interval), and the medians of one plain
+    target step and one drafted character in microseconds."""
+
+    draft: str
+    c: float
+    c_low: float
+    c_high: float
+    target_us: float
+    draft_us: float
+
+
+@dataclass(frozen=True)
+class VerifyRow(Row):
+    """X8: v_k (median and interval), and the medians of one verification pass
+    and one plain step in microseconds."""
+
+    k: int
+    v_k: float
+    v_low: float
+    v_high: float
+    verify_us: float
+    step_us: float
+
+
+@dataclass(frozen=True)
+class SpeedupRow(Row):
+    """S6 / S7 / X2: plain / speculative time of one draft at ``k`` (median and
+    the interval's ends), with the predictions ``cpp / (1 + k c)`` and
+    ``cpp / (v_k + k c)``."""
+
+    draft: str
+    k: int
+    chars_per_pass: float
+    speedup: float
+    speedup_min: float
+    speedup_max: float
+    predicted: float
+    predicted_vk: float
+
+
+@dataclass(frozen=True)
+class SpeedupTables:
+    """The three tables of a decision's look (``speedups`` empty when the
+    decision did not time them)."""
+
+    costs: list[CostRow]
+    verify: list[VerifyRow]
+    speedups: list[SpeedupRow]
 
 
 def speedup_decisions(target: NextTokenModel, drafts: Mapping[str, NextTokenModel], *,
@@ -111,26 +165,25 @@ def speedup_decisions(target: NextTokenModel, drafts: Mapping[str, NextTokenMode
     return decisions, cpp
 
 
-def speedup_tables(decision: Decision, cpp: Mapping[tuple[str, int], float]) -> dict:
-    """The claims' tables at a decision's look: ``c``, ``v_k`` and (when the
-    decision timed them) ``speedups`` with both predictions."""
+def speedup_tables(decision: Decision, cpp: Mapping[tuple[str, int], float]) -> SpeedupTables:
+    """The claims' tables at a decision's look: the costs c, the v_k and
+    (when the decision timed them) the speedups with both predictions."""
     t = decision.timings
     drafts = list(dict.fromkeys(d for d, _ in cpp))
     cost = {d: t[str(RatioKey.cost(d))] for d in drafts}
-    costs = [{"draft": d, "c": cost[d].median, "c_low": cost[d].ci_low, "c_high": cost[d].ci_high,
-              "target_us": float(np.median(cost[d].baseline)) * 1e6,
-              "draft_us": float(np.median(cost[d].candidate)) * 1e6} for d in drafts]
+    costs = [CostRow(d, cost[d].median, cost[d].ci_low, cost[d].ci_high,
+                     target_us=float(np.median(cost[d].baseline)) * 1e6,
+                     draft_us=float(np.median(cost[d].candidate)) * 1e6) for d in drafts]
     ver = {k: t[str(RatioKey.verify(k))] for k in SPEEDUP_KS}
-    verify = [{"k": k, "v_k": ver[k].median, "v_low": ver[k].ci_low, "v_high": ver[k].ci_high,
-               "verify_us": float(np.median(ver[k].candidate)) * 1e6,
-               "step_us": float(np.median(ver[k].baseline)) * 1e6} for k in SPEEDUP_KS]
-    c = {r["draft"]: r["c"] for r in costs}
-    v = {r["k"]: r["v_k"] for r in verify}
+    verify = [VerifyRow(k, ver[k].median, ver[k].ci_low, ver[k].ci_high,
+                        verify_us=float(np.median(ver[k].candidate)) * 1e6,
+                        step_us=float(np.median(ver[k].baseline)) * 1e6) for k in SPEEDUP_KS]
+    c = {r.draft: r.c for r in costs}
+    v = {r.k: r.v_k for r in verify}
     speedups = []
     for d, k in cpp if str(RatioKey.speedup(BIGRAM, SPEEDUP_KS[0])) in t else ():
         med, low, high = speedup(t[str(RatioKey.speedup(d, k))])
-        speedups.append({"draft": d, "k": k, "chars_per_pass": cpp[d, k], "speedup": med,
-                         "speedup_min": low, "speedup_max": high,  # the interval's ends
-                         "predicted": cpp[d, k] / (1 + k * c[d]),
-                         "predicted_vk": cpp[d, k] / (v[k] + k * c[d])})
-    return {"c": costs, "v_k": verify, "speedups": speedups}
+        speedups.append(SpeedupRow(d, k, cpp[d, k], med, speedup_min=low, speedup_max=high,
+                                   predicted=cpp[d, k] / (1 + k * c[d]),
+                                   predicted_vk=cpp[d, k] / (v[k] + k * c[d])))
+    return SpeedupTables(costs, verify, speedups)

@@ -102,6 +102,7 @@ def key_figures(
     from aftertrain.experiments import prune as EP
     from aftertrain.experiments import quant as EQ
     from aftertrain.experiments import speculative as XS
+    from aftertrain.experiments.tables import record
     from aftertrain.lm.evaluation import val_loss
     from aftertrain.lm.ngram import Bigram
     from aftertrain.quant import Granularity
@@ -131,13 +132,16 @@ def key_figures(
     drafts = {k.value: draft_model(k, model) for k in DRAFTS}
     s4 = XS.acceptance_table(model, drafts, KS, n_new)
     return {"val_loss": evaluate(model), "bigram": val_loss(Bigram.fit(), tokens),
-            "q4": rows, "q7": sens, "p1": p1, "p2": p2, "s4": s4}
+            "q4": [r.to_record() for r in rows], "q7": record(T.Q7, sens), "p1": record(T.P1, p1),
+            "p2": record(T.P2, p2), "s4": record(T.SPEC_ACCEPTANCE, s4)}
 
 
 def figures_from_tables(tables: Mapping[str, object]) -> dict | None:
     """The key figures from a claims ledger's tables (the suite measured them
     already), or None when one of the tables is missing."""
-    q4, b1, q7 = tables.get(T.Q4), tables.get(T.B1), tables.get(T.Q7)
+    from aftertrain.experiments.tables import read
+
+    q4, b1, q7 = read(T.Q4, tables.get(T.Q4)), tables.get(T.B1), tables.get(T.Q7)
     p1, p2, s4 = tables.get(T.P1), tables.get(T.P2), tables.get(T.SPEC_ACCEPTANCE)
     if any(t is None for t in (q4, b1, q7, p1, p2, s4)):
         return None
@@ -149,8 +153,8 @@ def figures_from_tables(tables: Mapping[str, object]) -> dict | None:
     s4 = [r for r in s4 if r["draft"] in {d.value for d in DRAFTS} and r["k"] in KS]
     if not p1 or not p2 or len(s4) != len(DRAFTS) * len(KS):
         return None
-    return {"val_loss": q4["float32"], "bigram": b1["bigram"], "q4": q4["rows"], "q7": q7,
-            "p1": p1, "p2": p2, "s4": s4}
+    return {"val_loss": q4.float32, "bigram": b1["bigram"], "q4": [r.to_record() for r in q4.rows],
+            "q7": q7, "p1": p1, "p2": p2, "s4": s4}
 
 
 def margins(fig: Mapping) -> dict[str, float]:
@@ -200,11 +204,12 @@ def article_figures() -> dict:
     and the least harmful one; the largest block penalty among them is the
     largest it published (blocks.2.f1, +0.0184)."""
     from aftertrain.claims.catalogue import ARTICLE_TABLES as A
+    from aftertrain.experiments.quant import BitsRow
 
     g, layer, r = A["p1"][P1_SPARSITY]
     return {
         "val_loss": A["b1"]["reference"], "bigram": A["b1"]["bigram"],
-        "q4": [{"bits": b, "per_tensor": pt, "per_channel": pc} for b, (pt, pc) in A["q4"].items()],
+        "q4": [BitsRow(b, pt, pc).to_record() for b, (pt, pc) in A["q4"].items()],
         "q7": [{"name": n, "loss": math.nan, "penalty": p} for n, p in A["q7"].items()],
         "p1": [{"sparsity": P1_SPARSITY, "global": g, "layer": layer, "random": r}],
         "p2": [{"sparsity": P2_SPARSITY, "mean": A["p2"][P2_SPARSITY], "std": math.nan,

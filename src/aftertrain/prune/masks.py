@@ -48,6 +48,8 @@ def prunable_weights(model: nn.Module, names: Iterable[str] | None = None) -> di
     Note: for the reference GPT these are 15 matrices, 631,808 weights.
     """
     weights = {n: p.detach() for n, p in weight_matrices(model, names).items()}
+    if not weights:
+        raise ValueError("names: no 2-D weight selected")
     _check_finite_ranking(weights)
     return weights
 
