@@ -274,3 +274,31 @@ def test_combine_needs_every_part_to_hold_and_one_break_to_break():
 def test_bad_inputs_name_the_argument(call, argument):
     with pytest.raises(ValueError, match=argument):
         call()
+
+
+def test_speedup_tables_are_typed_rows_the_registry_records():
+    """The benchmark's tables at a look: c, v_k and the speedups read the
+    timings under their RatioKey names; each list is what SPECS records."""
+    from types import SimpleNamespace
+
+    from aftertrain.claims import tables as T
+    from aftertrain.experiments.speedup import speedup_tables
+    from aftertrain.experiments.tables import read, record
+
+    def timing(ratio):
+        return SimpleNamespace(median=ratio, ci_low=0.9 * ratio, ci_high=1.1 * ratio,
+                               baseline=np.array([1e-3]), candidate=np.array([ratio * 1e-3]))
+
+    cpp = {(d, k): 1.5 for d in (BIGRAM, "8-bit") for k in SPEEDUP_KS}
+    t = {str(RatioKey.cost(d)): timing(0.1 if d == BIGRAM else 1.0) for d, _ in cpp}
+    t |= {str(RatioKey.verify(k)): timing(1.2) for k in SPEEDUP_KS}
+    t |= {str(RatioKey.speedup(d, k)): timing(0.8) for d, k in cpp}
+    tabs = speedup_tables(SimpleNamespace(timings=t), cpp)
+    assert [r.draft for r in tabs.costs] == [BIGRAM, "8-bit"] and tabs.costs[0].c == 0.1
+    assert [r.k for r in tabs.verify] == list(SPEEDUP_KS)
+    best = tabs.speedups[0]
+    assert (best.draft, best.k, best.speedup) == (BIGRAM, SPEEDUP_KS[0], 1 / 0.8)
+    assert best.predicted == pytest.approx(1.5 / (1 + SPEEDUP_KS[0] * 0.1), rel=1e-12)
+    for name, rows in ((T.SPEC_DRAFT_COST, tabs.costs), (T.SPEC_VERIFY_COST, tabs.verify),
+                       (T.SPEC_SPEEDUP, tabs.speedups)):
+        assert read(name, record(name, rows)) == rows
