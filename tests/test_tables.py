@@ -88,6 +88,8 @@ class _Pair(Row):
 def test_a_spec_refuses_other_rows_and_records_naming_the_keys():
     spec = TableSpec("pair", ("X",), _Pair, Shape.ROWS)
     assert spec.from_record(spec.to_record([_Pair(1, (0.5, 2.0))])) == [_Pair(1, (0.5, 2.0))]
+    assert spec.to_record(_Pair(i, (0.0, 1.0)) for i in range(2)) == [
+        {"a": 0, "b": [0.0, 1.0]}, {"a": 1, "b": [0.0, 1.0]}]
     with pytest.raises(ValueError, match="pair: table must be list of rows of _Pair"):
         spec.to_record([{"a": 1, "b": [0.5, 2.0]}])
     with pytest.raises(ValueError, match=r"missing \['b'\], unknown \['c'\]"):

@@ -151,10 +151,12 @@ class TableSpec:
             if not isinstance(table, Mapping) or not all(isinstance(r, self.row) for r in table.values()):
                 raise ValueError(f"{what}, got {table!r:.200}")
             return {k: r.to_record() for k, r in table.items()}
-        if (isinstance(table, (str, Mapping)) or not isinstance(table, Iterable)
-                or not all(isinstance(r, self.row) for r in table)):
+        if isinstance(table, (str, Mapping)) or not isinstance(table, Iterable):
             raise ValueError(f"{what}, got {table!r:.200}")
-        return [r.to_record() for r in table]
+        rows = list(table)  # a generator is read once
+        if not all(isinstance(r, self.row) for r in rows):
+            raise ValueError(f"{what}, got {rows!r:.200}")
+        return [r.to_record() for r in rows]
 
     def from_record(self, data: object) -> object:
         """The typed table of a record (inverse of :meth:`to_record`)."""
