@@ -24,7 +24,7 @@ def recorded_names() -> set[str]:
     """The table names the tests and benchmarks pass to ``claim_record.table``
     (``tables.X`` constants and ``tables.p7(...)``), read from their source."""
     names = set()
-    for path in [*ROOT.glob("tests/test_*.py"), *ROOT.glob("benchmarks/test_*.py")]:
+    for path in [*ROOT.glob("tests/**/test_*.py"), *ROOT.glob("benchmarks/**/test_*.py")]:
         for node in ast.walk(ast.parse(path.read_text())):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and node.func.attr == "table" and ast.unparse(node.func.value) == "claim_record"
