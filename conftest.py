@@ -85,12 +85,12 @@ def bigram_loss() -> float:
 
 
 @pytest.fixture(scope="session")
-def bits_rows(reference) -> dict[int, dict]:
+def bits_rows(reference) -> dict:
     """Part 3's bits table on the model, ``{bits: row}``, computed once:
     the quantization claims and pruning's P4/P6 both read it."""
     from aftertrain.experiments.quant import bits_table
 
-    return {r["bits"]: r for r in bits_table(reference)}
+    return {r.bits: r for r in bits_table(reference)}
 
 
 @pytest.fixture(scope="module")

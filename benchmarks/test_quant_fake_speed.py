@@ -26,6 +26,7 @@ from aftertrain import quant as Q
 from aftertrain.claims import tables
 from aftertrain.claims.verdicts import BROKEN, INCONCLUSIVE
 from aftertrain.core.tolerances import SAME_SPEED_BAND
+from aftertrain.experiments.tables import FakeQuantSpeed, record
 from aftertrain.lm.text import load_corpus
 from aftertrain.timing import RatioRule
 from aftertrain.timing.compare import store_ratios
@@ -79,8 +80,8 @@ def test_fake_quantized_forward_runs_at_float32_speed(benchmark, claim_record, m
     claim_record.measured(f"decoding step, int8 fake-quantized / float32: median {t.median:.3f}, "
                           f"interval [{t.ci_low:.3f}, {t.ci_high:.3f}] ({len(t.ratios)} pairs, "
                           f"alpha {decision.alpha:g}), holds 1.0: {holds_1}")
-    claim_record.table(tables.Q11, {"median": t.median, "ci": [t.ci_low, t.ci_high],
-                                    "holds_1": holds_1})
+    claim_record.table(tables.Q11, record(tables.Q11, FakeQuantSpeed(t.median, (t.ci_low, t.ci_high),
+                                                                     holds_1)))
     benchmark.pedantic(cand, rounds=100, warmup_rounds=3)
     claim_record.conclude(decision)
 

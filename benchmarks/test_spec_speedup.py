@@ -27,6 +27,7 @@ from aftertrain.experiments import speedup as XU
 from aftertrain.experiments import speedup_rules as SR
 from aftertrain.experiments.speedup import SPEEDUP_CHARS
 from aftertrain.experiments.speedup_rules import BIGRAM, CHEAP, QUANTIZED
+from aftertrain.experiments.tables import record
 from aftertrain.ledger.record import timing_budget, timing_enabled
 from aftertrain.lm.decoding import generate
 from aftertrain.lm.text import encode
@@ -54,9 +55,9 @@ def spec(request, reference, named_drafts):
 
 
 def _fmt(r) -> str:
-    return (f"{r['draft']} k={r['k']}: {r['speedup']:.2f} ({r['speedup_min']:.2f}~"
-            f"{r['speedup_max']:.2f}), predicted {r['predicted']:.2f} / with v_k "
-            f"{r['predicted_vk']:.2f}")
+    return (f"{r.draft} k={r.k}: {r.speedup:.2f} ({r.speedup_min:.2f}~"
+            f"{r.speedup_max:.2f}), predicted {r.predicted:.2f} / with v_k "
+            f"{r.predicted_vk:.2f}")
 
 
 def _one_run(reference, draft, k=4):
@@ -88,10 +89,10 @@ def test_draft_cost_quantized_near_one_pass_bigram_a_small_fraction(benchmark, c
     1.034) and the bigram's and the n-gram's at most CHEAP_DRAFT (the
     article's bigram: 0.004, timed without the loop)."""
     decision, tabs = _judged(claim_record, spec, "S5", benchmark, (reference, named_drafts[BIGRAM]))
-    claim_record.table(tables.SPEC_DRAFT_COST, tabs["c"])
-    claim_record.measured(", ".join(f"{r['draft']} c={r['c']:.3f} ({r['c_low']:.3f}~"
-                                    f"{r['c_high']:.3f})" for r in tabs["c"])
-                          + f"; target step {tabs['c'][0]['target_us']:.0f} us")
+    claim_record.table(tables.SPEC_DRAFT_COST, record(tables.SPEC_DRAFT_COST, tabs.costs))
+    claim_record.measured(", ".join(f"{r.draft} c={r.c:.3f} ({r.c_low:.3f}~"
+                                    f"{r.c_high:.3f})" for r in tabs.costs)
+                          + f"; target step {tabs.costs[0].target_us:.0f} us")
     claim_record.conclude(decision)
 
 
@@ -105,9 +106,9 @@ def test_verification_pass_costs_more_than_a_plain_pass_and_grows_with_k(benchma
     1.83 ms for 2, 5, 9 positions against 1.09 ms for one)."""
     decision, tabs = _judged(claim_record, spec, "X8 cost", benchmark,
                              (reference, named_drafts[BIGRAM]))
-    claim_record.table(tables.SPEC_VERIFY_COST, tabs["v_k"])
-    claim_record.measured(", ".join(f"v_{r['k']}={r['v_k']:.2f} ({r['v_low']:.2f}~"
-                                    f"{r['v_high']:.2f})" for r in tabs["v_k"]))
+    claim_record.table(tables.SPEC_VERIFY_COST, record(tables.SPEC_VERIFY_COST, tabs.verify))
+    claim_record.measured(", ".join(f"v_{r.k}={r.v_k:.2f} ({r.v_low:.2f}~"
+                                    f"{r.v_high:.2f})" for r in tabs.verify))
     claim_record.conclude(decision)
 
 
@@ -120,8 +121,8 @@ def test_speedup_table_quantized_drafts_are_slower_than_plain(benchmark, claim_r
     k=4, 0.56 at k=8; 4-bit 0.41 at k=8)."""
     decision, tabs = _judged(claim_record, spec, "S6", benchmark,
                              (reference, named_drafts[D.DraftKind.INT8.value]))
-    claim_record.table(tables.SPEC_SPEEDUP, tabs["speedups"])
-    claim_record.measured("; ".join(_fmt(r) for r in tabs["speedups"]))
+    claim_record.table(tables.SPEC_SPEEDUP, record(tables.SPEC_SPEEDUP, tabs.speedups))
+    claim_record.measured("; ".join(_fmt(r) for r in tabs.speedups))
     claim_record.conclude(decision)
 
 
@@ -142,8 +143,8 @@ def test_bigram_draft_is_faster_than_plain_decoding(benchmark, claim_record, ref
     # this judgement may decide at another look than S6's first test: its own figures, labelled
     # so (the report's cell would otherwise list "bigram k=2:" twice with different numbers)
     claim_record.measured(f"the bigram at this judgement's look {decision.looks}: " + ", ".join(
-        f"k={r['k']} {r['speedup']:.2f} ({r['speedup_min']:.2f}~{r['speedup_max']:.2f})"
-        for r in tabs["speedups"] if r["draft"] == BIGRAM))
+        f"k={r.k} {r.speedup:.2f} ({r.speedup_min:.2f}~{r.speedup_max:.2f})"
+        for r in tabs.speedups if r.draft == BIGRAM))
     claim_record.conclude(decision)
 
 
@@ -158,8 +159,8 @@ def test_speedup_formula_never_underrates_the_measured_speedup(benchmark, claim_
     of the speedup and of c."""
     decision, tabs = _judged(claim_record, spec, "S7", benchmark,
                              (reference, named_drafts[D.DraftKind.INT4.value]))
-    claim_record.measured("; ".join(f"{r['draft']} k={r['k']}: predicted {r['predicted']:.2f} "
-                                    f"measured {r['speedup']:.2f}" for r in tabs["speedups"]))
+    claim_record.measured("; ".join(f"{r.draft} k={r.k}: predicted {r.predicted:.2f} "
+                                    f"measured {r.speedup:.2f}" for r in tabs.speedups))
     claim_record.conclude(decision)
 
 
@@ -176,10 +177,10 @@ def test_speedup_formula_matches_quantized_drafts_within_0p05(benchmark, claim_r
     article's "match to about 0.05"), on the intervals."""
     decision, tabs = _judged(claim_record, spec, "S7 match", benchmark,
                              (reference, named_drafts[D.DraftKind.INT8.value]))
-    quantized = [r for r in tabs["speedups"] if r["draft"] in QUANTIZED]
-    worst = max(quantized, key=lambda r: abs(r["predicted"] - r["speedup"]))
+    quantized = [r for r in tabs.speedups if r.draft in QUANTIZED]
+    worst = max(quantized, key=lambda r: abs(r.predicted - r.speedup))
     claim_record.measured(f"largest |predicted - measured| "
-                          f"{abs(worst['predicted'] - worst['speedup']):.2f} ({_fmt(worst)})")
+                          f"{abs(worst.predicted - worst.speedup):.2f} ({_fmt(worst)})")
     claim_record.conclude(decision)
 
 
@@ -191,9 +192,9 @@ def test_charging_verification_its_cost_fits_the_speedups_better(benchmark, clai
     intervals of c, v_k and the speedups (:func:`aftertrain.experiments.speedup_rules.fit_verdict`)."""
     decision, tabs = _judged(claim_record, spec, "X8 fit", benchmark,
                              (reference, named_drafts[D.DraftKind.NGRAM.value]))
-    rows = tabs["speedups"]
-    err_article = sum(abs(r["predicted"] - r["speedup"]) for r in rows) / len(rows)
-    err_vk = sum(abs(r["predicted_vk"] - r["speedup"]) for r in rows) / len(rows)
+    rows = tabs.speedups
+    err_article = sum(abs(r.predicted - r.speedup) for r in rows) / len(rows)
+    err_vk = sum(abs(r.predicted_vk - r.speedup) for r in rows) / len(rows)
     gains = SR.fit_gain_sum(SR.fit_rows(SR.Cells(decision.timings, spec["cpp"])))
     bounds = ("" if gains is None else
               f"; error sum of v_k + k c minus that of 1 + k c, bounded over the intervals: "
@@ -214,12 +215,12 @@ def test_cheap_and_good_draft_beats_the_bigram_and_plain_decoding(benchmark, req
     draft) are written to baselines/spec_speedup.yml."""
     decision, tabs = _judged(claim_record, spec, "X2", benchmark,
                              (reference, named_drafts[D.DraftKind.NGRAM.value]))
-    cheap = [r for r in tabs["speedups"] if r["draft"] in CHEAP]
-    best = max(cheap, key=lambda r: r["speedup"])
-    bigram_best = max((r for r in tabs["speedups"] if r["draft"] == BIGRAM),
-                      key=lambda r: r["speedup"])
-    c = {r["draft"]: r for r in tabs["c"]}
-    claim_record.measured(f"best: {_fmt(best)}, c={c[best['draft']]['c']:.3f}; "
+    cheap = [r for r in tabs.speedups if r.draft in CHEAP]
+    best = max(cheap, key=lambda r: r.speedup)
+    bigram_best = max((r for r in tabs.speedups if r.draft == BIGRAM),
+                      key=lambda r: r.speedup)
+    c = {r.draft: r for r in tabs.costs}
+    claim_record.measured(f"best: {_fmt(best)}, c={c[best.draft].c:.3f}; "
                           f"bigram best: {_fmt(bigram_best)}")
     if request.config.getoption("force_regen"):
         data_regression.check(_record(tabs, best), fullpath=baselines_dir / "spec_speedup.yml")
@@ -227,11 +228,11 @@ def test_cheap_and_good_draft_beats_the_bigram_and_plain_decoding(benchmark, req
 
 
 def _record(tabs, best) -> dict:
-    def rounded(d):
-        return {k: round(v, 4) if isinstance(v, float) else v for k, v in d.items()}
+    def rounded(row):
+        return {k: round(v, 4) if isinstance(v, float) else v for k, v in row.to_record().items()}
 
-    return {"c": {r["draft"]: rounded(r) for r in tabs["c"]},
-            "v_k": {int(r["k"]): rounded(r) for r in tabs["v_k"]},
-            "speedups": [rounded(r) for r in tabs["speedups"]],
+    return {"c": {r.draft: rounded(r) for r in tabs.costs},
+            "v_k": {int(r.k): rounded(r) for r in tabs.verify},
+            "speedups": [rounded(r) for r in tabs.speedups],
             "best": rounded(best), "chars": SPEEDUP_CHARS,
             "threads": 1, "torch": str(torch.__version__)}

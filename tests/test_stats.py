@@ -447,7 +447,7 @@ def test_s2_table_threshold_is_the_exact_one_at_its_own_sample_size():
     # Efron-Stein: one draw moves the TV by <= 1 / n, so Var(TV) <= 1 / (2 n)
     # for any p: sd <= 0.005 at n = 20,000; 6 standard errors of 1,000 trials.
     tolerance = 6 * np.sqrt(1 / (2 * n)) / np.sqrt(1000)
-    assert row["tv_threshold"] == pytest.approx(exact_mean_tv(p, n) + mcdiarmid_margin(n, ALPHA),
+    assert row.tv_threshold == pytest.approx(exact_mean_tv(p, n) + mcdiarmid_margin(n, ALPHA),
                                                 abs=tolerance)
 
 

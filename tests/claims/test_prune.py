@@ -20,6 +20,7 @@ from aftertrain.claims import tables
 from aftertrain.claims.catalogue import ARTICLE_TABLES
 from aftertrain.core import tolerances as TOL
 from aftertrain.experiments import prune as EP
+from aftertrain.experiments.tables import record
 
 UNTRAINED = EP.UNTRAINED_LOSS  # ln(100) = 4.6052, the report's "untrained" line
 
@@ -45,7 +46,7 @@ def random_rows(curve):
 @pytest.fixture(scope="session")
 def quant_losses(bits_rows) -> dict[int, float]:
     """Our own per-channel fake-quantized losses (aftertrain.quant's bits table) at 8/6/4 bits."""
-    return {b: bits_rows[b]["per_channel"] for b in (8, 6, 4)}
+    return {b: bits_rows[b].per_channel for b in (8, 6, 4)}
 
 
 @pytest.fixture(scope="session")
@@ -54,7 +55,7 @@ def matching(curve, quant_losses) -> dict[int, float]:
 
 
 def columns(rows, keys):
-    return {k: [float(r[k]) for r in rows] for k in keys}
+    return {k: [float(r.to_record()[k]) for r in rows] for k in keys}
 
 
 # --- P1 -------------------------------------------------------------------------
@@ -62,12 +63,12 @@ def columns(rows, keys):
 
 @pytest.mark.claim("P1")
 def test_loss_table_matches_stored_baseline(loss_rows, num_regression, baselines_dir, claim_record):
-    claim_record.table(tables.P1, loss_rows)
+    claim_record.table(tables.P1, record(tables.P1, loss_rows))
     """Global / per-layer / random (mean of RANDOM_SEEDS) at 10..90%, ours
     beside the article's; guarded against baselines/prune_loss_table.csv."""
     claim_record.measured("; ".join(
-        f"{r['sparsity']:.0%}: {r['global']:.4f}/{r['layer']:.4f}/{r['random']:.4f} "
-        f"(article {'/'.join(f'{v:.4f}' for v in ARTICLE_P1[r['sparsity']])})" for r in loss_rows))
+        f"{r.sparsity:.0%}: {r.global_:.4f}/{r.layer:.4f}/{r.random:.4f} "
+        f"(article {'/'.join(f'{v:.4f}' for v in ARTICLE_P1[r.sparsity])})" for r in loss_rows))
     num_regression.check(columns(loss_rows, ["sparsity", "global", "layer", "random"]),
                          fullpath=baselines_dir / "prune_loss_table.csv",
                          default_tolerance={"atol": TOL.LOSS_ATOL, "rtol": 0})
@@ -77,21 +78,21 @@ def test_loss_table_matches_stored_baseline(loss_rows, num_regression, baselines
 def test_magnitude_loss_rises_with_sparsity(loss_rows):
     """Article: both magnitude columns rise strictly from 10% to 90% (the
     figures are P1's table, recorded by the table test above)."""
-    for key in ("global", "layer"):
-        losses = [r[key] for r in loss_rows]
-        assert all(a < b for a, b in zip(losses, losses[1:], strict=False)), (key, losses)
+    for method in (P.Method.GLOBAL, P.Method.LAYER):
+        losses = [r.loss(method) for r in loss_rows]
+        assert all(a < b for a, b in zip(losses, losses[1:], strict=False)), (method, losses)
 
 
 @pytest.mark.claim("P1")
 def test_magnitude_pruning_beats_random_from_10_to_70pct(loss_rows, claim_record):
     """Article: at 10, 30, 50 and 70% both magnitude methods lose less than
     random (at 90% all three are past the untrained line and the order turns)."""
-    rows = [r for r in loss_rows if r["sparsity"] <= 0.7]
+    rows = [r for r in loss_rows if r.sparsity <= 0.7]
     claim_record.measured("; ".join(
-        f"{r['sparsity']:.0%}: max(magnitude) {max(r['global'], r['layer']):.4f} < random {r['random']:.4f}"
+        f"{r.sparsity:.0%}: max(magnitude) {max(r.global_, r.layer):.4f} < random {r.random:.4f}"
         for r in rows))
     for r in rows:
-        assert max(r["global"], r["layer"]) < r["random"], r
+        assert max(r.global_, r.layer) < r.random, r
 
 
 # --- P2 -------------------------------------------------------------------------
@@ -104,9 +105,9 @@ def test_random_pruning_table_matches_stored_baseline(random_rows, num_regressio
     (5 seeds: the loss depends on which large weights a draw hits; the std
     shows how much), guarded against baselines/prune_random_table.csv."""
     claim_record.measured("; ".join(
-        f"{r['sparsity']:.0%}: {r['mean']:.4f} +- {r['std']:.4f} (article {ARTICLE_P2[r['sparsity']]:.4f})"
+        f"{r.sparsity:.0%}: {r.mean:.4f} +- {r.std:.4f} (article {ARTICLE_P2[r.sparsity]:.4f})"
         for r in random_rows))
-    claim_record.table(tables.P2, random_rows)
+    claim_record.table(tables.P2, record(tables.P2, random_rows))
     num_regression.check(columns(random_rows, ["sparsity", "mean", "std", "min", "max"]),
                          fullpath=baselines_dir / "prune_random_table.csv",
                          default_tolerance={"atol": TOL.LOSS_ATOL, "rtol": 0})
@@ -129,10 +130,10 @@ def test_random_pruning_at_5pct_is_worse_than_the_bigram(random_rows_wide, bigra
     seeds with our bigram and report the first sparsity (of the P1 and P2
     grids) where the mean loses to it."""
     first = EP.first_sparsity_above(random_rows_wide, "mean", bigram_loss)
-    at5 = next(r for r in random_rows_wide if r["sparsity"] == 0.05)
-    claim_record.measured(f"random 5% {at5['mean']:.4f} (max over seeds {at5['max']:.4f}) vs "
+    at5 = next(r for r in random_rows_wide if r.sparsity == 0.05)
+    claim_record.measured(f"random 5% {at5.mean:.4f} (max over seeds {at5.max:.4f}) vs "
                                 f"bigram {bigram_loss:.4f}; first worse at {first} (article 5%)")
-    assert at5["mean"] > bigram_loss
+    assert at5.mean > bigram_loss
 
 
 @pytest.mark.claim("P2")
@@ -144,10 +145,10 @@ def test_random_pruning_at_20pct_is_closer_to_untrained_than_to_bigram(random_ro
                                                                        claim_record):
     """Article: 20% gives 4.2955, 'close to the untrained 4.6052'. Read as:
     nearer ln(100) than the bigram, i.e. above their midpoint."""
-    at20 = next(r for r in random_rows if r["sparsity"] == 0.2)
+    at20 = next(r for r in random_rows if r.sparsity == 0.2)
     midpoint = (bigram_loss + UNTRAINED) / 2
-    claim_record.measured(f"random 20% {at20['mean']:.4f}; midpoint bigram/untrained {midpoint:.4f}")
-    assert at20["mean"] > midpoint
+    claim_record.measured(f"random 20% {at20.mean:.4f}; midpoint bigram/untrained {midpoint:.4f}")
+    assert at20.mean > midpoint
 
 
 @pytest.mark.claim("P2")
@@ -155,8 +156,8 @@ def test_random_pruning_loses_more_with_every_step_of_sparsity(random_rows_wide,
     """Our guard on the random column (the article's own is not monotone:
     30% 4.4976, 50% 4.4543): the mean over seeds rises at every step of the
     1..90% grid, so more random pruning always costs more here."""
-    means = [r["mean"] for r in random_rows_wide]
-    claim_record.measured(", ".join(f"{r['sparsity']:.0%} {r['mean']:.4f}" for r in random_rows_wide))
+    means = [r.mean for r in random_rows_wide]
+    claim_record.measured(", ".join(f"{r.sparsity:.0%} {r.mean:.4f}" for r in random_rows_wide))
     assert all(a < b for a, b in zip(means, means[1:], strict=False)), means
 
 
@@ -187,8 +188,8 @@ def test_sparsities_matching_quantization_losses(matching, quant_losses, curve, 
     claim_record.measured("; ".join(
         f"{b}-bit ({quant_losses[b]:.4f}): {matching[b]:.1%} (article {ARTICLE_P4[b]:.1%})"
         for b in (8, 6, 4)))
-    claim_record.table(tables.P4, [{"bits": b, "loss": quant_losses[b], "sparsity": matching[b]}
-                                 for b in (8, 6, 4)])
+    claim_record.table(tables.P4, record(tables.P4, [EP.MatchingRow(b, quant_losses[b], matching[b])
+                                                     for b in (8, 6, 4)]))
     for b, s in matching.items():
         target = quant_losses[b]
         if s > 0:
@@ -217,18 +218,18 @@ def test_bytes_per_element_table_is_exact(reference, claim_record):
     n, n_rows = 631_808, sum(w.shape[0] for w in P.prunable_weights(reference).values())
     article = ARTICLE_TABLES["p5"]
     claim_record.measured("; ".join(
-        f"{r['sparsity']:.0%}: dense {r['dense']:.2f} COO {r['coo']:.4f} bitmask {r['bitmask']:.4f} "
-        f"CSR {r['csr']:.4f}" for r in rows) + f"; int8 {EP.int8_bytes_per_element(reference)}")
-    claim_record.table(tables.P5, rows)
+        f"{r.sparsity:.0%}: dense {r.dense:.2f} COO {r.coo:.4f} bitmask {r.bitmask:.4f} "
+        f"CSR {r.csr:.4f}" for r in rows) + f"; int8 {EP.int8_bytes_per_element(reference)}")
+    claim_record.table(tables.P5, record(tables.P5, rows))
     for r in rows:
-        z = n - round(r["sparsity"] * n)
-        assert r["dense"] == 4.0
-        assert r["coo"] == 8 * z / n
-        assert r["bitmask"] == (n / 8 + 4 * z) / n
-        assert r["csr"] == (12 * z + 8 * (n_rows + 15)) / n
-        if r["sparsity"] in article:
-            assert (math.floor(r["coo"] * 100) / 100, math.floor(r["bitmask"] * 100) / 100) \
-                == article[r["sparsity"]]
+        z = n - round(r.sparsity * n)
+        assert r.dense == 4.0
+        assert r.coo == 8 * z / n
+        assert r.bitmask == (n / 8 + 4 * z) / n
+        assert r.csr == (12 * z + 8 * (n_rows + 15)) / n
+        if r.sparsity in article:
+            assert (math.floor(r.coo * 100) / 100, math.floor(r.bitmask * 100) / 100) \
+                == article[r.sparsity]
     assert EP.int8_bytes_per_element(reference)["values"] == 1.0
 
 
@@ -241,13 +242,13 @@ def test_int8_beats_75_and_50pct_sparse_bitmask_at_equal_or_better_compression(
     """Article: int8 4.00x at 2.0280 vs 75% sparse 3.56x at 4.3935 and 50%
     sparse 1.88x at 3.1009. int8 must compress more AND lose less than both."""
     rows = EP.quantization_vs_pruning(curve, quant_losses[8])
-    claim_record.measured("; ".join(f"{r['name']}: {r['compression']:.2f}x loss {r['loss']:.4f}"
+    claim_record.measured("; ".join(f"{r.name}: {r.compression:.2f}x loss {r.loss:.4f}"
                                           for r in rows))
-    claim_record.table(tables.P6, rows)
+    claim_record.table(tables.P6, record(tables.P6, rows))
     int8, *sparse = rows
     for r in sparse:
-        assert int8["compression"] > r["compression"] and int8["loss"] < r["loss"], r
-    assert [round(r["compression"], 2) for r in sparse] == [3.56, 1.88]
+        assert int8.compression > r.compression and int8.loss < r.loss, r
+    assert [round(r.compression, 2) for r in sparse] == [3.56, 1.88]
     num_regression.check(columns(rows, ["compression", "loss"]),
                          fullpath=baselines_dir / "prune_quant_vs_prune.csv",
                          default_tolerance={"atol": TOL.LOSS_ATOL, "rtol": 0})
@@ -267,11 +268,11 @@ def test_two_four_pruning_loses_more_than_unstructured_50pct(two_four, num_regre
     """2:4 removes half of every matrix like per-layer 50%, under the extra
     constraint of groups; the price of the structure: its loss is above
     global 50% (unconstrained). Guarded against baselines/prune_two_four.csv."""
-    claim_record.table(tables.X5, two_four)
-    claim_record.measured(f"2:4 {two_four['two_four']:.4f}, global 50% {two_four['global_50']:.4f}, "
-                                f"per-layer 50% {two_four['layer_50']:.4f}")
-    assert two_four["two_four"] > two_four["global_50"]
-    num_regression.check({k: [v] for k, v in two_four.items()},
+    claim_record.table(tables.X5, record(tables.X5, two_four))
+    claim_record.measured(f"2:4 {two_four.two_four:.4f}, global 50% {two_four.global_50:.4f}, "
+                                f"per-layer 50% {two_four.layer_50:.4f}")
+    assert two_four.two_four > two_four.global_50
+    num_regression.check({k: [v] for k, v in two_four.to_record().items()},
                          fullpath=baselines_dir / "prune_two_four.csv",
                          default_tolerance={"atol": TOL.LOSS_ATOL, "rtol": 0})
 
@@ -282,7 +283,7 @@ def test_two_four_storage_is_values_plus_2_bit_positions(two_four, claim_record)
     """Regular zeros need less bookkeeping: 2:4 stores 2 + 1/8 bytes per
     element (half the values + 2 bits per kept value), against COO's 4.00 at
     the same 50%; exactly the bitmask's 4(1 - 0.5) + 1/8."""
-    claim_record.measured(f"2:4 {two_four['bytes_two_four']} B/elem, bitmask "
-                                f"{two_four['bytes_bitmask']}, COO {two_four['bytes_coo']}")
-    assert two_four["bytes_two_four"] == 2.125 == two_four["bytes_bitmask"]
-    assert two_four["bytes_coo"] == 4.0
+    claim_record.measured(f"2:4 {two_four.bytes_two_four} B/elem, bitmask "
+                                f"{two_four.bytes_bitmask}, COO {two_four.bytes_coo}")
+    assert two_four.bytes_two_four == 2.125 == two_four.bytes_bitmask
+    assert two_four.bytes_coo == 4.0

@@ -31,6 +31,7 @@ from aftertrain import quant as Q
 from aftertrain.claims import tables
 from aftertrain.core import tolerances as TOL
 from aftertrain.experiments import quant as EQ
+from aftertrain.experiments.tables import record
 from aftertrain.quant import Granularity
 from tests.common.quant_bugs import (
     clamp_past_qmax,
@@ -51,12 +52,12 @@ MB = 2**20  # the article's MB
 
 
 @pytest.fixture(scope="module")
-def sensitivity(reference) -> list[dict]:
+def sensitivity(reference) -> list[EQ.SensitivityRow]:
     return EQ.sensitivity_table(reference, 4, G.PER_CHANNEL)
 
 
-def fmt_row(r: dict) -> str:
-    return f"{r['bits']} bits: per-tensor {r['per_tensor']:.4f}, per-channel {r['per_channel']:.4f}"
+def fmt_row(r: EQ.BitsRow) -> str:
+    return f"{r.bits} bits: per-tensor {r.per_tensor:.4f}, per-channel {r.per_channel:.4f}"
 
 
 # --- Q1 at model level: every 2-D weight, nothing else -----------------------
@@ -99,9 +100,9 @@ def test_model_check_catches_broken_quantizers(reference, broken):
 # --- Q2: int8 is nearly free ----------------------------------------------------
 
 
-def check_int8_nearly_free(row: dict, float_loss: float) -> None:
-    for g in ("per_tensor", "per_channel"):
-        assert row[g] - float_loss < TOL.INT8_LOSS_MARGIN, (g, row[g], float_loss)
+def check_int8_nearly_free(row: EQ.BitsRow, float_loss: float) -> None:
+    for g in Granularity:
+        assert row.loss(g) - float_loss < TOL.INT8_LOSS_MARGIN, (g, row.loss(g), float_loss)
 
 
 @pytest.mark.claim("Q2")
@@ -111,8 +112,8 @@ def test_int8_loss_within_0p01_of_float32(bits_rows, reference_val_loss, claim_r
     (the third decimal); both granularities."""
     row = bits_rows[8]
     claim_record.measured(f"float32 {reference_val_loss:.4f}; {fmt_row(row)} "
-                                f"(+{row['per_tensor'] - reference_val_loss:.4f} / "
-                                f"+{row['per_channel'] - reference_val_loss:.4f})")
+                                f"(+{row.per_tensor - reference_val_loss:.4f} / "
+                                f"+{row.per_channel - reference_val_loss:.4f})")
     check_int8_nearly_free(row, reference_val_loss)
 
 
@@ -170,7 +171,7 @@ def test_int8_storage_is_the_articles_figures_exactly(reference, claim_record, d
                     f"{pt['parameters_quantized_bytes'] / MB:.2f} MB (per-tensor scales); "
                     f"per-channel scales {pc['parameters_quantized_bytes'] / MB:.2f} MB, "
                     f"{100 * cut_pc:.1f}%")
-    claim_record.table(tables.Q3, figs)
+    claim_record.table(tables.Q3, record(tables.Q3, {k: EQ.StorageRow(**v) for k, v in figs.items()}))
     data_regression.check(figs, fullpath=baselines_dir / "quant_storage.yml")
 
 
@@ -195,23 +196,22 @@ def test_bits_table_matches_the_stored_baseline(bits_rows, reference_val_loss, c
     (asserted, both granularities, 8 to 3 bits)."""
     claim_record.measured(f"float32 {reference_val_loss:.4f}; "
                     + "; ".join(fmt_row(bits_rows[b]) for b in EQ.ARTICLE_BITS))
-    claim_record.table(tables.Q4, {"float32": reference_val_loss,
-                                 "rows": [bits_rows[b] for b in EQ.ARTICLE_BITS]})
-    for g in ("per_tensor", "per_channel"):
-        losses = [bits_rows[b][g] for b in (8, 6, 4, 3)]
+    claim_record.table(tables.Q4, record(tables.Q4, EQ.BitsTable(
+        reference_val_loss, tuple(bits_rows[b] for b in EQ.ARTICLE_BITS))))
+    for g in Granularity:
+        losses = [bits_rows[b].loss(g) for b in (8, 6, 4, 3)]
         assert losses == sorted(losses), (g, losses)
     num_regression.check(
-        {k: [bits_rows[b][k] for b in EQ.ARTICLE_BITS]
-         for k in ("bits", "per_tensor", "per_channel")},
+        {k: [bits_rows[b].to_record()[k] for b in EQ.ARTICLE_BITS] for k in EQ.BitsRow.keys()},
         fullpath=baselines_dir / "quant_bits_table.csv",
         default_tolerance=dict(atol=TOL.LOSS_ATOL, rtol=0),
         tolerances={"bits": dict(atol=0, rtol=0)},
     )
 
 
-def check_six_bits_hold(row: dict, float_loss: float) -> None:
-    for g in ("per_tensor", "per_channel"):
-        assert row[g] - float_loss < TOL.SIX_BIT_LOSS_MARGIN, (g, row[g], float_loss)
+def check_six_bits_hold(row: EQ.BitsRow, float_loss: float) -> None:
+    for g in Granularity:
+        assert row.loss(g) - float_loss < TOL.SIX_BIT_LOSS_MARGIN, (g, row.loss(g), float_loss)
 
 
 @pytest.mark.claim("Q5")
@@ -236,10 +236,9 @@ def test_six_bit_check_catches_a_mean_scale_quantizer(reference, reference_val_l
         check_six_bits_hold(row, reference_val_loss)
 
 
-def check_worse_than_bigram(row: dict, bigram: float,
-                            granularities=("per_tensor", "per_channel")) -> None:
+def check_worse_than_bigram(row: EQ.BitsRow, bigram: float, granularities=tuple(Granularity)) -> None:
     for g in granularities:
-        assert row[g] > bigram, (g, row[g], bigram)
+        assert row.loss(g) > bigram, (g, row.loss(g), bigram)
 
 
 @pytest.mark.claim("Q5")
@@ -247,7 +246,7 @@ def test_3_bit_per_tensor_is_worse_than_the_bigram(bits_rows, bigram_loss, claim
     """Article: 3 bits collapses (per-tensor 4.3960 against the bigram's
     2.6501). Asserted: 3-bit per-tensor loss above the bigram's, same split."""
     claim_record.measured(f"bigram {bigram_loss:.4f}; {fmt_row(bits_rows[3])}")
-    check_worse_than_bigram(bits_rows[3], bigram_loss, ("per_tensor",))
+    check_worse_than_bigram(bits_rows[3], bigram_loss, (G.PER_TENSOR,))
 
 
 @pytest.mark.claim("Q5")
@@ -257,7 +256,7 @@ def test_3_bit_per_tensor_is_worse_than_the_bigram(bits_rows, bigram_loss, claim
 def test_3_bit_per_channel_is_worse_than_the_bigram(bits_rows, bigram_loss, claim_record):
     """Article: 3-bit per-channel 3.4381, above the bigram's 2.6501."""
     claim_record.measured(f"bigram {bigram_loss:.4f}; {fmt_row(bits_rows[3])}")
-    check_worse_than_bigram(bits_rows[3], bigram_loss, ("per_channel",))
+    check_worse_than_bigram(bits_rows[3], bigram_loss, (G.PER_CHANNEL,))
 
 
 @pytest.mark.claim("Q5")
@@ -265,7 +264,7 @@ def test_4_bit_per_channel_beats_the_bigram(bits_rows, bigram_loss, claim_record
     """Article: 4-bit per-channel (2.3571) "barely" beats the bigram (2.6501).
     Asserted: it beats it (by how much is reported: ours by far more)."""
     claim_record.measured(f"bigram {bigram_loss:.4f}; {fmt_row(bits_rows[4])}")
-    assert bits_rows[4]["per_channel"] < bigram_loss
+    assert bits_rows[4].per_channel < bigram_loss
 
 
 @pytest.mark.claim("Q5")
@@ -281,9 +280,9 @@ def test_3_bit_check_catches_an_unquantized_model(reference, bigram_loss):
 # --- Q6: per-channel wins down to 3 bits; at 2 bits reconstruction and loss part --
 
 
-def check_per_channel_lower(rows: dict[int, dict], widths) -> None:
+def check_per_channel_lower(rows: dict[int, EQ.BitsRow], widths) -> None:
     for b in widths:
-        assert rows[b]["per_channel"] < rows[b]["per_tensor"], fmt_row(rows[b])
+        assert rows[b].per_channel < rows[b].per_tensor, fmt_row(rows[b])
 
 
 @pytest.mark.claim("Q6")
@@ -323,18 +322,18 @@ def bundled_reference():
 
 
 @pytest.fixture(scope="module")
-def f1_reconstruction(reference) -> dict:
+def f1_reconstruction(reference) -> dict[str, EQ.Reconstruction]:
     return EQ.reconstruction_figures(dict(reference.named_parameters())["blocks.0.f1.weight"], 2)
 
 
-def check_per_channel_reconstructs_better(fig: dict) -> None:
+def check_per_channel_reconstructs_better(fig: dict[str, EQ.Reconstruction]) -> None:
     pt, pc = fig["per-tensor"], fig["per-channel"]
-    assert pc["zero_fraction"] < pt["zero_fraction"], fig
-    assert pc["mean_abs_error"] < pt["mean_abs_error"], fig
+    assert pc.zero_fraction < pt.zero_fraction, fig
+    assert pc.mean_abs_error < pt.mean_abs_error, fig
 
 
-def fmt_reconstruction(fig: dict) -> str:
-    return "; ".join(f"{g} zeroes {100 * f['zero_fraction']:.1f}% MAE {f['mean_abs_error']:.4f}"
+def fmt_reconstruction(fig: dict[str, EQ.Reconstruction]) -> str:
+    return "; ".join(f"{g} zeroes {100 * f.zero_fraction:.1f}% MAE {f.mean_abs_error:.4f}"
                      for g, f in fig.items())
 
 
@@ -346,10 +345,10 @@ def test_2_bit_per_channel_reconstructs_blocks_0_f1_better(f1_reconstruction, cl
     per-channel zeroes fewer and errs less. Figures guarded to 1e-12 absolute
     (a pure function of the stored weights; the mean is taken in double)."""
     claim_record.measured(fmt_reconstruction(f1_reconstruction))
-    claim_record.table(tables.Q6, f1_reconstruction)
+    claim_record.table(tables.Q6, record(tables.Q6, f1_reconstruction))
     check_per_channel_reconstructs_better(f1_reconstruction)
-    num_regression.check({k: [f[k] for f in f1_reconstruction.values()]
-                          for k in ("zero_fraction", "mean_abs_error")},
+    num_regression.check({k: [f.to_record()[k] for f in f1_reconstruction.values()]
+                          for k in EQ.Reconstruction.keys()},
                          fullpath=baselines_dir / "quant_q6_reconstruction.csv",
                          default_tolerance=dict(atol=TOL.RECONSTRUCTION_ATOL, rtol=0))
 
@@ -365,8 +364,8 @@ def test_reconstruction_check_catches_a_per_channel_that_ignores_rows(reference)
     for g in Granularity:
         w_hat, q, _ = ignores_granularity(w, 2, g)
         err = (w.double() - w_hat.double()).abs()
-        fig[g.value] = {"zero_fraction": float((q == 0).double().mean()),
-                        "mean_abs_error": float(err.mean())}
+        fig[g.value] = EQ.Reconstruction(zero_fraction=float((q == 0).double().mean()),
+                                         mean_abs_error=float(err.mean()))
     with pytest.raises(AssertionError):
         check_per_channel_reconstructs_better(fig)
 
@@ -392,23 +391,23 @@ def test_2_bit_per_channel_has_the_worse_loss_despite_better_reconstruction(
     states it: better reconstruction (the test above) and worse loss."""
     claim_record.measured(f"{fmt_row(bits_rows[2])}; {fmt_reconstruction(f1_reconstruction)}")
     check_per_channel_reconstructs_better(f1_reconstruction)
-    assert bits_rows[2]["per_channel"] > bits_rows[2]["per_tensor"], fmt_row(bits_rows[2])
+    assert bits_rows[2].per_channel > bits_rows[2].per_tensor, fmt_row(bits_rows[2])
 
 
 # --- Q7 / Q8: sensitivity, one matrix at a time, and compounding -----------------
 
 
-def fmt_sensitivity(rows: list[dict]) -> str:
-    return ", ".join(f"{r['name']} {r['penalty']:+.4f}" for r in rows)
+def fmt_sensitivity(rows: list[EQ.SensitivityRow]) -> str:
+    return ", ".join(f"{r.name} {r.penalty:+.4f}" for r in rows)
 
 
-def check_embeddings_most_sensitive(rows: list[dict]) -> None:
+def check_embeddings_most_sensitive(rows: list[EQ.SensitivityRow]) -> None:
     """The article's reading: tok first, tok and pos the top two, tok more
     than five times any matrix inside a block."""
-    assert rows[0]["name"] == "tok.weight", fmt_sensitivity(rows[:3])
-    assert {r["name"] for r in rows[:2]} == {"tok.weight", "pos.weight"}, fmt_sensitivity(rows[:3])
-    block = max(r["penalty"] for r in rows if r["name"].startswith("blocks."))
-    assert rows[0]["penalty"] > TOL.EMBEDDING_DOMINANCE * block, (rows[0]["penalty"], block)
+    assert rows[0].name == "tok.weight", fmt_sensitivity(rows[:3])
+    assert {r.name for r in rows[:2]} == {"tok.weight", "pos.weight"}, fmt_sensitivity(rows[:3])
+    block = max(r.penalty for r in rows if r.name.startswith("blocks."))
+    assert rows[0].penalty > TOL.EMBEDDING_DOMINANCE * block, (rows[0].penalty, block)
 
 
 #: What implementations keep in high precision, the article's conclusion of
@@ -416,9 +415,9 @@ def check_embeddings_most_sensitive(rows: list[dict]) -> None:
 EDGE_MATRICES = {"tok.weight", "pos.weight", "head.weight"}
 
 
-def check_edge_matrices_most_sensitive(rows: list[dict]) -> None:
+def check_edge_matrices_most_sensitive(rows: list[EQ.SensitivityRow]) -> None:
     """The two most harmful matrices at 4 bits are embeddings or the output layer."""
-    assert {r["name"] for r in rows[:2]} <= EDGE_MATRICES, fmt_sensitivity(rows[:3])
+    assert {r.name for r in rows[:2]} <= EDGE_MATRICES, fmt_sensitivity(rows[:3])
 
 
 @pytest.mark.claim("Q7")
@@ -429,11 +428,11 @@ def test_sensitivity_table_matches_the_stored_baseline(sensitivity, claim_record
     +0.0132, ..., least blocks.2.f2 -0.0020. Every row guarded at 1e-5
     (module docstring); the order of names in the next test."""
     claim_record.measured(fmt_sensitivity(sensitivity))
-    claim_record.table(tables.Q7, sensitivity)
+    claim_record.table(tables.Q7, record(tables.Q7, sensitivity))
     num_regression.check(
         {"rank": list(range(1, len(sensitivity) + 1)),
-         "loss": [r["loss"] for r in sensitivity],
-         "penalty": [r["penalty"] for r in sensitivity]},
+         "loss": [r.loss for r in sensitivity],
+         "penalty": [r.penalty for r in sensitivity]},
         fullpath=baselines_dir / "quant_sensitivity.csv",
         default_tolerance=dict(atol=TOL.LOSS_ATOL, rtol=0),
     )
@@ -443,7 +442,7 @@ def test_sensitivity_table_matches_the_stored_baseline(sensitivity, claim_record
 def test_sensitivity_order_matches_the_stored_baseline(sensitivity, data_regression,
                                                        baselines_dir):
     """The ranking of the 15 matrices, exactly."""
-    data_regression.check({"order": [r["name"] for r in sensitivity]},
+    data_regression.check({"order": [r.name for r in sensitivity]},
                           fullpath=baselines_dir / "quant_sensitivity_order.yml")
 
 
@@ -479,18 +478,18 @@ def test_sensitivity_check_catches_skipped_embeddings(reference, sensitivity):
     embeddings = ["tok.weight", "pos.weight"]
     broken = EQ.sensitivity_table(reference, 4, G.PER_CHANNEL, quantize=skip_embeddings,
                                  names=embeddings)
-    assert {r["penalty"] for r in broken} == {0.0}
+    assert {r.penalty for r in broken} == {0.0}
     # The broken quantizer is the real one on every other matrix: reuse those rows.
-    rows = sorted(broken + [r for r in sensitivity if r["name"] not in embeddings],
-                  key=lambda r: (-r["penalty"], r["name"]))
+    rows = sorted(broken + [r for r in sensitivity if r.name not in embeddings],
+                  key=lambda r: (-r.penalty, r.name))
     with pytest.raises(AssertionError):
         check_edge_matrices_most_sensitive(rows)
     with pytest.raises(AssertionError):
         check_embeddings_most_sensitive(rows)
 
 
-def check_penalties_compound(c: dict) -> None:
-    assert c["all_at_once"] > c["sum_of_penalties"], c
+def check_penalties_compound(c: EQ.Compounding) -> None:
+    assert c.all_at_once > c.sum_of_penalties, c
 
 
 @pytest.mark.claim("Q8")
@@ -500,10 +499,10 @@ def test_all_at_once_costs_more_than_the_sum_of_single_penalties(sensitivity, bi
     """Article: the 15 one-at-a-time 4-bit penalties sum to +0.2830; all at
     once costs +0.3299 (per-channel): the errors compound. Asserted: the
     all-at-once penalty exceeds the sum."""
-    c = EQ.compounding(sensitivity, bits_rows[4]["per_channel"] - reference_val_loss)
-    claim_record.measured(f"sum of penalties {c['sum_of_penalties']:+.4f}, all at once "
-                                f"{c['all_at_once']:+.4f}, excess {c['excess']:+.4f}")
-    claim_record.table(tables.Q8, c)
+    c = EQ.compounding(sensitivity, bits_rows[4].per_channel - reference_val_loss)
+    claim_record.measured(f"sum of penalties {c.sum_of_penalties:+.4f}, all at once "
+                                f"{c.all_at_once:+.4f}, excess {c.excess:+.4f}")
+    claim_record.table(tables.Q8, record(tables.Q8, c))
     check_penalties_compound(c)
 
 
@@ -511,15 +510,15 @@ def test_all_at_once_costs_more_than_the_sum_of_single_penalties(sensitivity, bi
 
 
 @pytest.fixture(scope="module")
-def diverged(reference) -> dict:
+def diverged(reference) -> EQ.Divergence:
     return EQ.divergence(reference)
 
 
-def check_parts_after_a_shared_prefix(d: dict) -> None:
-    assert d["position"] is not None, "the texts never part"
-    assert d["position"] > 1, "the texts differ from the first character"
-    n = d["position"] - 1
-    assert d["float32"][:n] == d["quantized"][:n] and d["float32"][n] != d["quantized"][n]
+def check_parts_after_a_shared_prefix(d: EQ.Divergence) -> None:
+    assert d.position is not None, "the texts never part"
+    assert d.position > 1, "the texts differ from the first character"
+    n = d.position - 1
+    assert d.float32[:n] == d.quantized[:n] and d.float32[n] != d.quantized[n]
 
 
 @pytest.mark.claim("Q9")
@@ -532,12 +531,12 @@ def test_int8_text_parts_from_float32_text_after_a_shared_prefix(diverged, claim
     model). Asserted: a shared prefix of at least one character, then a
     difference; the position and both texts guarded exactly (sampling is
     deterministic given the generator)."""
-    claim_record.measured(f"parts at character {diverged['position']} "
-                                f"(float32 {diverged['float32'][:40]!r}, "
-                                f"int8 {diverged['quantized'][:40]!r})")
-    claim_record.table(tables.Q9, diverged)
+    claim_record.measured(f"parts at character {diverged.position} "
+                                f"(float32 {diverged.float32[:40]!r}, "
+                                f"int8 {diverged.quantized[:40]!r})")
+    claim_record.table(tables.Q9, record(tables.Q9, diverged))
     check_parts_after_a_shared_prefix(diverged)
-    data_regression.check(diverged, fullpath=baselines_dir / "quant_q9_divergence.yml")
+    data_regression.check(diverged.to_record(), fullpath=baselines_dir / "quant_q9_divergence.yml")
 
 
 @pytest.mark.claim("Q9")
@@ -551,14 +550,14 @@ def test_divergence_check_catches_a_quantizer_that_does_nothing(reference):
 # --- Q10: no outliers in this model ------------------------------------------------
 
 @pytest.fixture(scope="module")
-def activation_ratios(reference) -> dict:
+def activation_ratios(reference) -> dict[str, EQ.ActivationPeak]:
     return EQ.activation_channel_ratios(reference)
 
 
-def check_no_outliers(weights: dict, activations: dict) -> None:
-    assert weights["worst"] < TOL.OUTLIER_RATIO, weights["worst"]
+def check_no_outliers(weights: EQ.WeightRanges, activations: dict[str, EQ.ActivationPeak]) -> None:
+    assert weights.worst < TOL.OUTLIER_RATIO, weights.worst
     for site, a in activations.items():
-        assert a["ratio"] < TOL.OUTLIER_RATIO, (site, a)
+        assert a.ratio < TOL.OUTLIER_RATIO, (site, a)
 
 
 @pytest.mark.claim("Q10")
@@ -573,17 +572,16 @@ def test_no_outlier_channels_in_weights_or_activations(reference, activation_rat
     of large models) and the 8-bit gap below Q2's 0.01. Weight ratios
     guarded to 1e-6 relative (rows in weight_names order)."""
     weights = EQ.weight_range_ratios(reference)
-    gap = bits_rows[8]["per_tensor"] - bits_rows[8]["per_channel"]
-    claim_record.measured(f"weights worst {weights['worst']:.2f} "
-                                f"median {weights['median']:.2f}; "
-                    + "; ".join(f"{k} {a['ratio']:.2f} (max {a['max']:.2f})"
+    gap = bits_rows[8].per_tensor - bits_rows[8].per_channel
+    claim_record.measured(f"weights worst {weights.worst:.2f} "
+                                f"median {weights.median:.2f}; "
+                    + "; ".join(f"{k} {a.ratio:.2f} (max {a.max:.2f})"
                                 for k, a in activation_ratios.items())
                     + f"; 8-bit gap {gap:.4f}")
-    claim_record.table(tables.Q10, {"weights": weights, "activations": activation_ratios,
-                                  "int8_granularity_gap": gap})
+    claim_record.table(tables.Q10, record(tables.Q10, EQ.Outliers(weights, activation_ratios, gap)))
     check_no_outliers(weights, activation_ratios)
     assert abs(gap) < TOL.INT8_LOSS_MARGIN
-    num_regression.check({"ratio": list(weights["matrices"].values())},
+    num_regression.check({"ratio": list(weights.matrices.values())},
                          fullpath=baselines_dir / "quant_q10_weight_ratios.csv",
                          default_tolerance=dict(rtol=TOL.RATIO_RTOL, atol=0))
 
@@ -593,8 +591,8 @@ def test_activation_ratios_match_the_stored_baseline(activation_ratios, num_regr
                                                      baselines_dir):
     """Per site (ACTIVATION_SITES order): max/median ratio and max, to 1e-6
     relative (activations pass through float32 sums)."""
-    num_regression.check({"ratio": [a["ratio"] for a in activation_ratios.values()],
-                          "max": [a["max"] for a in activation_ratios.values()]},
+    num_regression.check({"ratio": [a.ratio for a in activation_ratios.values()],
+                          "max": [a.max for a in activation_ratios.values()]},
                          fullpath=baselines_dir / "quant_q10_activation_ratios.csv",
                          default_tolerance=dict(rtol=TOL.RATIO_RTOL, atol=0))
 
@@ -612,4 +610,4 @@ def test_outlier_check_catches_a_model_with_an_outlier_channel(reference):
     with pytest.raises(AssertionError):
         check_no_outliers(weights, acts)
     with pytest.raises(AssertionError):
-        check_no_outliers({"worst": 1.0}, acts)
+        check_no_outliers(EQ.WeightRanges({}, worst=1.0, median=1.0), acts)

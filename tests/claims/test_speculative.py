@@ -10,6 +10,8 @@ against baselines/spec_acceptance.yml; regenerate it with
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -18,6 +20,7 @@ from aftertrain import speculative as S
 from aftertrain.claims import tables
 from aftertrain.core.tolerances import LOSS_ATOL_SAME_THREADS, NGRAM_DOC_LOSS_ATOL
 from aftertrain.experiments import speculative as XS
+from aftertrain.experiments.tables import record
 from aftertrain.lm import ngram as B
 from aftertrain.lm.checkpoint import load_checkpoint
 from aftertrain.lm.decoding import Decoder
@@ -35,12 +38,12 @@ def acceptance_rows(reference, speculative_drafts) -> list[dict]:
 
 
 def rows_of(acceptance_rows, kind: D.DraftKind) -> list[dict]:
-    return [r for r in acceptance_rows if r["draft"] == kind.value]
+    return [r for r in acceptance_rows if r.draft == kind.value]
 
 
 def fmt(rows) -> str:
-    return "; ".join(f"{r['draft']} k={r['k']}: acc {r['acceptance']:.3f}, "
-                     f"{r['chars_per_pass']:.2f} chars/pass, {r['target_passes']} passes"
+    return "; ".join(f"{r.draft} k={r.k}: acc {r.acceptance:.3f}, "
+                     f"{r.chars_per_pass:.2f} chars/pass, {r.target_passes} passes"
                      for r in rows)
 
 
@@ -93,13 +96,12 @@ def test_acceptance_table_matches_stored_baseline(acceptance_rows, data_regressi
     stored table exactly: they are integers, deterministic for a fixed seed
     (S8); any change in the rule, the drafts, the sampling or the reference
     changes them. Rates are stored rounded to 4 decimals for reading."""
-    claim_record.measured(fmt(r for r in acceptance_rows if r["draft"] in
-                                    {k.value for k in ARTICLE_DRAFTS} and r["k"] in (1, 8)))
-    stored = [{"draft": r["draft"], "k": r["k"], "drafted": r["drafted"],
-               "accepted": r["accepted"], "target_passes": r["target_passes"],
-               "acceptance": round(r["acceptance"], 4),
-               "chars_per_pass": round(r["chars_per_pass"], 4),
-               "predicted_acceptance": round(r["predicted_acceptance"], 4)} for r in acceptance_rows]
+    claim_record.measured(fmt(r for r in acceptance_rows if r.draft in
+                                    {k.value for k in ARTICLE_DRAFTS} and r.k in (1, 8)))
+    stored = record(tables.SPEC_ACCEPTANCE, [
+        dataclasses.replace(r, acceptance=round(r.acceptance, 4), chars_per_pass=round(r.chars_per_pass, 4),
+                            predicted_acceptance=round(r.predicted_acceptance, 4))
+        for r in acceptance_rows])
     claim_record.table(tables.SPEC_ACCEPTANCE, stored)
     data_regression.check({"rows": stored}, fullpath=baselines_dir / "spec_acceptance.yml")
 
@@ -110,9 +112,9 @@ def test_statistics_add_up(acceptance_rows):
     drafts plus one character (passes + accepted = 200), passes x chars per
     pass = 200 characters, and no more than k drafts per pass."""
     for r in acceptance_rows:
-        assert r["target_passes"] + r["accepted"] == XS.N_NEW, r
-        assert r["target_passes"] * r["chars_per_pass"] == pytest.approx(XS.N_NEW, rel=1e-12), r
-        assert r["accepted"] <= r["drafted"] <= r["k"] * r["target_passes"], r
+        assert r.target_passes + r.accepted == XS.N_NEW, r
+        assert r.target_passes * r.chars_per_pass == pytest.approx(XS.N_NEW, rel=1e-12), r
+        assert r.accepted <= r.drafted <= r.k * r.target_passes, r
 
 
 @pytest.mark.claim("S4")
@@ -120,10 +122,10 @@ def test_better_draft_has_higher_acceptance_at_every_k(acceptance_rows, claim_re
     """S4. At each k the 8-bit draft's acceptance exceeds the 4-bit draft's,
     which exceeds the bigram's (the article: 0.896 > 0.653 > 0.290 at k = 1)."""
     claim_record.measured("; ".join(
-        f"k={k}: " + " > ".join(f"{r['acceptance']:.3f}" for kind in ARTICLE_DRAFTS
-                                for r in rows_of(acceptance_rows, kind) if r["k"] == k) for k in XS.KS))
+        f"k={k}: " + " > ".join(f"{r.acceptance:.3f}" for kind in ARTICLE_DRAFTS
+                                for r in rows_of(acceptance_rows, kind) if r.k == k) for k in XS.KS))
     for k in XS.KS:
-        acc = [next(r["acceptance"] for r in rows_of(acceptance_rows, kind) if r["k"] == k)
+        acc = [next(r.acceptance for r in rows_of(acceptance_rows, kind) if r.k == k)
                for kind in ARTICLE_DRAFTS]
         assert acc[0] > acc[1] > acc[2], (k, acc)
 
@@ -138,8 +140,8 @@ def test_acceptance_at_k8_is_below_acceptance_at_k1(acceptance_rows, kind, claim
     k=1, 0.949 at k=2; 8-bit 0.985 at k=2, 0.994 at k=4)."""
     rows = rows_of(acceptance_rows, kind)
     claim_record.measured(f"{kind.value}: " + ", ".join(
-        f"k={r['k']} {r['acceptance']:.3f}" for r in rows))
-    assert rows[-1]["acceptance"] < rows[0]["acceptance"], rows
+        f"k={r.k} {r.acceptance:.3f}" for r in rows))
+    assert rows[-1].acceptance < rows[0].acceptance, rows
 
 
 @pytest.mark.claim("S4")
@@ -149,8 +151,8 @@ def test_chars_per_pass_rises_with_k(acceptance_rows, kind, claim_record):
     bigram 1.29 -> 1.47, 8-bit 1.89 -> 5.88, 4-bit 1.65 -> 3.77)."""
     rows = rows_of(acceptance_rows, kind)
     claim_record.measured(f"{kind.value}: " + ", ".join(
-        f"k={r['k']} {r['chars_per_pass']:.2f}" for r in rows))
-    cpp = [r["chars_per_pass"] for r in rows]
+        f"k={r.k} {r.chars_per_pass:.2f}" for r in rows))
+    cpp = [r.chars_per_pass for r in rows]
     assert all(a < b for a, b in zip(cpp, cpp[1:], strict=False)), cpp
 
 
@@ -196,10 +198,10 @@ def test_truncation_explains_most_of_the_fall_in_acceptance(long_table, kind, cl
     (XS.X1_N_NEW). Skipped as uninformative when the measured fall is under
     MIN_FALL."""
     rows = rows_of(long_table, kind)
-    a1, a8, pred = rows[0]["acceptance"], rows[-1]["acceptance"], rows[-1]["predicted_acceptance"]
+    a1, a8, pred = rows[0].acceptance, rows[-1].acceptance, rows[-1].predicted_acceptance
     claim_record.measured(f"{kind.value}: k=1 {a1:.3f}; k=8 measured {a8:.3f}, "
                                 f"predicted {pred:.3f} (1,000 characters)")
-    claim_record.table(tables.SPEC_X1, long_table)
+    claim_record.table(tables.SPEC_X1, record(tables.SPEC_X1, long_table))
     if a1 - a8 < MIN_FALL:
         pytest.skip(f"acceptance falls only {a1 - a8:.3f} from k=1 to 8: nothing to explain")
     assert (a1 - pred) >= 0.5 * (a1 - a8), (a1, a8, pred)

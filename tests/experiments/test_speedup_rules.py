@@ -22,7 +22,7 @@ import pytest
 from aftertrain.claims.verdicts import BROKEN, HOLDS
 from aftertrain.experiments import speedup_rules as SR
 from aftertrain.experiments.speedup import SPEEDUP_KS, speedup_decisions
-from aftertrain.experiments.speedup_rules import BIGRAM, Cells
+from aftertrain.experiments.speedup_rules import BIGRAM, Cells, Quantity, RatioKey
 
 INT8, INT4, NGRAM, GPT = "8-bit", "4-bit", "n-gram", "draft GPT"
 KS = SPEEDUP_KS
@@ -50,12 +50,25 @@ def world(c=None, v=None, speedups=None) -> Cells:
     ``speedups`` maps (draft, k) to a (low, high) speedup interval."""
     c, v = {**C, **(c or {})}, {**V, **(v or {})}
     cpp = {(d, k): CPP[d][i] for d in CPP for i, k in enumerate(KS)}
-    t = {f"c:{d}": x if isinstance(x, Iv) else point(x) for d, x in c.items()}
-    t |= {f"v:{k}": x if isinstance(x, Iv) else point(x) for k, x in v.items()}
+    t = {str(RatioKey.cost(d)): x if isinstance(x, Iv) else point(x) for d, x in c.items()}
+    t |= {str(RatioKey.verify(k)): x if isinstance(x, Iv) else point(x) for k, x in v.items()}
     for (d, k), n in cpp.items():
         low, high = (speedups or {}).get((d, k), (n / (V[k] + k * C[d]),) * 2)
-        t[f"s:{d}:{k}"] = Iv(2 / (low + high), 1 / high, 1 / low)  # spec / plain
+        t[str(RatioKey.speedup(d, k))] = Iv(2 / (low + high), 1 / high, 1 / low)  # spec / plain
     return Cells(t, cpp)
+
+
+def test_ratio_keys_read_back_from_their_string_form():
+    """The ratio names in timings and JSON are the keys' ``str``, and parse back."""
+    keys = [RatioKey.cost(d) for d in CPP] + [RatioKey.verify(k) for k in KS] + \
+        [RatioKey.speedup(d, k) for d in CPP for k in KS]
+    assert [str(k) for k in keys[:2]] == ["c:bigram", "c:8-bit"]
+    assert str(RatioKey.verify(4)) == "v:4" and str(RatioKey.speedup("draft GPT", 8)) == "s:draft GPT:8"
+    assert [RatioKey.parse(str(k)) for k in keys] == keys
+    assert RatioKey.parse("s:n-gram:2") == (Quantity.SPEEDUP, "n-gram", 2)
+    for bad in ("x:bigram", "c:", "v:four", "s:bigram", "s::2", 3):
+        with pytest.raises(ValueError, match="text must be a ratio name"):
+            RatioKey.parse(bad)
 
 
 def verdicts(cells: Cells) -> dict[str, str | None]:
@@ -261,3 +274,31 @@ def test_combine_needs_every_part_to_hold_and_one_break_to_break():
 def test_bad_inputs_name_the_argument(call, argument):
     with pytest.raises(ValueError, match=argument):
         call()
+
+
+def test_speedup_tables_are_typed_rows_the_registry_records():
+    """The benchmark's tables at a look: c, v_k and the speedups read the
+    timings under their RatioKey names; each list is what SPECS records."""
+    from types import SimpleNamespace
+
+    from aftertrain.claims import tables as TB
+    from aftertrain.experiments.speedup import speedup_tables
+    from aftertrain.experiments.tables import read, record
+
+    def timing(ratio):
+        return SimpleNamespace(median=ratio, ci_low=0.9 * ratio, ci_high=1.1 * ratio,
+                               baseline=np.array([1e-3]), candidate=np.array([ratio * 1e-3]))
+
+    cpp = {(d, k): 1.5 for d in (BIGRAM, "8-bit") for k in SPEEDUP_KS}
+    t = {str(RatioKey.cost(d)): timing(0.1 if d == BIGRAM else 1.0) for d, _ in cpp}
+    t |= {str(RatioKey.verify(k)): timing(1.2) for k in SPEEDUP_KS}
+    t |= {str(RatioKey.speedup(d, k)): timing(0.8) for d, k in cpp}
+    tabs = speedup_tables(SimpleNamespace(timings=t), cpp)
+    assert [r.draft for r in tabs.costs] == [BIGRAM, "8-bit"] and tabs.costs[0].c == 0.1
+    assert [r.k for r in tabs.verify] == list(SPEEDUP_KS)
+    best = tabs.speedups[0]
+    assert (best.draft, best.k, best.speedup) == (BIGRAM, SPEEDUP_KS[0], 1 / 0.8)
+    assert best.predicted == pytest.approx(1.5 / (1 + SPEEDUP_KS[0] * 0.1), rel=1e-12)
+    for name, rows in ((TB.SPEC_DRAFT_COST, tabs.costs), (TB.SPEC_VERIFY_COST, tabs.verify),
+                       (TB.SPEC_SPEEDUP, tabs.speedups)):
+        assert read(name, record(name, rows)) == rows

@@ -33,7 +33,7 @@ def test_key_figures_have_the_ledger_shapes_and_finite_margins(tiny_figures):
     assert {r["name"] for r in fig["q7"]} == {"tok.weight", "pos.weight", "blocks.0.f1.weight"}
     assert [r["sparsity"] for r in fig["p1"]] == [ESW.P1_SPARSITY]
     assert [r["sparsity"] for r in fig["p2"]] == [ESW.P2_SPARSITY]
-    assert {(r["draft"], r["k"]) for r in fig["s4"]} == {(d, k) for d in ESW.DRAFTS for k in ESW.KS}
+    assert {(r["draft"], r["k"]) for r in fig["s4"]} == {(d.value, k) for d in ESW.DRAFTS for k in ESW.KS}
     m = ESW.margins(fig)
     assert set(m) == set(ESW.THRESHOLDS)
     assert all(math.isfinite(v) for v in m.values()), m

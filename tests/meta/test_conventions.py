@@ -111,7 +111,7 @@ def test_subject_check_catches_a_file_named_after_no_module():
     assert subject_problem(Path("tests/test_stats.py")) is None
     assert subject_problem(Path("tests/claims/test_quant.py")) is None
     assert subject_problem(Path("tests/quant/test_edges.py")) is not None
-    assert subject_problem(Path("tests/test_quant_claims.py")) is not None
+    assert subject_problem(Path("tests/test_quant_edges.py")) is not None
     assert subject_problem(Path("tests/nowhere/test_x.py")) is not None
     assert subject_problem(Path("tests/common/test_toys.py")) is not None
 

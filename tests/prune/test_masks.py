@@ -265,10 +265,30 @@ def test_bytes_per_element_closed_forms_and_bitmask_beats_coo_exactly_below_96p8
     s = 1 - Fraction(z, n)
     coo = Fraction(P.to_stored(dense, P.Format.COO).nbytes, n)
     bitmask = Fraction(P.to_stored(dense, P.Format.BITMASK).nbytes, n)
-    assert coo == 8 * (1 - s)
-    assert bitmask == 4 * (1 - s) + Fraction(1, 8)
+    assert coo == 8 * (1 - s) == P.bytes_per_element_formula(P.Format.COO, s)
+    assert bitmask == 4 * (1 - s) + Fraction(1, 8) == P.bytes_per_element_formula(P.Format.BITMASK, s)
     assert (bitmask < coo) == (s < Fraction(31, 32))
     assert (bitmask == coo) == (s == Fraction(31, 32))
+    assert P.break_even_sparsity(P.Format.COO, P.Format.BITMASK) == Fraction(31, 32)
+
+
+@pytest.mark.claim("P5")
+def test_bytes_per_element_formula_is_to_stored_count_for_dense_and_two_four():
+    """The report draws its storage curves from the formula: it must be the
+    byte count of real stored matrices (512x128, half of every 4 zeroed)."""
+    dense = torch.arange(1.0, 1 + 512 * 128).view(512, 128)
+    two_four = dense * torch.tensor([0.0, 1.0, 0.0, 1.0]).repeat(32)
+    n = dense.numel()
+    assert Fraction(P.to_stored(dense, P.Format.DENSE).nbytes, n) == \
+        P.bytes_per_element_formula(P.Format.DENSE, 0.0)
+    assert Fraction(P.to_stored(two_four, P.Format.TWO_FOUR).nbytes, n) == \
+        P.bytes_per_element_formula(P.Format.TWO_FOUR, Fraction(1, 2))
+    with pytest.raises(ValueError, match="fmt"):
+        P.bytes_per_element_formula(P.Format.CSR, 0.5)
+    with pytest.raises(ValueError, match="sparsity"):
+        P.bytes_per_element_formula(P.Format.COO, 1.5)
+    with pytest.raises(ValueError, match="a, b"):
+        P.break_even_sparsity(P.Format.DENSE, P.Format.TWO_FOUR)
 
 
 # --- teeth of the storage check ---------------------------------------------------

@@ -254,9 +254,9 @@ def test_storage_bytes_of_a_partly_quantized_model_counts_the_float32_rest():
 def test_compounding_excess_is_all_at_once_minus_the_sum():
     """Q8's figures from hand numbers: penalties 0.1 and 0.2 sum to 0.3; all
     at once 0.5, so the excess is +0.2 (positive: the errors compound)."""
-    c = EQ.compounding([{"penalty": 0.1}, {"penalty": 0.2}], 0.5)
-    assert c == pytest.approx({"sum_of_penalties": 0.3, "all_at_once": 0.5, "excess": 0.2},
-                              abs=1e-15)
+    c = EQ.compounding([EQ.SensitivityRow("a", 1.1, 0.1), EQ.SensitivityRow("b", 1.2, 0.2)], 0.5)
+    assert c.to_record() == pytest.approx({"sum_of_penalties": 0.3, "all_at_once": 0.5, "excess": 0.2},
+                                          abs=1e-15)
 
 
 def test_reconstruction_figures_of_a_hand_quantized_row():
@@ -267,8 +267,8 @@ def test_reconstruction_figures_of_a_hand_quantized_row():
     w = torch.tensor([[1e-4, 2e-5, -6e-5, 0.0]])
     figs = EQ.reconstruction_figures(w, bits=2)
     for g in ("per-tensor", "per-channel"):
-        assert figs[g]["zero_fraction"] == 0.5
-        assert figs[g]["mean_abs_error"] == pytest.approx(1.5e-5, rel=1e-6)
+        assert figs[g].zero_fraction == 0.5
+        assert figs[g].mean_abs_error == pytest.approx(1.5e-5, rel=1e-6)
 
 
 # --- edge inputs: values exactly on the rounding grid (round half to even) ---
@@ -293,8 +293,4 @@ def test_per_channel_half_steps_use_each_rows_scale():
     codes, scale = Q.quantize_codes(w, 8, Q.Granularity.PER_CHANNEL)
     assert scale.flatten().tolist() == [1.0, 2.0]
     assert codes.tolist() == [[127, 0, 2, 2], [127, 0, 2, 2]]
-
-
-# --- long sums: float64 accumulation of the loss --------------------------------------------
-
 

@@ -26,6 +26,7 @@ from aftertrain.checks import speculative as CS
 from aftertrain.claims import tables
 from aftertrain.core.tolerances import LOGITS_ATOL
 from aftertrain.experiments import speculative as XS
+from aftertrain.experiments.tables import record
 from aftertrain.lm import decoding as DEC
 from aftertrain.lm.decoding import probabilities
 from aftertrain.lm.text import encode
@@ -155,13 +156,13 @@ def test_first_character_law_is_the_targets_with_bigram_and_4bit_drafts(first_to
     alpha 1e-6 (stats.tv_threshold). The article's figures: bigram 0.0158,
     4-bit 0.0095, direct 0.0134."""
     claim_record.measured("; ".join(
-        f"{r['draft']} TV {r['tv']:.4f} (chi2 p {r['chi2_pvalue']:.3g})" for r in first_token_rows)
-        + f"; direct draw TV {first_token_rows[0]['direct_tv']:.4f}, null median "
-          f"{first_token_rows[0]['null_median']:.4f}, q99 {first_token_rows[0]['null_q99']:.4f}")
-    claim_record.table(tables.SPEC_FIRST_TOKEN, first_token_rows)
+        f"{r.draft} TV {r.tv:.4f} (chi2 p {r.chi2_pvalue:.3g})" for r in first_token_rows)
+        + f"; direct draw TV {first_token_rows[0].direct_tv:.4f}, null median "
+          f"{first_token_rows[0].null_median:.4f}, q99 {first_token_rows[0].null_q99:.4f}")
+    claim_record.table(tables.SPEC_FIRST_TOKEN, record(tables.SPEC_FIRST_TOKEN, first_token_rows))
     for row in first_token_rows:
-        assert row["chi2_pvalue"] >= ALPHA, row
-        assert row["tv"] <= row["tv_threshold"], row
+        assert row.chi2_pvalue >= ALPHA, row
+        assert row.tv <= row.tv_threshold, row
 
 
 # --- invariants of the generator on any run ------------------------------------------

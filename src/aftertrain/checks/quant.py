@@ -45,7 +45,7 @@ from aftertrain.checks.report import Report, Row
 from aftertrain.core import tolerances as TOL
 from aftertrain.quant.primitives import (
     Granularity,
-    _check_bits,
+    check_bits,
     fake_quantize,
     quantize_codes,
 )
@@ -166,7 +166,7 @@ def check_quantizer(
     if not bits:
         raise ValueError("bits must hold at least one width in [2, 8]")
     for b in bits:
-        _check_bits(b)
+        check_bits(b)
     granularities = list(granularities)
     if not granularities or not all(isinstance(g, Granularity) for g in granularities):
         raise ValueError(f"granularities must be a non-empty list of Granularity, "

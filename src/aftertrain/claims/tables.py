@@ -1,10 +1,28 @@
-"""Names of the tables the tests hand to the claims ledger for the report.
+"""The tables the tests hand to the claims ledger for the report: their
+names, and the types that say what a table holds.
 
 A test attaches its measured table with the ledger's ``claim_record``
-fixture (``claim_record.table(tables.Q4, rows)``); the report reads it back
+fixture under one of the names below; the report and the sweep read it back
 under the same name. One constant per table, so a typo is an AttributeError
 rather than a silently missing section.
+
+What a table holds is a :class:`TableSpec` (the registry of every name is
+:data:`aftertrain.experiments.tables.SPECS`): a row type, a frozen dataclass
+subclassing :class:`Row`, and a :class:`Shape` (one row, a list of rows, or
+rows by key). :meth:`TableSpec.to_record` gives the JSON the ledger stores,
+:meth:`TableSpec.from_record` the typed table back; a row's record is its
+fields by name (``field(metadata={"key": ...})`` where the JSON key is not a
+Python name, such as ``global``), so the stored JSON is what the tests
+recorded before the rows were typed.
 """
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import typing
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
 
 B1 = "b1"
 K1 = "k1"
@@ -30,8 +48,124 @@ SPEC_X1 = "spec_x1"
 SPEC_DRAFT_COST = "spec_draft_cost"
 SPEC_VERIFY_COST = "spec_verify_cost"
 SPEC_SPEEDUP = "spec_speedup"
+#: The P7 tables' common prefix: one table per sparsity (:func:`p7`).
+P7_PREFIX = "p7_"
 
 
 def p7(sparsity: float) -> str:
     """The P7 table of one sparsity (one benchmark per sparsity)."""
-    return f"p7_{sparsity}"
+    return f"{P7_PREFIX}{sparsity}"
+
+
+R = TypeVar("R", bound="Row")
+
+
+def _to_json(value: object) -> object:
+    if isinstance(value, Row):
+        return value.to_record()
+    if isinstance(value, tuple):
+        return [_to_json(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _to_json(v) for k, v in value.items()}
+    return value
+
+
+def _from_json(value: object, hint: object) -> object:
+    # Nested rows come back typed by the field's annotation: a Row, a
+    # tuple[Row, ...] or a dict[str, Row]; any other JSON list as a tuple.
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if isinstance(hint, type) and issubclass(hint, Row) and value is not None:
+        return hint.from_record(value)
+    if origin is tuple and args and isinstance(args[0], type) and issubclass(args[0], Row):
+        return tuple(args[0].from_record(v) for v in value)
+    if origin is dict and len(args) == 2 and isinstance(args[1], type) and issubclass(args[1], Row):
+        return {k: args[1].from_record(v) for k, v in value.items()}
+    return tuple(_from_json(v, None) for v in value) if isinstance(value, list) else value
+
+
+class Row:
+    """A frozen dataclass whose record is ``{key: value}`` for each field
+    (the key is the field's name, or its ``metadata["key"]``); tuples are
+    stored as JSON lists and read back as tuples, so
+    ``type(row).from_record(row.to_record()) == row``. A row type with nested
+    rows overrides both methods."""
+
+    @classmethod
+    def keys(cls) -> tuple[str, ...]:
+        """The record's keys, in field order (the table's columns)."""
+        return tuple(f.metadata.get("key", f.name) for f in dataclasses.fields(cls))
+
+    def to_record(self) -> dict[str, Any]:
+        return {f.metadata.get("key", f.name): _to_json(getattr(self, f.name))
+                for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_record(cls: type[R], data: object) -> R:
+        """The row ``data`` (a :meth:`to_record` dict, or its JSON) holds;
+        ``ValueError`` naming the missing and unknown keys otherwise."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"data must be a {cls.__name__} record (a dict with keys "
+                             f"{list(cls.keys())}), got {type(data).__name__}")
+        missing = [k for k in cls.keys() if k not in data]
+        extra = [k for k in data if k not in cls.keys()]
+        if missing or extra:
+            raise ValueError(f"data is not a {cls.__name__} record: missing {missing}, "
+                             f"unknown {extra}")
+        hints = typing.get_type_hints(cls)
+        return cls(**{f.name: _from_json(data[f.metadata.get("key", f.name)], hints[f.name])
+                      for f in dataclasses.fields(cls)})
+
+
+class Shape(enum.Enum):
+    """How a table's rows are arranged in its record."""
+
+    ONE = "one row"  # the record is one row's
+    ROWS = "list of rows"  # a JSON list of row records
+    BY_KEY = "rows by key"  # a JSON object: key -> row record
+
+
+@dataclasses.dataclass(frozen=True)
+class TableSpec:
+    """What the table ``name`` holds: rows of ``row`` arranged as ``shape``,
+    measured for ``claims``."""
+
+    name: str
+    claims: tuple[str, ...]
+    row: type[Row]
+    shape: Shape = Shape.ROWS
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The keys of one row's record."""
+        return self.row.keys()
+
+    def to_record(self, table: object) -> object:
+        """The JSON-able record of ``table`` (a row, a list of rows or a dict
+        key -> row, by :attr:`shape`); ``ValueError`` if ``table`` is not that."""
+        what = f"{self.name}: table must be {self.shape.value} of {self.row.__name__}"
+        if self.shape is Shape.ONE:
+            if not isinstance(table, self.row):
+                raise ValueError(f"{what}, got {type(table).__name__}")
+            return table.to_record()
+        if self.shape is Shape.BY_KEY:
+            if not isinstance(table, Mapping) or not all(isinstance(r, self.row) for r in table.values()):
+                raise ValueError(f"{what}, got {table!r:.200}")
+            return {k: r.to_record() for k, r in table.items()}
+        if isinstance(table, (str, Mapping)) or not isinstance(table, Iterable):
+            raise ValueError(f"{what}, got {table!r:.200}")
+        rows = list(table)  # a generator is read once
+        if not all(isinstance(r, self.row) for r in rows):
+            raise ValueError(f"{what}, got {rows!r:.200}")
+        return [r.to_record() for r in rows]
+
+    def from_record(self, data: object) -> object:
+        """The typed table of a record (inverse of :meth:`to_record`)."""
+        if self.shape is Shape.ONE:
+            return self.row.from_record(data)
+        if self.shape is Shape.BY_KEY:
+            if not isinstance(data, Mapping):
+                raise ValueError(f"{self.name}: data must be a dict of rows, got {type(data).__name__}")
+            return {k: self.row.from_record(v) for k, v in data.items()}
+        if not isinstance(data, list):
+            raise ValueError(f"{self.name}: data must be a list of rows, got {type(data).__name__}")
+        return [self.row.from_record(r) for r in data]

@@ -1,18 +1,22 @@
 """Part 8's pruning experiments on a model: the tables behind P1-P6 and X5.
 
 :class:`LossCurve` evaluates pruned copies (memoized); the table functions
-return plain rows that the tests assert on and the report renders.
+return frozen rows (:class:`aftertrain.claims.tables.Row`; the registry is
+:data:`aftertrain.experiments.tables.SPECS`) that the tests assert on and
+record and the report renders.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from torch import nn
 
+from aftertrain.claims.tables import Row
 from aftertrain.core.tolerances import MATCHING_RESOLUTION
 from aftertrain.core.validation import check_real, is_real
 from aftertrain.lm.evaluation import val_loss
@@ -20,8 +24,8 @@ from aftertrain.prune.formats import Format, bytes_per_element
 from aftertrain.prune.masks import (
     MagnitudeRanking,
     Method,
-    _check_sparsity,
     apply_masks,
+    check_sparsity,
     global_magnitude_masks,
     prunable_weights,
     pruned_model,
@@ -42,6 +46,75 @@ TABLE_SPARSITIES: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9)
 RANDOM_SPARSITIES: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1, 0.2)
 
 
+@dataclass(frozen=True)
+class LossRow(Row):
+    """P1: validation loss at ``sparsity`` by global and per-layer magnitude,
+    and the mean over seeds of random pruning."""
+
+    sparsity: float
+    global_: float = field(metadata={"key": "global"})
+    layer: float
+    random: float
+
+    def loss(self, method: Method) -> float:
+        """The loss of ``method`` (GLOBAL, LAYER or RANDOM)."""
+        return {Method.GLOBAL: self.global_, Method.LAYER: self.layer, Method.RANDOM: self.random}[method]
+
+
+@dataclass(frozen=True)
+class RandomRow(Row):
+    """P2: random-pruning loss at ``sparsity`` over the seeds: mean, sample std, min, max."""
+
+    sparsity: float
+    mean: float
+    std: float
+    min: float
+    max: float
+
+
+@dataclass(frozen=True)
+class MatchingRow(Row):
+    """P4: the global-magnitude sparsity whose loss reaches ``bits``-bit
+    per-channel quantization's ``loss``."""
+
+    bits: int
+    loss: float
+    sparsity: float
+
+
+@dataclass(frozen=True)
+class BytesRow(Row):
+    """P5: bytes per element of the weights pruned to ``sparsity``, per format."""
+
+    sparsity: float
+    dense: float
+    coo: float
+    bitmask: float
+    csr: float
+
+
+@dataclass(frozen=True)
+class CompressionRow(Row):
+    """P6: compression (4 bytes / bytes per element) and loss of one storage."""
+
+    name: str
+    compression: float
+    loss: float
+
+
+@dataclass(frozen=True)
+class TwoFour(Row):
+    """X5: losses of 2:4 and unstructured 50% pruning; bytes per element of
+    the 2:4 weights in 2:4, bitmask and COO storage."""
+
+    two_four: float
+    global_50: float
+    layer_50: float
+    bytes_two_four: float
+    bytes_bitmask: float
+    bytes_coo: float
+
+
 
 
 
@@ -52,7 +125,7 @@ def _check_sparsities(sparsities: Sequence[float], name: str = "sparsities") -> 
                          f"got {sparsities!r}")
     for s in sparsities:
         try:
-            _check_sparsity(s)
+            check_sparsity(s)
         except ValueError:
             raise ValueError(f"{name} must hold numbers in [0, 1], got {s!r}") from None
     return list(sparsities)
@@ -88,7 +161,7 @@ class LossCurve:
         if not isinstance(method, Method):
             raise ValueError(f"method must be a Method ({[m.name for m in Method]}), "
                              f"got {method!r}")
-        key = (method, _check_sparsity(sparsity), seed if method is Method.RANDOM else 0)
+        key = (method, check_sparsity(sparsity), seed if method is Method.RANDOM else 0)
         if key not in self._cache:
             if method in (Method.GLOBAL, Method.LAYER):  # rank once, mask many times
                 if method not in self._rankings:
@@ -111,20 +184,18 @@ class LossCurve:
 
 
 def loss_table(curve: LossCurve, sparsities: Sequence[float] = TABLE_SPARSITIES,
-               seeds: Sequence[int] = RANDOM_SEEDS) -> list[dict[str, float]]:
+               seeds: Sequence[int] = RANDOM_SEEDS) -> list[LossRow]:
     """P1: one row per sparsity: global / per-layer magnitude loss and the mean
     random loss over ``seeds``."""
     _check_curve(curve)
     sparsities, seeds = _check_sparsities(sparsities), _check_seeds(seeds)
-    return [{"sparsity": s,
-             "global": curve(Method.GLOBAL, s),
-             "layer": curve(Method.LAYER, s),
-             "random": float(np.mean(curve.random_losses(s, seeds)))}
+    return [LossRow(s, curve(Method.GLOBAL, s), curve(Method.LAYER, s),
+                    float(np.mean(curve.random_losses(s, seeds))))
             for s in sparsities]
 
 
 def random_table(curve: LossCurve, sparsities: Sequence[float] = RANDOM_SPARSITIES,
-                 seeds: Sequence[int] = RANDOM_SEEDS) -> list[dict[str, float]]:
+                 seeds: Sequence[int] = RANDOM_SEEDS) -> list[RandomRow]:
     """P2: per sparsity, random-pruning loss over ``seeds``: mean, sample std,
     min, max."""
     _check_curve(curve)
@@ -132,21 +203,23 @@ def random_table(curve: LossCurve, sparsities: Sequence[float] = RANDOM_SPARSITI
     rows = []
     for s in sparsities:
         losses = np.array(curve.random_losses(s, seeds))
-        rows.append({"sparsity": s, "mean": float(losses.mean()),
-                     "std": float(losses.std(ddof=1)) if len(losses) > 1 else 0.0,
-                     "min": float(losses.min()), "max": float(losses.max())})
+        rows.append(RandomRow(s, float(losses.mean()),
+                              float(losses.std(ddof=1)) if len(losses) > 1 else 0.0,
+                              float(losses.min()), float(losses.max())))
     return rows
 
 
-def first_sparsity_above(rows: Sequence[Mapping[str, float]], key: str, level: float) -> float | None:
+def first_sparsity_above(rows: Sequence[Mapping[str, float] | Row], key: str,
+                         level: float) -> float | None:
     """The smallest ``row["sparsity"]`` whose ``row[key]`` exceeds ``level``
-    (``None`` if none does)."""
+    (``None`` if none does); a :class:`Row` is read by its record's keys."""
     if not isinstance(level, (int, float)) or isinstance(level, bool) or math.isnan(level):
         raise ValueError(f"level must be a number (not NaN), got {level!r}")
     if isinstance(rows, (str, bytes)) or not isinstance(rows, Sequence):
         raise ValueError(f"rows must be a sequence of dicts, got {type(rows).__name__}")
     if not rows:
         raise ValueError("rows must hold at least one row")
+    rows = [r.to_record() if isinstance(r, Row) else r for r in rows]
     for r in rows:
         if not isinstance(r, Mapping) or "sparsity" not in r or key not in r:
             raise ValueError(f"rows: every row must be a dict with 'sparsity' and {key!r} "
@@ -185,7 +258,7 @@ def matching_sparsity(curve: LossCurve, target: float, *, upper: float = 0.9,
     return round(hi * resolution, 12)
 
 
-def bytes_table(model: nn.Module, sparsities: Sequence[float] = (0.5, 0.75, 0.9)) -> list[dict[str, float]]:
+def bytes_table(model: nn.Module, sparsities: Sequence[float] = (0.5, 0.75, 0.9)) -> list[BytesRow]:
     """P5: bytes per element of the model's 2-D weights, pruned by global
     magnitude to each sparsity, stored dense / COO / bitmask / CSR; the 0.0 row
     is the dense original. int8 dense is 1 byte per element (its scales,
@@ -195,8 +268,8 @@ def bytes_table(model: nn.Module, sparsities: Sequence[float] = (0.5, 0.75, 0.9)
     for s in (0.0, *sparsities):
         weights = prunable_weights(pruned_model(model, Method.GLOBAL, s))
         mats = [w.contiguous() for w in weights.values()]
-        rows.append({"sparsity": s, **{f.name.lower(): bytes_per_element(mats, f)
-                                       for f in (Format.DENSE, Format.COO, Format.BITMASK, Format.CSR)}})
+        rows.append(BytesRow(s, *(bytes_per_element(mats, f)
+                                  for f in (Format.DENSE, Format.COO, Format.BITMASK, Format.CSR))))
     return rows
 
 
@@ -210,7 +283,7 @@ def int8_bytes_per_element(model: nn.Module) -> dict[str, float]:
 
 
 def quantization_vs_pruning(curve: LossCurve, int8_loss: float,
-                            sparsities: Sequence[float] = (0.75, 0.5)) -> list[dict[str, float | str]]:
+                            sparsities: Sequence[float] = (0.75, 0.5)) -> list[CompressionRow]:
     """P6: compression (4 bytes / bytes per element) and loss of int8 (1 byte
     per element, loss given) against global-magnitude pruning stored as a
     bitmask at each sparsity (``4(1-s) + 1/8`` bytes per element)."""
@@ -218,27 +291,23 @@ def quantization_vs_pruning(curve: LossCurve, int8_loss: float,
     check_real("int8_loss", int8_loss, what="a finite loss")
     sparsities = _check_sparsities(sparsities)
     weights = prunable_weights(curve.model)
-    rows: list[dict[str, float | str]] = [{"name": "int8", "compression": 4.0, "loss": int8_loss}]
+    rows = [CompressionRow("int8", 4.0, int8_loss)]
     for s in sparsities:
         masks = global_magnitude_masks(weights, s)
         mats = [torch.where(m, w, torch.zeros(())).contiguous()
                 for m, w in zip(masks.values(), weights.values(), strict=True)]
-        rows.append({"name": f"{s:.0%} sparse (bitmask)",
-                     "compression": 4.0 / bytes_per_element(mats, Format.BITMASK),
-                     "loss": curve(Method.GLOBAL, s)})
+        rows.append(CompressionRow(f"{s:.0%} sparse (bitmask)",
+                                   4.0 / bytes_per_element(mats, Format.BITMASK),
+                                   curve(Method.GLOBAL, s)))
     return rows
 
 
-def two_four_comparison(curve: LossCurve) -> dict[str, float]:
+def two_four_comparison(curve: LossCurve) -> TwoFour:
     """X5: loss of 2:4 magnitude pruning against unstructured 50% (global and
     per-layer), and bytes per element of the 2:4 weights in 2:4 storage,
     bitmask and COO."""
     _check_curve(curve)
     mats = [w.contiguous() for w in prunable_weights(
         pruned_model(curve.model, Method.TWO_FOUR, 0.5)).values()]
-    return {"two_four": curve(Method.TWO_FOUR, 0.5),
-            "global_50": curve(Method.GLOBAL, 0.5),
-            "layer_50": curve(Method.LAYER, 0.5),
-            "bytes_two_four": bytes_per_element(mats, Format.TWO_FOUR),
-            "bytes_bitmask": bytes_per_element(mats, Format.BITMASK),
-            "bytes_coo": bytes_per_element(mats, Format.COO)}
+    return TwoFour(curve(Method.TWO_FOUR, 0.5), curve(Method.GLOBAL, 0.5), curve(Method.LAYER, 0.5),
+                   *(bytes_per_element(mats, f) for f in (Format.TWO_FOUR, Format.BITMASK, Format.COO)))

@@ -1,26 +1,31 @@
 """Part 3's quantization experiments on a model: the tables behind Q4-Q10.
 
-Each applies :mod:`aftertrain.quant` to a model and returns a table (plain
-dicts and lists); the tests assert on them and the report renders them. The
-loss-based ones take ``quantize=`` (default :func:`aftertrain.quant.api.quantized_model`)
-so a test can pass a deliberately broken quantizer.
+Each applies :mod:`aftertrain.quant` to a model and returns its table as
+frozen rows (:class:`aftertrain.claims.tables.Row`; the tables' registry is
+:data:`aftertrain.experiments.tables.SPECS`); the tests assert on them and
+record them, the report renders them. The loss-based ones take
+``quantize=`` (default :func:`aftertrain.quant.api.quantized_model`) so a
+test can pass a deliberately broken quantizer.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
+from aftertrain.claims.tables import Row
 from aftertrain.core.validation import check_int, check_seed, is_real
-from aftertrain.quant.api import _check_model, _check_names, quantized_model
+from aftertrain.core.weights import weight_matrices
+from aftertrain.quant.api import quantized_model
 from aftertrain.quant.primitives import (
     Granularity,
-    _check_bits,
-    _check_granularity,
-    _check_weight,
+    check_bits,
+    check_granularity,
+    check_weight,
     dequantize,
     quantize_codes,
 )
@@ -31,6 +36,102 @@ ModelQuantizer = Callable[[nn.Module, int, Granularity, "Iterable[str] | None"],
 
 #: Widths of the article's bits table (Q4).
 ARTICLE_BITS = (8, 6, 4, 3, 2)
+
+
+@dataclass(frozen=True)
+class BitsRow(Row):
+    """Q4: validation loss (nats) with every 2-D weight quantized to ``bits``."""
+
+    bits: int
+    per_tensor: float
+    per_channel: float
+
+    def loss(self, granularity: Granularity) -> float:
+        """The loss at ``granularity``."""
+        return self.per_tensor if granularity is Granularity.PER_TENSOR else self.per_channel
+
+
+@dataclass(frozen=True)
+class BitsTable(Row):
+    """Q4's record: the float32 loss and the rows of :func:`bits_table`."""
+
+    float32: float
+    rows: tuple[BitsRow, ...]
+
+
+@dataclass(frozen=True)
+class StorageRow(Row):
+    """Q3: the byte counts of :func:`aftertrain.quant.storage_bytes`."""
+
+    weights: int
+    parameters: int
+    weights_fp32_bytes: int
+    weight_code_bytes: int
+    scale_bytes: int
+    parameters_fp32_bytes: int
+    parameters_quantized_bytes: int
+
+
+@dataclass(frozen=True)
+class Reconstruction(Row):
+    """Q6: fraction of elements quantized to 0, and ``mean|w - w_hat|``."""
+
+    zero_fraction: float
+    mean_abs_error: float
+
+
+@dataclass(frozen=True)
+class SensitivityRow(Row):
+    """Q7: one matrix quantized alone; ``penalty = loss - float32 loss``."""
+
+    name: str
+    loss: float
+    penalty: float
+
+
+@dataclass(frozen=True)
+class Compounding(Row):
+    """Q8: ``excess = all_at_once - sum_of_penalties`` (> 0: the errors compound)."""
+
+    sum_of_penalties: float
+    all_at_once: float
+    excess: float
+
+
+@dataclass(frozen=True)
+class Divergence(Row):
+    """Q9: the 1-based position where the texts part (None: they never do)."""
+
+    position: int | None
+    float32: str
+    quantized: str
+
+
+@dataclass(frozen=True)
+class WeightRanges(Row):
+    """Q10: per matrix, max / median of its rows' ranges; the worst and median matrix."""
+
+    matrices: dict[str, float]
+    worst: float
+    median: float
+
+
+@dataclass(frozen=True)
+class ActivationPeak(Row):
+    """Q10: at one site, max / median over channels of ``max|x|``, and the max."""
+
+    ratio: float
+    max: float
+
+
+@dataclass(frozen=True)
+class Outliers(Row):
+    """Q10's record: weight ranges, activation peaks by site, and the int8 loss
+    per-tensor minus per-channel."""
+
+    weights: WeightRanges
+    activations: dict[str, ActivationPeak]
+    int8_granularity_gap: float
 
 
 def _val_loss(model: nn.Module, tokens: torch.Tensor | None) -> float:
@@ -59,7 +160,7 @@ def _check_bits_list(bits: Iterable[int]) -> list[int]:
     if not bits:
         raise ValueError("bits must hold at least one width in [2, 8], got none")
     for b in bits:
-        _check_bits(b)
+        check_bits(b)
     return bits
 
 
@@ -68,41 +169,37 @@ def bits_table(
     bits: Iterable[int] = ARTICLE_BITS,
     tokens: torch.Tensor | None = None,
     quantize: ModelQuantizer = quantized_model,
-) -> list[dict]:
+) -> list[BitsRow]:
     """Validation loss with every 2-D weight quantized, per width and granularity.
 
-    One row per width: ``{"bits", "per_tensor", "per_channel"}`` (mean
-    cross-entropy in nats on ``tokens``, default the validation split).
+    One :class:`BitsRow` per width (mean cross-entropy in nats on ``tokens``, default the validation split).
     ``quantize`` builds each quantized copy (default :func:`quantized_model`).
     """
-    _check_model(model)
+    weight_matrices(model)
     _check_quantize(quantize)
     rows = []
     for b in _check_bits_list(bits):
-        rows.append({
-            "bits": b,
-            "per_tensor": _val_loss(_apply(quantize, model, b, Granularity.PER_TENSOR, None), tokens),
-            "per_channel": _val_loss(_apply(quantize, model, b, Granularity.PER_CHANNEL, None), tokens),
-        })
+        rows.append(BitsRow(b, *(_val_loss(_apply(quantize, model, b, g, None), tokens)
+                                 for g in (Granularity.PER_TENSOR, Granularity.PER_CHANNEL))))
     return rows
 
 
 def reconstruction_figures(
     w: torch.Tensor,
     bits: int = 2,
-) -> dict[str, dict[str, float]]:
-    """Per granularity: the fraction of elements quantized to 0 and the mean
+) -> dict[str, Reconstruction]:
+    """Per granularity (by its value): the fraction of elements quantized to 0 and the mean
     absolute error ``mean|w - w_hat|`` (Q6, on ``blocks.0.f1.weight``)."""
-    _check_bits(bits)
-    _check_weight(w, Granularity.PER_CHANNEL)
+    check_bits(bits)
+    check_weight(w, Granularity.PER_CHANNEL)
     out = {}
     for g in Granularity:
         q, s = quantize_codes(w, bits, g)
         w_hat = dequantize(q, s)
-        out[g.value] = {
-            "zero_fraction": float((q == 0).double().mean()),
-            "mean_abs_error": float((w.detach().double() - w_hat.double()).abs().mean()),
-        }
+        out[g.value] = Reconstruction(
+            zero_fraction=float((q == 0).double().mean()),
+            mean_abs_error=float((w.detach().double() - w_hat.double()).abs().mean()),
+        )
     return out
 
 
@@ -113,49 +210,47 @@ def sensitivity_table(
     tokens: torch.Tensor | None = None,
     quantize: ModelQuantizer = quantized_model,
     names: Iterable[str] | None = None,
-) -> list[dict]:
+) -> list[SensitivityRow]:
     """One 2-D weight at a time quantized (the rest float32), most harmful first.
 
-    Rows ``{"name", "loss", "penalty"}`` with ``penalty = loss - float32 loss``,
+    Rows :class:`SensitivityRow` with ``penalty = loss - float32 loss``,
     sorted by penalty descending (ties by name). ``quantize`` builds each
     copy (default :func:`quantized_model`); ``names`` chooses the weights
     tried (default every 2-D weight).
     """
-    _check_bits(bits)
-    _check_granularity(granularity)
+    check_bits(bits)
+    check_granularity(granularity)
     _check_quantize(quantize)
-    chosen = _check_names(model, names)
+    chosen = weight_matrices(model, names)
     base = _val_loss(model, tokens)
     rows = []
     for name in chosen:
         loss = _val_loss(_apply(quantize, model, bits, granularity, [name]), tokens)
-        rows.append({"name": name, "loss": loss, "penalty": loss - base})
-    rows.sort(key=lambda r: (-r["penalty"], r["name"]))
+        rows.append(SensitivityRow(name, loss, loss - base))
+    rows.sort(key=lambda r: (-r.penalty, r.name))
     return rows
 
 
-def compounding(sensitivity: list[dict], joint_penalty: float) -> dict[str, float]:
-    """Q8: the one-at-a-time penalties summed against all-at-once.
-
-    ``{"sum_of_penalties", "all_at_once", "excess"}`` with
+def compounding(sensitivity: list[SensitivityRow], joint_penalty: float) -> Compounding:
+    """Q8: the one-at-a-time penalties summed against all-at-once, with
     ``excess = all_at_once - sum_of_penalties`` (> 0: the errors compound).
     """
     if isinstance(sensitivity, (str, dict)) or not isinstance(sensitivity, Iterable):
-        raise ValueError(f"sensitivity must be a list of rows with a 'penalty', got "
+        raise ValueError(f"sensitivity must be a list of SensitivityRow (with a penalty), got "
                          f"{type(sensitivity).__name__}")
     penalties = []
     for r in sensitivity:
-        if not isinstance(r, dict) or "penalty" not in r:
-            raise ValueError(f"sensitivity: every row must be a dict with a 'penalty', got {r!r}")
-        penalties.append(r["penalty"])
+        if not isinstance(r, SensitivityRow):
+            raise ValueError(f"sensitivity: every row must be a SensitivityRow (with a penalty), "
+                             f"got {r!r}")
+        penalties.append(r.penalty)
     for name, v in [*(("sensitivity", p) for p in penalties), ("joint_penalty", joint_penalty)]:
         if not is_real(v) or not math.isfinite(v):
             raise ValueError(f"{name}: a penalty must be a finite number, got {v!r}")
     if not penalties:
         raise ValueError("sensitivity must hold at least one row")
     total = float(sum(penalties))
-    return {"sum_of_penalties": total, "all_at_once": float(joint_penalty),
-            "excess": float(joint_penalty) - total}
+    return Compounding(total, float(joint_penalty), float(joint_penalty) - total)
 
 
 #: Q9's sampling setup: prompt, characters sampled, temperature, seed.
@@ -174,7 +269,7 @@ def divergence(
     temperature: float = DIVERGENCE_TEMPERATURE,
     seed: int = DIVERGENCE_SEED,
     quantize: ModelQuantizer = quantized_model,
-) -> dict:
+) -> Divergence:
     """Q9: texts sampled from the float32 and the quantized model, same seed.
 
     Both use :func:`aftertrain.lm.decoding.generate` with a fresh
@@ -185,9 +280,9 @@ def divergence(
     from aftertrain.lm.decoding import generate
     from aftertrain.lm.text import decode, encode
 
-    _check_model(model)
-    _check_bits(bits)
-    _check_granularity(granularity)
+    weight_matrices(model)
+    check_bits(bits)
+    check_granularity(granularity)
     _check_quantize(quantize)
     check_int("length", length, least=1)
     check_seed(seed)
@@ -197,7 +292,7 @@ def divergence(
         out = generate(m, p, length, temperature, torch.Generator().manual_seed(seed))
         texts.append(decode(out[len(p):]))
     position = next((i + 1 for i, (a, b) in enumerate(zip(*texts, strict=False)) if a != b), None)
-    return {"position": position, "float32": texts[0], "quantized": texts[1]}
+    return Divergence(position, texts[0], texts[1])
 
 
 def _median(x: torch.Tensor) -> float:
@@ -213,23 +308,17 @@ def _max_over_median(x: torch.Tensor, argument: str, what: str) -> float:
     return float(x.max()) / median
 
 
-def weight_range_ratios(model: nn.Module) -> dict:
-    """Q10: per 2-D weight, max / median of its rows' ranges ``max|w|``.
-
-    ``{"matrices": {name: ratio}, "worst": max ratio, "median": median ratio}``.
-    """
-    _check_model(model)
+def weight_range_ratios(model: nn.Module) -> WeightRanges:
+    """Q10: per 2-D weight, max / median of its rows' ranges ``max|w|``; the
+    worst (max) and the median of those ratios."""
     ratios = {}
-    for name, p in model.named_parameters():
-        if p.dim() == 2:
-            if not bool(torch.isfinite(p).all()):
-                raise ValueError(f"model: {name} must be finite (no NaN or Inf)")
-            r = p.detach().abs().amax(dim=1)
-            ratios[name] = _max_over_median(r, "model", f"{name}'s row ranges max|w|")
-    if not ratios:
-        raise ValueError("model must have at least one 2-D weight")
+    for name, p in weight_matrices(model).items():
+        if not bool(torch.isfinite(p).all()):
+            raise ValueError(f"model: {name} must be finite (no NaN or Inf)")
+        r = p.detach().abs().amax(dim=1)
+        ratios[name] = _max_over_median(r, "model", f"{name}'s row ranges max|w|")
     values = torch.tensor(list(ratios.values()))
-    return {"matrices": ratios, "worst": float(values.max()), "median": _median(values)}
+    return WeightRanges(ratios, float(values.max()), _median(values))
 
 
 #: Q10's activation sites: module whose *input* is recorded.
@@ -241,18 +330,19 @@ ACTIVATION_SITES = {
 
 
 @torch.no_grad()
-def activation_channel_ratios(model: nn.Module, tokens: torch.Tensor | None = None) -> dict:
+def activation_channel_ratios(model: nn.Module,
+                              tokens: torch.Tensor | None = None) -> dict[str, ActivationPeak]:
     """Q10: per site, max over channels / median over channels of ``max|x|``.
 
     ``x`` is the input of the site's module (``ACTIVATION_SITES``: block 0's
     and block 2's FFN input after LayerNorm, the residual stream entering the
     final LayerNorm), over every position of the validation split cut into
     windows of the context length as :func:`aftertrain.lm.evaluation.val_loss` does.
-    Returns ``{site: {"ratio", "max"}}``.
+    Returns ``{site: ActivationPeak}``.
     """
     from aftertrain.lm.text import load_corpus
 
-    _check_model(model)
+    weight_matrices(model)
     if tokens is None:
         tokens = load_corpus().val
     if (not isinstance(tokens, torch.Tensor) or tokens.dtype != torch.int64 or tokens.dim() != 1
@@ -291,6 +381,6 @@ def activation_channel_ratios(model: nn.Module, tokens: torch.Tensor | None = No
         for h in handles:
             h.remove()
         model.train(was_training)
-    return {site: {"ratio": _max_over_median(v, "model", f"the input of {site}'s channels"),
-                   "max": float(v.max())}
+    return {site: ActivationPeak(_max_over_median(v, "model", f"the input of {site}'s channels"),
+                                 float(v.max()))
             for site, v in peaks.items()}

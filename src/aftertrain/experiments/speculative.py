@@ -2,8 +2,10 @@
 X1, and the timed steps of S5 and X8.
 
 They run the rule and the generator (:mod:`aftertrain.speculative`) on the
-reference and its drafts and tabulate; the tests assert on the tables and
-the report renders them. The timed steps (:func:`plain_step`,
+reference and its drafts and tabulate as frozen rows
+(:class:`aftertrain.claims.tables.Row`; registry
+:data:`aftertrain.experiments.tables.SPECS`); the tests assert on the tables
+and record them, the report renders them. The timed steps (:func:`plain_step`,
 :func:`draft_step`, :func:`verify_step`) are what
 :mod:`aftertrain.experiments.speedup` times as paired ratios
 (:mod:`aftertrain.timing`): absolute times on a shared machine drift too much.
@@ -11,9 +13,12 @@ the report renders them. The timed steps (:func:`plain_step`,
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
+from aftertrain.claims.tables import Row
 from aftertrain.core.validation import check_int, check_real
 from aftertrain.lm import text as _text
 from aftertrain.lm.decoding import (
@@ -45,6 +50,37 @@ S2_SAMPLES = 20_000
 #: k = 1 rate of a near-perfect draft is 100/100 = 1.000 and predicts no fall
 #: at all; on 1,000 characters each rate rests on ~500 drafts or more.
 X1_N_NEW = 1000
+
+
+@dataclass(frozen=True)
+class FirstTokenRow(Row):
+    """S2: one draft's TV distance and chi-square p-value, beside direct sampling's
+    TV (one draw, and the median and 99% quantile of ``null_trials``) and the
+    alarm threshold (:func:`aftertrain.stats.tv_threshold`)."""
+
+    draft: str
+    tv: float
+    chi2_pvalue: float
+    direct_tv: float
+    null_median: float
+    null_q99: float
+    tv_threshold: float
+
+
+@dataclass(frozen=True)
+class AcceptanceRow(Row):
+    """S4 / X1: one run of a draft (a DraftKind value) at ``k``; ``acceptance =
+    accepted / drafted``, ``chars_per_pass = n_new / target_passes``, and the
+    acceptance predicted from the same draft's k = 1 rate (None without one)."""
+
+    draft: str
+    k: int
+    drafted: int
+    accepted: int
+    target_passes: int
+    acceptance: float
+    chars_per_pass: float
+    predicted_acceptance: float | None
 
 
 def _check_count(name: str, value: object, minimum: int) -> None:
@@ -128,13 +164,13 @@ def first_token_table(
     n: int = S2_SAMPLES,
     seed: int = SEED,
     null_trials: int = 1000,
-) -> list[dict]:
+) -> list[FirstTokenRow]:
     """S2: TV distance of ``n`` first characters from the target's law, per draft,
     beside the same-sample-size baseline (direct draws from the target).
 
     Context: characters 200..299 of the validation split (S2_CONTEXT_SLICE),
     temperature 1.
-    Each row: ``draft``, ``tv``, ``chi2_pvalue`` (Pearson, pooled cells),
+    Each :class:`FirstTokenRow`: ``draft``, ``tv``, ``chi2_pvalue`` (Pearson, pooled cells),
     ``direct_tv`` (one direct draw of n, as the article's 0.0134),
     ``null_median``/``null_q99`` (of ``null_trials`` direct draws),
     ``tv_threshold`` (McDiarmid bound at alpha 1e-6, stats.tv_threshold).
@@ -151,15 +187,15 @@ def first_token_table(
         g = torch.Generator().manual_seed(seed + i)
         first, p = first_token_samples(target, draft, context, n, 1.0, g)
         null = stats.tv_null_distribution(p.numpy(), n, null_trials, seed)
-        rows.append({
-            "draft": name,
-            "tv": stats.empirical_tv(first.numpy(), p.numpy()),
-            "chi2_pvalue": stats.chisquare_gof(first.numpy(), p.numpy()).pvalue,
-            "direct_tv": float(null[0]),
-            "null_median": float(np.median(null)),
-            "null_q99": float(np.quantile(null, 0.99)),
-            "tv_threshold": stats.tv_threshold(null, n),
-        })
+        rows.append(FirstTokenRow(
+            draft=name,
+            tv=stats.empirical_tv(first.numpy(), p.numpy()),
+            chi2_pvalue=stats.chisquare_gof(first.numpy(), p.numpy()).pvalue,
+            direct_tv=float(null[0]),
+            null_median=float(np.median(null)),
+            null_q99=float(np.quantile(null, 0.99)),
+            tv_threshold=stats.tv_threshold(null, n),
+        ))
     return rows
 
 
@@ -185,10 +221,10 @@ def acceptance_table(
     n_new: int = N_NEW,
     seed: int = SEED,
     temperature: float = 1.0,
-) -> list[dict]:
+) -> list[AcceptanceRow]:
     """S4 and X1: one ``n_new``-character run per draft and k, same prompt and seed.
 
-    Each row: ``draft``, ``k``, ``drafted``, ``accepted``, ``target_passes``,
+    Each :class:`AcceptanceRow`: ``draft``, ``k``, ``drafted``, ``accepted``, ``target_passes``,
     ``acceptance`` (accepted / drafted), ``chars_per_pass`` (n_new / passes),
     and ``predicted_acceptance`` (X1, from the k = 1 row of the same draft;
     needs 1 in ``ks``).
@@ -206,12 +242,12 @@ def acceptance_table(
                                      torch.Generator().manual_seed(seed))
             if k == 1:
                 a1 = r.acceptance_rate
-            rows.append({
-                "draft": name, "k": k, "drafted": r.drafted, "accepted": r.accepted,
-                "target_passes": r.target_passes, "acceptance": r.acceptance_rate,
-                "chars_per_pass": r.chars_per_pass,
-                "predicted_acceptance": None if a1 is None else predicted_acceptance(a1, k),
-            })
+            rows.append(AcceptanceRow(
+                draft=name, k=k, drafted=r.drafted, accepted=r.accepted,
+                target_passes=r.target_passes, acceptance=r.acceptance_rate,
+                chars_per_pass=r.chars_per_pass,
+                predicted_acceptance=None if a1 is None else predicted_acceptance(a1, k),
+            ))
     return rows
 
 

@@ -3,12 +3,13 @@ and X8 timed in sequential decisions and judged by
 :mod:`aftertrain.experiments.speedup_rules`.
 
 Every figure is a paired ratio (:mod:`aftertrain.timing`: alternating pairs
-on one thread): ``c:<draft>`` (S5), ``v:<k>`` (X8) and ``s:<draft>:<k>``
-(speculative / plain time for :data:`SPEEDUP_CHARS` characters; S6, S7, X8,
-X2). :func:`speedup_decisions` times them in two sequential decisions (the
-costs, then the speedups), each at alpha / 2, so a claim reading both errs
-with probability <= alpha; :func:`speedup_tables` gives the claims' tables
-at a decision's look.
+on one thread), named by a
+:class:`~aftertrain.experiments.speedup_rules.RatioKey`: ``c:<draft>`` (S5),
+``v:<k>`` (X8) and ``s:<draft>:<k>`` (speculative / plain time for
+:data:`SPEEDUP_CHARS` characters; S6, S7, X8, X2). :func:`speedup_decisions`
+times them in two sequential decisions (the costs, then the speedups), each
+at alpha / 2, so a claim reading both errs with probability <= alpha;
+:func:`speedup_tables` gives the claims' tables at a decision's look.
 
 ``SPEEDUP_CHARS = 30`` (the article: 200): the per-character cost is what the
 claims compare, and the decision needs ~30 pairs of each of the 15 cells
@@ -22,13 +23,23 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from aftertrain.claims.tables import Row
 from aftertrain.core.tolerances import TIMING_ALPHA
 from aftertrain.experiments import speculative as XS
-from aftertrain.experiments.speedup_rules import BIGRAM, COST_RULES, RULES, Cells, Interval, speedup
+from aftertrain.experiments.speedup_rules import (
+    BIGRAM,
+    COST_RULES,
+    RULES,
+    Cells,
+    Interval,
+    RatioKey,
+    speedup,
+)
 from aftertrain.lm.decoding import generate
 from aftertrain.lm.protocol import NextTokenModel, check_model
 from aftertrain.lm.text import encode
@@ -39,6 +50,58 @@ from aftertrain.timing import Decision, Judgement, sequential_decisions
 SPEEDUP_KS = (2, 4, 8)
 SPEEDUP_CHARS = 30
 COST_CALLS = 5  # a step is ~0.1-1 ms: 5 calls per timing
+
+
+@dataclass(frozen=True)
+class CostRow(Row):
+    """S5: c of one draft (median and interval), and the medians of one plain
+    target step and one drafted character in microseconds."""
+
+    draft: str
+    c: float
+    c_low: float
+    c_high: float
+    target_us: float
+    draft_us: float
+
+
+@dataclass(frozen=True)
+class VerifyRow(Row):
+    """X8: v_k (median and interval), and the medians of one verification pass
+    and one plain step in microseconds."""
+
+    k: int
+    v_k: float
+    v_low: float
+    v_high: float
+    verify_us: float
+    step_us: float
+
+
+@dataclass(frozen=True)
+class SpeedupRow(Row):
+    """S6 / S7 / X2: plain / speculative time of one draft at ``k`` (median and
+    the interval's ends), with the predictions ``cpp / (1 + k c)`` and
+    ``cpp / (v_k + k c)``."""
+
+    draft: str
+    k: int
+    chars_per_pass: float
+    speedup: float
+    speedup_min: float
+    speedup_max: float
+    predicted: float
+    predicted_vk: float
+
+
+@dataclass(frozen=True)
+class SpeedupTables:
+    """The three tables of a decision's look (``speedups`` empty when the
+    decision did not time them)."""
+
+    costs: list[CostRow]
+    verify: list[VerifyRow]
+    speedups: list[SpeedupRow]
 
 
 def speedup_decisions(target: NextTokenModel, drafts: Mapping[str, NextTokenModel], *,
@@ -67,10 +130,10 @@ def speedup_decisions(target: NextTokenModel, drafts: Mapping[str, NextTokenMode
     prompt = XS.prompt_text()
     ids = encode(prompt)
     half = alpha / 2
-    costs = {f"c:{name}": (XS.plain_step(target, 1.0), XS.draft_step(draft, 1.0))
+    costs = {str(RatioKey.cost(name)): (XS.plain_step(target, 1.0), XS.draft_step(draft, 1.0))
              for name, draft in drafts.items()}
     for k in SPEEDUP_KS:
-        costs[f"v:{k}"] = (XS.plain_step(target, 1.0), XS.verify_step(target, k, 1.0))
+        costs[str(RatioKey.verify(k))] = (XS.plain_step(target, 1.0), XS.verify_step(target, k, 1.0))
 
     def spec_run(draft: NextTokenModel, k: int):
         return speculative_generate(target, draft, prompt, SPEEDUP_CHARS, k, 1.0,
@@ -91,7 +154,7 @@ def speedup_decisions(target: NextTokenModel, drafts: Mapping[str, NextTokenMode
     def plain() -> None:
         generate(target, ids, SPEEDUP_CHARS, 1.0, torch.Generator().manual_seed(XS.SEED))
 
-    sides = {f"s:{name}:{k}": (plain, lambda draft=draft, k=k: spec_run(draft, k))
+    sides = {str(RatioKey.speedup(name, k)): (plain, lambda draft=draft, k=k: spec_run(draft, k))
              for name, draft in drafts.items() for k in SPEEDUP_KS}
     rest = [n for n in RULES if n not in COST_RULES]
     decisions |= sequential_decisions(sides, judgements(rest, cost_timings), warmup=1,
@@ -102,26 +165,25 @@ def speedup_decisions(target: NextTokenModel, drafts: Mapping[str, NextTokenMode
     return decisions, cpp
 
 
-def speedup_tables(decision: Decision, cpp: Mapping[tuple[str, int], float]) -> dict:
-    """The claims' tables at a decision's look: ``c``, ``v_k`` and (when the
-    decision timed them) ``speedups`` with both predictions."""
+def speedup_tables(decision: Decision, cpp: Mapping[tuple[str, int], float]) -> SpeedupTables:
+    """The claims' tables at a decision's look: the costs c, the v_k and
+    (when the decision timed them) the speedups with both predictions."""
     t = decision.timings
     drafts = list(dict.fromkeys(d for d, _ in cpp))
-    costs = [{"draft": d, "c": t[f"c:{d}"].median, "c_low": t[f"c:{d}"].ci_low,
-              "c_high": t[f"c:{d}"].ci_high,
-              "target_us": float(np.median(t[f"c:{d}"].baseline)) * 1e6,
-              "draft_us": float(np.median(t[f"c:{d}"].candidate)) * 1e6} for d in drafts]
-    verify = [{"k": k, "v_k": t[f"v:{k}"].median, "v_low": t[f"v:{k}"].ci_low,
-               "v_high": t[f"v:{k}"].ci_high,
-               "verify_us": float(np.median(t[f"v:{k}"].candidate)) * 1e6,
-               "step_us": float(np.median(t[f"v:{k}"].baseline)) * 1e6} for k in SPEEDUP_KS]
-    c = {r["draft"]: r["c"] for r in costs}
-    v = {r["k"]: r["v_k"] for r in verify}
+    cost = {d: t[str(RatioKey.cost(d))] for d in drafts}
+    costs = [CostRow(d, cost[d].median, cost[d].ci_low, cost[d].ci_high,
+                     target_us=float(np.median(cost[d].baseline)) * 1e6,
+                     draft_us=float(np.median(cost[d].candidate)) * 1e6) for d in drafts]
+    ver = {k: t[str(RatioKey.verify(k))] for k in SPEEDUP_KS}
+    verify = [VerifyRow(k, ver[k].median, ver[k].ci_low, ver[k].ci_high,
+                        verify_us=float(np.median(ver[k].candidate)) * 1e6,
+                        step_us=float(np.median(ver[k].baseline)) * 1e6) for k in SPEEDUP_KS]
+    c = {r.draft: r.c for r in costs}
+    v = {r.k: r.v_k for r in verify}
     speedups = []
-    for d, k in cpp if f"s:{BIGRAM}:{SPEEDUP_KS[0]}" in t else ():
-        med, low, high = speedup(t[f"s:{d}:{k}"])
-        speedups.append({"draft": d, "k": k, "chars_per_pass": cpp[d, k], "speedup": med,
-                         "speedup_min": low, "speedup_max": high,  # the interval's ends
-                         "predicted": cpp[d, k] / (1 + k * c[d]),
-                         "predicted_vk": cpp[d, k] / (v[k] + k * c[d])})
-    return {"c": costs, "v_k": verify, "speedups": speedups}
+    for d, k in cpp if str(RatioKey.speedup(BIGRAM, SPEEDUP_KS[0])) in t else ():
+        med, low, high = speedup(t[str(RatioKey.speedup(d, k))])
+        speedups.append(SpeedupRow(d, k, cpp[d, k], med, speedup_min=low, speedup_max=high,
+                                   predicted=cpp[d, k] / (1 + k * c[d]),
+                                   predicted_vk=cpp[d, k] / (v[k] + k * c[d])))
+    return SpeedupTables(costs, verify, speedups)

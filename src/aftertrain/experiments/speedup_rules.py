@@ -1,23 +1,25 @@
 """The rules of the speculative timing claims (S5, S6, S7, X2, X8): each
 judges a decision's intervals, without timing anything.
 
-A :class:`Cells` reads a decision's ratios: ``c:<draft>`` (one drafted
-character / one plain target step), ``v:<k>`` (one verification pass over
-k+1 positions / one plain step) and ``s:<draft>:<k>`` (speculative / plain
-time; the speedup is its inverse), with the characters per target pass of
-each (draft, k). A rule of :data:`RULES` says ``holds`` or ``broken`` only
-when every value inside the intervals agrees, else None (undecided): the
-article's prediction cpp / (1 + k c) is a range over the intervals
-(interval arithmetic), and X8's fit bounds its error sums over one box of
-c, v_k and speedups (:func:`fit_gain_range`). The experiment that times the
-ratios is :mod:`aftertrain.experiments.speedup`.
+A :class:`Cells` reads a decision's ratios, named by a :class:`RatioKey`:
+``c:<draft>`` (one drafted character / one plain target step), ``v:<k>``
+(one verification pass over k+1 positions / one plain step) and
+``s:<draft>:<k>`` (speculative / plain time; the speedup is its inverse),
+with the characters per target pass of each (draft, k). A rule of
+:data:`RULES` says ``holds`` or ``broken`` only when every value inside the
+intervals agrees, else None (undecided): the article's prediction cpp / (1 +
+k c) is a range over the intervals (interval arithmetic), and X8's fit
+bounds its error sums over one box of c, v_k and speedups
+(:func:`fit_gain_range`). The experiment that times the ratios is
+:mod:`aftertrain.experiments.speedup`.
 """
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Callable, Iterable, Mapping
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from aftertrain.claims.verdicts import BROKEN, HOLDS
 from aftertrain.core.tolerances import (
@@ -37,6 +39,60 @@ QUANTIZED = (D.DraftKind.INT8.value, D.DraftKind.INT4.value)
 CHEAP = (D.DraftKind.NGRAM.value, D.DraftKind.GPT.value)
 
 Range = tuple[float, float]
+
+
+class Quantity(enum.Enum):
+    """What a timed ratio measures (its value is the key's prefix)."""
+
+    COST = "c"  # one drafted character / one plain target step
+    VERIFY = "v"  # one verification pass over k+1 positions / one plain step
+    SPEEDUP = "s"  # speculative / plain time for the same characters
+
+
+class RatioKey(NamedTuple):
+    """The name of one timed ratio: a quantity, with its draft (a
+    :class:`~aftertrain.speculative.drafts.DraftKind` value) and/or ``k``.
+
+    ``str(key)`` is its stable form in timings and JSON: ``c:<draft>``,
+    ``v:<k>``, ``s:<draft>:<k>``; :meth:`parse` reads it back
+    (``RatioKey.parse(str(key)) == key``).
+    """
+
+    quantity: Quantity
+    draft: str | None = None
+    k: int | None = None
+
+    @classmethod
+    def cost(cls, draft: str) -> RatioKey:
+        return cls(Quantity.COST, draft=draft)
+
+    @classmethod
+    def verify(cls, k: int) -> RatioKey:
+        return cls(Quantity.VERIFY, k=k)
+
+    @classmethod
+    def speedup(cls, draft: str, k: int) -> RatioKey:
+        return cls(Quantity.SPEEDUP, draft=draft, k=k)
+
+    def __str__(self) -> str:
+        parts = [self.quantity.value, self.draft, None if self.k is None else str(self.k)]
+        return ":".join(p for p in parts if p is not None)
+
+    @classmethod
+    def parse(cls, text: str) -> RatioKey:
+        """The key whose ``str`` is ``text``; ``ValueError`` for any other string."""
+        head, _, rest = text.partition(":") if isinstance(text, str) else ("", "", "")
+        try:
+            quantity = Quantity(head)
+            if quantity is Quantity.VERIFY:
+                return cls.verify(int(rest))
+            draft, _, k = rest.rpartition(":") if quantity is Quantity.SPEEDUP else (rest, "", "")
+            if not draft:
+                raise ValueError(draft)
+            return cls.cost(draft) if quantity is Quantity.COST else cls.speedup(draft, int(k))
+        except ValueError:
+            raise ValueError(f"text must be a ratio name c:<draft>, v:<k> or s:<draft>:<k>, "
+                             f"got {text!r}") from None
 
 
 class Interval(Protocol):
@@ -97,7 +153,7 @@ def combine(verdicts: Iterable[str | None]) -> str | None:
 class Cells:
     """A decision's ratios read as c, v_k and speedups, with the article's prediction.
 
-    ``t`` maps ``c:<draft>``, ``v:<k>`` and ``s:<draft>:<k>`` to intervals;
+    ``t`` maps ratio names (``str`` of a :class:`RatioKey`) to intervals;
     ``cpp`` maps (draft, k) to the characters per target pass of the run."""
 
     def __init__(self, t: Mapping[str, Interval], cpp: Mapping[tuple[str, int], float]) -> None:
@@ -108,21 +164,22 @@ class Cells:
                              f"pass, got {cpp!r}")
         self.t, self.cpp = t, cpp
 
-    def _ratio(self, name: str) -> Interval:
-        if name not in self.t:
-            raise ValueError(f"t lacks the ratio {name!r} (it has {sorted(self.t)})")
-        return self.t[name]
+    def ratio(self, key: RatioKey) -> Interval:
+        """The interval of the ratio ``key``; ``ValueError`` when ``t`` lacks it."""
+        if str(key) not in self.t:
+            raise ValueError(f"t lacks the ratio {str(key)!r} (it has {sorted(self.t)})")
+        return self.t[str(key)]
 
     def c(self, draft: str) -> Range:
-        r = self._ratio(f"c:{draft}")
+        r = self.ratio(RatioKey.cost(draft))
         return r.ci_low, r.ci_high
 
     def v(self, k: int) -> Range:
-        r = self._ratio(f"v:{k}")
+        r = self.ratio(RatioKey.verify(k))
         return r.ci_low, r.ci_high
 
     def s(self, draft: str, k: int) -> Range:
-        return speedup(self._ratio(f"s:{draft}:{k}"))[1:]
+        return speedup(self.ratio(RatioKey.speedup(draft, k)))[1:]
 
     def cells(self, drafts: Iterable[str] | None = None) -> list[tuple[str, int]]:
         drafts = None if drafts is None else set(drafts)

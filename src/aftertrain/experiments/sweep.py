@@ -26,6 +26,7 @@ from torch import nn
 
 from aftertrain.claims import tables as TB
 from aftertrain.core import tolerances as TOL
+from aftertrain.speculative.drafts import DraftKind
 
 #: Bit widths of the bits table (Q4-Q6).
 BITS = (8, 6, 4, 3, 2)
@@ -33,7 +34,7 @@ BITS = (8, 6, 4, 3, 2)
 P1_SPARSITY = 0.3
 P2_SPARSITY = 0.05
 #: Acceptance of these drafts at these k (S4).
-DRAFTS = ("bigram", "8-bit")
+DRAFTS = (DraftKind.BIGRAM, DraftKind.INT8)
 KS = (1, 8)
 #: The matrices outside the blocks: Q7 compares tok against every block matrix,
 #: and needs both embeddings ahead of every other matrix.
@@ -101,10 +102,11 @@ def key_figures(
     from aftertrain.experiments import prune as EP
     from aftertrain.experiments import quant as EQ
     from aftertrain.experiments import speculative as XS
+    from aftertrain.experiments.tables import record
     from aftertrain.lm.evaluation import val_loss
     from aftertrain.lm.ngram import Bigram
     from aftertrain.quant import Granularity
-    from aftertrain.speculative.drafts import DraftKind, draft_model
+    from aftertrain.speculative.drafts import draft_model
 
     _check_model(model)
     bits = _check_ints("bits", bits, 2, 8, need=(2, 3, 4))
@@ -127,16 +129,19 @@ def key_figures(
     curve = EP.LossCurve(model, evaluate)
     p1 = EP.loss_table(curve, (P1_SPARSITY,), seeds)
     p2 = EP.random_table(curve, (P2_SPARSITY,), seeds)
-    drafts = {k.value: draft_model(k, model) for k in (DraftKind.BIGRAM, DraftKind.INT8)}
+    drafts = {k.value: draft_model(k, model) for k in DRAFTS}
     s4 = XS.acceptance_table(model, drafts, KS, n_new)
     return {"val_loss": evaluate(model), "bigram": val_loss(Bigram.fit(), tokens),
-            "q4": rows, "q7": sens, "p1": p1, "p2": p2, "s4": s4}
+            "q4": [r.to_record() for r in rows], "q7": record(TB.Q7, sens), "p1": record(TB.P1, p1),
+            "p2": record(TB.P2, p2), "s4": record(TB.SPEC_ACCEPTANCE, s4)}
 
 
 def figures_from_tables(tables: Mapping[str, object]) -> dict | None:
     """The key figures from a claims ledger's tables (the suite measured them
     already), or None when one of the tables is missing."""
-    q4, b1, q7 = tables.get(TB.Q4), tables.get(TB.B1), tables.get(TB.Q7)
+    from aftertrain.experiments.tables import read
+
+    q4, b1, q7 = read(TB.Q4, tables.get(TB.Q4)), tables.get(TB.B1), tables.get(TB.Q7)
     p1, p2, s4 = tables.get(TB.P1), tables.get(TB.P2), tables.get(TB.SPEC_ACCEPTANCE)
     if any(t is None for t in (q4, b1, q7, p1, p2, s4)):
         return None
@@ -145,11 +150,11 @@ def figures_from_tables(tables: Mapping[str, object]) -> dict | None:
         return [r for r in rows if math.isclose(r["sparsity"], s, abs_tol=1e-9)]
 
     p1, p2 = near(p1, P1_SPARSITY), near(p2, P2_SPARSITY)
-    s4 = [r for r in s4 if r["draft"] in DRAFTS and r["k"] in KS]
+    s4 = [r for r in s4 if r["draft"] in {d.value for d in DRAFTS} and r["k"] in KS]
     if not p1 or not p2 or len(s4) != len(DRAFTS) * len(KS):
         return None
-    return {"val_loss": q4["float32"], "bigram": b1["bigram"], "q4": q4["rows"], "q7": q7,
-            "p1": p1, "p2": p2, "s4": s4}
+    return {"val_loss": q4.float32, "bigram": b1["bigram"], "q4": [r.to_record() for r in q4.rows],
+            "q7": q7, "p1": p1, "p2": p2, "s4": s4}
 
 
 def margins(fig: Mapping) -> dict[str, float]:
@@ -162,6 +167,7 @@ def margins(fig: Mapping) -> dict[str, float]:
     pos = next((r["penalty"] for r in q7 if r["name"] == POSITION_EMBEDDING), math.nan)
     others = [r["penalty"] for r in q7 if r["name"] not in (TOKEN_EMBEDDING, POSITION_EMBEDDING)]
     acc = {(r["draft"], r["k"]): r["acceptance"] for r in fig["s4"]}
+    bigram, int8 = DraftKind.BIGRAM.value, DraftKind.INT8.value
     lo, hi = min(KS), max(KS)
     return {
         "q5_4bit_pc_minus_bigram": bits[4]["per_channel"] - fig["bigram"],
@@ -171,8 +177,8 @@ def margins(fig: Mapping) -> dict[str, float]:
         "q7_pos_minus_next": pos - max(others),
         "p1_global_minus_layer_30": fig["p1"][0]["global"] - fig["p1"][0]["layer"],
         "p2_random5_minus_bigram": fig["p2"][0]["mean"] - fig["bigram"],
-        "s4_bigram_k8_minus_k1": acc[("bigram", hi)] - acc[("bigram", lo)],
-        "s4_8bit_k8_minus_k1": acc[("8-bit", hi)] - acc[("8-bit", lo)],
+        "s4_bigram_k8_minus_k1": acc[(bigram, hi)] - acc[(bigram, lo)],
+        "s4_8bit_k8_minus_k1": acc[(int8, hi)] - acc[(int8, lo)],
     }
 
 
@@ -198,14 +204,16 @@ def article_figures() -> dict:
     and the least harmful one; the largest block penalty among them is the
     largest it published (blocks.2.f1, +0.0184)."""
     from aftertrain.claims.catalogue import ARTICLE_TABLES as A
+    from aftertrain.experiments.quant import BitsRow
 
     g, layer, r = A["p1"][P1_SPARSITY]
     return {
         "val_loss": A["b1"]["reference"], "bigram": A["b1"]["bigram"],
-        "q4": [{"bits": b, "per_tensor": pt, "per_channel": pc} for b, (pt, pc) in A["q4"].items()],
+        "q4": [BitsRow(b, pt, pc).to_record() for b, (pt, pc) in A["q4"].items()],
         "q7": [{"name": n, "loss": math.nan, "penalty": p} for n, p in A["q7"].items()],
         "p1": [{"sparsity": P1_SPARSITY, "global": g, "layer": layer, "random": r}],
         "p2": [{"sparsity": P2_SPARSITY, "mean": A["p2"][P2_SPARSITY], "std": math.nan,
                 "min": math.nan, "max": math.nan}],
-        "s4": [{"draft": d, "k": k, "acceptance": A["s4"][(d, k)][0]} for d in DRAFTS for k in KS],
+        "s4": [{"draft": d.value, "k": k, "acceptance": A["s4"][(d.value, k)][0]}
+               for d in DRAFTS for k in KS],
     }

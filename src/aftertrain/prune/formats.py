@@ -9,9 +9,11 @@
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
+from fractions import Fraction
 
 import torch
 
@@ -157,3 +159,53 @@ def bytes_per_element(matrices: Iterable[torch.Tensor], fmt: Format) -> float:
                              f"{tuple(getattr(m, 'shape', ())) or type(m).__name__}")
     return (sum(to_stored(m, fmt).nbytes for m in matrices)
             / sum(m.numel() for m in matrices))
+
+
+#: Formats whose bytes per element depend on the sparsity alone (not on the shape).
+SHAPE_FREE = (Format.DENSE, Format.COO, Format.BITMASK, Format.TWO_FOUR)
+
+
+def bytes_per_element_formula(fmt: Format, sparsity: numbers.Real) -> numbers.Real:
+    """Bytes per element of a matrix at ``sparsity`` stored in ``fmt``, by
+    :func:`to_stored`'s counts with ``n`` a multiple of 8 and ``(1 - s) n``
+    kept: DENSE ``4``; COO ``8(1-s)``; BITMASK ``4(1-s) + 1/8``; TWO_FOUR
+    ``2 + 1/8`` (half the values plus 2 bits each, whatever ``s <= 1/2``).
+
+    Exact: a :class:`~fractions.Fraction` ``sparsity`` gives a Fraction equal
+    to ``Fraction(to_stored(m, fmt).nbytes, n)``. Note: at 75% a bitmask
+    takes 1.125 bytes per element, COO 2.0. CSR is not one of them (its row
+    pointers add ``8(r+1)/n``); ``ValueError`` for it or for ``sparsity``
+    outside ``[0, 1]``.
+    """
+    if fmt not in SHAPE_FREE:
+        raise ValueError(f"fmt must be one of {[f.name for f in SHAPE_FREE]} (their bytes per "
+                         f"element do not depend on the shape), got {fmt!r}")
+    if isinstance(sparsity, bool) or not isinstance(sparsity, numbers.Real) or not 0 <= sparsity <= 1:
+        raise ValueError(f"sparsity must be a number in [0, 1], got {sparsity!r}")
+    eighth = Fraction(1, 8)  # one bit per element (bitmask; 2:4's 2 bits per kept half)
+    if fmt is Format.DENSE:
+        return 4
+    if fmt is Format.TWO_FOUR:
+        return 2 + eighth
+    kept = 1 - sparsity
+    return 8 * kept if fmt is Format.COO else 4 * kept + eighth
+
+
+def break_even_sparsity(a: Format, b: Format) -> Fraction:
+    """The sparsity where ``a`` and ``b`` take the same bytes per element
+    (:func:`bytes_per_element_formula` is linear in ``s``, so it is one point).
+
+    Note: COO against BITMASK: ``8(1-s) = 4(1-s) + 1/8`` at ``s = 31/32``
+    (96.875%); above it COO is smaller. ``ValueError`` if the two never cost
+    the same at a sparsity in ``[0, 1]``.
+    """
+    def gap(s: Fraction) -> Fraction:
+        return Fraction(bytes_per_element_formula(a, s)) - Fraction(bytes_per_element_formula(b, s))
+
+    if gap(Fraction(0)) == gap(Fraction(1)):
+        raise ValueError(f"a, b: {a.name} and {b.name} differ by the same bytes at every sparsity")
+    s = gap(Fraction(0)) / (gap(Fraction(0)) - gap(Fraction(1)))
+    if not 0 <= s <= 1:
+        raise ValueError(f"a, b: {a.name} and {b.name} cost the same only at sparsity {s}, "
+                         f"outside [0, 1]")
+    return s

@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from aftertrain.core.validation import check_int, check_real, check_seed
+from aftertrain.core.weights import weight_matrices
 
 
 class Method(Enum):
@@ -40,21 +41,13 @@ def prunable_weights(model: nn.Module, names: Iterable[str] | None = None) -> di
         model: any module; its 2-D parameters are the prunable ones.
         names: a subset of those names (default: all of them).
 
-    Raises ``ValueError`` for a name that is not a 2-D parameter of ``model``
-    and for a weight holding NaN (it cannot be ranked by magnitude).
+    The selection is :func:`aftertrain.core.weights.weight_matrices`' (the
+    one quantization uses). Raises ``ValueError`` for a name that is not a
+    2-D parameter of ``model`` and for a weight holding NaN (it cannot be
+    ranked by magnitude).
     Note: for the reference GPT these are 15 matrices, 631,808 weights.
     """
-    _check_model(model)
-    weights = {n: p.detach() for n, p in model.named_parameters() if p.dim() == 2}
-    if names is not None:
-        if isinstance(names, str) or not isinstance(names, Iterable):
-            raise ValueError(f"names must be an iterable of parameter names, got {names!r}")
-        names = list(names)
-        unknown = [n for n in names if n not in weights]
-        if unknown:
-            raise ValueError(f"names: {unknown} are not 2-D parameters of the model "
-                             f"(valid: {list(weights)})")
-        weights = {n: weights[n] for n in weights if n in set(names)}
+    weights = {n: p.detach() for n, p in weight_matrices(model, names).items()}
     if not weights:
         raise ValueError("names: no 2-D weight selected")
     _check_finite_ranking(weights)
@@ -66,7 +59,7 @@ def _check_model(model: nn.Module) -> None:
         raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
 
 
-def _check_sparsity(sparsity: float) -> float:
+def check_sparsity(sparsity: float) -> float:
     check_real("sparsity", sparsity, low=0, high=1)
     return float(sparsity)
 
@@ -95,7 +88,7 @@ def n_removed(sparsity: float, n: int) -> int:
     Note: ``n_removed(0.5, 5) == 2`` and ``n_removed(0.3, 5) == 2`` (2.5 and
     1.5 both round to the even neighbour)."""
     check_int("n", n, least=0)
-    return round(_check_sparsity(sparsity) * n)
+    return round(check_sparsity(sparsity) * n)
 
 
 def _drop_first(order: torch.Tensor, k: int, n: int) -> torch.Tensor:
@@ -143,7 +136,7 @@ class MagnitudeRanking:
 
     def masks(self, sparsity: float) -> dict[str, torch.Tensor]:
         """Keep masks (``True`` = kept) at ``sparsity``."""
-        _check_sparsity(sparsity)
+        check_sparsity(sparsity)
         if self.per_layer:
             return {n: _drop_first(order, n_removed(sparsity, order.numel()),
                                    order.numel()).view(self.shapes[n])
@@ -161,14 +154,14 @@ def global_magnitude_masks(weights: Mapping[str, torch.Tensor], sparsity: float)
     """Keep masks removing the ``round(s * N)`` smallest ``|w|`` over all
     matrices together (``N`` = all their weights); ties go in order of
     (matrix order, flat position). Per-matrix sparsity is free to vary."""
-    _check_sparsity(sparsity)
+    check_sparsity(sparsity)
     return MagnitudeRanking(weights, per_layer=False).masks(sparsity)
 
 
 def layer_magnitude_masks(weights: Mapping[str, torch.Tensor], sparsity: float) -> dict[str, torch.Tensor]:
     """Keep masks removing the ``round(s * n_i)`` smallest ``|w|`` of each
     matrix ``i`` separately (ties in flat position order)."""
-    _check_sparsity(sparsity)
+    check_sparsity(sparsity)
     return MagnitudeRanking(weights, per_layer=True).masks(sparsity)
 
 
@@ -226,7 +219,7 @@ def masks_for(
     """
     if not isinstance(method, Method):
         raise ValueError(f"method must be a Method ({[m.name for m in Method]}), got {method!r}")
-    _check_sparsity(sparsity)
+    check_sparsity(sparsity)
     check_seed(seed)
     weights = prunable_weights(model, names)
     if method is Method.GLOBAL:

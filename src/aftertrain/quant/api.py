@@ -13,41 +13,21 @@ from collections.abc import Iterable
 import torch
 from torch import nn
 
+from aftertrain.core.weights import weight_matrices
 from aftertrain.quant.primitives import (
     FLOAT32_BYTES,
     Granularity,
     QuantizedTensor,
-    _check_bits,
-    _check_granularity,
+    check_bits,
+    check_granularity,
     fake_quantize,
 )
 
 
-def _check_model(model: nn.Module) -> None:
-    if not isinstance(model, nn.Module):
-        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-
-
 def weight_names(model: nn.Module) -> list[str]:
-    """Names of the model's 2-D parameters, in registration order."""
-    _check_model(model)
-    return [n for n, p in model.named_parameters() if p.dim() == 2]
-
-
-def _check_names(model: nn.Module, names: Iterable[str] | None) -> list[str]:
-    all2d = weight_names(model)
-    if not all2d:
-        raise ValueError(f"model must have at least one 2-D weight, got {type(model).__name__}")
-    if names is None:
-        return all2d
-    if isinstance(names, str):
-        raise ValueError(f"names must be an iterable of parameter names, not the string {names!r}")
-    names = list(names)
-    unknown = [n for n in names if n not in all2d]
-    if unknown:
-        raise ValueError(f"names holds {unknown}, not 2-D parameters of the model; "
-                         f"valid names: {all2d}")
-    return names
+    """Names of the model's 2-D parameters, in registration order
+    (:func:`aftertrain.core.weights.weight_matrices`)."""
+    return list(weight_matrices(model))
 
 
 def quantized_model(
@@ -62,9 +42,9 @@ def quantized_model(
     parameters (biases, LayerNorms) stay float32 and untouched. The original
     model is not modified.
     """
-    _check_bits(bits)
-    _check_granularity(granularity)
-    chosen = _check_names(model, names)
+    check_bits(bits)
+    check_granularity(granularity)
+    chosen = weight_matrices(model, names)
     copied = copy.deepcopy(model)
     params = dict(copied.named_parameters())
     with torch.no_grad():
@@ -93,23 +73,21 @@ def storage_bytes(
     - ``parameters_quantized_bytes``: codes + scales + 4 per element of every
       parameter left in float32 (the 1-D ones always).
     """
-    _check_bits(bits)
-    _check_granularity(granularity)
-    chosen = set(_check_names(model, names))
-    weights = parameters = code_bytes = scale_bytes = float_bytes = 0
+    check_bits(bits)
+    check_granularity(granularity)
+    matrices, chosen = weight_matrices(model), weight_matrices(model, names)
+    weights = sum(p.numel() for p in matrices.values())
+    parameters = code_bytes = scale_bytes = float_bytes = 0
     for name, p in model.named_parameters():
         parameters += p.numel()
-        if p.dim() == 2:
-            weights += p.numel()
         if name in chosen:
             qt = QuantizedTensor.from_float(p, bits, granularity)
             code_bytes += qt.packed.numel()
             scale_bytes += FLOAT32_BYTES * qt.scales.numel()
         else:
             float_bytes += FLOAT32_BYTES * p.numel()
-    float_weight_bytes = FLOAT32_BYTES * sum(
-        p.numel() for n, p in model.named_parameters() if p.dim() == 2 and n not in chosen
-    )
+    float_weight_bytes = FLOAT32_BYTES * sum(p.numel() for n, p in matrices.items()
+                                             if n not in chosen)
     return {
         "weights": weights,
         "parameters": parameters,

@@ -68,18 +68,18 @@ class Granularity(enum.Enum):
 # --- validation -----------------------------------------------------------
 
 
-def _check_bits(bits: int) -> None:
+def check_bits(bits: int) -> None:
     check_int("bits", bits, least=MIN_BITS, most=MAX_BITS)
 
 
-def _check_granularity(granularity: Granularity) -> None:
+def check_granularity(granularity: Granularity) -> None:
     if not isinstance(granularity, Granularity):
         raise ValueError(
             f"granularity must be one of {[g.name for g in Granularity]}, got {granularity!r}"
         )
 
 
-def _check_weight(w: torch.Tensor, granularity: Granularity, name: str = "w") -> None:
+def check_weight(w: torch.Tensor, granularity: Granularity, name: str = "w") -> None:
     if not isinstance(w, torch.Tensor) or not w.is_floating_point():
         raise ValueError(f"{name} must be a floating-point tensor, got "
                          f"{getattr(w, 'dtype', type(w).__name__)}")
@@ -98,7 +98,7 @@ def _check_weight(w: torch.Tensor, granularity: Granularity, name: str = "w") ->
 
 def qmax_for(bits: int) -> int:
     """Largest code, ``2**(bits-1) - 1`` (127 at 8 bits, 1 at 2 bits)."""
-    _check_bits(bits)
+    check_bits(bits)
     return 2 ** (bits - 1) - 1
 
 
@@ -112,9 +112,9 @@ def scales(w: torch.Tensor, bits: int, granularity: Granularity) -> torch.Tensor
     broadcasts. Per-channel's largest scale equals the per-tensor scale (the
     same float32 operation on the same maximum).
     """
-    _check_bits(bits)
-    _check_granularity(granularity)
-    _check_weight(w, granularity)
+    check_bits(bits)
+    check_granularity(granularity)
+    check_weight(w, granularity)
     qmax = qmax_for(bits)
     a = w.detach().to(torch.float32).abs()
     if granularity is Granularity.PER_TENSOR:
@@ -189,7 +189,7 @@ def pack_codes(codes: torch.Tensor, bits: int) -> torch.Tensor:
     zero-padded (:mod:`aftertrain.core.packing`, the one convention):
     ``ceil(numel * bits / 8)`` uint8 bytes. 4-bit codes go two to a byte.
     """
-    _check_bits(bits)
+    check_bits(bits)
     if (not isinstance(codes, torch.Tensor) or codes.dtype.is_floating_point
             or codes.dtype.is_complex or codes.dtype == torch.bool):
         raise ValueError(f"codes must be an integer tensor, got {getattr(codes, 'dtype', codes)}")
@@ -202,7 +202,7 @@ def pack_codes(codes: torch.Tensor, bits: int) -> torch.Tensor:
 
 def unpack_codes(packed: torch.Tensor, bits: int, shape: tuple[int, ...]) -> torch.Tensor:
     """Inverse of :func:`pack_codes`: int8 codes of the given shape."""
-    _check_bits(bits)
+    check_bits(bits)
     if (not isinstance(shape, tuple) or not shape
             or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in shape)):
         raise ValueError(f"shape must be a non-empty tuple of ints >= 1, got {shape!r}")

@@ -28,10 +28,10 @@ def pct(x, digits: int = 1) -> str:
     return DASH if x is None else f"{100 * x:.{digits}f}%"
 
 
-def ratio_cell(r: dict) -> str:
-    """A timing ratio: median [interval]."""
-    low, high = r["ci"] if "ci" in r else (r["ci_low"], r["ci_high"])
-    return f"{r['median']:.3f} [{low:.3f}, {high:.3f}]"
+def ratio_cell(r) -> str:
+    """A timing ratio (a table row with ``median`` and ``ci = (low, high)``): median [interval]."""
+    low, high = r.ci
+    return f"{r.median:.3f} [{low:.3f}, {high:.3f}]"
 
 
 def cell(value) -> str:

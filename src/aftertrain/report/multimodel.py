@@ -17,6 +17,8 @@ from aftertrain.claims import tables as TB
 from aftertrain.claims import verdicts as V
 from aftertrain.claims.catalogue import ARTICLE_TABLES as A
 from aftertrain.claims.catalogue import CLAIMS
+from aftertrain.experiments.tables import read
+from aftertrain.prune.masks import Method
 from aftertrain.report.document import Document, ours_cell
 from aftertrain.report.ledgerfile import Ledger
 from aftertrain.report.markdown import DASH, markdown_table, verdict_mark
@@ -64,7 +66,7 @@ def _style(i: int) -> str:
 def section(doc: Document, ledgers: dict[str, Ledger]) -> None:
     """The overlay plots: bits and sparsity, one line per model and configuration."""
     losses = ", ".join(
-        f"{m} {led.table(TB.B1)['reference']:.4f}" if led.table(TB.B1) else f"{m} {DASH}"
+        f"{m} {read(TB.B1, led.table(TB.B1)).reference:.4f}" if led.table(TB.B1) else f"{m} {DASH}"
         for m, led in ledgers.items())
     doc.add(f"Validation loss of each model (B1): {losses}; the article's model "
             f"{A['b1']['reference']:.4f}. The verdict columns of *All claims* are each model's "
@@ -74,26 +76,26 @@ def section(doc: Document, ledgers: dict[str, Ledger]) -> None:
 
 
 def _bits_plot(doc: Document, ledgers: dict[str, Ledger]) -> None:
-    have = {m: led.table(TB.Q4) for m, led in ledgers.items() if led.table(TB.Q4)}
+    have = {m: read(TB.Q4, led.table(TB.Q4)) for m, led in ledgers.items() if led.table(TB.Q4)}
     if not have:
         return doc.missing("Q4 on any model")
 
     def draw(ax):
         for i, (m, q4) in enumerate(have.items()):
-            xs = [r["bits"] for r in q4["rows"]]
-            ax.plot(xs, [r["per_tensor"] for r in q4["rows"]], _style(i), color="C0",
+            xs = [r.bits for r in q4.rows]
+            ax.plot(xs, [r.per_tensor for r in q4.rows], _style(i), color="C0",
                     label=f"per-tensor ({m})")
-            ax.plot(xs, [r["per_channel"] for r in q4["rows"]], _style(i), color="C1",
+            ax.plot(xs, [r.per_channel for r in q4.rows], _style(i), color="C1",
                     label=f"per-channel ({m})")
         ax.plot(list(A["q4"]), [v[0] for v in A["q4"].values()], "x:", color="0.4",
                 label="per-tensor (published)")
         ax.plot(list(A["q4"]), [v[1] for v in A["q4"].values()], "+:", color="0.2",
                 label="per-channel (published)")
-        b1 = next((led.table(TB.B1) for led in ledgers.values() if led.table(TB.B1)), None)
+        b1 = next((read(TB.B1, led.table(TB.B1)) for led in ledgers.values() if led.table(TB.B1)), None)
         if b1:
-            ax.axhline(b1["bigram"], color="gray", ls="--", lw=1, label="bigram")
+            ax.axhline(b1.bigram, color="gray", ls="--", lw=1, label="bigram")
         ax.axhline(UNTRAINED, color="r", ls=":", lw=1, label="untrained ln 100")
-        ticks = sorted({r["bits"] for q4 in have.values() for r in q4["rows"]} | set(A["q4"]),
+        ticks = sorted({r.bits for q4 in have.values() for r in q4.rows} | set(A["q4"]),
                        reverse=True)
         ax.set_xticks(ticks, [str(b) for b in ticks])
         ax.invert_xaxis()
@@ -105,19 +107,20 @@ def _bits_plot(doc: Document, ledgers: dict[str, Ledger]) -> None:
 
 
 def _sparsity_plot(doc: Document, ledgers: dict[str, Ledger]) -> None:
-    have = {m: led.table(TB.P1) for m, led in ledgers.items() if led.table(TB.P1)}
+    have = {m: read(TB.P1, led.table(TB.P1)) for m, led in ledgers.items() if led.table(TB.P1)}
     if not have:
         return doc.missing("P1 on any model")
-    methods = (("global", "global magnitude"), ("layer", "per-layer magnitude"), ("random", "random"))
+    methods = (Method.GLOBAL, Method.LAYER, Method.RANDOM)
 
     def draw(ax):
         for i, (m, p1) in enumerate(have.items()):
-            xs = [100 * r["sparsity"] for r in p1]
-            for j, (k, label) in enumerate(methods):
-                ax.plot(xs, [r[k] for r in p1], _style(i), color=f"C{j}", label=f"{label} ({m})")
-        for j, (_, label) in enumerate(methods):
+            xs = [100 * r.sparsity for r in p1]
+            for j, method in enumerate(methods):
+                ax.plot(xs, [r.loss(method) for r in p1], _style(i), color=f"C{j}",
+                        label=f"{method.value} ({m})")
+        for j, method in enumerate(methods):
             ax.plot([100 * s for s in A["p1"]], [v[j] for v in A["p1"].values()], "x:",
-                    color=f"C{j}", alpha=0.5, label=f"{label} (published)")
+                    color=f"C{j}", alpha=0.5, label=f"{method.value} (published)")
         ax.axhline(UNTRAINED, color="r", ls=":", lw=1, label="untrained ln 100")
         ax.set(xlabel="sparsity of the 2-D weights (%)", ylabel="validation loss (nats)",
                title="Loss against sparsity, per model (P1)")

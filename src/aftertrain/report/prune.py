@@ -4,108 +4,116 @@ from __future__ import annotations
 
 from aftertrain.claims import tables as TB
 from aftertrain.claims.catalogue import ARTICLE_TABLES as A
+from aftertrain.experiments.tables import read
+from aftertrain.prune.formats import Format, break_even_sparsity, bytes_per_element_formula
+from aftertrain.prune.masks import Method
 from aftertrain.report.document import Document
 from aftertrain.report.markdown import DASH, fmt, pct, ratio_cell
 from aftertrain.report.plots import UNTRAINED
 
 TITLE = "Pruning (part 8)"
+#: P1's columns, in the article's order.
+METHODS = (Method.GLOBAL, Method.LAYER, Method.RANDOM)
 
 
 def section(doc: Document) -> None:
     led = doc.ledger
-    p1, b1 = led.table(TB.P1), led.table(TB.B1)
+    p1, b1 = read(TB.P1, led.table(TB.P1)), read(TB.B1, led.table(TB.B1))
     if p1 is None:
         doc.missing("P1")
     else:
         doc.table("Validation loss by sparsity (global / per-layer magnitude / random)", ("P1", "P3"),
                   ["sparsity", "global (article / ours)", "per-layer (article / ours)",
                    "random (article / ours)"],
-                  [[pct(r["sparsity"], 0)] + [f"{fmt(A['p1'][r['sparsity']][i])} / {fmt(r[k])}"
-                                              for i, k in enumerate(("global", "layer", "random"))]
+                  [[pct(r.sparsity, 0)] + [f"{fmt(A['p1'][r.sparsity][i])} / {fmt(r.loss(m))}"
+                                          for i, m in enumerate(METHODS)]
                    for r in p1])
 
         def draw(ax):
-            xs = [100 * r["sparsity"] for r in p1]
-            for i, (k, label) in enumerate((("global", "global magnitude"),
-                                            ("layer", "per-layer magnitude"),
-                                            ("random", "random"))):
-                ax.plot(xs, [r[k] for r in p1], "o-", color=f"C{i}", label=f"{label} (ours)")
+            xs = [100 * r.sparsity for r in p1]
+            for i, m in enumerate(METHODS):
+                label = m.value
+                ax.plot(xs, [r.loss(m) for r in p1], "o-", color=f"C{i}", label=f"{label} (ours)")
                 ax.plot([100 * s for s in A["p1"]], [v[i] for v in A["p1"].values()], "o:",
                         color=f"C{i}", alpha=0.5, label=f"{label} (article)")
             if b1:
-                ax.axhline(b1["bigram"], color="gray", ls="--", lw=1, label="bigram (ours)")
-                ax.axhline(b1["reference"], color="k", lw=1, label="unpruned (ours)")
+                ax.axhline(b1.bigram, color="gray", ls="--", lw=1, label="bigram (ours)")
+                ax.axhline(b1.reference, color="k", lw=1, label="unpruned (ours)")
             ax.axhline(UNTRAINED, color="r", ls=":", lw=1, label="untrained ln 100")
             ax.set(xlabel="sparsity of the 2-D weights (%)", ylabel="validation loss (nats)",
                    title="Loss against sparsity (P1)")
             return "Validation loss against sparsity for the three pruning methods"
 
         doc.plot("prune_sparsity", draw)
-    p2 = led.table(TB.P2)
+    p2 = read(TB.P2, led.table(TB.P2))
     if p2 is not None:
         doc.table("Random pruning (mean over seeds)", ("P2",),
                   ["sparsity", "article", "ours (mean)", "ours (min~max)"],
-                  [[pct(r["sparsity"], 0), fmt(A["p2"].get(round(r["sparsity"], 2))),
-                    fmt(r["mean"]), f"{fmt(r['min'])}~{fmt(r['max'])}"] for r in p2])
-    p4 = led.table(TB.P4)
+                  [[pct(r.sparsity, 0), fmt(A["p2"].get(round(r.sparsity, 2))),
+                    fmt(r.mean), f"{fmt(r.min)}~{fmt(r.max)}"] for r in p2])
+    p4 = read(TB.P4, led.table(TB.P4))
     if p4 is not None:
         doc.table("Global-magnitude sparsity with the loss of per-channel quantization", ("P4",),
                   ["bits", "article", "ours", "our quantized loss"],
-                  [[r["bits"], pct(A["p4"][r["bits"]]), pct(r["sparsity"]), fmt(r["loss"])]
+                  [[r.bits, pct(A["p4"][r.bits]), pct(r.sparsity), fmt(r.loss)]
                    for r in p4])
-    p5 = led.table(TB.P5)
+    p5 = read(TB.P5, led.table(TB.P5))
     if p5 is not None:
-        rows = [["dense float32", "4.00", fmt(p5[0]["dense"], 2), "", ""], ["int8", "1.00", "1.00", "", ""]]
-        rows += [[pct(r["sparsity"], 0) + " sparse", "", "",
-                  f"{A['p5'][r['sparsity']][0]:.2f} / {A['p5'][r['sparsity']][1]:.2f}",
-                  f"{r['coo']:.3f} / {r['bitmask']:.3f}"] for r in p5 if r["sparsity"] in A["p5"]]
+        rows = [["dense float32", "4.00", fmt(p5[0].dense, 2), "", ""], ["int8", "1.00", "1.00", "", ""]]
+        rows += [[pct(r.sparsity, 0) + " sparse", "", "",
+                  f"{A['p5'][r.sparsity][0]:.2f} / {A['p5'][r.sparsity][1]:.2f}",
+                  f"{r.coo:.3f} / {r.bitmask:.3f}"] for r in p5 if r.sparsity in A["p5"]]
         doc.table("Bytes per element", ("P5",),
                   ["storage", "dense (article)", "dense (ours)", "COO / bitmask (article)",
                    "COO / bitmask (ours)"], rows)
 
+        cross = float(break_even_sparsity(Format.COO, Format.BITMASK))
+
         def draw_bytes(ax):
             s = [i / 1000 for i in range(0, 1000)]
-            ax.plot([100 * x for x in s], [8 * (1 - x) for x in s], label="COO: 8(1-s)")
-            ax.plot([100 * x for x in s], [4 * (1 - x) + 1 / 8 for x in s],
-                    label="bitmask: 4(1-s) + 1/8")
+            for fmt, label in ((Format.COO, "COO: 8(1-s)"), (Format.BITMASK, "bitmask: 4(1-s) + 1/8")):
+                ax.plot([100 * x for x in s], [float(bytes_per_element_formula(fmt, x)) for x in s],
+                        label=label)
             ax.axhline(1.0, color="C2", label="int8 dense")
-            ax.axhline(4.0, color="k", lw=1, label="float32 dense")
-            ax.plot([100 * r["sparsity"] for r in p5], [r["coo"] for r in p5], "o", color="C0",
+            ax.axhline(float(bytes_per_element_formula(Format.DENSE, 0)), color="k", lw=1,
+                       label="float32 dense")
+            ax.plot([100 * r.sparsity for r in p5], [r.coo for r in p5], "o", color="C0",
                     label="COO measured")
-            ax.plot([100 * r["sparsity"] for r in p5], [r["bitmask"] for r in p5], "s",
+            ax.plot([100 * r.sparsity for r in p5], [r.bitmask for r in p5], "s",
                     color="C1", label="bitmask measured")
-            ax.axvline(96.875, color="gray", ls=":", lw=1)
+            ax.axvline(100 * cross, color="gray", ls=":", lw=1)
             ax.set(xlabel="sparsity (%)", ylabel="bytes per element",
                    title="Storage against sparsity (P5)")
-            return "Bytes per element against sparsity for COO, bitmask and int8 (they cross at 96.875%)"
+            return (f"Bytes per element against sparsity for COO, bitmask and int8 "
+                    f"(they cross at {100 * cross:g}%)")
 
         doc.plot("prune_bytes", draw_bytes)
-    p6 = led.table(TB.P6)
+    p6 = read(TB.P6, led.table(TB.P6))
     if p6 is not None:
         art = list(A["p6"].values())
         doc.table("At equal size: int8 against sparse bitmask storage", ("P6",),
                   ["", "compression (article / ours)", "loss (article / ours)"],
-                  [[r["name"], f"{art[i][0]:.2f}x / {r['compression']:.2f}x",
-                    f"{fmt(art[i][1])} / {fmt(r['loss'])}"] for i, r in enumerate(p6)])
-    p7 = [led.table(TB.p7(s)) for s in (0.5, 0.9, 0.99) if led.table(TB.p7(s)) is not None]
+                  [[r.name, f"{art[i][0]:.2f}x / {r.compression:.2f}x",
+                    f"{fmt(art[i][1])} / {fmt(r.loss)}"] for i, r in enumerate(p6)])
+    p7 = [read(TB.p7(s), led.table(TB.p7(s))) for s in (0.5, 0.9, 0.99) if led.table(TB.p7(s)) is not None]
     if p7:
         doc.table("Dense (128x128)@(128x512) with zeros against the original (time ratio)", ("P7",),
                   ["zeros", "article: median (quartiles)", "ours: median [interval]"],
-                  [[pct(r["sparsity"], 0),
-                    "{:.3f} ({:.3f}~{:.3f})".format(*A["p7"][r["sparsity"]])
-                    if r["sparsity"] in A["p7"] else DASH,
+                  [[pct(r.sparsity, 0),
+                    "{:.3f} ({:.3f}~{:.3f})".format(*A["p7"][r.sparsity])
+                    if r.sparsity in A["p7"] else DASH,
                     ratio_cell(r)] for r in p7])
-    x4 = led.table(TB.X4)
+    x4 = read(TB.X4, led.table(TB.X4))
     if x4 is not None:
         doc.table("CSR sparse matmul against dense (time ratio, below 1 = sparse faster)", ("X4",),
                   ["sparsity", "ours: median [interval]"],
-                  [[pct(r["sparsity"]), ratio_cell(r)] for r in x4["rows"]])
-        doc.add(f"CSR starts to pay at: {pct(x4['crossover']) if x4['crossover'] else 'no sparsity tried'}")
-    x5 = led.table(TB.X5)
+                  [[pct(r.sparsity), ratio_cell(r)] for r in x4.rows])
+        doc.add(f"CSR starts to pay at: {pct(x4.crossover) if x4.crossover else 'no sparsity tried'}")
+    x5 = read(TB.X5, led.table(TB.X5))
     if x5 is not None:
         doc.table("2:4 structured pruning against unstructured 50%", ("P8", "X5"), ["", "ours"],
-                  [["loss, 2:4", fmt(x5["two_four"])], ["loss, global 50%", fmt(x5["global_50"])],
-                   ["loss, per-layer 50%", fmt(x5["layer_50"])],
-                   ["bytes per element, 2:4 storage", fmt(x5["bytes_two_four"], 3)],
-                   ["bytes per element, bitmask", fmt(x5["bytes_bitmask"], 3)],
-                   ["bytes per element, COO", fmt(x5["bytes_coo"], 3)]])
+                  [["loss, 2:4", fmt(x5.two_four)], ["loss, global 50%", fmt(x5.global_50)],
+                   ["loss, per-layer 50%", fmt(x5.layer_50)],
+                   ["bytes per element, 2:4 storage", fmt(x5.bytes_two_four, 3)],
+                   ["bytes per element, bitmask", fmt(x5.bytes_bitmask, 3)],
+                   ["bytes per element, COO", fmt(x5.bytes_coo, 3)]])

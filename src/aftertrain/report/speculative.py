@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from aftertrain.claims import tables as TB
 from aftertrain.claims.catalogue import ARTICLE_TABLES as A
+from aftertrain.experiments.tables import read
 from aftertrain.report.document import Document
 from aftertrain.report.markdown import DASH, fmt
 from aftertrain.report.plots import dodge, draft_color, k_axis, style_legend
@@ -11,12 +12,13 @@ from aftertrain.report.plots import dodge, draft_color, k_axis, style_legend
 TITLE = "Speculative decoding (part 4)"
 
 
-def by_draft(rows: list[dict]) -> dict[str, list[dict]]:
-    """Rows grouped by draft (first-seen order), each group sorted by k."""
-    out: dict[str, list[dict]] = {}
-    for r in sorted(rows, key=lambda r: r["k"]):
-        out.setdefault(r["draft"], []).append(r)
-    order = list(dict.fromkeys(r["draft"] for r in rows))
+def by_draft(rows: list) -> dict[str, list]:
+    """Rows (with ``draft`` and ``k``) grouped by draft (first-seen order),
+    each group sorted by k."""
+    out: dict[str, list] = {}
+    for r in sorted(rows, key=lambda r: r.k):
+        out.setdefault(r.draft, []).append(r)
+    order = list(dict.fromkeys(r.draft for r in rows))
     return {d: out[d] for d in order}
 
 
@@ -33,31 +35,31 @@ def section(doc: Document) -> None:
 
 
 def _first_token(doc: Document) -> None:
-    s2 = doc.ledger.table(TB.SPEC_FIRST_TOKEN)
+    s2 = read(TB.SPEC_FIRST_TOKEN, doc.ledger.table(TB.SPEC_FIRST_TOKEN))
     if s2 is None:
         return
-    rows = [[f"speculative, {r['draft']} draft", fmt(A["s2"].get(r["draft"])), fmt(r["tv"]),
-             f"{r['chi2_pvalue']:.3g}"] for r in s2]
-    rows.append(["direct sampling (one draw)", fmt(A["s2"]["direct"]), fmt(s2[0]["direct_tv"]), DASH])
+    rows = [[f"speculative, {r.draft} draft", fmt(A["s2"].get(r.draft)), fmt(r.tv),
+             f"{r.chi2_pvalue:.3g}"] for r in s2]
+    rows.append(["direct sampling (one draw)", fmt(A["s2"]["direct"]), fmt(s2[0].direct_tv), DASH])
     doc.table("TV distance of 20,000 first characters to the target's law", ("S2",),
               ["sampler", "article", "ours", "chi-square p"], rows)
     doc.add(f"Same-sample-size baseline (direct sampling, simulated): median "
-            f"{s2[0]['null_median']:.4f}, 99% quantile {s2[0]['null_q99']:.4f}; "
-            f"alarm threshold at alpha 1e-6: {s2[0]['tv_threshold']:.4f}.")
+            f"{s2[0].null_median:.4f}, 99% quantile {s2[0].null_q99:.4f}; "
+            f"alarm threshold at alpha 1e-6: {s2[0].tv_threshold:.4f}.")
 
 
 def _acceptance(doc: Document) -> None:
-    s4 = doc.ledger.table(TB.SPEC_ACCEPTANCE)
+    s4 = read(TB.SPEC_ACCEPTANCE, doc.ledger.table(TB.SPEC_ACCEPTANCE))
     if s4 is None:
         doc.missing("S4")
     else:
         rows = []
         for r in s4:
-            art = A["s4"].get((r["draft"], r["k"]))
+            art = A["s4"].get((r.draft, r.k))
             a = (lambda i, f, art=art: f.format(art[i]) if art else DASH)
-            rows.append([r["draft"], r["k"], a(0, "{:.3f}"), f"{r['acceptance']:.3f}",
-                         f"{r['predicted_acceptance']:.3f}", a(1, "{:.2f}"),
-                         f"{r['chars_per_pass']:.2f}", a(2, "{}"), r["target_passes"]])
+            rows.append([r.draft, r.k, a(0, "{:.3f}"), f"{r.acceptance:.3f}",
+                         f"{r.predicted_acceptance:.3f}", a(1, "{:.2f}"),
+                         f"{r.chars_per_pass:.2f}", a(2, "{}"), r.target_passes])
         doc.table("Acceptance follows draft quality (200 characters, seed fixed)", ("S4", "S8", "X1"),
                   ["draft", "k", "acceptance (article)", "acceptance (ours)",
                    "X1 prediction from k=1 (ours)", "chars/pass (article)", "chars/pass (ours)",
@@ -67,14 +69,14 @@ def _acceptance(doc: Document) -> None:
             groups = by_draft(s4)
             for i, (d, rs) in enumerate(groups.items()):
                 color = draft_color(d, i)
-                ks = [r["k"] for r in rs]
-                ax.plot(ks, [r["acceptance"] for r in rs], "o-", color=color, label=f"{d} measured")
-                ax.plot(ks, [r["predicted_acceptance"] for r in rs], ":", color=color,
+                ks = [r.k for r in rs]
+                ax.plot(ks, [r.acceptance for r in rs], "o-", color=color, label=f"{d} measured")
+                ax.plot(ks, [r.predicted_acceptance for r in rs], ":", color=color,
                         label=f"{d} X1 prediction")
                 points = article_points(A["s4"], d)
                 if points:
                     ax.plot(*zip(*points, strict=True), "x", color=color, ms=9, label=f"{d} article")
-            k_axis(ax, [r["k"] for r in s4])
+            k_axis(ax, [r.k for r in s4])
             style_legend(ax, list(groups), [("measured", {"marker": "o", "ls": "-"}),
                                             ("X1 prediction", {"ls": ":"}),
                                             ("article", {"marker": "x", "ls": "", "ms": 9})])
@@ -83,57 +85,57 @@ def _acceptance(doc: Document) -> None:
             return "Acceptance rate against k per draft, with the X1 prediction a(1-a^k)/(k(1-a))"
 
         doc.plot("spec_acceptance", draw)
-    x1 = doc.ledger.table(TB.SPEC_X1)
+    x1 = read(TB.SPEC_X1, doc.ledger.table(TB.SPEC_X1))
     if x1 is not None:
         doc.table("Acceptance at k=8 predicted from k=1 (1,000-character runs)", ("X1",),
                   ["draft", "k=1", "predicted at k=8", "measured at k=8",
                    "article: k=1 / predicted / measured"],
-                  [[d, f"{rs[0]['acceptance']:.3f}", f"{rs[-1]['predicted_acceptance']:.3f}",
-                    f"{rs[-1]['acceptance']:.3f}",
+                  [[d, f"{rs[0].acceptance:.3f}", f"{rs[-1].predicted_acceptance:.3f}",
+                    f"{rs[-1].acceptance:.3f}",
                     "{:.3f} / {:.3f} / {:.3f}".format(*A["x1"][d]) if d in A["x1"] else DASH]
                    for d, rs in by_draft(x1).items()])
 
 
 def _costs(doc: Document) -> None:
-    s5 = doc.ledger.table(TB.SPEC_DRAFT_COST)
+    s5 = read(TB.SPEC_DRAFT_COST, doc.ledger.table(TB.SPEC_DRAFT_COST))
     if s5 is not None:
         doc.table("Cost c of one draft character relative to one target step", ("S5",),
                   ["draft", "article: us (c)", "ours: us", "ours: c [interval]"],
-                  [[r["draft"], "{} ({:.3f})".format(*A["s5"][r["draft"]]) if r["draft"] in A["s5"] else DASH,
-                    f"{r['draft_us']:.0f}", f"{r['c']:.3f} [{r['c_low']:.3f}, {r['c_high']:.3f}]"]
+                  [[r.draft, "{} ({:.3f})".format(*A["s5"][r.draft]) if r.draft in A["s5"] else DASH,
+                    f"{r.draft_us:.0f}", f"{r.c:.3f} [{r.c_low:.3f}, {r.c_high:.3f}]"]
                    for r in s5])
-        doc.add(f"One plain target step (ours): {s5[0]['target_us']:.0f} us; the article's: "
+        doc.add(f"One plain target step (ours): {s5[0].target_us:.0f} us; the article's: "
                 f"{A['s5']['target_us']} us.")
-    x8 = doc.ledger.table(TB.SPEC_VERIFY_COST)
+    x8 = read(TB.SPEC_VERIFY_COST, doc.ledger.table(TB.SPEC_VERIFY_COST))
     if x8 is not None:
         art_base = A["x8"][1]
         doc.table("Verification pass over k+1 positions against one plain step", ("X8",),
                   ["k", "article (ms ratio to 1 position)", "ours: v_k [interval]"],
-                  [[r["k"], f"{A['x8'][r['k'] + 1] / art_base:.2f}" if r["k"] + 1 in A["x8"] else DASH,
-                    f"{r['v_k']:.3f} [{r['v_low']:.3f}, {r['v_high']:.3f}]"] for r in x8])
+                  [[r.k, f"{A['x8'][r.k + 1] / art_base:.2f}" if r.k + 1 in A["x8"] else DASH,
+                    f"{r.v_k:.3f} [{r.v_low:.3f}, {r.v_high:.3f}]"] for r in x8])
 
 
 def _speedup(doc: Document) -> None:
-    s6 = doc.ledger.table(TB.SPEC_SPEEDUP)
+    s6 = read(TB.SPEC_SPEEDUP, doc.ledger.table(TB.SPEC_SPEEDUP))
     if s6 is None:
         return doc.missing("S6/S7")
     rows = []
     for r in s6:
-        art6 = A["s6"].get((r["draft"], r["k"]))
-        art7 = A["s7"].get((r["draft"], r["k"]))
-        rows.append([r["draft"], r["k"],
+        art6 = A["s6"].get((r.draft, r.k))
+        art7 = A["s7"].get((r.draft, r.k))
+        rows.append([r.draft, r.k,
                      "{:.2f} ({:.2f}~{:.2f})".format(*art6) if art6 else DASH,
-                     f"{r['speedup']:.2f} ({r['speedup_min']:.2f}~{r['speedup_max']:.2f})",
+                     f"{r.speedup:.2f} ({r.speedup_min:.2f}~{r.speedup_max:.2f})",
                      f"{art7[0]:.2f}" if art7 else DASH,
-                     f"{r['predicted']:.2f}", f"{r['predicted_vk']:.2f}"])
+                     f"{r.predicted:.2f}", f"{r.predicted_vk:.2f}"])
     doc.table("Speedup over plain cached decoding (median of alternating pairs, min~max)",
               ("S6", "S7", "X8", "X2"),
               ["draft", "k", "article", "ours", "article's prediction",
                "ours: (chars/pass)/(1+kc)", "ours: (chars/pass)/(v_k+kc)"], rows)
-    best = max(s6, key=lambda r: r["speedup"])
-    doc.add(f"Best draft (X2): {best['draft']} at k={best['k']}, speedup {best['speedup']:.2f} "
-            f"({best['speedup_min']:.2f}~{best['speedup_max']:.2f}); predicted "
-            f"{best['predicted']:.2f} by the article's formula, {best['predicted_vk']:.2f} "
+    best = max(s6, key=lambda r: r.speedup)
+    doc.add(f"Best draft (X2): {best.draft} at k={best.k}, speedup {best.speedup:.2f} "
+            f"({best.speedup_min:.2f}~{best.speedup_max:.2f}); predicted "
+            f"{best.predicted:.2f} by the article's formula, {best.predicted_vk:.2f} "
             f"with the measured verification cost.")
 
     def draw(ax):
@@ -141,19 +143,19 @@ def _speedup(doc: Document) -> None:
         n = len(groups)
         for i, (d, rs) in enumerate(groups.items()):
             color, dx = draft_color(d, i), dodge(i, n)
-            ks = [r["k"] + dx for r in rs]
-            med = [r["speedup"] for r in rs]
-            ax.errorbar(ks, med, yerr=[[m - r["speedup_min"] for m, r in zip(med, rs, strict=True)],
-                                       [r["speedup_max"] - m for m, r in zip(med, rs, strict=True)]],
+            ks = [r.k + dx for r in rs]
+            med = [r.speedup for r in rs]
+            ax.errorbar(ks, med, yerr=[[m - r.speedup_min for m, r in zip(med, rs, strict=True)],
+                                       [r.speedup_max - m for m, r in zip(med, rs, strict=True)]],
                         fmt="o-", color=color, capsize=3, ms=4, lw=1.2, label=f"{d} measured")
-            ax.plot(ks, [r["predicted_vk"] for r in rs], "_", color=color, ms=12, mew=2,
+            ax.plot(ks, [r.predicted_vk for r in rs], "_", color=color, ms=12, mew=2,
                     label=f"{d} predicted (v_k)")
             points = article_points(A["s6"], d)
             if points:
                 ax.plot([k + dx for k, _ in points], [v for _, v in points], "x", color=color,
                         ms=8, label=f"{d} article")
         ax.axhline(1.0, color="k", lw=1)
-        k_axis(ax, [r["k"] for r in s6])
+        k_axis(ax, [r.k for r in s6])
         style_legend(ax, list(groups), [("measured: median, min~max", {"marker": "o", "ls": "-"}),
                                         ("predicted with v_k", {"marker": "_", "ls": "", "ms": 12,
                                                                 "mew": 2}),
