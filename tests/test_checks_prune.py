@@ -36,7 +36,7 @@ def test_kit_passes_aftertrains_random_pruner_with_one_seed():
     """Random masks from one seed are nested across sparsities (one randperm)."""
     def seeded(weights, s):
         return P.random_masks(weights, s, torch.Generator().manual_seed(7))
-    report = check_pruner(seeded, scope=Scope.GLOBAL, magnitude=False)
+    report = check_pruner(seeded, scope=Scope.GLOBAL, magnitude=False, nested=True)
     assert report.passed, str(report)
 
 
