@@ -88,6 +88,8 @@ ArticleQuantizer = Callable[[torch.Tensor, int, Granularity], QuantizerOutput]
 
 DEFAULT_BITS = (2, 3, 4, 5, 6, 7, 8)
 U = T.FLOAT32_UNIT_ROUNDOFF
+#: torchao's scale floor for int8 weights (float32's machine epsilon, 1.19e-7).
+FLOAT32_EPS = torch.finfo(torch.float32).eps
 #: The article's granularities as schemes' granularities.
 ARTICLE_GRANULARITY = {Granularity.PER_TENSOR: PerTensor(), Granularity.PER_CHANNEL: PerAxis(0)}
 
@@ -165,7 +167,9 @@ def group_battery(bits: int, group_size: int, seed: int = 0) -> dict[str, torch.
     subnormal = torch.randn(2, 2 * n, generator=g)
     subnormal[1, :n] = 1e-40 * torch.randn(n, generator=g)
     huge = torch.randn(2, 2 * n, generator=g)
-    huge[0, 0], huge[1, n] = FLOAT32_MAX, -FLOAT32_MAX
+    two = min(2, n)  # max - min overflows float32 where a group holds both
+    huge[0, :two] = torch.tensor([FLOAT32_MAX, -FLOAT32_MAX / 3])[:two]
+    huge[1, n:n + two] = torch.tensor([-FLOAT32_MAX, 2e38])[:two]
     cases = {
         "gaussian": torch.randn(4, 2 * n, generator=g),
         "heavy-tailed": heavy,
@@ -572,9 +576,12 @@ def _looks_like(w: torch.Tensor, w_hat: torch.Tensor, scheme: QuantScheme) -> st
     others = [replace(scheme, mapping=m) for m in Mapping if m is not scheme.mapping]
     others += [replace(scheme, granularity=g) for g in (PerTensor(), PerAxis(0), PerAxis(1))
                if g != scheme.granularity]
+    if scheme.scale_floor != FLOAT32_EPS:
+        others.append(replace(scheme, scale_floor=FLOAT32_EPS))
     for other in others:
         if _fits(w, w_hat, other):
-            what = other.mapping.name if other.mapping is not scheme.mapping \
-                else str(other.granularity)
+            what = (other.mapping.name if other.mapping is not scheme.mapping else
+                    str(other.granularity) if other.granularity != scheme.granularity else
+                    f"a scale floor of {other.scale_floor:.3g}")
             return f"; looks like {what}"
     return ""
