@@ -14,7 +14,7 @@ import copy
 
 import torch
 
-from aftertrain.checks.schemes import QuantScheme, group_index, qparams
+from aftertrain.checks.schemes import QuantScheme, from_codes, group_index, qparams, to_codes
 from aftertrain.quant import (
     SCALE_FLOOR,
     Granularity,
@@ -127,12 +127,12 @@ def unchanged(model, bits, g, names=None):
 
 
 def _affine(w, scheme: QuantScheme, scale, zero, lo, hi):
-    """``q = clamp(round(w / s + z), lo, hi)``, ``w_hat = (q - z) * s`` with
-    one ``scale`` and ``zero`` per group."""
+    """``q = clamp(round(w / s + z), lo, hi)``, ``w_hat = (q - z) * s`` (or
+    the float shift's form) with one ``scale`` and ``zero`` per group."""
     index, _ = group_index(tuple(w.shape), scheme.granularity)
     s, z = scale[index], zero[index]
-    q = torch.round(w / s + z).clamp(lo, hi)
-    return (q - z) * s, q, scale, zero
+    q = torch.round(to_codes(w, s, z, scheme.mapping)).clamp(lo, hi)
+    return from_codes(q, s, z, scheme.mapping), q, scale, zero
 
 
 def zero_point_not_rounded(w, scheme: QuantScheme):

@@ -6,7 +6,8 @@ shape ``(rows, cols)``, and a :class:`~aftertrain.checks.schemes.QuantScheme`
 :mod:`aftertrain.checks.schemes`), and returns the dequantized ``w_hat``
 (floating point, ``w``'s shape) or ``(w_hat, codes, scale, zero_point)``:
 integer-valued ``codes`` of ``w``'s shape, and ``scale`` and ``zero_point``
-(None for 0) either with one entry per group (numbered row-major, as
+(None for 0; ASYMMETRIC_FLOAT_SHIFT: the shift, ``w_hat = codes * scale -
+shift``, quanto's form) either with one entry per group (numbered row-major, as
 :func:`~aftertrain.checks.schemes.group_index`) or broadcastable to ``w``.
 
 The article's protocol still works: without ``schemes``,
@@ -32,7 +33,7 @@ the group's ``max|w|`` (symmetric) or ``4 max|w|`` (asymmetric: the range
   to ``4 u R / s + 2**-149 / s``;
 * ``codes``: returned codes are integers in the code range (asymmetric: the
   signed ``[qmin, qmax]`` or the unsigned ``[0, 2**bits - 1]``) and
-  ``w_hat == (codes - z) * scale``; ``scale``: a returned scale equals its
+  ``w_hat == (codes - z) * scale`` (``codes * scale - shift``); ``scale``: a returned scale equals its
   own group's reference scale within ``4 u``; ``zero point``: ASYMMETRIC's
   is an integer;
 * ``extremes``: the smallest and largest ``w`` of each group map to the
@@ -70,8 +71,10 @@ from aftertrain.checks.schemes import (
     PerTensor,
     QParams,
     QuantScheme,
+    from_codes,
     group_index,
     qparams,
+    to_codes,
 )
 from aftertrain.quant.primitives import (
     FLOAT32_MAX,
@@ -299,6 +302,7 @@ class Reference:
     R: torch.Tensor
     judged: torch.Tensor
     floored: torch.Tensor
+    mapping: Mapping
 
     @classmethod
     def of(cls, w: torch.Tensor, scheme: QuantScheme) -> Reference:
@@ -307,11 +311,11 @@ class Reference:
         R = p.amax * (1.0 if scheme.mapping.symmetric else 4.0)
         judged = (p.raw >= SCALE_FLOOR) | (scheme.scale_floor > SCALE_FLOOR)
         return cls(w.double(), p, p.scale[i], p.zero[i], R[i], judged[i],
-                   (judged & (p.raw < p.scale))[i])
+                   (judged & (p.raw < p.scale))[i], scheme.mapping)
 
-    def steps(self, w_hat: torch.Tensor) -> torch.Tensor:
-        """``w_hat`` in code units on the reference grid."""
-        return w_hat / self.s + self.z
+    def steps(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` in code units on the reference grid."""
+        return to_codes(x, self.s, self.z, self.mapping)
 
     def grid_slack(self) -> torch.Tensor:
         return T.QUANT_GRID_SLACK_ULPS * U * self.R / self.s + T.QUANT_SUBNORMAL_HALF / self.s
@@ -320,7 +324,8 @@ class Reference:
         """Elements held at +-float32 max because their code's value
         ``(k - z) * s`` lies past it (SYMMETRIC_FULL's ``qmin * s`` at
         ``w = -3.4e38``): exempt from the grid."""
-        return (w_hat.abs() == FLOAT32_MAX) & (((codes - self.z) * self.s).abs() > FLOAT32_MAX)
+        value = from_codes(codes, self.s, self.z, self.mapping)
+        return (w_hat.abs() == FLOAT32_MAX) & (value.abs() > FLOAT32_MAX)
 
     def round_trip_bound(self) -> torch.Tensor:
         return self.s / 2 + T.QUANT_ROUND_TRIP_SLACK_ULPS / 2 * U * self.R \
@@ -442,7 +447,7 @@ def _check_grid(report: Report, case: str, ref: Reference, out: Output, scheme: 
     slack = ref.grid_slack()[keep]
     ok = bool((off <= slack).all()) and bool(((k >= lo) & (k <= hi)).all())
     report.add(Row(case, "grid", ok, value=_worst(off), bound=_worst(slack),
-                   detail="" if ok else f"w_hat / scale + z is {_worst(off):.4g} off an integer "
+                   detail="" if ok else f"w_hat in steps is {_worst(off):.4g} off an integer "
                    f"or outside [{lo}, {hi}] (codes reach {_span(k)}){hint()}"))
 
 
@@ -463,8 +468,8 @@ def _check_codes(report: Report, case: str, ref: Reference, out: Output,
                                                        f"{_span(codes)}, allowed [{lo}, {hi}]"))
     if out.scale is None:
         return
-    zero = 0.0 if out.zero is None else out.zero
-    dequant = (codes - zero) * out.scale
+    zero = torch.zeros(()) if out.zero is None else out.zero
+    dequant = from_codes(codes, out.scale, zero, scheme.mapping)
     keep = ref.judged & ~ref.saturated(out.w_hat, codes)
     gap = ((dequant - out.w_hat).abs() - ref.round_trip_bound() + ref.s / 2)[keep]
     ok = bool((gap <= 0).all())
@@ -499,7 +504,7 @@ def _check_extremes(report: Report, case: str, ref: Reference, out: Output,
     idx = torch.cat(picks).unique()
     idx = idx[ref.judged.reshape(-1)[idx]]
     lo, hi = scheme.code_range
-    want = (ref.w.reshape(-1)[idx] / ref.s.reshape(-1)[idx] + ref.z.reshape(-1)[idx]).clamp(lo, hi)
+    want = ref.steps(ref.w).reshape(-1)[idx].clamp(lo, hi)
     got = torch.round(ref.steps(out.w_hat).reshape(-1)[idx])
     miss = (got - want).abs() - 0.5 - ref.grid_slack().reshape(-1)[idx]
     ok = bool((miss <= 0).all())

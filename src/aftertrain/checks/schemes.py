@@ -9,8 +9,10 @@ scale and zero point of every group in float64, :func:`quantize_scheme` is a
 correct float32 quantizer of every scheme (the kit's reference).
 
 The mappings, with ``qmin = -2**(bits-1)``, ``qmax = 2**(bits-1) - 1`` and a
-group's ``lo = min(w)``, ``hi = max(w)``, ``amax = max|w|``; every mapping
-dequantizes ``w_hat = (q - z) * scale``:
+group's ``lo = min(w)``, ``hi = max(w)``, ``amax = max|w|``; the integer
+mappings dequantize ``w_hat = (q - z) * scale``, ASYMMETRIC_FLOAT_SHIFT
+``w_hat = q * scale - shift`` (quanto's form: a zero point ``-lo / scale``
+overflows float32 for a constant group, whose scale is the floor):
 
 =========================  ====================================  ==============  ===============
 mapping                    scale                                 zero point z    codes q
@@ -19,7 +21,7 @@ SYMMETRIC                  ``amax / qmax`` (the article's)       0              
 SYMMETRIC_FULL             ``amax / ((qmax - qmin) / 2)``        0               ``[qmin, qmax]``
 SYMMETRIC_NO_CLIPPING_ERR  ``max(hi+ / qmax, lo- / qmin)``       0               ``[qmin, qmax]``
 ASYMMETRIC                 ``(hi+ - lo-) / (qmax - qmin)``       integer         ``[qmin, qmax]``
-ASYMMETRIC_FLOAT_SHIFT     ``(hi - lo) / (2**bits - 1)``         ``-lo/scale``   ``[0, 2**bits-1]``
+ASYMMETRIC_FLOAT_SHIFT     ``(hi - lo) / (2**bits - 1)``         shift ``-lo``   ``[0, 2**bits-1]``
 =========================  ====================================  ==============  ===============
 
 ``hi+ = max(hi, 0)`` and ``lo- = min(lo, 0)``. ASYMMETRIC is torchao's
@@ -38,7 +40,7 @@ from dataclasses import dataclass
 
 import torch
 
-from aftertrain.quant.primitives import MAX_BITS, MIN_BITS, SCALE_FLOOR, qmax_for
+from aftertrain.quant.primitives import FLOAT32_MAX, MAX_BITS, MIN_BITS, SCALE_FLOOR, qmax_for
 
 
 class Mapping(enum.Enum):
@@ -190,7 +192,7 @@ def _reduce(x: torch.Tensor, index: torch.Tensor, n: int, how: str) -> torch.Ten
 class QParams:
     """Reference parameters of every group, float64 ``(n_groups,)``:
     ``raw`` the scale before the floor, ``scale`` after it, ``zero`` the
-    zero point (integer-valued except ASYMMETRIC_FLOAT_SHIFT), ``amax`` the
+    integer zero point (ASYMMETRIC_FLOAT_SHIFT: the shift ``-lo``), ``amax`` the
     group's largest magnitude, ``index`` the group of every element."""
 
     raw: torch.Tensor
@@ -223,8 +225,25 @@ def qparams(w: torch.Tensor, scheme: QuantScheme) -> QParams:
     if m is Mapping.ASYMMETRIC:
         zero = (qmin - torch.round(lo.clamp_max(0) / scale)).clamp(qmin, qmax)
     elif m is Mapping.ASYMMETRIC_FLOAT_SHIFT:
-        zero = -lo / scale
+        zero = -lo
     return QParams(raw, scale, zero, amax, index)
+
+
+def to_codes(x: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor,
+             mapping: Mapping) -> torch.Tensor:
+    """``x`` in code units, unrounded: ``x / scale + z``, or ``(x + shift) /
+    scale`` for ASYMMETRIC_FLOAT_SHIFT."""
+    if mapping is Mapping.ASYMMETRIC_FLOAT_SHIFT:
+        return (x + zero) / scale
+    return x / scale + zero
+
+
+def from_codes(q: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor,
+               mapping: Mapping) -> torch.Tensor:
+    """``(q - z) * scale``, or ``q * scale - shift`` for ASYMMETRIC_FLOAT_SHIFT."""
+    if mapping is Mapping.ASYMMETRIC_FLOAT_SHIFT:
+        return q * scale - zero
+    return (q - zero) * scale
 
 
 def quantize_scheme(
@@ -233,7 +252,8 @@ def quantize_scheme(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """A correct quantizer of every scheme, in float32: ``(w_hat, codes,
     scale, zero_point)`` with ``q = clamp(round(w / scale + z), *code_range)``
-    and ``w_hat = (q - z) * scale``; ``scale`` and ``zero_point`` have one
+    and ``w_hat = (q - z) * scale`` (ASYMMETRIC_FLOAT_SHIFT: ``zero_point``
+    is the shift, :func:`to_codes`); ``scale`` and ``zero_point`` have one
     entry per group (numbered as :func:`group_index`).
 
     Note: int4 SYMMETRIC_FULL of the row ``[1.5, -0.75]`` has scale
@@ -249,7 +269,9 @@ def quantize_scheme(
     p = qparams(w, scheme)
     scale, zero = p.scale.float(), p.zero.float()
     s, z = scale[p.index], zero[p.index]
+    if scheme.mapping is Mapping.ASYMMETRIC_FLOAT_SHIFT:  # w + shift may overflow float32
+        w, s, z = w.double(), s.double(), z.double()
     lo, hi = scheme.code_range
-    q = torch.round(w / s + z).clamp(lo, hi)
-    w_hat = ((q - z) * s).clamp(-torch.finfo(torch.float32).max, torch.finfo(torch.float32).max)
-    return w_hat, q, scale, zero
+    q = torch.round(to_codes(w, s, z, scheme.mapping)).clamp(lo, hi)
+    w_hat = from_codes(q, s, z, scheme.mapping).float().clamp(-FLOAT32_MAX, FLOAT32_MAX)
+    return w_hat, q.float(), scale, zero
