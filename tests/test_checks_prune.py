@@ -203,3 +203,24 @@ def test_structured_and_nm_batteries_are_deterministic():
         for case in a:
             for n in a[case]:
                 assert torch.equal(a[case][n], b[case][n]), (case, n)
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda: Structured(dim=2), ["dim", "0 (rows) or 1"]),
+    (lambda: Structured(norm=3), ["norm", "1, 2 or math.inf"]),
+    (lambda: NM(4, 4), ["n must be below m"]),
+    (lambda: NM(0, 4), ["n", ">= 1"]),
+    (lambda: Unstructured("global"), ["scope", "GLOBAL"]),
+    (lambda: check_pruner(two_four), ["exactly one of pattern and scope"]),
+    (lambda: check_pruner(two_four, pattern=NM(2, 4), scope=Scope.GLOBAL),
+     ["exactly one of pattern and scope"]),
+    (lambda: check_pruner(two_four, pattern="2:4"), ["pattern", "NM(n, m)"]),
+    (lambda: check_pruner(two_four, pattern=NM(2, 4), sparsities=[0.5]),
+     ["sparsities", "1 - n/m"]),
+    (lambda: check_pruner(l2_row_masks, pattern=Structured(), cases={"x": {"w": torch.ones(4)}}),
+     ["cases", "2-D"]),
+], ids=lambda x: x[0] if isinstance(x, list) else None)
+def test_bad_pattern_arguments_raise_a_clear_value_error(make, words):
+    with pytest.raises(ValueError) as e:
+        make()
+    assert all(word in str(e.value) for word in words), str(e.value)

@@ -314,3 +314,25 @@ def test_group_battery_is_deterministic_and_holds_whole_and_partial_groups():
         assert a[name].dtype == torch.float32 and torch.equal(a[name], b[name]), name
     assert a["group size does not divide the row"].shape == (2, 48)
     assert all(w.shape[1] % 32 == 0 for n, w in a.items() if "divide" not in n)
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda: QuantScheme(9, Mapping.SYMMETRIC, PerTensor()), ["bits", "[2, 8]"]),
+    (lambda: QuantScheme(4, "symmetric", PerTensor()), ["mapping", "SYMMETRIC"]),
+    (lambda: QuantScheme(4, Mapping.SYMMETRIC, "per-tensor"), ["granularity", "PerGroup"]),
+    (lambda: QuantScheme(4, Mapping.SYMMETRIC, PerTensor(), scale_floor=0.0), ["scale_floor"]),
+    (lambda: PerAxis(2), ["axis", "0, 1 or -1"]),
+    (lambda: PerGroup(0), ["group_size", ">= 1"]),
+    (lambda: check_quantizer(quantize_scheme, schemes=[]), ["schemes", "QuantScheme"]),
+    (lambda: check_quantizer(quantize_scheme, schemes=["int4"]), ["schemes", "QuantScheme"]),
+    (lambda: check_quantizer(quantize_scheme, bits=[4],
+                             schemes=[QuantScheme(4, Mapping.SYMMETRIC, PerTensor())]),
+     ["either schemes", "bits"]),
+    (lambda: quantize_scheme(torch.zeros(2, 2), "int4"), ["scheme", "QuantScheme"]),
+    (lambda: quantize_scheme(torch.zeros(4), QuantScheme(4, Mapping.SYMMETRIC, PerTensor())),
+     ["w", "2-D float32"]),
+], ids=lambda x: x[0] if isinstance(x, list) else None)
+def test_bad_scheme_arguments_raise_a_clear_value_error(make, words):
+    with pytest.raises(ValueError) as e:
+        make()
+    assert all(word in str(e.value) for word in words), str(e.value)
