@@ -185,22 +185,28 @@ def test_round_trip_check_catches_an_error_just_beyond_its_slack():
 GRANULARITIES = [PerTensor(), PerAxis(0), PerAxis(1), PerGroup(32), PerGroup(128)]
 
 
-@pytest.mark.parametrize("mapping", list(Mapping), ids=lambda m: m.name)
-def test_kit_passes_a_correct_quantizer_of_every_mapping_and_granularity(mapping):
+def test_kit_passes_a_correct_quantizer_of_every_mapping_and_granularity_in_under_10_cpu_s():
     """quantize_scheme (float32, the formulas of aftertrain.checks.schemes)
-    at 2, 4 and 8 bits, per tensor, per row, per column and per group of 32
-    and 128 (int4 per group is the ecosystem's weight-only default): every
-    guarantee holds on every case of the battery, the edge cases included
-    (a group size that does not divide the row is handled as a shorter last
-    group)."""
-    schemes = [QuantScheme(b, mapping, g) for b in (2, 4, 8) for g in GRANULARITIES]
+    under every mapping, per tensor, per row, per column and per group of 32
+    and 128 (int4 per group is the ecosystem's weight-only default), at every
+    width 2..8: 175 schemes, every guarantee on every case of the battery,
+    the edge cases included (a group size that does not divide the row is a
+    shorter last group). The run is measured at 1.5 CPU s; 10 s is the
+    issue's budget for the kit (CPU time, so a loaded machine does not fail it)."""
+    import time
+
+    schemes = [QuantScheme(b, m, g) for b in range(2, 9) for m in Mapping for g in GRANULARITIES]
+    start = time.process_time()
     report = check_quantizer(quantize_scheme, schemes=schemes)
+    spent = time.process_time() - start
     assert report.passed, str(report)
-    checks = {r.check for r in report.rows}
-    assert {"output", "round-trip", "grid", "codes", "codes match w_hat", "scale", "extremes",
-            "edge"} <= checks
-    assert ("odd" in checks) is mapping.odd and ("zero" in checks) is mapping.keeps_zero
-    assert ("idempotent" in checks) is mapping.idempotent
+    assert spent < 10, f"{spent:.1f} CPU s"
+    for mapping in Mapping:
+        checks = {r.check for r in report.rows if f" {mapping.name} " in r.case}
+        assert {"output", "round-trip", "grid", "codes", "codes match w_hat", "scale",
+                "extremes", "edge"} <= checks, mapping
+        assert ("odd" in checks) is mapping.odd and ("zero" in checks) is mapping.keeps_zero
+        assert ("idempotent" in checks) is mapping.idempotent
 
 
 def test_kit_accepts_a_quantizer_that_refuses_a_group_size_not_dividing_the_row():
@@ -336,3 +342,4 @@ def test_bad_scheme_arguments_raise_a_clear_value_error(make, words):
     with pytest.raises(ValueError) as e:
         make()
     assert all(word in str(e.value) for word in words), str(e.value)
+
