@@ -151,6 +151,7 @@ def test_kit_passes_a_correct_row_pruner():
                                               "nested"}
 
 
+@pytest.mark.claim("X7")
 @pytest.mark.teeth
 def test_magnitude_check_catches_a_2_4_pruner_keeping_the_largest_signed_values():
     report = check_pruner(signed_two_four_masks, pattern=NM(2, 4),
@@ -160,6 +161,7 @@ def test_magnitude_check_catches_a_2_4_pruner_keeping_the_largest_signed_values(
     assert any("negative extremes" in line for line in report.failures)
 
 
+@pytest.mark.claim("X7")
 @pytest.mark.teeth
 def test_structure_check_catches_a_row_pruner_ranking_by_the_wrong_dimension():
     """It removes columns: the rows are no longer kept or removed whole;

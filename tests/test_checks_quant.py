@@ -232,6 +232,7 @@ SCHEME_TEETH = [
 ]
 
 
+@pytest.mark.claim("X7")
 @pytest.mark.parametrize("broken, mapping, caught_by", SCHEME_TEETH,
                          ids=[f"{b.__name__}-{m.name}" for b, m, _ in SCHEME_TEETH])
 @pytest.mark.parametrize("granularity", [PerAxis(0), PerGroup(32), PerGroup(128)], ids=str)
@@ -244,6 +245,7 @@ def test_kit_catches_broken_scheme_quantizer(broken, mapping, caught_by, granula
     assert caught_by <= failed_checks(report), (caught_by, failed_checks(report))
 
 
+@pytest.mark.claim("X7")
 @pytest.mark.parametrize("broken, mapping, caught_by", [
     (zero_point_not_rounded, Mapping.ASYMMETRIC, {"zero", "grid"}),
     (clamped_one_short, Mapping.SYMMETRIC_FULL, {"round-trip", "extremes"}),

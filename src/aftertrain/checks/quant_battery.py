@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from aftertrain.checks.schemes import PerGroup, QuantScheme
-from aftertrain.quant.primitives import FLOAT32_MAX, _check_bits
+from aftertrain.quant.primitives import FLOAT32_MAX, qmax_for
 
 
 def battery(bits: int, seed: int = 0) -> dict[str, torch.Tensor]:
@@ -19,10 +19,9 @@ def battery(bits: int, seed: int = 0) -> dict[str, torch.Tensor]:
     normal one; an all-subnormal tensor; float32's largest values; a single
     element.
     """
-    _check_bits(bits)
+    qmax = qmax_for(bits)
     _check_seed(seed)
     g = torch.Generator().manual_seed(seed)
-    qmax = 2 ** (bits - 1) - 1
     gauss = torch.randn(8, 16, generator=g)
     heavy = torch.randn(6, 12, generator=g) ** 3
     heavy[2, 5] = -40.0
@@ -63,10 +62,10 @@ def group_battery(bits: int, group_size: int, seed: int = 0) -> dict[str, torch.
     row; a subnormal group beside a normal one; float32's largest values;
     one group; rows of 1.5 groups (the group size does not divide the row).
     """
-    _check_bits(bits)
+    qmax = qmax_for(bits)
     _check_seed(seed)
     g = torch.Generator().manual_seed(seed)
-    n, qmax = group_size, 2 ** (bits - 1) - 1
+    n = PerGroup(group_size).group_size  # validates it
     heavy = torch.randn(3, 2 * n, generator=g) ** 3
     heavy[1, -1] = -40.0
     scales = torch.tensor([1e-3, 1e3]).repeat_interleave(n)
