@@ -62,6 +62,7 @@ class Reference:
     def of(cls, w: torch.Tensor, scheme: QuantScheme) -> Reference:
         p = qparams(w, scheme)
         i = p.index
+        # asymmetric: the range hi - lo and the shift each reach 2 amax
         R = p.amax * (1.0 if scheme.mapping.symmetric else 4.0)
         judged = (p.raw >= SCALE_FLOOR) | (scheme.scale_floor > SCALE_FLOOR)
         return cls(w.double(), p, p.scale[i], p.zero[i], R[i], judged[i],
@@ -107,6 +108,7 @@ def check_case(report: Report, quantize: Quantizer, case: str, w: torch.Tensor,
         _check_odd(report, case, quantize, w, scheme, out)
     if scheme.mapping.idempotent:
         _check_idempotent(report, case, quantize, scheme, ref, out)
+
 
 def _call(quantize: Quantizer, w: torch.Tensor, scheme: QuantScheme) -> Output | Exception | str:
     """The quantizer's output as an :class:`Output`, the exception it raised,
