@@ -200,24 +200,30 @@ def check_pruner(
                  structured_battery(seed) if isinstance(pattern, Structured) else battery(seed))
     report = Report(name or getattr(prune, "__name__", repr(prune)))
     for case, weights in cases.items():
-        previous = None
-        for s in sparsities:
-            where = f"{case}, sparsity {s}"
-            masks, error = _call(prune, weights, s)
-            if isinstance(error, ValueError) and _refusable(pattern, weights) and str(error):
-                report.add(Row(where, "refused", True, detail=f"ValueError: {error}"))
-                break
-            if isinstance(error, ValueError):
-                error = f"raised ValueError: {error}"
-            report.add(Row(where, "output", error is None, detail=error or ""))
-            if masks is None:
-                previous = None
-                continue
-            _check_masks(report, where, weights, masks, s, pattern, magnitude)
-            if nested and previous is not None and not isinstance(pattern, NM):
-                _check_nested(report, where, weights, masks, s, previous)
-            previous = (s, masks)
+        _check_case(report, prune, case, weights, sparsities, pattern, magnitude, nested)
     return report
+
+
+def _check_case(report: Report, prune: Pruner, case: str, weights, sparsities: list[float],
+                pattern: Pattern, magnitude: bool, nested: bool) -> None:
+    """Every row of one case, sparsity by sparsity (nesting against the previous one)."""
+    previous = None
+    for s in sparsities:
+        where = f"{case}, sparsity {s}"
+        masks, error = _call(prune, weights, s)
+        if isinstance(error, ValueError) and _refusable(pattern, weights) and str(error):
+            report.add(Row(where, "refused", True, detail=f"ValueError: {error}"))
+            return
+        if isinstance(error, ValueError):
+            error = f"raised ValueError: {error}"
+        report.add(Row(where, "output", error is None, detail=error or ""))
+        if masks is None:
+            previous = None
+            continue
+        _check_masks(report, where, weights, masks, s, pattern, magnitude)
+        if nested and previous is not None and not isinstance(pattern, NM):
+            _check_nested(report, where, weights, masks, s, previous)
+        previous = (s, masks)
 
 
 def _pattern(pattern, scope) -> Pattern:
