@@ -9,11 +9,23 @@ import torch
 
 from aftertrain import prune as P
 from aftertrain.checks import Report
-from aftertrain.checks.prune import Scope, battery, check_pruner
+from aftertrain.checks.prune import (
+    NM,
+    Scope,
+    Structured,
+    Unstructured,
+    battery,
+    check_pruner,
+    nm_battery,
+    structured_battery,
+)
 from tests.common.prune_bugs import (
     floor_count_global_masks,
     half_up_count_global_masks,
+    l2_row_masks,
+    rows_ranked_by_wrong_dim,
     signed_global_masks,
+    signed_two_four_masks,
     threshold_global_masks,
     unnested_global_masks,
 )
@@ -36,7 +48,7 @@ def test_kit_passes_aftertrains_random_pruner_with_one_seed():
     """Random masks from one seed are nested across sparsities (one randperm)."""
     def seeded(weights, s):
         return P.random_masks(weights, s, torch.Generator().manual_seed(7))
-    report = check_pruner(seeded, scope=Scope.GLOBAL, magnitude=False)
+    report = check_pruner(seeded, scope=Scope.GLOBAL, magnitude=False, nested=True)
     assert report.passed, str(report)
 
 
@@ -111,3 +123,106 @@ def test_docs_checks_example_runs():
     body = text.split("## Pruners", 1)[1].split("\n## ", 1)[0]
     (code,) = re.findall(r"```python\n(.*?)```", body, flags=re.DOTALL)
     exec(compile(code, "docs/checks.md (Pruners)", "exec"), {})
+
+
+# --- structured and N:M patterns -------------------------------------------------
+
+
+def two_four(weights, sparsity):
+    """aftertrain's 2:4 masks in the pruner protocol (the sparsity is 0.5)."""
+    return P.two_four_masks(weights)
+
+
+def test_kit_passes_a_correct_2_4_pruner():
+    """aftertrain.prune.two_four_masks: 2 kept of every 4 along the row, the
+    largest |w| (negative extremes, ties, blocks of scales 1e-3 and 1e3); a
+    row of 6 is refused with a ValueError."""
+    report = check_pruner(two_four, pattern=NM(2, 4))
+    assert report.passed, str(report)
+    assert {r.check for r in report.rows} == {"output", "count", "magnitude", "refused"}
+
+
+def test_kit_passes_a_correct_row_pruner():
+    """Whole rows by L2 norm: structure, slice counts (exact halves of 5
+    rows), norm order (tied norms included) and nesting."""
+    report = check_pruner(l2_row_masks, pattern=Structured(dim=0, norm=2))
+    assert report.passed, str(report)
+    assert {r.check for r in report.rows} == {"output", "structure", "count", "magnitude",
+                                              "nested"}
+
+
+@pytest.mark.claim("X7")
+@pytest.mark.teeth
+def test_magnitude_check_catches_a_2_4_pruner_keeping_the_largest_signed_values():
+    report = check_pruner(signed_two_four_masks, pattern=NM(2, 4),
+                          cases={k: v for k, v in nm_battery(NM(2, 4)).items()
+                                 if k != "rows not whole blocks"})
+    assert failed_checks(report) == {"magnitude"}, str(report)
+    assert any("negative extremes" in line for line in report.failures)
+
+
+@pytest.mark.claim("X7")
+@pytest.mark.teeth
+def test_structure_check_catches_a_row_pruner_ranking_by_the_wrong_dimension():
+    """It removes columns: the rows are no longer kept or removed whole;
+    claimed as a column pruner it passes (it is one)."""
+    report = check_pruner(rows_ranked_by_wrong_dim, pattern=Structured(dim=0, norm=2))
+    assert "structure" in failed_checks(report), str(report)
+    assert check_pruner(rows_ranked_by_wrong_dim, pattern=Structured(dim=1, norm=2)).passed
+
+
+@pytest.mark.teeth
+def test_magnitude_check_catches_a_row_pruner_with_the_wrong_norm():
+    """L2 row norms judged as L1 (Structured(0, 1)): the "row scales" and
+    "gaussian" cases rank some rows differently under the two norms."""
+    report = check_pruner(l2_row_masks, pattern=Structured(dim=0, norm=1))
+    assert "magnitude" in failed_checks(report), str(report)
+
+
+@pytest.mark.teeth
+def test_count_check_catches_an_unstructured_pruner_claiming_2_4():
+    """Per-layer magnitude pruning at 50% is not 2:4: blocks keep 0 to 4."""
+    report = check_pruner(P.layer_magnitude_masks, pattern=NM(2, 4))
+    assert "count" in failed_checks(report), str(report)
+
+
+def test_random_pruner_is_checked_for_counts_and_shapes_only_by_default():
+    """magnitude=False implies nested=False (docs: counts and shapes): a
+    pruner drawing a fresh permutation per call passes."""
+    calls = iter(range(10**6))
+
+    def fresh(weights, s):
+        return P.random_masks(weights, s, torch.Generator().manual_seed(next(calls)))
+
+    assert check_pruner(fresh, pattern=Unstructured(Scope.GLOBAL), magnitude=False).passed
+    report = check_pruner(fresh, scope=Scope.GLOBAL, magnitude=False, nested=True)
+    assert "nested" in failed_checks(report)
+
+
+def test_structured_and_nm_batteries_are_deterministic():
+    for make in (structured_battery, lambda seed: nm_battery(NM(2, 4), seed)):
+        a, b = make(0), make(0)
+        for case in a:
+            for n in a[case]:
+                assert torch.equal(a[case][n], b[case][n]), (case, n)
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda: Structured(dim=2), ["dim", "0 (rows) or 1"]),
+    (lambda: Structured(norm=3), ["norm", "1, 2 or math.inf"]),
+    (lambda: NM(4, 4), ["n must be below m"]),
+    (lambda: NM(0, 4), ["n", ">= 1"]),
+    (lambda: Unstructured("global"), ["scope", "GLOBAL"]),
+    (lambda: check_pruner(two_four), ["exactly one of pattern and scope"]),
+    (lambda: check_pruner(two_four, pattern=NM(2, 4), scope=Scope.GLOBAL),
+     ["exactly one of pattern and scope"]),
+    (lambda: check_pruner(two_four, pattern="2:4"), ["pattern", "NM(n, m)"]),
+    (lambda: check_pruner(two_four, pattern=NM(2, 4), sparsities=[0.5]),
+     ["sparsities", "1 - n/m"]),
+    (lambda: check_pruner(l2_row_masks, pattern=Structured(), cases={"x": {"w": torch.ones(4)}}),
+     ["cases", "2-D"]),
+], ids=lambda x: x[0] if isinstance(x, list) else None)
+def test_bad_pattern_arguments_raise_a_clear_value_error(make, words):
+    with pytest.raises(ValueError) as e:
+        make()
+    assert all(word in str(e.value) for word in words), str(e.value)

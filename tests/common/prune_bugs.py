@@ -90,3 +90,41 @@ def from_bitmask_as_ones(stored):
         return P.from_stored(stored)
     n = stored.shape[0] * stored.shape[1]
     return packing.unpack(stored.arrays["bits"], 1, n, signed=False).float().view(stored.shape)
+
+
+# --- structured and N:M pruners ------------------------------------------------
+
+
+def _slice_masks(weights, s, reduce_dim):
+    """Remove the round(s * n) slices of smallest L2 norm, the norm reduced
+    over ``reduce_dim`` (1: one norm per row, rows removed; 0: per column)."""
+    masks = {}
+    for name, w in weights.items():
+        norms = torch.linalg.vector_norm(w, dim=reduce_dim)
+        drop = torch.sort(norms, stable=True).indices[:round(s * norms.numel())]
+        keep = torch.ones(norms.numel(), dtype=torch.bool)
+        keep[drop] = False
+        masks[name] = (keep.unsqueeze(1) if reduce_dim == 1 else keep.unsqueeze(0)).expand_as(w)
+    return {n: m.clone() for n, m in masks.items()}
+
+
+def l2_row_masks(weights, s):
+    """Correct: whole rows (a Linear's output features) by their L2 norm."""
+    return _slice_masks(weights, s, reduce_dim=1)
+
+
+def rows_ranked_by_wrong_dim(weights, s):
+    """Broken: the norm reduced over dim 0 instead of 1, so a "row pruner"
+    ranks and removes columns."""
+    return _slice_masks(weights, s, reduce_dim=0)
+
+
+def signed_two_four_masks(weights, s):
+    """Broken: keeps the 2 largest of every 4 by signed value, not by |w|."""
+    masks = {}
+    for name, w in weights.items():
+        blocks = w.reshape(-1, 4)
+        keep = torch.zeros_like(blocks, dtype=torch.bool)
+        keep.scatter_(1, torch.topk(blocks, 2, dim=1).indices, True)
+        masks[name] = keep.view(w.shape)
+    return masks

@@ -1,8 +1,11 @@
 """Deliberately broken quantizers (never in src/) that the checks must reject.
 
-Each follows the kit's protocol (:mod:`aftertrain.checks.quant`):
+The first ones follow the kit's article protocol (:mod:`aftertrain.checks.quant`):
 ``(w, bits, granularity) -> (w_hat, codes, scales)``; :func:`model_quantizer`
 turns one into a whole-model quantizer for the experiments' ``quantize=``.
+The per-scheme bugs (:data:`SCHEME_BUGS`) follow the scheme protocol
+``(w, scheme) -> (w_hat, codes, scale, zero_point)``: each is
+:func:`aftertrain.checks.schemes.quantize_scheme` with one thing wrong.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import copy
 
 import torch
 
+from aftertrain.checks.schemes import QuantScheme, from_codes, group_index, qparams, to_codes
 from aftertrain.quant import (
     SCALE_FLOOR,
     Granularity,
@@ -117,3 +121,55 @@ def skip_embeddings(model, bits, g, names=None):
 def unchanged(model, bits, g, names=None):
     """Broken: returns a float32 copy (quantization silently not applied)."""
     return copy.deepcopy(model)
+
+
+# --- per-scheme bugs (the scheme protocol) -----------------------------------
+
+
+def _affine(w, scheme: QuantScheme, scale, zero, lo, hi):
+    """``q = clamp(round(w / s + z), lo, hi)``, ``w_hat = (q - z) * s`` (or
+    the float shift's form) with one ``scale`` and ``zero`` per group."""
+    index, _ = group_index(tuple(w.shape), scheme.granularity)
+    s, z = scale[index], zero[index]
+    q = torch.round(to_codes(w, s, z, scheme.mapping)).clamp(lo, hi)
+    return from_codes(q, s, z, scheme.mapping), q, scale, zero
+
+
+def zero_point_not_rounded(w, scheme: QuantScheme):
+    """Broken (ASYMMETRIC): ``z = qmin - lo / scale`` left unrounded, so 0 is
+    off the grid and the codes sit on a shifted one."""
+    p = qparams(w, scheme)
+    index, n = group_index(tuple(w.shape), scheme.granularity)
+    lo = w.new_zeros(n).scatter_reduce(0, index.reshape(-1), w.reshape(-1), "amin",
+                                       include_self=False).clamp_max(0)
+    zero = -scheme.qmax - 1 - lo / p.scale.float()
+    return _affine(w, scheme, p.scale.float(), zero, *scheme.code_range)
+
+
+def clamped_one_short(w, scheme: QuantScheme):
+    """Broken: codes clamped to ``[lo, hi - 1]``, one short of the range at
+    the top, so each group's largest value loses a step."""
+    p = qparams(w, scheme)
+    lo, hi = scheme.code_range
+    return _affine(w, scheme, p.scale.float(), p.zero.float(), lo, hi - 1)
+
+
+def scale_from_next_group(w, scheme: QuantScheme):
+    """Broken (per group): every group quantized with the next group's scale
+    (and zero point), as an off-by-one in the group index does."""
+    p = qparams(w, scheme)
+    return _affine(w, scheme, p.scale.float().roll(-1), p.zero.float().roll(-1),
+                   *scheme.code_range)
+
+
+def full_range_scale_restricted_clamp(w, scheme: QuantScheme):
+    """Broken: the scale ``max|w| / 2**(bits-1)`` of the full range, the
+    codes clamped to the restricted ``[-qmax, qmax]``: the largest magnitude
+    lands on ``2**(bits-1)`` and is clipped a whole step."""
+    p = qparams(w, scheme)
+    scale = (p.amax / 2 ** (scheme.bits - 1)).clamp_min(scheme.scale_floor).float()
+    return _affine(w, scheme, scale, torch.zeros_like(scale), -scheme.qmax, scheme.qmax)
+
+
+SCHEME_BUGS = [zero_point_not_rounded, clamped_one_short, scale_from_next_group,
+               full_range_scale_restricted_clamp]

@@ -1,41 +1,47 @@
-"""Check an unstructured pruner against part 8's rules.
+"""Check a pruner against the sparsity pattern it claims (part 8's rules, 2:4, rows).
 
 The protocol. ``prune(weights, sparsity) -> masks`` takes ``weights``, a dict
-``{name: float32 tensor}`` (any shapes, finite), and ``sparsity`` in
-``[0, 1]``; it returns ``{name: bool tensor of the weight's shape}``, ``True``
-where the weight is kept, one entry per weight. It must not modify
-``weights``. The pruner claims a :class:`Scope`:
-
-* ``Scope.GLOBAL``: removes ``round(sparsity * N)`` weights over all ``N``
-  together, the smallest ``|w|`` first (one threshold for every matrix);
-* ``Scope.PER_LAYER``: removes ``round(sparsity * n_i)`` from every matrix
-  ``i``, the smallest ``|w|`` of that matrix first.
+``{name: float32 tensor}`` (finite; 2-D for the structured patterns), and
+``sparsity`` in ``[0, 1]`` (for :class:`NM` always ``1 - n/m``); it returns
+``{name: bool tensor of the weight's shape}``, ``True`` where the weight is
+kept, one entry per weight. It must not modify ``weights``. The pruner
+claims a pattern of :mod:`aftertrain.checks.patterns`: ``Unstructured(scope)``,
+``Structured(dim, norm)`` or ``NM(n, m)``.
 
 ``round`` is Python's (half to even, on the float64 product): at ``n = 5``,
 sparsity 0.5 removes 2 and 0.3 removes 2; this is how ``torch.nn.utils.prune``
-counts too. With ``magnitude=False`` (a random pruner) only the counts,
-shapes and (if claimed) nesting are checked.
+counts too. With ``magnitude=False`` (a random pruner) only what the pattern
+fixes is checked: counts, shapes, the structure; nesting only if asked.
 
 The guarantees checked, per case of the battery and sparsity:
 
 * ``output``: no exception, one bool mask per weight, of its shape; the
-  input left unmodified;
-* ``count``: exactly the rounded count removed (globally or per matrix);
+  input left unmodified (a 2:4 pruner may refuse a row length that ``m`` does
+  not divide with a ValueError: ``refused``);
+* ``structure``: Structured: every slice along ``dim`` kept or removed whole;
+* ``count``: exactly the rounded count removed (globally, per matrix, in
+  slices per matrix); NM: exactly ``n`` kept in every block of ``m``;
 * ``magnitude``: no removed ``|w|`` exceeds a kept ``|w|`` (over all weights
-  for global, within each matrix per layer);
-* ``nested`` (``nested=True``): the weights removed at a smaller sparsity are
-  among those removed at a larger one (ties included).
+  for global, within each matrix per layer, within each block for NM); no
+  removed slice's norm exceeds a kept one's (Structured, up to the float32
+  rounding of a norm, ``cols * 2**-24`` relative);
+* ``nested`` (default: as ``magnitude``; not NM, whose sparsity is fixed):
+  the weights removed at a smaller sparsity are among those removed at a
+  larger one (ties included).
 """
 
 from __future__ import annotations
 
-import enum
 import numbers
 from collections.abc import Callable, Iterable, Mapping
 
 import torch
 
+from aftertrain.checks.patterns import NM, Pattern, Scope, Structured, Unstructured
 from aftertrain.checks.report import Report, Row
+from aftertrain.core.validation import check_seed
+
+__all__ = ["NM", "Scope", "Structured", "Unstructured", "battery", "check_pruner"]
 
 Masks = dict[str, torch.Tensor]
 Pruner = Callable[[dict[str, torch.Tensor], float], Masks]
@@ -46,13 +52,6 @@ Pruner = Callable[[dict[str, torch.Tensor], float], Masks]
 DEFAULT_SPARSITIES = (0.0, 0.05, 0.1, 0.25, 0.3, 0.5, 0.7, 0.9, 1.0)
 
 
-class Scope(enum.Enum):
-    """Over what the pruner's count and threshold run."""
-
-    GLOBAL = "global"
-    PER_LAYER = "per-layer"
-
-
 def battery(seed: int = 0) -> dict[str, dict[str, torch.Tensor]]:
     """The default cases: dicts of float32 weights, deterministic in ``seed``.
 
@@ -61,8 +60,7 @@ def battery(seed: int = 0) -> dict[str, dict[str, torch.Tensor]]:
     per-layer half of each); large negative weights (a signed ranking takes
     them first); odd sizes 5, 15, 6 and 10 (exact halves); a single weight.
     """
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+    check_seed(seed)
     g = torch.Generator().manual_seed(seed)
     ties = torch.tensor([-2.0, 0.0, 2.0])
     return {
@@ -80,10 +78,65 @@ def battery(seed: int = 0) -> dict[str, dict[str, torch.Tensor]]:
     }
 
 
+def structured_battery(seed: int = 0) -> dict[str, dict[str, torch.Tensor]]:
+    """The default cases of a :class:`Structured` pruner, 2-D float32.
+
+    Gaussian matrices, square, tall and wide; rows of scales 2**-r in an
+    order where row norms and column norms rank differently; tied slice
+    norms (rows that are permutations of one another); five rows and five
+    columns (exact halves); a single weight.
+    """
+    check_seed(seed)
+    g = torch.Generator().manual_seed(seed)
+    scaled = torch.randn(6, 6, generator=g) * 2.0 ** -torch.tensor([[3.0], [0], [5], [1], [4], [2]])
+    base = torch.tensor([1.0, -2.0, 3.0, -4.0])
+    tied = torch.stack([base[torch.randperm(4, generator=g)] for _ in range(4)])
+    return {
+        "gaussian": {"square": torch.randn(8, 8, generator=g), "tall": torch.randn(12, 4, generator=g),
+                     "wide": torch.randn(3, 10, generator=g)},
+        "row scales": {"w": scaled, "wt": scaled.T.contiguous()},
+        "tied norms": {"w": tied, "wt": tied.T.contiguous()},
+        "odd sizes": {"five": torch.randn(5, 5, generator=g)},
+        "single weight": {"w": torch.tensor([[0.5]])},
+    }
+
+
+def nm_battery(pattern: NM, seed: int = 0) -> dict[str, dict[str, torch.Tensor]]:
+    """The default cases of an :class:`NM` pruner: rows of whole blocks of
+    ``m`` (and one case whose rows ``m`` does not divide, to be refused).
+
+    Gaussian matrices; heavy ties (-2, 0, 2); large negative weights (a
+    signed ranking keeps the positive ones); blocks of scales 1e-3 and 1e3
+    side by side; a single block; rows of ``m + m // 2`` (not whole blocks).
+    """
+    check_seed(seed)
+    g = torch.Generator().manual_seed(seed)
+    m = pattern.m
+    ties = torch.tensor([-2.0, 0.0, 2.0])
+    negative = torch.randn(4, 4 * m, generator=g).abs()
+    negative[:, ::2] *= -10.0
+    scales = torch.tensor([1e-3, 1e3]).repeat_interleave(m).repeat(2)
+    cases = {
+        "gaussian": {"a": torch.randn(8, 4 * m, generator=g), "b": torch.randn(3, m, generator=g)},
+        "heavy ties": {"a": ties[torch.randint(0, 3, (4, 2 * m), generator=g)]},
+        "negative extremes": {"a": negative},
+        "block scales": {"a": torch.randn(3, 4 * m, generator=g) * scales},
+        "single block": {"w": torch.randn(1, m, generator=g)},
+    }
+    if m > 1:
+        cases["rows not whole blocks"] = {"w": torch.randn(2, m + m // 2, generator=g)}
+    return cases
+
+
+
+
 def _call(prune: Pruner, weights: Mapping[str, torch.Tensor], s: float):
+    """(masks, None), (None, error line) or (None, the ValueError raised)."""
     copies = {n: w.clone() for n, w in weights.items()}
     try:
         masks = prune(copies, s)
+    except ValueError as e:
+        return None, e
     except Exception as e:  # any exception is a finding
         return None, f"raised {type(e).__name__}: {e}"
     if any(not torch.equal(copies[n].view(-1), weights[n].view(-1)) for n in weights):
@@ -103,10 +156,11 @@ def _call(prune: Pruner, weights: Mapping[str, torch.Tensor], s: float):
 def check_pruner(
     prune: Pruner,
     *,
-    scope: Scope,
+    pattern: Pattern | None = None,
+    scope: Scope | None = None,
     magnitude: bool = True,
-    nested: bool = True,
-    sparsities: Iterable[float] = DEFAULT_SPARSITIES,
+    nested: bool | None = None,
+    sparsities: Iterable[float] | None = None,
     cases: Mapping[str, Mapping[str, torch.Tensor]] | None = None,
     seed: int = 0,
     name: str | None = None,
@@ -116,63 +170,183 @@ def check_pruner(
 
     Args:
         prune: the pruner, protocol in the module docstring.
-        scope: what the pruner claims to be, :class:`Scope`.
-        magnitude: whether it claims to remove the smallest ``|w|`` first.
-        nested: whether it claims nested masks across sparsities.
-        sparsities: the sparsities to run, each in ``[0, 1]``.
-        cases: ``{case: {name: tensor}}`` replacing the default :func:`battery`.
+        pattern: what the pruner claims: :class:`Unstructured`,
+            :class:`Structured` or :class:`NM`.
+        scope: shorthand for ``pattern=Unstructured(scope)``.
+        magnitude: whether it claims to remove the smallest first.
+        nested: whether it claims nested masks across sparsities (default:
+            ``magnitude``; never for NM).
+        sparsities: the sparsities to run, each in ``[0, 1]`` (default
+            :data:`DEFAULT_SPARSITIES`; NM runs its own ``1 - n/m`` only).
+        cases: ``{case: {name: tensor}}`` replacing the default battery.
         seed: seed of the default battery.
         name: the subject named in the report.
     """
     if not callable(prune):
         raise ValueError(f"prune must be a callable (weights, sparsity) -> masks, got {prune!r}")
-    if not isinstance(scope, Scope):
-        raise ValueError(f"scope must be a Scope ({[s.name for s in Scope]}), got {scope!r}")
+    pattern = _pattern(pattern, scope)
+    nested = magnitude if nested is None else nested
     for flag, value in (("magnitude", magnitude), ("nested", nested)):
         if not isinstance(value, bool):
             raise ValueError(f"{flag} must be a bool, got {value!r}")
+    sparsities = _sparsities(pattern, sparsities)
+    check_seed(seed)
+    if cases is not None:
+        _check_cases(cases, pattern)
+    else:
+        cases = (nm_battery(pattern, seed) if isinstance(pattern, NM) else
+                 structured_battery(seed) if isinstance(pattern, Structured) else battery(seed))
+    report = Report(name or getattr(prune, "__name__", repr(prune)))
+    for case, weights in cases.items():
+        _check_case(report, prune, case, weights, sparsities, pattern, magnitude, nested)
+    return report
+
+
+def _check_case(report: Report, prune: Pruner, case: str, weights, sparsities: list[float],
+                pattern: Pattern, magnitude: bool, nested: bool) -> None:
+    """Every row of one case, sparsity by sparsity (nesting against the previous one)."""
+    previous = None
+    for s in sparsities:
+        where = f"{case}, sparsity {s}"
+        masks, error = _call(prune, weights, s)
+        if isinstance(error, ValueError) and _refusable(pattern, weights) and str(error):
+            report.add(Row(where, "refused", True, detail=f"ValueError: {error}"))
+            return
+        if isinstance(error, ValueError):
+            error = f"raised ValueError: {error}"
+        report.add(Row(where, "output", error is None, detail=error or ""))
+        if masks is None:
+            previous = None
+            continue
+        _check_masks(report, where, weights, masks, s, pattern, magnitude)
+        if nested and previous is not None and not isinstance(pattern, NM):
+            _check_nested(report, where, weights, masks, s, previous)
+        previous = (s, masks)
+
+
+def _pattern(pattern, scope) -> Pattern:
+    if (pattern is None) == (scope is None):
+        raise ValueError(f"pass exactly one of pattern and scope, got pattern={pattern!r}, "
+                         f"scope={scope!r}")
+    if pattern is None:
+        return Unstructured(scope)
+    if not isinstance(pattern, Unstructured | Structured | NM):
+        raise ValueError(f"pattern must be Unstructured(scope), Structured(dim, norm) or "
+                         f"NM(n, m), got {pattern!r}")
+    return pattern
+
+
+def _sparsities(pattern: Pattern, sparsities) -> list[float]:
+    if isinstance(pattern, NM):
+        if sparsities is not None:
+            raise ValueError(f"sparsities must be left out for {pattern}: its sparsity is "
+                             f"1 - n/m = {pattern.sparsity}")
+        return [pattern.sparsity]
     try:
-        sparsities = sorted(sparsities)
+        sparsities = sorted(DEFAULT_SPARSITIES if sparsities is None else sparsities)
     except TypeError:
         raise ValueError(f"sparsities must be a non-empty list of numbers in [0, 1], "
                          f"got {sparsities!r}") from None
-    if not isinstance(sparsities, list) or not sparsities or not all(
-            isinstance(s, numbers.Real) and not isinstance(s, bool) and 0 <= s <= 1
-            for s in sparsities):
+    if not sparsities or not all(isinstance(s, numbers.Real) and not isinstance(s, bool)
+                                 and 0 <= s <= 1 for s in sparsities):
         raise ValueError(f"sparsities must be a non-empty list of numbers in [0, 1], "
                          f"got {sparsities!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
-    if cases is not None:
-        if not isinstance(cases, Mapping) or not cases:
-            raise ValueError("cases must be a non-empty dict of case -> {name: tensor}")
-        for case, weights in cases.items():
-            if (not isinstance(weights, Mapping) or not weights or not all(
-                    isinstance(w, torch.Tensor) and w.is_floating_point() and w.numel() > 0
-                    and not bool(torch.isnan(w).any()) for w in weights.values())):
-                raise ValueError(f"cases: {case!r} must be a non-empty dict of non-empty "
-                                 f"floating-point tensors without NaN")
-    report = Report(name or getattr(prune, "__name__", repr(prune)))
-    for case, weights in (battery(seed) if cases is None else cases).items():
-        previous = None
-        for s in sparsities:
-            where = f"{case}, sparsity {s}"
-            masks, error = _call(prune, weights, s)
-            report.add(Row(where, "output", error is None, detail=error or ""))
-            if masks is None:
-                previous = None
-                continue
-            _check_count(report, where, weights, masks, s, scope)
-            if magnitude:
-                _check_magnitude(report, where, weights, masks, scope)
-            if nested and previous is not None:
-                s0, m0 = previous
-                bad = sum(int((~m0[n] & masks[n]).sum()) for n in weights)
-                report.add(Row(where, "nested", bad == 0, value=float(bad), bound=0.0,
-                               detail="" if bad == 0 else f"{bad} weights removed at sparsity "
-                                                          f"{s0} are kept at {s}"))
-            previous = (s, masks)
-    return report
+    return sparsities
+
+
+def _check_cases(cases, pattern: Pattern) -> None:
+    if not isinstance(cases, Mapping) or not cases:
+        raise ValueError("cases must be a non-empty dict of case -> {name: tensor}")
+    two_d = not isinstance(pattern, Unstructured)
+    for case, weights in cases.items():
+        if (not isinstance(weights, Mapping) or not weights or not all(
+                isinstance(w, torch.Tensor) and w.is_floating_point() and w.numel() > 0
+                and not bool(torch.isnan(w).any()) and (w.dim() == 2 or not two_d)
+                for w in weights.values())):
+            raise ValueError(f"cases: {case!r} must be a non-empty dict of non-empty "
+                             f"floating-point tensors without NaN"
+                             + (f" (2-D for {pattern})" if two_d else ""))
+
+
+def _refusable(pattern: Pattern, weights) -> bool:
+    """A 2:4 pruner may refuse rows that are not whole blocks."""
+    return isinstance(pattern, NM) and any(w.shape[-1] % pattern.m for w in weights.values())
+
+
+def _check_masks(report: Report, where: str, weights, masks, s: float, pattern: Pattern,
+                 magnitude: bool) -> None:
+    if isinstance(pattern, Unstructured):
+        _check_count(report, where, weights, masks, s, pattern.scope)
+        if magnitude:
+            _check_magnitude(report, where, weights, masks, pattern.scope)
+        return
+    for name, w in weights.items():
+        at = f"{where}, {name}"
+        if isinstance(pattern, Structured):
+            _check_slices(report, at, w, masks[name], s, pattern, magnitude)
+        else:
+            _check_blocks(report, at, w, masks[name], pattern, magnitude)
+
+
+def _check_nested(report: Report, where: str, weights, masks, s: float, previous) -> None:
+    s0, m0 = previous
+    bad = sum(int((~m0[n] & masks[n]).sum()) for n in weights)
+    report.add(Row(where, "nested", bad == 0, value=float(bad), bound=0.0,
+                   detail="" if bad == 0 else f"{bad} weights removed at sparsity {s0} are kept "
+                                              f"at {s}"))
+
+
+def _check_slices(report: Report, at: str, w: torch.Tensor, mask: torch.Tensor, s: float,
+                  pattern: Structured, magnitude: bool) -> None:
+    """Whole slices along ``dim``, ``round(s * size(dim))`` of them, the smallest norms."""
+    per_slice = mask if pattern.dim == 0 else mask.T  # (slices, length)
+    whole = per_slice.all(1) | ~per_slice.any(1)
+    ok = bool(whole.all())
+    report.add(Row(at, "structure", ok, value=float((~whole).sum()), bound=0.0, detail="" if ok
+                   else f"{int((~whole).sum())} of {whole.numel()} slices along dim "
+                        f"{pattern.dim} are partly kept"))
+    if not ok:
+        return
+    kept = per_slice.all(1)
+    n = kept.numel()
+    got, want = int((~kept).sum()), round(s * n)
+    report.add(Row(at, "count", got == want, value=float(got), bound=float(want), n=n,
+                   detail="" if got == want else f"removed {got} of {n} slices along dim "
+                                                 f"{pattern.dim}, round({s} * {n}) = {want}"))
+    if not magnitude or kept.all() or not kept.any():
+        return
+    norms = pattern.slice_norms(w)
+    removed, smallest_kept = float(norms[~kept].max()), float(norms[kept].min())
+    # a float32 norm of `length` terms is within length * u of the exact one
+    slack = per_slice.shape[1] * 2.0**-24
+    ok = removed <= smallest_kept * (1 + slack)
+    report.add(Row(at, "magnitude", ok, value=removed, bound=smallest_kept,
+                   detail="" if ok else f"a removed slice has norm {removed:.4g} > a kept "
+                                        f"slice's {smallest_kept:.4g}"))
+
+
+def _check_blocks(report: Report, at: str, w: torch.Tensor, mask: torch.Tensor, pattern: NM,
+                  magnitude: bool) -> None:
+    """Exactly ``n`` kept in every block of ``m``, the largest ``|w|`` of the block."""
+    if w.shape[-1] % pattern.m:
+        report.add(Row(at, "count", False, detail=f"rows of {w.shape[-1]} are not whole blocks "
+                                                  f"of {pattern.m}: refuse them (ValueError)"))
+        return
+    keep, a = pattern.blocks(mask), pattern.blocks(w.abs())
+    kept = keep.sum(1)
+    bad = int((kept != pattern.n).sum())
+    report.add(Row(at, "count", bad == 0, value=float(bad), bound=0.0, n=keep.shape[0],
+                   detail="" if bad == 0 else f"{bad} of {keep.shape[0]} blocks keep "
+                                              f"{sorted(set(kept[kept != pattern.n].tolist()))}"
+                                              f" weights, not {pattern.n}"))
+    if not magnitude or bad:
+        return
+    removed = a.masked_fill(keep, -1.0).amax(1)
+    smallest_kept = a.masked_fill(~keep, float("inf")).amin(1)
+    wrong = int((removed > smallest_kept).sum())
+    report.add(Row(at, "magnitude", wrong == 0, value=float(wrong), bound=0.0,
+                   detail="" if wrong == 0 else f"{wrong} blocks remove a larger |w| than they "
+                                                f"keep"))
 
 
 def _check_count(report: Report, where: str, weights, masks, s: float, scope: Scope) -> None:

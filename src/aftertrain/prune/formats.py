@@ -18,6 +18,7 @@ from fractions import Fraction
 import torch
 
 from aftertrain.core import packing
+from aftertrain.core.validation import check_real
 
 
 class Format(Enum):
@@ -180,8 +181,7 @@ def bytes_per_element_formula(fmt: Format, sparsity: numbers.Real) -> numbers.Re
     if fmt not in SHAPE_FREE:
         raise ValueError(f"fmt must be one of {[f.name for f in SHAPE_FREE]} (their bytes per "
                          f"element do not depend on the shape), got {fmt!r}")
-    if isinstance(sparsity, bool) or not isinstance(sparsity, numbers.Real) or not 0 <= sparsity <= 1:
-        raise ValueError(f"sparsity must be a number in [0, 1], got {sparsity!r}")
+    check_real("sparsity", sparsity, low=0, high=1)
     eighth = Fraction(1, 8)  # one bit per element (bitmask; 2:4's 2 bits per kept half)
     if fmt is Format.DENSE:
         return 4
