@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import numbers
+import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -111,12 +112,102 @@ def _generated(report, case, generate, args, n_new):
     return out
 
 
+def _int_at_least(label: str, x, lo: int) -> None:
+    if isinstance(x, bool) or not isinstance(x, numbers.Integral) or x < lo:
+        raise ValueError(f"{label} must be an int >= {lo}, got {x!r}")
+
+
+def _check_arguments(generate, runs, ks, length, n_new, temperatures, greedy_tokens, alpha,
+                     seed) -> None:
+    """ValueError naming the first argument of :func:`check_generator` that
+    is not what it must be."""
+    if not callable(generate):
+        raise ValueError(f"generate must be callable, got {type(generate).__name__}")
+    for label, x, lo in (("runs", runs, 10), ("length", length, 1),
+                         ("greedy_tokens", greedy_tokens, 1)):
+        _int_at_least(label, x, lo)
+    if isinstance(ks, (str, bytes)) or not isinstance(ks, Sequence) or not ks or any(
+            isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1 for k in ks):
+        raise ValueError(f"ks must be a non-empty sequence of ints >= 1, got {ks!r}")
+    if n_new is not None:
+        _int_at_least("n_new", n_new, length)
+        if max(ks) > n_new - 1:
+            raise ValueError(f"ks must be at most n_new - 1 = {n_new - 1} (a round drafts at most "
+                             f"the tokens left to generate but one, the token the target "
+                             f"adds), got k = {max(ks)}; raise n_new to {max(ks) + 1} or more")
+    if isinstance(temperatures, (str, bytes)) or not isinstance(temperatures, Sequence) \
+            or not temperatures or any(isinstance(t, bool) or not isinstance(t, numbers.Real)
+                                       or not 0 < t < float("inf") for t in temperatures):
+        raise ValueError(f"temperatures must be a non-empty sequence of finite numbers > 0, "
+                         f"got {temperatures!r}")
+    _battery.check_common(1, alpha, seed)
+
+
+def _models_and_prompt(target, draft, prompt) -> tuple[nn.Module, nn.Module, torch.Tensor, int]:
+    if target is None and draft is None:
+        target, draft = toy_models()
+    elif target is None or draft is None:
+        raise ValueError("target and draft must be given together (or neither, for the toys)")
+    prompt_t = torch.as_tensor(list(prompt), dtype=torch.long)
+    if prompt_t.dim() != 1 or prompt_t.numel() < 1:
+        raise ValueError(f"prompt must be a non-empty sequence of token ids, got {prompt!r}")
+    V = int(target(torch.zeros(1, 1, dtype=torch.long)).shape[-1])  # token 0 exists
+    if int(prompt_t.min()) < 0 or int(prompt_t.max()) >= V:
+        raise ValueError(f"prompt ids must lie in [0, {V})")
+    return target, draft, prompt_t, V
+
+
+def _joint_law(report: Report, generate, target, draft, prompt: torch.Tensor, *, k: int,
+               temperature: float, runs: int, length: int, n_new: int, alpha: float,
+               generator: torch.Generator, V: int) -> None:
+    """Rows "support" and "chi-square" of the first ``length`` tokens of
+    ``runs`` calls against the target's exact joint law."""
+    law = exact_prefix_law(target, prompt, length, temperature)
+    case = f"joint law T={temperature:g} k={k} n_new={n_new}"
+    weights = V ** np.arange(length - 1, -1, -1)
+    codes = []
+    for _ in range(runs):
+        out = _generated(report, case, generate,
+                         (target, draft, prompt.clone(), n_new, k, temperature, generator), n_new)
+        if out is None:
+            return
+        first = out[:length].numpy()
+        if first.min() < 0 or first.max() >= V:
+            report.add(Row(case, "outputs", False, detail=f"token out of [0, {V}): {first}"))
+            return
+        codes.append(int(first @ weights))
+    codes = np.array(codes)
+    impossible = int((law[codes] == 0).sum())
+    report.add(Row(case, "support", impossible == 0, n=runs, value=float(impossible),
+                   detail=f"{impossible} of {runs} prefixes have target probability 0"))
+    fit = stats.chisquare_gof(codes, law)
+    report.add(Row(case, "chi-square", fit.pvalue >= alpha, statistic=fit.statistic,
+                   dof=fit.dof, p_value=fit.pvalue, n=runs, bound=alpha,
+                   detail=f"joint law of the first {length} tokens differs from the "
+                          f"target's: chi2 {fit.statistic:.1f} on {fit.dof} dof, "
+                          f"p-value {fit.pvalue:.3g} < {alpha:.3g}"))
+
+
+def _greedy(report: Report, generate, target, draft, prompt: torch.Tensor, k: int,
+            tokens: int, seed: int) -> None:
+    case = f"greedy k={k} prompt={prompt.tolist()}"
+    want = greedy(target, prompt, tokens)
+    got = _generated(report, case, generate, (target, draft, prompt.clone(), tokens, k, 0.0,
+                                              torch.Generator().manual_seed(seed)), tokens)
+    if got is not None:
+        diff = (got != want).nonzero()
+        report.add(Row(case, "greedy", diff.numel() == 0, n=tokens,
+                       detail=(f"differs from plain greedy decoding at token {int(diff[0])}"
+                               if diff.numel() else "")))
+
+
 def check_generator(generate: Callable, target: nn.Module | None = None,
                     draft: nn.Module | None = None, *, runs: int = 600,
-                    ks: Sequence[int] = (1, 2), length: int = 3,
+                    ks: Sequence[int] = (1, 2), length: int = 3, n_new: int | None = None,
                     temperatures: Sequence[float] = (0.3, 1.0),
                     prompt: Sequence[int] = (0,), greedy_tokens: int = 40,
-                    alpha: float = ALPHA, seed: int = 0, name: str | None = None) -> Report:
+                    alpha: float = ALPHA, seed: int = 0, name: str | None = None,
+                    progress: Callable[[str], None] | None = None) -> Report:
     """Judge a whole speculative decoding loop on small models.
 
     Protocol: ``generate(target, draft, prompt, n_new, k, temperature,
@@ -133,92 +224,39 @@ def check_generator(generate: Callable, target: nn.Module | None = None,
     - joint law, at every temperature of ``temperatures`` (0.3: far from 1,
       where a temperature applied to one model only shows; 1: where the
       draft is spread, so a draft sampled from a filtered q shows): over
-      ``runs`` calls (``n_new = max(length, k + 1)``, so the first round
-      drafts k tokens), the first ``length`` generated tokens follow the
-      target's exact joint law at that temperature, enumerated
+      ``runs`` calls generating ``n_new`` tokens each (default ``max(length,
+      k + 1)``, so the first round drafts k tokens; a k above ``n_new - 1``
+      is a ValueError), the first ``length`` generated tokens (the horizon)
+      follow the target's exact joint law at that temperature, enumerated
       from the target's logits (V**length cells; Pearson chi-square, cells
       pooled to expected >= 5);
     - greedy: at temperature 0, ``greedy_tokens`` tokens after the prompt
       (and after a 5-token prompt) equal plain greedy decoding of the
       target (argmax, first index on ties) token for token;
-    - outputs: int64, shape (n_new,), no exception.
+    - outputs: int64, shape (n_new,), no exception (a failure line names
+      the exception, its message and the innermost frame of the user's code).
 
     Error rate: the chi-square tests run at ``alpha / (len(ks) *
-    len(temperatures))`` each
-    (Bonferroni), so a correct generator fails with probability <= alpha;
-    the greedy and output checks are exact.
+    len(temperatures))`` each (Bonferroni), so a correct generator fails
+    with probability <= alpha; the greedy and output checks are exact.
+    ``progress`` is called with one line after each joint law and greedy run.
     """
-    if not callable(generate):
-        raise ValueError(f"generate must be callable, got {type(generate).__name__}")
-    for label, x, lo in (("runs", runs, 10), ("length", length, 1), ("greedy_tokens", greedy_tokens, 1)):
-        if isinstance(x, bool) or not isinstance(x, numbers.Integral) or x < lo:
-            raise ValueError(f"{label} must be an int >= {lo}, got {x!r}")
-    if isinstance(ks, (str, bytes)) or not isinstance(ks, Sequence) or not ks or any(
-            isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1 for k in ks):
-        raise ValueError(f"ks must be a non-empty sequence of ints >= 1, got {ks!r}")
-    if isinstance(temperatures, (str, bytes)) or not isinstance(temperatures, Sequence) \
-            or not temperatures or any(isinstance(t, bool) or not isinstance(t, numbers.Real)
-                                       or not 0 < t < float("inf") for t in temperatures):
-        raise ValueError(f"temperatures must be a non-empty sequence of finite numbers > 0, "
-                         f"got {temperatures!r}")
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must be a number in (0, 1), got {alpha!r}")
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
-    if target is None and draft is None:
-        target, draft = toy_models()
-    elif target is None or draft is None:
-        raise ValueError("target and draft must be given together (or neither, for the toys)")
-    prompt_t = torch.as_tensor(list(prompt), dtype=torch.long)
-    if prompt_t.dim() != 1 or prompt_t.numel() < 1:
-        raise ValueError(f"prompt must be a non-empty sequence of token ids, got {prompt!r}")
-    V = int(target(torch.zeros(1, 1, dtype=torch.long)).shape[-1])  # token 0 exists
-    if int(prompt_t.min()) < 0 or int(prompt_t.max()) >= V:
-        raise ValueError(f"prompt ids must lie in [0, {V})")
-
+    _check_arguments(generate, runs, ks, length, n_new, temperatures, greedy_tokens, alpha, seed)
+    say = _battery.check_progress(progress)
+    target, draft, prompt_t, V = _models_and_prompt(target, draft, prompt)
     report = Report(name or f"check_generator({getattr(generate, '__name__', 'generate')}, "
                             f"runs={runs}, ks={tuple(ks)}, T={tuple(temperatures)}, seed={seed})")
     per_test = alpha / (len(ks) * len(temperatures))
-    weights = V ** np.arange(length - 1, -1, -1)
     for (ti, temperature), k in itertools.product(enumerate(temperatures), ks):
-        law = exact_prefix_law(target, prompt_t, length, temperature)
-        case = f"joint law T={temperature:g} k={k}"
-        g = torch.Generator().manual_seed(seed * 1009 + 31 * ti + k)
-        n_new = max(length, k + 1)
-        codes = []
-        for _ in range(runs):
-            out = _generated(report, case, generate,
-                             (target, draft, prompt_t.clone(), n_new, k, temperature, g), n_new)
-            if out is None:
-                break
-            first = out[:length].numpy()
-            if first.min() < 0 or first.max() >= V:
-                report.add(Row(case, "outputs", False, detail=f"token out of [0, {V}): {first}"))
-                break
-            codes.append(int(first @ weights))
-        else:
-            codes = np.array(codes)
-            impossible = int((law[codes] == 0).sum())
-            report.add(Row(case, "support", impossible == 0, n=runs, value=float(impossible),
-                           detail=f"{impossible} of {runs} prefixes have target probability 0"))
-            fit = stats.chisquare_gof(codes, law)
-            report.add(Row(case, "chi-square", fit.pvalue >= per_test, statistic=fit.statistic,
-                           dof=fit.dof, p_value=fit.pvalue, n=runs, bound=per_test,
-                           detail=f"joint law of the first {length} tokens differs from the "
-                                  f"target's: chi2 {fit.statistic:.1f} on {fit.dof} dof, "
-                                  f"p-value {fit.pvalue:.3g} < {per_test:.3g}"))
-    prompts = [prompt_t, torch.arange(5) % V]
+        start = time.perf_counter()
+        _joint_law(report, generate, target, draft, prompt_t, k=k, temperature=temperature,
+                   runs=runs, length=length, n_new=n_new or max(length, k + 1), alpha=per_test,
+                   generator=torch.Generator().manual_seed(seed * 1009 + 31 * ti + k), V=V)
+        say(f"check_generator: joint law T={temperature:g} k={k}, {runs} runs, "
+            f"{time.perf_counter() - start:.1f} s")
     for k in ks:
-        for pr in prompts:
-            case = f"greedy k={k} prompt={pr.tolist()}"
-            want = greedy(target, pr, greedy_tokens)
-            got = _generated(report, case, generate,
-                             (target, draft, pr.clone(), greedy_tokens, k, 0.0,
-                              torch.Generator().manual_seed(seed)), greedy_tokens)
-            if got is None:
-                continue
-            diff = (got != want).nonzero()
-            report.add(Row(case, "greedy", diff.numel() == 0, n=greedy_tokens,
-                           detail=(f"differs from plain greedy decoding at token {int(diff[0])}"
-                                   if diff.numel() else "")))
+        start = time.perf_counter()
+        for pr in (prompt_t, torch.arange(5) % V):
+            _greedy(report, generate, target, draft, pr, k, greedy_tokens, seed)
+        say(f"check_generator: greedy k={k}, {time.perf_counter() - start:.1f} s")
     return report
