@@ -57,6 +57,10 @@ def _one(job):
     elif (label, check, dtype_name) == SEEN_BY_RULE:
         report = CS.check_rule(CS.drawing_uniforms(zoo.make_rule(zoo.RuleBug.ACCEPT_U_LE)),
                                seed=seed)
+    elif label.startswith("power"):  # "power runs=R: bug"
+        runs, bug = label.removeprefix("power runs=").split(": ", 1)
+        generate = zoo.make_generator(bug or None)
+        report = CS.check_generator(generate, runs=int(runs), seed=seed)
     else:
         report = zoo.detect(label.removeprefix("zoo: "), seed=seed)
     first = report.failures[0] if report.failures else ""
@@ -70,7 +74,10 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--rules-only", action="store_true", help="skip the generator rows")
-    ap.add_argument("--only", default="", help="run the rows whose label or dtype contains this")
+    ap.add_argument("--generator-power", metavar="RUNS,...", default="",
+                    help="instead: check_generator's detection rate of each generator bug "
+                         "(and the correct loop's pass rate) at these numbers of runs")
+    ap.add_argument("--only", default="", help="run the rows whose label, check or dtype contains this")
     args = ap.parse_args()
     if args.seeds < 1 or args.jobs < 1:
         ap.error("--seeds and --jobs must be >= 1")
@@ -79,7 +86,11 @@ def main() -> None:
     rows = CORRECT + bugs + [SEEN_BY_RULE]
     if args.rules_only:
         rows = [r for r in rows if r[1] != "check_generator"]
-    rows = [r for r in rows if args.only in r[0] or args.only in r[2]]
+    if args.generator_power:
+        rows = [(f"power runs={int(r)}: {b}", "check_generator", "float64")
+                for r in args.generator_power.split(",")
+                for b in ["", *(g.value for g in zoo.GeneratorBug)]]
+    rows = [r for r in rows if any(args.only in field for field in r)]
     jobs = [(r, s) for r in rows for s in range(args.seeds)]
     with Pool(args.jobs) as pool:
         results = pool.map(_one, jobs, chunksize=1)
@@ -89,14 +100,14 @@ def main() -> None:
         got = [r for r in results if r[0] == row]
         passed = sum(r[2] for r in got)
         secs = statistics.median(r[3] for r in got)
-        if row[0].startswith("correct"):
+        if row[0].startswith("correct") or row[0].endswith(": "):
             verdict = f"passes {passed}/{len(got)}"
         else:
             note = " (not expected to see it)" if row == SEEN_BY_RULE else ""
             verdict = f"rejected {len(got) - passed}/{len(got)}{note}"
         print(f"| {row[0]} | {row[1]} | {row[2]} | {verdict} | {len(got)} | {secs:.1f} |")
     for row, seed, ok, _, first in results:
-        if (row[0].startswith("correct") or row == SEEN_BY_RULE) != ok:
+        if (row[0].startswith("correct") or row[0].endswith(": ") or row == SEEN_BY_RULE) != ok:
             print(f"\nunexpected: {row} seed {seed}: {'passed' if ok else first}")
 
 

@@ -14,15 +14,19 @@ The rule protocol (batched, N independent rounds, k drafts, vocabulary V)::
 
     rule(p, q, drafts) -> (accepted, token)
 
-``p`` float64 (N, k+1, V): the target's distributions at the k drafted
-positions and at the bonus position; ``q`` float64 (N, k, V): the draft's
-distributions; ``drafts`` int64 (N, k), ``drafts[:, i]`` drawn from
-``q[:, i]``. Returns int64 ``accepted`` (N,), the number of leading drafts
+``p`` (N, k+1, V): the target's distributions at the k drafted positions
+and at the bonus position; ``q`` (N, k, V): the draft's distributions, both
+in the check's ``dtype`` (float64 by default: :data:`DTYPES`); ``drafts``
+int64 (N, k), ``drafts[:, i]`` drawn from ``q[:, i]``. Returns int64
+``accepted`` (N,), the number of leading drafts
 accepted (0..k), and int64 ``token`` (N,), the token drawn after the first
 rejection, or the bonus token when all k were accepted. The rule draws its
 randomness from torch's global generator; the kit seeds it inside
 ``torch.random.fork_rng``, so the caller's global state is left as it was.
-:func:`sequential` wraps a rule that handles one round at a time.
+:func:`sequential` wraps a rule that handles one round at a time;
+``aftertrain.checks.adapters`` wraps transformers' rule and assisted
+generation; ``aftertrain.checks.assertions.assert_rule`` is the one-line
+form for a test suite.
 """
 
 from __future__ import annotations
@@ -63,6 +67,28 @@ Progress = Callable[[str], None]
 
 def _name(fn) -> str:
     return getattr(fn, "__name__", type(fn).__name__)
+
+
+def _run_case(rule: Rule, case: Case, n: int, dtype: torch.dtype, g: torch.Generator,
+              rule_seed: int, alpha: float, tv_seed: int, report: Report) -> None:
+    """``n`` rounds of ``case`` handed to ``rule`` in ``dtype`` (drafts from
+    ``g``, the rule's global generator seeded with ``rule_seed``), judged
+    against the rounded law, each statistical test at ``alpha``."""
+    handed, law = _battery.at_dtype(case, dtype)
+    drafts = _battery.draw_drafts(law.q, n, g)
+    P = handed.p.expand(n, -1, -1).contiguous()
+    Q = handed.q.expand(n, -1, -1).contiguous()
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(rule_seed)
+            out = rule(P, Q, drafts.clone())
+    except Exception as exc:  # the rule's failure is a finding, not the kit's
+        report.add(Row(case.name, "no exception", False, n=n,
+                       detail=f"the rule raised {_battery.describe_exception(exc)}"))
+        return
+    out = _battery.check_outputs(case, n, out, report)
+    if out is not None:
+        _battery.judge_case(law, drafts, out[0], out[1], alpha, tv_seed, report)
 
 
 def check_rule(rule: Rule, *, n: int = DEFAULT_N, alpha: float = ALPHA, seed: int = 0,
@@ -129,22 +155,7 @@ def check_rule(rule: Rule, *, n: int = DEFAULT_N, alpha: float = ALPHA, seed: in
     g = torch.Generator().manual_seed(draft_seed)
     for i, case in enumerate(battery):
         start = time.perf_counter()
-        handed, law = _battery.at_dtype(case, dtype)
-        drafts = _battery.draw_drafts(law.q, n, g)
-        P = handed.p.expand(n, -1, -1).contiguous()
-        Q = handed.q.expand(n, -1, -1).contiguous()
-        try:
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(rule_seed + i)
-                out = rule(P, Q, drafts.clone())
-        except Exception as exc:  # the rule's failure is a finding, not the kit's
-            report.add(Row(case.name, "no exception", False, n=n,
-                           detail=f"the rule raised {_battery.describe_exception(exc)}"))
-            out = None
-        out = None if out is None else _battery.check_outputs(case, n, out, report)
-        if out is not None:
-            _battery.judge_case(law, drafts, out[0], out[1], per_test, seed * 1000 + 17 * i,
-                                report)
+        _run_case(rule, case, n, dtype, g, rule_seed + i, per_test, seed * 1000 + 17 * i, report)
         say(f"check_rule: case {i + 1}/{len(battery)} ({case.name}): {n} rounds, "
             f"{time.perf_counter() - start:.1f} s")
     return report
