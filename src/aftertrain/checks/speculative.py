@@ -172,7 +172,7 @@ def sequential(rule_one: Callable) -> Callable:
 
     The loop runs with one torch thread (restored afterwards): a round is a
     few dozen tiny tensor operations, which several threads on a busy
-    machine slow down twentyfold. HuggingFace's rule takes 15 CPU s for the
+    machine slow down twentyfold. HuggingFace's rule takes 15-18 CPU s for the
     default battery (200,000 rounds) this way.
     """
     if not callable(rule_one):
