@@ -80,7 +80,8 @@ def load_function(target: str):
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
         else:
-            sys.path.insert(0, str(Path.cwd()))
+            if str(Path.cwd()) not in sys.path:
+                sys.path.insert(0, str(Path.cwd()))
             module = importlib.import_module(module_name)
     except CheckUsageError:
         raise
