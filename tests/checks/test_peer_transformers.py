@@ -1,5 +1,7 @@
 """A real peer through the speculative kit: HuggingFace transformers'
-``_speculative_sampling`` (transformers/generation/utils.py, 5.24.0).
+``_speculative_sampling`` (transformers/generation/utils.py, 5.24.0) and
+its assisted generation, through the kit's adapters
+(aftertrain.checks.adapters).
 
 HF's rule handles one sequence: ``_speculative_sampling(candidate_input_ids
 (1, k), candidate_logits (1, k, V), k, new_logits (1, k+1, V))`` returns
@@ -18,13 +20,14 @@ What HF does wrong is kept as strict xfails with the figures.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from unittest import mock
+import time
 
 import pytest
 import torch
 
+from aftertrain.checks import adapters
 from aftertrain.checks import speculative as CS
+from aftertrain.checks.adapters import forced_uniforms
 
 hf_utils = pytest.importorskip("transformers.generation.utils")
 _speculative_sampling = hf_utils._speculative_sampling
@@ -40,70 +43,62 @@ def one_thread():
     torch.set_num_threads(before)
 
 
-def hf_round(p, q, drafts):
-    """One round of HF's rule in the kit's one-round protocol."""
-    k = drafts.shape[0]
-    tokens, n = _speculative_sampling(drafts[None], q.log()[None], k, p.log()[None])
-    return int(n), int(tokens[0, -1])
-
-
-@contextmanager
-def forced_uniforms(u: torch.Tensor, v: torch.Tensor):
-    """torch.rand_like returns ``u``; torch.multinomial validates its input
-    with the real multinomial, then draws by inverse CDF at ``v``."""
-    real_multinomial = torch.multinomial
-
-    def rand_like(x, *args, **kwargs):
-        return u.to(x.dtype).reshape(x.shape)
-
-    def multinomial(probs, num_samples, *args, **kwargs):
-        real_multinomial(probs, num_samples)
-        cdf = probs.double().cumsum(-1)
-        x = torch.minimum(v * cdf[..., -1:], torch.nextafter(cdf[..., -1:], torch.zeros(())))
-        return torch.searchsorted(cdf, x, right=True)
-
-    with mock.patch.object(torch, "rand_like", rand_like), \
-            mock.patch.object(torch, "multinomial", multinomial):
-        yield
-
-
-def hf_round_u(p, q, drafts, u, v):
-    with forced_uniforms(u, v):
-        return hf_round(p, q, drafts)
-
-
-#: The probes HF fails: every one is a draft with p(x) = 0 met at u = 0.
-HF_FAILS = {"u = 0 with p(x) = 0 rejects", "draft outside p, zero residual (v = 0)",
-            "draft outside p, zero residual (v = 0.5)",
-            "draft outside p, zero residual (v = 0.999999999999)"}
-
-
 def test_hf_rule_passes_the_statistical_battery(claim_record):
     """HF's rule passes every law, TV, acceptance and support check of the
-    default battery at 500 rounds per case (fewer than the default 20,000:
-    it is called once per round)."""
-    report = CS.check_rule(CS.sequential(hf_round), n=500)
-    claim_record.measured(f"HF: {len(report.rows)} checks at n = 500, "
-                                f"{len(report.failures)} failures")
+    default battery at 2,000 rounds per case (one call per round; the
+    default power is the slow test below)."""
+    report = CS.check_rule(adapters.transformers_rule(), n=2000)
+    claim_record.measured(f"HF: {len(report.rows)} checks at n = 2000, "
+                          f"{len(report.failures)} failures")
     assert report.passed, str(report)
 
 
+@pytest.mark.slow
+def test_hf_rule_passes_the_statistical_battery_at_the_default_power(claim_record):
+    """The same at the default n = 20,000 rounds per case (200,000 calls
+    through the kit's sequential driver, one thread). Measured 15.3 and 18.1 CPU s
+    on the loaded 2-core machine, against the 60 s the default power must
+    fit in on one idle core."""
+    start = time.process_time()
+    report = CS.check_rule(adapters.transformers_rule())
+    cpu = time.process_time() - start
+    claim_record.measured(f"HF: {len(report.rows)} checks at n = {CS.DEFAULT_N}, "
+                          f"{len(report.failures)} failures, {cpu:.1f} CPU s")
+    assert report.passed, str(report)
+
+
+def hf_failures(dtype=torch.float64) -> set[str]:
+    report = CS.check_rule_exact(adapters.transformers_rule_with_uniforms(), dtype=dtype)
+    return {r.case for r in report.rows if not r.passed}
+
+
 def test_hf_fails_exactly_the_u_zero_probes():
-    """Pins the finding below: the probes HF fails are exactly those where a
-    draft has p(x) = 0 and u = 0 (4 of the 36 checks); every other probe
-    passes, the all-zero-residual ones included (HF's own softmax
-    renormalises the q the kit gives, so max(0, p - q) is not all zero)."""
-    report = CS.check_rule_exact(CS.sequential(hf_round_u))
-    failed = {r.case for r in report.rows if not r.passed}
-    assert failed == HF_FAILS, str(report)
+    """Pins the finding below: in float64 the probes HF fails are exactly
+    those where a draft has p(x) = 0 and u = 0 (7 of the 63 checks: the
+    single u = 0 probe and the six 'draft outside p' ones at u = 0); every
+    other probe passes, u near 1 on the same rounds included."""
+    failed = hf_failures()
+    assert failed and all("u = 0" in case for case in failed), failed
+    assert len(failed) == 7, failed
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError,
                    reason="HF accepts a drafted token whose target probability is 0 when its "
-                          "uniform is exactly 0 (r <= p/q with p/q = 0): 4 of 36 exact probes "
+                          "uniform is exactly 0 (r <= p/q with p/q = 0): 7 of 63 exact probes "
                           "fail (accepted 1 where 0 is required)")
 def test_hf_rule_passes_the_forced_uniform_probes():
-    CS.check_rule_exact(CS.sequential(hf_round_u)).raise_for_failures()
+    CS.check_rule_exact(adapters.transformers_rule_with_uniforms()).raise_for_failures()
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="In float32 (the dtype HF's models give) HF raises torch.multinomial's "
+                          "'probability tensor contains either inf, nan or element < 0' on the "
+                          "3 probes where q is p with one cell scaled up by 4 ulps and the draft "
+                          "is rejected: its residual max(0, p - q) is all zero and is divided by "
+                          "its zero sum (float64 hides it: HF's softmax renormalises q there)")
+def test_hf_survives_an_all_zero_residual_in_float32():
+    failed = hf_failures(torch.float32)
+    assert not {c for c in failed if "u = 0" not in c}, failed
 
 
 def _float32_pairs(trials: int = 200, V: int = 46, seed: int = 0):
@@ -160,3 +155,43 @@ def test_hf_survives_a_rejection_when_p_and_q_agree_up_to_float32_rounding():
         if int(n) != 0 or float(p[int(tokens[0, -1])]) == 0:  # p/q < r: must reject
             failures.append(f"accepted {int(n)}, token {int(tokens[0, -1])}")
     assert not failures, f"{len(failures)} pairs failed, first: {failures[0]}"
+
+
+def tiny_llama(seed: int, layers: int):
+    """A random-weight Llama over 4 tokens built from a config (no download)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(vocab_size=4, hidden_size=16, intermediate_size=32,
+                      num_hidden_layers=layers, num_attention_heads=2, num_key_value_heads=2,
+                      max_position_embeddings=128, initializer_range=0.2, bos_token_id=None,
+                      eos_token_id=None, pad_token_id=None)
+    return adapters.CausalLM(LlamaForCausalLM(cfg))
+
+
+def test_hf_assisted_generation_follows_the_target_law(claim_record):
+    """transformers' assisted generation (``generate(..., assistant_model=)``,
+    2 assistant tokens per round, sampling at temperature 1, and greedy)
+    through check_generator on a 2-layer target and a 1-layer draft (random
+    weights, V = 4): the first 3 tokens of 300 runs follow the target's
+    exact joint law (chi-square at alpha = 1e-6) and greedy assisted decoding
+    equals plain greedy decoding for 10 tokens. Fewer runs than the default
+    600 x 4 settings to stay at ~2 CPU s; the full check is the slow test
+    below."""
+    with torch.random.fork_rng(devices=[]):
+        target, draft = tiny_llama(0, 2), tiny_llama(1, 1)
+    report = CS.check_generator(adapters.assisted_generate, target, draft, runs=300, ks=(2,),
+                                temperatures=(1.0,), greedy_tokens=10)
+    claim_record.measured(f"HF assisted generation: {len(report.rows)} checks, "
+                          f"{len(report.failures)} failures")
+    assert report.passed, str(report)
+
+
+@pytest.mark.slow
+def test_hf_assisted_generation_passes_the_default_generator_check():
+    """The same at check_generator's defaults (600 runs, k = 1 and 2,
+    temperatures 0.3 and 1, 40 greedy tokens)."""
+    with torch.random.fork_rng(devices=[]):
+        target, draft = tiny_llama(0, 2), tiny_llama(1, 1)
+    report = CS.check_generator(adapters.assisted_generate, target, draft)
+    assert report.passed, str(report)

@@ -7,6 +7,7 @@ the example of docs/checks.md runs."""
 from __future__ import annotations
 
 import math
+import os
 import re
 import subprocess
 import sys
@@ -18,7 +19,7 @@ import torch
 from aftertrain import speculative as S
 from aftertrain.checks import speculative as CS
 from aftertrain.checks import zoo
-from aftertrain.checks._battery import battery, n_tests
+from aftertrain.checks.rule_battery import battery, n_tests
 from aftertrain.stats import ALPHA
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,7 +138,7 @@ def test_sequential_equals_the_batched_rule_row_for_row():
 
 
 def zoo_fixed():
-    from aftertrain.checks._battery import FIXED_P, FIXED_Q
+    from aftertrain.checks.rule_battery import FIXED_P, FIXED_Q
     return FIXED_P, FIXED_Q
 
 
@@ -229,3 +230,170 @@ def test_the_docs_example_runs():
     passes (the example asserts it)."""
     namespace: dict = {}
     exec(compile(speculative_example(), "docs/checks.md", "exec"), namespace)  # noqa: S102
+
+
+# --- precision, new probes, failure lines, progress (issue: real samplers) -------------
+
+
+def _correct_in(dtype):
+    """The zoo's correct rule as a sampler deployed in ``dtype``: handed p and
+    q in it, computing in it, float32 uniforms (zoo.Variant.uniforms)."""
+    return CS.drawing_uniforms(zoo.make_rule(), dtype=torch.promote_types(dtype, torch.float32))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_correct_rule_in_low_precision_passes_at_its_dtype(dtype):
+    """No false alarm at float32 or bfloat16: the correct rule computing in
+    that dtype passes check_rule (judged against the rounded law) and
+    check_rule_exact (probes at representable ratios, margins of 4 ulps).
+    tools/zoo_rates.py: 20 of 20 seeds each."""
+    report = CS.check_rule(_correct_in(dtype), dtype=dtype, seed=0)
+    assert report.passed, str(report)
+    exact = CS.check_rule_exact(zoo.make_rule(), dtype=dtype)
+    assert exact.passed, str(exact)
+
+
+def test_the_rule_is_handed_p_and_q_in_the_dtype():
+    seen = set()
+
+    def spy(p, q, drafts):
+        seen.update({p.dtype, q.dtype})
+        return _correct_in(torch.bfloat16)(p, q, drafts)
+
+    CS.check_rule(spy, n=100, dtype=torch.bfloat16)
+    seen_exact = set()
+    CS.check_rule_exact(lambda p, q, d, u, v: seen_exact.update({p.dtype, q.dtype, u.dtype,
+                                                                 v.dtype})
+                        or zoo.make_rule()(p, q, d, u, v), dtype=torch.float16)
+    assert seen == {torch.bfloat16} and seen_exact == {torch.float16}
+
+
+@pytest.mark.teeth
+def test_check_rule_exact_catches_a_nan_residual_behind_a_u_zero_bug():
+    """The residual of a rule that also accepts at u <= p/q is still judged:
+    the 'draft outside p, p(0) = 0' rounds at u near 1 force a rejection,
+    where its NaN residual read by argmax emits token 0 (p = 0). The same
+    rounds at u = 0 only see the acceptance bug."""
+    report = CS.check_rule_exact(zoo.make_rule(zoo.RuleBug.ACCEPT_U_LE_NAN_RESIDUAL))
+    failed = {r.case for r in report.rows if not r.passed}
+    assert "draft outside p, zero residual, p(0) = 0 (u = 1 - eps, v = 0.5)" in failed
+    only_u = CS.check_rule_exact(zoo.make_rule(zoo.RuleBug.ACCEPT_U_LE))
+    assert all("u = 0" in r.case for r in only_u.rows if not r.passed), str(only_u)
+
+
+@pytest.mark.teeth
+def test_check_rule_exact_catches_a_batch_that_one_bad_row_crashes():
+    """The batch-wide fallback passes every single-round probe (it is right
+    for N = 1) and fails only the batch holding one all-zero residual."""
+    report = CS.check_rule_exact(zoo.make_rule(zoo.RuleBug.BATCH_WIDE_FALLBACK))
+    assert [f.split(":")[0] for f in report.failures] == \
+        ["batch of 16, row 5 an all-zero residual"], str(report)
+    assert "RuntimeError: probability tensor contains" in report.failures[0]
+
+
+def test_an_exception_line_names_the_users_frame():
+    """type: message (at file:line of the innermost frame outside the kit,
+    torch and the standard library)."""
+    def inner(p):
+        return torch.multinomial(p[0, 0] * float("nan"), 1)  # raises inside torch
+
+    def rule(p, q, drafts):
+        return inner(p)
+
+    report = CS.check_rule(rule, n=100, cases=[("x", _P2, [[0.5, 0.5]])])
+    line = report.failures[0]
+    lineno = inner.__code__.co_firstlineno + 1
+    assert re.search(rf"raised RuntimeError: .* \(at .*checks/test_speculative\.py:{lineno}\)$",
+                     line), line
+
+
+def test_progress_lines_come_through_the_callback():
+    lines: list[str] = []
+    CS.check_rule(CS.drawing_uniforms(zoo.make_rule()), n=100, progress=lines.append)
+    assert len(lines) == len(battery(0)) and lines[0].startswith("check_rule: case 1/10")
+    CS.check_rule_exact(zoo.make_rule(), progress=lines.append)
+    assert lines[-1].startswith("check_rule_exact: batches")
+
+
+def test_check_generator_drafts_more_than_the_horizon_when_n_new_allows():
+    """A horizon of 2 tokens with k = 4 drafts per round over n_new = 6
+    tokens; k above n_new - 1 is refused, naming the fix."""
+    report = CS.check_generator(zoo.make_generator(), runs=100, ks=(4,), length=2, n_new=6,
+                                temperatures=(1.0,), greedy_tokens=6)
+    assert report.passed and "n_new=6" in report.rows[0].case, str(report)
+    with pytest.raises(ValueError, match=r"ks must be at most n_new - 1 = 5 .* got k = 6"):
+        CS.check_generator(zoo.make_generator(), ks=(6,), length=2, n_new=6)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: CS.check_rule(_RULE, dtype=torch.int64), "dtype must be one of"),
+    (lambda: CS.check_rule(_RULE, dtype="bfloat16"), "dtype must be one of"),
+    (lambda: CS.check_rule_exact(S.verify_with_uniforms, dtype=torch.float8_e4m3fn), "dtype"),
+    (lambda: CS.drawing_uniforms(S.verify_with_uniforms, dtype=torch.int32), "dtype must be"),
+    (lambda: CS.check_rule(_RULE, progress="print"), "progress must be None or a callable"),
+    (lambda: CS.check_generator(zoo.make_generator(), n_new=2, length=3), "n_new must be"),
+    (lambda: zoo.detect(zoo.GeneratorBug.TOP_K_DRAFT_UNFILTERED, progress=3), "progress"),
+])
+def test_bad_precision_and_progress_arguments_raise_value_error(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+# --- exponential-race samplers ----------------------------------------------------------
+
+
+def test_the_exponential_race_and_the_inverse_cdf_draw_the_same_law():
+    """The with-uniforms recipe's premise: argmax(probs / Exponential) and
+    the inverse CDF at v follow normalize(probs). 20,000 draws of each on a
+    V = 8 row with a zero cell, chi-square at alpha = 1e-6 each."""
+    from aftertrain import stats
+    from aftertrain.checks.adapters import exponential_race, inverse_cdf
+
+    g = torch.Generator().manual_seed(0)
+    probs = torch.tensor([0.3, 0.0, 0.05, 0.15, 0.2, 0.1, 0.12, 0.08], dtype=torch.float64)
+    n = 20_000
+    race = exponential_race(probs.expand(n, -1), g)
+    inv = inverse_cdf(probs.expand(n, -1), torch.rand(n, dtype=torch.float64, generator=g))
+    for draws in (race, inv):
+        assert int((draws == 1).sum()) == 0
+        assert stats.chisquare_gof(draws.numpy(), probs.numpy()).pvalue >= ALPHA
+
+
+@pytest.mark.teeth
+def test_exponential_race_recipe_catches_a_race_over_the_unnormalised_wrong_law():
+    """The docs' recipe: a race-based rule passes both checks, and the same
+    rule racing over p instead of the residual fails both."""
+    namespace: dict = {}
+    exec(compile(docs_block("exponential race"), "docs/checks.md", "exec"), namespace)  # noqa: S102
+    assert namespace["good"].passed and namespace["good_exact"].passed
+    assert not namespace["bad"].passed and not namespace["bad_exact"].passed
+
+
+def docs_block(marker: str) -> str:
+    """The ```python block of docs/checks.md that follows the line holding ``marker``."""
+    text = (ROOT / "docs" / "checks.md").read_text()
+    after = text.split(f"<!-- example: {marker} -->", 1)[1]
+    return re.search(r"```python\n(.*?)```", after, flags=re.DOTALL).group(1)
+
+
+# --- assert_rule ------------------------------------------------------------------------
+
+
+def test_assert_rule_passes_a_correct_rule_and_lists_a_broken_ones_failures():
+    from aftertrain.checks.assertions import assert_rule
+
+    assert_rule(zoo.make_rule(), exact=True, n=1000)
+    with pytest.raises(AssertionError, match=r"FAILED .*\n  - forced rejection, p <= q"):
+        assert_rule(zoo.make_rule(zoo.RuleBug.NAN_RESIDUAL_ARGMAX), exact=True, n=1000)
+
+
+def test_the_docs_pytest_example_runs_from_a_folder_outside_the_checkout(tmp_path):
+    """docs/checks.md's assert_rule example, saved as a user's test file in
+    a temporary folder and run by pytest there: its correct rule passes and
+    its broken one fails with the report's lines."""
+    (tmp_path / "test_my_rule.py").write_text(docs_block("assert_rule"))
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          "test_my_rule.py"], capture_output=True, text=True, cwd=tmp_path,
+                         env=env, timeout=300)
+    assert "1 passed, 1 xfailed" in out.stdout, out.stdout + out.stderr

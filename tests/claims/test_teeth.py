@@ -18,8 +18,8 @@ from hypothesis import given
 from aftertrain import speculative as S
 from aftertrain.checks import speculative as CS
 from aftertrain.checks import zoo
-from aftertrain.checks._battery import FIXED_P as _FIXED_P
-from aftertrain.checks._battery import FIXED_Q as _FIXED_Q
+from aftertrain.checks.rule_battery import FIXED_P as _FIXED_P
+from aftertrain.checks.rule_battery import FIXED_Q as _FIXED_Q
 from aftertrain.core.tolerances import RULE_TRIALS
 from aftertrain.experiments import speculative as XS
 from aftertrain.lm import decoding as DEC

@@ -222,8 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Executable claims about compressing a small character-level GPT.",
     )
     parser.add_argument("--version", action="version", version=f"aftertrain {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{report,sweep,train,sample}",
-                                parser_class=OneLineParser)
+    sub = parser.add_subparsers(dest="command", required=True,
+                                metavar="{report,sweep,train,sample,check}", parser_class=OneLineParser)
 
     p = sub.add_parser(
         "report", help="run the claims' tests and write the report (tables beside the article's, plots)",
@@ -296,6 +296,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=_int_in(0, MAX_SEED), default=0, help="random seed (default 0)")
     p.add_argument("--checkpoint", help="a checkpoint other than the bundled reference")
     p.set_defaults(func=cmd_sample)
+    from aftertrain.cli import check
+
+    check.add_parser(sub)
     return parser
 
 

@@ -10,6 +10,10 @@ characters emitted there over the rounds that reached it.
 
 from __future__ import annotations
 
+import os
+import sysconfig
+import traceback
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +22,7 @@ import torch
 
 from aftertrain import stats
 from aftertrain.checks.report import Report, Row
+from aftertrain.core.validation import check_int, check_probability, check_seed
 
 #: Trials of direct draws behind each TV threshold (stats.tv_threshold): the
 #: mean of the null is all the bound uses; 200 trials estimate it to ~1e-4,
@@ -196,6 +201,86 @@ def bonferroni(alpha: float, tests: int) -> float:
     return alpha / max(1, tests)
 
 
+#: Where code that is not the user's lives: the kit itself, torch and the
+#: standard library. The innermost frame outside them is the user's.
+_NOT_USER = tuple(os.path.realpath(d) + os.sep for d in (
+    os.path.dirname(__file__), os.path.dirname(torch.__file__), sysconfig.get_paths()["stdlib"]))
+
+
 def describe_exception(exc: BaseException) -> str:
+    """``"TypeName: first line of the message (at file:line)"``: the frame is
+    the innermost one of the user's code (outside the kit, torch and the
+    standard library), so the line points at the user's rule, or at the
+    library it calls, not at torch's internals."""
     msg = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {msg[0] if msg else ''}"[:300]
+    where = ""
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        if not os.path.realpath(frame.filename).startswith(_NOT_USER):
+            where = f" (at {frame.filename}:{frame.lineno})"
+            break
+    return f"{type(exc).__name__}: {(msg[0] if msg else '')[:200]}{where}"
+
+
+#: The precisions a rule may be handed p and q in.
+DTYPES = (torch.float64, torch.float32, torch.bfloat16, torch.float16)
+
+
+def check_dtype(dtype) -> torch.dtype:
+    """``dtype`` if it is one of :data:`DTYPES`, else ValueError naming it."""
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {[str(d) for d in DTYPES]}, got {dtype!r}")
+    return dtype
+
+
+def at_dtype(case: Case, dtype: torch.dtype) -> tuple[Case, Case]:
+    """``(handed, law)``: the case as the rule is handed it (p and q rounded
+    to ``dtype``) and the law that rounding defines (the rounded rows,
+    renormalised in float64), which the rule is judged against."""
+    p, q = case.p.to(dtype), case.q.to(dtype)
+    norm = lambda x: x.double() / x.double().sum(-1, keepdim=True)  # noqa: E731
+    return Case(case.name, p, q), Case(case.name, norm(p), norm(q))
+
+
+def check_common(n, alpha, seed, *, n_min: int = 1) -> None:
+    """ValueError naming ``n`` (an int >= n_min), ``alpha`` (in (0, 1)) or
+    ``seed`` (an int >= 0) when one is not what it must be."""
+    check_int("n", n, least=n_min)
+    check_probability("alpha", alpha)
+    check_seed(seed)
+
+
+def check_progress(progress) -> Callable[[str], None]:
+    """``progress`` (None or a callable taking one line) as a callable."""
+    if progress is None:
+        return lambda line: None
+    if not callable(progress):
+        raise ValueError(f"progress must be None or a callable taking one line, "
+                         f"got {type(progress).__name__}")
+    return progress
+
+
+def as_cases(cases) -> list[Case]:
+    """User cases ``(name, p (k+1, V), q (k, V))`` (or :class:`Case`) as
+    float64 :class:`Case` objects, after checking shapes and that every row
+    is a distribution (finite, >= 0, sums to 1 within 1e-6)."""
+    out = []
+    if isinstance(cases, (str, bytes)) or not isinstance(cases, Sequence) or not cases:
+        raise ValueError("cases must be a non-empty sequence of (name, p, q)")
+    for i, item in enumerate(cases):
+        if isinstance(item, Case):
+            item = (item.name, item.p, item.q)
+        if not isinstance(item, tuple) or len(item) != 3:
+            raise ValueError(f"cases[{i}] must be a tuple (name, p, q)")
+        name, p, q = item
+        p = torch.as_tensor(np.asarray(p, dtype=np.float64))
+        q = torch.as_tensor(np.asarray(q, dtype=np.float64))
+        if p.dim() != 2 or q.dim() != 2 or q.shape[0] < 1 or p.shape != (q.shape[0] + 1, q.shape[1]):
+            raise ValueError(f"cases[{i}] must have p of shape (k+1, V) and q of shape (k, V), "
+                             f"k >= 1; got p {tuple(p.shape)}, q {tuple(q.shape)}")
+        for label, x in (("p", p), ("q", q)):
+            if not bool(torch.isfinite(x).all()) or bool((x < 0).any()) \
+                    or float((x.sum(-1) - 1).abs().max()) > 1e-6:
+                raise ValueError(f"cases[{i}] {label}: every row must be finite, >= 0 and "
+                                 f"sum to 1 within 1e-6")
+        out.append(Case(str(name), p, q))
+    return out
