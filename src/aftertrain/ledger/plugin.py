@@ -14,6 +14,7 @@ from __future__ import annotations
 import pytest
 
 from aftertrain.benchratios import REGRESSED, compare_ratios, ratio_table
+from aftertrain.ledger.paths import output_file_problem, path_option_problem
 from aftertrain.ledger.record import ClaimRecord
 from aftertrain.ledger.state import CLAIM_PROPERTY, Ledger, claim_ids, marker_problem
 from aftertrain.tolerances import RATIO_REGRESSION, TIMING_BUDGET_S
@@ -37,6 +38,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+#: The name ``-p`` and the entry point give this plugin.
+PLUGIN_NAME = "aftertrain.ledger"
+
+
+def switched_on(config: pytest.Config) -> bool:
+    """Whether this run asked for the ledger: ``-p aftertrain.ledger`` (this
+    project's ``addopts``) or ``--claims-json``. Installed as a ``pytest11``
+    entry point, the plugin's options are known in every run, but the ledger
+    is kept only where asked for."""
+    return (PLUGIN_NAME in (config.getoption("plugins", None) or [])
+            or config.getoption("claims_json", None) is not None)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser,
+                                  args: list[str]) -> None:
+    """Refuse, before any conftest or test, a ``--claims-json`` that cannot
+    be written or whose space form moved pytest's rootdir."""
+    value = getattr(early_config.known_args_namespace, "claims_json", None)
+    problem = value is not None and (path_option_problem(early_config, args, "--claims-json", value)
+                                     or output_file_problem("--claims-json", value))
+    if problem:
+        raise pytest.UsageError(problem)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "claim(*ids): ties a test to claim IDs of CLAIMS.md (aftertrain.claims)"
@@ -44,7 +70,7 @@ def pytest_configure(config: pytest.Config) -> None:
     budget = config.getoption("timing_budget")
     if not budget > 0:
         raise pytest.UsageError(f"--timing-budget must be > 0 seconds, got {budget!r}")
-    if not hasattr(config, "workerinput"):  # the controller, or a run without xdist
+    if switched_on(config) and not hasattr(config, "workerinput"):  # the controller, or a run without xdist
         config.pluginmanager.register(_Controller(config), "aftertrain-claims-ledger")
 
 
@@ -53,7 +79,7 @@ def pytest_make_collect_report(collector: pytest.Collector):
     """Turn a claim marker with an unknown ID into a collection error of its
     module, and store each test's IDs in its user properties."""
     report = yield
-    if report.passed:
+    if report.passed and switched_on(collector.config):
         items = [x for x in report.result if isinstance(x, pytest.Item)]
         problems = [p for p in map(marker_problem, items) if p]
         if problems:

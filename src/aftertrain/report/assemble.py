@@ -129,7 +129,9 @@ def main(args) -> int:
                               "give --checkout PATH")
         out = checkout / COMMITTED
     else:
-        out = Path(args.out) if args.out else DEFAULT_OUT
+        if args.out == "":
+            raise ReportError("--out must name a folder, got ''")
+        out = Path(args.out) if args.out is not None else DEFAULT_OUT
     check_output_folder(out)  # before any long work
     run_dir = out  # where a run writes its ledger (see below)
     claims_json = _split(getattr(args, "claims_json", None))
@@ -159,10 +161,10 @@ def main(args) -> int:
         models = models or list(DEFAULT_MODELS)
         from aftertrain import models as _models
 
-        for m in models:  # a bad name or path is refused before any run
+        for m in models:  # a bad name, path or architecture is refused before any run
             try:
-                _models.resolve(m)
-            except ValueError as err:
+                _models.load_model(m)
+            except (ValueError, _models.CheckpointError) as err:
                 raise ReportError(f"--models: {err}") from None
         if len(set(models)) != len(models):
             raise ReportError(f"--models names a model twice: {models}")

@@ -168,10 +168,15 @@ def run_ledger(checkout: Path, json_path: Path, quick: bool,
     """
     if not is_checkout(checkout):
         raise ReportError(f"checkout must be an aftertrain source tree with tests/, got {checkout}")
+    # The checkout's configuration named outright, and every path option in its
+    # --flag=PATH form: pytest picks its rootdir from the command line's paths
+    # before aftertrain's options are known, so a path given as a separate
+    # word outside the checkout would root it there.
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
-           "--claims-json", str(json_path)]
+           f"--rootdir={checkout}", f"--config-file={checkout / 'pyproject.toml'}",
+           f"--claims-json={json_path}"]
     if model is not None:
-        cmd += ["--aftertrain-model", str(model)]
+        cmd += [f"--aftertrain-model={model}"]
     env = {**os.environ, **(QUICK_ENV if quick else {})}
     log(f"running the claims' tests: {' '.join(cmd[1:])} (in {checkout})")
     proc = subprocess.run(cmd, cwd=checkout, env=env, stdout=sys.stderr, stderr=sys.stderr)

@@ -1,0 +1,135 @@
+"""aftertrain's pytest plugins on a user's folder and checkpoint: the
+options are known before pytest picks its rootdir (the ``pytest11`` entry
+points), path options work outside the checkout in their ``=`` form and
+beside a named test path, and a path option that cannot work is refused
+before any test runs.
+
+Each run is a subprocess started from a folder outside a small project
+(``proj/``: a ``pyproject.toml`` whose ``addopts`` switch both plugins on,
+as this project's does, and one claim test), with the checkpoint in a third
+folder. ``PYTEST_PLUGINS`` loads the plugins at the very point of pytest's
+start-up where installed entry points load (after the rootdir is chosen),
+so these runs behave as an installed aftertrain does, whichever way this
+checkout is installed. Cost: about 2 CPU s per run (pytest, torch and the
+model load); seven runs in the default selection, three more marked slow.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import aftertrain
+from aftertrain import models as _models
+
+ROOT = Path(__file__).resolve().parent.parent
+SRC = str(Path(aftertrain.__file__).resolve().parents[1])
+PLUGINS = ("aftertrain.ledger", "aftertrain.model_plugin")
+
+PROJECT_TOML = """
+[tool.pytest.ini_options]
+addopts = "--strict-markers -p aftertrain.ledger -p aftertrain.model_plugin"
+"""
+
+TEST = '''
+import pytest
+
+@pytest.mark.claim("Q2")
+def test_runs_on_the_named_model(model_identity, tmp_path_factory):
+    (tmp_path_factory.getbasetemp().parent / "ran").write_text(str(model_identity.path))
+'''
+
+
+@pytest.fixture
+def places(tmp_path: Path) -> dict[str, Path]:
+    proj, models, elsewhere = tmp_path / "proj", tmp_path / "models", tmp_path / "elsewhere"
+    for folder in (proj / "tests", models, elsewhere):
+        folder.mkdir(parents=True)
+    (proj / "pyproject.toml").write_text(PROJECT_TOML)
+    (proj / "tests" / "test_claim.py").write_text(TEST)
+    mine = models / "mine.pt"
+    shutil.copy(_models.bundled_path("reference"), mine)
+    shutil.copy(f"{_models.bundled_path('reference')}.json", f"{mine}.json")
+    return {"proj": proj, "mine": mine, "elsewhere": elsewhere, "tmp": tmp_path}
+
+
+def _pytest(cwd: Path, *args: str, tmp: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]),
+           "PYTEST_PLUGINS": ",".join(PLUGINS), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    env.pop("AFTERTRAIN_MODEL", None)
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                           f"--basetemp={tmp / 'base'}", *args],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_the_plugins_are_pytest11_entry_points_named_as_their_p_names():
+    """Installed, pytest loads both before it reads its command line; the
+    entry points' names are the ``-p`` names of ``addopts``, so loading them
+    twice is a no-op."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert project["project"]["entry-points"]["pytest11"] == {p: p for p in PLUGINS}
+    addopts = project["tool"]["pytest"]["ini_options"]["addopts"]
+    assert all(f"-p {p}" in addopts for p in PLUGINS)
+
+
+@pytest.mark.parametrize("form", ["space", "equals"])
+def test_a_checkpoint_outside_from_a_folder_outside(places, form):
+    mine = str(places["mine"])
+    option = ["--aftertrain-model", mine] if form == "space" else [f"--aftertrain-model={mine}"]
+    claims = places["tmp"] / "out" / "claims.json"
+    for _ in range(2):  # the second run writes over the first one's ledger
+        run = _pytest(places["elsewhere"], str(places["proj"] / "tests"), *option,
+                      f"--claims-json={claims}", tmp=places["tmp"])
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert (places["tmp"] / "ran").read_text() == str(places["mine"].resolve())
+        assert f"claims ledger on model {mine}" in run.stdout
+        assert claims.is_file()
+
+
+@pytest.mark.slow
+def test_equals_form_from_the_project_folder(places):
+    run = _pytest(places["proj"], f"--aftertrain-model={places['mine']}", tmp=places["tmp"])
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert (places["tmp"] / "ran").read_text() == str(places["mine"].resolve())
+
+
+def test_space_form_alone_that_would_move_the_rootdir_is_one_clear_line(places):
+    """pytest takes the separate value for a test path before any plugin
+    loads and would root itself in the checkpoint's folder, without the
+    project's configuration: refused before any test runs, naming both
+    fixes."""
+    mine = str(places["mine"])
+    run = _pytest(places["proj"], "--aftertrain-model", mine, tmp=places["tmp"])
+    assert run.returncode == pytest.ExitCode.USAGE_ERROR, run.stdout + run.stderr
+    [line] = [x for x in run.stderr.splitlines() if x.startswith("ERROR")]
+    assert f"--aftertrain-model={mine}" in line and "python -m pytest tests" in line
+    assert not (places["tmp"] / "ran").exists()
+
+
+@pytest.mark.parametrize("bad, fragment", [
+    ("/proc/aftertrain/x/claims.json", "--claims-json /proc/aftertrain/x/claims.json: cannot write"),
+    pytest.param("{proj}", "is a folder; give a file path", marks=pytest.mark.slow),
+    pytest.param("{proj}/pyproject.toml/claims.json", "is a file, so the file cannot be written",
+                 marks=pytest.mark.slow),
+])
+def test_an_unwritable_claims_json_is_refused_before_any_test_runs(places, bad, fragment):
+    bad = bad.format(**places)
+    run = _pytest(places["proj"], f"--claims-json={bad}", tmp=places["tmp"])
+    assert run.returncode == pytest.ExitCode.USAGE_ERROR, run.stdout + run.stderr
+    assert fragment in run.stderr, run.stderr
+    assert not (places["tmp"] / "ran").exists()
+
+
+def test_without_the_switches_the_plugins_stay_inert(tmp_path):
+    """Loaded (as entry points are in every run once aftertrain is
+    installed) but not switched on: no model is loaded, no ledger printed."""
+    (tmp_path / "test_plain.py").write_text("def test_ok():\n    pass\n")
+    run = _pytest(tmp_path, tmp=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "claims ledger" not in run.stdout and "aftertrain model" not in run.stdout
