@@ -16,7 +16,7 @@ import pytest
 from aftertrain.benchratios import REGRESSED, compare_ratios, ratio_table
 from aftertrain.ledger.paths import output_file_problem, path_option_problem
 from aftertrain.ledger.record import ClaimRecord
-from aftertrain.ledger.state import CLAIM_PROPERTY, Ledger, claim_ids, marker_problem
+from aftertrain.ledger.state import CLAIM_PROPERTY, PART_PROPERTY, Ledger, Part, claim_ids, marker_problem
 from aftertrain.tolerances import RATIO_REGRESSION, TIMING_BUDGET_S
 
 
@@ -91,6 +91,8 @@ def pytest_make_collect_report(collector: pytest.Collector):
                 ids = claim_ids(item)
                 if ids:
                     item.user_properties.append((CLAIM_PROPERTY, ids))
+                    if item.get_closest_marker("teeth") is not None:
+                        item.user_properties.append((PART_PROPERTY, Part.TEETH.value))
     return report
 
 

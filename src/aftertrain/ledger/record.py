@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from aftertrain.ledger.state import INCONCLUSIVE_PROPERTY, MEASURED_PROPERTY, TABLE_PROPERTY, UNTIMED_PROPERTY
+from aftertrain.ledger.state import (
+    INCONCLUSIVE_PROPERTY,
+    MEASURED_PROPERTY,
+    NOT_RUN_PROPERTY,
+    TABLE_PROPERTY,
+    TIMED_PROPERTY,
+    UNTIMED_PROPERTY,
+    Part,
+)
 from aftertrain.verdicts import BROKEN, HOLDS, INCONCLUSIVE
 
 if TYPE_CHECKING:  # the ledger does not import torch (aftertrain.timing does)
@@ -35,6 +43,17 @@ def timing_budget(config: pytest.Config) -> float:
     ``AFTERTRAIN_QUICK=1`` (``aftertrain report --quick``)."""
     budget = float(config.getoption("timing_budget"))
     return budget / 3 if os.environ.get("AFTERTRAIN_QUICK") == "1" else budget
+
+
+def record_not_run(node: pytest.Item, part: Part, reason: str) -> None:
+    """Name a part of ``node``'s claims that did not run (e.g. the baseline
+    comparison, for a model with no stored baselines); the claim's verdict is
+    then decided by the parts that ran, and this one is named beside it."""
+    if not isinstance(part, Part):
+        raise ValueError(f"part must be a Part ({', '.join(p.value for p in Part)}), got {part!r}")
+    if not isinstance(reason, str) or not reason:
+        raise ValueError(f"reason must be a non-empty str, got {reason!r}")
+    node.user_properties.append((NOT_RUN_PROPERTY, (part.value, reason)))
 
 
 class ClaimRecord:
@@ -69,7 +88,10 @@ class ClaimRecord:
 
     def require_timing(self) -> None:
         """Skip the test as ``not timed`` (the claim is ``skipped``, never
-        ``holds``) when this run does not time."""
+        ``holds``) when this run does not time. Either way the test is its
+        claims' timed part."""
+        if (TIMED_PROPERTY, True) not in self._node.user_properties:
+            self._node.user_properties.append((TIMED_PROPERTY, True))
         if not self.timed:
             self._node.user_properties.append((UNTIMED_PROPERTY, NOT_TIMED))
             pytest.skip(NOT_TIMED)
