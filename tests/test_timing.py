@@ -356,13 +356,14 @@ def _run(ratio: float, low: float, high: float) -> dict:
 
 def test_compare_ratios_rule():
     """Regressed when the interval lies above stored high x 1.1, improved
-    when below stored low / 1.1, same otherwise (an interval that overlaps
-    the threshold does not decide a regression)."""
+    when below stored low / 1.1, same when within [low / 1.1, high x 1.1],
+    inconclusive otherwise (an interval that overlaps the threshold decides
+    neither)."""
     stored = _run(1.0, 0.95, 1.05)
     status = {new: compare_ratios(_run(*new), stored)[0].status
               for new in [(2.0, 1.9, 2.1), (1.2, 1.16, 1.3), (1.2, 1.15, 1.3),
                           (0.5, 0.45, 0.55), (1.0, 0.99, 1.01)]}
-    assert list(status.values()) == ["regressed", "regressed", "same", "improved", "same"]
+    assert list(status.values()) == ["regressed", "regressed", "inconclusive", "improved", "same"]
     assert compare_ratios(_run(1.0, 0.9, 1.1), {"other": {}}) == []
 
 

@@ -13,7 +13,14 @@ from __future__ import annotations
 
 import pytest
 
-from aftertrain.benchratios import REGRESSED, compare_ratios, ratio_table
+from aftertrain.benchratios import (
+    MACHINE_KEY,
+    REGRESSED,
+    compare_ratios,
+    machine,
+    machine_difference,
+    ratio_table,
+)
 from aftertrain.ledger.paths import output_file_problem, path_option_problem
 from aftertrain.ledger.record import ClaimRecord
 from aftertrain.ledger.state import CLAIM_PROPERTY, PART_PROPERTY, Ledger, Part, claim_ids, marker_problem
@@ -71,7 +78,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if not budget > 0:
         raise pytest.UsageError(f"--timing-budget must be > 0 seconds, got {budget!r}")
     if switched_on(config) and not hasattr(config, "workerinput"):  # the controller, or a run without xdist
-        config.pluginmanager.register(_Controller(config), "aftertrain-claims-ledger")
+        controller = _Controller(config)
+        config.pluginmanager.register(controller, "aftertrain-claims-ledger")
+        if config.pluginmanager.hasplugin("benchmark"):
+            config.pluginmanager.register(_Machine(controller), "aftertrain-benchmark-machine")
 
 
 @pytest.hookimpl(wrapper=True)
@@ -112,6 +122,8 @@ class _Controller:
         self.config = config
         self.ledger = Ledger()
         self.ratio_changes: list | None = None
+        #: (stored, now) machine records of a --benchmark-compare (benchratios.machine)
+        self.machines: tuple[dict, dict] | None = None
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -123,6 +135,9 @@ class _Controller:
         if self.ratio_changes is not None:
             tr.write_sep("-", f"paired ratios against the stored run (regressed: interval "
                               f"above stored x {RATIO_REGRESSION:g})")
+            if self.machines is not None and machine_difference(*self.machines):
+                tr.write_line(f"not comparable across machines: {machine_difference(*self.machines)}; "
+                              "hardware-dependent ratios are not compared", yellow=True)
             for line in ratio_table(self.ratio_changes):
                 tr.write_line(line)
             for c in self.ratio_changes:
@@ -142,15 +157,45 @@ class _Controller:
         path = self.config.getoption("claims_json")
         if path:
             self.ledger.write_json(path, self.config)
-        self.ratio_changes = compare_with_stored_run(self.config)
+        self.ratio_changes = compare_with_stored_run(self.config, self.machines)
         if self.ratio_changes and any(c.status == REGRESSED for c in self.ratio_changes):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def compare_with_stored_run(config: pytest.Config) -> list | None:
+class _Machine:
+    """pytest-benchmark's machine hooks (registered only where it is loaded):
+    the torch build and thread count go into ``machine_info``, and a compare
+    with a run of another machine says so in one line at the end of the run
+    (:func:`aftertrain.benchratios.machine_difference`) instead of
+    pytest-benchmark's dump of both records."""
+
+    def __init__(self, controller: _Controller) -> None:
+        self.controller = controller
+
+    @pytest.hookimpl
+    def pytest_benchmark_update_machine_info(self, config: pytest.Config, machine_info: dict) -> None:
+        import sys
+
+        torch = sys.modules.get("torch")  # the benchmarks imported it; the ledger does not
+        machine_info[MACHINE_KEY] = {
+            "torch": torch.__version__ if torch else None,
+            "threads": torch.get_num_threads() if torch else None,
+        }
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_benchmark_compare_machine_info(self, config, benchmarksession, machine_info,
+                                              compared_benchmark) -> None:
+        self.controller.machines = (machine(compared_benchmark["machine_info"]), machine(machine_info))
+        # The difference is reported in one line by the ledger; pytest-benchmark's
+        # own hook (run after this one) then finds nothing to dump.
+        compared_benchmark["machine_info"] = machine_info
+
+
+def compare_with_stored_run(config: pytest.Config, machines: tuple[dict, dict] | None = None
+                            ) -> list | None:
     """With ``--benchmark-compare``: this run's paired ratios against the
-    stored run's (:func:`aftertrain.benchratios.compare_ratios`); None
-    without a compare."""
+    stored run's (:func:`aftertrain.benchratios.compare_ratios`, ``not
+    comparable`` when ``machines`` differ); None without a compare."""
     session = getattr(config, "_benchmarksession", None)
     mappings = getattr(session, "compared_mapping", None)
     if not mappings:
@@ -159,4 +204,4 @@ def compare_with_stored_run(config: pytest.Config) -> list | None:
     for mapping in mappings.values():
         stored.update({name: bench.get("extra_info", {}) for name, bench in mapping.items()})
     now = {b.fullname: b.extra_info for b in session.benchmarks}
-    return compare_ratios(now, stored)
+    return compare_ratios(now, stored, machines=machines)
