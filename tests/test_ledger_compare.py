@@ -12,6 +12,8 @@ import pytest
 from aftertrain.benchratios import RatioStatus, compare_ratios, machine, machine_difference, store_ratios
 from aftertrain.timing import Decision, paired_timing
 
+pytest_plugins = ["pytester"]
+
 MACHINE = {"cpu": {"brand_raw": "Xeon A", "count": 2, "flags": ["avx2", "avx512f", "sse4_2"]},
            "aftertrain": {"torch": "2.13.0", "threads": 1}}
 OTHER = {"cpu": {"brand_raw": "Xeon A", "count": 2, "flags": ["avx2", "sse4_2"]},
