@@ -458,3 +458,22 @@ def test_claim_ids_order_closest_marker_first(pytester: pytest.Pytester):
     ''')
     items, _ = pytester.inline_genitems("-p", "aftertrain.ledger")
     assert claim_ids(items[0]) == ("Q2", "Q4", "Q3", "B1")
+
+
+def test_run_metadata_is_one_function_for_ledger_and_report(tmp_path: Path):
+    """The ledger's meta and the report's render-time header come from
+    :func:`aftertrain.runmeta.collect`: the same keys, None (never a
+    spelling of "unknown") where a value is not known, the model passed in
+    (not assumed), the load to 2 decimals."""
+    from aftertrain import runmeta
+    from aftertrain.report import meta
+
+    here = runmeta.collect(tmp_path, model=None, model_sha256=None, quick=False)
+    assert tuple(here) == runmeta.KEYS
+    assert here["commit"] is None and here["model"] is None  # tmp_path is no checkout
+    assert here["load1"] is None or here["load1"] == round(here["load1"], 2)
+    report = meta.collect(tmp_path, "article")
+    assert tuple(report) == runmeta.KEYS and report["model"] == "article"
+    assert len(report["model_sha256"]) == 64 and report["commit"] is None
+    head = runmeta.commit(Path(aftertrain.__file__).resolve().parents[2])
+    assert head is None or len(head.split()[0]) == 40

@@ -46,6 +46,9 @@ class RatioStatus(str, Enum):
     def __str__(self) -> str:
         return self.value
 
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
 
 REGRESSED, IMPROVED, SAME = RatioStatus.REGRESSED, RatioStatus.IMPROVED, RatioStatus.SAME
 INCONCLUSIVE, NOT_COMPARABLE = RatioStatus.INCONCLUSIVE, RatioStatus.NOT_COMPARABLE

@@ -7,17 +7,14 @@ JSON. It does not import torch (the plugin loads with every pytest run).
 
 from __future__ import annotations
 
-import datetime
-import importlib.metadata
 import json
 import os
-import platform
-import subprocess
 from enum import Enum
 from pathlib import Path
 
 import pytest
 
+from aftertrain import runmeta
 from aftertrain.claims import CLAIMS
 from aftertrain.io import atomic_write
 from aftertrain.verdicts import (
@@ -55,22 +52,43 @@ class Part(str, Enum):
     def __str__(self) -> str:
         return self.value
 
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
 
 #: What a part that did not run says in place of an outcome.
 NOT_RUN = "not run"
 
 # Test outcomes, strongest first: a test's outcome is the strongest of its
 # phases (setup, call, teardown), a passing setup or teardown not counting.
-OUTCOMES = ("error", "failed", "xpassed", "xfailed", "inconclusive", "untimed", "passed",
-            "skipped")
+class Outcome(str, Enum):
+    """A test's outcome, strongest first (str-valued: the JSON holds the name)."""
+
+    ERROR = "error"
+    FAILED = "failed"
+    XPASSED = "xpassed"
+    XFAILED = "xfailed"
+    INCONCLUSIVE = "inconclusive"
+    UNTIMED = "untimed"
+    PASSED = "passed"
+    SKIPPED = "skipped"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+OUTCOMES = tuple(Outcome)
 # A claim's verdict is that of its tests' strongest outcome among those that
 # ran; a test skipped or not timed did not run, and its part is named "not
 # run" beside the verdict (an untimed timing test beside a passing teeth test
 # reads "holds; not run: timed part (not timed)").
-NOT_RAN = ("untimed", "skipped")
-VERDICT_OF = {"error": BROKEN, "failed": BROKEN, "xpassed": BROKEN,
-              "xfailed": DOES_NOT_REPRODUCE, "inconclusive": INCONCLUSIVE,
-              "untimed": SKIPPED, "passed": HOLDS, "skipped": SKIPPED}
+NOT_RAN = (Outcome.UNTIMED, Outcome.SKIPPED)
+VERDICT_OF = {Outcome.ERROR: BROKEN, Outcome.FAILED: BROKEN, Outcome.XPASSED: BROKEN,
+              Outcome.XFAILED: DOES_NOT_REPRODUCE, Outcome.INCONCLUSIVE: INCONCLUSIVE,
+              Outcome.UNTIMED: SKIPPED, Outcome.PASSED: HOLDS, Outcome.SKIPPED: SKIPPED}
 
 
 def claim_ids(item: pytest.Item) -> tuple[str, ...]:
@@ -99,20 +117,20 @@ def marker_problem(item: pytest.Item) -> str | None:
     return None
 
 
-def phase_outcome(report: pytest.TestReport) -> str:
+def phase_outcome(report: pytest.TestReport) -> Outcome:
     """error, failed, xpassed, xfailed, inconclusive, untimed, passed or
     skipped, for one phase."""
     if report.when != "call" and report.failed:
-        return "error"
+        return Outcome.ERROR
     if hasattr(report, "wasxfail"):
-        return "xfailed" if report.skipped else "xpassed"
+        return Outcome.XFAILED if report.skipped else Outcome.XPASSED
     if report.skipped:
         names = {name for name, _ in report.user_properties}
         if INCONCLUSIVE_PROPERTY in names:
-            return "inconclusive"
+            return Outcome.INCONCLUSIVE
         if UNTIMED_PROPERTY in names:
-            return "untimed"
-    return report.outcome
+            return Outcome.UNTIMED
+    return Outcome(report.outcome)
 
 
 def phase_reason(report: pytest.TestReport) -> str | None:
@@ -281,50 +299,9 @@ def verdict_text(entry: dict) -> str:
 
 
 def run_meta(config: pytest.Config) -> dict:
-    """What the run was: date (UTC), commit, cpu, torch, threads, load1,
-    model, model_sha256, quick."""
+    """What the run was (:func:`aftertrain.runmeta.collect`), on the model
+    the claims ran on."""
     from aftertrain.model_plugin import ledger_meta
 
-    return {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "commit": _commit(config.rootpath),
-        "cpu": _cpu(),
-        "torch": _version("torch"),
-        "threads": _torch_threads(),
-        "load1": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
-        **ledger_meta(config),  # model, model_sha256: the model the claims ran on
-        "quick": os.environ.get("AFTERTRAIN_QUICK") == "1",
-    }
-
-
-def _commit(root: Path) -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
-                             text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
-
-
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return f"{line.split(':', 1)[1].strip()} x {os.cpu_count()}"
-    except OSError:
-        pass
-    return f"{platform.processor() or platform.machine()} x {os.cpu_count()}"
-
-
-def _version(package: str) -> str | None:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def _torch_threads() -> int | None:
-    import sys
-
-    torch = sys.modules.get("torch")  # only if the run imported it: the ledger does not
-    return torch.get_num_threads() if torch is not None else None
+    return runmeta.collect(config.rootpath, **ledger_meta(config),
+                           quick=os.environ.get("AFTERTRAIN_QUICK") == "1")

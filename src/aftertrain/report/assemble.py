@@ -177,7 +177,7 @@ def main(args) -> int:
         for i, m in enumerate(models):
             label = Path(m).stem if m not in _models.BUNDLED else m
             log(f"model {i + 1} of {len(models)}: {m} (the claims' tests with --aftertrain-model {m})")
-            started = {**meta.collect(checkout), "model": m}
+            started = meta.collect(checkout, m)
             run_path = (run_dir / ledger_file(label, i == 0)).resolve()
             claims_json.append(str(run_path))
             ran.append(run_ledger(checkout, run_path, args.quick, log, started, model=m))
