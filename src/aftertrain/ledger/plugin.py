@@ -11,6 +11,8 @@ type in :mod:`aftertrain.ledger.record`.
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from aftertrain.benchratios import (
@@ -22,9 +24,9 @@ from aftertrain.benchratios import (
     ratio_table,
 )
 from aftertrain.ledger.paths import output_file_problem, path_option_problem
-from aftertrain.ledger.record import ClaimRecord
+from aftertrain.ledger.record import ClaimRecord, start_total_budget
 from aftertrain.ledger.state import CLAIM_PROPERTY, PART_PROPERTY, Ledger, Part, claim_ids, marker_problem
-from aftertrain.tolerances import RATIO_REGRESSION, TIMING_BUDGET_S
+from aftertrain.tolerances import RATIO_REGRESSION, TIMING_BUDGET_S, TIMING_BUDGET_TOTAL_S
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -42,6 +44,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--timing-budget", metavar="SECONDS", type=float, default=TIMING_BUDGET_S,
         help=f"seconds one timing decision may spend before it is inconclusive "
              f"(default {TIMING_BUDGET_S:g})",
+    )
+    group.addoption(
+        "--timing-budget-total", metavar="SECONDS", type=float, default=TIMING_BUDGET_TOTAL_S,
+        help=f"seconds all timing decisions of the run may spend together, counted from the "
+             f"start of the run; each gets at most what is left, and one with nothing left is "
+             f"inconclusive (default {TIMING_BUDGET_TOTAL_S:g})",
     )
 
 
@@ -74,9 +82,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "claim(*ids): ties a test to claim IDs of CLAIMS.md (aftertrain.claims)"
     )
-    budget = config.getoption("timing_budget")
-    if not budget > 0:
-        raise pytest.UsageError(f"--timing-budget must be > 0 seconds, got {budget!r}")
+    for flag in ("timing_budget", "timing_budget_total"):
+        budget = config.getoption(flag)
+        if not (math.isfinite(budget) and budget > 0):
+            raise pytest.UsageError(f"--{flag.replace('_', '-')} must be a finite number of "
+                                    f"seconds > 0, got {budget!r}")
+    start_total_budget(config)
     if switched_on(config) and not hasattr(config, "workerinput"):  # the controller, or a run without xdist
         controller = _Controller(config)
         config.pluginmanager.register(controller, "aftertrain-claims-ledger")

@@ -9,6 +9,7 @@ ledger under pytest-xdist too.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,25 @@ if TYPE_CHECKING:  # the ledger does not import torch (aftertrain.timing does)
     from aftertrain.timing import Decision, Judgement, RatioRule
 
 NOT_TIMED = "not timed"
+
+#: When this run's whole timing budget ends (``--timing-budget-total``, set
+#: at configuration), on :data:`clock`.
+DEADLINE = pytest.StashKey[float]()
+
+#: The clock of the whole-run budget (a test replaces it with a fake one).
+clock: Callable[[], float] = time.monotonic
+
+
+def start_total_budget(config: pytest.Config) -> None:
+    """Start the run's whole timing budget: ``--timing-budget-total``
+    seconds from now."""
+    config.stash[DEADLINE] = clock() + float(config.getoption("timing_budget_total"))
+
+
+def budget_left(config: pytest.Config) -> float:
+    """Seconds left of the run's whole timing budget (inf when not started)."""
+    deadline = config.stash.get(DEADLINE, None)
+    return float("inf") if deadline is None else deadline - clock()
 
 
 def timing_enabled(config: pytest.Config) -> bool:
@@ -83,8 +103,26 @@ class ClaimRecord:
 
     @property
     def budget_s(self) -> float:
-        """Seconds per timing decision (:func:`timing_budget`)."""
-        return timing_budget(self._config)
+        """Seconds for the next timing decision: :func:`timing_budget`, or
+        what is left of the run's whole budget when that is less."""
+        return min(timing_budget(self._config), budget_left(self._config))
+
+    def budget_or_inconclusive(self) -> float:
+        """:attr:`budget_s` (> 0); when nothing is left of the run's whole
+        budget, the test ends here as inconclusive (failed under
+        ``--timing-strict``) without timing anything."""
+        budget = self.budget_s
+        if budget <= 0:
+            total = self._config.getoption("timing_budget_total")
+            self._inconclusive(f"inconclusive: the run's timing budget is spent "
+                               f"(--timing-budget-total {total:g} s); not timed")
+        return budget
+
+    def _inconclusive(self, reason: str) -> None:
+        if self._config.getoption("timing_strict"):
+            pytest.fail(f"--timing-strict: {reason}", pytrace=False)
+        self._node.user_properties.append((INCONCLUSIVE_PROPERTY, reason))
+        pytest.skip(reason)
 
     def require_timing(self) -> None:
         """Skip the test as ``not timed`` (the claim is ``skipped``, never
@@ -117,8 +155,11 @@ class ClaimRecord:
         from aftertrain.timing import decide_ratio
 
         self.require_timing()
-        kwargs.setdefault("budget_s", self.budget_s)
-        return decide_ratio(baseline, candidate, rule, **kwargs)
+        kwargs.setdefault("budget_s", self.budget_or_inconclusive())
+        decision = decide_ratio(baseline, candidate, rule, **kwargs)
+        if decision.looks == 0:
+            self.conclude(decision)
+        return decision
 
     def conclude(self, decision: Decision) -> Decision:
         """Turn a decision into the test's outcome: ``holds`` returns it,
@@ -130,9 +171,6 @@ class ClaimRecord:
         if decision.verdict == BROKEN:
             raise AssertionError(decision.reason)
         if decision.verdict == INCONCLUSIVE:
-            if self._config.getoption("timing_strict"):
-                pytest.fail(f"--timing-strict: {decision.reason}", pytrace=False)
-            self._node.user_properties.append((INCONCLUSIVE_PROPERTY, decision.reason))
-            pytest.skip(decision.reason)
+            self._inconclusive(decision.reason)
         raise ValueError(f"decision.verdict must be {HOLDS!r}, {BROKEN!r} or "
                          f"{INCONCLUSIVE!r}, got {decision.verdict!r}")
