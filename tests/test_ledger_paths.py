@@ -58,9 +58,11 @@ def places(tmp_path: Path) -> dict[str, Path]:
     return {"proj": proj, "mine": mine, "elsewhere": elsewhere, "tmp": tmp_path}
 
 
-def _pytest(cwd: Path, *args: str, tmp: Path) -> subprocess.CompletedProcess:
+def _pytest(cwd: Path, *args: str, tmp: Path, autoload: bool = False) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]),
-           "PYTEST_PLUGINS": ",".join(PLUGINS), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+           "PYTEST_PLUGINS": ",".join(PLUGINS)}
+    if not autoload:  # only aftertrain's plugins: faster, and nothing else's options needed
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     env.pop("AFTERTRAIN_MODEL", None)
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
                            f"--basetemp={tmp / 'base'}", *args],
@@ -133,3 +135,28 @@ def test_without_the_switches_the_plugins_stay_inert(tmp_path):
     run = _pytest(tmp_path, tmp=tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "claims ledger" not in run.stdout and "aftertrain model" not in run.stdout
+
+
+@pytest.mark.slow
+def test_q4_and_p6_hold_on_a_checkpoint_without_baselines_naming_the_comparison(places):
+    """The real Q4 and P6 tests on a copy of the reference under another
+    name (so no stored baselines): every assertion passes, the baseline
+    comparison does not run, and the ledger says ``holds`` with the
+    baseline part named not run. Slow: the bits table and the pruning
+    curve on the model (~30-60 CPU s)."""
+    import json
+
+    claims = places["tmp"] / "claims.json"
+    run = _pytest(ROOT, "tests/test_quant_claims.py::test_bits_table_matches_the_stored_baseline",
+                  "tests/test_prune_claims.py::test_int8_beats_75_and_50pct_sparse_bitmask_at_equal_"
+                  "or_better_compression", f"--aftertrain-model={places['mine']}",
+                  f"--claims-json={claims}", "-q", tmp=places["tmp"], autoload=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    e = {c["id"]: c for c in json.loads(claims.read_text())["claims"]}
+    for cid in ("Q4", "P6"):
+        assert e[cid]["verdict"] == "holds", e[cid]
+        assert e[cid]["parts"] == {"assertions": "holds", "baseline comparison": "not run"}
+        assert e[cid]["not_run"] == [{"part": "baseline comparison",
+                                      "reason": "no baseline for this model"}]
+        assert f"{cid} holds: not run: baseline comparison (no baseline for this model)" \
+            in run.stdout

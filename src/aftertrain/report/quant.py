@@ -155,13 +155,21 @@ def _outliers_and_speed(doc: Document) -> None:
     speed = doc.ledger.table(T.Q11)
     if speed is not None:
         doc.table("Fake-quantized forward against float32 (time ratio)", ("Q11",),
-                  ["", "ours: median [interval]"],
+                  ["", "ours: median [CI of the median]"],
                   [["fake-quantized / float32", ratio_cell(speed)]])
     x3 = doc.ledger.table(T.X3)
     if x3 is not None:
         sizes = sorted(int(r) for r in x3 if r != "crossover_rows")
         doc.table("Dynamic int8 Linear against float32 (time ratio, below 1 = int8 faster)",
-                  ("X3",), ["rows multiplied at once", "ours: median [interval]"],
+                  ("X3",), ["rows multiplied at once", "ours: median [CI of the median]"],
                   [[r, ratio_cell(x3[str(r)] if str(r) in x3 else x3[r])] for r in sizes])
-        doc.add(f"int8 arithmetic starts to pay at: "
-                f"{x3.get('crossover_rows') or 'no size up to 1024'} rows")
+        cells = [x3[str(r)] if str(r) in x3 else x3[r] for r in sizes]
+        cross = x3.get("crossover_rows")
+        if cross:
+            doc.add(f"int8 is decidedly faster (interval wholly below 1) from {cross} rows.")
+        elif all(c["ci"][0] > 1.0 for c in cells):
+            doc.add(f"int8 is decidedly slower (interval wholly above 1) at every size up to "
+                    f"{sizes[-1]} rows.")
+        else:
+            doc.add(f"No size up to {sizes[-1]} rows has its interval wholly below 1: where int8 "
+                    f"starts to pay is not decided by this run.")
