@@ -66,11 +66,23 @@ def reference_val_loss(reference) -> float:
     return val_loss(reference)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
     """One torch thread for the whole run, session and module fixtures
     included (function-scoped fixtures come too late for those): ``pytest
     -n 2`` then does not oversubscribe the two cores, and every figure is
-    computed with the same thread count. Timing code pins its own count."""
+    computed with the same thread count. Timing code pins its own count.
+
+    Before hypothesis' own plugin reads ``--hypothesis-profile``: an unknown
+    name is a one-line usage error naming the profiles (not an internal
+    error)."""
+    name = config.getoption("hypothesis_profile", None)
+    if name is not None:
+        try:
+            settings.get_profile(name)
+        except Exception:  # hypothesis' InvalidArgument
+            raise pytest.UsageError(f"--hypothesis-profile {name!r} is not a profile; known: "
+                                    f"ci, dev, quick, thorough") from None
     torch.set_num_threads(1)
 
 

@@ -27,6 +27,8 @@ import pytest
 import aftertrain
 from aftertrain import models as _models
 
+pytest_plugins = ["pytester"]
+
 ROOT = Path(__file__).resolve().parent.parent
 SRC = str(Path(aftertrain.__file__).resolve().parents[1])
 PLUGINS = ("aftertrain.ledger", "aftertrain.model_plugin")
@@ -160,3 +162,15 @@ def test_q4_and_p6_hold_on_a_checkpoint_without_baselines_naming_the_comparison(
                                       "reason": "no baseline for this model"}]
         assert f"{cid} holds: not run: baseline comparison (no baseline for this model)" \
             in run.stdout
+
+
+def test_an_unknown_hypothesis_profile_is_one_line_before_any_test(pytester: pytest.Pytester):
+    """The suite's conftest checks ``--hypothesis-profile`` before
+    hypothesis' plugin loads it (which would be an internal error)."""
+    pytester.makeconftest((ROOT / "conftest.py").read_text())
+    pytester.makepyfile(test_x="def test_x():\n    raise AssertionError('ran')\n")
+    result = pytester.runpytest("--hypothesis-profile", "nope", "-p", "no:aftertrain.ledger",
+                                "-p", "no:aftertrain.model_plugin")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --hypothesis-profile 'nope' is not a profile; known: *"])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()

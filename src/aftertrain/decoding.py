@@ -248,8 +248,8 @@ def sample_text(
         raise ValueError(f"prompt must be a non-empty str, got {prompt!r}")
     if not _is_int(length) or length < 0:
         raise ValueError(f"length must be an int >= 0, got {length!r}")
-    if not _is_int(seed) or seed < 0:
-        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+    if not _is_int(seed) or not 0 <= seed < 2**64:
+        raise ValueError(f"seed must be an int in [0, 2**64), got {seed!r}")
     tokens = generate(model, _text.encode(prompt, "prompt"), length, temperature,
                       torch.Generator().manual_seed(seed))
     return _text.decode(tokens[len(prompt):])

@@ -122,8 +122,8 @@ def check_rule_exact(rule_with_uniforms: Callable, *, cases: list[_battery.Case]
                          f"got {type(rule_with_uniforms).__name__}")
     from aftertrain.checks.speculative import _as_cases
 
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+        raise ValueError(f"seed must be an int in [0, 2**64), got {seed!r}")
     cases = None if cases is None else _as_cases(cases)
     rule = rule_with_uniforms
     report = Report(name or f"check_rule_exact({getattr(rule, '__name__', type(rule).__name__)})")

@@ -163,8 +163,8 @@ def check_generator(generate: Callable, target: nn.Module | None = None,
                          f"got {temperatures!r}")
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be a number in (0, 1), got {alpha!r}")
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2**64:
+        raise ValueError(f"seed must be an int in [0, 2**64), got {seed!r}")
     if target is None and draft is None:
         target, draft = toy_models()
     elif target is None or draft is None:
@@ -183,7 +183,7 @@ def check_generator(generate: Callable, target: nn.Module | None = None,
     for (ti, temperature), k in itertools.product(enumerate(temperatures), ks):
         law = exact_prefix_law(target, prompt_t, length, temperature)
         case = f"joint law T={temperature:g} k={k}"
-        g = torch.Generator().manual_seed(seed * 1009 + 31 * ti + k)
+        g = torch.Generator().manual_seed((seed * 1009 + 31 * ti + k) % 2**64)
         n_new = max(length, k + 1)
         codes = []
         for _ in range(runs):

@@ -61,8 +61,8 @@ def battery(seed: int = 0) -> dict[str, dict[str, torch.Tensor]]:
     per-layer half of each); large negative weights (a signed ranking takes
     them first); odd sizes 5, 15, 6 and 10 (exact halves); a single weight.
     """
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+        raise ValueError(f"seed must be an int in [0, 2**64), got {seed!r}")
     g = torch.Generator().manual_seed(seed)
     ties = torch.tensor([-2.0, 0.0, 2.0])
     return {
@@ -141,8 +141,8 @@ def check_pruner(
             for s in sparsities):
         raise ValueError(f"sparsities must be a non-empty list of numbers in [0, 1], "
                          f"got {sparsities!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+        raise ValueError(f"seed must be an int in [0, 2**64), got {seed!r}")
     if cases is not None:
         if not isinstance(cases, Mapping) or not cases:
             raise ValueError("cases must be a non-empty dict of case -> {name: tensor}")

@@ -74,8 +74,8 @@ def battery(bits: int, seed: int = 0) -> dict[str, torch.Tensor]:
     """
     if isinstance(bits, bool) or not isinstance(bits, int) or not 2 <= bits <= 8:
         raise ValueError(f"bits must be an int in [2, 8], got {bits!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+        raise ValueError(f"seed must be an int in [0, 2**64), got {seed!r}")
     g = torch.Generator().manual_seed(seed)
     qmax = 2 ** (bits - 1) - 1
     gauss = torch.randn(8, 16, generator=g)
@@ -171,8 +171,8 @@ def check_quantizer(
     if not granularities or not all(isinstance(g, Granularity) for g in granularities):
         raise ValueError(f"granularities must be a non-empty list of Granularity, "
                          f"got {granularities!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+        raise ValueError(f"seed must be an int in [0, 2**64), got {seed!r}")
     if cases is not None:
         if not isinstance(cases, Mapping) or not cases:
             raise ValueError("cases must be a non-empty dict of name -> tensor")

@@ -64,8 +64,8 @@ def _check_common(n, alpha, seed, *, n_min: int = 1) -> None:
         raise ValueError(f"n must be an int >= {n_min}, got {n!r}")
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be a number in (0, 1), got {alpha!r}")
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2**64:
+        raise ValueError(f"seed must be an int in [0, 2**64), got {seed!r}")
 
 
 def _as_cases(cases) -> list[Case]:

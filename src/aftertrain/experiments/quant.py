@@ -190,8 +190,8 @@ def divergence(
     _check_quantize(quantize)
     if isinstance(length, bool) or not isinstance(length, int) or length < 1:
         raise ValueError(f"length must be an int >= 1, got {length!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+        raise ValueError(f"seed must be an int in [0, 2**64), got {seed!r}")
     p = encode(prompt, "prompt")
     texts = []
     for m in (model, _apply(quantize, model, bits, granularity, None)):

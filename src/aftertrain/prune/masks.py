@@ -229,8 +229,8 @@ def masks_for(
     if not isinstance(method, Method):
         raise ValueError(f"method must be a Method ({[m.name for m in Method]}), got {method!r}")
     _check_sparsity(sparsity)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+        raise ValueError(f"seed must be an int in [0, 2**64), got {seed!r}")
     weights = prunable_weights(model, names)
     if method is Method.GLOBAL:
         return global_magnitude_masks(weights, sparsity)

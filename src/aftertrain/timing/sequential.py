@@ -323,6 +323,12 @@ def sequential_decisions(
             for name in judgements}
 
 
+#: The keyword arguments :func:`sequential_decision` and :func:`decide_ratio`
+#: pass on to :func:`sequential_decisions`.
+_DECISION_OPTIONS = frozenset({"alpha", "looks", "first", "budget_s", "warmup", "calls",
+                               "threads", "clock"})
+
+
 def sequential_decision(
     sides: Mapping[str, tuple[Callable[[], object], Callable[[], object]]],
     decide: Callable[[Timings], str | None],
@@ -332,6 +338,10 @@ def sequential_decision(
 ) -> Decision:
     """:func:`sequential_decisions` of one judgement ``Judgement(rule,
     decide)`` (keyword arguments passed on)."""
+    unknown = sorted(set(kwargs) - _DECISION_OPTIONS)
+    if unknown:
+        raise ValueError(f"unknown keyword argument(s) {', '.join(unknown)}; allowed: "
+                         f"{', '.join(sorted(_DECISION_OPTIONS))}")
     return sequential_decisions(sides, {"claim": Judgement(rule, decide)}, **kwargs)["claim"]
 
 
@@ -345,6 +355,8 @@ def decide_ratio(
     against ``rule`` (keyword arguments passed on)."""
     if not isinstance(rule, RatioRule):
         raise ValueError(f"rule must be a RatioRule, got {type(rule).__name__}")
+    if "rule" in kwargs:
+        raise ValueError("unknown keyword argument(s) rule (the rule is the RatioRule argument)")
     return sequential_decision(
         {"ratio": (baseline, candidate)},
         lambda t: rule.decide(t["ratio"].ci_low, t["ratio"].ci_high),
