@@ -108,6 +108,18 @@ def test_third_finds_nothing_left(claim_record):
         claim_record.ratio(work(0.2), work(0.2), SAME, warmup=0, clock=record.clock)
     finally:
         assert record.clock.now == before  # nothing was timed
+
+
+@pytest.mark.claim("X8")
+def test_fourth_decides_several_with_nothing_left(claim_record):
+    from aftertrain.timing import Judgement
+
+    before = record.clock.now
+    try:
+        claim_record.decide({"r": (work(0.2), work(0.2))},
+                            {"x": Judgement("any", lambda t: None)}, warmup=0, clock=record.clock)
+    finally:
+        assert record.clock.now == before
 '''
 
 
@@ -116,7 +128,8 @@ def test_the_whole_run_budget_bounds_every_decision(pytester: pytest.Pytester,
     """--timing-budget-total 30 on a fake clock: the first decision (10 s)
     decides; the second gets the 5 s left, which its first look does not
     fit (inconclusive, no look); the third has nothing left (inconclusive
-    without timing). pytest passes: inconclusive is not a failure."""
+    without timing), through ``claim_record.ratio`` and ``.decide`` alike.
+    pytest passes: inconclusive is not a failure."""
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     monkeypatch.setattr(record, "clock", Clock())
     pytester.makepyfile(test_budget=RUN)
@@ -129,8 +142,10 @@ def test_the_whole_run_budget_bounds_every_decision(pytester: pytest.Pytester,
     assert e["P7"]["verdict"] == "inconclusive"
     assert "the budget ran out before the first look" in e["P7"]["reasons"][0]
     assert e["X4"]["verdict"] == "inconclusive"
-    assert e["X4"]["reasons"] == [
-        "inconclusive: the run's timing budget is spent (--timing-budget-total 30 s); not timed"]
+    for cid in ("X4", "X8"):
+        assert e[cid]["verdict"] == "inconclusive"
+        assert e[cid]["reasons"] == [
+            "inconclusive: the run's timing budget is spent (--timing-budget-total 30 s); not timed"]
     assert record.clock.now <= 30.0 + 0.4
 
 

@@ -47,9 +47,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--timing-budget-total", metavar="SECONDS", type=float, default=TIMING_BUDGET_TOTAL_S,
-        help=f"seconds all timing decisions of the run may spend together, counted from the "
-             f"start of the run; each gets at most what is left, and one with nothing left is "
-             f"inconclusive (default {TIMING_BUDGET_TOTAL_S:g})",
+        help=f"seconds from the start of the run by which every timing decision must end; "
+             f"each gets at most what is left, and one with nothing left is inconclusive "
+             f"(default {TIMING_BUDGET_TOTAL_S:g})",
     )
 
 

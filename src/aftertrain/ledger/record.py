@@ -141,17 +141,23 @@ class ClaimRecord:
         **kwargs,
     ) -> dict[str, Decision]:
         """:func:`aftertrain.timing.sequential_decisions` with this run's
-        budget (after :meth:`require_timing`)."""
+        budget (after :meth:`require_timing`); a decision whose budget ran
+        out before its first look ends the test as inconclusive here."""
         from aftertrain.timing import sequential_decisions
 
         self.require_timing()
-        kwargs.setdefault("budget_s", self.budget_s)
-        return sequential_decisions(sides, judgements, **kwargs)
+        kwargs.setdefault("budget_s", self.budget_or_inconclusive())
+        decisions = sequential_decisions(sides, judgements, **kwargs)
+        for decision in decisions.values():
+            if decision.looks == 0:
+                self.conclude(decision)
+        return decisions
 
     def ratio(self, baseline: Callable[[], object], candidate: Callable[[], object],
               rule: RatioRule, **kwargs) -> Decision:
         """:func:`aftertrain.timing.decide_ratio` with this run's budget
-        (after :meth:`require_timing`)."""
+        (after :meth:`require_timing`); a decision whose budget ran out
+        before its first look ends the test as inconclusive here."""
         from aftertrain.timing import decide_ratio
 
         self.require_timing()
