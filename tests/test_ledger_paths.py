@@ -132,8 +132,10 @@ def test_an_unwritable_claims_json_is_refused_before_any_test_runs(places, bad, 
 
 def test_without_the_switches_the_plugins_stay_inert(tmp_path):
     """Loaded (as entry points are in every run once aftertrain is
-    installed) but not switched on: no model is loaded, no ledger printed."""
-    (tmp_path / "test_plain.py").write_text("def test_ok():\n    pass\n")
+    installed) but not switched on: no model is loaded (torch is not even
+    imported), no ledger printed."""
+    (tmp_path / "test_plain.py").write_text(
+        "import sys\n\ndef test_ok():\n    assert 'torch' not in sys.modules\n")
     run = _pytest(tmp_path, tmp=tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "claims ledger" not in run.stdout and "aftertrain model" not in run.stdout

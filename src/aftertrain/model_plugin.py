@@ -45,11 +45,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from aftertrain import models as _models
 from aftertrain.ledger.paths import path_option_problem
+
+if TYPE_CHECKING:  # aftertrain.models imports torch: only once the plugin is switched on
+    from aftertrain.models import ModelIdentity
 
 ENV_VAR = "AFTERTRAIN_MODEL"
 MARKER = "does_not_reproduce_on"
@@ -70,7 +73,7 @@ PINNED = frozenset({"reference"})
 #: The name ``-p`` and the entry point give this plugin.
 PLUGIN_NAME = "aftertrain.model_plugin"
 
-MODEL_KEY = pytest.StashKey[_models.ModelIdentity]()
+MODEL_KEY = pytest.StashKey["ModelIdentity"]()
 _NET = pytest.StashKey[object]()
 _LENIENT = pytest.StashKey[bool]()
 
@@ -79,9 +82,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("aftertrain-model", "the model the aftertrain claims run on")
     group.addoption(
         "--aftertrain-model", metavar="NAME_OR_PATH", default=None,
-        help=f"bundled model ({', '.join(_models.BUNDLED)}; default {_models.DEFAULT}) or "
-             f"the path of a checkpoint written by `aftertrain train --out`; "
-             f"default: ${ENV_VAR}, else {_models.DEFAULT}",
+        help=f"bundled model (aftertrain.models.BUNDLED: reference, article...) or the "
+             f"path of a checkpoint written by `aftertrain train --out` (write "
+             f"--aftertrain-model=PATH); default: ${ENV_VAR}, else the bundled reference",
     )
     group.addoption(
         "--aftertrain-baselines", metavar="DIR", default=None,
@@ -93,6 +96,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def selected(config: pytest.Config) -> str:
     """The name or path given by the option, else the environment, else the default."""
+    from aftertrain import models as _models
+
     return (config.getoption("aftertrain_model", None) or os.environ.get(ENV_VAR)
             or _models.DEFAULT)
 
@@ -142,6 +147,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if baselines and Path(baselines).exists() and not Path(baselines).is_dir():
         raise pytest.UsageError(f"--aftertrain-baselines {baselines} is a file; give a folder "
                                 "(created when a baseline is first written)")
+    from aftertrain import models as _models
+
     try:
         net, ident = _models.load_model(selected(config))
     except (ValueError, _models.CheckpointError) as err:
@@ -208,7 +215,7 @@ def _loaded(config: pytest.Config, key: pytest.StashKey):
 
 
 @pytest.fixture(scope="session")
-def model_identity(pytestconfig) -> _models.ModelIdentity:
+def model_identity(pytestconfig) -> ModelIdentity:
     """Name, SHA-256 and path of the model the claims run on."""
     return _loaded(pytestconfig, MODEL_KEY)
 
