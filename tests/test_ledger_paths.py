@@ -176,3 +176,37 @@ def test_an_unknown_hypothesis_profile_is_one_line_before_any_test(pytester: pyt
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --hypothesis-profile 'nope' is not a profile; known: *"])
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+@pytest.mark.slow
+def test_report_runs_pytest_with_paths_outside_the_checkout_twice(places, monkeypatch):
+    """``aftertrain report --models PATH --out DIR``, both outside the
+    checkout, DIR already holding the first report's ledger: the pytest
+    command it starts (captured, then run with ``--co`` on one test file)
+    names the checkout's configuration and every path in ``--flag=PATH``
+    form, so pytest roots itself in the checkout both times."""
+    from aftertrain.report import ledgerfile
+
+    out = places["tmp"] / "out"
+    out.mkdir()
+    claims = out / "claims.json"
+    commands = []
+
+    def capture(cmd, **kwargs):
+        commands.append((cmd, kwargs["cwd"]))
+        return subprocess.CompletedProcess(cmd, 2)
+    monkeypatch.setattr(ledgerfile.subprocess, "run", capture)
+    with pytest.raises(ledgerfile.ReportError):
+        ledgerfile.run_ledger(ROOT, claims, False, lambda m: None, model=str(places["mine"]))
+    [(cmd, cwd)] = commands
+    assert f"--aftertrain-model={places['mine']}" in cmd and f"--claims-json={claims}" in cmd
+    assert f"--rootdir={ROOT}" in cmd and f"--config-file={ROOT / 'pyproject.toml'}" in cmd
+    monkeypatch.undo()
+    for _ in range(2):  # the second time claims.json exists, as in a second report
+        run = subprocess.run([*cmd, "--co", "tests/test_text.py"], cwd=cwd, capture_output=True,
+                             text=True, timeout=300,
+                             env={**os.environ, "PYTHONPATH": SRC})
+        assert run.returncode == 0, run.stdout + run.stderr
+        # node ids relative to the checkout: pytest rooted itself there
+        assert any(line.startswith("tests/test_text.py::") for line in run.stdout.splitlines())
+        claims.write_text("{}")
