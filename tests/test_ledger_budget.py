@@ -46,6 +46,20 @@ def test_a_first_look_that_does_not_fit_is_cut_inconclusive_with_no_look():
     assert "the budget ran out before the first look" in d.reason
 
 
+def test_a_first_look_over_two_ratios_is_cut_in_the_second():
+    """Two ratios, timed one after the other: the first ratio's first look
+    (25+ pairs of 2 x 0.1 s) fits 8 s, the second's does not; the look is
+    dropped whole (no look, no timings) within the budget plus one pair."""
+    from aftertrain.timing import Judgement, sequential_decisions
+
+    clock = Clock()
+    sides = {name: (_work(clock, 0.1), _work(clock, 0.1)) for name in ("a", "b")}
+    [d] = sequential_decisions(sides, {"x": Judgement("any", lambda t: None)}, budget_s=8.0,
+                               warmup=0, clock=clock).values()
+    assert (d.verdict, d.looks, d.timings) == ("inconclusive", 0, {})
+    assert 5.0 < clock.now <= 8.0 + 0.2
+
+
 def test_a_later_look_cut_short_leaves_the_look_before():
     """Look 1 (25 pairs, ~0.6 s) fits and does not decide (the ratio
     alternates 0.5 and 2); look 2 starts within the estimate, then every

@@ -280,6 +280,7 @@ def sequential_decisions(
                         seconds=clock() - start, load1=load1())
 
     runs = {n: _Pairs(b, c, per_call[n], clock) for n, (b, c) in sides.items()}
+    last_run = list(runs.values())[-1]
     decided: dict[str, Decision] = {}
     quiet = _Quiet(threads)
     start = clock()
@@ -295,11 +296,13 @@ def sequential_decisions(
                     break
             quiet.off()
             cut = False
-            for pairs in range(done + 1, size + 1):
-                for run in runs.values():
+            for run in runs.values():  # each ratio's pairs in turn, as without a budget
+                for pairs in range(done + 1, size + 1):
                     run.extend(pairs)
-                if pairs < size and clock() - start > budget_s:
-                    cut = True
+                    if clock() - start > budget_s and not (pairs == size and run is last_run):
+                        cut = True
+                        break
+                if cut:
                     break
             quiet.on()
             if cut:  # this look is not taken: the one before stands
