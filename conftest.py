@@ -66,11 +66,23 @@ def reference_val_loss(reference) -> float:
     return val_loss(reference)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
     """One torch thread for the whole run, session and module fixtures
     included (function-scoped fixtures come too late for those): ``pytest
     -n 2`` then does not oversubscribe the two cores, and every figure is
-    computed with the same thread count. Timing code pins its own count."""
+    computed with the same thread count. Timing code pins its own count.
+
+    Before hypothesis' own plugin reads ``--hypothesis-profile``: an unknown
+    name is a one-line usage error naming the profiles (not an internal
+    error)."""
+    name = config.getoption("hypothesis_profile", None)
+    if name is not None:
+        try:
+            settings.get_profile(name)
+        except Exception:  # hypothesis' InvalidArgument
+            raise pytest.UsageError(f"--hypothesis-profile {name!r} is not a profile; known: "
+                                    f"ci, dev, quick, thorough") from None
     torch.set_num_threads(1)
 
 
@@ -120,8 +132,8 @@ def baselines_dir(pytestconfig):
     """The stored baselines of the model under test (our measured tables):
     ``baselines/<model>/``, or the folder given by ``--aftertrain-baselines``.
     Tests read it; a file is written only when asked (see below). For a
-    model with no folder the path does not exist, and the comparison is
-    skipped with the reason "no baseline for this model"."""
+    model with no folder the path does not exist, and the comparison does not
+    run: the claims ledger names it "not run" ("no baseline for this model")."""
     folder = baseline_folder(pytestconfig)
     return folder if folder is not None else BASELINES / ".none"
 
@@ -132,22 +144,27 @@ class _StoredOnly:
     pytest-regressions writes a missing file and fails; here a missing file
     fails without writing, so a normal run never changes ``baselines/``: the
     only way to (re)create one is the explicit ``--force-regen``. Two
-    exceptions: a model with no baseline folder skips the comparison ("no
-    baseline for this model"), its other assertions having run; and a folder
+    exceptions: a model with no baseline folder does not compare, and the
+    claims ledger names the test's baseline comparison "not run" ("no
+    baseline for this model") beside the verdict its assertions give; and a folder
     named with ``--aftertrain-baselines DIR`` is the user's own, treated as
     pytest-regressions treats its data folder (a missing file is written and
     its test fails once saying so; ``--force-regen`` rewrites those that differ).
     """
 
-    def __init__(self, fixture, config) -> None:
-        self._fixture, self._config = fixture, config
+    def __init__(self, fixture, node) -> None:
+        self._fixture, self._node, self._config = fixture, node, node.config
 
     def check(self, *args, fullpath=None, **kwargs):
         regen = self._config.getoption("force_regen") or self._config.getoption("regen_all")
         writable = regen or self._config.getoption("aftertrain_baselines")
         folder = baseline_folder(self._config)
         if folder is None or (not folder.is_dir() and not writable):
-            pytest.skip(NO_BASELINE)
+            from aftertrain.ledger.record import record_not_run
+            from aftertrain.ledger.state import Part
+
+            record_not_run(self._node, Part.BASELINE, NO_BASELINE)
+            return None
         if fullpath is not None and not fullpath.is_file() and not writable:
             pytest.fail(f"stored baseline {fullpath} is missing; create it deliberately with "
                         f"`python -m pytest <this test> --force-regen` and commit it")
@@ -156,12 +173,12 @@ class _StoredOnly:
 
 @pytest.fixture
 def num_regression(num_regression, request):
-    return _StoredOnly(num_regression, request.config)
+    return _StoredOnly(num_regression, request.node)
 
 
 @pytest.fixture
 def data_regression(data_regression, request):
-    return _StoredOnly(data_regression, request.config)
+    return _StoredOnly(data_regression, request.node)
 
 
 @pytest.fixture(scope="session")

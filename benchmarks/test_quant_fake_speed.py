@@ -79,7 +79,8 @@ def test_fake_quantized_forward_runs_at_float32_speed(benchmark, claim_record, m
     holds_1 = t.ci_low <= 1.0 <= t.ci_high
     claim_record.measured(f"decoding step, int8 fake-quantized / float32: median {t.median:.3f}, "
                           f"interval [{t.ci_low:.3f}, {t.ci_high:.3f}] ({len(t.ratios)} pairs, "
-                          f"alpha {decision.alpha:g}), holds 1.0: {holds_1}")
+                          f"alpha {decision.alpha:g}), the interval "
+                          f"{'contains' if holds_1 else 'excludes'} 1.0")
     claim_record.table(tables.Q11, record(tables.Q11, FakeQuantSpeed(t.median, (t.ci_low, t.ci_high),
                                                                      holds_1)))
     benchmark.pedantic(cand, rounds=100, warmup_rounds=3)

@@ -99,7 +99,7 @@ def test_int8_gets_relatively_cheaper_as_rows_grow(benchmark, claim_record, line
     claim_record.measured("; ".join(f"{r} rows {t[str(r)].median:.2f} [{t[str(r)].ci_low:.2f}, "
                                     f"{t[str(r)].ci_high:.2f}]" for r in ROWS)
                           + (f"; int8 pays from {cross} rows" if cross
-                             else "; int8 never pays up to 1024"))
+                             else "; no interval up to 1024 rows wholly below 1"))
     claim_record.table(tables.X3, record(tables.X3, Int8Linear(
         {r: Ratio(t[str(r)].median, (t[str(r)].ci_low, t[str(r)].ci_high)) for r in ROWS}, cross)))
     benchmark.group = "quant-int8-linear-rows"

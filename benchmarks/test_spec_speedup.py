@@ -28,7 +28,7 @@ from aftertrain.experiments import speedup_rules as SR
 from aftertrain.experiments.speedup import SPEEDUP_CHARS
 from aftertrain.experiments.speedup_rules import BIGRAM, CHEAP, QUANTIZED
 from aftertrain.experiments.tables import record
-from aftertrain.ledger.record import timing_budget, timing_enabled
+from aftertrain.ledger.record import budget_left, timing_budget, timing_enabled
 from aftertrain.lm.decoding import generate
 from aftertrain.lm.text import encode
 from aftertrain.speculative import drafts as D
@@ -45,12 +45,17 @@ def named_drafts(speculative_drafts) -> dict:
 def spec(request, reference, named_drafts):
     """The decisions of every speculative timing claim
     (:func:`aftertrain.experiments.speedup.speedup_decisions`, the
-    ``--timing-budget`` per rule), or None when this run does not time:
-    ``{"decisions": name -> Decision, "cpp"}``."""
+    ``--timing-budget`` per rule, at most an equal share of what is left of
+    ``--timing-budget-total``), or None when this run does not time:
+    ``{"decisions": name -> Decision, "cpp"}`` (``decisions`` None when
+    nothing is left of the run's timing budget)."""
     if not timing_enabled(request.config):
         return None
-    decisions, cpp = XU.speedup_decisions(reference, named_drafts,
-                                          budget_s=timing_budget(request.config))
+    share = budget_left(request.config) / len(SR.RULES)
+    if share <= 0:
+        return {"decisions": None, "cpp": None}
+    decisions, cpp = XU.speedup_decisions(
+        reference, named_drafts, budget_s=min(timing_budget(request.config), share))
     return {"decisions": decisions, "cpp": cpp}
 
 
@@ -72,9 +77,13 @@ def _one_run(reference, draft, k=4):
 def _judged(claim_record, spec, name: str, benchmark, draft_module):
     """Check the timed work, record the decision's ratios, return (decision, tables)."""
     claim_record.require_timing()
+    if spec["decisions"] is None:
+        claim_record.budget_or_inconclusive()  # nothing left: ends the test as inconclusive
     benchmark.group = "speculative"
     run = _one_run(*draft_module)
     decision = spec["decisions"][name]
+    if decision.looks == 0:  # the budget ran out before the first look
+        claim_record.conclude(decision)
     store_ratios(benchmark, decision)
     benchmark.pedantic(run, rounds=1, iterations=1)
     return decision, XU.speedup_tables(decision, spec["cpp"])

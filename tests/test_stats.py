@@ -109,7 +109,7 @@ def test_null_and_threshold_reject_bad_arguments():
     with pytest.raises(ValueError, match="alpha must be"):
         tv_threshold([0.1], 10, alpha=1.0)
     with pytest.raises(ValueError, match="alpha must be"):
-        chisquare_gof([0, 1], [0.5, 0.5]).rejects(alpha=0.0)
+        chisquare_gof([10, 12], [0.5, 0.5], counts=True).rejects(alpha=0.0)
 
 
 # --- exact values -------------------------------------------------------------

@@ -17,7 +17,7 @@ NULL = np.array([0.02, 0.03])
 
 
 def gof():
-    return stats.chisquare_gof(np.array([0, 1, 2]), P3)
+    return stats.chisquare_gof(np.array([10, 11, 12]), P3, counts=True)
 
 
 CASES = [
@@ -88,8 +88,12 @@ CASES = [
     ("chisquare_gof: counts flag not bool", lambda: stats.chisquare_gof([0, 1], P3, counts="yes"),
      "counts"),
     # inputs that once failed silently or obscurely
+    ("chisquare_gof: min_expected past the samples",
+     lambda: stats.chisquare_gof([0, 1, 2], P3, min_expected=1e9), "min_expected"),
     ("tv_null_distribution: trials past memory",
      lambda: stats.tv_null_distribution([0.5, 0.5], 10, 10**12, 0), "trials"),
+    ("tv_null_distribution: n past int64",
+     lambda: stats.tv_null_distribution([0.5, 0.5], 2**63, 1, 0), "n"),
 ]
 
 

@@ -191,6 +191,8 @@ def tv_null_distribution(p: ArrayLike, n: int, trials: int, seed: int) -> np.nda
     """
     p = check_distribution(p, "p")
     _check_count(n, "n", 1)
+    if n >= 2**63:
+        raise ValueError(f"n must be below 2**63 (numpy's multinomial counts are int64), got {n!r}")
     _check_count(trials, "trials", 1)
     _check_count(seed, "seed", 0)
     if trials * p.size > MAX_NULL_CELLS:
@@ -321,6 +323,12 @@ def chisquare_gof(
         return GoodnessOfFit(statistic=math.inf, dof=int((~impossible).sum()) - 1,
                              pvalue=0.0, pooled_cells=0)
     obs, expected = obs[~impossible], n * p[~impossible] / p[~impossible].sum()
+    if min_expected > max(n, MIN_EXPECTED):
+        # Raised above the default past the samples themselves: no cell, not even
+        # all of them pooled, could expect it, so the test could never run.
+        raise ValueError(f"min_expected must be at most the number of samples ({int(n)}): no cell "
+                         f"can expect {min_expected:g}, so nothing would be tested (default "
+                         f"{MIN_EXPECTED:g})")
 
     # Pool every cell expecting fewer than min_expected; if together they
     # still fall short, the next smallest cells join until they do not.

@@ -171,7 +171,7 @@ _P2 = [[0.5, 0.5], [0.5, 0.5]]
     (lambda: CS.check_rule(_RULE, alpha=1.0), "alpha must be"),
     (lambda: CS.check_rule(_RULE, alpha=math.nan), "alpha must be"),
     (lambda: CS.check_rule(_RULE, alpha="0.01"), "alpha must be"),
-    (lambda: CS.check_rule(_RULE, seed=-1), "seed must be an int >= 0"),
+    (lambda: CS.check_rule(_RULE, seed=-1), r"seed must be an int in \[0, 2\*\*64\)"),
     (lambda: CS.check_rule(_RULE, seed=1.5), "seed must be"),
     (lambda: CS.check_rule(_RULE, cases=[]), "cases must be a non-empty"),
     (lambda: CS.check_rule(_RULE, cases="abc"), "cases must be a non-empty"),

@@ -57,6 +57,8 @@ def paths(tmp_path_factory) -> dict[str, str]:
     garbage = _with_meta(tmp / "garbage.pt", b"this is not a torch file")
     (tmp / "bad_meta.pt").write_bytes(b"x")
     Path(f"{tmp / 'bad_meta.pt'}.json").write_text("{ not json")
+    (tmp / "list_meta.pt").write_bytes(b"x")
+    Path(f"{tmp / 'list_meta.pt'}.json").write_text("[]")
     (tmp / "corrupt.pt").write_bytes(b"x")
     Path(f"{tmp / 'corrupt.pt'}.json").write_text(json.dumps({"sha256": "0" * 64}))
     locked = tmp / "locked"
@@ -163,6 +165,14 @@ CASES = [
      "--out /proc/aftertrain-test/sub"),
     ("report-ledger-names-its-flag", ["report", "--claims-json", "{tmp}/missing.json"],
      "--claims-json"),
+    # empty paths, a list as metadata, another architecture for --models
+    ("sample-checkpoint-empty", ["sample", "--checkpoint", ""],
+     "--checkpoint must name a checkpoint file, got ''"),
+    ("report-out-empty", ["report", "--out", ""], "--out must name a folder, got ''"),
+    ("sample-checkpoint-meta-list", ["sample", "--checkpoint", "{tmp}/list_meta.pt"],
+     "must be a JSON object with a 'sha256' string"),
+    ("report-models-other-architecture", ["report", "--out", "{tmp}/o2", "--models", "{wrong}"],
+     "--models: "),
 ]
 
 #: Words of argparse's or Python's internals that a message must never show.
@@ -230,3 +240,17 @@ def test_a_checkpoint_with_nan_weights_is_one_line_and_exit_status_2(tmp_path, c
     assert status == 2, err
     assert len(err.strip("\n").splitlines()) == 1, err
     assert "NaN or inf weights" in err, err
+
+
+def test_a_long_prompt_says_so_before_the_long_work(monkeypatch, capsys):
+    """A prompt of thousands of characters takes one model step each: one
+    progress line on standard error comes before that work starts."""
+    seen = []
+
+    def stub(net, prompt, length, temperature, seed):
+        seen.append(capsys.readouterr().err)  # what was said before the work
+        return "x" * length
+    monkeypatch.setattr(_decoding, "sample_text", stub)
+    assert cli.main(["sample", "--prompt", "a" * 5000, "--length", "5"]) == 0
+    assert seen == ["reading the 5000-character prompt (one model step per character beyond "
+                    "the first)...\n"]

@@ -125,7 +125,6 @@ def test_ledger_reports_each_verdict_and_writes_json(pytester: pytest.Pytester):
     _check_verdicts(result, path)
 
 
-@pytest.mark.slow
 def test_ledger_under_xdist_is_built_on_the_controller(pytester: pytest.Pytester,
                                                        monkeypatch: pytest.MonkeyPatch):
     """Two workers: verdicts and JSON as without xdist, and one ledger only.
@@ -320,16 +319,89 @@ def test_timing_strict_makes_inconclusive_a_failure(pytester: pytest.Pytester):
     assert "AssertionError: broken: median ratio" in e["X3"]["reasons"][0]
 
 
-def test_untimed_claims_are_skipped_never_holds(pytester: pytest.Pytester):
-    """With --benchmark-disable nothing is timed: a timing claim is skipped
-    "not timed", even beside a passing untimed test of the same claim."""
-    pytester.makepyfile(test_timing_claims=TIMING_TESTS)
+def test_untimed_part_is_named_not_run_and_skipped_only_when_nothing_ran(pytester: pytest.Pytester):
+    """With --benchmark-disable nothing is timed: X4's timed test did not
+    run, its teeth test passed, so X4 holds on what ran and names its timed
+    part "not run (not timed)"; a claim whose only test is timed (X2) is
+    skipped, since nothing of it ran."""
+    pytester.makepyfile(test_timing_claims=TIMING_TESTS.replace(
+        "def test_untimed_teeth_passes", "@pytest.mark.teeth\ndef test_untimed_teeth_passes")
+        + "\n\n@pytest.mark.claim('X2')\ndef test_only_timed(claim_record):\n"
+          "    claim_record.require_timing()\n")
     path = pytester.path / "claims.json"
-    result = pytester.runpytest("-p", "aftertrain.ledger", "--benchmark-disable",
-                                "--claims-json", str(path))
+    result = pytester.runpytest("-p", "aftertrain.ledger", "--benchmark-disable", "-q",
+                                "-o", "markers=teeth: t", "--claims-json", str(path))
     e = _verdicts(path)
-    assert e["X4"]["verdict"] == "skipped" and e["X4"]["reasons"] == ["not timed"]
+    assert e["X4"]["verdict"] == "holds"
+    assert e["X4"]["not_run"] == [{"part": "timed part", "reason": "not timed"}]
+    assert e["X4"]["parts"] == {"timed part": "not run", "teeth": "holds"}
+    assert (e["X2"]["verdict"], e["X2"]["not_run"]) == (
+        "skipped", [{"part": "timed part", "reason": "not timed"}])
+    result.stdout.fnmatch_lines(["X4   holds (part not run) *",
+                                 "X2 skipped: not run: timed part (not timed)",
+                                 "X4 holds: not run: timed part (not timed)"])
     assert result.ret == 1  # X3's broken decision still fails
+
+
+PARTS = '''
+import pytest
+
+from aftertrain.ledger.record import record_not_run
+from aftertrain.ledger.state import Part
+
+
+@pytest.mark.claim("Q4")
+def test_q4_asserts_then_has_no_baseline(request):
+    assert 1 + 1 == 2
+    record_not_run(request.node, Part.BASELINE, "no baseline for this model")
+
+
+@pytest.mark.claim("P6")
+def test_p6_has_no_baseline_then_fails(request):
+    record_not_run(request.node, Part.BASELINE, "no baseline for this model")
+    assert 1 + 1 == 3
+
+
+@pytest.mark.claim("Q5")
+def test_q5_plain():
+    pass
+'''
+
+
+def test_a_claim_holds_on_the_parts_that_ran_and_names_the_rest(pytester: pytest.Pytester):
+    """Per-part verdicts: Q4's assertions passed and its baseline comparison
+    did not run: ``holds``, the baseline part named not run, with ``-q`` too;
+    a part not run never hides a failure (P6 broken); a plain pass prints
+    no reason line."""
+    pytester.makepyfile(test_parts=PARTS)
+    path = pytester.path / "claims.json"
+    result = pytester.runpytest("-p", "aftertrain.ledger", "-q", "--claims-json", str(path))
+    e = _verdicts(path)
+    assert (e["Q4"]["verdict"], e["Q4"]["parts"], e["Q4"]["not_run"]) == (
+        "holds", {"assertions": "holds", "baseline comparison": "not run"},
+        [{"part": "baseline comparison", "reason": "no baseline for this model"}])
+    assert (e["P6"]["verdict"], e["P6"]["parts"]["assertions"]) == ("broken", "broken")
+    assert (e["Q5"]["verdict"], e["Q5"]["not_run"]) == ("holds", [])
+    result.stdout.fnmatch_lines([
+        "Q4   holds (part not run) *", "Q5   holds              *",
+        "Q4 holds: not run: baseline comparison (no baseline for this model)",
+        "P6 broken: assert (1 + 1) == 3",
+        "P6 broken: not run: baseline comparison (no baseline for this model)",
+        "not covered (no test of this run carries the ID): Q1, *"])
+    assert not any(line.startswith("Q5 holds") for line in result.stdout.lines)
+
+
+def test_record_not_run_takes_a_part_and_a_reason():
+    from aftertrain.ledger.record import record_not_run
+    from aftertrain.ledger.state import Part
+
+    class Node:
+        user_properties: list = []
+
+    with pytest.raises(ValueError, match="part must be a Part"):
+        record_not_run(Node(), "baseline comparison", "x")
+    with pytest.raises(ValueError, match="reason must be a non-empty str"):
+        record_not_run(Node(), Part.BASELINE, "")
 
 
 def test_several_claim_markers_count_for_every_claim_once(pytester: pytest.Pytester):
@@ -385,3 +457,22 @@ def test_claim_ids_order_closest_marker_first(pytester: pytest.Pytester):
     ''')
     items, _ = pytester.inline_genitems("-p", "aftertrain.ledger")
     assert claim_ids(items[0]) == ("Q2", "Q4", "Q3", "B1")
+
+
+def test_run_metadata_is_one_function_for_ledger_and_report(tmp_path: Path):
+    """The ledger's meta and the report's render-time header come from
+    :func:`aftertrain.core.runmeta.collect`: the same keys, None (never a
+    spelling of "unknown") where a value is not known, the model passed in
+    (not assumed), the load to 2 decimals."""
+    from aftertrain.core import runmeta
+    from aftertrain.report import meta
+
+    here = runmeta.collect(tmp_path, model=None, model_sha256=None, quick=False)
+    assert tuple(here) == runmeta.KEYS
+    assert here["commit"] is None and here["model"] is None  # tmp_path is no checkout
+    assert here["load1"] is None or here["load1"] == round(here["load1"], 2)
+    report = meta.collect(tmp_path, "article")
+    assert tuple(report) == runmeta.KEYS and report["model"] == "article"
+    assert len(report["model_sha256"]) == 64 and report["commit"] is None
+    head = runmeta.commit(Path(aftertrain.__file__).resolve().parents[2])
+    assert head is None or len(head.split()[0]) == 40

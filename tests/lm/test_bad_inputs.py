@@ -25,6 +25,7 @@ from aftertrain.lm.evaluation import val_loss
 from aftertrain.lm.model import GPT, GPTConfig, KVCache
 from aftertrain.lm.protocol import TableConfig, TokenCache, check_idx
 from aftertrain.lm.text import encode
+from aftertrain.lm.train import TrainConfig
 from aftertrain.speculative import drafts as D
 from tests.common.bad_inputs import Lazy, case_id, check_raises_naming
 from tests.common.toys import toy_gpt
@@ -51,6 +52,14 @@ def _wrong_shape_checkpoint(env, folder):
     return path
 
 
+def _list_meta_checkpoint(env, folder):
+    """A checkpoint whose metadata file is valid JSON but a list."""
+    path = folder / "listmeta.pt"
+    save_checkpoint(env.gpt, path, {})
+    path.with_suffix(".pt.json").write_text("[]")
+    return path
+
+
 def _not_json_checkpoint(env, folder):
     path = folder / "notjson.pt"
     save_checkpoint(env.gpt, path, {})
@@ -71,6 +80,7 @@ def env(tmp_path_factory):
     e.plain = _plain_state_dict_checkpoint(e, folder)
     e.wrong_shape = _wrong_shape_checkpoint(e, folder)
     e.not_json = _not_json_checkpoint(e, folder)
+    e.list_meta = _list_meta_checkpoint(e, folder)
     return e
 
 
@@ -137,7 +147,7 @@ CASES = [
     (generate, dict(model=object(), prompt=PROMPT, n_new=3), "model must implement"),
     (sample_text, dict(model=GPT_, prompt=5, length=3), "prompt must be a non-empty str"),
     (sample_text, dict(model=GPT_, prompt="a", length=-1), "length must be an int >= 0"),
-    (sample_text, dict(model=GPT_, prompt="a", length=3, seed=-1), "seed must be an int >= 0"),
+    (sample_text, dict(model=GPT_, prompt="a", length=3, seed=-1), "seed must be an int in [0, 2**64)"),
     (sample_text, dict(model=GPT_, prompt="caf\u00e9", length=3), "outside the vocabulary"),
     # --- evaluation.py
     (val_loss, dict(model=GPT_, tokens=torch.tensor([1, 150])), "tokens must lie in [0, 100)"),
@@ -206,6 +216,16 @@ CASES = [
      "model: it produced a non-finite loss"),
     (generate, dict(model=GPT_, prompt=PROMPT, n_new=10**12),
      "n_new must be an int in [0, 1,000,000], got 1000000000000"),
+    # --- seeds past torch's 64 bits, numpy arrays, a list as metadata, float counts
+    (sample_text, dict(model=GPT_, prompt="a", length=3, seed=2**64),
+     "seed must be an int in [0, 2**64)"),
+    (_text.decode, dict(tokens=Lazy(lambda e: __import__("numpy").array([5, 6]))),
+     "tokens must be a 1-D tensor or a sequence of ints in [0, 100), got ndarray"),
+    (load_checkpoint, dict(path=Lazy(lambda e: e.list_meta)),
+     "listmeta.pt.json must be a JSON object with a 'sha256' string"),
+    (TrainConfig, dict(steps=2.5), "steps must be an int, got 2.5"),
+    (TrainConfig, dict(lr=NAN), "lr must be a finite number"),
+    (TrainConfig, dict(seed=2**64), "seed must be an int in [0, 2**64)"),
 ]
 
 

@@ -50,7 +50,7 @@ CASES = [
     (P.masks_for, dict(model=MODEL, method="global", sparsity=0.5), ["method", "GLOBAL"]),
     (P.masks_for, dict(model=MODEL, method=P.Method.TWO_FOUR, sparsity=0.3), ["sparsity: 2:4"]),
     (P.masks_for, dict(model=MODEL, method=P.Method.RANDOM, sparsity=0.3, seed=-1),
-     ["seed", ">= 0"]),
+     ["seed", "[0, 2**64)"]),
     (P.pruned_model, dict(model=MODEL, method=P.Method.GLOBAL, sparsity=float("nan")),
      ["sparsity"]),
     (P.apply_masks, dict(model=MODEL, masks={"nope": torch.ones(2, dtype=torch.bool)}),
@@ -113,7 +113,7 @@ CASES = [
                                 target=1.0, upper=1.5), ["upper", "[0, 1]"]),
     (Lazy(lambda m: EP.LossCurve(m, evaluate=lambda x: float("nan"))),
      dict(method=P.Method.GLOBAL, sparsity=0.5), ["evaluate must return a finite loss"]),
-    (prune_battery, dict(seed=-1), ["seed", ">= 0"]),
+    (prune_battery, dict(seed=-1), ["seed", "[0, 2**64)"]),
 ]
 
 

@@ -115,7 +115,7 @@ CASES = [
     (check_quantizer, dict(quantize=reference_quantizer, granularities=["per-tensor"]),
      ["granularities"]),
     (check_quantizer, dict(quantize=reference_quantizer, cases={"x": NAN}), ["cases", "finite"]),
-    (check_quantizer, dict(quantize=reference_quantizer, seed=-1), ["seed", ">= 0"]),
+    (check_quantizer, dict(quantize=reference_quantizer, seed=-1), ["seed", "[0, 2**64)"]),
     # --- inputs that once failed silently or obscurely
     (QuantizedTensor, dict(packed=torch.zeros(1, dtype=torch.uint8), scales=torch.ones(1), bits=99,
                            shape=(2,), granularity=G.PER_TENSOR), ["bits"]),
@@ -126,9 +126,12 @@ CASES = [
     (EQ.compounding, dict(sensitivity=[], joint_penalty=0.1), ["sensitivity", "at least one row"]),
     (EQ.bits_table, dict(model=MODEL, bits=[8], tokens=torch.arange(40) % 100,
                          quantize=lambda m, b, g, n: "garbage"), ["quantize must return"]),
-    (EQ.divergence, dict(model=MODEL, seed=-1), ["seed", ">= 0"]),
+    (EQ.divergence, dict(model=MODEL, seed=-1), ["seed", "[0, 2**64)"]),
     (battery, dict(bits=1), ["bits", "[2, 8]"]),
-    (battery, dict(bits=8, seed=-3), ["seed", ">= 0"]),
+    (battery, dict(bits=8, seed=-3), ["seed", "[0, 2**64)"]),
+    (battery, dict(bits=8, seed=2**64), ["seed", "[0, 2**64)"]),
+    (fake_quantize, dict(w=torch.empty(3, 3, device="meta"), bits=8, granularity=G.PER_TENSOR),
+     ["w must hold data", "meta tensor"]),
 ]
 
 

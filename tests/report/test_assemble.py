@@ -412,7 +412,8 @@ def test_table_cells_are_the_ledgers_figures(doc, committed):
     rows = read_table(text, ["draft", "k", "article", "ours", "article's prediction",
                              "ours: (chars/pass)/(1+kc)", "ours: (chars/pass)/(v_k+kc)"])
     assert [(r[0], int(r[1]), r[3], r[6]) for r in rows] == [
-        (r["draft"], r["k"], f"{r['speedup']:.2f} ({r['speedup_min']:.2f}~{r['speedup_max']:.2f})",
+        (r["draft"], r["k"], f"{r['speedup']:.2f} [{r['speedup_min']:.2f}, {r['speedup_max']:.2f}]"
+         + ("" if r["speedup_min"] > 1 or r["speedup_max"] < 1 else " (undecided)"),
          f"{r['predicted_vk']:.2f}") for r in s6]
     s4 = committed.table(TB.SPEC_ACCEPTANCE)
     rows = read_table(text, ["draft", "k", "acceptance (article)", "acceptance (ours)",

@@ -36,3 +36,18 @@ def test_nan_and_none_print_as_a_dash_numbers_as_numbers():
     assert fmt(math.nan) == DASH and fmt(None) == DASH
     assert fmt(float("nan"), 2) == DASH
     assert fmt(1.23456, 2) == "1.23" and fmt(0.0) == "0.0000"
+
+
+def test_a_part_not_run_is_named_beside_the_verdict():
+    """A claim that holds on the parts that ran names the rest in the claims
+    table (one model and several), never a bare "holds"."""
+    from aftertrain.report import multimodel
+
+    missing = [{"part": "baseline comparison", "reason": "no baseline for this model"}]
+    led = _ledger([{"id": "Q4", "verdict": "holds", "not_run": missing},
+                   {"id": "Q5", "verdict": "holds"}])
+    rows = {r[0]: r for r in claims_rows(led)}
+    assert rows["Q4"][-1] == "holds; not run: baseline comparison (no baseline for this model)"
+    assert rows["Q5"][-1] == "holds"
+    multi = {r[0]: r for r in multimodel.claims_rows({"mine": led, "other": led})}
+    assert multi["Q4"][4] == multi["Q4"][6] == rows["Q4"][-1]

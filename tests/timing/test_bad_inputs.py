@@ -98,6 +98,8 @@ CASES = [
      "decide must return"),
     # decide_ratio
     ("decide_ratio", lambda: decide_ratio(f, f, (0.9, 1.1)), "rule"),
+    ("decide_ratio", lambda: decide_ratio(f, f, RatioRule.inside((0.9, 1.1)), bogus=1),
+     "unknown keyword argument(s) bogus; allowed: alpha, budget_s"),
     # Decision
     ("Decision", lambda: Decision("perhaps", {"r": None}, "rule", 1, 1, 1e-6, 0.9, 1.0, 1.0),
      "verdict"),

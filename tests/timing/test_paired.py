@@ -248,8 +248,8 @@ def test_decision_on_a_fake_clock_holds_or_is_broken_at_the_first_look():
     over looks and ratios."""
     clock = FakeClock()
     rule = RatioRule.inside((0.9, 1.1))
-    same = decide_ratio(_steady(clock, 1.0), _steady(clock, 1.0), rule, clock=clock)
-    twice = decide_ratio(_steady(clock, 1.0), _steady(clock, 2.0), rule, clock=clock)
+    same = decide_ratio(_steady(clock, 1.0), _steady(clock, 1.0), rule, clock=clock, budget_s=1e9)
+    twice = decide_ratio(_steady(clock, 1.0), _steady(clock, 2.0), rule, clock=clock, budget_s=1e9)
     assert (same.verdict, twice.verdict) == (HOLDS, BROKEN)
     assert same.looks == twice.looks == 1
     assert same.pairs == min_pairs(1 - TIMING_ALPHA / TIMING_LOOKS)
@@ -284,7 +284,7 @@ def test_decision_keeps_each_judgement_first_verdict_and_stops_when_all_decided(
             t["r"].ci_low, t["r"].ci_high)),
         "same": Judgement("same speed", lambda t: RatioRule.inside((0.9, 1.1)).decide(
             t["r"].ci_low, t["r"].ci_high)),
-    }, clock=clock)
+    }, clock=clock, budget_s=1e9)
     assert {k: (d.verdict, d.looks) for k, d in judged.items()} == {
         "slower": (HOLDS, 1), "same": (BROKEN, 1)}
     assert judged["same"].reason.startswith("broken: same speed; r: 2.000 [2.000, 2.000]")
@@ -356,13 +356,14 @@ def _run(ratio: float, low: float, high: float) -> dict:
 
 def test_compare_ratios_rule():
     """Regressed when the interval lies above stored high x 1.1, improved
-    when below stored low / 1.1, same otherwise (an interval that overlaps
-    the threshold does not decide a regression)."""
+    when below stored low / 1.1, same when within [low / 1.1, high x 1.1],
+    inconclusive otherwise (an interval that overlaps the threshold decides
+    neither)."""
     stored = _run(1.0, 0.95, 1.05)
     status = {new: compare_ratios(_run(*new), stored)[0].status
               for new in [(2.0, 1.9, 2.1), (1.2, 1.16, 1.3), (1.2, 1.15, 1.3),
                           (0.5, 0.45, 0.55), (1.0, 0.99, 1.01)]}
-    assert list(status.values()) == ["regressed", "regressed", "same", "improved", "same"]
+    assert list(status.values()) == ["regressed", "regressed", "inconclusive", "improved", "same"]
     assert compare_ratios(_run(1.0, 0.9, 1.1), {"other": {}}) == []
 
 

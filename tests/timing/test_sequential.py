@@ -82,7 +82,7 @@ def test_each_interval_is_at_alpha_over_looks_times_ratios(n_sides):
     sides = {f"r{i}": (clock.steady(1.0), clock.steady(1.0)) for i in range(n_sides)}
     same = Judgement("all equal", lambda t: RatioRule.inside((0.9, 1.1)).decide(
         min(x.ci_low for x in t.values()), max(x.ci_high for x in t.values())))
-    d = sequential_decisions(sides, {"same": same}, warmup=0, clock=clock)["same"]
+    d = sequential_decisions(sides, {"same": same}, warmup=0, clock=clock, budget_s=1e9)["same"]
     confidence = 1 - TIMING_ALPHA / (TIMING_LOOKS * n_sides)
     assert d.confidence == pytest.approx(confidence, abs=1e-15)
     assert d.pairs == min_pairs(confidence)

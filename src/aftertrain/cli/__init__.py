@@ -178,7 +178,13 @@ def cmd_sample(args: argparse.Namespace) -> int:
         raise UsageError(f"--prompt: {err}") from None
     if args.prompt == "":
         raise UsageError("--prompt must hold at least one character (default 'The ')")
+    if args.checkpoint == "":
+        raise UsageError("--checkpoint must name a checkpoint file, got '' (leave it out for "
+                         "the bundled reference)")
     net = _load_checkpoint(args.checkpoint) if args.checkpoint else _checkpoint.load_reference()
+    if len(args.prompt) > 500:
+        print(f"reading the {len(args.prompt)}-character prompt (one model step per character "
+              f"beyond the first)...", file=sys.stderr, flush=True)
     if args.length > 500:
         print(f"sampling {args.length} characters (one model step each)...", file=sys.stderr,
               flush=True)

@@ -67,10 +67,15 @@ def run_ledger(checkout: Path, json_path: Path, quick: bool,
     """
     if not is_checkout(checkout):
         raise ReportError(f"checkout must be an aftertrain source tree with tests/, got {checkout}")
+    # The checkout's configuration named outright, and every path option in its
+    # --flag=PATH form: pytest picks its rootdir from the command line's paths
+    # before aftertrain's options are known, so a path given as a separate
+    # word outside the checkout would root it there.
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
-           "--claims-json", str(json_path)]
+           f"--rootdir={checkout}", f"--config-file={checkout / 'pyproject.toml'}",
+           f"--claims-json={json_path}"]
     if model is not None:
-        cmd += ["--aftertrain-model", str(model)]
+        cmd += [f"--aftertrain-model={model}"]
     env = {**os.environ, **(QUICK_ENV if quick else {})}
     log(f"running the claims' tests: {' '.join(cmd[1:])} (in {checkout})")
     proc = subprocess.run(cmd, cwd=checkout, env=env, stdout=sys.stderr, stderr=sys.stderr)
@@ -79,8 +84,7 @@ def run_ledger(checkout: Path, json_path: Path, quick: bool,
                           f"(an error outside the tests); run `python -m pytest` in {checkout}")
     ledger = read_ledger(json_path)
     if ledger.meta_source == META_NONE and meta:
-        ledger = Ledger(ledger.verdicts, ledger.measured, ledger.reasons, ledger.tables,
-                        ledger.source, {**meta, "quick": quick}, META_FROM_REPORT_RUN)
+        ledger = replace(ledger, meta={**meta, "quick": quick}, meta_source=META_FROM_REPORT_RUN)
     return replace(ledger, pytest_status=proc.returncode)
 
 
@@ -152,7 +156,9 @@ def _checkout_and_output(args) -> tuple[Path | None, Path]:
                               "give --checkout PATH")
         out = checkout / COMMITTED
     else:
-        out = Path(args.out) if args.out else DEFAULT_OUT
+        if args.out == "":
+            raise ReportError("--out must name a folder, got ''")
+        out = Path(args.out) if args.out is not None else DEFAULT_OUT
     check_output_folder(out)  # before any long work
     return checkout, out
 
@@ -182,10 +188,10 @@ def _check_models(models: list[str], checkout: Path | None) -> list[str]:
     from aftertrain.lm import registry as _models
 
     models = models or list(DEFAULT_MODELS)
-    for m in models:
+    for m in models:  # a bad name, path or architecture is refused before any run
         try:
-            _models.resolve(m)
-        except ValueError as err:
+            _models.load_model(m)
+        except (ValueError, _models.CheckpointError) as err:
             raise ReportError(f"--models: {err}") from None
     if len(set(models)) != len(models):
         raise ReportError(f"--models names a model twice: {models}")
@@ -201,7 +207,7 @@ def _run_models(models: list[str], checkout: Path, run_dir: Path, quick: bool,
     for i, m in enumerate(models):
         label = Path(m).stem if m not in _models.BUNDLED else m
         log(f"model {i + 1} of {len(models)}: {m} (the claims' tests with --aftertrain-model {m})")
-        started = {**meta.collect(checkout), "model": m}
+        started = meta.collect(checkout, m)
         run_path = (run_dir / ledger_file(label, i == 0)).resolve()
         claims_json.append(str(run_path))
         ran.append(run_ledger(checkout, run_path, quick, log, started, model=m))

@@ -15,9 +15,9 @@ import math
 import numbers
 from typing import Any
 
-#: The largest seed ``torch.Generator.manual_seed`` and numpy take without an
-#: overflow (a signed 64-bit integer).
-MAX_SEED = 2**63 - 1
+#: The largest seed ``torch.Generator.manual_seed`` takes (an unsigned 64-bit
+#: integer; 2**64 raises "Overflow when unpacking long long").
+MAX_SEED = 2**64 - 1
 
 
 def is_int(value: object) -> bool:
@@ -58,10 +58,10 @@ def check_int(name: str, value: object, *, least: int | None = None, most: int |
 
 
 def check_seed(value: object, name: str = "seed") -> int:
-    """A seed: an int in ``[0, MAX_SEED]`` (what ``torch.Generator.manual_seed`` takes)."""
-    if is_int(value) and value > MAX_SEED:
-        raise ValueError(f"{name} must be an int >= 0 and < 2**63, got {value!r}")
-    return check_int(name, value, least=0)
+    """A seed: an int in ``[0, 2**64)`` (what ``torch.Generator.manual_seed`` takes)."""
+    if not is_int(value) or not 0 <= value <= MAX_SEED:
+        raise ValueError(f"{name} must be an int in [0, 2**64), got {value!r}")
+    return int(value)
 
 
 def check_real(name: str, value: object, *, low: float | None = None, high: float | None = None,

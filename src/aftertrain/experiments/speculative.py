@@ -180,6 +180,8 @@ def first_token_table(
     _check_tables_args(target, drafts)
     _check_count("n", n, 1)
     _check_count("seed", seed, 0)
+    if seed >= 2**64:
+        raise ValueError(f"seed must be an int in [0, 2**64), got {seed!r}")
     _check_count("null_trials", null_trials, 1)
     context = _text.load_corpus().val_text[S2_CONTEXT_SLICE]
     rows = []
@@ -232,6 +234,8 @@ def acceptance_table(
     _check_tables_args(target, drafts, ks)
     _check_count("n_new", n_new, 1)
     _check_count("seed", seed, 0)
+    if seed >= 2**64:
+        raise ValueError(f"seed must be an int in [0, 2**64), got {seed!r}")
     check_temperature(temperature)
     prompt = prompt_text()
     rows = []

@@ -148,6 +148,10 @@ def speedup_decisions(target: NextTokenModel, drafts: Mapping[str, NextTokenMode
 
     decisions = sequential_decisions(costs, judgements(COST_RULES, {}), calls=COST_CALLS,
                                      alpha=half, budget_s=budget_s * len(COST_RULES))
+    if any(d.looks == 0 for d in decisions.values()):  # no cost interval to judge speedups on
+        spent = next(iter(decisions.values()))
+        return {n: decisions.get(n) or dataclasses.replace(spent, rule=RULES[n][0])
+                for n in RULES}, cpp
     cost_timings = max((d.timings for d in decisions.values()),
                        key=lambda t: len(next(iter(t.values())).ratios))  # the last look
 
@@ -161,7 +165,8 @@ def speedup_decisions(target: NextTokenModel, drafts: Mapping[str, NextTokenMode
                                       alpha=half, budget_s=budget_s * len(rest))
     for n in rest:  # the speedup decisions' timings with the costs', for the tables
         d = decisions[n]
-        decisions[n] = dataclasses.replace(d, timings={**cost_timings, **d.timings})
+        if d.looks:
+            decisions[n] = dataclasses.replace(d, timings={**cost_timings, **d.timings})
     return decisions, cpp
 
 

@@ -1,7 +1,10 @@
 """Claims ledger: a pytest plugin that reports, per claim, whether it holds.
 
-Switched on by this project's pytest configuration (``-p aftertrain.ledger``
-in ``addopts``), so installing aftertrain changes no one else's test runs.
+Installed as a ``pytest11`` entry point, so ``--claims-json``,
+``--timing-budget`` and the rest are known before pytest reads its command
+line, from any folder; switched on by this project's pytest configuration
+(``-p aftertrain.ledger`` in ``addopts``) or by ``--claims-json``, so
+installing aftertrain changes no one else's test runs.
 Laid out as pytest-benchmark's plugin: :mod:`aftertrain.ledger.plugin` holds
 the hooks, options and the ``claim_record`` fixture only;
 :mod:`aftertrain.ledger.state` collects test outcomes and computes the
@@ -38,6 +41,7 @@ from aftertrain.ledger.plugin import (  # noqa: F401  (pytest finds the hooks he
     claim_record,
     pytest_addoption,
     pytest_configure,
+    pytest_load_initial_conftests,
     pytest_make_collect_report,
 )
 from aftertrain.ledger.state import claim_ids  # noqa: F401

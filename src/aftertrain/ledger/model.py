@@ -1,7 +1,18 @@
 """Which model the claim tests run on: a pytest plugin.
 
-Switched on by this project's pytest configuration (``-p
-aftertrain.ledger.model`` in ``addopts``), beside the claims ledger.
+Installed as a ``pytest11`` entry point (so its options are known before
+pytest reads its command line, whatever the folder), and inert unless
+switched on: by this project's pytest configuration (``-p
+aftertrain.ledger.model`` in ``addopts``), by ``--aftertrain-model`` /
+``--aftertrain-baselines``, or by ``AFTERTRAIN_MODEL``. Inert, it loads no
+model and changes no test.
+
+pytest picks its rootdir before any plugin loads, so the value of
+``--aftertrain-model PATH`` (space form) is then taken for a test path: with
+no test path of its own on the command line, pytest roots itself in the
+checkpoint's folder without this project's configuration. That case is a
+usage error naming the fix (``--aftertrain-model=PATH``, or the tests' folder
+on the command line), before any test runs.
 
 - ``--aftertrain-model NAME_OR_PATH`` (or the environment variable
   ``AFTERTRAIN_MODEL``; the option wins): a bundled model (``reference``, the
@@ -34,10 +45,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from aftertrain.lm import registry as _models
+from aftertrain.ledger.paths import path_option_problem
+
+if TYPE_CHECKING:  # aftertrain.lm.registry imports torch: only once the plugin is switched on
+    from aftertrain.lm.registry import ModelIdentity
 
 ENV_VAR = "AFTERTRAIN_MODEL"
 MARKER = "does_not_reproduce_on"
@@ -55,7 +70,10 @@ PROPERTY_CLAIMS = frozenset({"Q1", "Q3", "S1", "S2", "S3", "S8", "P5", "P7", "P8
 #: outcomes are measured (docs/models.md) but not yet pinned.
 PINNED = frozenset({"reference"})
 
-MODEL_KEY = pytest.StashKey[_models.ModelIdentity]()
+#: The name ``-p`` and the entry point give this plugin.
+PLUGIN_NAME = "aftertrain.ledger.model"
+
+MODEL_KEY = pytest.StashKey["ModelIdentity"]()
 _NET = pytest.StashKey[object]()
 _LENIENT = pytest.StashKey[bool]()
 
@@ -64,9 +82,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("aftertrain-model", "the model the aftertrain claims run on")
     group.addoption(
         "--aftertrain-model", metavar="NAME_OR_PATH", default=None,
-        help=f"bundled model ({', '.join(_models.BUNDLED)}; default {_models.DEFAULT}) or "
-             f"the path of a checkpoint written by `aftertrain train --out`; "
-             f"default: ${ENV_VAR}, else {_models.DEFAULT}",
+        help=f"bundled model (aftertrain.lm.registry.BUNDLED: reference, article...) or the "
+             f"path of a checkpoint written by `aftertrain train --out` (write "
+             f"--aftertrain-model=PATH); default: ${ENV_VAR}, else the bundled reference",
     )
     group.addoption(
         "--aftertrain-baselines", metavar="DIR", default=None,
@@ -78,6 +96,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def selected(config: pytest.Config) -> str:
     """The name or path given by the option, else the environment, else the default."""
+    from aftertrain.lm import registry as _models
+
     return (config.getoption("aftertrain_model", None) or os.environ.get(ENV_VAR)
             or _models.DEFAULT)
 
@@ -89,8 +109,30 @@ def baseline_folder(config: pytest.Config, root: Path) -> Path | None:
     chosen = config.getoption("aftertrain_baselines")
     if chosen:
         return Path(chosen).resolve()
-    ident = config.stash[MODEL_KEY]
+    ident = _loaded(config, MODEL_KEY)
     return root / ident.name if ident.bundled else None
+
+
+def switched_on(config: pytest.Config) -> bool:
+    """Whether this run asked for the plugin: ``-p aftertrain.ledger.model``
+    (this project's ``addopts``), one of its options, or ``$AFTERTRAIN_MODEL``."""
+    return (PLUGIN_NAME in (config.getoption("plugins", None) or [])
+            or config.getoption("aftertrain_model", None) is not None
+            or config.getoption("aftertrain_baselines", None) is not None
+            or ENV_VAR in os.environ)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser,
+                                  args: list[str]) -> None:
+    """Refuse, before any conftest or test, a path option whose space form
+    moved pytest's rootdir (:func:`path_option_problem`)."""
+    ns = early_config.known_args_namespace
+    for flag, dest in (("--aftertrain-model", "aftertrain_model"),
+                       ("--aftertrain-baselines", "aftertrain_baselines")):
+        problem = path_option_problem(early_config, args, flag, getattr(ns, dest, None))
+        if problem:
+            raise pytest.UsageError(problem)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -99,6 +141,14 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{MARKER}(*models, reason): the claim is measured not to hold on these models "
         "(a strict xfail there; aftertrain.ledger.model)",
     )
+    if not switched_on(config):
+        return
+    baselines = config.getoption("aftertrain_baselines")
+    if baselines and Path(baselines).exists() and not Path(baselines).is_dir():
+        raise pytest.UsageError(f"--aftertrain-baselines {baselines} is a file; give a folder "
+                                "(created when a baseline is first written)")
+    from aftertrain.lm import registry as _models
+
     try:
         net, ident = _models.load_model(selected(config))
     except (ValueError, _models.CheckpointError) as err:
@@ -114,9 +164,9 @@ def ledger_meta(config: pytest.Config) -> dict:
     return {"model": ident and ident.name, "model_sha256": ident and ident.sha256}
 
 
-def pytest_report_header(config: pytest.Config) -> str:
-    ident = config.stash[MODEL_KEY]
-    return f"aftertrain model: {ident.name} (sha256 {ident.sha256})"
+def pytest_report_header(config: pytest.Config) -> str | None:
+    ident = config.stash.get(MODEL_KEY, None)
+    return None if ident is None else f"aftertrain model: {ident.name} (sha256 {ident.sha256})"
 
 
 def _claims(item: pytest.Item) -> set[str]:
@@ -124,7 +174,9 @@ def _claims(item: pytest.Item) -> set[str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    ident = config.stash[MODEL_KEY]
+    ident = config.stash.get(MODEL_KEY, None)
+    if ident is None:  # switched off
+        return
     for item in items:
         listed = [m for m in item.iter_markers(MARKER)]
         for m in listed:
@@ -155,14 +207,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     return report
 
 
+def _loaded(config: pytest.Config, key: pytest.StashKey):
+    if key not in config.stash:
+        raise pytest.UsageError(f"aftertrain's model plugin is switched off in this run: "
+                                f"-p {PLUGIN_NAME}, --aftertrain-model or ${ENV_VAR} switches it on")
+    return config.stash[key]
+
+
 @pytest.fixture(scope="session")
-def model_identity(pytestconfig) -> _models.ModelIdentity:
+def model_identity(pytestconfig) -> ModelIdentity:
     """Name, SHA-256 and path of the model the claims run on."""
-    return pytestconfig.stash[MODEL_KEY]
+    return _loaded(pytestconfig, MODEL_KEY)
 
 
 @pytest.fixture(scope="session")
 def aftertrain_model(pytestconfig):
     """The model the claims run on (eval mode, loaded and hash-checked once at
     configuration); tests must not modify it."""
-    return pytestconfig.stash[_NET]
+    return _loaded(pytestconfig, _NET)

@@ -11,12 +11,22 @@ type in :mod:`aftertrain.ledger.record`.
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from aftertrain.core.tolerances import RATIO_REGRESSION, TIMING_BUDGET_S
-from aftertrain.ledger.record import ClaimRecord
-from aftertrain.ledger.state import CLAIM_PROPERTY, Ledger, claim_ids, marker_problem
-from aftertrain.timing.compare import REGRESSED, compare_ratios, ratio_table
+from aftertrain.core.tolerances import RATIO_REGRESSION, TIMING_BUDGET_S, TIMING_BUDGET_TOTAL_S
+from aftertrain.ledger.paths import output_file_problem, path_option_problem
+from aftertrain.ledger.record import ClaimRecord, start_total_budget
+from aftertrain.ledger.state import CLAIM_PROPERTY, PART_PROPERTY, Ledger, Part, claim_ids, marker_problem
+from aftertrain.timing.compare import (
+    MACHINE_KEY,
+    REGRESSED,
+    compare_ratios,
+    machine,
+    machine_difference,
+    ratio_table,
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -35,17 +45,54 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"seconds one timing decision may spend before it is inconclusive "
              f"(default {TIMING_BUDGET_S:g})",
     )
+    group.addoption(
+        "--timing-budget-total", metavar="SECONDS", type=float, default=TIMING_BUDGET_TOTAL_S,
+        help=f"seconds from the start of the run by which every timing decision must end; "
+             f"each gets at most what is left, and one with nothing left is inconclusive "
+             f"(default {TIMING_BUDGET_TOTAL_S:g})",
+    )
+
+
+#: The name ``-p`` and the entry point give this plugin.
+PLUGIN_NAME = "aftertrain.ledger"
+
+
+def switched_on(config: pytest.Config) -> bool:
+    """Whether this run asked for the ledger: ``-p aftertrain.ledger`` (this
+    project's ``addopts``) or ``--claims-json``. Installed as a ``pytest11``
+    entry point, the plugin's options are known in every run, but the ledger
+    is kept only where asked for."""
+    return (PLUGIN_NAME in (config.getoption("plugins", None) or [])
+            or config.getoption("claims_json", None) is not None)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser,
+                                  args: list[str]) -> None:
+    """Refuse, before any conftest or test, a ``--claims-json`` that cannot
+    be written or whose space form moved pytest's rootdir."""
+    value = getattr(early_config.known_args_namespace, "claims_json", None)
+    problem = value is not None and (path_option_problem(early_config, args, "--claims-json", value)
+                                     or output_file_problem("--claims-json", value))
+    if problem:
+        raise pytest.UsageError(problem)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "claim(*ids): ties a test to claim IDs of CLAIMS.md (aftertrain.claims.catalogue)"
     )
-    budget = config.getoption("timing_budget")
-    if not budget > 0:
-        raise pytest.UsageError(f"--timing-budget must be > 0 seconds, got {budget!r}")
-    if not hasattr(config, "workerinput"):  # the controller, or a run without xdist
-        config.pluginmanager.register(_Controller(config), "aftertrain-claims-ledger")
+    for flag in ("timing_budget", "timing_budget_total"):
+        budget = config.getoption(flag)
+        if not (math.isfinite(budget) and budget > 0):
+            raise pytest.UsageError(f"--{flag.replace('_', '-')} must be a finite number of "
+                                    f"seconds > 0, got {budget!r}")
+    start_total_budget(config)
+    if switched_on(config) and not hasattr(config, "workerinput"):  # the controller, or a run without xdist
+        controller = _Controller(config)
+        config.pluginmanager.register(controller, "aftertrain-claims-ledger")
+        if config.pluginmanager.hasplugin("benchmark"):
+            config.pluginmanager.register(_Machine(controller), "aftertrain-benchmark-machine")
 
 
 @pytest.hookimpl(wrapper=True)
@@ -53,7 +100,7 @@ def pytest_make_collect_report(collector: pytest.Collector):
     """Turn a claim marker with an unknown ID into a collection error of its
     module, and store each test's IDs in its user properties."""
     report = yield
-    if report.passed:
+    if report.passed and switched_on(collector.config):
         items = [x for x in report.result if isinstance(x, pytest.Item)]
         problems = [p for p in map(marker_problem, items) if p]
         if problems:
@@ -65,6 +112,8 @@ def pytest_make_collect_report(collector: pytest.Collector):
                 ids = claim_ids(item)
                 if ids:
                     item.user_properties.append((CLAIM_PROPERTY, ids))
+                    if item.get_closest_marker("teeth") is not None:
+                        item.user_properties.append((PART_PROPERTY, Part.TEETH.value))
     return report
 
 
@@ -84,6 +133,8 @@ class _Controller:
         self.config = config
         self.ledger = Ledger()
         self.ratio_changes: list | None = None
+        #: (stored, now) machine records of a --benchmark-compare (benchratios.machine)
+        self.machines: tuple[dict, dict] | None = None
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -95,6 +146,9 @@ class _Controller:
         if self.ratio_changes is not None:
             tr.write_sep("-", f"paired ratios against the stored run (regressed: interval "
                               f"above stored x {RATIO_REGRESSION:g})")
+            if self.machines is not None and machine_difference(*self.machines):
+                tr.write_line(f"not comparable across machines: {machine_difference(*self.machines)}; "
+                              "hardware-dependent ratios are not compared", yellow=True)
             for line in ratio_table(self.ratio_changes):
                 tr.write_line(line)
             for c in self.ratio_changes:
@@ -114,15 +168,45 @@ class _Controller:
         path = self.config.getoption("claims_json")
         if path:
             self.ledger.write_json(path, self.config)
-        self.ratio_changes = compare_with_stored_run(self.config)
+        self.ratio_changes = compare_with_stored_run(self.config, self.machines)
         if self.ratio_changes and any(c.status == REGRESSED for c in self.ratio_changes):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def compare_with_stored_run(config: pytest.Config) -> list | None:
+class _Machine:
+    """pytest-benchmark's machine hooks (registered only where it is loaded):
+    the torch build and thread count go into ``machine_info``, and a compare
+    with a run of another machine says so in one line at the end of the run
+    (:func:`aftertrain.timing.compare.machine_difference`) instead of
+    pytest-benchmark's dump of both records."""
+
+    def __init__(self, controller: _Controller) -> None:
+        self.controller = controller
+
+    @pytest.hookimpl
+    def pytest_benchmark_update_machine_info(self, config: pytest.Config, machine_info: dict) -> None:
+        import sys
+
+        torch = sys.modules.get("torch")  # the benchmarks imported it; the ledger does not
+        machine_info[MACHINE_KEY] = {
+            "torch": torch.__version__ if torch else None,
+            "threads": torch.get_num_threads() if torch else None,
+        }
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_benchmark_compare_machine_info(self, config, benchmarksession, machine_info,
+                                              compared_benchmark) -> None:
+        self.controller.machines = (machine(compared_benchmark["machine_info"]), machine(machine_info))
+        # The difference is reported in one line by the ledger; pytest-benchmark's
+        # own hook (run after this one) then finds nothing to dump.
+        compared_benchmark["machine_info"] = machine_info
+
+
+def compare_with_stored_run(config: pytest.Config, machines: tuple[dict, dict] | None = None
+                            ) -> list | None:
     """With ``--benchmark-compare``: this run's paired ratios against the
-    stored run's (:func:`aftertrain.timing.compare.compare_ratios`); None
-    without a compare."""
+    stored run's (:func:`aftertrain.timing.compare.compare_ratios`, ``not
+    comparable`` when ``machines`` differ); None without a compare."""
     session = getattr(config, "_benchmarksession", None)
     mappings = getattr(session, "compared_mapping", None)
     if not mappings:
@@ -131,4 +215,4 @@ def compare_with_stored_run(config: pytest.Config) -> list | None:
     for mapping in mappings.values():
         stored.update({name: bench.get("extra_info", {}) for name, bench in mapping.items()})
     now = {b.fullname: b.extra_info for b in session.benchmarks}
-    return compare_ratios(now, stored)
+    return compare_ratios(now, stored, machines=machines)

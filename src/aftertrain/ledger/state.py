@@ -7,12 +7,9 @@ JSON. It does not import torch (the plugin loads with every pytest run).
 
 from __future__ import annotations
 
-import datetime
-import importlib.metadata
 import json
 import os
-import platform
-import subprocess
+from enum import Enum
 from pathlib import Path
 
 import pytest
@@ -27,6 +24,7 @@ from aftertrain.claims.verdicts import (
     SKIPPED,
     VERDICTS,
 )
+from aftertrain.core import runmeta
 from aftertrain.core.io import atomic_write
 
 # User properties a test sets (through the claim_record fixture); they travel
@@ -36,18 +34,61 @@ MEASURED_PROPERTY = "measured"  # a figure (claim_record.measured)
 TABLE_PROPERTY = "aftertrain-table"  # (name, rows) (claim_record.table)
 INCONCLUSIVE_PROPERTY = "aftertrain-inconclusive"  # the reason of a skip that is inconclusive
 UNTIMED_PROPERTY = "aftertrain-untimed"  # the reason of a skip because nothing was timed
+TIMED_PROPERTY = "aftertrain-timed"  # the test is a claim's timed part (claim_record.require_timing)
+PART_PROPERTY = "aftertrain-part"  # the test's part when fixed at collection (teeth)
+NOT_RUN_PROPERTY = "aftertrain-not-run"  # (part, reason): a part of the test that did not run
+
+
+class Part(str, Enum):
+    """The parts of a claim a test can be: its assertions on the model or on
+    fixed numbers, the comparison with stored baselines, the timed part, the
+    teeth (a broken variant fails the check)."""
+
+    ASSERTIONS = "assertions"
+    BASELINE = "baseline comparison"
+    TIMED = "timed part"
+    TEETH = "teeth"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+#: What a part that did not run says in place of an outcome.
+NOT_RUN = "not run"
 
 # Test outcomes, strongest first: a test's outcome is the strongest of its
 # phases (setup, call, teardown), a passing setup or teardown not counting.
-OUTCOMES = ("error", "failed", "xpassed", "xfailed", "inconclusive", "untimed", "passed",
-            "skipped")
-# A claim's verdict is that of its tests' strongest outcome, plain skips
-# aside. "untimed" outranks "passed": a timing claim whose timing did not run
-# is skipped even if an untimed test of it (a teeth test on fixed numbers)
-# passed, so untimed never reads as holds.
-VERDICT_OF = {"error": BROKEN, "failed": BROKEN, "xpassed": BROKEN,
-              "xfailed": DOES_NOT_REPRODUCE, "inconclusive": INCONCLUSIVE,
-              "untimed": SKIPPED, "passed": HOLDS, "skipped": SKIPPED}
+class Outcome(str, Enum):
+    """A test's outcome, strongest first (str-valued: the JSON holds the name)."""
+
+    ERROR = "error"
+    FAILED = "failed"
+    XPASSED = "xpassed"
+    XFAILED = "xfailed"
+    INCONCLUSIVE = "inconclusive"
+    UNTIMED = "untimed"
+    PASSED = "passed"
+    SKIPPED = "skipped"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+OUTCOMES = tuple(Outcome)
+# A claim's verdict is that of its tests' strongest outcome among those that
+# ran; a test skipped or not timed did not run, and its part is named "not
+# run" beside the verdict (an untimed timing test beside a passing teeth test
+# reads "holds; not run: timed part (not timed)").
+NOT_RAN = (Outcome.UNTIMED, Outcome.SKIPPED)
+VERDICT_OF = {Outcome.ERROR: BROKEN, Outcome.FAILED: BROKEN, Outcome.XPASSED: BROKEN,
+              Outcome.XFAILED: DOES_NOT_REPRODUCE, Outcome.INCONCLUSIVE: INCONCLUSIVE,
+              Outcome.UNTIMED: SKIPPED, Outcome.PASSED: HOLDS, Outcome.SKIPPED: SKIPPED}
 
 
 def claim_ids(item: pytest.Item) -> tuple[str, ...]:
@@ -76,20 +117,20 @@ def marker_problem(item: pytest.Item) -> str | None:
     return None
 
 
-def phase_outcome(report: pytest.TestReport) -> str:
+def phase_outcome(report: pytest.TestReport) -> Outcome:
     """error, failed, xpassed, xfailed, inconclusive, untimed, passed or
     skipped, for one phase."""
     if report.when != "call" and report.failed:
-        return "error"
+        return Outcome.ERROR
     if hasattr(report, "wasxfail"):
-        return "xfailed" if report.skipped else "xpassed"
+        return Outcome.XFAILED if report.skipped else Outcome.XPASSED
     if report.skipped:
         names = {name for name, _ in report.user_properties}
         if INCONCLUSIVE_PROPERTY in names:
-            return "inconclusive"
+            return Outcome.INCONCLUSIVE
         if UNTIMED_PROPERTY in names:
-            return "untimed"
-    return report.outcome
+            return Outcome.UNTIMED
+    return Outcome(report.outcome)
 
 
 def phase_reason(report: pytest.TestReport) -> str | None:
@@ -129,10 +170,13 @@ class Ledger:
         ids = dict(report.user_properties).get(CLAIM_PROPERTY)
         if not ids:
             return
+        props = dict(report.user_properties)
         test = self.tests.setdefault(report.nodeid, {
             "claims": list(ids), "outcome": None, "reason": None, "xfail_reason": None,
-            "measured": [],
+            "measured": [], "part": str(props.get(PART_PROPERTY, Part.ASSERTIONS)), "not_run": [],
         })
+        if TIMED_PROPERTY in props and test["part"] == Part.ASSERTIONS:
+            test["part"] = str(Part.TIMED)
         if not (report.when != "call" and report.passed):  # a passing setup/teardown is neutral
             outcome = phase_outcome(report)
             current = test["outcome"]
@@ -143,12 +187,16 @@ class Ledger:
             test["xfail_reason"] = report.wasxfail
         if report.when == "teardown":  # user properties are final by now
             test["measured"] = [v for k, v in report.user_properties if k == MEASURED_PROPERTY]
+            test["not_run"] = [{"part": str(Part(v[0])), "reason": str(v[1])}
+                               for k, v in report.user_properties if k == NOT_RUN_PROPERTY]
 
     def entries(self) -> list[dict]:
         """One dict per claim, in CLAIMS.md order: id, title, statement,
-        article, verdict, reasons (of the tests that gave the verdict),
-        tests (nodeid, outcome, reason, xfail_reason, measured) and measured
-        (every figure of its tests)."""
+        article, verdict (decided by the parts that ran), not_run (part and
+        reason of each part that did not run), parts (part -> its verdict,
+        or ``not run``), reasons (of the tests that gave the verdict), tests
+        (nodeid, outcome, reason, xfail_reason, measured, part, not_run) and
+        measured (every figure of its tests)."""
         out = []
         for claim in CLAIMS.values():
             tests = [{"nodeid": nodeid, **{k: v for k, v in t.items() if k != "claims"}}
@@ -158,25 +206,35 @@ class Ledger:
                        if t["reason"] and VERDICT_OF[t["outcome"]] == verdict]
             out.append({
                 "id": claim.id, "title": claim.title, "statement": claim.statement,
-                "article": claim.article, "verdict": verdict, "reasons": reasons,
-                "tests": tests,
+                "article": claim.article, "verdict": verdict, "not_run": parts_not_run(tests),
+                "parts": part_verdicts(tests), "reasons": reasons, "tests": tests,
                 # every figure once: several tests of a claim often quote one figure
                 "measured": list(dict.fromkeys(m for t in tests for m in t["measured"])),
             })
         return out
 
     def summary_lines(self) -> list[str]:
-        """The end-of-run lines: one per claim (verdict, title, figures), the
-        reasons of inconclusive and untimed claims, and the counts."""
+        """The end-of-run lines: one per claim (verdict, title, figures); then
+        why, for every claim that is not a plain ``holds`` (its reasons and
+        the parts that did not run; the claims no test carried in one line);
+        then the counts."""
         entries = self.entries()
         lines = []
         for e in entries:
             figures = "; ".join(map(str, e["measured"]))
-            line = f"{e['id']:<4} {e['verdict']:<18} {e['title']}"
+            line = f"{e['id']:<4} {verdict_text(e):<18} {e['title']}"
             lines.append(f"{line}  [{figures}]" if figures else line)
         for e in entries:
-            if e["verdict"] == INCONCLUSIVE:
-                lines.extend(f"{e['id']} inconclusive: {r}" for r in e["reasons"])
+            if e["verdict"] == NOT_COVERED:
+                continue
+            # a skip's reasons are those of the parts not run, said once below
+            why = [] if e["verdict"] in (HOLDS, SKIPPED) else list(dict.fromkeys(e["reasons"]))
+            if e["not_run"]:
+                why.append(not_run_text(e["not_run"]))
+            lines.extend(f"{e['id']} {e['verdict']}: {r}" for r in why)
+        uncovered = [e["id"] for e in entries if e["verdict"] == NOT_COVERED]
+        if uncovered and len(uncovered) < len(entries):
+            lines.append(f"not covered (no test of this run carries the ID): {', '.join(uncovered)}")
         counts = {v: sum(e["verdict"] == v for e in entries) for v in VERDICTS}
         lines.append(", ".join(f"{n} {v}" for v, n in counts.items() if n))
         return lines
@@ -199,57 +257,51 @@ def claim_verdict(outcomes: list[str]) -> str:
             raise ValueError(f"outcomes must be among {OUTCOMES}, got {outcome!r}")
     if not outcomes:
         return NOT_COVERED
-    ran = [o for o in outcomes if o != "skipped"]
+    ran = [o for o in outcomes if o not in NOT_RAN]
     if not ran:
         return SKIPPED
     return VERDICT_OF[min(ran, key=OUTCOMES.index)]
 
 
+def parts_not_run(tests: list[dict]) -> list[dict]:
+    """The parts of a claim that did not run, each ``{"part", "reason"}``
+    once: the part of every test that was skipped or not timed (its skip
+    reason), and the parts a test named as not run (a baseline comparison
+    with no baseline for this model)."""
+    found = [{"part": t["part"], "reason": t["reason"] or "skipped"}
+             for t in tests if t["outcome"] in NOT_RAN]
+    found += [n for t in tests for n in t["not_run"]]
+    return [dict(pair) for pair in dict.fromkeys(tuple(n.items()) for n in found)]
+
+
+def part_verdicts(tests: list[dict]) -> dict[str, str]:
+    """Each part of a claim -> the verdict of its tests that ran (as
+    :func:`claim_verdict`), or ``not run`` when none of them ran."""
+    parts: dict[str, list[str]] = {}
+    for t in tests:
+        parts.setdefault(t["part"], []).append(t["outcome"])
+        for n in t["not_run"]:
+            parts.setdefault(n["part"], [])
+    return {part: (NOT_RUN if not [o for o in outcomes if o not in NOT_RAN]
+                   else claim_verdict(outcomes)) for part, outcomes in parts.items()}
+
+
+def not_run_text(not_run: list[dict]) -> str:
+    """``not run: baseline comparison (no baseline for this model); ...``."""
+    return "not run: " + "; ".join(f"{n['part']} ({n['reason']})" for n in not_run)
+
+
+def verdict_text(entry: dict) -> str:
+    """The verdict, marked when some part did not run: ``holds`` or
+    ``holds (part not run)``."""
+    partly = entry["not_run"] and entry["verdict"] not in (SKIPPED, NOT_COVERED)
+    return f"{entry['verdict']} (part not run)" if partly else entry["verdict"]
+
+
 def run_meta(config: pytest.Config) -> dict:
-    """What the run was: date (UTC), commit, cpu, torch, threads, load1,
-    model, model_sha256, quick."""
+    """What the run was (:func:`aftertrain.core.runmeta.collect`), on the model
+    the claims ran on."""
     from aftertrain.ledger.model import ledger_meta
 
-    return {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "commit": _commit(config.rootpath),
-        "cpu": _cpu(),
-        "torch": _version("torch"),
-        "threads": _torch_threads(),
-        "load1": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
-        **ledger_meta(config),  # model, model_sha256: the model the claims ran on
-        "quick": os.environ.get("AFTERTRAIN_QUICK") == "1",
-    }
-
-
-def _commit(root: Path) -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
-                             text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
-
-
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return f"{line.split(':', 1)[1].strip()} x {os.cpu_count()}"
-    except OSError:
-        pass
-    return f"{platform.processor() or platform.machine()} x {os.cpu_count()}"
-
-
-def _version(package: str) -> str | None:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def _torch_threads() -> int | None:
-    import sys
-
-    torch = sys.modules.get("torch")  # only if the run imported it: the ledger does not
-    return torch.get_num_threads() if torch is not None else None
+    return runmeta.collect(config.rootpath, **ledger_meta(config),
+                           quick=os.environ.get("AFTERTRAIN_QUICK") == "1")

@@ -95,8 +95,13 @@ def load_checkpoint(path: str | os.PathLike, rebuild: str | None = None) -> GPT:
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise CheckpointError(f"checkpoint {path} is not an aftertrain checkpoint: its metadata "
                               f"{meta_path} is not JSON ({err}){hint}") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("sha256"), str):
+        raise CheckpointError(f"checkpoint metadata {meta_path} must be a JSON object with a "
+                              f"'sha256' string (as save_checkpoint writes), got "
+                              f"{type(meta).__name__ if not isinstance(meta, dict) else 'no sha256'}"
+                              f"{hint}")
     digest = sha256_file(path)
-    recorded = meta.get("sha256") if isinstance(meta, dict) else None
+    recorded = meta["sha256"]
     if digest != recorded:
         raise CheckpointError(
             f"checkpoint {path} has SHA-256 {digest}, but {meta_path} records "

@@ -23,7 +23,7 @@ import math
 
 import torch
 
-from aftertrain.core.validation import check_int, is_int
+from aftertrain.core.validation import check_int, check_seed, is_int
 from aftertrain.lm import text as _text
 from aftertrain.lm.protocol import NextTokenModel, check_model, check_truncate
 
@@ -244,8 +244,7 @@ def sample_text(
         raise ValueError(f"prompt must be a non-empty str, got {prompt!r}")
     if not is_int(length) or length < 0:
         raise ValueError(f"length must be an int >= 0, got {length!r}")
-    if not is_int(seed) or seed < 0:
-        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+    check_seed(seed)
     tokens = generate(model, _text.encode(prompt, "prompt"), length, temperature,
                       torch.Generator().manual_seed(seed))
     return _text.decode(tokens[len(prompt):])

@@ -55,9 +55,12 @@ def decode(tokens: torch.Tensor | Sequence[int]) -> str:
         if tokens.dtype == torch.bool:
             raise ValueError("tokens must be integer indices in [0, 100), got a bool tensor")
         tokens = tokens.tolist()
-    if isinstance(tokens, (str, bytes)) or not hasattr(tokens, "__iter__"):
+    if isinstance(tokens, (str, bytes)) or not hasattr(tokens, "__iter__") \
+            or type(tokens).__module__ == "numpy":
         raise ValueError(f"tokens must be a 1-D tensor or a sequence of ints in [0, {VOCAB_SIZE}), "
-                         f"got {type(tokens).__name__}")
+                         f"got {type(tokens).__name__}"
+                         + (" (convert with torch.from_numpy or .tolist())"
+                            if type(tokens).__module__ == "numpy" else ""))
     out = []
     for i, t in enumerate(tokens):
         if not isinstance(t, int) or isinstance(t, bool) or not 0 <= t < VOCAB_SIZE:

@@ -52,6 +52,18 @@ class TrainConfig:
     model: _model.GPTConfig = field(default_factory=lambda: _model.GPTConfig(dropout=0.2))
 
     def __post_init__(self) -> None:
+        for name in ("steps", "batch_size", "warmup", "eval_every", "seed", "threads", "stop_at"):
+            value = getattr(self, name)
+            if (value is not None or name != "stop_at") and (
+                    isinstance(value, bool) or not isinstance(value, int)):
+                raise ValueError(f"{name} must be an int, got {value!r}")
+        if not 0 <= self.seed < 2**64:
+            raise ValueError(f"seed must be an int in [0, 2**64), got {self.seed!r}")
+        for name in ("lr", "min_lr", "weight_decay", "grad_clip"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number, got {value!r}")
         checks = {
             "steps": self.steps >= 1,
             "batch_size": self.batch_size >= 1,

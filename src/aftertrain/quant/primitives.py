@@ -85,6 +85,8 @@ def check_weight(w: torch.Tensor, granularity: Granularity, name: str = "w") -> 
                          f"{getattr(w, 'dtype', type(w).__name__)}")
     if w.numel() == 0:
         raise ValueError(f"{name} must have at least one element")
+    if w.is_meta:
+        raise ValueError(f"{name} must hold data (a meta tensor has none to quantize)")
     if not bool(torch.isfinite(w).all()):
         raise ValueError(f"{name} must be finite (no NaN or Inf)")
     if w.dtype == torch.float64 and bool((w.abs() > FLOAT32_MAX).any()):

@@ -57,11 +57,23 @@ def ours_cell(ledger: Ledger, claim_id: str) -> str:
     return figures_once(ledger.measured.get(claim_id, [])) or DASH
 
 
+def not_run_text(ledger: Ledger, claim_id: str) -> str:
+    """``not run: baseline comparison (no baseline for this model)`` for a
+    claim with parts that did not run, else ""."""
+    parts = ledger.not_run.get(claim_id) or []
+    return "not run: " + "; ".join(f"{n['part']} ({n['reason']})" for n in parts) if parts else ""
+
+
 def claims_rows(ledger: Ledger) -> list[list[str]]:
     """One row per claim: ID, the claim in a line, the article's figure,
-    ours (as the tests recorded it), verdict."""
-    return [[c.id, f"{c.title}: {c.statement}", c.article or DASH, ours_cell(ledger, c.id),
-             verdict_mark(ledger.verdict(c.id))] for c in CLAIMS.values()]
+    ours (as the tests recorded it), verdict (with the parts not run beside
+    it)."""
+    rows = []
+    for c in CLAIMS.values():
+        verdict, missing = verdict_mark(ledger.verdict(c.id)), not_run_text(ledger, c.id)
+        rows.append([c.id, f"{c.title}: {c.statement}", c.article or DASH, ours_cell(ledger, c.id),
+                     f"{verdict}; {missing}" if missing else verdict])
+    return rows
 
 
 CLAIMS_HEADER = ["ID", "claim", "article", "ours", "verdict"]

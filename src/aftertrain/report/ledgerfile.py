@@ -50,12 +50,14 @@ class Ledger:
     meta_source: str = META_NONE
     #: pytest's exit status when :func:`run_ledger` ran the tests (None: read from a file).
     pytest_status: int | None = None
+    #: claim ID -> the parts of it that did not run, each ``{"part", "reason"}``.
+    not_run: dict[str, list[dict]] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: dict, source: str) -> Ledger:
         if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
             raise ReportError(f"{source} is not a claims ledger (no 'claims' list)")
-        verdicts, measured, reasons = {}, {}, {}
+        verdicts, measured, reasons, not_run = {}, {}, {}, {}
         try:
             for n, entry in enumerate(data["claims"]):
                 missing = [k for k in ("id", "verdict") if k not in entry]
@@ -64,6 +66,8 @@ class Ledger:
                 cid = entry["id"]
                 verdicts[cid] = entry["verdict"]
                 measured[cid] = [str(m) for m in entry.get("measured", [])]
+                not_run[cid] = [{"part": str(n["part"]), "reason": str(n["reason"])}
+                                for n in entry.get("not_run", [])]
                 if "reasons" in entry:
                     reasons[cid] = [str(r) for r in entry["reasons"]]
                 else:  # a ledger from before "reasons": the xfail reasons
@@ -84,7 +88,7 @@ class Ledger:
         if meta is not None and not isinstance(meta, dict):
             raise ReportError(f"{source} has 'meta' that is not an object")
         return cls(verdicts, measured, reasons, data.get("tables", {}), source,
-                   dict(meta or {}), META_FROM_LEDGER if meta else META_NONE)
+                   dict(meta or {}), META_FROM_LEDGER if meta else META_NONE, not_run=not_run)
 
     def verdict(self, claim_id: str) -> str:
         return self.verdicts.get(claim_id, V.NOT_COVERED)

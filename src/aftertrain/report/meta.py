@@ -8,57 +8,28 @@ elsewhere without metadata) taken at render time and labelled so.
 
 from __future__ import annotations
 
-import os
-import platform
-import subprocess
-from datetime import datetime, timezone
 from pathlib import Path
 
+from aftertrain.core import runmeta
 from aftertrain.report.ledgerfile import META_FROM_LEDGER, META_FROM_REPORT_RUN, Ledger
 
 BEGIN = "<!-- run metadata -->"
 END = "<!-- end of run metadata -->"
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown"
+def collect(checkout: Path | None, model: str | None = None) -> dict:
+    """The metadata of this machine now (:func:`aftertrain.core.runmeta.collect`),
+    for ``model`` (a bundled name or checkpoint path; its recorded SHA-256
+    when it can be read)."""
+    from aftertrain.lm import registry as _models
 
-
-def git_commit(checkout: Path | None) -> str:
-    if checkout is None:
-        return "unknown"
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=checkout,
-                              capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=checkout, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    if head.returncode != 0:
-        return "unknown (not a git checkout)"
-    return head.stdout.strip() + (" with uncommitted changes" if dirty.stdout.strip() else "")
-
-
-def collect(checkout: Path | None) -> dict:
-    """The metadata of this machine now (the keys of the ledger's ``meta``)."""
-    import torch
-
-    from aftertrain.lm import checkpoint as _checkpoint
-
-    try:
-        sha = _checkpoint.reference_meta().get("sha256", "unknown")
-    except (OSError, ValueError):
-        sha = "unknown"
-    return {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "commit": git_commit(checkout), "cpu": cpu_model(), "torch": torch.__version__,
-            "threads": torch.get_num_threads(), "load1": round(os.getloadavg()[0], 2),
-            "model": "reference", "model_sha256": sha}
+    sha = None
+    if model is not None:
+        try:
+            sha = _models.model_meta(model).get("sha256")
+        except (OSError, ValueError):
+            sha = None
+    return runmeta.collect(checkout, model=model, model_sha256=sha, quick=False)
 
 
 def header(ledger: Ledger, checkout: Path | None) -> str:
@@ -71,16 +42,20 @@ def header(ledger: Ledger, checkout: Path | None) -> str:
         meta = collect(checkout)
         source = ("**taken at render time**: the ledger carries no run metadata, so these "
                   "describe the machine that rendered this report, not necessarily the run")
+    def known(key: str) -> object:
+        value = meta.get(key)
+        return "unknown" if value is None else value
+
     quick = meta.get("quick")
     kind = {True: "quick run", False: "full run"}.get(quick, "run kind not recorded")
-    sha = str(meta.get("model_sha256", "unknown"))[:16]
+    sha = str(known("model_sha256"))[:16]
     load = meta.get("load1")
     fields = [
-        f"date {meta.get('date', 'unknown')}", f"commit {meta.get('commit', 'unknown')}",
-        f"CPU {meta.get('cpu', 'unknown')}", f"torch {meta.get('torch', 'unknown')}",
-        f"{meta.get('threads', '?')} torch thread(s)",
-        f"load {load if load is not None else 'unknown'} (1-minute average)",
-        f"model {meta.get('model', 'unknown')} (sha256 {sha}…)", kind,
+        f"date {known('date')}", f"commit {known('commit')}",
+        f"CPU {known('cpu')}", f"torch {known('torch')}",
+        f"{known('threads')} torch thread(s)",
+        f"load {'unknown' if load is None else f'{load:.2f}'} (1-minute average)",
+        f"model {known('model')} (sha256 {sha}…)", kind,
     ]
     return f"{BEGIN}\n**Run**: " + " · ".join(fields) + f" ({source}).\n{END}"
 

@@ -19,7 +19,7 @@ from aftertrain.claims.catalogue import ARTICLE_TABLES as A
 from aftertrain.claims.catalogue import CLAIMS
 from aftertrain.experiments.tables import read
 from aftertrain.prune.masks import Method
-from aftertrain.report.document import Document, ours_cell
+from aftertrain.report.document import Document, not_run_text, ours_cell
 from aftertrain.report.ledgerfile import Ledger
 from aftertrain.report.markdown import DASH, markdown_table, verdict_mark
 from aftertrain.report.plots import UNTRAINED
@@ -48,10 +48,13 @@ def claims_header(labels: list[str]) -> list[str]:
 
 def claims_rows(ledgers: dict[str, Ledger]) -> list[list[str]]:
     """One row per claim: ID, the claim, the article's figure, then per model
-    its figures and its verdict."""
+    its figures and its verdict (with the parts not run beside it)."""
+    def verdict(led: Ledger, claim_id: str) -> str:
+        mark, missing = verdict_mark(led.verdict(claim_id)), not_run_text(led, claim_id)
+        return f"{mark}; {missing}" if missing else mark
+
     return [[c.id, f"{c.title}: {c.statement}", c.article or DASH]
-            + [cell for led in ledgers.values()
-               for cell in (ours_cell(led, c.id), verdict_mark(led.verdict(c.id)))]
+            + [cell for led in ledgers.values() for cell in (ours_cell(led, c.id), verdict(led, c.id))]
             for c in CLAIMS.values()]
 
 

@@ -156,12 +156,19 @@ def _outliers_and_speed(doc: Document) -> None:
     speed = read(TB.Q11, doc.ledger.table(TB.Q11))
     if speed is not None:
         doc.table("Fake-quantized forward against float32 (time ratio)", ("Q11",),
-                  ["", "ours: median [interval]"],
+                  ["", "ours: median [CI of the median]"],
                   [["fake-quantized / float32", ratio_cell(speed)]])
     x3 = read(TB.X3, doc.ledger.table(TB.X3))
     if x3 is not None:
+        sizes = sorted(x3.ratios)
         doc.table("Dynamic int8 Linear against float32 (time ratio, below 1 = int8 faster)",
-                  ("X3",), ["rows multiplied at once", "ours: median [interval]"],
-                  [[r, ratio_cell(x3.ratios[r])] for r in sorted(x3.ratios)])
-        doc.add(f"int8 arithmetic starts to pay at: "
-                f"{x3.crossover_rows or 'no size up to 1024'} rows")
+                  ("X3",), ["rows multiplied at once", "ours: median [CI of the median]"],
+                  [[r, ratio_cell(x3.ratios[r])] for r in sizes])
+        if x3.crossover_rows:
+            doc.add(f"int8 is decidedly faster (interval wholly below 1) from {x3.crossover_rows} rows.")
+        elif all(x3.ratios[r].ci[0] > 1.0 for r in sizes):
+            doc.add(f"int8 is decidedly slower (interval wholly above 1) at every size up to "
+                    f"{sizes[-1]} rows.")
+        else:
+            doc.add(f"No size up to {sizes[-1]} rows has its interval wholly below 1: where int8 "
+                    f"starts to pay is not decided by this run.")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from aftertrain.claims import tables as TB
 from aftertrain.claims.catalogue import ARTICLE_TABLES as A
+from aftertrain.experiments.speedup import SpeedupRow
 from aftertrain.experiments.tables import read
 from aftertrain.report.document import Document
 from aftertrain.report.markdown import DASH, fmt
@@ -100,7 +101,7 @@ def _costs(doc: Document) -> None:
     s5 = read(TB.SPEC_DRAFT_COST, doc.ledger.table(TB.SPEC_DRAFT_COST))
     if s5 is not None:
         doc.table("Cost c of one draft character relative to one target step", ("S5",),
-                  ["draft", "article: us (c)", "ours: us", "ours: c [interval]"],
+                  ["draft", "article: us (c)", "ours: us", "ours: c, median [CI of the median]"],
                   [[r.draft, "{} ({:.3f})".format(*A["s5"][r.draft]) if r.draft in A["s5"] else DASH,
                     f"{r.draft_us:.0f}", f"{r.c:.3f} [{r.c_low:.3f}, {r.c_high:.3f}]"]
                    for r in s5])
@@ -110,9 +111,15 @@ def _costs(doc: Document) -> None:
     if x8 is not None:
         art_base = A["x8"][1]
         doc.table("Verification pass over k+1 positions against one plain step", ("X8",),
-                  ["k", "article (ms ratio to 1 position)", "ours: v_k [interval]"],
+                  ["k", "article (ms ratio to 1 position)", "ours: v_k, median [CI of the median]"],
                   [[r.k, f"{A['x8'][r.k + 1] / art_base:.2f}" if r.k + 1 in A["x8"] else DASH,
                     f"{r.v_k:.3f} [{r.v_low:.3f}, {r.v_high:.3f}]"] for r in x8])
+
+
+def _decided(row: SpeedupRow) -> bool:
+    """Whether a speedup cell's interval decides faster or slower than plain
+    decoding (it does not contain 1)."""
+    return not row.speedup_min <= 1.0 <= row.speedup_max
 
 
 def _speedup(doc: Document) -> None:
@@ -125,16 +132,19 @@ def _speedup(doc: Document) -> None:
         art7 = A["s7"].get((r.draft, r.k))
         rows.append([r.draft, r.k,
                      "{:.2f} ({:.2f}~{:.2f})".format(*art6) if art6 else DASH,
-                     f"{r.speedup:.2f} ({r.speedup_min:.2f}~{r.speedup_max:.2f})",
+                     f"{r.speedup:.2f} [{r.speedup_min:.2f}, {r.speedup_max:.2f}]"
+                     + ("" if _decided(r) else " (undecided)"),
                      f"{art7[0]:.2f}" if art7 else DASH,
                      f"{r.predicted:.2f}", f"{r.predicted_vk:.2f}"])
-    doc.table("Speedup over plain cached decoding (median of alternating pairs, min~max)",
+    doc.table("Speedup over plain cached decoding (ours: median of alternating pairs "
+              "[confidence interval of the median]; undecided: the interval contains 1)",
               ("S6", "S7", "X8", "X2"),
               ["draft", "k", "article", "ours", "article's prediction",
                "ours: (chars/pass)/(1+kc)", "ours: (chars/pass)/(v_k+kc)"], rows)
     best = max(s6, key=lambda r: r.speedup)
-    doc.add(f"Best draft (X2): {best.draft} at k={best.k}, speedup {best.speedup:.2f} "
-            f"({best.speedup_min:.2f}~{best.speedup_max:.2f}); predicted "
+    doc.add(f"Highest median speedup (X2's verdict is in the claims table): {best.draft} at "
+            f"k={best.k}, {best.speedup:.2f} [{best.speedup_min:.2f}, "
+            f"{best.speedup_max:.2f}] (confidence interval of the median); predicted "
             f"{best.predicted:.2f} by the article's formula, {best.predicted_vk:.2f} "
             f"with the measured verification cost.")
 
@@ -148,6 +158,10 @@ def _speedup(doc: Document) -> None:
             ax.errorbar(ks, med, yerr=[[m - r.speedup_min for m, r in zip(med, rs, strict=True)],
                                        [r.speedup_max - m for m, r in zip(med, rs, strict=True)]],
                         fmt="o-", color=color, capsize=3, ms=4, lw=1.2, label=f"{d} measured")
+            undecided = [(k, m) for k, m, r in zip(ks, med, rs, strict=True) if not _decided(r)]
+            if undecided:  # hollow: the interval contains 1, faster or slower not decided
+                ax.plot(*zip(*undecided, strict=True), "o", mfc="white", mec=color, ms=6,
+                        zorder=3, label="_undecided")
             ax.plot(ks, [r.predicted_vk for r in rs], "_", color=color, ms=12, mew=2,
                     label=f"{d} predicted (v_k)")
             points = article_points(A["s6"], d)
@@ -156,13 +170,17 @@ def _speedup(doc: Document) -> None:
                         ms=8, label=f"{d} article")
         ax.axhline(1.0, color="k", lw=1)
         k_axis(ax, [r.k for r in s6])
-        style_legend(ax, list(groups), [("measured: median, min~max", {"marker": "o", "ls": "-"}),
+        style_legend(ax, list(groups), [("measured: median, CI of the median",
+                                         {"marker": "o", "ls": "-"}),
+                                        ("undecided (CI contains 1)",
+                                         {"marker": "o", "ls": "", "mfc": "white"}),
                                         ("predicted with v_k", {"marker": "_", "ls": "", "ms": 12,
                                                                 "mew": 2}),
                                         ("article", {"marker": "x", "ls": "", "ms": 8})])
         ax.set(xlabel="draft length k", ylabel="speedup over plain decoding (x)",
                title="Speedup against k (S6, S7, X8, X2)")
-        return ("Speedup against k per draft: median of alternating pairs with its min~max, "
-                "and the prediction with the measured verification cost")
+        return ("Speedup against k per draft: median of alternating pairs with the confidence "
+                "interval of the median (hollow where it contains 1: undecided), and the "
+                "prediction with the measured verification cost")
 
     doc.plot("spec_speedup", draw)

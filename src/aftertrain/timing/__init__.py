@@ -19,22 +19,30 @@ this guarantees.
 
 Two modules: :mod:`aftertrain.timing.paired` (one fixed-size paired timing,
 the median's interval) and :mod:`aftertrain.timing.sequential` (the
-decisions); everything public is importable from ``aftertrain.timing``.
+decisions); everything public is importable from ``aftertrain.timing``,
+loaded on first use; :mod:`aftertrain.timing.compare` (ratios against a
+stored run) imports no torch, so the pytest plugin that uses it stays light
+in other projects' runs.
 """
 
-from aftertrain.timing.paired import Clock, PairedTiming, median_interval, min_pairs, paired_timing
-from aftertrain.timing.sequential import (
-                                      Decision,
-                                      Judgement,
-                                      RatioRule,
-                                      Timings,
-                                      decide_ratio,
-                                      load1,
-                                      look_schedule,
-                                      sequential_decision,
-                                      sequential_decisions,
-)
+import importlib
 
-__all__ = ["Clock", "Decision", "Judgement", "PairedTiming", "RatioRule", "Timings",
-           "decide_ratio", "load1", "look_schedule", "median_interval", "min_pairs",
-           "paired_timing", "sequential_decision", "sequential_decisions"]
+_WHERE = {
+    **dict.fromkeys(["Clock", "PairedTiming", "median_interval", "min_pairs", "paired_timing"],
+                    "aftertrain.timing.paired"),
+    **dict.fromkeys(["Decision", "Judgement", "RatioRule", "Timings", "decide_ratio", "load1",
+                     "look_schedule", "sequential_decision", "sequential_decisions"],
+                    "aftertrain.timing.sequential"),
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    if name in _WHERE:
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'aftertrain.timing' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_WHERE])

@@ -193,6 +193,10 @@ class Pairs:
             self.base.append(b)
             self.cand.append(c)
 
+    def truncate(self, n: int) -> None:
+        """Keep the first ``n`` pairs (a look cut short is dropped)."""
+        del self.base[n:], self.cand[n:]
+
     def _time(self, fn: Callable[[], object]) -> float:
         start = self.clock()
         for _ in range(self.calls):

@@ -94,6 +94,8 @@ class Decision:
     ``verdict`` is ``holds``, ``broken`` or ``inconclusive``; ``timings``
     are the intervals at the look that decided (or the last look taken),
     each at level ``confidence = 1 - alpha / (max_looks * len(timings))``.
+    An ``inconclusive`` decision whose budget ran out before its first look
+    has ``looks == 0`` and no timings.
     """
 
     verdict: str
@@ -110,8 +112,9 @@ class Decision:
         if self.verdict not in (HOLDS, BROKEN, INCONCLUSIVE):
             raise ValueError(f"verdict must be {HOLDS!r}, {BROKEN!r} or {INCONCLUSIVE!r}, "
                              f"got {self.verdict!r}")
-        if not self.timings:
-            raise ValueError("timings must hold at least one PairedTiming, got none")
+        if not self.timings and not (self.verdict == INCONCLUSIVE and self.looks == 0):
+            raise ValueError("timings must hold at least one PairedTiming, got none "
+                             "(only an inconclusive decision with looks=0 has none)")
 
     @property
     def timing(self) -> PairedTiming:
@@ -123,7 +126,7 @@ class Decision:
 
     @property
     def pairs(self) -> int:
-        return max(len(t.ratios) for t in self.timings.values())
+        return max((len(t.ratios) for t in self.timings.values()), default=0)
 
     def intervals(self) -> str:
         return ", ".join(f"{name}: {t.median:.3f} [{t.ci_low:.3f}, {t.ci_high:.3f}]"
@@ -132,6 +135,10 @@ class Decision:
     @property
     def reason(self) -> str:
         """One line: the verdict, the rule, the intervals, pairs, seconds, load."""
+        if self.looks == 0:
+            return (f"{self.verdict}: {self.rule}; the budget ran out before the first look "
+                    f"(of {self.max_looks}, alpha {self.alpha:g}) in {self.seconds:.1f} s, "
+                    f"1-minute load {self.load1:.2f}")
         return (f"{self.verdict}: {self.rule}; {self.intervals()} after {self.pairs} pairs "
                 f"(look {self.looks} of {self.max_looks}, alpha {self.alpha:g}) in "
                 f"{self.seconds:.1f} s, 1-minute load {self.load1:.2f}")
@@ -203,7 +210,10 @@ def sequential_decisions(
     take is estimated from the rounds so far; if the elapsed time plus that
     estimate exceeds ``budget_s``, or the schedule is done, the judgements
     still undecided are ``inconclusive`` (with the last look's timings).
-    The first round always runs.
+    The budget is also checked after every pair, the first round's
+    included: a round it cuts short is dropped (the look before it stands),
+    and a first round cut short gives ``inconclusive`` with no look
+    (``looks == 0``). So a decision ends within ``budget_s`` plus one pair.
 
     Guarantee (Bonferroni over the scheduled looks and the ratios): if the
     pair ratios of each side are independent draws with median m, then with
@@ -220,7 +230,7 @@ def sequential_decisions(
         looks: the most looks, >= 1.
         first: pairs at the first look; default (and at least)
             :func:`min_pairs` of the per-interval confidence.
-        budget_s: seconds, > 0 (soft: a round that has started finishes).
+        budget_s: seconds, > 0, warm-up included (exceeded by at most one pair).
         warmup, calls, threads: as :func:`paired_timing` (``calls`` per
             name or one for all).
         clock: seconds, monotone; times the calls and the budget.
@@ -269,6 +279,7 @@ def sequential_decisions(
                         seconds=clock() - start, load1=load1())
 
     runs = {n: Pairs(b, c, per_call[n], clock) for n, (b, c) in sides.items()}
+    last_run = list(runs.values())[-1]
     decided: dict[str, Decision] = {}
     quiet = Quiet(threads)
     start = clock()
@@ -277,15 +288,26 @@ def sequential_decisions(
         for run in runs.values():
             run.warm(warmup)
         for look, size in enumerate(schedule, start=1):
+            done = schedule[look - 2] if look > 1 else 0
             if look > 1:
                 elapsed = clock() - start
-                done = schedule[look - 2]
                 if elapsed + elapsed / done * (size - done) > budget_s:
                     break
             quiet.off()
-            for run in runs.values():
-                run.extend(size)
+            cut = False
+            for run in runs.values():  # each ratio's pairs in turn, as without a budget
+                for pairs in range(done + 1, size + 1):
+                    run.extend(pairs)
+                    if clock() - start > budget_s and not (pairs == size and run is last_run):
+                        cut = True
+                        break
+                if cut:
+                    break
             quiet.on()
+            if cut:  # this look is not taken: the one before stands
+                for run in runs.values():
+                    run.truncate(done)
+                break
             last = look
             timings = {n: r.summary(confidence, threads, warmup) for n, r in runs.items()}
             for name, judgement in judgements.items():
@@ -303,6 +325,12 @@ def sequential_decisions(
             for name in judgements}
 
 
+#: The keyword arguments :func:`sequential_decision` and :func:`decide_ratio`
+#: pass on to :func:`sequential_decisions`.
+_DECISION_OPTIONS = frozenset({"alpha", "looks", "first", "budget_s", "warmup", "calls",
+                               "threads", "clock"})
+
+
 def sequential_decision(
     sides: Mapping[str, tuple[Callable[[], object], Callable[[], object]]],
     decide: Callable[[Timings], str | None],
@@ -312,6 +340,10 @@ def sequential_decision(
 ) -> Decision:
     """:func:`sequential_decisions` of one judgement ``Judgement(rule,
     decide)`` (keyword arguments passed on)."""
+    unknown = sorted(set(kwargs) - _DECISION_OPTIONS)
+    if unknown:
+        raise ValueError(f"unknown keyword argument(s) {', '.join(unknown)}; allowed: "
+                         f"{', '.join(sorted(_DECISION_OPTIONS))}")
     return sequential_decisions(sides, {"claim": Judgement(rule, decide)}, **kwargs)["claim"]
 
 
@@ -325,6 +357,8 @@ def decide_ratio(
     against ``rule`` (keyword arguments passed on)."""
     if not isinstance(rule, RatioRule):
         raise ValueError(f"rule must be a RatioRule, got {type(rule).__name__}")
+    if "rule" in kwargs:
+        raise ValueError("unknown keyword argument(s) rule (the rule is the RatioRule argument)")
     return sequential_decision(
         {"ratio": (baseline, candidate)},
         lambda t: rule.decide(t["ratio"].ci_low, t["ratio"].ci_high),
