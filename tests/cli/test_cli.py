@@ -41,12 +41,12 @@ def paths(tmp_path_factory) -> dict[str, str]:
     (tmp / "not_ledger.json").write_text(json.dumps({"something": 1}))
     (tmp / "list.json").write_text("[]")
     (tmp / "unknown_claim.json").write_text(json.dumps(
-        {"claims": [{"id": "Z99", "verdict": "holds"}], "tables": {}}))
+        {"format": 2, "claims": [{"id": "Z99", "verdict": "holds"}], "tables": {}}))
     (tmp / "unknown_verdict.json").write_text(json.dumps(
-        {"claims": [{"id": "Q2", "verdict": "mostly"}], "tables": {}}))
-    (tmp / "no_verdict.json").write_text(json.dumps({"claims": [{"id": "Q2"}], "tables": {}}))
-    (tmp / "bad_tables.json").write_text(json.dumps({"claims": [], "tables": [1, 2]}))
-    (tmp / "bad_meta.json").write_text(json.dumps({"claims": [], "tables": {}, "meta": "today"}))
+        {"format": 2, "claims": [{"id": "Q2", "verdict": "mostly"}], "tables": {}}))
+    (tmp / "no_verdict.json").write_text(json.dumps({"format": 2, "claims": [{"id": "Q2"}], "tables": {}}))
+    (tmp / "bad_tables.json").write_text(json.dumps({"format": 2, "claims": [], "tables": [1, 2]}))
+    (tmp / "bad_meta.json").write_text(json.dumps({"format": 2, "claims": [], "tables": {}, "meta": "today"}))
     state = torch.load(reference_path(), map_location="cpu", weights_only=True)
     buf = tmp / "buf.pt"
     torch.save(state["state_dict"], buf)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import aftertrain
-import aftertrain.timing  # noqa: F401  (loaded here: inner pytester runs must not re-import numpy)
+import aftertrain.timing.sequential  # noqa: F401  (loaded here: inner pytester runs must not re-import numpy)
 
 pytest_plugins = ["pytester"]
 

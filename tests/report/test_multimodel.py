@@ -112,7 +112,7 @@ def test_single_model_report_has_no_multimodel_section(ledgers):
 
 
 def test_model_label_from_meta_path_or_file():
-    base = {"claims": []}
+    base = {"format": 2, "claims": []}
     assert MM.model_label(R.Ledger.from_json({**base, "meta": {"model": "article"}}, "x.json")) == "article"
     assert MM.model_label(R.Ledger.from_json({**base, "meta": {"model": "/tmp/my_run.pt"}},
                                              "x.json")) == "my_run"

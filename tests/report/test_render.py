@@ -15,7 +15,7 @@ FIRST, SECOND = list(CLAIMS)[:2]
 
 
 def _ledger(claims: list[dict]) -> Ledger:
-    return Ledger.from_json({"claims": claims}, "test")
+    return Ledger.from_json({"format": 2, "claims": claims}, "test")
 
 
 def test_a_claim_missing_from_the_ledger_is_not_covered():

@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import os
 from enum import Enum
-from pathlib import Path
 
 import pytest
 
 from aftertrain.claims.catalogue import CLAIMS
+from aftertrain.claims.ledgerfile import FORMAT, LedgerFile
 from aftertrain.claims.verdicts import (
     BROKEN,
     DOES_NOT_REPRODUCE,
@@ -25,7 +25,6 @@ from aftertrain.claims.verdicts import (
     VERDICTS,
 )
 from aftertrain.core import runmeta
-from aftertrain.core.io import atomic_write
 
 # User properties a test sets (through the claim_record fixture); they travel
 # with the reports to an xdist controller.
@@ -239,11 +238,13 @@ class Ledger:
         lines.append(", ".join(f"{n} {v}" for v, n in counts.items() if n))
         return lines
 
+    def ledger_file(self, meta: dict) -> LedgerFile:
+        """This run as the one ledger file format (:mod:`aftertrain.claims.ledgerfile`)."""
+        data = {"format": FORMAT, "meta": meta, "claims": self.entries(), "tables": self.tables}
+        return LedgerFile.from_json(json.loads(json.dumps(data, default=str)), "this run")
+
     def write_json(self, path: str | os.PathLike, config: pytest.Config) -> None:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        data = {"meta": run_meta(config), "claims": self.entries(), "tables": self.tables}
-        atomic_write(path, json.dumps(data, indent=1, default=str) + "\n")
+        self.ledger_file(run_meta(config)).write(path)
 
 
 def claim_verdict(outcomes: list[str]) -> str:

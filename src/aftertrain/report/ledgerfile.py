@@ -1,12 +1,11 @@
 """Reading the claims ledger: the report's only input, and the only module of
-:mod:`aftertrain.report` that reads files or runs the tests.
+:mod:`aftertrain.report` that reads files.
 
-The ledger is the JSON that ``pytest --claims-json FILE`` writes
-(:mod:`aftertrain.ledger`): per claim its verdict, its tests, the figures they
-recorded and (newer ledgers) ``"reasons"``; the tables the tests attached;
-and (newer ledgers) the run's ``"meta"``. Older ledgers without ``reasons``
-or ``meta`` still read: the reasons fall back to the tests' xfail reasons,
-and the metadata to what the report can say itself (labelled so).
+The ledger is the JSON that ``pytest --claims-json FILE`` writes, in the
+one format of :mod:`aftertrain.claims.ledgerfile` (parsed and validated
+there); :class:`Ledger` is the report's view of it: verdicts, figures,
+reasons and the parts not run by claim ID, the tables, and the run's
+metadata with where it came from.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aftertrain.claims import verdicts as V
-from aftertrain.claims.catalogue import CLAIMS
+from aftertrain.claims.ledgerfile import LedgerFile, LedgerFormatError
 
 #: What ``--quick`` changes in the pytest run behind the report: the ``quick``
 #: hypothesis profile (derandomized like ``ci``, 10 examples instead of 25) and
@@ -54,41 +53,24 @@ class Ledger:
     not_run: dict[str, list[dict]] = field(default_factory=dict)
 
     @classmethod
-    def from_json(cls, data: dict, source: str) -> Ledger:
-        if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
-            raise ReportError(f"{source} is not a claims ledger (no 'claims' list)")
-        verdicts, measured, reasons, not_run = {}, {}, {}, {}
+    def from_json(cls, data: object, source: str) -> Ledger:
+        """The report's view of a ledger file (:class:`aftertrain.claims.ledgerfile.LedgerFile`,
+        the one format the plugin writes), read from its JSON object."""
         try:
-            for n, entry in enumerate(data["claims"]):
-                missing = [k for k in ("id", "verdict") if k not in entry]
-                if missing:
-                    raise ReportError(f"{source}: claim entry {n} has no {' or '.join(missing)}")
-                cid = entry["id"]
-                verdicts[cid] = entry["verdict"]
-                measured[cid] = [str(m) for m in entry.get("measured", [])]
-                not_run[cid] = [{"part": str(n["part"]), "reason": str(n["reason"])}
-                                for n in entry.get("not_run", [])]
-                if "reasons" in entry:
-                    reasons[cid] = [str(r) for r in entry["reasons"]]
-                else:  # a ledger from before "reasons": the xfail reasons
-                    reasons[cid] = [t["xfail_reason"] for t in entry.get("tests", [])
-                                    if t.get("xfail_reason")]
-        except (KeyError, TypeError, AttributeError) as err:
-            raise ReportError(f"{source} has a malformed claim entry (bad field {err})") from None
-        bad = sorted({v for v in verdicts.values() if v not in V.VERDICTS})
-        if bad:
-            raise ReportError(f"{source} has verdicts this version does not know: {bad}; "
-                              f"known: {', '.join(V.VERDICTS)}")
-        if not isinstance(data.get("tables", {}), dict):
-            raise ReportError(f"{source} has 'tables' that is not an object")
-        unknown = sorted(set(verdicts) - set(CLAIMS))
-        if unknown:
-            raise ReportError(f"{source} names claims this version does not know: {unknown}")
-        meta = data.get("meta")
-        if meta is not None and not isinstance(meta, dict):
-            raise ReportError(f"{source} has 'meta' that is not an object")
-        return cls(verdicts, measured, reasons, data.get("tables", {}), source,
-                   dict(meta or {}), META_FROM_LEDGER if meta else META_NONE, not_run=not_run)
+            file = LedgerFile.from_json(data, source)
+        except LedgerFormatError as err:
+            raise ReportError(str(err)) from None
+        return cls.of(file, source)
+
+    @classmethod
+    def of(cls, file: LedgerFile, source: str) -> Ledger:
+        """The view of a :class:`LedgerFile` read from ``source``."""
+        claims = file.claims
+        return cls({c.id: c.verdict for c in claims}, {c.id: list(c.measured) for c in claims},
+                   {c.id: list(c.reasons) for c in claims}, file.tables, source, dict(file.meta),
+                   META_FROM_LEDGER if file.meta else META_NONE,
+                   not_run={c.id: [{"part": n.part, "reason": n.reason} for n in c.not_run]
+                            for c in claims})
 
     def verdict(self, claim_id: str) -> str:
         return self.verdicts.get(claim_id, V.NOT_COVERED)

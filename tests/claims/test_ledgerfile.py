@@ -1,0 +1,72 @@
+"""The one ledger file format (aftertrain.claims.ledgerfile): the JSON
+written is the JSON read back, the plugin writes it, the report reads it,
+and a file of another format or shape is refused naming the field."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from aftertrain.claims.ledgerfile import FORMAT, LedgerFile, LedgerFormatError
+from aftertrain.report import read_ledger
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parents[2]
+COMMITTED = [ROOT / "report" / "claims.json", ROOT / "report" / "claims-article.json"]
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.name)
+def test_a_committed_ledger_reads_and_writes_back_the_same_json(path, tmp_path):
+    data = json.loads(path.read_text())
+    file = LedgerFile.from_json(data, str(path))
+    assert LedgerFile.from_json(file.to_json(), "again") == file
+    out = file.write(tmp_path / "sub" / "claims.json")
+    assert LedgerFile.from_json(json.loads(out.read_text()), "written") == file
+    view = read_ledger(out)  # the report reads the same file through the same class
+    assert view.verdicts == {c.id: c.verdict for c in file.claims}
+    assert view.tables == data["tables"]
+
+
+def test_the_plugins_ledger_is_written_in_the_format(pytester):
+    pytester.makepyfile(test_one="""
+        import pytest
+
+        @pytest.mark.claim("Q2")
+        def test_q2():
+            assert True
+
+        @pytest.mark.claim("Q3")
+        def test_q3():
+            pytest.skip("not here")
+    """)
+    result = pytester.runpytest("-p", "aftertrain.ledger", "-p", "no:cacheprovider",
+                                "--claims-json=out.json")
+    result.assert_outcomes(passed=1, skipped=1)
+    data = json.loads((pytester.path / "out.json").read_text())
+    assert data["format"] == FORMAT
+    file = LedgerFile.from_json(data, "out.json")
+    verdicts = {c.id: c.verdict for c in file.claims}
+    assert verdicts["Q2"] == "holds" and verdicts["Q3"] == "skipped"
+    [q3] = [c for c in file.claims if c.id == "Q3"]
+    assert [(n.part, n.reason) for n in q3.not_run] == [("assertions", "not here")]
+
+
+@pytest.mark.parametrize("data, fragment", [
+    ([], "no 'claims' list"),
+    ({"claims": []}, "format None; this version reads format 2"),
+    ({"format": 1, "claims": []}, "format 1"),
+    ({"format": FORMAT, "claims": [{"id": "Q2"}]}, "claim entry 0 has no verdict"),
+    ({"format": FORMAT, "claims": [{"id": "Q2", "verdict": "mostly"}]}, "verdicts this version"),
+    ({"format": FORMAT, "claims": [{"id": "Z9", "verdict": "holds"}]}, "names claims"),
+    ({"format": FORMAT, "claims": [{"id": "Q2", "verdict": "holds", "tests": [{"outcome": "x"}]}]},
+     "malformed claim entry 0 (bad field 'nodeid')"),
+    ({"format": FORMAT, "claims": [], "tables": [1]}, "'tables' that is not an object"),
+    ({"format": FORMAT, "claims": [], "meta": "today"}, "'meta' that is not an object"),
+])
+def test_anything_else_is_refused_naming_the_field(data, fragment):
+    with pytest.raises(LedgerFormatError) as err:
+        LedgerFile.from_json(data, "f.json")
+    assert fragment in str(err.value) and "f.json" in str(err.value)
