@@ -6,22 +6,16 @@ gives it (see :mod:`aftertrain.ledger`). str-valued, so a verdict compares
 equal to its name and the ledger's JSON holds the plain name.
 """
 
-from enum import Enum
+from aftertrain.core.enums import StrEnum
 
 
-class Verdict(str, Enum):
+class Verdict(StrEnum):
     BROKEN = "broken"
     DOES_NOT_REPRODUCE = "does not reproduce"
     INCONCLUSIVE = "inconclusive"
     HOLDS = "holds"
     SKIPPED = "skipped"
     NOT_COVERED = "not covered"
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
 
 
 BROKEN = Verdict.BROKEN

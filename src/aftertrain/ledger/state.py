@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-from enum import Enum
 
 import pytest
 
@@ -25,6 +24,7 @@ from aftertrain.claims.verdicts import (
     VERDICTS,
 )
 from aftertrain.core import runmeta
+from aftertrain.core.enums import StrEnum
 
 # User properties a test sets (through the claim_record fixture); they travel
 # with the reports to an xdist controller.
@@ -38,7 +38,7 @@ PART_PROPERTY = "aftertrain-part"  # the test's part when fixed at collection (t
 NOT_RUN_PROPERTY = "aftertrain-not-run"  # (part, reason): a part of the test that did not run
 
 
-class Part(str, Enum):
+class Part(StrEnum):
     """The parts of a claim a test can be: its assertions on the model or on
     fixed numbers, the comparison with stored baselines, the timed part, the
     teeth (a broken variant fails the check)."""
@@ -48,19 +48,13 @@ class Part(str, Enum):
     TIMED = "timed part"
     TEETH = "teeth"
 
-    def __str__(self) -> str:
-        return self.value
-
-    def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
-
 
 #: What a part that did not run says in place of an outcome.
 NOT_RUN = "not run"
 
 # Test outcomes, strongest first: a test's outcome is the strongest of its
 # phases (setup, call, teardown), a passing setup or teardown not counting.
-class Outcome(str, Enum):
+class Outcome(StrEnum):
     """A test's outcome, strongest first (str-valued: the JSON holds the name)."""
 
     ERROR = "error"
@@ -71,12 +65,6 @@ class Outcome(str, Enum):
     UNTIMED = "untimed"
     PASSED = "passed"
     SKIPPED = "skipped"
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
 
 
 OUTCOMES = tuple(Outcome)

@@ -29,12 +29,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import Enum
 
+from aftertrain.core.enums import StrEnum
 from aftertrain.core.tolerances import RATIO_REGRESSION
 
 
-class RatioStatus(str, Enum):
+class RatioStatus(StrEnum):
     """How a ratio of this run compares with the stored run's."""
 
     REGRESSED = "regressed"
@@ -42,12 +42,6 @@ class RatioStatus(str, Enum):
     SAME = "same"
     INCONCLUSIVE = "inconclusive"
     NOT_COMPARABLE = "not comparable"
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
 
 
 REGRESSED, IMPROVED, SAME = RatioStatus.REGRESSED, RatioStatus.IMPROVED, RatioStatus.SAME
