@@ -238,6 +238,49 @@ def sequential_decisions(
     Returns:
         name -> :class:`Decision`, one per judgement.
     """
+    per_call, confidence, schedule = _checked_plan(sides, judgements, alpha, looks, first,
+                                                   budget_s, warmup, calls, threads, clock)
+
+    def decision(verdict: str, name: str, look: int, timings: dict) -> Decision:
+        return Decision(verdict=verdict, timings=timings, rule=judgements[name].rule,
+                        looks=look, max_looks=looks, alpha=alpha, confidence=confidence,
+                        seconds=clock() - start, load1=load1())
+
+    runs = {n: Pairs(b, c, per_call[n], clock) for n, (b, c) in sides.items()}
+    decided: dict[str, Decision] = {}
+    quiet = Quiet(threads)
+    start = clock()
+    last, timings = 0, {}
+    with quiet:
+        for run in runs.values():
+            run.warm(warmup)
+        for look, size in enumerate(schedule, start=1):
+            done = schedule[look - 2] if look > 1 else 0
+            if look > 1:
+                elapsed = clock() - start
+                if elapsed + elapsed / done * (size - done) > budget_s:
+                    break
+            quiet.off()
+            cut = _extend_or_cut(runs, done, size, lambda: clock() - start > budget_s)
+            quiet.on()
+            if cut:  # this look is not taken: the one before stands
+                for run in runs.values():
+                    run.truncate(done)
+                break
+            last = look
+            timings = {n: r.summary(confidence, threads, warmup) for n, r in runs.items()}
+            for name, said in _verdicts(judgements, decided, timings).items():
+                decided[name] = decision(said, name, look, timings)
+            if len(decided) == len(judgements):
+                break
+    return {name: decided.get(name) or decision(INCONCLUSIVE, name, last, timings)
+            for name in judgements}
+
+
+def _checked_plan(sides, judgements, alpha, looks, first, budget_s, warmup, calls, threads,
+                  clock) -> tuple[dict[str, int], float, list[int]]:
+    """:func:`sequential_decisions`' arguments checked: (calls per ratio, the
+    per-interval confidence, the look schedule)."""
     if not isinstance(sides, Mapping) or not sides:
         raise ValueError(f"sides must be a non-empty mapping name -> (baseline, candidate), "
                          f"got {sides!r}")
@@ -271,58 +314,36 @@ def sequential_decisions(
     if first is None:
         first = least
     check_int("first", first, least=least, why=f" for confidence {confidence:.3g}")
-    schedule = look_schedule(first, looks)
+    return per_call, confidence, look_schedule(first, looks)
 
-    def decision(verdict: str, name: str, look: int, timings: dict) -> Decision:
-        return Decision(verdict=verdict, timings=timings, rule=judgements[name].rule,
-                        looks=look, max_looks=looks, alpha=alpha, confidence=confidence,
-                        seconds=clock() - start, load1=load1())
 
-    runs = {n: Pairs(b, c, per_call[n], clock) for n, (b, c) in sides.items()}
+def _extend_or_cut(runs: dict[str, Pairs], done: int, size: int, over: Callable[[], bool]) -> bool:
+    """Bring every ratio from ``done`` to ``size`` pairs, each ratio's in turn;
+    True when the budget (``over()``) ran out before the last pair of the look."""
     last_run = list(runs.values())[-1]
-    decided: dict[str, Decision] = {}
-    quiet = Quiet(threads)
-    start = clock()
-    last, timings = 0, {}
-    with quiet:
-        for run in runs.values():
-            run.warm(warmup)
-        for look, size in enumerate(schedule, start=1):
-            done = schedule[look - 2] if look > 1 else 0
-            if look > 1:
-                elapsed = clock() - start
-                if elapsed + elapsed / done * (size - done) > budget_s:
-                    break
-            quiet.off()
-            cut = False
-            for run in runs.values():  # each ratio's pairs in turn, as without a budget
-                for pairs in range(done + 1, size + 1):
-                    run.extend(pairs)
-                    if clock() - start > budget_s and not (pairs == size and run is last_run):
-                        cut = True
-                        break
-                if cut:
-                    break
-            quiet.on()
-            if cut:  # this look is not taken: the one before stands
-                for run in runs.values():
-                    run.truncate(done)
-                break
-            last = look
-            timings = {n: r.summary(confidence, threads, warmup) for n, r in runs.items()}
-            for name, judgement in judgements.items():
-                if name in decided:
-                    continue
-                said = judgement.decide(timings)
-                if said not in (HOLDS, BROKEN, None):
-                    raise ValueError(f"judgements[{name!r}].decide must return {HOLDS!r}, "
-                                     f"{BROKEN!r} or None, got {said!r}")
-                if said is not None:
-                    decided[name] = decision(said, name, look, timings)
-            if len(decided) == len(judgements):
-                break
-    return {name: decided.get(name) or decision(INCONCLUSIVE, name, last, timings)
-            for name in judgements}
+    for run in runs.values():
+        for pairs in range(done + 1, size + 1):
+            run.extend(pairs)
+            if over() and not (pairs == size and run is last_run):
+                return True
+    return False
+
+
+def _verdicts(judgements: Mapping[str, Judgement], decided: Mapping[str, Decision],
+              timings: dict) -> dict[str, str]:
+    """What each judgement not yet decided says at this look (holds or broken;
+    the ones that say None are left out)."""
+    out = {}
+    for name, judgement in judgements.items():
+        if name in decided:
+            continue
+        said = judgement.decide(timings)
+        if said not in (HOLDS, BROKEN, None):
+            raise ValueError(f"judgements[{name!r}].decide must return {HOLDS!r}, "
+                             f"{BROKEN!r} or None, got {said!r}")
+        if said is not None:
+            out[name] = said
+    return out
 
 
 #: The keyword arguments :func:`sequential_decision` and :func:`decide_ratio`
