@@ -1,5 +1,5 @@
-"""The speculative conformance kit itself (aftertrain.checks.speculative,
-issue 12): it runs without pytest, rejects every bug of the zoo at its
+"""The speculative conformance kit itself (aftertrain.checks.speculative):
+it runs without pytest, rejects every bug of the zoo at its
 default settings, turns a rule's exception or bad output into a failure
 line, leaves the caller's random state alone, validates its arguments, and
 the example of docs/checks.md runs."""
