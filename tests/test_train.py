@@ -141,8 +141,8 @@ def test_the_defaults_are_the_reference_recipe():
     cfg = T.TrainConfig()
     assert (cfg.steps, cfg.batch_size, cfg.lr, cfg.min_lr, cfg.warmup, cfg.weight_decay,
             cfg.grad_clip, cfg.eval_every, cfg.seed, cfg.threads, cfg.stop_at, cfg.stop_below,
-            cfg.keep, cfg.model.dropout) == (5000, 16, 1e-3, 1e-4, 100, 0.1, 1.0, 250, 1337, 2,
-                                             None, None, "best", 0.2)
+            cfg.stop_rising_to, cfg.keep, cfg.model.dropout) == (
+        5000, 16, 1e-3, 1e-4, 100, 0.1, 1.0, 250, 1337, 2, None, None, None, "best", 0.2)
 
 
 def test_weight_decay_shrinks_only_2d_weights_by_lr_times_decay():
@@ -214,6 +214,16 @@ def test_stop_below_stops_at_the_first_evaluation_at_or_below_the_target(oversho
     assert cut.best_step == full.history[first][0]
 
 
+def test_stop_rising_to_stops_when_the_loss_climbs_back_to_the_target(overshoot):
+    """The overshooting run's validation loss falls to its best at step 2
+    and climbs above step 1's at step 3: with that as the target the run
+    stops there, and with --keep last returns step 3's weights."""
+    losses = [v for _, _, v in overshoot.history]
+    assert losses[1] < losses[0] <= losses[2]
+    cut = _run(**OVERSHOOT, stop_rising_to=losses[0], keep="last")
+    assert cut.history == overshoot.history[:3] and cut.best_step == 3
+
+
 def test_keep_last_returns_the_last_step_not_the_best_evaluation(overshoot):
     """The best evaluation of the overshooting run is step 2, so keeping the
     last step gives other weights; they are those of a run whose only
@@ -229,7 +239,8 @@ def test_keep_last_returns_the_last_step_not_the_best_evaluation(overshoot):
 
 @pytest.mark.parametrize("field, value", [
     ("weight_decay", -0.1), ("weight_decay", math.nan), ("grad_clip", 0.0), ("grad_clip", -1.0),
-    ("lr", math.inf), ("stop_below", 0.0), ("stop_below", math.nan), ("keep", "first"),
+    ("lr", math.inf), ("stop_below", 0.0), ("stop_below", math.nan), ("stop_rising_to", -1.0),
+    ("keep", "first"),
 ])
 def test_recipe_options_reject_bad_values_naming_what_is_allowed(field, value):
     with pytest.raises(ValueError, match=rf"{field} has an invalid value .*; allowed: "):
@@ -246,7 +257,7 @@ def test_cli_recipe_options_reach_the_recipe_and_are_recorded(tmp_path):
     recipe = json.loads((tmp_path / "variant.pt.json").read_text())["recipe"]
     assert recipe == {"lr": 3e-3, "min_lr": 1e-4, "warmup": 100, "weight_decay": 0.0,
                       "dropout": 0.0, "grad_clip": None, "batch_size": 16, "stop_below": None,
-                      "keep": "last", "last_step": 2}
+                      "stop_rising_to": None, "keep": "last", "last_step": 2}
 
 
 @pytest.mark.parametrize("argv, flag", [
@@ -254,7 +265,8 @@ def test_cli_recipe_options_reach_the_recipe_and_are_recorded(tmp_path):
     (["--weight-decay", "-0.1"], "--weight-decay"), (["--grad-clip", "0"], "--grad-clip"),
     (["--grad-clip", "1", "--no-grad-clip"], "--no-grad-clip"),
     (["--min-lr", "0.01"], "--min-lr"), (["--lr", "1e-5"], "--min-lr"),
-    (["--stop-below", "0"], "--stop-below"), (["--keep", "first"], "--keep"),
+    (["--stop-below", "0"], "--stop-below"), (["--stop-rising-to", "inf"], "--stop-rising-to"),
+    (["--keep", "first"], "--keep"),
     (["--draft", "--dropout", "0"], "--dropout"),
 ])
 def test_cli_refuses_bad_recipe_options_in_one_line(argv, flag, capsys):

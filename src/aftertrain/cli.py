@@ -135,7 +135,8 @@ def _progress_bar(stream=None, width: int = 30):
 #: the model's). The draft has its own recipe, so they are refused with --draft.
 RECIPE_FLAGS = {"--lr": "lr", "--min-lr": "min_lr", "--warmup": "warmup",
                 "--weight-decay": "weight_decay", "--dropout": "dropout",
-                "--grad-clip": "grad_clip", "--stop-below": "stop_below", "--keep": "keep"}
+                "--grad-clip": "grad_clip", "--stop-below": "stop_below",
+                "--stop-rising-to": "stop_rising_to", "--keep": "keep"}
 
 
 def _recipe(args: argparse.Namespace, steps: int):
@@ -185,6 +186,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else None
     stop = "" if cfg.stop_at is None else f" stopped at step {cfg.stop_at}"
     stop += "" if cfg.stop_below is None else f" or at validation loss <= {cfg.stop_below:g}"
+    stop += ("" if cfg.stop_rising_to is None
+             else f" or when validation loss climbs back to {cfg.stop_rising_to:g}")
     clip = "off" if cfg.grad_clip is None else f"{cfg.grad_clip:g}"
     print(f"training {'the draft GPT, ' if args.draft else ''}{cfg.steps} steps{stop}, "
           f"seed {cfg.seed}, {cfg.threads} thread(s), "
@@ -207,7 +210,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             "lr": cfg.lr, "min_lr": cfg.min_lr, "warmup": cfg.warmup,
             "weight_decay": cfg.weight_decay, "dropout": cfg.model.dropout,
             "grad_clip": cfg.grad_clip, "batch_size": cfg.batch_size,
-            "stop_below": cfg.stop_below, "keep": cfg.keep,
+            "stop_below": cfg.stop_below, "stop_rising_to": cfg.stop_rising_to, "keep": cfg.keep,
             "last_step": result.history[-1][0]}}),
     })
     print(f"wrote {out} (sha256 {meta['sha256'][:16]}...)")
@@ -366,6 +369,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stop-below", type=_positive, default=None, metavar="LOSS",
                    help="stop after the first evaluation whose validation loss is at most LOSS "
                    "(the weights are then those of --stop-at that step)")
+    p.add_argument("--stop-rising-to", type=_positive, default=None, metavar="LOSS",
+                   help="stop after the first evaluation at or above LOSS that follows one below "
+                   "it (an overfitting run on its way back up; with --keep last)")
     p.add_argument("--keep", choices=("best", "last"), default=None,
                    help="keep the weights of the best evaluation (default) or of the last step")
     p.add_argument("--draft", action="store_true",

@@ -46,7 +46,9 @@ class TrainConfig:
     retrain to the same SHA-256); the options exist for the recipe sweep
     (docs/models.md): ``weight_decay`` 0, ``model.dropout`` 0, another peak
     ``lr``, ``grad_clip=None`` (no clipping), ``stop_below`` (stop once the
-    validation loss reaches a target) and ``keep="last"``."""
+    validation loss reaches a target), ``stop_rising_to`` (stop once an
+    overfitting run's validation loss has climbed back to a target) and
+    ``keep="last"``."""
 
     steps: int = 5000
     batch_size: int = 16
@@ -60,6 +62,8 @@ class TrainConfig:
     threads: int = 2
     stop_at: int | None = None  # stop after this many steps of the `steps` schedule
     stop_below: float | None = None  # stop after the first evaluation at or below this loss
+    # stop after the first evaluation at or above this loss that follows one below it
+    stop_rising_to: float | None = None
     keep: str = "best"  # the weights returned: the best evaluation's, or the last step's
     model: _model.GPTConfig = field(default_factory=lambda: _model.GPTConfig(dropout=0.2))
 
@@ -85,6 +89,9 @@ class TrainConfig:
             "stop_below": (self.stop_below is None or (finite(self.stop_below)
                                                        and self.stop_below > 0),
                            "None or a finite loss > 0"),
+            "stop_rising_to": (self.stop_rising_to is None or (finite(self.stop_rising_to)
+                                                               and self.stop_rising_to > 0),
+                               "None or a finite loss > 0"),
             "keep": (self.keep in KEEP, f"one of {', '.join(KEEP)}"),
         }
         for name, (ok, allowed) in checks.items():
@@ -188,7 +195,9 @@ def _train(cfg, data, val, on_progress) -> TrainResult:
         last = cfg.steps if cfg.stop_at is None else cfg.stop_at
 
         def reached(vl: float) -> bool:
-            return cfg.stop_below is not None and vl <= cfg.stop_below
+            if cfg.stop_below is not None and vl <= cfg.stop_below:
+                return True
+            return cfg.stop_rising_to is not None and best < cfg.stop_rising_to <= vl
         for step in range(1, last + 1):
             net.train()
             starts = torch.randint(0, data.numel() - T - 1, (cfg.batch_size,), generator=gen)
@@ -222,7 +231,7 @@ def _train(cfg, data, val, on_progress) -> TrainResult:
             if vl is not None and reached(vl):
                 break
         assert best_state is not None, "the last step always evaluates"
-        if cfg.keep == "last":  # the loop ended on an evaluation: the last step or stop_below
+        if cfg.keep == "last":  # the loop ended on an evaluation: the last step or a stop_*
             best_step, _, best = history[-1]
             best_state = net.state_dict()
         final = _model.GPT(_model.GPTConfig(**{**cfg.model.__dict__, "dropout": 0.0}))
