@@ -181,7 +181,8 @@ def fragility(model: nn.Module, q7: Sequence[Mapping]) -> dict:
     - ``max_abs``: the largest ``|w|`` of the model and the matrix holding it;
     - ``q7_share``: each matrix's 4-bit penalty (``q7``, rows of
       :func:`aftertrain.experiments.quant.sensitivity_table`) over the sum of
-      all the penalties: the fraction of the summed 4-bit loss change it makes.
+      all the penalties: the fraction of the summed 4-bit loss
+      change it makes (noisy where the sum is near 0: penalties can be negative).
     """
     from aftertrain.experiments import quant as EQ
 

@@ -111,6 +111,7 @@ def _fragility_row(p: dict) -> list[str]:
             + [f"{f['embedding_over_blocks']['tok.weight']:.2f} / "
                f"{f['embedding_over_blocks']['pos.weight']:.2f}",
                f"{f['max_abs']['value']:.3f} ({f['max_abs']['name'].removesuffix('.weight')})",
+               f"{sum(r['penalty'] for r in p['figures']['q7']):+.4f}",
                " / ".join(f"{100 * share.get(n, math.nan):.0f}%"
                           for n in ("tok.weight", "pos.weight", "head.weight"))
                + f" / {100 * share[block]:.0f}% ({block.removesuffix('.weight')})"])
@@ -207,10 +208,10 @@ def section(doc: Document, points: list[dict]) -> None:
                 "RMS of tok / pos over the RMS of all block weights; the largest |w|; each "
                 "matrix's share of the summed one-at-a-time 4-bit penalties, Q7; the article "
                 "published weight ranges 2.49 / 1.51, activation ratios 1.50 (5.24), "
-                "1.54 (6.24), 1.64 (6.67), and shares tok 34%, pos 22%)\n\n" + markdown_table(
+                "1.54 (6.24), 1.64 (6.67), the sum +0.2830 and shares tok 34%, pos 22%)\n\n" + markdown_table(
                     ["model", "weight range worst (matrix) / median"]
                     + [f"activations {s}" for s in sites]
-                    + ["RMS tok / pos over blocks", "largest \\|w\\|",
+                    + ["RMS tok / pos over blocks", "largest \\|w\\|", "sum of 4-bit penalties",
                        "4-bit share tok / pos / head / top block"],
                     [_fragility_row(p) for p in with_fragility]))
     with_spec = [p for p in points if p.get("speculative")]
@@ -264,7 +265,11 @@ def _drawer(points: list[dict], title: str, keys: list[str], unit: str):
             ax.annotate(p["model"], (p["val_loss"], ax.get_ylim()[1]), fontsize=6, rotation=90,
                         va="top", ha="right", color="0.4")
         ax.set(xlabel="validation loss of the checkpoint (nats)", ylabel=unit, title=title)
-        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(0, -0.28), borderaxespad=0)
+        # The other recipes' triangles are in the caption, not the legend (it would crowd out the plot).
+        handles = [(h, lab) for h, lab in zip(*ax.get_legend_handles_labels(), strict=True)
+                   if "other recipes" not in lab]
+        ax.legend(*zip(*handles, strict=True), fontsize=6, loc="upper left",
+                  bbox_to_anchor=(0, -0.28), borderaxespad=0)
         return (f"{title}, one line per figure over the reference run's checkpoints "
                 f"(triangles: other recipes), against the checkpoint's validation loss")
 
