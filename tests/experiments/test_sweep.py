@@ -87,3 +87,132 @@ def test_every_claim_holds_on_the_articles_published_figures():
     m = ESW.margins(ESW.article_figures())
     assert {n: ESW.holds(n, v) for n, v in m.items()} == {n: True for n in ESW.THRESHOLDS}
     assert m["q7_tok_over_block"] == pytest.approx(0.0976 / 0.0184)
+
+
+# --- the recipe sweep: fragility, S6/S7 without a clock, recipes, reuse ---------------
+
+
+def test_fragility_reads_the_weights_and_the_4bit_penalties(small_gpt, tiny_figures):
+    """The embedding ratio is tok's RMS over all block weights' RMS (computed
+    here directly); the shares are each penalty over their sum (so they sum
+    to 1); the weight ranges are Q10's."""
+    from aftertrain.experiments.quant import weight_range_ratios
+
+    f = ESW.fragility(small_gpt, tiny_figures["q7"])
+    w = {n: p.detach().double() for n, p in small_gpt.named_parameters() if p.dim() == 2}
+    blocks = torch.cat([v.flatten() for n, v in w.items() if n.startswith("blocks.")])
+    expected = w["tok.weight"].pow(2).mean().sqrt() / blocks.pow(2).mean().sqrt()
+    assert f["embedding_over_blocks"]["tok.weight"] == pytest.approx(float(expected), rel=1e-12)
+    assert sum(f["q7_share"].values()) == pytest.approx(1.0, abs=1e-12)
+    assert f["weight_range"] == weight_range_ratios(small_gpt).to_record()
+    assert f["max_abs"]["value"] == max(float(v.abs().max()) for v in w.values())
+    assert set(f["activations"]) == {"block0_ffn_input", "block2_ffn_input", "final_residual"}
+
+
+def test_fragility_sees_an_embedding_scaled_up(small_gpt, tiny_figures):
+    """tok x 10 multiplies tok's RMS ratio by 10 and leaves its row-range
+    ratio (a ratio of its own rows) alone."""
+    import copy
+
+    big = copy.deepcopy(small_gpt)
+    with torch.no_grad():
+        big.tok.weight.mul_(10)
+    f, g = ESW.fragility(small_gpt, tiny_figures["q7"]), ESW.fragility(big, tiny_figures["q7"])
+    assert g["embedding_over_blocks"]["tok.weight"] == pytest.approx(
+        10 * f["embedding_over_blocks"]["tok.weight"], rel=1e-6)
+    assert g["weight_range"]["matrices"]["tok.weight"] == pytest.approx(
+        f["weight_range"]["matrices"]["tok.weight"], rel=1e-6)
+    assert g["max_abs"]["name"] == "tok.weight"
+
+
+def test_speculative_figures_apply_the_formula_to_the_measured_acceptance(small_gpt):
+    from aftertrain.claims.catalogue import ARTICLE_TABLES
+
+    rows = ESW.speculative_figures(small_gpt, n_new=12)
+    assert [(r["draft"], r["k"]) for r in rows] == [(d, k) for d in ESW.SPEC_DRAFTS for k in ESW.SPEC_KS]
+    for r in rows:
+        c = ARTICLE_TABLES["s5"][r["draft"]][1]
+        assert r["formula_article_c"] == pytest.approx(r["chars_per_pass"] / (1 + r["k"] * c))
+        assert r["break_even_c"] == pytest.approx((r["chars_per_pass"] - 1) / r["k"])
+        assert 0 <= r["acceptance"] <= 1
+    with pytest.raises(ValueError, match="n_new"):
+        ESW.speculative_figures(small_gpt, n_new=0)
+
+
+def _with_recipe(point: dict, recipe: dict | None) -> dict:
+    training = {"command": "aftertrain train ...", "steps": 5000, "best_step": 400,
+                "train_loss": 1.9, "history": [[200, 2.4, 2.5], [400, 1.9, 2.02]]}
+    return {**point, "sha256": "ab" * 32,
+            "training": {**training, **({"recipe": recipe} if recipe else {})}}
+
+
+def test_recipe_label_names_what_differs_from_the_reference_recipe():
+    from aftertrain.report import sweep as SW
+
+    base = {"lr": 1e-3, "min_lr": 1e-4, "warmup": 100, "weight_decay": 0.1, "dropout": 0.2,
+            "grad_clip": 1.0, "batch_size": 16, "stop_below": 2.03, "keep": "best",
+            "last_step": 400}
+    p = {"model": "x"}
+    assert SW.recipe_label(p) == SW.REFERENCE_RECIPE  # no training record: a bundled checkpoint
+    assert SW.recipe_label(_with_recipe(p, base)) == SW.REFERENCE_RECIPE
+    assert SW.recipe_label(_with_recipe(p, {**base, "dropout": 0.0, "grad_clip": None})) == \
+        "dropout 0, clip off"
+    assert SW.recipe_label(_with_recipe(p, {**base, "lr": 3e-3, "keep": "last"})) == \
+        "peak lr 0.003, the last step kept"
+
+
+def test_sweep_section_renders_the_recipe_sweep(small_gpt, tiny_figures):
+    """A recipe variant gets its recipe, SHA-256 and history, its fragility
+    and S6/S7 rows, and a column in the recipe plots; the reference run's line
+    holds only the reference recipe's checkpoints."""
+    from aftertrain import report as R
+    from aftertrain.report import sweep as SW
+    from aftertrain.report.document import Document
+
+    fig = tiny_figures
+    extra = {"fragility": ESW.fragility(small_gpt, fig["q7"]),
+             "speculative": ESW.speculative_figures(small_gpt, n_new=12)}
+    ref = _with_recipe(ESW.sweep_point("run", 2.0, fig, "measured", **extra), None)
+    variant = _with_recipe(ESW.sweep_point("nodrop", 2.02, fig, "measured", **extra),
+                           {"dropout": 0.0, "keep": "best", "last_step": 400})
+    from pathlib import Path
+
+    doc = Document(R.read_ledger(Path(__file__).resolve().parents[2] / "report" / "claims.json"))
+    SW.section(doc, [ref, variant])
+    md = doc.markdown()
+    assert "| nodrop | dropout 0 | 5000 | 400 | 2.0200 | 1.9000 | `" + "ab" * 32 in md
+    assert "- nodrop: 200 2.5000, 400 2.0200" in md
+    assert "**What could make a model fragile**" in md and "**S6 and S7 without a clock**" in md
+    assert "the article's model (published) | – / – / 0.059" in md
+    series = doc.plots["recipe_loss_margins"].series
+    q6 = next(k for k in series if k.startswith("Q6: 2-bit"))
+    assert len(series[q6]["y"]) == 2
+    line = doc.plots["sweep_loss_margins"].series
+    assert line[next(k for k in line if k.startswith("Q6: 2-bit"))]["x"] == [2.0]
+
+
+def test_sweep_reuses_a_complete_point_of_the_same_checkpoint(tmp_path, tiny_figures, monkeypatch):
+    """--reuse takes a point whose SHA-256 is the checkpoint's as it is:
+    nothing is measured (the measuring functions here raise)."""
+    import json
+
+    from aftertrain.cli import main
+    from aftertrain.lm import registry as models
+    from aftertrain.report import sweep as SW
+
+    sha = models.model_meta("sweep-250")["sha256"]
+    point = ESW.sweep_point("sweep-250", 2.5, tiny_figures, "measured", sha256=sha,
+                          training={}, fragility={}, speculative=[])
+    (tmp_path / "old.json").write_text(SW.sweep_json([point]))
+
+    def measured(*a, **k):
+        raise AssertionError("measured again")
+
+    for name in ("key_figures", "fragility", "speculative_figures"):
+        monkeypatch.setattr(ESW, name, measured)
+    out = tmp_path / "out"
+    assert main(["sweep", "--models", "sweep-250", "--reuse", str(tmp_path / "old.json"),
+                 "--out", str(out)]) == 0
+    again = json.loads((out / "sweep.json").read_text())["points"]
+    assert again == [point]
+    assert "Written by `aftertrain sweep --models sweep-250 --reuse" in (out / "sweep.md").read_text()

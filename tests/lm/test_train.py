@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -108,3 +110,172 @@ def test_cli_sample_is_repeatable_for_a_seed(capsys):
 def test_cli_sample_reports_a_prompt_outside_the_vocabulary(capsys):
     assert main(["sample", "--prompt", "naïve"]) == 2
     assert "'ï' at position 2" in capsys.readouterr().err
+
+
+# --- the recipe options (the recipe sweep): each does what it says, defaults unchanged ---
+
+def _val_tokens() -> torch.Tensor:
+    from aftertrain.lm.text import load_corpus
+
+    return load_corpus().val[:600]  # a short split: these runs test the recipe, not the model
+
+
+def _run(**kw) -> _train.TrainResult:
+    cfg = {"steps": 1, "eval_every": 1, "seed": 5, "threads": 1, "warmup": 0, "batch_size": 4,
+           **kw}
+    return _train.train(_train.TrainConfig(**cfg), val=_val_tokens())
+
+
+def _initial_weights(cfg: _train.TrainConfig) -> dict[str, torch.Tensor]:
+    # train() initialises the GPT from the global generator seeded with cfg.seed.
+    from aftertrain.lm.model import GPT
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.seed)
+        return {k: v.clone() for k, v in GPT(cfg.model).state_dict().items()}
+
+
+def test_the_defaults_are_the_reference_recipe():
+    """The bundled checkpoints were trained with these values; changing one
+    would make `aftertrain train` no longer retrain them to their SHA-256."""
+    cfg = _train.TrainConfig()
+    assert (cfg.steps, cfg.batch_size, cfg.lr, cfg.min_lr, cfg.warmup, cfg.weight_decay,
+            cfg.grad_clip, cfg.eval_every, cfg.seed, cfg.threads, cfg.stop_at, cfg.stop_below,
+            cfg.stop_rising_to, cfg.keep, cfg.model.dropout) == (
+        5000, 16, 1e-3, 1e-4, 100, 0.1, 1.0, 250, 1337, 2, None, None, None, "best", 0.2)
+
+
+def test_weight_decay_shrinks_only_2d_weights_by_lr_times_decay():
+    """AdamW's decoupled decay: after one step from the same initial weights
+    w0 (same batch, dropout and gradients), the run with decay d ends
+    ``lr * d * w0`` below the run without on every 2-D weight, and equal on
+    the 1-D ones (biases, LayerNorm). Tolerance: float32 rounding of weights
+    of size ~0.1 (1e-6 absolute)."""
+    lr, d = 1e-2, 5.0
+    decayed, plain = _run(lr=lr, min_lr=0.0, weight_decay=d), _run(lr=lr, min_lr=0.0,
+                                                                   weight_decay=0.0)
+    w0 = _initial_weights(_train.TrainConfig(seed=5))
+    a, b = decayed.model.state_dict(), plain.model.state_dict()
+    for name, p in a.items():
+        if p.dim() >= 2 and name in dict(decayed.model.named_parameters()):
+            torch.testing.assert_close(b[name] - p, lr * d * w0[name], rtol=0, atol=1e-6)
+        else:
+            assert torch.equal(p, b[name]), name
+
+
+def test_dropout_zero_trains_without_dropout():
+    """With dropout 0 the training forward pass is the eval forward pass: the
+    first step's training loss equals the initial model's loss on the first
+    batch in eval mode, bit for bit (the same operations); with the default
+    dropout 0.2 it does not (4.65434 against 4.65394 at seed 5)."""
+    import torch.nn.functional as F
+
+    from aftertrain.lm.model import GPT, GPTConfig
+    from aftertrain.lm.text import load_corpus
+
+    data, cfg = load_corpus().train, _train.TrainConfig(seed=5)
+    starts = torch.randint(0, data.numel() - 129, (4,), generator=torch.Generator().manual_seed(5))
+    x = torch.stack([data[s:s + 128] for s in starts.tolist()])
+    y = torch.stack([data[s + 1:s + 129] for s in starts.tolist()])
+    net = GPT(GPTConfig())
+    net.load_state_dict(_initial_weights(cfg))
+    expected = F.cross_entropy(net.eval()(x).view(-1, 100), y.view(-1)).item()
+    assert _run(model=GPTConfig(dropout=0.0)).history[0][1] == expected
+    assert _run().history[0][1] != expected
+
+
+def test_no_gradient_clipping_is_a_clip_that_never_binds():
+    """grad_clip=None leaves the gradient alone: the same weights as a clip
+    at 1e9 (scale factor exactly 1), other weights than the default clip at
+    1.0 (the first step's gradient norm is above 1 at seed 5)."""
+    none = _run(grad_clip=None).model
+    assert _equal_weights(none, _run(grad_clip=1e9).model)
+    assert not _equal_weights(none, _run(grad_clip=1.0).model)
+
+
+#: 8 steps at lr 0.1 without warm-up overshoot: the best evaluation is step 2
+#: (validation 6.10; 10.64 at step 4, 8.05 at step 8).
+OVERSHOOT = {"steps": 8, "lr": 0.1}
+
+
+@pytest.fixture(scope="module")
+def overshoot() -> _train.TrainResult:
+    return _run(**OVERSHOOT)
+
+
+def test_stop_below_stops_at_the_first_evaluation_at_or_below_the_target(overshoot):
+    full = overshoot
+    losses = [v for _, _, v in full.history]
+    target = losses[1]  # step 1 scores above it, so the run stops after step 2
+    first = next(i for i, v in enumerate(losses) if v <= target)
+    assert first == 1
+    cut = _run(**OVERSHOOT, stop_below=target)
+    assert cut.history == full.history[:first + 1]
+    assert cut.best_step == full.history[first][0]
+
+
+def test_stop_rising_to_stops_when_the_loss_climbs_back_to_the_target(overshoot):
+    """The overshooting run's validation loss falls to its best at step 2
+    and climbs above step 1's at step 3: with that as the target the run
+    stops there, and with --keep last returns step 3's weights."""
+    losses = [v for _, _, v in overshoot.history]
+    assert losses[1] < losses[0] <= losses[2]
+    cut = _run(**OVERSHOOT, stop_rising_to=losses[0], keep="last")
+    assert cut.history == overshoot.history[:3] and cut.best_step == 3
+
+
+def test_keep_last_returns_the_last_step_not_the_best_evaluation(overshoot):
+    """The best evaluation of the overshooting run is step 2, so keeping the
+    last step gives other weights; they are those of a run whose only
+    evaluation is the last step."""
+    best = overshoot
+    last = _run(**OVERSHOOT, keep="last")
+    only_last = _run(**OVERSHOOT, eval_every=8)
+    assert best.best_step == 2 and last.best_step == 8
+    assert _equal_weights(last.model, only_last.model)
+    assert not _equal_weights(last.model, best.model)
+    assert last.val_loss == last.history[-1][2]
+
+
+@pytest.mark.parametrize("field, value", [
+    ("weight_decay", -0.1), ("weight_decay", math.nan), ("grad_clip", 0.0), ("grad_clip", -1.0),
+    ("lr", math.inf), ("stop_below", 0.0), ("stop_below", math.nan), ("stop_rising_to", -1.0),
+    ("keep", "first"),
+])
+def test_recipe_options_reject_bad_values_naming_what_is_allowed(field, value):
+    with pytest.raises(ValueError, match=rf"{field} (has an invalid value .*; allowed: |must be a finite)"):
+        _train.TrainConfig(**{field: value})
+
+
+def test_cli_recipe_options_reach_the_recipe_and_are_recorded(tmp_path):
+    import json
+
+    out = tmp_path / "variant.pt"
+    assert main(["train", "--steps", "50", "--stop-at", "2", "--eval-every", "2", "--threads",
+                 "1", "--lr", "3e-3", "--weight-decay", "0", "--dropout", "0",
+                 "--no-grad-clip", "--keep", "last", "--out", str(out)]) == 0
+    recipe = json.loads((tmp_path / "variant.pt.json").read_text())["recipe"]
+    assert recipe == {"lr": 3e-3, "min_lr": 1e-4, "warmup": 100, "weight_decay": 0.0,
+                      "dropout": 0.0, "grad_clip": None, "batch_size": 16, "stop_below": None,
+                      "stop_rising_to": None, "keep": "last", "last_step": 2}
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["--lr", "-1"], "--lr"), (["--lr", "nan"], "--lr"), (["--dropout", "1"], "--dropout"),
+    (["--weight-decay", "-0.1"], "--weight-decay"), (["--grad-clip", "0"], "--grad-clip"),
+    (["--grad-clip", "1", "--no-grad-clip"], "--no-grad-clip"),
+    (["--min-lr", "0.01"], "--min-lr"), (["--lr", "1e-5"], "--min-lr"),
+    (["--stop-below", "0"], "--stop-below"), (["--stop-rising-to", "inf"], "--stop-rising-to"),
+    (["--keep", "first"], "--keep"),
+    (["--draft", "--dropout", "0"], "--dropout"),
+])
+def test_cli_refuses_bad_recipe_options_in_one_line(argv, flag, capsys):
+    """Before any training: exit status 2 (argparse's own or a usage error) and
+    one line naming the flag."""
+    try:
+        code = main(["train", *argv])
+    except SystemExit as stop:
+        code = stop.code
+    err = capsys.readouterr().err
+    assert code == 2
+    assert flag in err and len(err.strip().splitlines()) == 1, err

@@ -9,6 +9,7 @@ work starts. A traceback means a bug in aftertrain.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shlex
 import sys
@@ -64,6 +65,28 @@ def _temperature(s: str) -> float:
     return v
 
 
+def _finite(s: str, what: str, ok) -> float:
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {s!r}") from None
+    if not (math.isfinite(v) and ok(v)):
+        raise argparse.ArgumentTypeError(f"must be {what}, got {s}")
+    return v
+
+
+def _positive(s: str) -> float:
+    return _finite(s, "a finite number > 0", lambda v: v > 0)
+
+
+def _non_negative(s: str) -> float:
+    return _finite(s, "a finite number >= 0", lambda v: v >= 0)
+
+
+def _dropout(s: str) -> float:
+    return _finite(s, "a number from 0 to below 1", lambda v: 0 <= v < 1)
+
+
 def _check_new_file(path: str, flag: str) -> Path:
     """A file the command will write: not a folder, its folder writable."""
     p = Path(path)
@@ -108,6 +131,39 @@ def _progress_bar(stream=None, width: int = 30):
 # --- subcommands -------------------------------------------------------------------
 
 
+#: ``train`` options that change the recipe: flag -> TrainConfig field (dropout is
+#: the model's). The draft has its own recipe, so they are refused with --draft.
+RECIPE_FLAGS = {"--lr": "lr", "--min-lr": "min_lr", "--warmup": "warmup",
+                "--weight-decay": "weight_decay", "--dropout": "dropout",
+                "--grad-clip": "grad_clip", "--stop-below": "stop_below",
+                "--stop-rising-to": "stop_rising_to", "--keep": "keep"}
+
+
+def _recipe(args: argparse.Namespace, steps: int):
+    """The TrainConfig of the given options; every option not given keeps the
+    reference's default."""
+    from aftertrain.lm import model as _model
+    from aftertrain.lm import train as _train
+
+    given = {f: getattr(args, f) for f in RECIPE_FLAGS.values() if getattr(args, f) is not None}
+    if args.no_grad_clip:
+        given["grad_clip"] = None
+    dropout = given.pop("dropout", None)
+    default = _train.TrainConfig()
+    model = default.model if dropout is None else _model.GPTConfig(
+        **{**default.model.__dict__, "dropout": dropout})
+    if "min_lr" not in given and "lr" in given and given["lr"] < default.min_lr:
+        raise UsageError(f"--lr {given['lr']:g} is below the default --min-lr "
+                         f"{default.min_lr:g}; give --min-lr too")
+    try:
+        return _train.TrainConfig(steps=steps, seed=args.seed, threads=args.threads,
+                                  eval_every=min(args.eval_every, steps), stop_at=args.stop_at,
+                                  model=model, **given)
+    except ValueError as err:
+        flag = next((f for f, n in RECIPE_FLAGS.items() if str(err).startswith(n + " ")), None)
+        raise UsageError(f"{flag or 'recipe'}: {err}") from None
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     out = _check_new_file(args.out, "--out") if args.out is not None else None  # before training
     from aftertrain.lm import checkpoint as _checkpoint
@@ -115,6 +171,10 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     if args.draft and args.stop_at is not None:
         raise UsageError("--stop-at stops the reference recipe; the draft trains in full")
+    recipe = [f for f, n in RECIPE_FLAGS.items() if getattr(args, n) is not None]
+    recipe += ["--no-grad-clip"] if args.no_grad_clip else []
+    if args.draft and recipe:
+        raise UsageError(f"{recipe[0]} changes the reference recipe; the draft has its own")
     if args.draft:
         steps = _train.DRAFT_STEPS if args.steps is None else args.steps
         cfg = _train.draft_train_config(steps, args.seed, args.threads, min(args.eval_every, steps))
@@ -122,15 +182,21 @@ def cmd_train(args: argparse.Namespace) -> int:
         steps = _train.TrainConfig().steps if args.steps is None else args.steps
         if args.stop_at is not None and args.stop_at > steps:
             raise UsageError(f"--stop-at must be at most the steps run ({steps}), got {args.stop_at}")
-        cfg = _train.TrainConfig(steps=steps, seed=args.seed, threads=args.threads,
-                                 eval_every=min(args.eval_every, steps), stop_at=args.stop_at)
+        cfg = _recipe(args, steps)
     out = Path(args.out) if args.out else None
     stop = "" if cfg.stop_at is None else f" stopped at step {cfg.stop_at}"
+    stop += "" if cfg.stop_below is None else f" or at validation loss <= {cfg.stop_below:g}"
+    stop += ("" if cfg.stop_rising_to is None
+             else f" or when validation loss climbs back to {cfg.stop_rising_to:g}")
+    clip = "off" if cfg.grad_clip is None else f"{cfg.grad_clip:g}"
     print(f"training {'the draft GPT, ' if args.draft else ''}{cfg.steps} steps{stop}, "
           f"seed {cfg.seed}, {cfg.threads} thread(s), "
-          f"dropout {cfg.model.dropout}, batch {cfg.batch_size}", file=sys.stderr)
+          f"dropout {cfg.model.dropout}, batch {cfg.batch_size}, lr {cfg.lr:g} "
+          f"(min {cfg.min_lr:g}, warm-up {cfg.warmup}), weight decay {cfg.weight_decay:g}, "
+          f"gradient clipping {clip}, keep the {cfg.keep} weights", file=sys.stderr)
     result = _train.train(cfg, on_progress=_progress_bar())
-    print(f"done in {result.seconds:.0f}s: best validation loss {result.val_loss:.4f} "
+    kept = "best" if cfg.keep == "best" else "kept (last)"
+    print(f"done in {result.seconds:.0f}s: {kept} validation loss {result.val_loss:.4f} "
           f"at step {result.best_step} (train {result.train_loss:.4f})")
     if out is None:
         print("no --out given: weights not saved")
@@ -140,6 +206,12 @@ def cmd_train(args: argparse.Namespace) -> int:
         "command": command, "val_loss": result.val_loss, "train_loss": result.train_loss,
         "best_step": result.best_step, "steps": cfg.steps, "stop_at": cfg.stop_at,
         "seed": cfg.seed, "threads": cfg.threads, "history": result.history,
+        **({} if args.draft else {"recipe": {
+            "lr": cfg.lr, "min_lr": cfg.min_lr, "warmup": cfg.warmup,
+            "weight_decay": cfg.weight_decay, "dropout": cfg.model.dropout,
+            "grad_clip": cfg.grad_clip, "batch_size": cfg.batch_size,
+            "stop_below": cfg.stop_below, "stop_rising_to": cfg.stop_rising_to, "keep": cfg.keep,
+            "last_step": result.history[-1][0]}}),
     })
     print(f"wrote {out} (sha256 {meta['sha256'][:16]}...)")
     return 0
@@ -272,6 +344,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="checkpoints to measure (default: sweep-250,article,sweep-1250,reference)")
     p.add_argument("--claims-json", action="append", metavar="FILE[,FILE...]",
                    help="ledgers whose tables give a model's figures (not measured again)")
+    p.add_argument("--reuse", action="append", metavar="FILE[,FILE...]",
+                   help="sweep files (written by `aftertrain sweep`) whose points are taken as "
+                   "they are for the checkpoints of the same SHA-256 (not measured again)")
     p.add_argument("--out", help="output folder (default: build/report, ignored by git)")
     p.set_defaults(func=cmd_sweep)
 
@@ -286,6 +361,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stop-at", type=_int_in(1, MAX_STEPS), default=None, metavar="STEP",
                    help="stop after STEP steps of the unchanged schedule (the bundled "
                    "article model: --stop-at 950)")
+    p.add_argument("--lr", type=_positive, default=None,
+                   help="peak learning rate (default 1e-3)")
+    p.add_argument("--min-lr", type=_non_negative, default=None,
+                   help="learning rate at the end of the cosine decay, at most --lr (default 1e-4)")
+    p.add_argument("--warmup", type=_int_in(0, MAX_STEPS), default=None,
+                   help="steps of linear warm-up (default 100)")
+    p.add_argument("--weight-decay", type=_non_negative, default=None,
+                   help="AdamW weight decay on 2-D weights (default 0.1)")
+    p.add_argument("--dropout", type=_dropout, default=None, help="dropout (default 0.2)")
+    clip = p.add_mutually_exclusive_group()
+    clip.add_argument("--grad-clip", type=_positive, default=None, metavar="NORM",
+                      help="clip the global gradient norm at NORM (default 1.0)")
+    clip.add_argument("--no-grad-clip", action="store_true", help="no gradient clipping")
+    p.add_argument("--stop-below", type=_positive, default=None, metavar="LOSS",
+                   help="stop after the first evaluation whose validation loss is at most LOSS "
+                   "(the weights are then those of --stop-at that step)")
+    p.add_argument("--stop-rising-to", type=_positive, default=None, metavar="LOSS",
+                   help="stop after the first evaluation at or above LOSS that follows one below "
+                   "it (an overfitting run on its way back up; with --keep last)")
+    p.add_argument("--keep", choices=("best", "last"), default=None,
+                   help="keep the weights of the best evaluation (default) or of the last step")
     p.add_argument("--draft", action="store_true",
                    help="train the 1-layer draft GPT of speculative decoding instead "
                    "(bundled as src/aftertrain/data/draft.pt)")

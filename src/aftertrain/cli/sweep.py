@@ -7,6 +7,7 @@ measured again: its figures come from the ledger's tables.
 
 from __future__ import annotations
 
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -21,6 +22,16 @@ from aftertrain.report.multimodel import model_label
 
 #: The checkpoints of the reference run, worst first: steps 250, 950, 1,250, 3,750 (best).
 DEFAULT_SWEEP_MODELS = ("sweep-250", "article", "sweep-1250", "reference")
+
+
+#: What a point records of its checkpoint's ``.pt.json``: how to retrain it and
+#: its validation history (``recipe`` is absent from files written before the
+#: recipe options: those are the reference recipe).
+#: The keys of a point that --reuse takes as it is.
+COMPLETE = {"model", "val_loss", "source", "figures", "margins", "sha256", "training",
+            "fragility", "speculative"}
+TRAINING_KEYS = ("command", "recipe", "steps", "stop_at", "best_step", "train_loss", "seed",
+                 "threads", "history")
 
 
 def sweep_main(args) -> int:
@@ -46,10 +57,17 @@ def sweep_main(args) -> int:
     for p in split_values(args.claims_json):
         led = read_ledger(p)
         ledgers[str(led.meta.get("model_sha256") or model_label(led))] = led
+    # Points of an earlier sweep file, by SHA-256: not measured again.
+    reuse = {p.get("sha256"): p for f in split_values(args.reuse)
+             for p in sweep_section.read_sweep(f) if COMPLETE <= set(p)}
     points = []
     for i, m in enumerate(names):
         net, ident = _models.load_model(m)
         label = m if ident.bundled else Path(m).stem
+        if ident.sha256 in reuse:
+            log(f"model {i + 1} of {len(names)}: {label}: reused from --reuse")
+            points.append({**reuse[ident.sha256], "model": label})
+            continue
         # A ledger of this very checkpoint; one without metadata by its model's name
         # (ledgers from before --aftertrain-model: the reference's).
         led = ledgers.get(ident.sha256) or ledgers.get(label)
@@ -62,12 +80,19 @@ def sweep_main(args) -> int:
                 "pruning, acceptance)")
             fig = ESW.key_figures(net)
             source = "measured"
-        points.append(ESW.sweep_point(label, fig["val_loss"], fig, source))
+        log(f"model {label}: fragility and the speculative figures (acceptance, no timing)")
+        meta = _models.model_meta(m)
+        points.append(ESW.sweep_point(
+            label, fig["val_loss"], fig, source, sha256=ident.sha256,
+            training={k: meta.get(k) for k in TRAINING_KEYS},
+            fragility=ESW.fragility(net, fig["q7"]), speculative=ESW.speculative_figures(net)))
         log(f"model {label}: validation loss {fig['val_loss']:.4f}")
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / SWEEP_FILE, sweep_section.sweep_json(points))
     doc = Document(Ledger({}, {}, {}, {}, str(out / SWEEP_FILE)))
     doc.add(f"# {sweep_section.TITLE}")
+    doc.add("Written by `aftertrain sweep "
+            + " ".join(shlex.quote(a) for a in getattr(args, "argv", [])) + "`.")
     sweep_section.section(doc, sweep_section.read_sweep(out / SWEEP_FILE))
     for plot in doc.plots.values():
         atomic_write(out / f"{plot.name}.png", plot.png)

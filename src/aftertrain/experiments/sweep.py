@@ -136,6 +136,78 @@ def key_figures(
             "p2": record(TB.P2, p2), "s4": record(TB.SPEC_ACCEPTANCE, s4)}
 
 
+#: S6/S7 without a clock: the drafts and k of the article's speedup table, and
+#: its measured draft costs c (a draft character over a target pass, S5).
+SPEC_DRAFTS = ("bigram", "8-bit", "4-bit")
+SPEC_KS = (2, 4, 8)
+
+
+def speculative_figures(model: nn.Module, *, n_new: int | None = None) -> list[dict]:
+    """What S6 and S7 rest on that needs no timing, per draft and k of
+    :data:`SPEC_DRAFTS` x :data:`SPEC_KS` (one ``n_new``-character run each,
+    :func:`aftertrain.experiments.speculative.acceptance_table`).
+
+    Rows ``{"draft", "k", "acceptance", "chars_per_pass", "formula_article_c",
+    "break_even_c"}``: ``formula_article_c = cpp / (1 + k c)`` is S7's formula
+    with the article's measured cost ``c`` of that draft (so only the
+    acceptance is this model's), and ``break_even_c = (cpp - 1) / k`` the
+    largest draft cost at which the formula still predicts a speedup (> 1).
+    The speedup itself is a timing and is not measured here.
+    """
+    from aftertrain.claims.catalogue import ARTICLE_TABLES
+    from aftertrain.experiments import speculative as XS
+    from aftertrain.speculative.drafts import DraftKind, draft_model
+
+    _check_model(model)
+    n_new = XS.N_NEW if n_new is None else n_new
+    if not isinstance(n_new, int) or isinstance(n_new, bool) or n_new < 1:
+        raise ValueError(f"n_new must be an int >= 1, got {n_new!r}")
+    drafts = {d: draft_model(DraftKind(d), model) for d in SPEC_DRAFTS}
+    rows = XS.acceptance_table(model, drafts, SPEC_KS, n_new)
+    cost = {d: ARTICLE_TABLES["s5"][d][1] for d in SPEC_DRAFTS}
+    return [{"draft": r.draft, "k": r.k, "acceptance": r.acceptance,
+             "chars_per_pass": r.chars_per_pass,
+             "formula_article_c": r.chars_per_pass / (1 + r.k * cost[r.draft]),
+             "break_even_c": (r.chars_per_pass - 1) / r.k} for r in rows]
+
+
+def fragility(model: nn.Module, q7: Sequence[Mapping]) -> dict:
+    """What could make a model fragile under rounding and pruning.
+
+    - ``weight_range``: Q10's max / median of the rows' ranges ``max|w|``,
+      per 2-D weight (``matrices``), the worst and the median;
+    - ``activations``: Q10's activation sites, max / median over channels of
+      ``max|x|`` (``ratio``) and the largest ``|x|`` (``max``);
+    - ``rms``: the root mean square of each 2-D weight, and
+      ``embedding_over_blocks``: tok's and pos's RMS over the RMS of all the
+      blocks' 2-D weights together;
+    - ``max_abs``: the largest ``|w|`` of the model and the matrix holding it;
+    - ``q7_share``: each matrix's 4-bit penalty (``q7``, rows of
+      :func:`aftertrain.experiments.quant.sensitivity_table`) over the sum of
+      all the penalties: the fraction of the summed 4-bit loss
+      change it makes (noisy where the sum is near 0: penalties can be negative).
+    """
+    from aftertrain.experiments import quant as EQ
+
+    _check_model(model)
+    weights = {n: p.detach() for n, p in model.named_parameters() if p.dim() == 2}
+    rms = {n: float(w.double().pow(2).mean().sqrt()) for n, w in weights.items()}
+    block = torch.cat([w.flatten() for n, w in weights.items() if n.startswith("blocks.")])
+    block_rms = float(block.double().pow(2).mean().sqrt())
+    peak = max(weights, key=lambda n: float(weights[n].abs().max()))
+    total = sum(r["penalty"] for r in q7)
+    return {
+        "weight_range": EQ.weight_range_ratios(model).to_record(),
+        "activations": {site: peak.to_record()
+                        for site, peak in EQ.activation_channel_ratios(model).items()},
+        "rms": rms,
+        "embedding_over_blocks": {n: rms[n] / block_rms
+                                  for n in (TOKEN_EMBEDDING, POSITION_EMBEDDING)},
+        "max_abs": {"name": peak, "value": float(weights[peak].abs().max())},
+        "q7_share": {r["name"]: (r["penalty"] / total if total else math.nan) for r in q7},
+    }
+
+
 def figures_from_tables(tables: Mapping[str, object]) -> dict | None:
     """The key figures from a claims ledger's tables (the suite measured them
     already), or None when one of the tables is missing."""
@@ -190,11 +262,14 @@ def holds(name: str, value: float) -> bool:
     return value > threshold if side == "above" else value < threshold
 
 
-def sweep_point(model_name: str, val_loss: float, fig: Mapping, source: str) -> dict:
+def sweep_point(model_name: str, val_loss: float, fig: Mapping, source: str,
+                **extra: object) -> dict:
     """One checkpoint's entry of the sweep file: its name, validation loss,
-    where its figures came from, the figures and their margins."""
+    where its figures came from, the figures and their margins; ``extra``
+    (the checkpoint's recipe and history, :func:`fragility`,
+    :func:`speculative_figures`) is stored beside them."""
     return {"model": model_name, "val_loss": val_loss, "source": source,
-            "figures": dict(fig), "margins": margins(fig)}
+            "figures": dict(fig), "margins": margins(fig), **extra}
 
 
 def article_figures() -> dict:

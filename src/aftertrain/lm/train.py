@@ -31,54 +31,84 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
+from aftertrain.core.validation import check_int, check_real, check_seed, is_real
 from aftertrain.lm import model as _model
 from aftertrain.lm import text as _text
 from aftertrain.lm.evaluation import val_loss
 
+#: ``TrainConfig.keep``: return the weights of the best evaluation (the
+#: recipe's early stopping) or of the last step run (an overfitted model).
+KEEP = ("best", "last")
+
 
 @dataclass(frozen=True)
 class TrainConfig:
+    """The recipe. Every default is the reference's (so the bundled checkpoints
+    retrain to the same SHA-256); the options exist for the recipe sweep
+    (docs/models.md): ``weight_decay`` 0, ``model.dropout`` 0, another peak
+    ``lr``, ``grad_clip=None`` (no clipping), ``stop_below`` (stop once the
+    validation loss reaches a target), ``stop_rising_to`` (stop once an
+    overfitting run's validation loss has climbed back to a target) and
+    ``keep="last"``."""
+
     steps: int = 5000
     batch_size: int = 16
     lr: float = 1e-3
     min_lr: float = 1e-4
     warmup: int = 100
-    weight_decay: float = 0.1
-    grad_clip: float = 1.0
+    weight_decay: float = 0.1  # AdamW's decoupled decay, on 2-D weights only
+    grad_clip: float | None = 1.0  # max global gradient norm; None: no clipping
     eval_every: int = 250
     seed: int = 1337
     threads: int = 2
     stop_at: int | None = None  # stop after this many steps of the `steps` schedule
+    stop_below: float | None = None  # stop after the first evaluation at or below this loss
+    # stop after the first evaluation at or above this loss that follows one below it
+    stop_rising_to: float | None = None
+    keep: str = "best"  # the weights returned: the best evaluation's, or the last step's
     model: _model.GPTConfig = field(default_factory=lambda: _model.GPTConfig(dropout=0.2))
 
     def __post_init__(self) -> None:
-        for name in ("steps", "batch_size", "warmup", "eval_every", "seed", "threads", "stop_at"):
-            value = getattr(self, name)
-            if (value is not None or name != "stop_at") and (
-                    isinstance(value, bool) or not isinstance(value, int)):
-                raise ValueError(f"{name} must be an int, got {value!r}")
-        if not 0 <= self.seed < 2**64:
-            raise ValueError(f"seed must be an int in [0, 2**64), got {self.seed!r}")
-        for name in ("lr", "min_lr", "weight_decay", "grad_clip"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or not math.isfinite(value):
-                raise ValueError(f"{name} must be a finite number, got {value!r}")
+        for name in ("steps", "batch_size", "warmup", "eval_every", "threads"):
+            check_int(name, getattr(self, name))
+        if self.stop_at is not None:
+            check_int("stop_at", self.stop_at)
+        check_seed(self.seed)
+        for name in ("lr", "min_lr", "weight_decay"):
+            check_real(name, getattr(self, name))
+        if self.grad_clip is not None:
+            check_real("grad_clip", self.grad_clip)
+
+        def finite(v: object) -> bool:
+            return is_real(v) and math.isfinite(v)
+
         checks = {
-            "steps": self.steps >= 1,
-            "batch_size": self.batch_size >= 1,
-            "lr": self.lr > 0,
-            "min_lr": 0 <= self.min_lr <= self.lr,
-            "warmup": self.warmup >= 0,
-            "weight_decay": self.weight_decay >= 0,
-            "grad_clip": self.grad_clip > 0,
-            "eval_every": self.eval_every >= 1,
-            "threads": self.threads >= 1,
-            "stop_at": self.stop_at is None or 1 <= self.stop_at <= self.steps,
+            "steps": (self.steps >= 1, ">= 1"),
+            "batch_size": (self.batch_size >= 1, ">= 1"),
+            "lr": (finite(self.lr) and self.lr > 0, "a finite number > 0"),
+            "min_lr": (finite(self.min_lr) and 0 <= self.min_lr <= self.lr,
+                       f"a number from 0 to lr ({self.lr})"),
+            "warmup": (self.warmup >= 0, ">= 0"),
+            "weight_decay": (finite(self.weight_decay) and self.weight_decay >= 0,
+                             "a finite number >= 0"),
+            "grad_clip": (self.grad_clip is None or (finite(self.grad_clip) and self.grad_clip > 0),
+                          "a finite number > 0, or None for no clipping"),
+            "eval_every": (self.eval_every >= 1, ">= 1"),
+            "threads": (self.threads >= 1, ">= 1"),
+            "stop_at": (self.stop_at is None or 1 <= self.stop_at <= self.steps,
+                        f"None or from 1 to steps ({self.steps})"),
+            "stop_below": (self.stop_below is None or (finite(self.stop_below)
+                                                       and self.stop_below > 0),
+                           "None or a finite loss > 0"),
+            "stop_rising_to": (self.stop_rising_to is None or (finite(self.stop_rising_to)
+                                                               and self.stop_rising_to > 0),
+                               "None or a finite loss > 0"),
+            "keep": (self.keep in KEEP, f"one of {', '.join(KEEP)}"),
         }
-        for name, ok in checks.items():
+        for name, (ok, allowed) in checks.items():
             if not ok:
-                raise ValueError(f"{name} has an invalid value {getattr(self, name)!r}")
+                raise ValueError(f"{name} has an invalid value {getattr(self, name)!r}; "
+                                 f"allowed: {allowed}")
 
 
 @dataclass(frozen=True)
@@ -174,6 +204,11 @@ def _train(cfg, data, val, on_progress) -> TrainResult:
         recent: list[float] = []
         t0 = time.perf_counter()
         last = cfg.steps if cfg.stop_at is None else cfg.stop_at
+
+        def reached(vl: float) -> bool:
+            if cfg.stop_below is not None and vl <= cfg.stop_below:
+                return True
+            return cfg.stop_rising_to is not None and best < cfg.stop_rising_to <= vl
         for step in range(1, last + 1):
             net.train()
             starts = torch.randint(0, data.numel() - T - 1, (cfg.batch_size,), generator=gen)
@@ -187,7 +222,8 @@ def _train(cfg, data, val, on_progress) -> TrainResult:
                 raise FloatingPointError(f"training loss became {loss.item()} at step {step}")
             opt.zero_grad(set_to_none=True)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.grad_clip)
+            if cfg.grad_clip is not None:
+                torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.grad_clip)
             opt.step()
             recent.append(loss.item())
             vl = None
@@ -203,7 +239,12 @@ def _train(cfg, data, val, on_progress) -> TrainResult:
                 on_progress(Progress(step, last, loss.item(), vl,
                                      None if best == math.inf else best,
                                      time.perf_counter() - t0))
+            if vl is not None and reached(vl):
+                break
         assert best_state is not None, "the last step always evaluates"
+        if cfg.keep == "last":  # the loop ended on an evaluation: the last step or a stop_*
+            best_step, _, best = history[-1]
+            best_state = net.state_dict()
         final = _model.GPT(_model.GPTConfig(**{**cfg.model.__dict__, "dropout": 0.0}))
         final.load_state_dict(best_state)
     train_at_best = next(tl for s, tl, _ in history if s == best_step)
