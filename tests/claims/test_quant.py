@@ -611,3 +611,59 @@ def test_outlier_check_catches_a_model_with_an_outlier_channel(reference):
         check_no_outliers(weights, acts)
     with pytest.raises(AssertionError):
         check_no_outliers(EQ.WeightRanges({}, worst=1.0, median=1.0), acts)
+
+
+# --- the overfitted recipe: where Q5, Q6 and Q7 do reproduce ----------------------
+# The recipe sweep (report/sweep.md) found one recipe choice that makes the
+# article's fragile claims hold: no dropout and the last step of a run that
+# overfits (training loss 0.60, validation 2.0739, the article's quality). Its
+# checkpoint ships as the bundled `overfit`; these tests run the claims as the
+# article states them on it, whatever model the rest of the run uses, so a
+# change that makes them stop holding there fails the run. Thresholds are the
+# claims' own (the bigram, per-tensor against per-channel, 5x): no tolerance.
+
+
+@pytest.fixture(scope="module")
+def overfit():
+    from aftertrain.lm.registry import load_model
+
+    return load_model("overfit")[0]
+
+
+@pytest.fixture(scope="module")
+def overfit_bits(overfit) -> dict[int, EQ.BitsRow]:
+    return {r.bits: r for r in EQ.bits_table(overfit, bits=(3, 2))}
+
+
+@pytest.mark.claim("Q5")
+def test_3_bits_collapse_below_the_bigram_on_the_overfitted_recipe(overfit_bits, bigram_loss,
+                                                                   claim_record):
+    """Article: 3-bit per-tensor 4.3960 and per-channel 3.4381, both above the
+    bigram's 2.6501. On `overfit` (measured: per-tensor 3.9524, per-channel
+    2.6660 against the bigram's 2.5365) both granularities are above it."""
+    claim_record.measured(f"overfit recipe: bigram {bigram_loss:.4f}; {fmt_row(overfit_bits[3])}")
+    check_worse_than_bigram(overfit_bits[3], bigram_loss)
+
+
+@pytest.mark.claim("Q6")
+def test_2_bit_loss_and_reconstruction_part_on_the_overfitted_recipe(overfit, overfit_bits,
+                                                                     claim_record):
+    """Article: at 2 bits per-channel has the worse loss (6.3112 vs 5.7894)
+    although it reconstructs blocks.0.f1 better. On `overfit` (measured:
+    per-channel 4.4898 against per-tensor 4.2077; blocks.0.f1 per-channel
+    zeroes 84.0% with MAE 0.0281, per-tensor 98.3% with 0.0338) both hold."""
+    fig = EQ.reconstruction_figures(dict(overfit.named_parameters())["blocks.0.f1.weight"], 2)
+    claim_record.measured(f"overfit recipe: {fmt_row(overfit_bits[2])}; {fmt_reconstruction(fig)}")
+    check_per_channel_reconstructs_better(fig)
+    assert overfit_bits[2].per_channel > overfit_bits[2].per_tensor, fmt_row(overfit_bits[2])
+
+
+@pytest.mark.claim("Q7")
+def test_embeddings_dominate_the_4_bit_sensitivity_on_the_overfitted_recipe(overfit,
+                                                                            claim_record):
+    """Article: tok first, pos second, tok more than five times any block
+    matrix (+0.0976 against +0.0184). On `overfit` (measured: tok +0.0497,
+    pos +0.0148, tok 7.1 times the largest block matrix) the same."""
+    rows = EQ.sensitivity_table(overfit)
+    claim_record.measured(f"overfit recipe: {fmt_sensitivity(rows[:4])}")
+    check_embeddings_most_sensitive(rows)

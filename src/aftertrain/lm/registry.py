@@ -45,6 +45,10 @@ ARCHITECTURE_PARAMETERS = 637_156
 #: reference run's history; the article model is step 950, the reference 3,750).
 SWEEP_STEPS = (250, 1250)
 
+#: The command that trained the bundled ``overfit`` checkpoint (its .pt.json records it too).
+OVERFIT_COMMAND = ("aftertrain train --threads 1 --eval-every 50 --dropout 0 --stop-rising-to 2.03 "
+                   "--keep last --out src/aftertrain/data/overfit.pt")
+
 #: Name -> (file in aftertrain/data, the command that rebuilds it).
 BUNDLED: dict[str, tuple[str, str]] = {
     "reference": (_checkpoint.REFERENCE_FILE, _checkpoint.REBUILD_HINT),
@@ -54,6 +58,9 @@ BUNDLED: dict[str, tuple[str, str]] = {
     **{f"sweep-{n}": (f"sweep-{n}.pt",
                       f"aftertrain train --stop-at {n} --out src/aftertrain/data/sweep-{n}.pt")
        for n in SWEEP_STEPS},
+    # The recipe sweep's overfitted run (no dropout, last step kept once the validation loss
+    # climbs back to 2.03): the one recipe that reproduces Q5, Q6 and Q7 (report/sweep.md).
+    "overfit": ("overfit.pt", OVERFIT_COMMAND),
 }
 DEFAULT = "reference"
 
