@@ -11,6 +11,7 @@ import pytest
 
 from aftertrain.timing import Decision, paired_timing
 from aftertrain.timing.compare import RatioStatus, compare_ratios, machine, machine_difference, store_ratios
+from tests.common.pytester_sources import BENCH
 
 pytest_plugins = ["pytester"]
 
@@ -94,14 +95,6 @@ def test_compare_catches_a_slowdown_only_on_the_same_machine():
         == RatioStatus.NOT_COMPARABLE
 
 
-BENCH = '''
-import os
-
-def test_bench(benchmark):
-    r = float(os.environ["RATIO"])
-    benchmark.extra_info["ratios"] = {"r": {"median": r, "ci": [0.98 * r, 1.02 * r]}}
-    benchmark.pedantic(lambda: None, rounds=2)
-'''
 
 
 def test_a_stored_run_of_another_machine_is_one_line_and_exit_0(pytester: pytest.Pytester,

@@ -32,6 +32,7 @@ from aftertrain.timing import (
     sequential_decisions,
 )
 from aftertrain.timing.compare import compare_ratios
+from tests.common.pytester_sources import BENCH
 
 pytest_plugins = ["pytester"]
 
@@ -367,14 +368,6 @@ def test_compare_ratios_rule():
     assert compare_ratios(_run(1.0, 0.9, 1.1), {"other": {}}) == []
 
 
-BENCH = '''
-import os
-
-def test_bench(benchmark):
-    r = float(os.environ["RATIO"])
-    benchmark.extra_info["ratios"] = {"r": {"median": r, "ci": [0.98 * r, 1.02 * r]}}
-    benchmark.pedantic(lambda: None, rounds=2)
-'''
 
 
 def test_ratio_regression_fails_the_run_with_one_line(pytester: pytest.Pytester,
