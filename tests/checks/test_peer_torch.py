@@ -108,20 +108,19 @@ def torch_global_unstructured(weights, sparsity):
     return {n: m.weight_mask.bool() for n, m in zip(weights, modules, strict=True)}
 
 
-def torch_l1_unstructured(weights, sparsity):
-    masks = {}
-    for n, m in zip(weights, _modules(weights), strict=True):
-        torch_prune.l1_unstructured(m, "weight", amount=sparsity)
-        masks[n] = m.weight_mask.bool()
-    return masks
+def _per_layer(method):
+    """A kit pruner that applies ``torch.nn.utils.prune.<method>`` to each weight alone."""
+    def prune(weights, sparsity):
+        masks = {}
+        for n, m in zip(weights, _modules(weights), strict=True):
+            method(m, "weight", amount=sparsity)
+            masks[n] = m.weight_mask.bool()
+        return masks
+    return prune
 
 
-def torch_random_unstructured(weights, sparsity):
-    masks = {}
-    for n, m in zip(weights, _modules(weights), strict=True):
-        torch_prune.random_unstructured(m, "weight", amount=sparsity)
-        masks[n] = m.weight_mask.bool()
-    return masks
+torch_l1_unstructured = _per_layer(torch_prune.l1_unstructured)
+torch_random_unstructured = _per_layer(torch_prune.random_unstructured)
 
 
 def test_torch_global_unstructured_passes_the_kit_as_a_global_pruner():

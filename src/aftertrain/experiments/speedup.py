@@ -21,7 +21,6 @@ minutes under load 9.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -30,6 +29,7 @@ import torch
 
 from aftertrain.claims.tables import Row
 from aftertrain.core.tolerances import TIMING_ALPHA
+from aftertrain.core.validation import check_real
 from aftertrain.experiments import speculative as XS
 from aftertrain.experiments.speedup_rules import (
     BIGRAM,
@@ -122,9 +122,7 @@ def speedup_decisions(target: NextTokenModel, drafts: Mapping[str, NextTokenMode
                          f"{sorted(drafts) if isinstance(drafts, Mapping) else drafts!r}")
     for name, draft in drafts.items():
         check_model(draft, f"drafts[{name!r}]")
-    if not (isinstance(budget_s, (int, float)) and not isinstance(budget_s, bool)
-            and math.isfinite(budget_s) and budget_s > 0):
-        raise ValueError(f"budget_s must be a finite number of seconds > 0, got {budget_s!r}")
+    check_real("budget_s", budget_s, low=0, low_open=True, what="a number of seconds")
     if not (isinstance(alpha, float) and 0.0 < alpha < 1.0):
         raise ValueError(f"alpha must be a float in (0, 1), got {alpha!r}")
     prompt = XS.prompt_text()

@@ -31,6 +31,7 @@ from aftertrain.core.tolerances import (
     REAL_SPEEDUP,
     SAME_WORK_BAND,
 )
+from aftertrain.core.validation import check_int
 from aftertrain.speculative import drafts as D
 from aftertrain.timing import RatioRule
 
@@ -127,8 +128,7 @@ def predicted(cpp: float, k: int, c: Range, v: Range = (1.0, 1.0)) -> Range:
     if not (isinstance(cpp, (int, float)) and not isinstance(cpp, bool) and math.isfinite(cpp)
             and cpp > 0):
         raise ValueError(f"cpp (characters per target pass) must be finite and > 0, got {cpp!r}")
-    if not (isinstance(k, int) and not isinstance(k, bool) and k >= 1):
-        raise ValueError(f"k must be an int >= 1, got {k!r}")
+    check_int("k", k, least=1)
     c, v = _check_range("c", c), _check_range("v", v)
     if c[0] < 0 or v[0] <= 0:
         raise ValueError(f"c must be >= 0 and v > 0, got c={c!r}, v={v!r}")

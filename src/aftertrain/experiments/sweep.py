@@ -26,6 +26,8 @@ from torch import nn
 
 from aftertrain.claims import tables as TB
 from aftertrain.core import tolerances as TOL
+from aftertrain.core.validation import check_int
+from aftertrain.core.weights import weight_matrices
 from aftertrain.speculative.drafts import DraftKind
 
 #: Bit widths of the bits table (Q4-Q6).
@@ -112,8 +114,7 @@ def key_figures(
     bits = _check_ints("bits", bits, 2, 8, need=(2, 3, 4))
     seeds = EP.RANDOM_SEEDS if seeds is None else _check_ints("seeds", seeds, 0, 2**31 - 1)
     n_new = XS.N_NEW if n_new is None else n_new
-    if not isinstance(n_new, int) or isinstance(n_new, bool) or n_new < 1:
-        raise ValueError(f"n_new must be an int >= 1, got {n_new!r}")
+    check_int("n_new", n_new, least=1)
     if names is not None:
         names = list(names)
         if (TOKEN_EMBEDDING not in names or POSITION_EMBEDDING not in names
@@ -160,8 +161,7 @@ def speculative_figures(model: nn.Module, *, n_new: int | None = None) -> list[d
 
     _check_model(model)
     n_new = XS.N_NEW if n_new is None else n_new
-    if not isinstance(n_new, int) or isinstance(n_new, bool) or n_new < 1:
-        raise ValueError(f"n_new must be an int >= 1, got {n_new!r}")
+    check_int("n_new", n_new, least=1)
     drafts = {d: draft_model(DraftKind(d), model) for d in SPEC_DRAFTS}
     rows = XS.acceptance_table(model, drafts, SPEC_KS, n_new)
     cost = {d: ARTICLE_TABLES["s5"][d][1] for d in SPEC_DRAFTS}
@@ -190,7 +190,7 @@ def fragility(model: nn.Module, q7: Sequence[Mapping]) -> dict:
     from aftertrain.experiments import quant as EQ
 
     _check_model(model)
-    weights = {n: p.detach() for n, p in model.named_parameters() if p.dim() == 2}
+    weights = {n: p.detach() for n, p in weight_matrices(model).items()}
     rms = {n: float(w.double().pow(2).mean().sqrt()) for n, w in weights.items()}
     block = torch.cat([w.flatten() for n, w in weights.items() if n.startswith("blocks.")])
     block_rms = float(block.double().pow(2).mean().sqrt())

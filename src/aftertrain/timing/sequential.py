@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from aftertrain.claims.verdicts import BROKEN, HOLDS, INCONCLUSIVE
 from aftertrain.core.tolerances import TIMING_ALPHA, TIMING_BUDGET_S, TIMING_LOOKS
-from aftertrain.core.validation import check_callable, check_int
+from aftertrain.core.validation import check_callable, check_int, check_real
 from aftertrain.timing.paired import (
     Clock,
     PairedTiming,
@@ -299,9 +299,7 @@ def _checked_plan(sides, judgements, alpha, looks, first, budget_s, warmup, call
     if not (isinstance(alpha, float) and 0.0 < alpha < 1.0):
         raise ValueError(f"alpha must be a float in (0, 1), got {alpha!r}")
     check_int("looks", looks, least=1)
-    if not (isinstance(budget_s, (int, float)) and not isinstance(budget_s, bool)
-            and math.isfinite(budget_s) and budget_s > 0):
-        raise ValueError(f"budget_s must be a finite number of seconds > 0, got {budget_s!r}")
+    check_real("budget_s", budget_s, low=0, low_open=True, what="a number of seconds")
     check_int("warmup", warmup, least=0)
     check_int("threads", threads, least=1)
     per_call = dict(calls) if isinstance(calls, Mapping) else dict.fromkeys(sides, calls)
