@@ -13,7 +13,7 @@ import math
 import pytest
 import torch
 
-from aftertrain.claims.verdicts import BROKEN, HOLDS
+from aftertrain.claims.verdicts import BROKEN, HOLDS, INCONCLUSIVE
 from aftertrain.core.tolerances import TIMING_ALPHA, TIMING_LOOKS
 from aftertrain.timing import (
     Judgement,
@@ -41,6 +41,25 @@ class FakeClock:
                 log.append(name)
         return run
 
+    def settling(self, noisy: int, first: float, second: float, then: float):
+        """Calls that take ``first`` and ``second`` seconds in turn for the first
+        ``noisy`` calls, ``then`` seconds after."""
+        calls = []
+
+        def run() -> None:
+            self.now += (first, second)[len(calls) % 2] if len(calls) < noisy else then
+            calls.append(None)
+        return run
+
+    def alternating(self, first: float, second: float):
+        """Calls that take ``first`` and ``second`` seconds in turn."""
+        calls = []
+
+        def run() -> None:
+            self.now += (first, second)[len(calls) % 2]
+            calls.append(None)
+        return run
+
 
 def test_pairs_alternate_baseline_first_then_candidate_first():
     """Pair i: baseline then candidate when i is even, the other way when
@@ -63,14 +82,59 @@ def test_look_schedule_doubles(first, looks, expected):
 
 def test_the_third_look_has_four_times_the_first_looks_pairs():
     """Undecided until every scheduled look has run: the last decision sees
-    first * 2**(looks-1) pairs."""
+    first * 2**(looks-1) pairs. The ratios alternate 1 and 2 (median 1.5,
+    interval [1, 2] at every look), so the band [0.9, 1.9] is never decided,
+    but intervals shrinking as 1/sqrt(pairs) would be: the decision goes on."""
     clock = FakeClock()
-    sides = {"r": (clock.steady(1.0), clock.steady(1.0))}
-    never = Judgement("never decides", lambda t: None)
+    sides = {"r": (clock.steady(1.0), clock.alternating(1.0, 2.0))}
+    band = RatioRule.inside((0.9, 1.9))
+    never = Judgement("never decides", lambda t: band.decide(t["r"].ci_low, t["r"].ci_high))
     d = sequential_decisions(sides, {"x": never}, looks=3, alpha=1e-3, warmup=0, budget_s=1e9,
                              clock=clock)["x"]
     first = min_pairs(1 - 1e-3 / 3)
-    assert (d.looks, d.pairs) == (3, 4 * first)
+    assert (d.verdict, d.looks, d.pairs, d.note) == (INCONCLUSIVE, 3, 4 * first, "")
+
+
+def test_a_judgement_no_affordable_look_can_decide_stops_at_once():
+    """The same ratios against [0.9, 1.6]. The first look's 13 pairs have
+    median 1 (seven ratios of 1), whose interval [1, 2] shrunk to the third
+    look's 4x pairs is [1, 1.5], inside the band: the decision goes on. The
+    second look's 26 have median 1.5, and [1, 2] shrunk to the third look's
+    52 pairs is [1.15, 1.85], still across 1.6: it stops there, inconclusive,
+    saying why, without timing the third look."""
+    clock = FakeClock()
+    sides = {"r": (clock.steady(1.0), clock.alternating(1.0, 2.0))}
+    band = RatioRule.inside((0.9, 1.6))
+    futile = Judgement("futile", lambda t: band.decide(t["r"].ci_low, t["r"].ci_high))
+    d = sequential_decisions(sides, {"x": futile}, looks=3, alpha=1e-3, warmup=0, budget_s=1e9,
+                             clock=clock)["x"]
+    first = min_pairs(1 - 1e-3 / 3)
+    assert (d.verdict, d.looks, d.pairs) == (INCONCLUSIVE, 2, 2 * first)
+    assert d.note.startswith(f"stopped early: even at {4 * first} pairs") and d.note in d.reason
+
+
+def test_a_judgement_undecided_even_on_the_medians_stops_at_once():
+    clock = FakeClock()
+    sides = {"r": (clock.steady(1.0), clock.steady(1.0))}
+    d = sequential_decisions(sides, {"x": Judgement("never", lambda t: None)}, looks=3,
+                             alpha=1e-3, warmup=0, budget_s=1e9, clock=clock)["x"]
+    assert (d.verdict, d.looks) == (INCONCLUSIVE, 1) and d.note.startswith("stopped early")
+
+
+def test_only_the_ratios_that_can_still_decide_get_more_pairs():
+    """Every ratio inside [0.9, 1.9]: ``steady`` is decided at the first look
+    and keeps its pairs; ``noisy`` (1 and 2 in turn) goes on to the last look."""
+    clock = FakeClock()
+    sides = {"steady": (clock.steady(1.0), clock.steady(1.0)),
+             "noisy": (clock.steady(1.0), clock.alternating(1.0, 2.0))}
+    band = RatioRule.inside((0.9, 1.9))
+    every = Judgement("every ratio in the band", lambda t: band.decide(
+        min(x.ci_low for x in t.values()), max(x.ci_high for x in t.values())))
+    d = sequential_decisions(sides, {"x": every}, looks=3, alpha=1e-3, warmup=0, budget_s=1e9,
+                             clock=clock)["x"]
+    first = min_pairs(1 - 1e-3 / 6)
+    assert {n: len(t.ratios) for n, t in d.timings.items()} == {"steady": first,
+                                                                "noisy": 4 * first}
 
 
 @pytest.mark.parametrize("n_sides", [1, 2, 3])
@@ -107,23 +171,26 @@ def test_ratio_rule_is_broken_only_when_the_interval_is_wholly_outside(rule, int
 
 def test_a_judgement_keeps_its_first_verdict_while_another_needs_more_looks():
     """'early' says holds at look 1 and would say broken if asked again;
-    'late' decides at look 2. The decision keeps early's first verdict and
-    its look, and asks it nothing more."""
+    'late' (ratios 1 and 2 in turn for the first look's pairs, then 1.5)
+    decides at look 3 (the second look's interval still reaches 2). The decision keeps early's first verdict and its look, and asks
+    it nothing more."""
     clock = FakeClock()
-    sides = {"r": (clock.steady(1.0), clock.steady(1.0))}
-    first = min_pairs(1 - 1e-3 / 3)
+    first = min_pairs(1 - 1e-3 / 6)
+    sides = {"r": (clock.steady(1.0), clock.steady(1.0)),
+             "n": (clock.steady(1.0), clock.settling(first, 1.0, 2.0, 1.5))}
     asked = []
 
     def early(t):
         asked.append(len(t["r"].ratios))
         return HOLDS if len(t["r"].ratios) == first else BROKEN
 
+    band = RatioRule.inside((0.9, 1.9))
     judged = sequential_decisions(sides, {
         "early": Judgement("early", early),
-        "late": Judgement("late", lambda t: None if len(t["r"].ratios) == first else HOLDS),
+        "late": Judgement("late", lambda t: band.decide(t["n"].ci_low, t["n"].ci_high)),
     }, looks=3, alpha=1e-3, warmup=0, budget_s=1e9, clock=clock)
     assert (judged["early"].verdict, judged["early"].looks) == (HOLDS, 1)
-    assert (judged["late"].verdict, judged["late"].looks) == (HOLDS, 2)
+    assert (judged["late"].verdict, judged["late"].looks) == (HOLDS, 3)
     assert asked == [first]
 
 

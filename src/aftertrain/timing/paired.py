@@ -193,6 +193,10 @@ class Pairs:
             self.base.append(b)
             self.cand.append(c)
 
+    def seconds(self) -> float:
+        """Seconds the timed pairs took (both sides, every call)."""
+        return self.calls * (math.fsum(self.base) + math.fsum(self.cand))
+
     def truncate(self, n: int) -> None:
         """Keep the first ``n`` pairs (a look cut short is dropped)."""
         del self.base[n:], self.cand[n:]

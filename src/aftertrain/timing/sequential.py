@@ -8,6 +8,7 @@ states what this guarantees.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
@@ -107,6 +108,7 @@ class Decision:
     confidence: float
     seconds: float
     load1: float
+    note: str = ""
 
     def __post_init__(self) -> None:
         if self.verdict not in (HOLDS, BROKEN, INCONCLUSIVE):
@@ -139,15 +141,16 @@ class Decision:
             return (f"{self.verdict}: {self.rule}; the budget ran out before the first look "
                     f"(of {self.max_looks}, alpha {self.alpha:g}) in {self.seconds:.1f} s, "
                     f"1-minute load {self.load1:.2f}")
+        note = f"; {self.note}" if self.note else ""
         return (f"{self.verdict}: {self.rule}; {self.intervals()} after {self.pairs} pairs "
                 f"(look {self.looks} of {self.max_looks}, alpha {self.alpha:g}) in "
-                f"{self.seconds:.1f} s, 1-minute load {self.load1:.2f}")
+                f"{self.seconds:.1f} s, 1-minute load {self.load1:.2f}{note}")
 
     def as_dict(self) -> dict:
         return {"verdict": self.verdict, "rule": self.rule, "looks": self.looks,
                 "max_looks": self.max_looks, "alpha": self.alpha,
                 "confidence": self.confidence, "seconds": self.seconds, "load1": self.load1,
-                "pairs": self.pairs,
+                "pairs": self.pairs, "note": self.note,
                 "timings": {k: {"median": t.median, "ci": [t.ci_low, t.ci_high],
                                 "pairs": len(t.ratios)} for k, t in self.timings.items()}}
 
@@ -210,6 +213,16 @@ def sequential_decisions(
     take is estimated from the rounds so far; if the elapsed time plus that
     estimate exceeds ``budget_s``, or the schedule is done, the judgements
     still undecided are ``inconclusive`` (with the last look's timings).
+
+    After a look only the ratios that can still decide an undecided
+    judgement get more pairs (:func:`_needed`: the ratios it stays undecided
+    on when the others are taken as known); the rest keep their pairs and
+    intervals. A judgement that would stay undecided even if its ratios
+    reached the largest look the budget allows, their intervals shrunk as
+    1/sqrt(pairs) around today's medians, stops at once as ``inconclusive``
+    with a ``note`` saying so: the budget is not spent on a verdict it
+    cannot buy. Both change only how long a decision runs, never the
+    intervals a verdict is read from.
     The budget is also checked after every pair, the first round's
     included: a round it cuts short is dropped (the look before it stands),
     and a first round cut short gives ``inconclusive`` with no look
@@ -241,40 +254,110 @@ def sequential_decisions(
     per_call, confidence, schedule = _checked_plan(sides, judgements, alpha, looks, first,
                                                    budget_s, warmup, calls, threads, clock)
 
-    def decision(verdict: str, name: str, look: int, timings: dict) -> Decision:
+    def decision(verdict: str, name: str, look: int, timings: dict, note: str = "") -> Decision:
         return Decision(verdict=verdict, timings=timings, rule=judgements[name].rule,
                         looks=look, max_looks=looks, alpha=alpha, confidence=confidence,
-                        seconds=clock() - start, load1=load1())
+                        seconds=clock() - start, load1=load1(), note=note)
 
     runs = {n: Pairs(b, c, per_call[n], clock) for n, (b, c) in sides.items()}
     decided: dict[str, Decision] = {}
     quiet = Quiet(threads)
     start = clock()
     last, timings = 0, {}
+    need = set(runs)
     with quiet:
         for run in runs.values():
             run.warm(warmup)
         for look, size in enumerate(schedule, start=1):
-            done = schedule[look - 2] if look > 1 else 0
-            if look > 1:
-                elapsed = clock() - start
-                if elapsed + elapsed / done * (size - done) > budget_s:
-                    break
+            before = {n: len(r.base) for n, r in runs.items()}
+            if look > 1 and clock() - start + _round_cost(runs, need, size, clock() - start) \
+                    > budget_s:
+                break
             quiet.off()
-            cut = _extend_or_cut(runs, done, size, lambda: clock() - start > budget_s)
+            cut = _extend_or_cut({n: runs[n] for n in runs if n in need}, size,
+                                 lambda: clock() - start > budget_s)
             quiet.on()
             if cut:  # this look is not taken: the one before stands
-                for run in runs.values():
-                    run.truncate(done)
+                for n, run in runs.items():
+                    run.truncate(before[n])
                 break
             last = look
-            timings = {n: r.summary(confidence, threads, warmup) for n, r in runs.items()}
+            timings = {n: r.summary(confidence, threads, warmup) if n in need or not timings
+                       else timings[n] for n, r in runs.items()}
             for name, said in _verdicts(judgements, decided, timings).items():
                 decided[name] = decision(said, name, look, timings)
-            if len(decided) == len(judgements):
+            if len(decided) == len(judgements) or look == len(schedule):
+                break
+            need = set()
+            for name, judgement in judgements.items():
+                if name in decided:
+                    continue
+                wants = _needed(judgement, timings)
+                reach = _reachable(runs, wants, schedule[look:], budget_s - (clock() - start),
+                                   clock() - start)
+                if wants and reach and judgement.decide(_projected(timings, wants, reach)) \
+                        is None:
+                    decided[name] = decision(INCONCLUSIVE, name, look, timings, note=(
+                        f"stopped early: even at {reach} pairs, the most the budget allows, "
+                        f"intervals shrunk as 1/sqrt(pairs) around their medians would not "
+                        f"decide"))
+                else:
+                    need |= wants
+            if not need:
                 break
     return {name: decided.get(name) or decision(INCONCLUSIVE, name, last, timings)
             for name in judgements}
+
+
+def _needed(judgement: Judgement, timings: dict[str, PairedTiming]) -> set[str]:
+    """The ratios whose further pairs can still decide ``judgement``: those
+    it stays undecided on when every other ratio is taken as known (its
+    interval collapsed to the median) and this one keeps its interval; every
+    ratio when no single one is (the judgement reads them jointly) or when
+    it is undecided even on the medians alone. A ratio left out keeps its
+    pairs and its interval, which holds its median with the same guarantee
+    (its pair count is a scheduled look's)."""
+    points = _projected(timings, set(timings), math.inf)
+    if judgement.decide(points) is None:
+        return set(timings)
+    wants = {n for n in timings
+             if judgement.decide({**points, n: timings[n]}) is None}
+    return wants or set(timings)
+
+
+def _projected(timings: dict[str, PairedTiming], names: set[str], pairs: float
+               ) -> dict[str, PairedTiming]:
+    """``timings`` with the intervals of ``names`` shrunk around their medians
+    to the width expected at ``pairs`` pairs (width ~ 1/sqrt(pairs));
+    ``pairs = inf`` collapses them to the median."""
+    out = dict(timings)
+    for n in names:
+        t = timings[n]
+        f = 0.0 if pairs == math.inf else math.sqrt(len(t.ratios) / pairs)
+        out[n] = dataclasses.replace(t, ci_low=t.median - f * (t.median - t.ci_low),
+                                     ci_high=t.median + f * (t.ci_high - t.median))
+    return out
+
+
+def _round_cost(runs: dict[str, Pairs], names: set[str], size: int, elapsed: float) -> float:
+    """Seconds to bring the ratios ``names`` to ``size`` pairs: each ratio's
+    own seconds per pair so far, scaled by the run's overhead (elapsed time
+    over the time the pairs themselves took)."""
+    timed = sum(r.seconds() for r in runs.values())
+    overhead = elapsed / timed if timed > 0 else 1.0
+    return overhead * sum(max(size - len(runs[n].base), 0) * runs[n].seconds() / len(runs[n].base)
+                          for n in names if runs[n].base)
+
+
+def _reachable(runs: dict[str, Pairs], names: set[str], sizes: tuple[int, ...], left: float,
+               elapsed: float) -> int:
+    """The largest of the coming look sizes ``sizes`` to which the ratios
+    ``names`` can be brought within ``left`` seconds (0 when none)."""
+    reach = 0
+    for size in sizes:
+        if _round_cost(runs, names, size, elapsed) <= left:
+            reach = size
+    return reach
 
 
 def _checked_plan(sides, judgements, alpha, looks, first, budget_s, warmup, calls, threads,
@@ -315,12 +398,12 @@ def _checked_plan(sides, judgements, alpha, looks, first, budget_s, warmup, call
     return per_call, confidence, look_schedule(first, looks)
 
 
-def _extend_or_cut(runs: dict[str, Pairs], done: int, size: int, over: Callable[[], bool]) -> bool:
-    """Bring every ratio from ``done`` to ``size`` pairs, each ratio's in turn;
+def _extend_or_cut(runs: dict[str, Pairs], size: int, over: Callable[[], bool]) -> bool:
+    """Bring every ratio of ``runs`` to ``size`` pairs, each ratio's in turn;
     True when the budget (``over()``) ran out before the last pair of the look."""
     last_run = list(runs.values())[-1]
     for run in runs.values():
-        for pairs in range(done + 1, size + 1):
+        for pairs in range(len(run.base) + 1, size + 1):
             run.extend(pairs)
             if over() and not (pairs == size and run is last_run):
                 return True
