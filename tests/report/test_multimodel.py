@@ -224,21 +224,28 @@ def test_read_sweep_refuses_a_bad_file(tmp_path, content, message):
         SW.read_sweep(path)
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
 @pytest.mark.parametrize("status, expected", [(0, 0), (1, 1)])
 def test_report_runs_each_model_and_fails_when_a_test_fails_on_any(tmp_path, monkeypatch, capsys,
-                                                                  status, expected):
+                                                                  status, expected, jobs):
     """Without --claims-json the report runs the suite once per model (here
     a stand-in for the run), says which model is running, writes each ledger
     to its own file, and exits 1 when pytest failed on any model (CI's
-    README command 1 then fails)."""
+    README command 1 then fails). With --jobs 2 the runs go side by side,
+    sharing one timing lock, each writing its output to its own log file,
+    whose last line the progress shows."""
     from dataclasses import replace
 
     from aftertrain.cli import report as report_command
 
-    calls = []
+    calls, locks = [], []
 
-    def fake_run(checkout, json_path, quick, log, meta=None, model=None):
+    def fake_run(checkout, json_path, quick, log, meta=None, model=None, *, timing_lock=None,
+                 output=None):
         calls.append((model, Path(json_path).name))
+        locks.append(timing_lock)
+        if output is not None:
+            output.write_text(f"...\n1 passed ({model})\n")
         data = _data()
         data["meta"] = {"model": model}
         json_path.write_text(json.dumps(data))
@@ -246,8 +253,14 @@ def test_report_runs_each_model_and_fails_when_a_test_fails_on_any(tmp_path, mon
 
     monkeypatch.setattr(report_command, "run_ledger", fake_run)
     out = tmp_path / "out"
-    assert main(["report", "--out", str(out), "--checkout", str(ROOT)]) == expected
-    assert calls == [("reference", "claims.json"), ("article", "claims-article.json")]
+    assert main(["report", "--out", str(out), "--checkout", str(ROOT),
+                 "--jobs", str(jobs)]) == expected
+    assert sorted(calls) == [("article", "claims-article.json"), ("reference", "claims.json")]
     err = capsys.readouterr().err
     assert "model 1 of 2: reference" in err and "model 2 of 2: article" in err
+    if jobs == 2:
+        assert locks[0] is not None and locks == [locks[0]] * 2
+        assert "model article: ... | 1 passed (article)" in err
+    else:
+        assert locks == [None, None]
     assert "verdict (article)" in (out / "report.md").read_text()

@@ -328,6 +328,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run the claims' tests once per model (bundled names: "
                    "reference, article, sweep-250, sweep-1250; or a checkpoint written by "
                    "`aftertrain train --out`); default reference,article; the first is the primary")
+    p.add_argument("--jobs", type=int, metavar="N",
+                   help="run N models' suites side by side (default: one per model, at most "
+                   "the machine's cores); their timings still run one at a time, each test "
+                   "that times waiting until no other run's test is running")
     p.add_argument("--sweep", metavar="FILE",
                    help="render this sweep file (written by `aftertrain sweep`); default: "
                    "OUT/sweep.json when it exists")

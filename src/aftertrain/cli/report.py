@@ -6,6 +6,7 @@ here; the report package only renders and writes what it is given.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -13,6 +14,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -55,15 +57,19 @@ def is_checkout(path: Path) -> bool:
 
 def run_ledger(checkout: Path, json_path: Path, quick: bool,
                log: Callable[[str], None], meta: dict | None = None,
-               model: str | None = None) -> Ledger:
+               model: str | None = None, *, timing_lock: Path | None = None,
+               output: Path | None = None) -> Ledger:
     """Run the checkout's whole pytest suite, writing its ledger to ``json_path``.
 
-    pytest's own progress streams to standard error as it runs. ``meta`` (the
-    run's metadata, taken just before the run) stands in for the ledger's own
+    pytest's own progress streams to standard error as it runs, or to the
+    file ``output`` when given (runs side by side). ``meta`` (the run's
+    metadata, taken just before the run) stands in for the ledger's own
     when the ledger carries none. ``model``: a bundled model's name or a
     checkpoint path, passed as ``--aftertrain-model`` (default: the suite's
-    default, the reference). The ledger keeps pytest's exit status
-    (``pytest_status``: 1 when a test failed, a claim's or not).
+    default, the reference). ``timing_lock``: passed as ``--timing-lock``,
+    so runs side by side never time while another runs a test. The ledger
+    keeps pytest's exit status (``pytest_status``: 1 when a test failed, a
+    claim's or not).
     """
     if not is_checkout(checkout):
         raise ReportError(f"checkout must be an aftertrain source tree with tests/, got {checkout}")
@@ -76,12 +82,18 @@ def run_ledger(checkout: Path, json_path: Path, quick: bool,
            f"--claims-json={json_path}"]
     if model is not None:
         cmd += [f"--aftertrain-model={model}"]
+    if timing_lock is not None:
+        cmd += [f"--timing-lock={timing_lock}"]
     env = {**os.environ, **(QUICK_ENV if quick else {})}
-    log(f"running the claims' tests: {' '.join(cmd[1:])} (in {checkout})")
-    proc = subprocess.run(cmd, cwd=checkout, env=env, stdout=sys.stderr, stderr=sys.stderr)
+    log(f"running the claims' tests: {' '.join(cmd[1:])} (in {checkout})"
+        + (f"; its output goes to {output}" if output else ""))
+    with open(output, "w") if output else contextlib.nullcontext(sys.stderr) as stream:
+        proc = subprocess.run(cmd, cwd=checkout, env=env, stdout=stream, stderr=stream)
     if proc.returncode not in (0, 1) or not json_path.is_file():
+        where = f"; its output: {output}" if output else ""
         raise ReportError(f"pytest exited with status {proc.returncode} and wrote no ledger "
-                          f"(an error outside the tests); run `python -m pytest` in {checkout}")
+                          f"(an error outside the tests); run `python -m pytest` in "
+                          f"{checkout}{where}")
     ledger = read_ledger(json_path)
     if ledger.meta_source == META_NONE and meta:
         ledger = replace(ledger, meta={**meta, "quick": quick}, meta_source=META_FROM_REPORT_RUN)
@@ -114,6 +126,7 @@ def report_main(args) -> int:
         print(f"[report {time.perf_counter() - t0:5.0f}s] {msg}", file=sys.stderr, flush=True)
 
     checkout, out = _checkout_and_output(args)
+    requested_jobs = _jobs(args)
     claims_json = split_values(getattr(args, "claims_json", None))
     models = split_values(getattr(args, "models", None))
     sweep_arg = getattr(args, "sweep", None)
@@ -129,7 +142,10 @@ def report_main(args) -> int:
         # every model has run: a later model's suite checks the committed
         # report against its committed ledger, which must not change under it.
         run_dir = Path(tempfile.mkdtemp(prefix="aftertrain-runs-")) if args.update_committed else out
-        ledger, others = _run_models(models, checkout, run_dir, args.quick, log, claims_json)
+        jobs = requested_jobs if requested_jobs is not None else min(len(models),
+                                                                      os.cpu_count() or 1)
+        ledger, others = _run_models(models, checkout, run_dir, args.quick, log, claims_json,
+                                     jobs)
     if sweep_arg:
         _place_sweep(sweep_arg, out)
     else:
@@ -142,6 +158,15 @@ def report_main(args) -> int:
         log(f"updated the committed report {out} and the claims table of {checkout / 'README.md'}")
     log(f"wrote {path} and {len(list(out.glob('*.png')))} plots")
     return _summary(path, ledger, others)
+
+
+def _jobs(args) -> int | None:
+    """``--jobs``, checked (None: not given; the default is one run per model,
+    at most the machine's cores)."""
+    jobs = getattr(args, "jobs", None)
+    if jobs is not None and jobs < 1:
+        raise ReportError(f"--jobs must be a whole number >= 1, got {jobs}")
+    return jobs
 
 
 def _checkout_and_output(args) -> tuple[Path | None, Path]:
@@ -199,19 +224,46 @@ def _check_models(models: list[str], checkout: Path | None) -> list[str]:
 
 
 def _run_models(models: list[str], checkout: Path, run_dir: Path, quick: bool,
-                log: Callable[[str], None], claims_json: list[str]) -> tuple[Ledger, dict]:
-    """Run the suite once per model, in order; each ledger's path is appended to ``claims_json``."""
+                log: Callable[[str], None], claims_json: list[str], jobs: int = 1
+                ) -> tuple[Ledger, dict]:
+    """Run the suite once per model, ``jobs`` at a time; each ledger's path is
+    appended to ``claims_json`` (in the order of ``models``). Runs side by
+    side share a timing lock (``--timing-lock``): their untimed tests run
+    together, but no run times while another runs a test, so each timing
+    sees the machine as a lone run would. Their pytest output goes to a log
+    file each (named in the progress lines), whose last lines are shown when
+    the run ends."""
     from aftertrain.lm import registry as _models
 
-    ran = []
+    jobs = min(jobs, len(models))
+    side_by_side = jobs > 1
+    logs = Path(tempfile.mkdtemp(prefix="aftertrain-report-logs-")) if side_by_side else None
+    plans = []
     for i, m in enumerate(models):
         label = Path(m).stem if m not in _models.BUNDLED else m
-        log(f"model {i + 1} of {len(models)}: {m} (the claims' tests with --aftertrain-model {m})")
-        started = meta.collect(checkout, m)
         run_path = (run_dir / ledger_file(label, i == 0)).resolve()
         claims_json.append(str(run_path))
-        ran.append(run_ledger(checkout, run_path, quick, log, started, model=m))
-        log(f"model {m}: pytest exit status {ran[-1].pytest_status}")
+        plans.append((i, m, label, run_path))
+
+    def one(plan) -> Ledger:
+        i, m, label, run_path = plan
+        log(f"model {i + 1} of {len(models)}: {m} (the claims' tests with --aftertrain-model {m})")
+        output = logs / f"pytest-{i + 1}-{label}.log" if logs else None
+        led = run_ledger(checkout, run_path, quick, log, meta.collect(checkout, m), model=m,
+                         timing_lock=logs / "timing.lock" if logs else None, output=output)
+        if output:
+            tail = output.read_text(errors="replace").splitlines()[-3:]
+            log(f"model {m}: " + " | ".join(line.strip() for line in tail if line.strip()))
+        log(f"model {m}: pytest exit status {led.pytest_status}")
+        return led
+
+    if side_by_side:
+        log(f"running {len(models)} models {jobs} at a time (--jobs {jobs}); timing runs "
+            f"one at a time")
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            ran = list(pool.map(one, plans))
+    else:
+        ran = [one(plan) for plan in plans]
     return _labelled(ran)
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from aftertrain.core.tolerances import RATIO_REGRESSION, TIMING_BUDGET_S, TIMING_BUDGET_TOTAL_S
 from aftertrain.ledger.paths import output_file_problem, path_option_problem
-from aftertrain.ledger.record import ClaimRecord, start_total_budget
+from aftertrain.ledger.record import ClaimRecord, start_total_budget, timing_enabled
 from aftertrain.ledger.state import CLAIM_PROPERTY, PART_PROPERTY, Ledger, Part, claim_ids, marker_problem
 from aftertrain.timing.compare import (
     MACHINE_KEY,
@@ -27,6 +27,7 @@ from aftertrain.timing.compare import (
     machine_difference,
     ratio_table,
 )
+from aftertrain.timing.lock import TimingLock
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -44,6 +45,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--timing-budget", metavar="SECONDS", type=float, default=TIMING_BUDGET_S,
         help=f"seconds one timing decision may spend before it is inconclusive "
              f"(default {TIMING_BUDGET_S:g})",
+    )
+    group.addoption(
+        "--timing-lock", metavar="PATH", default=None,
+        help="a lock file shared with other pytest runs on this machine: a test that times "
+             "takes it alone, any other test shares it, so no run's test runs while another "
+             "run times (aftertrain report gives its parallel model runs one)",
     )
     group.addoption(
         "--timing-budget-total", metavar="SECONDS", type=float, default=TIMING_BUDGET_TOTAL_S,
@@ -88,6 +95,13 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"--{flag.replace('_', '-')} must be a finite number of "
                                     f"seconds > 0, got {budget!r}")
     start_total_budget(config)
+    lock = config.getoption("timing_lock", None)
+    if lock is not None and not hasattr(config, "workerinput"):
+        try:
+            config.pluginmanager.register(_Exclusive(TimingLock(lock), config),
+                                          "aftertrain-timing-lock")
+        except ValueError as err:
+            raise pytest.UsageError(f"--timing-lock: {err}") from None
     if switched_on(config) and not hasattr(config, "workerinput"):  # the controller, or a run without xdist
         controller = _Controller(config)
         config.pluginmanager.register(controller, "aftertrain-claims-ledger")
@@ -171,6 +185,25 @@ class _Controller:
         self.ratio_changes = compare_with_stored_run(self.config, self.machines)
         if self.ratio_changes and any(c.status == REGRESSED for c in self.ratio_changes):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+class _Exclusive:
+    """``--timing-lock``: each test runs holding the lock, exclusively when it
+    times (it asks for pytest-benchmark's ``benchmark`` and this run times),
+    shared otherwise."""
+
+    def __init__(self, lock: TimingLock, config: pytest.Config) -> None:
+        self.lock, self.config = lock, config
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem):
+        times = "benchmark" in getattr(item, "fixturenames", ()) and timing_enabled(self.config)
+        with self.lock.exclusive() if times else self.lock.shared():
+            return (yield)
+
+    @pytest.hookimpl
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.lock.close()
 
 
 class _Machine:
