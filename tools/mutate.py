@@ -23,6 +23,10 @@ Usage (from the repository root)::
     python tools/mutate.py --out mutation.md           # the full campaign
     python tools/mutate.py --only stats-03 rule-01 -- tests/test_stats.py
     python tools/mutate.py --module stats --jobs 2 --timeout 900 -- -n 2
+    python tools/mutate.py --set blind --list          # the independent bug set
+
+``--set`` picks the bug set: ``project`` (tools/mutants.py, the default) or
+``blind`` (tools/mutants_blind.py, written from src/ and docs/ alone).
 
 Arguments after ``--`` go to pytest, which always runs as
 ``python -m pytest -x -q -p no:cacheprovider [args]``.
@@ -45,6 +49,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mutants import MUTANTS, Mutant
+
+#: The bug sets ``--set`` chooses from (module with a ``MUTANTS`` tuple).
+SETS = {"project": "mutants", "blind": "mutants_blind"}
+
+
+def bug_set(name: str) -> tuple[Mutant, ...]:
+    """The ``MUTANTS`` of the bug set ``name`` (a key of :data:`SETS`); the
+    project's is this module's ``MUTANTS``, looked up when called."""
+    if name == "project":
+        return MUTANTS
+    import importlib
+    return importlib.import_module(SETS[name]).MUTANTS
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = Path("src") / "aftertrain"
@@ -181,12 +197,15 @@ def run_mutant(mutant: Mutant, tree: Path, extra: list[str], timeout: float,
     original = path.read_text()
     path.write_text(original.replace(mutant.find, mutant.replace, 1))
     spent, stage = 0.0, "full"
+    # A module tag without a subset (most of the blind set's) goes straight to
+    # the full run: --full's arguments when given, else those after "--".
+    has_subset = subset and mutant.module in SUBSETS
     try:
-        if subset:
+        if has_subset:
             outcome, spent, tail = run_pytest(tree, SUBSETS[mutant.module], timeout)
             stage = "subset"
-        if not subset or (outcome == "passed" and full is not None):
-            args = list(full) if subset else list(extra)
+        if not has_subset or (outcome == "passed" and full is not None):
+            args = list(full) if subset and full is not None else list(extra)
             if mutant.module in TIMED_MODULES and "-n" in args:
                 i = args.index("-n")
                 del args[i:i + 2]
@@ -249,10 +268,10 @@ def details(results: list[Result]) -> str:
     return "\n\n".join(parts)
 
 
-def select(args) -> list[Mutant]:
-    chosen = list(MUTANTS)
+def select(args, bugs: tuple[Mutant, ...] = MUTANTS) -> list[Mutant]:
+    chosen = list(bugs)
     if args.only:
-        unknown = sorted(set(args.only) - {m.id for m in MUTANTS})
+        unknown = sorted(set(args.only) - {m.id for m in bugs})
         if unknown:
             raise SystemExit(f"--only: unknown mutant ids {unknown}")
         chosen = [m for m in chosen if m.id in args.only]
@@ -271,6 +290,9 @@ def main(argv: list[str] | None = None) -> int:
         argv, extra = argv[:i], argv[i + 1:]
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--set", choices=sorted(SETS), default="project",
+                    help="the bug set: project (tools/mutants.py, default) or blind "
+                         "(tools/mutants_blind.py, written from src/ and docs/ alone)")
     ap.add_argument("--list", action="store_true", help="locate every snippet; run nothing")
     ap.add_argument("--only", nargs="+", metavar="ID", help="run these mutant ids")
     ap.add_argument("--module", nargs="+", metavar="TAG", help="run the mutants of these modules")
@@ -295,10 +317,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.jobs < 1 or args.timeout <= 0 or args.limit < 0:
         ap.error("--jobs must be >= 1, --timeout > 0, --limit >= 0")
-    ids = Counter(m.id for m in MUTANTS)
+    bugs = bug_set(args.set)
+    ids = Counter(m.id for m in bugs)
     if any(n > 1 for n in ids.values()):
         raise SystemExit(f"duplicate mutant ids: {[i for i, n in ids.items() if n > 1]}")
-    mutants = select(args)
+    mutants = select(args, bugs)
 
     if args.merge:
         by_id: dict[str, Result] = {}
@@ -338,7 +361,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_baseline:
             commands = [extra]
             if args.subset:  # every subset the selection uses must pass unmutated
-                commands = list({tuple(SUBSETS[m.module]): SUBSETS[m.module] for m in mutants}.values())
+                commands = list({tuple(SUBSETS[m.module]): SUBSETS[m.module] for m in mutants
+                                 if m.module in SUBSETS}.values()) or [extra]
             for command in commands:
                 outcome, seconds, tail = run_pytest(trees[0], command, args.timeout)
                 print(f"baseline (unmutated) {' '.join(command)}: {outcome} in {seconds:.0f} s",
