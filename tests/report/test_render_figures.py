@@ -83,6 +83,11 @@ def test_quantization_cells(raw, text):
     assert [r[2] for r in q8] == [f"{t[TB.Q8]['sum_of_penalties']:+.4f}",
                                   f"{t[TB.Q8]['all_at_once']:+.4f}"]
     assert t[TB.Q8]["sum_of_penalties"] == pytest.approx(sum(penalties), rel=1e-12)
+    q4 = {r["bits"]: r for r in t[TB.Q4]["rows"]}
+    assert t[TB.Q4]["float32"] == t[TB.B1]["reference"]  # both the reference's validation loss
+    # all at once: every matrix at 4 bits per-channel, Q4's row, minus the float32 loss
+    assert t[TB.Q8]["all_at_once"] == pytest.approx(q4[4]["per_channel"] - t[TB.Q4]["float32"],
+                                                    rel=1e-9)
     assert t[TB.Q8]["excess"] == pytest.approx(
         t[TB.Q8]["all_at_once"] - t[TB.Q8]["sum_of_penalties"], rel=1e-9)
     q9 = _table_after(text, "Same seed, float32 against int8", ["", "article", "ours"])
@@ -104,7 +109,6 @@ def test_quantization_cells(raw, text):
     assert w["worst"] == pytest.approx(max(ranges), rel=1e-6)
     assert w["median"] == pytest.approx(ranges[middle] if len(ranges) % 2
                                         else (ranges[middle - 1] + ranges[middle]) / 2, rel=1e-6)
-    q4 = {r["bits"]: r for r in t[TB.Q4]["rows"]}
     assert t[TB.Q10]["int8_granularity_gap"] == pytest.approx(
         q4[8]["per_tensor"] - q4[8]["per_channel"], rel=1e-9)
 
@@ -130,6 +134,9 @@ def test_timing_ratio_cells(raw, text):
     x4 = read_table(text, ["sparsity", "ours: median [interval]"])
     assert x4 == [[_pct(r["sparsity"]), _ratio(r["median"], r["ci"])] for r in t[TB.X4]["rows"]]
     cross = t[TB.X4]["crossover"]
+    pays = [r["sparsity"] for r in t[TB.X4]["rows"] if r["ci"][1] < 1]
+    assert cross is None or (cross in pays and all(r["sparsity"] in pays for r in t[TB.X4]["rows"]
+                                                   if r["sparsity"] >= cross))
     assert f"CSR starts to pay at: {_pct(cross) if cross else 'no sparsity tried'}" in text
 
 
