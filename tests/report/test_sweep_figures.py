@@ -124,9 +124,9 @@ def test_speculative_cells_are_the_formulas_of_chars_per_pass(points, doc):
     with_s = [p for p in points if p.get("speculative")]
     ks = sorted({r["k"] for r in with_s[0]["speculative"]})
     kk = "/".join(f"k={k}" for k in ks)
-    rows = read_table(doc.markdown(), ["model", f"bigram acceptance {kk}", f"bigram chars per pass {kk}",
-                                       f"bigram break-even c {kk}", f"8-bit acceptance {kk}",
-                                       f"8-bit formula, article's c {kk}", f"4-bit formula, article's c {kk}"])
+    rows = read_table(doc.markdown(), [
+        "model", f"bigram acceptance {kk}", f"bigram chars per pass {kk}", f"bigram break-even c {kk}",
+        f"8-bit acceptance {kk}", f"8-bit formula, article's c {kk}", f"4-bit formula, article's c {kk}"])
     for p, row in zip(with_s, rows, strict=False):
         s = {(r["draft"], r["k"]): r for r in p["speculative"]}
         assert row[1:] == [" / ".join(f"{s[(d, k)][key]:.{n}f}" for k in ks) for d, key, n in (
