@@ -157,6 +157,7 @@ def _text_figures(part: str, heading: str) -> list[str]:
     """One name per prose part with a decimal figure: its bold title, the
     words of its first line before the first digit, or for a list (whose
     items name claims or models) the heading above it."""
+    part = "\n".join(line for line in part.splitlines() if not line.startswith("<!--"))
     if not _DECIMAL.search(part):
         return []
     m = _TITLE.match(part)

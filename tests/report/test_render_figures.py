@@ -242,3 +242,16 @@ def test_header_shows_the_ledgers_metadata(raw, text):
             f"{m['torch']} · {m['threads']} torch thread(s) · load {m['load1']:.2f} (1-minute "
             f"average) · model {m['model']} (sha256 {m['model_sha256'][:16]}…) · "
             f"{'quick run' if m['quick'] else 'full run'}") in text
+
+
+def test_second_models_header_and_losses_come_from_its_own_ledger(raw):
+    other = json.loads((COMMITTED / "claims-article.json").read_text())
+    led = R.Ledger.from_json(raw, "claims.json")
+    with plots_without_png():
+        text = R.render(led, others={"article": R.Ledger.from_json(other, "claims-article.json")}
+                        ).markdown()
+    m = other["meta"]
+    assert (f"**Run of `article`**: date {m['date']} · commit {m['commit']} · CPU {m['cpu']}"
+            f" · torch {m['torch']} · {m['threads']} torch thread(s) · load {m['load1']:.2f}") in text
+    assert (f"Validation loss of each model (B1): reference {raw['tables'][TB.B1]['reference']:.4f}, "
+            f"article {other['tables'][TB.B1]['reference']:.4f}; the article's model 2.0272.") in text
