@@ -74,6 +74,9 @@ def test_quantization_cells(raw, text):
     assert [(r[0], r[2], r[4]) for r in q6] == [
         (g, _pct(t[TB.Q6][g]["zero_fraction"]), f"{t[TB.Q6][g]['mean_abs_error']:.4f}")
         for g in ("per-tensor", "per-channel")]
+    q4 = read_table(text, ["bits", "per-tensor (article)", "per-tensor (ours)",
+                           "per-channel (article)", "per-channel (ours)"])
+    assert [r[0] for r in q4] == ["float32"] + [str(r["bits"]) for r in t[TB.Q4]["rows"]]
     q7 = read_table(text, ["rank", "matrix", "article", "ours"])
     assert [(int(r[0]), r[1], r[3]) for r in q7] == [
         (i + 1, r["name"], f"{r['penalty']:+.4f}") for i, r in enumerate(t[TB.Q7])]
@@ -156,6 +159,8 @@ def test_pruning_cells(raw, text):
     p5 = read_table(text, ["storage", "dense (article)", "dense (ours)", "COO / bitmask (article)",
                            "COO / bitmask (ours)"])
     assert p5[0][2] == f"{t[TB.P5][0]['dense']:.2f}"
+    assert [r[0] for r in p5[2:]] == [f"{_pct(r['sparsity'], 0)} sparse" for r in t[TB.P5]
+                                      if r["sparsity"] in (0.5, 0.75, 0.9)]
     assert [r[4] for r in p5[2:]] == [f"{r['coo']:.3f} / {r['bitmask']:.3f}" for r in t[TB.P5]
                                       if r["sparsity"] in (0.5, 0.75, 0.9)]
     for r in t[TB.P5]:
@@ -166,11 +171,17 @@ def test_pruning_cells(raw, text):
         assert (r["dense"], r["bitmask"]) == pytest.approx((4.0, 4 * f + 0.125), rel=1e-12)
     p6 = _table_after(text, "At equal size", ["", "compression (article / ours)",
                                                "loss (article / ours)"])
-    assert [(r[1].split(" / ")[1], r[2].split(" / ")[1]) for r in p6] == [
-        (f"{r['compression']:.2f}x", f"{r['loss']:.4f}") for r in t[TB.P6]]
+    assert [(r[0], r[1].split(" / ")[1], r[2].split(" / ")[1]) for r in p6] == [
+        (r["name"], f"{r['compression']:.2f}x", f"{r['loss']:.4f}") for r in t[TB.P6]]
+    p1 = read_table(text, ["sparsity", "global (article / ours)", "per-layer (article / ours)",
+                           "random (article / ours)"])
+    assert [r[0] for r in p1] == [_pct(r["sparsity"], 0) for r in t[TB.P1]]
     assert t[TB.P6][0]["compression"] == 4.0  # float32 over int8
     x5 = t[TB.X5]
     rows = _table_after(text, "2:4 structured pruning", ["", "ours"])
+    assert [r[0] for r in rows] == ["loss, 2:4", "loss, global 50%", "loss, per-layer 50%",
+                                    "bytes per element, 2:4 storage", "bytes per element, bitmask",
+                                    "bytes per element, COO"]
     assert [r[1] for r in rows] == [f"{x5['two_four']:.4f}", f"{x5['global_50']:.4f}",
                                     f"{x5['layer_50']:.4f}", f"{x5['bytes_two_four']:.3f}",
                                     f"{x5['bytes_bitmask']:.3f}", f"{x5['bytes_coo']:.3f}"]
@@ -255,3 +266,37 @@ def test_second_models_header_and_losses_come_from_its_own_ledger(raw):
             f" · torch {m['torch']} · {m['threads']} torch thread(s) · load {m['load1']:.2f}") in text
     assert (f"Validation loss of each model (B1): reference {raw['tables'][TB.B1]['reference']:.4f}, "
             f"article {other['tables'][TB.B1]['reference']:.4f}; the article's model 2.0272.") in text
+
+
+def test_reference_lines_and_overlays_are_the_ledgers_and_closed_forms(raw):
+    """The plots' reference lines: ln 100, B1's bigram and reference losses,
+    int8 1 and float32 4 bytes, the formula curves 8(1-s) and 4(1-s) + 1/8;
+    the overlays: each model's lines from its own ledger's raw JSON."""
+    import math
+
+    other = json.loads((COMMITTED / "claims-article.json").read_text())
+    with plots_without_png():
+        doc = R.render(R.Ledger.from_json(raw, "claims.json"),
+                       others={"article": R.Ledger.from_json(other, "claims-article.json")})
+    b1 = raw["tables"][TB.B1]
+    bits, prune, size = (doc.plots[n].series for n in ("quant_bits", "prune_sparsity", "prune_bytes"))
+    for s in (bits, prune):
+        assert s["untrained ln 100"]["y"] == pytest.approx([math.log(100)] * 2, rel=1e-15)
+        assert s["bigram (ours)"]["y"] == [b1["bigram"]] * 2
+    assert prune["unpruned (ours)"]["y"] == [b1["reference"]] * 2
+    assert (size["int8 dense"]["y"], size["float32 dense"]["y"]) == ([1.0] * 2, [4.0] * 2)
+    xs = [x / 100 for x in size["COO: 8(1-s)"]["x"]]
+    assert size["COO: 8(1-s)"]["y"] == pytest.approx([8 * (1 - x) for x in xs], rel=1e-9)
+    assert size["bitmask: 4(1-s) + 1/8"]["y"] == pytest.approx([4 * (1 - x) + 0.125 for x in xs],
+                                                               rel=1e-9)
+    overlay, sparsity = doc.plots["models_quant_bits"].series, doc.plots["models_prune_sparsity"].series
+    assert overlay["untrained ln 100"]["y"] == pytest.approx([math.log(100)] * 2, rel=1e-15)
+    assert overlay["bigram"]["y"] == [b1["bigram"]] * 2
+    for label, data in (("reference", raw), ("article", other)):
+        q4, p1 = data["tables"][TB.Q4]["rows"], data["tables"][TB.P1]
+        assert overlay[f"per-tensor ({label})"]["y"] == [r["per_tensor"] for r in q4]
+        assert overlay[f"per-channel ({label})"]["y"] == [r["per_channel"] for r in q4]
+        for key, name in (("global", "global magnitude"), ("layer", "per-layer magnitude"),
+                          ("random", "random")):
+            assert sparsity[f"{name} ({label})"]["x"] == [100 * r["sparsity"] for r in p1]
+            assert sparsity[f"{name} ({label})"]["y"] == [r[key] for r in p1]

@@ -13,7 +13,7 @@ import math
 import pytest
 
 from aftertrain.claims.catalogue import ARTICLE_TABLES as A
-from aftertrain.experiments.sweep import THRESHOLDS
+from aftertrain.experiments.sweep import THRESHOLDS, article_figures
 from aftertrain.report import sweep as SW
 from aftertrain.report.document import Document
 from aftertrain.report.ledgerfile import read_ledger
@@ -136,16 +136,29 @@ def test_speculative_cells_are_the_formulas_of_chars_per_pass(points, doc):
 
 
 def test_margin_plots_draw_the_points_margins(points, doc):
+    """Lines: the reference recipe's checkpoints; triangles: the other recipes';
+    a cross: the article's published model; dashed: the thresholds. Bars: every
+    checkpoint, reference recipe first, then by name; stars: the article's."""
     reference = [p for p in points if SW.recipe_label(p) == SW.REFERENCE_RECIPE]
+    others = [p for p in points if SW.recipe_label(p) != SW.REFERENCE_RECIPE]
     order = sorted(points, key=lambda p: (SW.recipe_label(p) != SW.REFERENCE_RECIPE, p["model"]))
+    article = article_figures()
     for name, _, keys, _ in SW.PLOTS:
         s = doc.plots[name].series
         for k in keys:
             claim, what, t, side = THRESHOLDS[k]
+            short = what.split(" (")[0]
             line = s[f"{claim}: {what} (holds {side} {t:g})"]
             assert line["x"] == [p["val_loss"] for p in reference]
             assert line["y"] == pytest.approx([_margins(p["figures"])[k] for p in reference],
                                               rel=1e-12)
+            rest = s[f"{claim}: other recipes ({short})"]
+            assert rest["x"] == [p["val_loss"] for p in others]
+            assert rest["y"] == pytest.approx([_margins(p["figures"])[k] for p in others], rel=1e-12)
+            art = s[f"{claim}: the article's model ({short})"]
+            assert art["x"] == [A["b1"]["reference"]]
+            assert art["y"] == pytest.approx([_margins(article)[k]], rel=1e-12)
+            assert s[f"threshold {t:g}"]["y"] == [t, t]
     for name, _, keys, _ in SW.RECIPE_PLOTS:
         s = doc.plots[name].series
         for k in keys:
@@ -153,3 +166,5 @@ def test_margin_plots_draw_the_points_margins(points, doc):
             bars = s[f"{claim}: {what} (holds {side} {t:g})"]
             assert bars["y"] == pytest.approx([_margins(p["figures"])[k] for p in order], rel=1e-12)
             assert not any(math.isnan(y) for y in bars["y"])
+            assert s[f"{claim}: the article's model (published)"]["y"] == pytest.approx(
+                [_margins(article)[k]], rel=1e-12)
