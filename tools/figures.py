@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--check", action="store_true", help="exit 1 when docs/figures.md is stale")
     args = ap.parse_args(argv)
     figures = F.enumerate_figures()
-    problems = F.inventory_problems(figures, CHECKS, F.test_nodes())
+    problems = F.inventory_problems(figures, CHECKS, F.collect_test_nodes())
     for line in problems:
         print(line, file=sys.stderr)
     text = F.markdown(figures, CHECKS)

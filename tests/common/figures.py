@@ -192,7 +192,7 @@ def enumerate_figures(doc=None) -> list[str]:
 
 # --- test node ids, read with ast ----------------------------------------------------------
 
-def test_nodes(root: Path = ROOT) -> set[str]:
+def collect_test_nodes(root: Path = ROOT) -> set[str]:
     """``path::name`` (``path::Class::name`` in a Test class) of every test
     function under tests/ and benchmarks/, read with ast (nothing imported)."""
     nodes = set()

@@ -31,7 +31,7 @@ def figures() -> list[str]:
 
 @pytest.fixture(scope="module")
 def nodes() -> set[str]:
-    return F.test_nodes()
+    return F.collect_test_nodes()
 
 
 def test_every_figure_has_an_independent_check(figures, nodes):
