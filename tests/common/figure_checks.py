@@ -180,8 +180,11 @@ _add([f"row:SpeedupRow.{f}" for f in ("k", "chars_per_pass", "speedup", "speedup
 # --- the ledger's run metadata ---------------------------------------------------------------------
 _add("ledger.meta:commit", f"{META}::test_commit_is_git_head_and_says_when_a_tracked_file_changed",
      "git rev-parse HEAD of a repository made in the test; marked after a tracked file changes")
-_add([f"ledger.meta:{k}" for k in ("date", "cpu", "torch", "threads", "load1", "model", "model_sha256",
-                                   "quick")],
+_add(("ledger.meta:model", "ledger.meta:model_sha256"),
+     (f"{META}::test_load_threads_cpu_torch_date_model_and_quick",
+      "tests/lm/test_registry.py::test_bundled_models_load_with_their_identity"),
+     "passed through as given; a bundled model's identity is the SHA-256 of its file's bytes")
+_add([f"ledger.meta:{k}" for k in ("date", "cpu", "torch", "threads", "load1", "quick")],
      f"{META}::test_load_threads_cpu_torch_date_model_and_quick",
      "a patched os.getloadavg, torch.get_num_threads, torch.__version__, /proc/cpuinfo, the clock")
 

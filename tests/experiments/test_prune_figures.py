@@ -74,6 +74,7 @@ def _two_four(model):
 
 def test_loss_rows_are_the_losses_of_models_pruned_by_hand(model, tokens, curve):
     row, = EP.loss_table(curve, (0.3,), seeds=(0, 1, 2))
+    assert row.sparsity == 0.3
     assert row.global_ == pytest.approx(val_loss(_global(model, 0.3), tokens), rel=1e-12)
     assert row.layer == pytest.approx(val_loss(_layer(model, 0.3), tokens), rel=1e-12)
     assert row.global_ != pytest.approx(row.layer, rel=1e-9)  # the two rankings differ here
@@ -83,6 +84,7 @@ def test_loss_rows_are_the_losses_of_models_pruned_by_hand(model, tokens, curve)
 
 def test_random_rows_are_the_statistics_of_the_seeds_losses(curve):
     row, = EP.random_table(curve, (0.2,), seeds=(0, 1, 2, 3))
+    assert row.sparsity == 0.2
     losses = curve.random_losses(0.2, (0, 1, 2, 3))
     assert len(set(losses)) == 4  # each seed prunes differently
     assert (row.mean, row.std, row.min, row.max) == pytest.approx(

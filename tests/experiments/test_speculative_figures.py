@@ -92,6 +92,7 @@ def acceptance(target, draft):
 
 
 def test_acceptance_and_chars_per_pass_are_the_counts_ratios(acceptance):
+    assert [(r.draft, r.k) for r in acceptance] == [(d, k) for d in ("toy", "same") for k in (1, 2, 3)]
     for r in acceptance:
         assert r.acceptance == r.accepted / r.drafted
         assert r.chars_per_pass == 60 / r.target_passes
