@@ -118,3 +118,15 @@ def test_activation_peaks_are_max_over_median_of_channel_peaks(model, tokens):
         peak = np.abs(np.concatenate(xs)).max(axis=0)
         assert got[site].max == pytest.approx(peak.max(), rel=1e-6)
         assert got[site].ratio == pytest.approx(peak.max() / np.median(peak), rel=1e-6)
+
+
+@pytest.mark.teeth
+@pytest.mark.parametrize("bug", ["floor_rounding", "wrong_axis", "ignores_granularity", "mean_scale"])
+def test_fake_quantized_loss_check_catches_a_broken_quantizer(model, tokens, bug):
+    """A broken rule moves a 4-bit loss by more than LOSS_TOL from torch's."""
+    from tests.common import quant_bugs
+
+    row, = EQ.bits_table(model, (4,), tokens, quantize=quant_bugs.model_quantizer(getattr(quant_bugs, bug)))
+    gaps = (abs(row.per_tensor - val_loss(torch_quantized(model, 4, False), tokens)),
+            abs(row.per_channel - val_loss(torch_quantized(model, 4, True), tokens)))
+    assert max(gaps) > LOSS_TOL, gaps
