@@ -317,7 +317,7 @@ def weight_range_ratios(model: nn.Module) -> WeightRanges:
             raise ValueError(f"model: {name} must be finite (no NaN or Inf)")
         r = p.detach().abs().amax(dim=1)
         ratios[name] = _max_over_median(r, "model", f"{name}'s row ranges max|w|")
-    values = torch.tensor(list(ratios.values()))
+    values = torch.tensor(list(ratios.values()), dtype=torch.float64)  # the ratios are float64
     return WeightRanges(ratios, float(values.max()), _median(values))
 
 

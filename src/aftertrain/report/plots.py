@@ -44,7 +44,8 @@ def render(draw: Callable) -> tuple[bytes, dict[str, dict], str]:
 
 def series(ax) -> dict[str, dict]:
     """Every labelled data series of ``ax``: lines (``x``, ``y``), error bars
-    (``x``, ``y``, ``low``, ``high``), bars (``x`` = value, ``y`` = position)
+    (``x``, ``y``, ``low``, ``high``), bars (the value on the bars' value axis: ``x``
+    = value and ``y`` = position for ``barh``, ``x`` = position and ``y`` = value for ``bar``)
     and reference lines (``y`` of a horizontal line, ``x`` of a vertical one),
     keyed by label. Unlabelled artists (matplotlib's "_child" names) are left out."""
     from matplotlib.container import BarContainer, ErrorbarContainer
@@ -63,8 +64,12 @@ def series(ax) -> dict[str, dict]:
                               "low": [float(s[0][1]) for s in segs],
                               "high": [float(s[1][1]) for s in segs]}
         elif isinstance(c, BarContainer) and not label.startswith("_"):
-            out[label] = {"x": [float(p.get_width()) for p in c.patches],
-                          "y": [float(p.get_y() + p.get_height() / 2) for p in c.patches]}
+            if c.orientation == "vertical":  # ax.bar: x = position, y = value
+                out[label] = {"x": [float(p.get_x() + p.get_width() / 2) for p in c.patches],
+                              "y": [float(p.get_y() + p.get_height()) for p in c.patches]}
+            else:  # ax.barh: x = value, y = position
+                out[label] = {"x": [float(p.get_x() + p.get_width()) for p in c.patches],
+                              "y": [float(p.get_y() + p.get_height() / 2) for p in c.patches]}
     for line in ax.lines:
         label = line.get_label()
         if label.startswith("_") or id(line) in in_containers:

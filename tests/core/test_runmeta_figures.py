@@ -1,0 +1,58 @@
+"""The run metadata the ledger records and the report's header shows,
+each value against a second source: the commit against ``git rev-parse`` in
+a repository made here (and marked when a tracked file changes), the load
+against a patched ``os.getloadavg`` (rounded to 2 decimals), the thread count
+against torch, the CPU against /proc/cpuinfo's first model name and
+``os.cpu_count``, torch's version against ``torch.__version__``, the date
+against the clock around the call."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import subprocess
+from pathlib import Path
+
+import torch
+
+from aftertrain.core import runmeta
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def test_commit_is_git_head_and_says_when_a_tracked_file_changed(tmp_path):
+    _git(tmp_path, "init", "-q")
+    (tmp_path / "a.txt").write_text("one\n")
+    _git(tmp_path, "add", "a.txt")
+    _git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    head = _git(tmp_path, "rev-parse", "HEAD")
+    assert runmeta.collect(tmp_path, model=None, model_sha256=None, quick=False)["commit"] == head
+    (tmp_path / "untracked.txt").write_text("not tracked\n")
+    assert runmeta.commit(tmp_path) == head
+    (tmp_path / "a.txt").write_text("two\n")
+    assert runmeta.commit(tmp_path) == f"{head} with uncommitted changes"
+    assert runmeta.commit(None) is None
+
+
+def test_load_threads_cpu_torch_date_model_and_quick(monkeypatch):
+    # the 5- and 15-minute averages differ from the 1-minute one, so taking the wrong one shows
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.23456, 9.0, 9.0))
+    before = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    meta = runmeta.collect(None, model="m", model_sha256="abc", quick=True)
+    after = datetime.datetime.now(datetime.timezone.utc)
+    assert list(meta) == list(runmeta.KEYS)
+    assert meta["load1"] == 1.23
+    assert meta["threads"] == torch.get_num_threads()
+    assert meta["torch"] == torch.__version__
+    assert before <= datetime.datetime.fromisoformat(meta["date"]) <= after
+    assert (meta["model"], meta["model_sha256"], meta["quick"]) == ("m", "abc", True)
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        names = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
+                 if line.lower().startswith("model name")]
+        if names:
+            assert meta["cpu"] == f"{names[0]} x {os.cpu_count()}"
+    assert meta["cpu"].endswith(f" x {os.cpu_count()}")

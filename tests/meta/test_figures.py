@@ -1,0 +1,104 @@
+"""Every figure the project shows has a test that checks it independently.
+
+The figures are enumerated from the code (tests/common/figures.py): every
+numeric field of every row type the claims' tables register, the ledger's
+run metadata, and every table column, plot series and prose figure of the
+report rendered from the committed ledgers. tests/common/figure_checks.py
+maps each to the tests that compute it a second way (a closed form, torch
+or scipy, a hand-worked case, a second implementation, another table).
+This fails when a figure has no entry, when an entry matches no figure, when
+an entry names a test that does not exist, and when docs/figures.md (the
+list, written by ``python tools/figures.py --write``) is stale.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from aftertrain.claims.tables import Row, Shape, TableSpec
+from aftertrain.core.runmeta import KEYS
+from aftertrain.experiments.tables import SPECS
+from tests.common import figures as F
+from tests.common.figure_checks import CHECKS, Check
+
+
+@pytest.fixture(scope="module")
+def figures() -> list[str]:
+    return F.enumerate_figures()
+
+
+@pytest.fixture(scope="module")
+def nodes() -> set[str]:
+    return F.collect_test_nodes()
+
+
+def test_every_figure_has_an_independent_check(figures, nodes):
+    assert F.inventory_problems(figures, CHECKS, nodes) == []
+
+
+def test_figures_doc_lists_every_figure_with_its_check(figures):
+    """docs/figures.md is what tools/figures.py writes now."""
+    assert F.DOC.is_file(), "write it: python tools/figures.py --write"
+    assert F.DOC.read_text() == F.markdown(figures, CHECKS), \
+        "docs/figures.md is stale: python tools/figures.py --write"
+
+
+def test_the_enumeration_reaches_every_place_a_figure_is_shown(figures):
+    """Each registered row type gives figures, the run metadata all its keys,
+    the report its tables, plots and prose: the enumeration is not vacuous."""
+    for spec in SPECS.values():
+        assert any(f.startswith(f"row:{spec.row.__name__}.") for f in figures), spec.name
+    assert [f for f in figures if f.startswith("ledger.meta:")] == [f"ledger.meta:{k}" for k in KEYS]
+    kinds = {f.split(":", 1)[0] for f in figures}
+    assert kinds == {"row", "ledger.meta", "report.table", "report.plot", "report.text"}
+    assert len(figures) >= 300
+
+
+@dataclass(frozen=True)
+class _NewRow(Row):
+    draft: str
+    new_quantile: float
+    counts: dict[str, int]
+
+
+@pytest.mark.teeth
+def test_inventory_check_catches_a_new_figure_with_no_entry(nodes):
+    """A row type registered with a numeric field no entry names fails it
+    (its label, a str, is no figure)."""
+    specs = {**SPECS, "new": TableSpec("new", ("S2",), _NewRow, Shape.ROWS)}
+    figures = F.row_figures(specs)
+    assert "row:_NewRow.new_quantile" in figures and "row:_NewRow.draft" not in figures
+    problems = F.inventory_problems(figures, CHECKS, nodes)
+    assert "row:_NewRow.new_quantile: no entry in tests/common/figure_checks.py" in problems
+    assert "row:_NewRow.counts: no entry in tests/common/figure_checks.py" in problems
+
+
+@pytest.mark.teeth
+def test_inventory_check_catches_a_stale_entry_and_a_missing_test(figures, nodes):
+    real = next(iter(CHECKS.values())).nodes
+    checks = {**CHECKS, "row:Gone.median": Check(real, "a figure removed from the code"),
+              "report.plot:gone_* | *": Check(real, "a plot removed"),
+              "row:CostRow.c": Check(("tests/experiments/test_nowhere.py::test_c",), "moved"),
+              "row:CostRow.c_low": Check(real, " ")}
+    problems = F.inventory_problems(figures, checks, nodes)
+    assert "row:Gone.median: an entry for a figure the code no longer shows" in problems
+    assert "report.plot:gone_* | *: an entry for a figure the code no longer shows" in problems
+    assert ("row:CostRow.c: test tests/experiments/test_nowhere.py::test_c does not exist"
+            in problems)
+    assert "row:CostRow.c_low: an entry that does not say how the test checks it" in problems
+
+
+@pytest.mark.teeth
+def test_report_enumeration_catches_a_new_column_plot_and_line():
+    """A report with one more table column, plot series and prose figure
+    names all three."""
+    from types import SimpleNamespace
+
+    table = "**A new table** (Q2 holds)\n\n| | ours | new figure |\n|---|---|---|\n| x | 1.5 | 0.25 |\n"
+    doc = SimpleNamespace(parts=["## Section\n", table, "A new note: 0.123 of it.\n"],
+                          plots={"p": SimpleNamespace(name="p", series={"new series": {}})})
+    assert F.report_figures(doc) == ["report.table:A new table | ours",
+                                     "report.table:A new table | new figure",
+                                     "report.text:A new note:", "report.plot:p | new series"]
