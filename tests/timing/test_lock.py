@@ -130,7 +130,10 @@ def test_timed(benchmark):
 '''
 
 
-def test_pytest_option_holds_the_lock_shared_or_alone_per_test(pytester, tmp_path):
+def test_pytest_option_holds_the_lock_shared_or_alone_per_test(pytester, tmp_path, monkeypatch):
+    # an xdist worker's variables would turn pytest-benchmark off in the inner run
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
     lock = tmp_path / "t.lock"
     pytester.makepyfile(test_lock_use=RUN.format(lock=str(lock)))
     result = pytester.runpytest_subprocess("-p", "aftertrain.ledger", f"--timing-lock={lock}",
