@@ -119,6 +119,37 @@ SUBSETS: dict[str, list[str]] = {
     "text": ["tests/lm/test_text.py", "tests/lm/test_model.py"] + _UNTIMED,
     "speedup": ["tests/experiments/test_speedup_rules.py"] + _UNTIMED,
 }
+# The figure tests (tests/*/test_*_figures.py) recompute each recorded figure
+# independently: every area's subset runs its own.
+for _tag, _extra in {
+    "quant": ["tests/experiments/test_quant_figures.py"],
+    "prune": ["tests/experiments/test_prune_figures.py"],
+    "speculative-generator": ["tests/experiments/test_speculative_figures.py"],
+    "speculative-rule": ["tests/experiments/test_speculative_figures.py"],
+    "stats": ["tests/experiments/test_speculative_figures.py"],
+    "speedup": ["tests/experiments/test_speedup_figures.py", "tests/experiments/test_speedup_rules.py"],
+    "timing": ["tests/timing/test_paired_figures.py", "tests/timing/test_sequential.py",
+               "tests/experiments/test_speedup_figures.py"],
+    "report": ["tests/report/test_render.py", "tests/report/test_render_figures.py",
+               "tests/report/test_sweep_figures.py", "tests/report/test_plots_figures.py",
+               "tests/report/test_multimodel.py"],
+}.items():
+    SUBSETS[_tag] = SUBSETS[_tag][:-1] + _extra + SUBSETS[_tag][-1:] \
+        if SUBSETS[_tag][-1:] == _UNTIMED else SUBSETS[_tag] + _extra
+# Tags of the independent set (tools/mutants_blind.py) that the project's set has not.
+SUBSETS |= {
+    "train": ["tests/lm/test_train.py", "tests/lm/test_model.py", "tests/lm/test_checkpoint.py"]
+    + _UNTIMED,
+    "ngram": ["tests/lm/test_ngram.py", "tests/lm/test_protocol.py", "tests/lm/test_decoding_laws.py",
+              "tests/claims/test_speculative.py"] + _UNTIMED,
+    "core": ["tests/core", "tests/lm/test_bad_inputs.py", "tests/quant/test_bad_inputs.py",
+             "tests/prune/test_bad_inputs.py", "tests/timing/test_bad_inputs.py"] + _UNTIMED,
+    "experiments": ["tests/experiments", "tests/claims"] + _UNTIMED,
+    "claims": ["tests/claims/test_catalogue.py", "tests/claims/test_ledgerfile.py",
+               "tests/claims/test_catalogue_figures.py", "tests/report/test_assemble.py",
+               "tests/experiments/test_tables.py"] + _UNTIMED,
+    "cli": ["tests/cli", "tests/lm/test_train.py", "tests/report/test_multimodel.py"] + _UNTIMED,
+}
 #: Modules whose survivors must rerun without xdist (xdist disables timing).
 TIMED_MODULES = {"timing", "ledger"}
 
