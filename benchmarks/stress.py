@@ -5,6 +5,12 @@ the verdict of each timing claim; then the teeth under the same load.
     python benchmarks/stress.py --runs 5                 # every timing benchmark
     python benchmarks/stress.py --runs 3 --skip-spec     # without the speculative module
     python benchmarks/stress.py --runs 5 --suite --teeth-runs 10   # the default pytest
+    python benchmarks/stress.py --suite --runs 3 --teeth-runs 0    # the suite's own speed
+
+Besides the verdicts, a table of seconds: the whole run's wall time and the
+time per area (each test folder's setup, call and teardown from pytest's
+``--durations``), the median of the runs in each condition; a change that
+slows the suite shows there.
 
 The load: one busy-looping subprocess per core (``os.cpu_count()``), started
 before the loaded runs and killed (by its own pid) after them, also on error
@@ -29,6 +35,7 @@ import argparse
 import collections
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -71,22 +78,42 @@ class Load:
 
 
 def run_benchmarks(files: list[str], budget: float | None
-                   ) -> tuple[dict[str, str], list[str], float, int]:
+                   ) -> tuple[dict[str, str], list[str], float, int, dict[str, float]]:
     """One pytest run: verdict per timing claim, every claim called broken,
-    seconds, exit status."""
+    seconds, exit status, and seconds per area (setup, call and teardown of
+    the tests under each folder, from ``--durations=0``)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "claims.json"
         cmd = [sys.executable, "-m", "pytest", *files, "-p", "no:cacheprovider", "-q",
-               "--claims-json", str(out)]
+               "--claims-json", str(out), "--durations=0", "--durations-min=0"]
         if budget is not None:
             cmd += ["--timing-budget", str(budget)]
         start = time.perf_counter()
-        proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              text=True)
         seconds = time.perf_counter() - start
         claims = json.loads(out.read_text())["claims"] if out.is_file() else []
         claims = [e for e in claims if e["verdict"] != "not covered"]
     return ({e["id"]: e["verdict"] for e in claims if e["id"] in TIMING_CLAIMS},
-            [e["id"] for e in claims if e["verdict"] == "broken"], seconds, proc.returncode)
+            [e["id"] for e in claims if e["verdict"] == "broken"], seconds, proc.returncode,
+            areas(proc.stdout))
+
+
+def areas(durations: str) -> dict[str, float]:
+    """Seconds per area from pytest's ``--durations`` lines (``1.23s call
+    tests/claims/test_quant.py::test_x``): the test's folder (``tests/claims``,
+    ``benchmarks``; a file directly under tests/ counts as ``tests``)."""
+    total: dict[str, float] = collections.defaultdict(float)
+    for line in durations.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[0].endswith("s") and parts[1] in ("setup", "call",
+                                                                        "teardown"):
+            try:
+                secs = float(parts[0][:-1])
+            except ValueError:
+                continue
+            total[str(Path(parts[2].split("::")[0]).parent)] += secs
+    return dict(total)
 
 
 def teeth(runs: int) -> dict[str, collections.Counter]:
@@ -137,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--suite", action="store_true",
                         help="run the default pytest (every test) instead of the benchmarks")
     parser.add_argument("--teeth-runs", type=int, default=None,
-                        help="decisions per teeth candidate and condition (default --runs)")
+                        help="decisions per teeth candidate and condition (default --runs; 0: none)")
     parser.add_argument("--budget", type=float, default=None, help="--timing-budget per run")
     parser.add_argument("--conditions", default="idle,loaded",
                         help="comma-separated: idle (no load of ours), loaded (default both)")
@@ -145,8 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.runs < 1:
         parser.error(f"--runs must be >= 1, got {args.runs}")
     teeth_runs = args.runs if args.teeth_runs is None else args.teeth_runs
-    if teeth_runs < 1:
-        parser.error(f"--teeth-runs must be >= 1, got {teeth_runs}")
+    if teeth_runs < 0:
+        parser.error(f"--teeth-runs must be >= 0 (0: no teeth), got {teeth_runs}")
     if args.suite and args.skip_spec:
         parser.error("--suite runs every test; it cannot be combined with --skip-spec")
     files = [] if args.suite else [f for f in BENCHMARKS
@@ -154,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     verdicts: dict[str, dict[str, collections.Counter]] = {}
     summary: dict[str, list[str]] = {}
     teeth_of: dict[str, dict] = {}
+    walls: dict[str, list[float]] = {}
+    per_area: dict[str, dict[str, list[float]]] = {}
     failed: list[str] = []
     conditions = args.conditions.split(",")
     if not conditions or any(c not in ("idle", "loaded") for c in conditions):
@@ -166,9 +195,13 @@ def main(argv: list[str] | None = None) -> int:
         try:
             per_claim = collections.defaultdict(collections.Counter)
             rows, outcomes = [], []
+            walls[condition], per_area[condition] = [], collections.defaultdict(list)
             for i in range(args.runs):
                 load1 = os.getloadavg()[0]
-                got, broken, seconds, status = run_benchmarks(files, args.budget)
+                got, broken, seconds, status, by_area = run_benchmarks(files, args.budget)
+                walls[condition].append(seconds)
+                for area, secs in by_area.items():
+                    per_area[condition][area].append(secs)
                 outcomes.append((status, broken))
                 for cid, v in got.items():
                     per_claim[cid][v] += 1
@@ -179,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{condition} {rows[-1]}; timing: {timing}", file=sys.stderr, flush=True)
             verdicts[condition] = per_claim
             summary[condition] = rows
-            teeth_of[condition] = teeth(teeth_runs)
+            teeth_of[condition] = teeth(teeth_runs) if teeth_runs else {}
             failed += [f"{condition} {line}" for line in problems(outcomes, teeth_of[condition])]
         finally:
             if load:
@@ -190,10 +223,23 @@ def main(argv: list[str] | None = None) -> int:
         if any(verdicts[c][cid] for c in conditions):
             print(f"| {cid} | " + " | ".join(cell(verdicts[c][cid]) for c in conditions) + " |")
     print()
-    print("| teeth: P7 matmul against | " + " | ".join(conditions) + " |")
+    if any(teeth_of.values()):
+        print("| teeth: P7 matmul against | " + " | ".join(conditions) + " |")
+        print("|---|" + "---|" * len(conditions))
+        for name in next(iter(teeth_of.values())):
+            print(f"| {name} | " + " | ".join(cell(teeth_of[c][name]) for c in conditions)
+                  + " |")
+        print()
+    print("| seconds (median of the runs) | " + " | ".join(conditions) + " |")
     print("|---|" + "---|" * len(conditions))
-    for name in next(iter(teeth_of.values())):
-        print(f"| {name} | " + " | ".join(cell(teeth_of[c][name]) for c in conditions) + " |")
+    print("| whole run (wall) | " + " | ".join(f"{statistics.median(walls[c]):.0f}"
+                                             for c in conditions) + " |")
+    every = sorted({a for c in conditions for a in per_area[c]},
+                   key=lambda a: -statistics.median(per_area[conditions[0]].get(a, [0.0])))
+    for area in every:
+        print(f"| {area} | " + " | ".join(
+            f"{statistics.median(per_area[c][area]):.1f}" if per_area[c].get(area) else "-"
+            for c in conditions) + " |")
     print()
     for c in conditions:
         print(f"- {c}: " + "; ".join(summary[c]))

@@ -51,7 +51,7 @@ def test_teeth_never_decided_fail(stress):
 
 @pytest.mark.parametrize("argv, message", [
     (["--runs", "0"], "--runs must be >= 1"),
-    (["--teeth-runs", "0"], "--teeth-runs must be >= 1"),
+    (["--teeth-runs", "-1"], "--teeth-runs must be >= 0"),
     (["--suite", "--skip-spec"], "cannot be combined"),
     (["--conditions", "idle,busy"], "--conditions must name idle and/or loaded"),
 ])
@@ -60,3 +60,18 @@ def test_bad_arguments_stop_before_any_run(stress, capsys, argv, message):
         stress.main(argv)
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_areas_sum_each_folders_setup_call_and_teardown(stress):
+    """The per-area seconds of the suite table, from pytest's --durations lines."""
+    out = """
+============================= slowest durations =============================
+2.50s setup    tests/claims/test_quant.py::test_a
+1.25s call     tests/claims/test_quant.py::test_a
+0.25s teardown tests/claims/test_prune.py::test_b[x-1]
+3.00s call     benchmarks/test_spec_speedup.py::test_s5
+0.50s call     tests/test_stats.py::test_c
+(12 durations < 0.005s hidden.)
+1 passed in 9.00s
+"""
+    assert stress.areas(out) == {"tests/claims": 4.0, "benchmarks": 3.0, "tests": 0.5}
