@@ -62,8 +62,9 @@ def test_a_first_look_over_two_ratios_is_cut_in_the_second():
 
 def test_a_later_look_cut_short_leaves_the_look_before():
     """Look 1 (25 pairs, ~0.5 s) fits and does not decide (the ratio
-    alternates 0.95 and 1.15, against [0.9, 1.1]; an interval shrunk to look
-    2's pairs would decide, so look 2 is worth starting); look 2 starts
+    spreads over 0.95..1.11, against [0.9, 1.1]; the interval these ratios
+    predict at look 2's pairs would decide, so look 2 is worth starting);
+    look 2 starts
     within the estimate, then every
     call gets 10x slower (a load arriving): the cut look is dropped, the
     decision keeps look 1's pairs, inconclusive, within the budget plus one
@@ -76,7 +77,7 @@ def test_a_later_look_cut_short_leaves_the_look_before():
 
     def candidate() -> None:
         state["pairs"] += 1
-        clock.now += (0.0095 if state["pairs"] % 2 else 0.0115) * state["slow"]
+        clock.now += (0.0095 + 0.00016 * (state["pairs"] % 11)) * state["slow"]
         if state["pairs"] == first:
             state["slow"] = 10.0
 

@@ -41,22 +41,12 @@ class FakeClock:
                 log.append(name)
         return run
 
-    def settling(self, noisy: int, first: float, second: float, then: float):
-        """Calls that take ``first`` and ``second`` seconds in turn for the first
-        ``noisy`` calls, ``then`` seconds after."""
+    def cycling(self, seconds: list[float]):
+        """Calls that take each of ``seconds`` in turn, over and over."""
         calls = []
 
         def run() -> None:
-            self.now += (first, second)[len(calls) % 2] if len(calls) < noisy else then
-            calls.append(None)
-        return run
-
-    def alternating(self, first: float, second: float):
-        """Calls that take ``first`` and ``second`` seconds in turn."""
-        calls = []
-
-        def run() -> None:
-            self.now += (first, second)[len(calls) % 2]
+            self.now += seconds[len(calls) % len(seconds)]
             calls.append(None)
         return run
 
@@ -80,36 +70,40 @@ def test_look_schedule_doubles(first, looks, expected):
     assert look_schedule(first, looks) == expected
 
 
+#: Candidate seconds spread evenly over 1..2 (baseline 1 s): the median's
+#: interval narrows look by look, [1, 2], [1.1, 1.9], [1.2, 1.7] at 13, 26
+#: and 52 pairs (alpha 1e-3 over three looks).
+SPREAD = [1 + i / 10 for i in range(11)]
+
+
 def test_the_third_look_has_four_times_the_first_looks_pairs():
-    """Undecided until every scheduled look has run: the last decision sees
-    first * 2**(looks-1) pairs. The ratios alternate 1 and 2 (median 1.5,
-    interval [1, 2] at every look), so the band [0.9, 1.9] is never decided,
-    but intervals shrinking as 1/sqrt(pairs) would be: the decision goes on."""
+    """Against [0.9, 1.75] the interval is decided at the third look, after
+    first * 2**(looks-1) pairs; the intervals the earlier looks' ratios
+    predict for it said it could be, so the decision went on."""
     clock = FakeClock()
-    sides = {"r": (clock.steady(1.0), clock.alternating(1.0, 2.0))}
-    band = RatioRule.inside((0.9, 1.9))
-    never = Judgement("never decides", lambda t: band.decide(t["r"].ci_low, t["r"].ci_high))
-    d = sequential_decisions(sides, {"x": never}, looks=3, alpha=1e-3, warmup=0, budget_s=1e9,
+    sides = {"r": (clock.steady(1.0), clock.cycling(SPREAD))}
+    band = RatioRule.inside((0.9, 1.75))
+    j = Judgement("band", lambda t: band.decide(t["r"].ci_low, t["r"].ci_high))
+    d = sequential_decisions(sides, {"x": j}, looks=3, alpha=1e-3, warmup=0, budget_s=1e9,
                              clock=clock)["x"]
     first = min_pairs(1 - 1e-3 / 3)
-    assert (d.verdict, d.looks, d.pairs, d.note) == (INCONCLUSIVE, 3, 4 * first, "")
+    assert (d.verdict, d.looks, d.pairs, d.note) == (HOLDS, 3, 4 * first, "")
 
 
-def test_a_judgement_no_affordable_look_can_decide_stops_at_once():
-    """The same ratios against [0.9, 1.6]. The first look's 13 pairs have
-    median 1 (seven ratios of 1), whose interval [1, 2] shrunk to the third
-    look's 4x pairs is [1, 1.5], inside the band: the decision goes on. The
-    second look's 26 have median 1.5, and [1, 2] shrunk to the third look's
-    52 pairs is [1.15, 1.85], still across 1.6: it stops there, inconclusive,
-    saying why, without timing the third look."""
+@pytest.mark.parametrize("high, look", [(1.65, 1), (1.7, 2)])
+def test_a_judgement_no_affordable_look_can_decide_stops_early(high, look):
+    """Against [0.9, 1.65] the first look's 13 ratios predict an interval
+    reaching past 1.65 even at the third look's 52 pairs: the decision stops
+    there, inconclusive, saying why, without timing more. Against [0.9, 1.7]
+    the first look's ratios leave it possible, the second's do not."""
     clock = FakeClock()
-    sides = {"r": (clock.steady(1.0), clock.alternating(1.0, 2.0))}
-    band = RatioRule.inside((0.9, 1.6))
+    sides = {"r": (clock.steady(1.0), clock.cycling(SPREAD))}
+    band = RatioRule.inside((0.9, high))
     futile = Judgement("futile", lambda t: band.decide(t["r"].ci_low, t["r"].ci_high))
     d = sequential_decisions(sides, {"x": futile}, looks=3, alpha=1e-3, warmup=0, budget_s=1e9,
                              clock=clock)["x"]
     first = min_pairs(1 - 1e-3 / 3)
-    assert (d.verdict, d.looks, d.pairs) == (INCONCLUSIVE, 2, 2 * first)
+    assert (d.verdict, d.looks, d.pairs) == (INCONCLUSIVE, look, first * 2 ** (look - 1))
     assert d.note.startswith(f"stopped early: even at {4 * first} pairs") and d.note in d.reason
 
 
@@ -122,12 +116,12 @@ def test_a_judgement_undecided_even_on_the_medians_stops_at_once():
 
 
 def test_only_the_ratios_that_can_still_decide_get_more_pairs():
-    """Every ratio inside [0.9, 1.9]: ``steady`` is decided at the first look
-    and keeps its pairs; ``noisy`` (1 and 2 in turn) goes on to the last look."""
+    """Every ratio inside [0.9, 1.8]: ``steady`` is decided at the first look
+    and keeps its pairs; ``noisy`` (spread over 1..2) goes on to the third look."""
     clock = FakeClock()
     sides = {"steady": (clock.steady(1.0), clock.steady(1.0)),
-             "noisy": (clock.steady(1.0), clock.alternating(1.0, 2.0))}
-    band = RatioRule.inside((0.9, 1.9))
+             "noisy": (clock.steady(1.0), clock.cycling(SPREAD))}
+    band = RatioRule.inside((0.9, 1.8))
     every = Judgement("every ratio in the band", lambda t: band.decide(
         min(x.ci_low for x in t.values()), max(x.ci_high for x in t.values())))
     d = sequential_decisions(sides, {"x": every}, looks=3, alpha=1e-3, warmup=0, budget_s=1e9,
@@ -171,20 +165,19 @@ def test_ratio_rule_is_broken_only_when_the_interval_is_wholly_outside(rule, int
 
 def test_a_judgement_keeps_its_first_verdict_while_another_needs_more_looks():
     """'early' says holds at look 1 and would say broken if asked again;
-    'late' (ratios 1 and 2 in turn for the first look's pairs, then 1.5)
-    decides at look 3 (the second look's interval still reaches 2). The decision keeps early's first verdict and its look, and asks
+    'late' (ratios spread over 1..2) decides at look 3. The decision keeps early's first verdict and its look, and asks
     it nothing more."""
     clock = FakeClock()
     first = min_pairs(1 - 1e-3 / 6)
     sides = {"r": (clock.steady(1.0), clock.steady(1.0)),
-             "n": (clock.steady(1.0), clock.settling(first, 1.0, 2.0, 1.5))}
+             "n": (clock.steady(1.0), clock.cycling(SPREAD))}
     asked = []
 
     def early(t):
         asked.append(len(t["r"].ratios))
         return HOLDS if len(t["r"].ratios) == first else BROKEN
 
-    band = RatioRule.inside((0.9, 1.9))
+    band = RatioRule.inside((0.9, 1.8))
     judged = sequential_decisions(sides, {
         "early": Judgement("early", early),
         "late": Judgement("late", lambda t: band.decide(t["n"].ci_low, t["n"].ci_high)),
@@ -243,3 +236,24 @@ def test_paired_timing_verdicts_on_exact_ratios(candidate_s, same, slower_2, fas
     assert t.holds_no_difference((0.9, 1.1)) is same
     assert t.slower_by_at_least(2.0) is slower_2
     assert t.faster_by_at_least(2.0) is faster_2
+
+
+def test_a_joint_judgement_extends_only_the_widest_intervals_it_needs():
+    """A judgement on the sum of the intervals' widths (no single ratio decides
+    it alone): the two wide ratios (spread over 1..2) get more pairs, the
+    four steady ones keep the first look's."""
+    clock = FakeClock()
+    sides = {f"s{i}": (clock.steady(1.0), clock.steady(1.0)) for i in range(4)}
+    sides |= {f"w{i}": (clock.steady(1.0), clock.cycling(SPREAD)) for i in range(2)}
+
+    def total_width(t):
+        width = sum(x.ci_high - x.ci_low for x in t.values())
+        return HOLDS if width < 1.3 else None
+
+    d = sequential_decisions(sides, {"x": Judgement("narrow", total_width)}, looks=3,
+                             alpha=1e-3, warmup=0, budget_s=1e9, clock=clock)["x"]
+    first = min_pairs(1 - 1e-3 / 18)
+    assert d.verdict == HOLDS
+    pairs = {n: len(t.ratios) for n, t in d.timings.items()}
+    assert {pairs[f"s{i}"] for i in range(4)} == {first}
+    assert min(pairs["w0"], pairs["w1"]) > first

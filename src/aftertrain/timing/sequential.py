@@ -11,9 +11,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import statistics
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+
+import numpy as np
 
 from aftertrain.claims.verdicts import BROKEN, HOLDS, INCONCLUSIVE
 from aftertrain.core.tolerances import TIMING_ALPHA, TIMING_BUDGET_S, TIMING_LOOKS
@@ -215,11 +218,11 @@ def sequential_decisions(
     still undecided are ``inconclusive`` (with the last look's timings).
 
     After a look only the ratios that can still decide an undecided
-    judgement get more pairs (:func:`_needed`: the ratios it stays undecided
+    judgement get more pairs (:func:`_plan`: the ratios it stays undecided
     on when the others are taken as known); the rest keep their pairs and
     intervals. A judgement that would stay undecided even if its ratios
-    reached the largest look the budget allows, their intervals shrunk as
-    1/sqrt(pairs) around today's medians, stops at once as ``inconclusive``
+    reached the largest look the budget allows, their intervals as today's
+    ratios predict them, stops at once as ``inconclusive``
     with a ``note`` saying so: the budget is not spent on a verdict it
     cannot buy. Both change only how long a decision runs, never the
     intervals a verdict is read from.
@@ -292,15 +295,13 @@ def sequential_decisions(
             for name, judgement in judgements.items():
                 if name in decided:
                     continue
-                wants = _needed(judgement, timings)
-                reach = _reachable(runs, wants, schedule[look:], budget_s - (clock() - start),
-                                   clock() - start)
-                if wants and reach and judgement.decide(_projected(timings, wants, reach)) \
-                        is None:
+                wants, reach = _plan(judgement, timings, runs, schedule[look:],
+                                     budget_s - (clock() - start), clock() - start)
+                if not wants:
                     decided[name] = decision(INCONCLUSIVE, name, look, timings, note=(
+                        "stopped early: undecided even on the medians alone" if not reach else
                         f"stopped early: even at {reach} pairs, the most the budget allows, "
-                        f"intervals shrunk as 1/sqrt(pairs) around their medians would not "
-                        f"decide"))
+                        f"the intervals today's ratios predict would not decide"))
                 else:
                     need |= wants
             if not need:
@@ -309,33 +310,63 @@ def sequential_decisions(
             for name in judgements}
 
 
-def _needed(judgement: Judgement, timings: dict[str, PairedTiming]) -> set[str]:
-    """The ratios whose further pairs can still decide ``judgement``: those
-    it stays undecided on when every other ratio is taken as known (its
-    interval collapsed to the median) and this one keeps its interval; every
-    ratio when no single one is (the judgement reads them jointly) or when
-    it is undecided even on the medians alone. A ratio left out keeps its
-    pairs and its interval, which holds its median with the same guarantee
-    (its pair count is a scheduled look's)."""
+def _plan(judgement: Judgement, timings: dict[str, PairedTiming], runs: dict[str, Pairs],
+          sizes: tuple[int, ...], left: float, elapsed: float) -> tuple[set[str], int]:
+    """The ratios whose further pairs can still decide ``judgement``, and the
+    largest coming look the budget lets them reach (0: none; the budget ends
+    the decision). An empty set: no affordable look can decide it.
+
+    Each ratio is asked alone: with every other ratio taken as known (its
+    interval collapsed to the median), does it keep the judgement
+    undecided? Those that do are extended, unless even their intervals
+    at the reachable look's pairs, as today's ratios predict them
+    (:func:`_projected`), would not decide it. When none does alone (the
+    judgement reads the ratios jointly, e.g. a sum), the fewest of the
+    relatively widest whose predicted intervals decide it. A judgement
+    undecided even on the medians alone cannot be decided. A ratio left out
+    keeps its pairs and its interval, which holds its median with the same
+    guarantee (its pair count is a scheduled look's)."""
     points = _projected(timings, set(timings), math.inf)
     if judgement.decide(points) is None:
-        return set(timings)
-    wants = {n for n in timings
-             if judgement.decide({**points, n: timings[n]}) is None}
-    return wants or set(timings)
+        return set(), 0
+    wants = {n for n in timings if judgement.decide({**points, n: timings[n]}) is None}
+    if wants:
+        reach = _reachable(runs, wants, sizes, left, elapsed)
+        if reach and judgement.decide(_projected(timings, wants, reach)) is None:
+            return set(), reach
+        return wants, reach
+    widest = sorted(timings, key=lambda n: (timings[n].ci_low - timings[n].ci_high)
+                    / timings[n].median)
+    reach = 0
+    for i in range(1, len(widest) + 1):
+        prefix = set(widest[:i])
+        reach = _reachable(runs, prefix, sizes, left, elapsed)
+        if not reach or judgement.decide(_projected(timings, prefix, reach)) is not None:
+            return prefix, reach
+    return set(), reach
 
 
 def _projected(timings: dict[str, PairedTiming], names: set[str], pairs: float
                ) -> dict[str, PairedTiming]:
-    """``timings`` with the intervals of ``names`` shrunk around their medians
-    to the width expected at ``pairs`` pairs (width ~ 1/sqrt(pairs));
-    ``pairs = inf`` collapses them to the median."""
+    """``timings`` with the intervals of ``names`` as they would be at
+    ``pairs`` pairs if the ratios so far were the law: the order-statistic
+    interval of n pairs spans about the quantiles 0.5 -+ z / (2 sqrt(n)) (z
+    the normal quantile of its confidence), read off today's ratios and kept
+    inside today's interval; ``pairs = inf`` collapses them to the median.
+    (At the first look's few pairs the interval is about the sample's whole
+    range, so it narrows much faster than 1/sqrt(pairs) at first.)"""
     out = dict(timings)
     for n in names:
         t = timings[n]
-        f = 0.0 if pairs == math.inf else math.sqrt(len(t.ratios) / pairs)
-        out[n] = dataclasses.replace(t, ci_low=t.median - f * (t.median - t.ci_low),
-                                     ci_high=t.median + f * (t.ci_high - t.median))
+        if pairs == math.inf:
+            low = high = t.median
+        else:
+            z = statistics.NormalDist().inv_cdf(1.0 - (1.0 - t.confidence) / 2.0)
+            q = min(0.5, z / (2.0 * math.sqrt(pairs)))
+            a, b = np.quantile(np.asarray(t.ratios), [0.5 - q, 0.5 + q])
+            low = min(max(float(a), t.ci_low), t.median)
+            high = max(min(float(b), t.ci_high), t.median)
+        out[n] = dataclasses.replace(t, ci_low=low, ci_high=high)
     return out
 
 
