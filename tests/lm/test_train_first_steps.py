@@ -9,8 +9,10 @@ compared with figures stored in ``baselines/recipe/``.
 
 The stored files change only through the explicit regeneration command
 ``python -m pytest tests/lm/test_train_first_steps.py --force-regen``
-(pytest-regressions; a normal run never writes them, see conftest.py), to
-be run and committed when a change to the recipe is deliberate.
+(pytest-regressions; a normal run never writes them), to be run and
+committed when a change to the recipe is deliberate. They do not depend on
+the model the claims run on, so unlike ``baselines/<model>/`` they are
+compared on every run, whatever ``--aftertrain-model`` says.
 """
 
 from __future__ import annotations
@@ -44,6 +46,26 @@ INIT_TOLERANCE = {"mean": dict(atol=1e-9, rtol=0), "std": dict(atol=0, rtol=1e-9
 WEIGHTS_RTOL = 1e-6
 
 
+@pytest.fixture
+def recipe_regression(lazy_datadir, original_datadir, request):
+    """``check(columns, file_name, **tolerances)``: pytest-regressions'
+    num_regression against ``baselines/recipe/<file_name>``; a missing file
+    fails without being written unless ``--force-regen`` is given."""
+    from pytest_regressions.num_regression import NumericRegressionFixture
+
+    fixture = NumericRegressionFixture(lazy_datadir, original_datadir, request)
+    regen = request.config.getoption("force_regen") or request.config.getoption("regen_all")
+
+    def check(columns: dict, file_name: str, **tolerances) -> None:
+        path = RECIPE / file_name
+        if not path.is_file() and not regen:
+            pytest.fail(f"stored baseline {path} is missing; create it deliberately with "
+                        "`python -m pytest tests/lm/test_train_first_steps.py --force-regen` and commit it")
+        fixture.check(columns, fullpath=path, **tolerances)
+
+    return check
+
+
 def _initial_state(cfg: _train.TrainConfig) -> dict[str, torch.Tensor]:
     """The weights ``train(cfg)`` starts from: the GPT built from the global
     generator seeded with ``cfg.seed`` (forked, so the caller's state stays)."""
@@ -59,7 +81,7 @@ def _draft_recipe() -> _train.TrainConfig:
                                eval_every=STEPS, keep="last")
 
 
-def test_initial_weights_match_the_recorded_statistics(num_regression):
+def test_initial_weights_match_the_recorded_statistics(recipe_regression):
     """Per parameter of the reference recipe's GPT and of the draft's, from
     each recipe's seed: mean and standard deviation (float64). Catches
     another init std or distribution, another seed or order of
@@ -73,9 +95,8 @@ def test_initial_weights_match_the_recorded_statistics(num_regression):
             rows["parameter"].append(name)
             rows["mean"].append(float(w.mean()))
             rows["std"].append(float(w.std()) if w.numel() > 1 else 0.0)
-    num_regression.check(
-        {k: v for k, v in rows.items() if k in ("mean", "std")}, fullpath=RECIPE / "init.csv",
-        tolerances=INIT_TOLERANCE)
+    recipe_regression({k: v for k, v in rows.items() if k in ("mean", "std")}, "init.csv",
+                      tolerances=INIT_TOLERANCE)
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +111,7 @@ def first_steps():
     return losses, result, _initial_state(cfg)
 
 
-def test_first_training_losses_match_the_recorded_ones(first_steps, num_regression):
+def test_first_training_losses_match_the_recorded_ones(first_steps, recipe_regression):
     """The draft recipe's training loss at steps 1..8 and the validation
     loss on 600 characters after step 8, within LOSS_ATOL (1e-5 nats:
     measured to move at most 4.8e-7, one float32 ulp, between thread
@@ -99,13 +120,12 @@ def test_first_training_losses_match_the_recorded_ones(first_steps, num_regressi
     by 4e-3, no clipping step 3 by 5e-5, betas (0.9, 0.999) step 8 by 8e-5)."""
     losses, result, _ = first_steps
     assert len(losses) == STEPS
-    num_regression.check({"loss": [*losses, result.val_loss],
-                          "step": [float(s) for s in range(1, STEPS + 1)] + [float("nan")]},
-                         fullpath=RECIPE / "draft_first_steps.csv",
-                         default_tolerance=dict(atol=LOSS_ATOL, rtol=0))
+    recipe_regression({"loss": [*losses, result.val_loss],
+                       "step": [float(s) for s in range(1, STEPS + 1)] + [float("nan")]},
+                      "draft_first_steps.csv", default_tolerance=dict(atol=LOSS_ATOL, rtol=0))
 
 
-def test_first_updates_match_the_recorded_norms(first_steps, num_regression):
+def test_first_updates_match_the_recorded_norms(first_steps, recipe_regression):
     """Per parameter after 8 steps: the L1 norm of the update ``sum |w8 -
     w0|`` (what Adam's steps, the clip and the learning rates did) and the
     squared norm ``sum w8^2`` (what weight decay, on 2-D weights only,
@@ -116,6 +136,5 @@ def test_first_updates_match_the_recorded_norms(first_steps, num_regression):
     for name, w0 in start.items():
         update.append(float((end[name].double() - w0.double()).abs().sum()))
         squared.append(float(end[name].double().square().sum()))
-    num_regression.check({"update_l1": update, "squared": squared},
-                         fullpath=RECIPE / "draft_first_updates.csv",
-                         default_tolerance=dict(atol=0, rtol=WEIGHTS_RTOL))
+    recipe_regression({"update_l1": update, "squared": squared}, "draft_first_updates.csv",
+                      default_tolerance=dict(atol=0, rtol=WEIGHTS_RTOL))
