@@ -5,6 +5,8 @@ report's rendering of a sweep file (aftertrain.report.sweep)."""
 from __future__ import annotations
 
 import math
+import os
+import stat
 
 import pytest
 import torch
@@ -211,8 +213,14 @@ def test_sweep_reuses_a_complete_point_of_the_same_checkpoint(tmp_path, tiny_fig
     for name in ("key_figures", "fragility", "speculative_figures"):
         monkeypatch.setattr(ESW, name, measured)
     out = tmp_path / "out"
-    assert main(["sweep", "--models", "sweep-250", "--reuse", str(tmp_path / "old.json"),
-                 "--out", str(out)]) == 0
+    before = os.umask(0o027)  # every file written gets 0o640, as a plain write would
+    try:
+        assert main(["sweep", "--models", "sweep-250", "--reuse", str(tmp_path / "old.json"),
+                     "--out", str(out)]) == 0
+    finally:
+        os.umask(before)
     again = json.loads((out / "sweep.json").read_text())["points"]
     assert again == [point]
     assert "Written by `aftertrain sweep --models sweep-250 --reuse" in (out / "sweep.md").read_text()
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in out.iterdir()}
+    assert len(modes) >= 3 and set(modes.values()) == {0o640}, modes

@@ -16,7 +16,9 @@ missing from :data:`aftertrain.claims.catalogue.CLAIMS` is a collection error. A
 end of the run one line per claim gives its verdict, in precedence order
 (names from :mod:`aftertrain.claims.verdicts`):
 
-- ``broken``: a test failed, errored, or passed although marked xfail;
+- ``broken``: a test failed, errored (in setup or teardown too, also when
+  marked xfail: pytest calls that xfailed, the ledger an error), or passed
+  although marked xfail;
 - ``does not reproduce``: a test is an xfail (strict, by house rule) and
   failed as expected;
 - ``inconclusive``: a timing decision could not decide within its budget

@@ -104,10 +104,27 @@ def marker_problem(item: pytest.Item) -> str | None:
     return None
 
 
+#: How a crash line names pytest's own expected-failure exception (``pytest.xfail()``).
+_XFAIL_CRASH = f"{pytest.xfail.Exception.__module__}.{pytest.xfail.Exception.__qualname__}"
+
+
+def xfail_hides_an_error(report: pytest.TestReport) -> bool:
+    """Whether ``report`` is a setup or teardown exception that an ``xfail``
+    marker turned into an "xfailed" report. pytest does that for every
+    phase, so a fixture that fails would read as the known gap the marker
+    names; only ``pytest.xfail()`` called in a fixture is an expected failure
+    there."""
+    if report.when == "call" or not hasattr(report, "wasxfail"):
+        return False
+    crash = getattr(report.longrepr, "reprcrash", None)
+    return crash is not None and not crash.message.startswith(_XFAIL_CRASH)
+
+
 def phase_outcome(report: pytest.TestReport) -> Outcome:
     """error, failed, xpassed, xfailed, inconclusive, untimed, passed or
-    skipped, for one phase."""
-    if report.when != "call" and report.failed:
+    skipped, for one phase; an exception in setup or teardown is an error,
+    also under an ``xfail`` marker."""
+    if report.when != "call" and (report.failed or xfail_hides_an_error(report)):
         return Outcome.ERROR
     if hasattr(report, "wasxfail"):
         return Outcome.XFAILED if report.skipped else Outcome.XPASSED
@@ -123,6 +140,8 @@ def phase_outcome(report: pytest.TestReport) -> Outcome:
 def phase_reason(report: pytest.TestReport) -> str | None:
     """One line saying why a phase did not pass: the failure's message, the
     xfail reason or the skip reason; None for a pass."""
+    if xfail_hides_an_error(report):
+        return report.longrepr.reprcrash.message
     if hasattr(report, "wasxfail"):
         return report.wasxfail or None
     if report.skipped:
