@@ -70,7 +70,7 @@ def test_stop_at_is_the_full_run_cut_short_and_evaluations_do_not_change_it():
                                     {"steps": 4, "eval_every": 4}))
     assert cut.history[-1][0] == 4 and cut.best_step == 4
     assert [s for s, _, _ in other.history] == [1, 2, 3, 4]
-    assert _equal_weights(other.model, cut.model)
+    assert _equal_weights(other.model, cut.model), "evaluating every step changed the weights"
     assert other.history[-1][2] == cut.val_loss
     # a 4-step schedule decays the learning rate faster after warm-up: other weights
     assert not _equal_weights(cut.model, full.model)
