@@ -11,8 +11,15 @@ from aftertrain.cli import main
 from aftertrain.lm import train as _train
 
 
+def _val_tokens() -> torch.Tensor:
+    from aftertrain.lm.text import load_corpus
+
+    return load_corpus().val[:600]  # a short split: these runs test the recipe, not the model
+
+
 def _short(seed: int) -> _train.TrainResult:
-    return _train.train(_train.TrainConfig(steps=3, eval_every=3, seed=seed, threads=1))
+    return _train.train(_train.TrainConfig(steps=3, eval_every=3, seed=seed, threads=1),
+                        val=_val_tokens())
 
 
 def _equal_weights(a, b) -> bool:
@@ -20,14 +27,20 @@ def _equal_weights(a, b) -> bool:
     return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
 
 
-def test_two_short_runs_with_one_seed_give_identical_weights():
-    one, two = _short(5), _short(5)
+@pytest.fixture(scope="module")
+def seed5_runs() -> tuple[_train.TrainResult, _train.TrainResult]:
+    """Two independent short runs with seed 5."""
+    return _short(5), _short(5)
+
+
+def test_two_short_runs_with_one_seed_give_identical_weights(seed5_runs):
+    one, two = seed5_runs
     assert _equal_weights(one.model, two.model)
     assert one.val_loss == two.val_loss
 
 
-def test_runs_with_different_seeds_give_different_weights():
-    assert not _equal_weights(_short(5).model, _short(6).model)
+def test_runs_with_different_seeds_give_different_weights(seed5_runs):
+    assert not _equal_weights(seed5_runs[0].model, _short(6).model)
 
 
 def test_training_leaves_the_callers_random_state_alone():
@@ -49,13 +62,15 @@ def test_stop_at_is_the_full_run_cut_short_and_evaluations_do_not_change_it():
     """The article model's recipe: ``stop_at`` runs the first steps of the
     unchanged schedule; the weights after them do not depend on how often the
     run evaluates (evaluation draws no random numbers), and the last step run
-    is evaluated."""
+    is evaluated. Scored on a short split: none of this depends on its length."""
     kw = {"seed": 5, "threads": 1, "warmup": 1}
-    cut = _train.train(_train.TrainConfig(steps=50, stop_at=4, eval_every=4, **kw))
-    other = _train.train(_train.TrainConfig(steps=50, stop_at=4, eval_every=1, **kw))
-    full = _train.train(_train.TrainConfig(steps=4, eval_every=4, **kw))
+    cut, other, full = (_train.train(_train.TrainConfig(**cfg, **kw), val=_val_tokens())
+                        for cfg in ({"steps": 50, "stop_at": 4, "eval_every": 4},
+                                    {"steps": 50, "stop_at": 4, "eval_every": 1},
+                                    {"steps": 4, "eval_every": 4}))
     assert cut.history[-1][0] == 4 and cut.best_step == 4
     assert [s for s, _, _ in other.history] == [1, 2, 3, 4]
+    assert _equal_weights(other.model, cut.model), "evaluating every step changed the weights"
     assert other.history[-1][2] == cut.val_loss
     # a 4-step schedule decays the learning rate faster after warm-up: other weights
     assert not _equal_weights(cut.model, full.model)
@@ -113,12 +128,6 @@ def test_cli_sample_reports_a_prompt_outside_the_vocabulary(capsys):
 
 
 # --- the recipe options (the recipe sweep): each does what it says, defaults unchanged ---
-
-def _val_tokens() -> torch.Tensor:
-    from aftertrain.lm.text import load_corpus
-
-    return load_corpus().val[:600]  # a short split: these runs test the recipe, not the model
-
 
 def _run(**kw) -> _train.TrainResult:
     cfg = {"steps": 1, "eval_every": 1, "seed": 5, "threads": 1, "warmup": 0, "batch_size": 4,

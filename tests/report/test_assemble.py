@@ -69,10 +69,13 @@ def doc(committed):
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
-    """The report rendered by the command line from the committed ledger."""
-    out = tmp_path_factory.mktemp("report")
-    assert main(["report", "--claims-json", str(COMMITTED / "claims.json"), "--out", str(out)]) == 0
-    return out
+    """The report rendered by the command line from the committed ledger,
+    run from a temporary folder without ``--out``: the default folder there."""
+    cwd = tmp_path_factory.mktemp("report")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(cwd)
+        assert main(["report", "--claims-json", str(COMMITTED / "claims.json")]) == 0
+    return cwd / R.DEFAULT_OUT
 
 
 # --- every table and plot, linked -------------------------------------------------
@@ -166,10 +169,8 @@ def test_update_readme_rewrites_only_the_table_between_its_markers(tmp_path, com
 # --- no tracked file rewritten unless asked ------------------------------------------
 
 
-def test_report_writes_an_ignored_folder_by_default(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    assert main(["report", "--claims-json", str(COMMITTED / "claims.json")]) == 0
-    assert (tmp_path / R.DEFAULT_OUT / "report.md").is_file()
+def test_report_writes_an_ignored_folder_by_default(built):
+    assert (built / "report.md").is_file()
     probe = subprocess.run(["git", "check-ignore", "-q", str(R.DEFAULT_OUT / "report.md")],
                            cwd=ROOT, capture_output=True)
     if probe.returncode == 128:
@@ -311,8 +312,8 @@ def test_quick_label_comes_from_the_runs_own_metadata():
 # --- plots: same data, same bytes; series equal to the ledger's tables ----------------
 
 
-def test_png_bytes_depend_only_on_the_data(committed):
-    a, b = R.render(committed), R.render(committed)
+def test_png_bytes_depend_only_on_the_data(doc, committed):
+    a, b = doc, R.render(committed)  # two renders of one ledger
     for name in PLOTS:
         assert a.plots[name].png == b.plots[name].png, name
         assert b"matplotlib" not in a.plots[name].png.lower(), name
