@@ -11,7 +11,9 @@ folder. ``PYTEST_PLUGINS`` loads the plugins at the very point of pytest's
 start-up where installed entry points load (after the rootdir is chosen),
 so these runs behave as an installed aftertrain does, whichever way this
 checkout is installed. Cost: about 2 CPU s per run (pytest, torch and the
-model load); five runs in the default selection, three more marked slow.
+model load); the space form of a checkpoint outside runs twice (with and
+without a ledger already there), the other cases once; one more, marked
+slow, runs the whole claims file.
 """
 
 from __future__ import annotations

@@ -165,8 +165,8 @@ def test_ratio_rule_is_broken_only_when_the_interval_is_wholly_outside(rule, int
 
 def test_a_judgement_keeps_its_first_verdict_while_another_needs_more_looks():
     """'early' says holds at look 1 and would say broken if asked again;
-    'late' (ratios spread over 1..2) decides at look 3. The decision keeps early's first verdict and its look, and asks
-    it nothing more."""
+    'late' (ratios spread over 1..2) decides at look 3. The decision keeps
+    early's first verdict and its look, and asks it nothing more."""
     clock = FakeClock()
     first = min_pairs(1 - 1e-3 / 6)
     sides = {"r": (clock.steady(1.0), clock.steady(1.0)),
