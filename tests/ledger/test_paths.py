@@ -13,7 +13,7 @@ so these runs behave as an installed aftertrain does, whichever way this
 checkout is installed. Cost: about 2 CPU s per run (pytest, torch and the
 model load); the space form of a checkpoint outside runs twice (with and
 without a ledger already there), the other cases once; one more, marked
-slow, runs the whole claims file.
+slow, runs the real Q4 and P6 tests (~30-60 CPU s).
 """
 
 from __future__ import annotations
