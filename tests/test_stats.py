@@ -9,6 +9,8 @@ size. Power figures are in the module docstring of aftertrain.stats.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import scipy.stats
@@ -170,8 +172,12 @@ def test_chisquare_pools_further_until_the_pool_expects_five():
 
 
 def test_sample_in_zero_probability_cell_is_impossible():
+    """p-value 0, statistic inf; the degrees of freedom are those of the
+    possible cells (three of five here: dof 2), as without the impossible sample."""
     g = chisquare_gof(np.array([0, 1, 2]), np.array([0.5, 0.5, 0.0]))
     assert g.pvalue == 0.0 and g.rejects()
+    g = chisquare_gof([30, 0, 30, 1, 30], [0.3, 0.0, 0.3, 0.0, 0.4], counts=True)
+    assert (g.statistic, g.pvalue, g.dof) == (math.inf, 0.0, 2)
 
 
 def test_zero_probability_cells_without_samples_are_ignored():

@@ -105,8 +105,9 @@ MUTANTS: tuple[Mutant, ...] = (
     # --- core (io, packing, validation, weights, runmeta, tolerances) ----------------
     M('blind-core-01', 'core', 'atomic_write leaves the file private (mode of mkstemp, 0600)',
       '        os.chmod(tmp, mode)\n', ''),
-    M('blind-core-02', 'core', 'atomic_write default mode 0600 instead of 0644',
-      'mode: int = 0o644', 'mode: int = 0o600'),
+    # refreshed after atomic_write took the umask: the same bug in the new code
+    M('blind-core-02', 'core', 'atomic_write creates new files 0600 instead of 0666 less the umask',
+      'return os.open(tmp, flags, 0o666), tmp', 'return os.open(tmp, flags, 0o600), tmp'),
     M('blind-core-03', 'core', 'weight_matrices(names=...) returns them in the order of names',
       'return {n: p for n, p in matrices.items() if n in chosen}', 'return {n: matrices[n] for n in chosen}'),
     M('blind-core-04', 'core', 'run commit marked dirty by untracked files',
@@ -248,8 +249,10 @@ MUTANTS: tuple[Mutant, ...] = (
     M('blind-timing-06', 'timing', 'regression called on the median, not the interval low end',
       'elif n[1] > s[2] * threshold:', 'elif n[0] > s[2] * threshold:'),
     # --- ledger ----------------------------------------------------------------------
+    # refreshed after the xfail fix in state.py: the same bug in the new code
     M('blind-ledger-01', 'ledger', 'a teardown failure recorded as "failed", not "error"',
-      'if report.when != "call" and report.failed:', 'if report.when == "setup" and report.failed:'),
+      'if report.when != "call" and (report.failed or xfail_hides_an_error(report)):',
+      'if report.when == "setup" and (report.failed or xfail_hides_an_error(report)):'),
     M('blind-ledger-02', 'ledger', 'a non-strict xpass recorded as xfailed',
       'return Outcome.XFAILED if report.skipped else Outcome.XPASSED',
       'return Outcome.XFAILED if not report.failed else Outcome.XPASSED'),

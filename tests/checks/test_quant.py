@@ -32,6 +32,7 @@ from tests.common.quant_bugs import (
     ignores_granularity,
     mean_scale,
     scale_from_next_group,
+    scale_three_eps_off,
     wrong_axis,
     zero_point_not_rounded,
     zero_scale,
@@ -345,3 +346,19 @@ def test_bad_scheme_arguments_raise_a_clear_value_error(make, words):
         make()
     assert all(word in str(e.value) for word in words), str(e.value)
 
+
+
+@pytest.mark.teeth
+@pytest.mark.parametrize("mapping", [Mapping.SYMMETRIC, Mapping.ASYMMETRIC], ids=str)
+def test_scale_check_catches_a_scale_three_eps_off(mapping):
+    """The scale row allows 4 u (u = 2**-24) of relative difference from the
+    group's own scale: a scale 3 eps = 6 u off (5-7 u after its own rounding)
+    fails it, with that figure. Every scale row's verdict is its figure
+    against its bound (a case whose scales the drift leaves within 4 u, e.g.
+    a floor scale of an all-zero row, passes)."""
+    u = 2.0 ** -24
+    report = check_quantizer(scale_three_eps_off,
+                             schemes=[QuantScheme(8, mapping, PerAxis(0))])
+    rows = [r for r in report.rows if r.check == "scale"]
+    assert all(r.bound == 4 * u and r.passed == (r.value <= 4 * u) for r in rows), str(report)
+    assert sum(4 * u < r.value <= 8 * u and not r.passed for r in rows) >= 5, str(report)

@@ -70,3 +70,19 @@ def test_usage_errors_exit_2_with_one_line(user_folder, capsys, argv, match):
     err = capsys.readouterr().err
     assert code == 2
     assert match in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_one_failing_report_among_passing_ones_exits_1(user_folder, monkeypatch, capsys):
+    """The exit status is 0 only when every report passed: a rule that passes
+    the exact probes but fails the battery (or the other way round) exits 1."""
+    from types import SimpleNamespace
+
+    from aftertrain.checks import assertions
+
+    def reports(*args, **kwargs):
+        return [SimpleNamespace(subject="exact", passed=True, failures=[], rows=[]),
+                SimpleNamespace(subject="battery", passed=False, failures=["tv"], rows=[])]
+    monkeypatch.setattr(assertions, "rule_reports", reports)
+    assert cli.main(["check", "rule", "my_rules:correct", "--quiet"]) == 1
+    monkeypatch.setattr(assertions, "rule_reports", lambda *a, **k: reports()[:1])
+    assert cli.main(["check", "rule", "my_rules:correct", "--quiet"]) == 0

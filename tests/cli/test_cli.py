@@ -254,3 +254,16 @@ def test_a_long_prompt_says_so_before_the_long_work(monkeypatch, capsys):
     assert cli.main(["sample", "--prompt", "a" * 5000, "--length", "5"]) == 0
     assert seen == ["reading the 5000-character prompt (one model step per character beyond "
                     "the first)...\n"]
+
+
+def test_temperature_0_is_greedy_sampling_not_an_error(monkeypatch, capsys):
+    """0 is the smallest temperature allowed (greedy decoding): it reaches the
+    sampler as 0.0; only negatives, NaN and inf are refused."""
+    seen = []
+
+    def stub(net, prompt, length, temperature, seed):
+        seen.append(temperature)
+        return "x" * length
+    monkeypatch.setattr(_decoding, "sample_text", stub)
+    assert cli.main(["sample", "--prompt", "a", "--length", "3", "--temperature", "0"]) == 0
+    assert seen == [0.0] and capsys.readouterr().out.startswith("axxx")

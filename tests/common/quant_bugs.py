@@ -162,6 +162,16 @@ def scale_from_next_group(w, scheme: QuantScheme):
                    *scheme.code_range)
 
 
+def scale_three_eps_off(w, scheme: QuantScheme):
+    """Broken: every scale multiplied by 1 + 3 eps (float32 eps 2**-23), as a
+    scale computed through a few extra roundings (a division by a
+    reciprocal, a float64 -> float32 -> float64 trip) drifts: relative error
+    5-7 u (u = 2**-24), over the kit's 4 u, under 4 eps."""
+    p = qparams(w, scheme)
+    scale = p.scale.float() * (1 + 3 * 2.0 ** -23)
+    return _affine(w, scheme, scale, p.zero.float(), *scheme.code_range)
+
+
 def full_range_scale_restricted_clamp(w, scheme: QuantScheme):
     """Broken: the scale ``max|w| / 2**(bits-1)`` of the full range, the
     codes clamped to the restricted ``[-qmax, qmax]``: the largest magnitude

@@ -90,3 +90,15 @@ def test_pack_codes_writes_the_stored_bytes(bits):
 # --- statistics at the boundary -------------------------------------------------------------
 
 
+
+
+@pytest.mark.parametrize("bits, signed, outside", [
+    (4, True, -9), (4, True, 8), (2, True, -3), (8, True, -129),
+    (4, False, -1), (4, False, 16), (1, False, 2), (8, False, 256),
+])
+def test_pack_refuses_a_value_outside_its_range_at_either_end(bits, signed, outside):
+    """A value below the range would wrap to another code as silently as one
+    above it (-9 in 4 signed bits stores as 7): both are refused, naming the range."""
+    lo, hi = packing.value_range(bits, signed)
+    with pytest.raises(ValueError, match=rf"values must lie in \[{lo}, {hi}\]"):
+        packing.pack(torch.tensor([0, outside]), bits, signed=signed)

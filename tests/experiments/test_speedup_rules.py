@@ -102,6 +102,11 @@ BROKEN_WORLDS = [
      dict(speedups={(INT4, 8): (0.45, 0.46)})),
     ("X2", "the n-gram and the draft GPT are slower than plain decoding",
      dict(speedups={(d, k): (0.8, 0.9) for d in (NGRAM, GPT) for k in KS})),
+    ("X2", "the cheap drafts beat plain decoding (1.2-1.3) but not 1.1 x the bigram's 1.5",
+     dict(speedups={**{(BIGRAM, k): (1.5, 1.5) for k in KS},
+                    **{(d, k): (1.2, 1.3) for d in (NGRAM, GPT) for k in KS}})),
+    ("X8 cost", "v_8 below v_2, though v_4 is above it",
+     dict(v={2: 1.1, 4: 1.3, 8: 1.05})),
 ]
 
 #: The claim each rule decides.
@@ -144,6 +149,8 @@ STRADDLING = [
     ("S6 bigram", "every k across 1.2", dict(speedups={(BIGRAM, k): (1.0, 1.3) for k in KS})),
     ("S7", "across 1.1 x the prediction 0.867",  # slack bound 0.953
      dict(speedups={(INT8, 2): (0.9, 1.0)})),
+    ("S7", "8-bit c 0.8-1.2: its speedups lie below 1.1 x the prediction's high end, "
+     "not below its low end", dict(c={INT8: Iv(1.0, 0.8, 1.2)})),
     ("S7 match", "0.017 to 0.067 from the prediction", dict(speedups={(INT8, 2): (0.8, 0.85)})),
     ("X2", "cheap drafts across 1.1 x the bigram's 1.40",
      dict(speedups={(d, k): (1.4, 1.6) for d in (NGRAM, GPT) for k in KS})),
@@ -302,3 +309,33 @@ def test_speedup_tables_are_typed_rows_the_registry_records():
     for name, rows in ((TB.SPEC_DRAFT_COST, tabs.costs), (TB.SPEC_VERIFY_COST, tabs.verify),
                        (TB.SPEC_SPEEDUP, tabs.speedups)):
         assert read(name, record(name, rows)) == rows
+
+
+def test_the_two_speedup_decisions_share_alpha_between_them(monkeypatch):
+    """S7 and X8's fit read both decisions (the costs and the speedups), so
+    each runs at alpha / 2 and a claim reading both errs with probability
+    <= alpha. The decisions themselves are replaced by a recorder (nothing
+    is timed); the models are tiny GPTs over the corpus' vocabulary."""
+    from aftertrain.experiments import speedup as XU
+    from aftertrain.lm.text import VOCAB_SIZE
+    from aftertrain.speculative.drafts import DraftKind
+    from aftertrain.timing import Decision, paired_timing
+    from tests.common.toys import toy_gpt
+
+    clock = iter(range(10**6))
+    timing = paired_timing(lambda: None, lambda: None, pairs=5, warmup=0, confidence=0.9,
+                           clock=lambda: float(next(clock)))
+    alphas = []
+
+    def recorder(sides, judgements, *, alpha, **_):
+        alphas.append(alpha)
+        return {n: Decision("inconclusive", {k: timing for k in sides}, j.rule, looks=1,
+                            max_looks=8, alpha=alpha, confidence=0.9, seconds=0.0, load1=0.0)
+                for n, j in judgements.items()}
+
+    monkeypatch.setattr(XU, "sequential_decisions", recorder)
+    target = toy_gpt(VOCAB_SIZE, seed=1)
+    drafts = {kind.value: toy_gpt(VOCAB_SIZE, seed=2) for kind in DraftKind}
+    decisions, _ = XU.speedup_decisions(target, drafts, budget_s=1.0, alpha=1e-6)
+    assert alphas == [5e-7, 5e-7]
+    assert set(decisions) == set(SR.RULES)

@@ -187,3 +187,37 @@ def test_an_xfail_markers_setup_or_teardown_error_is_an_error_not_does_not_repro
         assert claims[claim_id]["verdict"] == verdict, claim_id
     assert sorted(t["outcome"] for t in claims["Q3"]["tests"]) == ["error", "xfailed"]
     assert claims["Q3"]["verdict"] == "broken"
+
+
+MIXED = '''
+import pytest
+
+@pytest.mark.claim("Q6")
+def test_broken(claim_record):
+    claim_record.measured("shared figure 4.2")
+    assert False, "the part that breaks"
+
+@pytest.mark.claim("Q6")
+@pytest.mark.xfail(strict=True, reason="a known gap")
+def test_known_gap(claim_record):
+    claim_record.measured("shared figure 4.2")
+    assert False, "the part that does not reproduce"
+
+@pytest.mark.claim("Q6")
+def test_holds(claim_record):
+    claim_record.measured("shared figure 4.2")
+    claim_record.measured("its own figure 1.0")
+'''
+
+
+def test_a_claims_reasons_are_those_of_the_tests_that_gave_its_verdict_and_figures_show_once(
+        pytester: pytest.Pytester):
+    """One claim, three tests: broken, a strict xfail (does not reproduce) and
+    a pass. The claim is broken, its reasons are the broken test's alone (the
+    xfail's reason explains another verdict), and a figure three tests
+    record shows once, in the order first recorded."""
+    _, claims = _run(pytester, MIXED)
+    entry = claims["Q6"]
+    assert entry["verdict"] == "broken"
+    assert len(entry["reasons"]) == 1 and "the part that breaks" in entry["reasons"][0]
+    assert entry["measured"] == ["shared figure 4.2", "its own figure 1.0"]

@@ -47,3 +47,18 @@ def test_an_intact_rewritten_checkpoint_still_loads_with_equal_weights(tmp_path)
     loaded = load_checkpoint(path)
     for (k, a), (_, b) in zip(model.state_dict().items(), loaded.state_dict().items(), strict=True):
         assert torch.equal(a, b), k
+
+
+def test_the_recorded_hash_and_config_are_the_files_whatever_the_callers_meta_says(tmp_path):
+    """A caller's meta that carries stale ``sha256`` and ``config`` keys (say,
+    copied from another checkpoint's metadata) does not override them: the
+    written metadata holds the file's own hash and the model's config, and
+    the checkpoint loads."""
+    model = toy_gpt(100, seed=0)
+    path = tmp_path / "m.pt"
+    meta = save_checkpoint(model, path, {"sha256": "0" * 64, "config": {"n_layer": 99},
+                                         "note": "kept"})
+    written = json.loads(path.with_suffix(".pt.json").read_text())
+    assert written["sha256"] == meta["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert written["config"]["n_layer"] == model.config.n_layer and written["note"] == "kept"
+    load_checkpoint(path)

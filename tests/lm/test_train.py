@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -112,6 +113,10 @@ def test_cli_train_prints_progress_and_a_summary_and_writes_the_checkpoint(tmp_p
     from aftertrain.lm.checkpoint import load_checkpoint
 
     load_checkpoint(out)
+    meta = json.loads(out.with_suffix(".pt.json").read_text())
+    step, train_loss, val_loss = next(h for h in meta["history"] if h[0] == meta["best_step"])
+    assert (meta["train_loss"], meta["val_loss"]) == (train_loss, val_loss)
+    assert f"best validation loss {val_loss:.4f}" in captured.out
 
 
 def test_cli_sample_is_repeatable_for_a_seed(capsys):
@@ -288,3 +293,19 @@ def test_cli_refuses_bad_recipe_options_in_one_line(argv, flag, capsys):
     err = capsys.readouterr().err
     assert code == 2
     assert flag in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_each_evaluations_train_loss_is_the_mean_of_the_steps_since_the_last_one():
+    """history's train loss at an evaluation is the mean of the training
+    losses of the steps since the evaluation before (each step's own loss,
+    as the progress callback reports it), not of every step so far."""
+    seen = []
+    result = _train.train(_train.TrainConfig(steps=6, eval_every=2, seed=5, threads=1, warmup=0,
+                                             batch_size=4),
+                          val=_val_tokens(), on_progress=seen.append)
+    losses = [p.train_loss for p in seen]
+    assert len(losses) == 6 and len(set(losses)) == 6  # distinct, so the means tell apart
+    assert [(s, tl) for s, tl, _ in result.history] == [
+        (2, pytest.approx(sum(losses[0:2]) / 2, rel=1e-12)),
+        (4, pytest.approx(sum(losses[2:4]) / 2, rel=1e-12)),
+        (6, pytest.approx(sum(losses[4:6]) / 2, rel=1e-12))]

@@ -264,3 +264,29 @@ def test_report_runs_each_model_and_fails_when_a_test_fails_on_any(tmp_path, mon
     else:
         assert locks == [None, None]
     assert "verdict (article)" in (out / "report.md").read_text()
+
+
+@pytest.mark.parametrize("status, accepted", [(0, True), (1, True), (2, False), (3, False),
+                                              (4, False), (5, False)])
+def test_only_a_run_that_ran_its_tests_gives_a_ledger(tmp_path, monkeypatch, status, accepted):
+    """pytest's status 0 (all passed) and 1 (some failed) are runs whose
+    ledger is whole; 2 (interrupted), 3 (internal error), 4 (usage error) and
+    5 (nothing collected) are not, even when a ledger file was left behind:
+    the report refuses them, naming the status, instead of rendering a part."""
+    import subprocess
+
+    from aftertrain.cli import report as report_command
+    from aftertrain.report import ReportError
+
+    json_path = tmp_path / "claims.json"
+
+    def fake_run(cmd, **kwargs):
+        json_path.write_text(json.dumps(_data()))
+        return subprocess.CompletedProcess(cmd, status)
+    monkeypatch.setattr(report_command.subprocess, "run", fake_run)
+    run = lambda: report_command.run_ledger(ROOT, json_path, False, lambda msg: None)  # noqa: E731
+    if accepted:
+        assert run().pytest_status == status
+    else:
+        with pytest.raises(ReportError, match=f"pytest exited with status {status}"):
+            run()
