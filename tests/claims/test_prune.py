@@ -230,7 +230,11 @@ def test_bytes_per_element_table_is_exact(reference, claim_record):
         if r.sparsity in article:
             assert (math.floor(r.coo * 100) / 100, math.floor(r.bitmask * 100) / 100) \
                 == article[r.sparsity]
-    assert EP.int8_bytes_per_element(reference)["values"] == 1.0
+    # int8: 1 byte a value, plus one float32 scale per output row: 3,784 rows
+    # (tok 100 + pos 128 + 3 x (qkv 384 + proj 128 + f1 512 + f2 128) + head 100),
+    # the article's count of per-channel scales (Q3)
+    assert EP.int8_bytes_per_element(reference) == {"values": 1.0,
+                                                    "with_scales": 1 + 4 * 3_784 / n}
 
 
 # --- P6 -------------------------------------------------------------------------
