@@ -105,3 +105,67 @@ def test_report_on_a_checkout_where_a_claims_test_fails_shows_it_broken_and_exit
 
     for name in ("claims.json", "report.md"):
         assert stat.S_IMODE((out / name).stat().st_mode) == 0o640, name
+
+
+LOCK_TESTS = '''
+import json
+import os
+import time
+
+import pytest
+
+LOG = os.environ["AFTERTRAIN_E2E_LOG"]
+
+
+def _log(kind, start):
+    with open(LOG, "a") as f:
+        f.write(json.dumps([os.getpid(), kind, start, time.time()]) + "\\n")
+
+
+@pytest.mark.claim("Q1")
+@pytest.mark.parametrize("i", range(4))
+def test_untimed(i):
+    start = time.time()
+    time.sleep(0.15)
+    _log("untimed", start)
+
+
+@pytest.mark.claim("Q11")
+@pytest.mark.parametrize("i", range(2))
+def test_timed(benchmark, i):
+    start = time.time()
+    benchmark.pedantic(lambda: time.sleep(0.15), rounds=1, iterations=1)
+    _log("timed", start)
+'''
+
+
+def test_two_models_side_by_side_never_time_while_the_other_runs_a_test(
+        tmp_path, capfd, monkeypatch):
+    """``--models reference,article --jobs 2``: two real pytest runs at once
+    sharing the timing lock. Each test logs its pid and its start and end
+    times: no test of one run overlaps a timed test of the other (their
+    untimed tests may overlap each other), both ledgers are read into one
+    report, and the progress names each run's log file."""
+    root = tmp_path / "checkout"
+    (root / "tests").mkdir(parents=True)
+    (root / "pyproject.toml").write_text(PYPROJECT)
+    (root / "tests" / "test_lock.py").write_text(LOCK_TESTS)
+    log = tmp_path / "intervals.jsonl"
+    monkeypatch.setenv("AFTERTRAIN_E2E_LOG", str(log))
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)  # the inner runs are no workers: they time
+    out = tmp_path / "out"
+    status = main(["report", "--checkout", str(root), "--out", str(out),
+                   "--models", "reference,article", "--jobs", "2"])
+    err = capfd.readouterr().err
+    assert status == 0, err
+    assert "running 2 models 2 at a time" in err and err.count("its output goes to") == 2
+    runs = [json.loads(line) for line in log.read_text().splitlines()]
+    pids = {pid for pid, *_ in runs}
+    assert len(pids) == 2 and len(runs) == 12
+    for pid, kind, start, end in runs:
+        if kind != "timed":
+            continue
+        others = [(s, e) for p, _, s, e in runs if p != pid]
+        assert all(e <= start or s >= end for s, e in others), (start, end, others)
+    assert (out / "claims.json").is_file() and (out / "claims-article.json").is_file()
