@@ -300,3 +300,19 @@ def test_reference_lines_and_overlays_are_the_ledgers_and_closed_forms(raw):
                           ("random", "random")):
             assert sparsity[f"{name} ({label})"]["x"] == [100 * r["sparsity"] for r in p1]
             assert sparsity[f"{name} ({label})"]["y"] == [r[key] for r in p1]
+
+
+def test_int8_storage_cell_adds_the_scales_bytes(raw):
+    """The committed per-tensor scales are 60 bytes, invisible at two decimals
+    of a MB; with 2^19 bytes of scales (0.50 MB) the "2-D weights int8" cell
+    must show the codes plus the scales."""
+    import copy
+
+    ledger = copy.deepcopy(raw)
+    s = ledger["tables"][TB.Q3]["per-tensor_8"]
+    s["scale_bytes"] = 2 ** 19
+    with plots_without_png():
+        text = R.render(R.Ledger.from_json(ledger, "claims.json")).markdown()
+    storage = [r[2] for r in _table_after(text, "Storage of int8", ["", "article", "ours"])]
+    assert storage[1] == f"{(s['weight_code_bytes'] + 2 ** 19) / MB:.2f}"
+    assert storage[1] != f"{s['weight_code_bytes'] / MB:.2f}"
