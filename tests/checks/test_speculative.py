@@ -56,6 +56,16 @@ def test_the_zoos_correct_rule_and_loop_pass():
     assert report.passed, str(report)
 
 
+def test_check_generator_splits_alpha_over_every_k_and_temperature():
+    """Bonferroni over the joint-law tests: with 2 ks and 2 temperatures each
+    chi-square row is at alpha / 4 (not alpha / 2, which would hold the
+    family only to 2 alpha)."""
+    report = CS.check_generator(zoo.make_generator(), runs=100, ks=(1, 2),
+                                temperatures=(1.0, 0.5), alpha=1e-3)
+    bounds = [r.bound for r in report.rows if r.check == "chi-square"]
+    assert len(bounds) == 4 and set(bounds) == {1e-3 / 4}, str(report)
+
+
 def test_the_u_zero_bug_is_invisible_to_the_statistical_battery():
     """Why check_rule_exact exists: accepting a p = 0 draft at u = 0 happens
     with probability 2**-53 per draft, so check_rule passes that rule."""
