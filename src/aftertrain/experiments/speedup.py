@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from aftertrain.claims.tables import Row
-from aftertrain.core.tolerances import TIMING_ALPHA
+from aftertrain.core.tolerances import TIMING_ALPHA, TIMING_LOOKS
 from aftertrain.core.validation import check_real
 from aftertrain.experiments import speculative as XS
 from aftertrain.experiments.speedup_rules import (
@@ -45,11 +45,14 @@ from aftertrain.lm.protocol import NextTokenModel, check_model
 from aftertrain.lm.text import encode
 from aftertrain.speculative import drafts as D
 from aftertrain.speculative import speculative_generate
-from aftertrain.timing import Decision, Judgement, sequential_decisions
+from aftertrain.timing import Decision, Judgement, min_pairs, sequential_decisions
 
 SPEEDUP_KS = (2, 4, 8)
 SPEEDUP_CHARS = 30
 COST_CALLS = 5  # a step is ~0.1-1 ms: 5 calls per timing
+#: The cost decision's first look, in multiples of the fewest pairs its
+#: interval needs (28): its intervals are read by the speedup judgements too.
+COST_FIRST_LOOKS = 4
 
 
 @dataclass(frozen=True)
@@ -144,8 +147,15 @@ def speedup_decisions(target: NextTokenModel, drafts: Mapping[str, NextTokenMode
         return {n: Judgement(RULES[n][0], lambda t, f=RULES[n][1]: f(Cells({**extra, **t}, cpp)))
                 for n in names}
 
+    # The speedup judgements (S7's prediction, X8's fit) read the costs'
+    # intervals too, which the costs' own rules may decide on at their first,
+    # widest look: every cost ratio gets every look's pairs (every_ratio), and
+    # the first look comes at COST_FIRST_LOOKS times the fewest pairs (cheap
+    # steps: a few seconds).
+    first = COST_FIRST_LOOKS * min_pairs(1.0 - half / (TIMING_LOOKS * len(costs)))
     decisions = sequential_decisions(costs, judgements(COST_RULES, {}), calls=COST_CALLS,
-                                     alpha=half, budget_s=budget_s * len(COST_RULES))
+                                     alpha=half, budget_s=budget_s * len(COST_RULES),
+                                     every_ratio=True, first=first)
     if any(d.looks == 0 for d in decisions.values()):  # no cost interval to judge speedups on
         spent = next(iter(decisions.values()))
         return {n: decisions.get(n) or dataclasses.replace(spent, rule=RULES[n][0])

@@ -202,6 +202,7 @@ def sequential_decisions(
     calls: int | Mapping[str, int] = 1,
     threads: int = 1,
     clock: Clock = time.perf_counter,
+    every_ratio: bool = False,
 ) -> dict[str, Decision]:
     """Decide timing claims: add pairs in rounds until every judgement gives
     a verdict or the time budget is spent.
@@ -220,12 +221,15 @@ def sequential_decisions(
     After a look only the ratios that can still decide an undecided
     judgement get more pairs (:func:`_plan`: the ratios it stays undecided
     on when the others are taken as known); the rest keep their pairs and
-    intervals. A judgement that would stay undecided even if its ratios
-    reached the largest look the budget allows, their intervals as today's
-    ratios predict them, stops at once as ``inconclusive``
-    with a ``note`` saying so: the budget is not spent on a verdict it
-    cannot buy. Both change only how long a decision runs, never the
-    intervals a verdict is read from.
+    intervals. A judgement undecided even with every ratio of the decision
+    at its median (it waits on intervals it reads from elsewhere) stops at
+    once as ``inconclusive`` with a ``note`` saying so: the budget is not
+    spent on a verdict no pairs can buy. Both change only how long a
+    decision runs, never the intervals a verdict is read from.
+    ``every_ratio=True`` turns both off: every ratio gets every look's pairs
+    until every judgement is decided (for a decision whose intervals later
+    judgements read too, which its own judgements cannot speak for).
+
     The budget is also checked after every pair, the first round's
     included: a round it cuts short is dropped (the look before it stands),
     and a first round cut short gives ``inconclusive`` with no look
@@ -250,12 +254,15 @@ def sequential_decisions(
         warmup, calls, threads: as :func:`paired_timing` (``calls`` per
             name or one for all).
         clock: seconds, monotone; times the calls and the budget.
+        every_ratio: extend every ratio at every look (see above).
 
     Returns:
         name -> :class:`Decision`, one per judgement.
     """
     per_call, confidence, schedule = _checked_plan(sides, judgements, alpha, looks, first,
                                                    budget_s, warmup, calls, threads, clock)
+    if not isinstance(every_ratio, bool):
+        raise ValueError(f"every_ratio must be a bool, got {every_ratio!r}")
 
     def decision(verdict: str, name: str, look: int, timings: dict, note: str = "") -> Decision:
         return Decision(verdict=verdict, timings=timings, rule=judgements[name].rule,
@@ -291,17 +298,16 @@ def sequential_decisions(
                 decided[name] = decision(said, name, look, timings)
             if len(decided) == len(judgements) or look == len(schedule):
                 break
-            need = set()
+            need = set(runs) if every_ratio else set()
             for name, judgement in judgements.items():
-                if name in decided:
+                if name in decided or every_ratio:
                     continue
-                wants, reach = _plan(judgement, timings, runs, schedule[look:],
-                                     budget_s - (clock() - start), clock() - start)
+                wants = _plan(judgement, timings, runs, schedule[look:],
+                              budget_s - (clock() - start), clock() - start)
                 if not wants:
                     decided[name] = decision(INCONCLUSIVE, name, look, timings, note=(
-                        "stopped early: undecided even on the medians alone" if not reach else
-                        f"stopped early: even at {reach} pairs, the most the budget allows, "
-                        f"the intervals today's ratios predict would not decide"))
+                        "stopped early: undecided even with every ratio of this decision "
+                        "at its median"))
                 else:
                     need |= wants
             if not need:
@@ -311,39 +317,35 @@ def sequential_decisions(
 
 
 def _plan(judgement: Judgement, timings: dict[str, PairedTiming], runs: dict[str, Pairs],
-          sizes: tuple[int, ...], left: float, elapsed: float) -> tuple[set[str], int]:
-    """The ratios whose further pairs can still decide ``judgement``, and the
-    largest coming look the budget lets them reach (0: none; the budget ends
-    the decision). An empty set: no affordable look can decide it.
+          sizes: tuple[int, ...], left: float, elapsed: float) -> set[str]:
+    """The ratios whose further pairs can still decide ``judgement``; empty
+    when it is undecided even with every ratio taken as known (its interval
+    collapsed to its median): then no number of pairs can decide it, only
+    intervals it reads from elsewhere could (the speedup judgements read
+    the cost decision's, fixed by then).
 
-    Each ratio is asked alone: with every other ratio taken as known (its
-    interval collapsed to the median), does it keep the judgement
-    undecided? Those that do are extended, unless even their intervals
-    at the reachable look's pairs, as today's ratios predict them
-    (:func:`_projected`), would not decide it. When none does alone (the
-    judgement reads the ratios jointly, e.g. a sum), the fewest of the
-    relatively widest whose predicted intervals decide it. A judgement
-    undecided even on the medians alone cannot be decided. A ratio left out
-    keeps its pairs and its interval, which holds its median with the same
-    guarantee (its pair count is a scheduled look's)."""
+    Each ratio is asked alone: with every other ratio taken as known, does
+    it keep the judgement undecided? Those that do are extended. When none
+    does alone (the judgement reads the ratios jointly, e.g. a sum), the
+    fewest of the relatively widest whose intervals, as today's ratios
+    predict them at the largest look the budget allows (:func:`_projected`),
+    decide it; every ratio when none do. A ratio left out keeps its pairs
+    and its interval, which holds its median with the same guarantee (its
+    pair count is a scheduled look's)."""
     points = _projected(timings, set(timings), math.inf)
     if judgement.decide(points) is None:
-        return set(), 0
+        return set()
     wants = {n for n in timings if judgement.decide({**points, n: timings[n]}) is None}
     if wants:
-        reach = _reachable(runs, wants, sizes, left, elapsed)
-        if reach and judgement.decide(_projected(timings, wants, reach)) is None:
-            return set(), reach
-        return wants, reach
+        return wants
     widest = sorted(timings, key=lambda n: (timings[n].ci_low - timings[n].ci_high)
                     / timings[n].median)
-    reach = 0
     for i in range(1, len(widest) + 1):
         prefix = set(widest[:i])
         reach = _reachable(runs, prefix, sizes, left, elapsed)
         if not reach or judgement.decide(_projected(timings, prefix, reach)) is not None:
-            return prefix, reach
-    return set(), reach
+            return prefix
+    return set(timings)
 
 
 def _projected(timings: dict[str, PairedTiming], names: set[str], pairs: float
@@ -461,7 +463,7 @@ def _verdicts(judgements: Mapping[str, Judgement], decided: Mapping[str, Decisio
 #: The keyword arguments :func:`sequential_decision` and :func:`decide_ratio`
 #: pass on to :func:`sequential_decisions`.
 _DECISION_OPTIONS = frozenset({"alpha", "looks", "first", "budget_s", "warmup", "calls",
-                               "threads", "clock"})
+                               "threads", "clock", "every_ratio"})
 
 
 def sequential_decision(
