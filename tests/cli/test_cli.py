@@ -140,6 +140,8 @@ CASES = [
     ("sample-length-huge", ["sample", "--length", "100000000"], "100000000"),
     ("sample-length-fraction", ["sample", "--length", "2.5"], "'2.5'"),
     ("sample-temperature-negative", ["sample", "--temperature", "-1"], ">= 0"),
+    ("report-jobs-zero", ["report", "--jobs", "0"], "--jobs must be a whole number >= 1"),
+    ("report-jobs-word", ["report", "--jobs", "two"], "'two'"),
     ("sample-temperature-nan", ["sample", "--temperature", "nan"], "nan"),
     ("sample-temperature-inf", ["sample", "--temperature", "inf"], "inf"),
     ("sample-temperature-word", ["sample", "--temperature", "hot"], "'hot'"),

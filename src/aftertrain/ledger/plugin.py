@@ -96,7 +96,7 @@ def pytest_configure(config: pytest.Config) -> None:
                                     f"seconds > 0, got {budget!r}")
     start_total_budget(config)
     lock = config.getoption("timing_lock", None)
-    if lock is not None and not hasattr(config, "workerinput"):
+    if lock is not None:  # in xdist's workers too: their untimed tests share it
         try:
             config.pluginmanager.register(_Exclusive(TimingLock(lock), config),
                                           "aftertrain-timing-lock")

@@ -320,9 +320,10 @@ def _plan(judgement: Judgement, timings: dict[str, PairedTiming], runs: dict[str
           sizes: tuple[int, ...], left: float, elapsed: float) -> set[str]:
     """The ratios whose further pairs can still decide ``judgement``; empty
     when it is undecided even with every ratio taken as known (its interval
-    collapsed to its median): then no number of pairs can decide it, only
-    intervals it reads from elsewhere could (the speedup judgements read
-    the cost decision's, fixed by then).
+    collapsed to its median): then narrowing this decision's intervals
+    cannot decide it; only medians moving, or narrower intervals it reads
+    from elsewhere (the speedup judgements read the cost decision's, fixed
+    by then), could.
 
     Each ratio is asked alone: with every other ratio taken as known, does
     it keep the judgement undecided? Those that do are extended. When none
