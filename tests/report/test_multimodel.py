@@ -233,7 +233,7 @@ def test_report_runs_each_model_and_fails_when_a_test_fails_on_any(tmp_path, mon
     to its own file, and exits 1 when pytest failed on any model (CI's
     README command 1 then fails). With --jobs 2 the runs go side by side,
     sharing one timing lock, each writing its output to its own log file,
-    whose last line the progress shows."""
+    whose last line (pytest's summary) the progress shows."""
     from dataclasses import replace
 
     from aftertrain.cli import report as report_command
@@ -260,7 +260,7 @@ def test_report_runs_each_model_and_fails_when_a_test_fails_on_any(tmp_path, mon
     assert "model 1 of 2: reference" in err and "model 2 of 2: article" in err
     if jobs == 2:
         assert locks[0] is not None and locks == [locks[0]] * 2
-        assert "model article: ... | 1 passed (article)" in err
+        assert "model article: 1 passed (article) (all of it: " in err
     else:
         assert locks == [None, None]
     assert "verdict (article)" in (out / "report.md").read_text()

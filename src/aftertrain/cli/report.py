@@ -251,9 +251,10 @@ def _run_models(models: list[str], checkout: Path, run_dir: Path, quick: bool,
         output = logs / f"pytest-{i + 1}-{label}.log" if logs else None
         led = run_ledger(checkout, run_path, quick, log, meta.collect(checkout, m), model=m,
                          timing_lock=logs / "timing.lock" if logs else None, output=output)
-        if output:
-            tail = output.read_text(errors="replace").splitlines()[-3:]
-            log(f"model {m}: " + " | ".join(line.strip() for line in tail if line.strip()))
+        if output:  # pytest's last line: its summary ("... passed ... in 296.65s")
+            tail = [line.strip() for line in output.read_text(errors="replace").splitlines()
+                    if line.strip()]
+            log(f"model {m}: {tail[-1] if tail else 'no output'} (all of it: {output})")
         log(f"model {m}: pytest exit status {led.pytest_status}")
         return led
 
