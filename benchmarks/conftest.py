@@ -4,7 +4,8 @@ Every benchmark asserts its result is correct before it is timed and runs
 on one thread. A timing claim is a decision of
 :func:`aftertrain.timing.sequential_decisions` (through the ledger's
 ``claim_record`` fixture: ``holds``, ``broken`` or ``inconclusive``, and
-``skipped`` as "not timed" under ``--benchmark-disable`` or pytest-xdist).
+``skipped`` as "not timed" under ``--benchmark-disable``; under pytest-xdist the
+workers time one test at a time, :mod:`aftertrain.ledger.workers`).
 Next to pytest-benchmark's absolute times, :func:`aftertrain.timing.compare.store` puts the
 decision's paired ratios (median, interval, pairs) in
 ``benchmark.extra_info["ratios"]``: the machine-independent figure that

@@ -11,8 +11,9 @@ Each test reads its claim's verdict from the decision and first checks that
 the work it times is correct. The figures are recorded in
 benchmark.extra_info and, under ``--force-regen``, in
 baselines/spec_speedup.yml (a record of one run, never compared against).
-Under ``pytest -n 2`` or ``--benchmark-disable`` nothing is timed and every
-test here is skipped as "not timed".
+Under ``--benchmark-disable`` nothing is timed and every test here is
+skipped as "not timed". ``--dist loadfile`` (this project's ``addopts``)
+keeps the module on one xdist worker, so its decisions are taken once.
 """
 
 from __future__ import annotations

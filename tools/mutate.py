@@ -149,8 +149,6 @@ SUBSETS |= {
                "tests/experiments/test_tables.py"] + _UNTIMED,
     "cli": ["tests/cli", "tests/lm/test_train.py", "tests/report/test_multimodel.py"] + _UNTIMED,
 }
-#: Modules whose survivors must rerun without xdist (xdist disables timing).
-TIMED_MODULES = {"timing", "ledger"}
 
 
 @dataclass
@@ -199,7 +197,10 @@ RED = (1, 2)
 def run_pytest(tree: Path, extra: list[str], timeout: float) -> tuple[str, float, str]:
     """``(outcome, seconds, tail)`` of pytest in ``tree``: passed, failed
     (exit status in RED), error (any other status) or timeout."""
-    env = {**os.environ, "PYTHONPATH": str(tree / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
+    # One process per run where the tree's addopts say -n auto (the mutants'
+    # own --jobs share the cores); an explicit -n N in ``extra`` still wins.
+    env = {**os.environ, "PYTHONPATH": str(tree / "src"), "PYTHONDONTWRITEBYTECODE": "1",
+           "PYTEST_XDIST_AUTO_NUM_WORKERS": "0"}
     start = time.monotonic()
     try:
         proc = subprocess.run([sys.executable, *PYTEST, *extra], cwd=tree, env=env, check=False,
@@ -218,8 +219,7 @@ def run_mutant(mutant: Mutant, tree: Path, extra: list[str], timeout: float,
                subset: bool = False, full: list[str] | None = None) -> Result:
     """One mutant: with ``subset``, first its module's tests (SUBSETS); a
     survivor of those (and every mutant without ``subset``) runs ``extra``
-    (the full suite), or ``full`` for the survivors when given (xdist is
-    dropped from it for timing and ledger mutants)."""
+    (the full suite), or ``full`` for the survivors when given."""
     path, where = locate(mutant, tree)
     if path is None:
         return Result(mutant.id, mutant.module, mutant.description, "stale", mutant.equivalent,
@@ -236,9 +236,6 @@ def run_mutant(mutant: Mutant, tree: Path, extra: list[str], timeout: float,
             stage = "subset"
         if not has_subset or (outcome == "passed" and full is not None):
             args = list(full) if subset and full is not None else list(extra)
-            if mutant.module in TIMED_MODULES and "-n" in args:
-                i = args.index("-n")
-                del args[i:i + 2]
             outcome, seconds, tail = run_pytest(tree, args, timeout)
             spent += seconds
             stage = "full"

@@ -235,6 +235,7 @@ def test_storage_round_trips_all_zero_and_fully_dense(fmt, shape):
     check_storage(two_four_pruned(full) if fmt is P.Format.TWO_FOUR else full, fmt)
 
 
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
 @given(dense=sparse_matrix())
 def test_coo_and_csr_hold_what_torch_sparse_holds(dense):
     """Oracle: torch's own COO/CSR of the same matrix (-0.0 made +0.0, since

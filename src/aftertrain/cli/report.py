@@ -67,7 +67,8 @@ def run_ledger(checkout: Path, json_path: Path, quick: bool,
     when the ledger carries none. ``model``: a bundled model's name or a
     checkpoint path, passed as ``--aftertrain-model`` (default: the suite's
     default, the reference). ``timing_lock``: passed as ``--timing-lock``,
-    so runs side by side never time while another runs a test. The ledger
+    so runs side by side never time while another runs a test (each then
+    in one process, ``-n 0``; a run alone uses the suite's xdist workers). The ledger
     keeps pytest's exit status (``pytest_status``: 1 when a test failed, a
     claim's or not).
     """
@@ -82,8 +83,8 @@ def run_ledger(checkout: Path, json_path: Path, quick: bool,
            f"--claims-json={json_path}"]
     if model is not None:
         cmd += [f"--aftertrain-model={model}"]
-    if timing_lock is not None:
-        cmd += [f"--timing-lock={timing_lock}"]
+    if timing_lock is not None:  # side by side: one process each, the cores shared by the runs
+        cmd += [f"--timing-lock={timing_lock}", "-n", "0"]
     env = {**os.environ, **(QUICK_ENV if quick else {})}
     log(f"running the claims' tests: {' '.join(cmd[1:])} (in {checkout})"
         + (f"; its output goes to {output}" if output else ""))

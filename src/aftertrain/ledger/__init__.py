@@ -24,7 +24,7 @@ end of the run one line per claim gives its verdict, in precedence order
 - ``inconclusive``: a timing decision could not decide within its budget
   (not a failure unless ``--timing-strict``);
 - ``skipped``: a timing test was not timed (``--benchmark-disable``,
-  pytest-xdist), or every test was skipped;
+  ``--benchmark-skip``), or every test was skipped;
 - ``holds``: every test that ran passed (skipped ones aside);
 - ``not covered``: no test of this run carries the ID.
 
@@ -36,7 +36,9 @@ quick).
 
 Works under pytest-xdist: everything a test reports travels in its
 ``user_properties``, and the ledger is built on the controller from
-``pytest_runtest_logreport`` alone.
+``pytest_runtest_logreport`` alone. :mod:`aftertrain.ledger.workers` sizes
+``-n auto`` (this project's default run) and lets the workers time, one
+test at a time under a lock the controller hands them.
 """
 
 from aftertrain.ledger.plugin import (  # noqa: F401  (pytest finds the hooks here)
@@ -45,5 +47,6 @@ from aftertrain.ledger.plugin import (  # noqa: F401  (pytest finds the hooks he
     pytest_configure,
     pytest_load_initial_conftests,
     pytest_make_collect_report,
+    pytest_xdist_auto_num_workers,
 )
 from aftertrain.ledger.state import claim_ids  # noqa: F401

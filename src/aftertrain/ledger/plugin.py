@@ -12,12 +12,14 @@ type in :mod:`aftertrain.ledger.record`.
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 
 from aftertrain.core.tolerances import RATIO_REGRESSION, TIMING_BUDGET_S, TIMING_BUDGET_TOTAL_S
+from aftertrain.ledger import workers
 from aftertrain.ledger.paths import output_file_problem, path_option_problem
-from aftertrain.ledger.record import ClaimRecord, start_total_budget, timing_enabled
+from aftertrain.ledger.record import ClaimRecord, budget_left, start_total_budget, timing_enabled
 from aftertrain.ledger.state import CLAIM_PROPERTY, PART_PROPERTY, Ledger, Part, claim_ids, marker_problem
 from aftertrain.timing.compare import (
     MACHINE_KEY,
@@ -96,6 +98,14 @@ def pytest_configure(config: pytest.Config) -> None:
                                     f"seconds > 0, got {budget!r}")
     start_total_budget(config)
     lock = config.getoption("timing_lock", None)
+    given = getattr(config, "workerinput", {})
+    if switched_on(config) and given.get(workers.LOCK_KEY):  # an xdist worker that times
+        lock = given[workers.LOCK_KEY]
+        start_total_budget(config, given[workers.DEADLINE_KEY] - time.time())
+        config.pluginmanager.register(_TimingWorker(config), "aftertrain-timing-worker")
+    elif switched_on(config) and workers.distributed(config):
+        config.pluginmanager.register(_Workers(config, workers.controller_lock(config)),
+                                      "aftertrain-workers")
     if lock is not None:  # in xdist's workers too: their untimed tests share it
         try:
             config.pluginmanager.register(_Exclusive(TimingLock(lock), config),
@@ -107,6 +117,13 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(controller, "aftertrain-claims-ledger")
         if config.pluginmanager.hasplugin("benchmark"):
             config.pluginmanager.register(_Machine(controller), "aftertrain-benchmark-machine")
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)  # before xdist's own count
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto`` (this project's ``addopts``): :func:`aftertrain.ledger.workers.auto_workers`
+    where the ledger is on; xdist's own count elsewhere."""
+    return workers.auto_workers(config) if switched_on(config) else None
 
 
 @pytest.hookimpl(wrapper=True)
@@ -185,6 +202,41 @@ class _Controller:
         self.ratio_changes = compare_with_stored_run(self.config, self.machines)
         if self.ratio_changes and any(c.status == REGRESSED for c in self.ratio_changes):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+class _Workers:
+    """On an xdist controller: each worker gets the timing lock and the end of
+    the run's whole timing budget (:mod:`aftertrain.ledger.workers`)."""
+
+    def __init__(self, config: pytest.Config, lock: str | None) -> None:
+        self.config, self.lock = config, lock
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node) -> None:
+        node.workerinput.update(workers.worker_input(self.config, self.lock,
+                                                     budget_left(self.config)))
+
+    @pytest.hookimpl
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        bench = getattr(self.config, "_benchmarksession", None)
+        if bench is not None and self.lock is not None:
+            bench.xdist_warning = False  # the workers do time, one at a time
+
+    @pytest.hookimpl
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        workers.cleanup(config)
+
+
+class _TimingWorker:
+    """In an xdist worker given the lock: pytest-benchmark times again (set
+    at session start, after pytest-benchmark's own configuration)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    @pytest.hookimpl
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        workers.time_in_worker(self.config)
 
 
 class _Exclusive:

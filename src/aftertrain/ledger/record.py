@@ -39,10 +39,12 @@ DEADLINE = pytest.StashKey[float]()
 clock: Callable[[], float] = time.monotonic
 
 
-def start_total_budget(config: pytest.Config) -> None:
+def start_total_budget(config: pytest.Config, seconds: float | None = None) -> None:
     """Start the run's whole timing budget: ``--timing-budget-total``
-    seconds from now."""
-    config.stash[DEADLINE] = clock() + float(config.getoption("timing_budget_total"))
+    seconds from now (``seconds`` when given: what an xdist worker is told is
+    left of its controller's)."""
+    left = float(config.getoption("timing_budget_total")) if seconds is None else float(seconds)
+    config.stash[DEADLINE] = clock() + left
 
 
 def budget_left(config: pytest.Config) -> float:
@@ -53,7 +55,8 @@ def budget_left(config: pytest.Config) -> float:
 
 def timing_enabled(config: pytest.Config) -> bool:
     """Whether this run times: pytest-benchmark is loaded and neither
-    disabled (``--benchmark-disable``) nor off under pytest-xdist."""
+    disabled (``--benchmark-disable``) nor off under pytest-xdist (where
+    this project's workers turn it back on: :mod:`aftertrain.ledger.workers`)."""
     session = getattr(config, "_benchmarksession", None)
     return session is not None and not session.disabled and not session.skip
 

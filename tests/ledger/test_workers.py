@@ -1,0 +1,182 @@
+"""The default run's xdist workers (aftertrain.ledger.workers): how many
+``-n auto`` starts, and that workers time one test at a time under the
+lock the controller hands them, with the controller's whole-run budget."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from aftertrain.ledger import workers
+from aftertrain.ledger.record import budget_left, start_total_budget
+
+pytest_plugins = ["pytester"]
+
+_XDIST_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID",
+                    "PYTEST_XDIST_AUTO_NUM_WORKERS")
+
+
+def outside_any_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The environment of a pytest started from a shell, not from a test
+    (called in the test's body: pytest sets PYTEST_CURRENT_TEST again for
+    the call, after the fixtures)."""
+    for name in (*_XDIST_VARIABLES, "PYTEST_CURRENT_TEST"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def two_files(pytester: pytest.Pytester):
+    pytester.makepyfile(test_a="def test_a():\n    pass\n", test_b="def test_b():\n    pass\n")
+
+
+@pytest.mark.parametrize("cores, expected", [(1, 0), (2, 2), (3, 3), (64, workers.MAX_WORKERS)])
+def test_auto_starts_a_worker_per_core_up_to_the_cap(pytester, two_files,
+                                                     monkeypatch, cores, expected):
+    outside_any_run(monkeypatch)
+    monkeypatch.setattr(workers, "usable_cores", lambda: cores)
+    config = pytester.parseconfig("-p", "aftertrain.ledger", "test_a.py", "test_b.py")
+    assert workers.auto_workers(config) == expected
+
+
+@pytest.mark.parametrize("args", [
+    ("--benchmark-json=out.json",), ("--benchmark-autosave",), ("--benchmark-compare",),
+    ("--benchmark-save=x",), ("test_a.py",), ("test_a.py::test_a",),
+])
+def test_auto_is_one_process_where_results_or_files_need_one(pytester, two_files,
+                                                             monkeypatch, args):
+    outside_any_run(monkeypatch)
+    monkeypatch.setattr(workers, "usable_cores", lambda: 8)
+    files = () if any(a.startswith("test_") for a in args) else ("test_a.py", "test_b.py")
+    config = pytester.parseconfig("-p", "aftertrain.ledger", *args, *files)
+    assert workers.auto_workers(config) == 0
+    without = pytester.parseconfig("-p", "aftertrain.ledger", "test_a.py", "test_b.py")
+    assert workers.auto_workers(without) == workers.MAX_WORKERS
+
+
+@pytest.mark.parametrize("variable", ["PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER"])
+def test_auto_is_one_process_inside_another_runs_test(pytester, two_files,
+                                                      monkeypatch, variable):
+    outside_any_run(monkeypatch)
+    monkeypatch.setattr(workers, "usable_cores", lambda: 8)
+    config = pytester.parseconfig("-p", "aftertrain.ledger", "test_a.py", "test_b.py")
+    assert workers.auto_workers(config) == workers.MAX_WORKERS
+    monkeypatch.setenv(variable, "gw0")
+    assert workers.auto_workers(config) == 0
+
+
+def test_xdist_own_variable_wins(pytester, two_files, monkeypatch):
+    outside_any_run(monkeypatch)
+    monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "3")
+    config = pytester.parseconfig("-p", "aftertrain.ledger", "test_a.py", "test_b.py")
+    assert workers.auto_workers(config) is None
+    assert config.hook.pytest_xdist_auto_num_workers(config=config) == 3  # xdist's own hook
+
+
+def test_the_hook_leaves_runs_without_the_ledger_to_xdist(pytester, two_files,
+                                                         monkeypatch):
+    outside_any_run(monkeypatch)
+    monkeypatch.setattr(workers, "usable_cores", lambda: 1)
+    monkeypatch.setattr("os.cpu_count", lambda: 6)
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(6)), raising=False)
+    on = pytester.parseconfig("-p", "aftertrain.ledger", "test_a.py", "test_b.py")
+    off = pytester.parseconfig("test_a.py", "test_b.py")
+    assert on.hook.pytest_xdist_auto_num_workers(config=on) == 0      # ours: one usable core
+    assert off.hook.pytest_xdist_auto_num_workers(config=off) == 6    # xdist's: every CPU
+
+
+def test_a_worker_starts_the_budget_from_what_its_controller_has_left(pytester):
+    config = pytester.parseconfig()
+    start_total_budget(config, 12.5)
+    assert 12.0 < budget_left(config) <= 12.5
+
+
+# A timed and an untimed test in two files, run by two workers: each reports
+# what it holds of the lock its worker was given, whether pytest-benchmark
+# timed, and the budget it sees.
+_PROBE = '''
+import fcntl, json, os
+from aftertrain.ledger.record import budget_left
+from aftertrain.ledger.workers import LOCK_KEY
+
+
+def _try(path, how):
+    with open(path, "a") as f:
+        try:
+            fcntl.flock(f, how | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return "blocked"
+        fcntl.flock(f, fcntl.LOCK_UN)
+        return "free"
+
+
+def probe(request, name, **extra):
+    lock = request.config.workerinput[LOCK_KEY]
+    out = dict(lock=lock, shared=_try(lock, fcntl.LOCK_SH), alone=_try(lock, fcntl.LOCK_EX),
+               budget=budget_left(request.config), **extra)
+    with open(os.path.join(os.environ["PROBE_DIR"], name + ".json"), "w") as f:
+        json.dump(out, f)
+'''
+
+_TIMED = '''
+from probe import probe
+
+def test_timed(request, benchmark):
+    benchmark.pedantic(lambda: None, rounds=3, iterations=1)
+    probe(request, "timed", rounds=len(benchmark.stats.stats.data))
+'''
+
+_UNTIMED = '''
+from probe import probe
+
+def test_untimed(request):
+    probe(request, "untimed")
+'''
+
+
+def test_workers_time_alone_under_the_controllers_lock(pytester, tmp_path, monkeypatch):
+    """Under ``-n 2`` pytest-benchmark times (it turns itself off under
+    xdist), a timing test holds the lock alone, an untimed one shares it,
+    every worker reads the controller's budget, and the controller's lock
+    folder is gone afterwards."""
+    for name in _XDIST_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PROBE_DIR", str(tmp_path))
+    pytester.makepyfile(probe=_PROBE, test_timed=_TIMED, test_untimed=_UNTIMED)
+    result = pytester.runpytest_subprocess("-p", "aftertrain.ledger", "-n", "2", "--dist",
+                                           "loadfile", "--timing-budget-total=1000",
+                                           "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    timed = json.loads((tmp_path / "timed.json").read_text())
+    untimed = json.loads((tmp_path / "untimed.json").read_text())
+    assert timed["rounds"] == 3                                       # it did time
+    assert (timed["shared"], timed["alone"]) == ("blocked", "blocked")  # held alone
+    assert (untimed["shared"], untimed["alone"]) == ("free", "blocked")  # held shared
+    assert timed["lock"] == untimed["lock"]
+    assert 900 < timed["budget"] <= 1000 and 900 < untimed["budget"] <= 1000
+    assert not Path(timed["lock"]).parent.exists()  # the controller's own folder, removed
+    assert "automatically disabled" not in result.stdout.str() + result.stderr.str()
+
+
+def test_workers_with_benchmark_disable_do_not_time(pytester, tmp_path, monkeypatch):
+    for name in _XDIST_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    pytester.makepyfile(test_timed="def test_timed(benchmark):\n"
+                                   "    benchmark(lambda: None)\n"
+                                   "    assert benchmark.disabled\n",
+                        test_other="def test_other():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "aftertrain.ledger", "-n", "2",
+                                           "--benchmark-disable", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+
+
+def test_workers_refuse_a_benchmark_file_with_one_line(pytester, tmp_path, monkeypatch):
+    for name in _XDIST_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "aftertrain.ledger", "-n", "2",
+                                           f"--benchmark-json={tmp_path / 'b.json'}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--benchmark-json needs the run in one process*-n 0*"])
+    assert not (tmp_path / "b.json").exists()
