@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -261,6 +262,12 @@ def test_report_runs_each_model_and_fails_when_a_test_fails_on_any(tmp_path, mon
     if jobs == 2:
         assert locks[0] is not None and locks == [locks[0]] * 2
         assert "model article: 1 passed (article) (all of it: " in err
+        logs = locks[0].parent  # removed when every run passed, kept when one failed
+        assert logs.is_dir() == (status != 0)
+        assert (f"logs and lock ({logs}) removed" in err) == (status == 0)
+        assert (f"whole log is kept in {logs}" in err) == (status != 0)
+        if status != 0:
+            shutil.rmtree(logs)
     else:
         assert locks == [None, None]
     assert "verdict (article)" in (out / "report.md").read_text()

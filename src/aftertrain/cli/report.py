@@ -232,8 +232,9 @@ def _run_models(models: list[str], checkout: Path, run_dir: Path, quick: bool,
     side share a timing lock (``--timing-lock``): their untimed tests run
     together, but no run times while another runs a test, so each timing
     sees the machine as a lone run would. Their pytest output goes to a log
-    file each (named in the progress lines), whose last lines are shown when
-    the run ends."""
+    file each (named in the progress lines), whose last line is shown when
+    the run ends; the logs' folder is removed when every run passed, kept
+    (and named) when one failed. A ReportError keeps it too."""
     from aftertrain.lm import registry as _models
 
     jobs = min(jobs, len(models))
@@ -264,6 +265,11 @@ def _run_models(models: list[str], checkout: Path, run_dir: Path, quick: bool,
             f"one at a time")
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             ran = list(pool.map(one, plans))
+        if all(led.pytest_status == 0 for led in ran):
+            shutil.rmtree(logs, ignore_errors=True)
+            log(f"every run passed: their logs and lock ({logs}) removed")
+        else:
+            log(f"a run failed: every run's whole log is kept in {logs}")
     else:
         ran = [one(plan) for plan in plans]
     return _labelled(ran)

@@ -223,6 +223,13 @@ class _Workers:
             bench.xdist_warning = False  # the workers do time, one at a time
 
     @pytest.hookimpl
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if self.lock is not None:
+            terminalreporter.write_line(
+                "the xdist workers timed one test at a time; pytest-benchmark's table of "
+                "absolute times stays in the workers (run with -n 0 to see it)")
+
+    @pytest.hookimpl
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         workers.cleanup(config)
 
