@@ -165,6 +165,10 @@ def test_int8_storage_is_the_articles_figures_exactly(reference, claim_record, d
     assert pc["scale_bytes"] == 4 * 3_784
     assert pt4["weight_code_bytes"] == 631_808 // 2
     cut_pc = 1 - pc["parameters_quantized_bytes"] / pc["parameters_fp32_bytes"]
+    # the per-channel figures the record prints, by hand: codes + 3,784 scales + float32 rest
+    assert pc["parameters_fp32_bytes"] == 4 * 637_156
+    assert pc["parameters_quantized_bytes"] == 631_808 + 4 * 3_784 + 4 * (637_156 - 631_808)
+    assert round(100 * cut_pc, 1) == 73.8
     claim_record.measured(f"{pt['weights']} weights {pt['weights_fp32_bytes'] / MB:.2f} MB -> "
                     f"{(pt['weight_code_bytes'] + pt['scale_bytes']) / MB:.2f} MB; "
                     f"{pt['parameters']} params {pt['parameters_fp32_bytes'] / MB:.2f} -> "

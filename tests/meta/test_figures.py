@@ -34,14 +34,19 @@ def nodes() -> set[str]:
     return F.collect_test_nodes()
 
 
-def test_every_figure_has_an_independent_check(figures, nodes):
-    assert F.inventory_problems(figures, CHECKS, nodes) == []
+@pytest.fixture(scope="module")
+def resolved() -> dict:
+    return F.resolved_placeholders()
 
 
-def test_figures_doc_lists_every_figure_with_its_check(figures):
+def test_every_figure_has_an_independent_check(figures, nodes, resolved):
+    assert F.inventory_problems(figures, CHECKS, nodes, resolved) == []
+
+
+def test_figures_doc_lists_every_figure_with_its_check(figures, resolved):
     """docs/figures.md is what tools/figures.py writes now."""
     assert F.DOC.is_file(), "write it: python tools/figures.py --write"
-    assert F.DOC.read_text() == F.markdown(figures, CHECKS), \
+    assert F.DOC.read_text() == F.markdown(figures, CHECKS, resolved), \
         "docs/figures.md is stale: python tools/figures.py --write"
 
 
@@ -52,7 +57,7 @@ def test_the_enumeration_reaches_every_place_a_figure_is_shown(figures):
         assert any(f.startswith(f"row:{spec.row.__name__}.") for f in figures), spec.name
     assert [f for f in figures if f.startswith("ledger.meta:")] == [f"ledger.meta:{k}" for k in KEYS]
     kinds = {f.split(":", 1)[0] for f in figures}
-    assert kinds == {"row", "ledger.meta", "report.table", "report.plot", "report.text"}
+    assert kinds == {"row", "ledger.meta", "report.table", "report.plot", "report.text", "measured"}
     assert len(figures) >= 300
 
 
