@@ -4,10 +4,11 @@ The report's "ours" column shows these strings as they are, so every value
 an f-string formats into one is a figure of its own, named
 ``measured:<test file>::<function> | <expression>`` (the placeholder's source
 as :func:`ast.unparse` writes it; a parametrized test counts once, the same
-expression twice in one function once). A placeholder that calls a helper
-function of the same file (``fmt_row(bits_rows[b])``), or that joins inner
-f-strings (``'/'.join(f'{v:.4f}' ...)``), is no figure itself: its parts are,
-the helper's placeholders under the helper's name
+expression twice in one function once, resolved only if every occurrence
+is). A placeholder that calls a helper of the same file that returns a
+``str`` (``fmt_row(bits_rows[b])``), or that joins inner f-strings
+(``'/'.join(f'{v:.4f}' ...)``), is no figure itself: its parts are, the
+helper's placeholders under the helper's name
 (``measured:<file>::fmt_row | r.per_tensor``). Read with :mod:`ast`; only
 ``aftertrain`` modules are imported, to read their type hints.
 
@@ -445,6 +446,13 @@ def _path_in(target: ast.AST, name: str, path: tuple = ()):
     return None
 
 
+def _merge(out: dict[str, Placeholder], p: Placeholder) -> None:
+    """One figure per expression and function: resolved only when every
+    occurrence is (the same source bound by another loop may not be)."""
+    if p.figure not in out or not p.kind:
+        out[p.figure] = p
+
+
 class Inventory:
     """Every placeholder of the measured strings of the given files."""
 
@@ -474,13 +482,13 @@ class Inventory:
                 for call in calls:
                     for arg in (*call.args, *(k.value for k in call.keywords)):
                         for p in self._resolve(rel, fn.name, scope, arg, table, row_figs, helpers_used, ()):
-                            out.setdefault(p.figure, p)
+                            _merge(out, p)
             for name in sorted(helpers_used):
                 fn = file.functions[name]
                 scope = _Scope(self.index, file, fn)
                 for ret in (n for n in ast.walk(fn) if isinstance(n, ast.Return) and n.value is not None):
                     for p in self._resolve(rel, name, scope, ret.value, {}, row_figs, set(), ()):
-                        out.setdefault(p.figure, p)
+                        _merge(out, p)
         return list(out.values())
 
     def _resolve(self, rel, func, scope, arg, table, row_figs, helpers_used, stack):

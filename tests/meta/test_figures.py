@@ -107,3 +107,98 @@ def test_report_enumeration_catches_a_new_column_plot_and_line():
     assert F.report_figures(doc) == ["report.table:A new table | ours",
                                      "report.table:A new table | new figure",
                                      "report.text:A new note:", "report.plot:p | new series"]
+
+
+_NEW_TEST = '''
+from aftertrain.claims import tables
+from aftertrain.experiments import speculative as XS
+from aftertrain.experiments.tables import record
+
+SCALE = 100
+
+
+def fmt(r: XS.AcceptanceRow) -> str:
+    return f"{r.draft} {r.acceptance:.3f}"
+
+
+def test_other(claim_record, reference):
+    ks = compute(reference)
+    claim_record.measured(", ".join(f"{k}" for k in (1, 2)) + ", ".join(f"{k}" for k in ks))
+
+
+def test_new(claim_record, reference):
+    x = compute(reference)
+    r = XS.acceptance_table(reference, {})[0]
+    s = compute(reference)
+    s = XS.acceptance_table(reference, {})[0]
+    u = helper_without_hints(reference)
+    GAP = x - 1
+    ks = compute(reference)
+    text = f"{x:.2f}"
+    claim_record.table(tables.SPEC_ACCEPTANCE, record(tables.SPEC_ACCEPTANCE, [
+        XS.AcceptanceRow("d", k, 1, 1, 1, 1.0, 1.0, 1.0) for k in (1, 2)]))
+    claim_record.measured(f"ratio {x:.3f}; {r.acceptance:.3f} {SCALE * r.chars_per_pass:.1f}; "
+                          f"{s.acceptance}; {u.acceptance}; {GAP}; {SCALE}; {r.draft}; "
+                          + "; ".join(f"k={k}" for k in (1, 2)) + "; "
+                          + "; ".join(f"k={k}" for k in (1, 2, 3)) + f"{fmt(r)}")
+    claim_record.measured(", ".join(f"{k}" for k in (1, 2)))
+    claim_record.measured(text)
+'''
+
+
+def _new_placeholders():
+    from tests.common.measured import measured_placeholders
+
+    placeholders = measured_placeholders(F.ROOT, {"tests/x/test_new.py": _NEW_TEST})
+    return {p.figure.removeprefix("measured:tests/x/test_new.py::"): p for p in placeholders}
+
+
+@pytest.mark.teeth
+def test_measured_inventory_catches_a_new_placeholder_with_no_entry(figures, nodes, resolved):
+    """A test file whose measured string formats a local computed in the
+    test: the placeholder is a figure, and it has no entry."""
+    new = _new_placeholders()
+    assert new["test_new | x"].kind == ""
+    figure = "measured:tests/x/test_new.py::test_new | x"
+    problems = F.inventory_problems([*figures, figure], CHECKS, nodes, resolved)
+    assert problems == [f"{figure}: no entry in tests/common/figure_checks.py"]
+    # a string built elsewhere and passed whole is one figure, not nothing
+    assert new["test_new | text"].kind == ""
+
+
+@pytest.mark.teeth
+def test_measured_resolution_catches_a_local_posing_as_a_field():
+    """Only what the code declares resolves: a row read through a typed
+    call, an annotated helper, a constant and the table's own loop resolve;
+    a name bound twice, a call of an unannotated function, a name the test
+    assigns in UPPER_CASE and a loop variable of another loop do not."""
+    new = _new_placeholders()
+    resolved = {k: (p.kind, p.link) for k, p in new.items()}
+    assert resolved["test_new | r.acceptance"] == ("field", "row:AcceptanceRow.acceptance")
+    assert resolved["test_new | SCALE * r.chars_per_pass"] == ("field", "row:AcceptanceRow.chars_per_pass")
+    assert resolved["fmt | r.acceptance"] == ("field", "row:AcceptanceRow.acceptance")
+    assert resolved["test_new | r.draft"][0] == "text"
+    assert resolved["test_new | SCALE"][0] == "constant"
+    assert resolved["test_new | fmt(r)"][0] == "parts"
+    # k bound by the table's loop `for k in (1, 2)` is the row's k, and by a literal grid a
+    # constant; bound once more by a loop over a local, the same expression is unresolved
+    assert resolved["test_new | k"] == ("table", "row:AcceptanceRow.k")
+    assert resolved["test_other | k"] == ("", "")
+    for name in ("s.acceptance", "u.acceptance", "GAP", "x"):
+        assert resolved[f"test_new | {name}"] == ("", ""), name
+
+
+
+@pytest.mark.teeth
+def test_inventory_check_catches_a_link_to_a_gone_field_and_a_row_figure_called_no_figure(figures, nodes,
+                                                                                          resolved):
+    """A measured value resolved to a row field the inventory no longer
+    lists, and a row figure waved through as "no figure", are both problems."""
+    from tests.common.measured import Placeholder
+
+    gone = "measured:tests/x/test_new.py::test_new | r.gone"
+    links = {**resolved, gone: Placeholder(gone, "field", "row:AcceptanceRow.gone", "reads")}
+    checks = {**CHECKS, "row:CostRow.c": Check((), "no figure: a number is no label")}
+    problems = F.inventory_problems([*figures, gone], checks, nodes, links)
+    assert problems == [f"{gone}: prints row:AcceptanceRow.gone, which is not in the inventory",
+                        "row:CostRow.c: an entry with no test"]
