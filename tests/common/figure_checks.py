@@ -492,9 +492,12 @@ _add((f"{MS}{BENCH_SPEC}::test_speedup_formula_matches_quantized_drafts_within_0
       f"{MS}{BENCH_SPEC}::test_charging_verification_its_cost_fits_the_speedups_better | err_vk"),
      f"{UF}::test_speedup_rows_invert_the_ratio_and_apply_both_formulas",
      "|prediction - speedup| of checked row:SpeedupRow figures, its mean over rows written in the test")
-_add(f"{MS}{BENCH_SPEC}::test_charging_verification_its_cost_fits_the_speedups_better | bounds",
-     "tests/experiments/test_speedup_rules.py::test_fit_gain_range_bounds_the_gain_over_its_box",
-     "the fit gain's range over the intervals' box, against a brute-force search of the box")
+_add((f"{MS}{BENCH_SPEC}::test_charging_verification_its_cost_fits_the_speedups_better | gains[0]",
+      f"{MS}{BENCH_SPEC}::test_charging_verification_its_cost_fits_the_speedups_better | gains[1]"),
+     ("tests/experiments/test_speedup_rules.py::test_fit_gain_sum_of_point_cells_is_the_hand_worked_error_difference",
+      "tests/experiments/test_speedup_rules.py::test_fit_gain_range_bounds_the_gain_over_its_box"),
+     "the summed gain bounds: exact on hand-worked point cells (0.5); each cell's range against "
+     "400 points and the corners of its box")
 
 _label(f"{MS}{SPEC_T}::* | kind.value", "the parametrized draft's name")
 _label(f"{MS}{GEN_T}::* | kind.value", "the parametrized draft's name")
@@ -515,3 +518,6 @@ _add((f"{MS}{PEER_T}::test_float32_logits_equal_up_to_rounding_often_give_p_belo
      f"{PEER_T}::test_float32_logits_equal_up_to_rounding_often_give_p_below_q_everywhere",
      "a property of torch's float32 softmax computed in the test itself (no project code in it): "
      "the pairs with p <= q everywhere and the largest sum(q - p)")
+_label(f"{MS}{'tests/claims/test_teeth.py'}::test_joint_law_check_catches_a_draft_scored_at_another_temperature"
+       " | 'q at temperature 1 for drafts sampled at 0.3: caught by joint law'",
+       "the broken variant's settings (temperatures 1 and 0.3), written in the test; no measurement")

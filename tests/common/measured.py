@@ -34,9 +34,13 @@ is left needs its own entry in :mod:`tests.common.figure_checks`:
 
 Besides, a field read may be scaled by a unit written in the source
 (``100 * f.zero_fraction``, ``x / MB`` with ``MB = 2**20`` at module level):
-it is still the field's figure. An argument of ``measured`` that is neither
-a literal, an f-string nor a helper's string (a string built elsewhere) is
-one figure named after the whole argument, so it cannot hide its figures.
+it is still the field's figure. A name the function assigns once to a string
+built with f-strings (``measured(text)``, ``{bounds}``) stands for that
+string: its placeholders are the test's. Any other argument of
+``measured`` that is neither a literal, an f-string nor a helper's string
+(a string built elsewhere) is one figure named after the whole argument,
+and so is a literal string with a digit in it (a number written in by
+hand): neither can hide a figure.
 
 A name assigned once in the function from such a read (``a1, a8 =
 rows[0].acceptance, rows[-1].acceptance``) is that read.
@@ -59,6 +63,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import importlib
+import re
 import typing
 from collections import abc
 from dataclasses import dataclass
@@ -491,15 +496,31 @@ class Inventory:
                         _merge(out, p)
         return list(out.values())
 
-    def _resolve(self, rel, func, scope, arg, table, row_figs, helpers_used, stack):
+    def _resolve(self, rel, func, scope, arg, table, row_figs, helpers_used, stack, depth=0):
         file = scope.file
-        readable = (isinstance(arg, ast.Constant) and isinstance(arg.value, str)) or any(
+        local = _local_string(arg, scope, stack) if depth < 4 else None
+        if local is not None:  # measured(text) with text = f"..." assigned once: its placeholders
+            yield from self._resolve(rel, func, scope, local, table, row_figs, helpers_used, (), depth + 1)
+            return
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            if re.search(r"\d", arg.value):  # a number written into the record by hand
+                yield Placeholder(f"measured:{rel}::{func} | {arg.value!r}", "")
+            return
+        readable = any(
             isinstance(n, ast.JoinedStr) or (isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-                                             and n.func.id in file.functions)
+                                             and n.func.id in file.formatters)
             for n in ast.walk(arg))
         if not readable:  # a string built elsewhere: its figures cannot be read here
             yield Placeholder(f"measured:{rel}::{func} | {ast.unparse(arg)}", "")
         for expr, comps in _formatted(arg, stack):
+            local = _local_string(expr, scope, comps) if depth < 4 else None
+            if local is not None:
+                yield Placeholder(f"measured:{rel}::{func} | {ast.unparse(expr)}", "parts",
+                                  via="no figure itself: the f-string the test assigns to it, whose "
+                                      "placeholders are listed under this test")
+                yield from self._resolve(rel, func, scope, local, table, row_figs, helpers_used, (),
+                                         depth + 1)
+                continue
             yield self._one(rel, func, scope, expr, comps, table, row_figs, helpers_used)
         # a helper called outside any f-string: fmt_row(...) as the whole argument
         for node, _ in _calls_with_stack(arg, stack):
@@ -538,6 +559,18 @@ class Inventory:
         if t is str:
             return Placeholder(name, "text", via="a str by its type hints: a label, no number")
         return Placeholder(name, "")
+
+
+def _local_string(e: ast.expr, scope: _Scope, comps) -> ast.expr | None:
+    """The value of a name the function assigns once to a string built with
+    f-strings (``bounds = "" if g is None else f"...{g[0]:.2f}..."``)."""
+    if not isinstance(e, ast.Name) or e.id in _comp_names(comps) or e.id in scope.params:
+        return None
+    binds = scope.bindings.get(e.id, [])
+    if len(binds) != 1 or binds[0][0][0] != "assign" or binds[0][1]:
+        return None
+    value = binds[0][0][1]
+    return value if any(isinstance(n, ast.JoinedStr) for n in ast.walk(value)) else None
 
 
 def _alias(e: ast.expr, scope: _Scope, comps) -> ast.Attribute | None:

@@ -134,7 +134,7 @@ def test_new(claim_record, reference):
     u = helper_without_hints(reference)
     GAP = x - 1
     ks = compute(reference)
-    text = f"{x:.2f}"
+    text = f"{x:.2f} {u.mean:.1f}"
     claim_record.table(tables.SPEC_ACCEPTANCE, record(tables.SPEC_ACCEPTANCE, [
         XS.AcceptanceRow("d", k, 1, 1, 1, 1.0, 1.0, 1.0) for k in (1, 2)]))
     claim_record.measured(f"ratio {x:.3f}; {r.acceptance:.3f} {SCALE * r.chars_per_pass:.1f}; "
@@ -143,6 +143,9 @@ def test_new(claim_record, reference):
                           + "; ".join(f"k={k}" for k in (1, 2, 3)) + f"{fmt(r)}")
     claim_record.measured(", ".join(f"{k}" for k in (1, 2)))
     claim_record.measured(text)
+    claim_record.measured(build(x))
+    claim_record.measured("loss 2.0272, written by hand")
+    claim_record.measured("no number here")
 '''
 
 
@@ -162,8 +165,12 @@ def test_measured_inventory_catches_a_new_placeholder_with_no_entry(figures, nod
     figure = "measured:tests/x/test_new.py::test_new | x"
     problems = F.inventory_problems([*figures, figure], CHECKS, nodes, resolved)
     assert problems == [f"{figure}: no entry in tests/common/figure_checks.py"]
-    # a string built elsewhere and passed whole is one figure, not nothing
-    assert new["test_new | text"].kind == ""
+    # a string built elsewhere and passed whole is one figure, and so is a
+    # literal with a digit; an f-string assigned to a local shows its placeholders
+    assert new["test_new | build(x)"].kind == ""
+    assert new["test_new | 'loss 2.0272, written by hand'"].kind == ""
+    assert new["test_new | u.mean"].kind == ""
+    assert not any("no number here" in k or "| text" in k for k in new)
 
 
 @pytest.mark.teeth
