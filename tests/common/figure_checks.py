@@ -474,8 +474,9 @@ _add((f"{MS}{'tests/speculative/test_rule.py'}::test_each_emitted_character_foll
       f"{MS}{KIT_T}::test_kit_catches_every_zoo_variant_at_the_default_settings | len(report.rows)"),
      (f"{KIT_T}::test_default_battery_splits_alpha_over_its_tests",
       "tests/checks/test_rule_battery.py::test_the_default_battery_runs_each_test_at_alpha_over_83"),
-     "the battery's size: 83 statistical tests by hand count; a chi-square and a TV row per case "
-     "and position (the rows' count is not pinned: a battery's other rows are counted as run)")
+     "the rows' count against the battery's structure: an outputs row per case, an acceptance "
+     "row per drafted position, support, chi-square and TV per position reached; 83 statistical "
+     "tests by hand count")
 # timings: the pairs behind a paired timing, the decision's settings
 _add(("measured:benchmarks/test_*.py::* | len(t.ratios)", "measured:benchmarks/test_sparse_two_four_cuda.py::* | t.*"),
      PAIRED, PAIRED_HOW + "; the number of pairs is the ratios' count on the fake clock")
