@@ -112,8 +112,8 @@ def test_int8_loss_within_0p01_of_float32(bits_rows, reference_val_loss, claim_r
     (the third decimal); both granularities."""
     row = bits_rows[8]
     claim_record.measured(f"float32 {reference_val_loss:.4f}; {fmt_row(row)} "
-                                f"(+{row.per_tensor - reference_val_loss:.4f} / "
-                                f"+{row.per_channel - reference_val_loss:.4f})")
+                                f"({row.per_tensor - reference_val_loss:+.4f} / "
+                                f"{row.per_channel - reference_val_loss:+.4f})")
     check_int8_nearly_free(row, reference_val_loss)
 
 

@@ -661,3 +661,25 @@ def measured_placeholders(root: Path, sources: dict[str, str] | None = None) -> 
     """Every placeholder of every ``claim_record.measured`` string of the test
     files under ``root`` (or of ``sources``: path -> source), resolved."""
     return Inventory(root, sources).placeholders
+
+
+def sign_slips(sources: dict[str, str]) -> list[str]:
+    """A ``+`` written before a placeholder that formats without a sign
+    (``f"+{x:.4f}"`` prints ``+-0.0004`` for a negative x; ``{x:+.4f}``
+    prints the sign itself): ``path:line: <source>``, one per slip in a
+    ``claim_record.measured`` string or a helper's returned f-string."""
+    out = []
+    for rel, source in sources.items():
+        if "claim_record.measured" not in source:
+            continue
+        for node in ast.walk(ast.parse(source)):
+            if not isinstance(node, ast.JoinedStr):
+                continue
+            for before, value in zip(node.values, node.values[1:], strict=False):
+                spec = ast.unparse(value.format_spec) if isinstance(value, ast.FormattedValue) \
+                    and value.format_spec is not None else ""
+                if (isinstance(before, ast.Constant) and isinstance(before.value, str)
+                        and before.value.endswith("+") and isinstance(value, ast.FormattedValue)
+                        and "+" not in spec):
+                    out.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
+    return out

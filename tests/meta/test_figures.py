@@ -209,3 +209,26 @@ def test_inventory_check_catches_a_link_to_a_gone_field_and_a_row_figure_called_
     problems = F.inventory_problems([*figures, gone], checks, nodes, links)
     assert problems == [f"{gone}: prints row:AcceptanceRow.gone, which is not in the inventory",
                         "row:CostRow.c: an entry with no test"]
+
+
+def _test_sources() -> dict[str, str]:
+    paths = sorted([*F.ROOT.glob("tests/**/test_*.py"), *F.ROOT.glob("benchmarks/test_*.py")])
+    return {p.relative_to(F.ROOT).as_posix(): p.read_text() for p in paths}
+
+
+def test_no_measured_string_writes_a_plus_before_an_unsigned_figure():
+    """A penalty printed as f"+{x:.4f}" reads "+-0.0004" when x < 0 (Q2's
+    per-channel int8 loss is below float32's); the sign is the format's."""
+    from tests.common.measured import sign_slips
+
+    assert sign_slips(_test_sources()) == []
+
+
+@pytest.mark.teeth
+def test_sign_check_catches_a_plus_written_before_a_signed_value():
+    from tests.common.measured import sign_slips
+
+    source = ('def test_x(claim_record):\n'
+              '    claim_record.measured(f"penalty +{d:.4f}, excess {e:+.4f}, a+b {n}")\n')
+    slips = sign_slips({"tests/x/test_x.py": source})
+    assert len(slips) == 1 and slips[0].startswith("tests/x/test_x.py:2: ")
