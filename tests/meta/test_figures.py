@@ -115,6 +115,7 @@ from aftertrain.experiments import speculative as XS
 from aftertrain.experiments.tables import record
 
 SCALE = 100
+threshold = compute_threshold()
 
 
 def fmt(r: XS.AcceptanceRow) -> str:
@@ -126,11 +127,18 @@ def test_other(claim_record, reference):
     claim_record.measured(", ".join(f"{k}" for k in (1, 2)) + ", ".join(f"{k}" for k in ks))
 
 
+def test_third(claim_record, reference):
+    ks = compute(reference)
+    claim_record.table(tables.SPEC_ACCEPTANCE, record(tables.SPEC_ACCEPTANCE, [
+        XS.AcceptanceRow("d", k, 1, 1, 1, 1.0, 1.0, 1.0) for k in (1, 2)]))
+    claim_record.measured(", ".join(f"{k}" for k in ks))
+
+
 def test_new(claim_record, reference):
     x = compute(reference)
     r = XS.acceptance_table(reference, {})[0]
-    s = compute(reference)
     s = XS.acceptance_table(reference, {})[0]
+    s = compute(reference)
     u = helper_without_hints(reference)
     GAP = x - 1
     ks = compute(reference)
@@ -139,6 +147,7 @@ def test_new(claim_record, reference):
         XS.AcceptanceRow("d", k, 1, 1, 1, 1.0, 1.0, 1.0) for k in (1, 2)]))
     claim_record.measured(f"ratio {x:.3f}; {r.acceptance:.3f} {SCALE * r.chars_per_pass:.1f}; "
                           f"{s.acceptance}; {u.acceptance}; {GAP}; {SCALE}; {r.draft}; "
+                          f"{threshold}; {XS.seed_of_the_day}; {x * r.acceptance}; "
                           + "; ".join(f"k={k}" for k in (1, 2)) + "; "
                           + "; ".join(f"k={k}" for k in (1, 2, 3)) + f"{fmt(r)}")
     claim_record.measured(", ".join(f"{k}" for k in (1, 2)))
@@ -177,8 +186,9 @@ def test_measured_inventory_catches_a_new_placeholder_with_no_entry(figures, nod
 def test_measured_resolution_catches_a_local_posing_as_a_field():
     """Only what the code declares resolves: a row read through a typed
     call, an annotated helper, a constant and the table's own loop resolve;
-    a name bound twice, a call of an unannotated function, a name the test
-    assigns in UPPER_CASE and a loop variable of another loop do not."""
+    a name bound twice (a typed binding first), a call of an unannotated
+    function, a name the test assigns in UPPER_CASE, a lower-case module
+    name and a loop variable of another loop do not."""
     new = _new_placeholders()
     resolved = {k: (p.kind, p.link) for k, p in new.items()}
     assert resolved["test_new | r.acceptance"] == ("field", "row:AcceptanceRow.acceptance")
@@ -191,7 +201,10 @@ def test_measured_resolution_catches_a_local_posing_as_a_field():
     # constant; bound once more by a loop over a local, the same expression is unresolved
     assert resolved["test_new | k"] == ("table", "row:AcceptanceRow.k")
     assert resolved["test_other | k"] == ("", "")
-    for name in ("s.acceptance", "u.acceptance", "GAP", "x"):
+    # the table's `for k in (1, 2)` does not cover a k of the test's own loop over a local
+    assert resolved["test_third | k"] == ("", "")
+    for name in ("s.acceptance", "u.acceptance", "GAP", "x", "threshold", "XS.seed_of_the_day",
+                 "x * r.acceptance"):
         assert resolved[f"test_new | {name}"] == ("", ""), name
 
 
