@@ -180,7 +180,7 @@ MIN_FALL = 0.05
 
 
 @pytest.fixture(scope="module")
-def long_table(reference, speculative_drafts) -> list[dict]:
+def long_table(reference, speculative_drafts) -> list[XS.AcceptanceRow]:
     """X1's runs: k = 1 and 8, 1,000 characters (XS.X1_N_NEW), same prompt and seed."""
     return XS.acceptance_table(reference, {k.value: m for k, m in speculative_drafts.items()},
                               ks=(1, 8), n_new=XS.X1_N_NEW)
