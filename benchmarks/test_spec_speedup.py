@@ -60,7 +60,7 @@ def spec(request, reference, named_drafts):
     return {"decisions": decisions, "cpp": cpp}
 
 
-def _fmt(r) -> str:
+def _fmt(r: XU.SpeedupRow) -> str:
     return (f"{r.draft} k={r.k}: {r.speedup:.2f} ({r.speedup_min:.2f}~"
             f"{r.speedup_max:.2f}), predicted {r.predicted:.2f} / with v_k "
             f"{r.predicted_vk:.2f}")

@@ -33,10 +33,11 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--check", action="store_true", help="exit 1 when docs/figures.md is stale")
     args = ap.parse_args(argv)
     figures = F.enumerate_figures()
-    problems = F.inventory_problems(figures, CHECKS, F.collect_test_nodes())
+    resolved = F.resolved_placeholders()
+    problems = F.inventory_problems(figures, CHECKS, F.collect_test_nodes(), resolved)
     for line in problems:
         print(line, file=sys.stderr)
-    text = F.markdown(figures, CHECKS)
+    text = F.markdown(figures, CHECKS, resolved)
     if args.write:
         atomic_write(F.DOC, text)
         print(f"wrote {F.DOC.relative_to(ROOT)}: {len(figures)} figures")

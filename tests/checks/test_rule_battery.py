@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from aftertrain import speculative as S
+from aftertrain.checks import rule_battery
 from aftertrain.checks import speculative as CS
 from aftertrain.checks.report import Report, Row
 
@@ -37,6 +38,12 @@ def test_the_default_battery_runs_each_test_at_alpha_over_83(correct_report):
     assert levels and all(level == pytest.approx(1e-6 / 83, rel=1e-12) for level in levels)
     stat_rows = [r for r in correct_report.rows if r.check in ("chi-square", "tv")]
     assert len(stat_rows) == 2 * len({(r.case, r.position) for r in stat_rows})
+    # the count a record prints as "N checks": an outputs row per case, an acceptance row
+    # at each drafted position, support, chi-square and TV at each position some round reached
+    cases = rule_battery.battery(0)
+    reached = {(r.case, r.position) for r in correct_report.rows if r.check == "support"}
+    assert len(correct_report.rows) == len(cases) + sum(c.k for c in cases) + 3 * len(reached)
+    assert 0 < len(reached) <= sum(c.k + 1 for c in cases)
 
 
 

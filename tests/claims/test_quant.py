@@ -112,8 +112,8 @@ def test_int8_loss_within_0p01_of_float32(bits_rows, reference_val_loss, claim_r
     (the third decimal); both granularities."""
     row = bits_rows[8]
     claim_record.measured(f"float32 {reference_val_loss:.4f}; {fmt_row(row)} "
-                                f"(+{row.per_tensor - reference_val_loss:.4f} / "
-                                f"+{row.per_channel - reference_val_loss:.4f})")
+                                f"({row.per_tensor - reference_val_loss:+.4f} / "
+                                f"{row.per_channel - reference_val_loss:+.4f})")
     check_int8_nearly_free(row, reference_val_loss)
 
 
@@ -165,6 +165,10 @@ def test_int8_storage_is_the_articles_figures_exactly(reference, claim_record, d
     assert pc["scale_bytes"] == 4 * 3_784
     assert pt4["weight_code_bytes"] == 631_808 // 2
     cut_pc = 1 - pc["parameters_quantized_bytes"] / pc["parameters_fp32_bytes"]
+    # the per-channel figures the record prints, by hand: codes + 3,784 scales + float32 rest
+    assert pc["parameters_fp32_bytes"] == 4 * 637_156
+    assert pc["parameters_quantized_bytes"] == 631_808 + 4 * 3_784 + 4 * (637_156 - 631_808)
+    assert round(100 * cut_pc, 1) == 73.8
     claim_record.measured(f"{pt['weights']} weights {pt['weights_fp32_bytes'] / MB:.2f} MB -> "
                     f"{(pt['weight_code_bytes'] + pt['scale_bytes']) / MB:.2f} MB; "
                     f"{pt['parameters']} params {pt['parameters_fp32_bytes'] / MB:.2f} -> "

@@ -33,15 +33,15 @@ ARTICLE_DRAFTS = (D.DraftKind.INT8, D.DraftKind.INT4, D.DraftKind.BIGRAM)  # bes
 
 
 @pytest.fixture(scope="module")
-def acceptance_rows(reference, speculative_drafts) -> list[dict]:
+def acceptance_rows(reference, speculative_drafts) -> list[XS.AcceptanceRow]:
     return XS.acceptance_table(reference, {k.value: m for k, m in speculative_drafts.items()})
 
 
-def rows_of(acceptance_rows, kind: D.DraftKind) -> list[dict]:
+def rows_of(acceptance_rows, kind: D.DraftKind) -> list[XS.AcceptanceRow]:
     return [r for r in acceptance_rows if r.draft == kind.value]
 
 
-def fmt(rows) -> str:
+def fmt(rows: list[XS.AcceptanceRow]) -> str:
     return "; ".join(f"{r.draft} k={r.k}: acc {r.acceptance:.3f}, "
                      f"{r.chars_per_pass:.2f} chars/pass, {r.target_passes} passes"
                      for r in rows)
@@ -180,7 +180,7 @@ MIN_FALL = 0.05
 
 
 @pytest.fixture(scope="module")
-def long_table(reference, speculative_drafts) -> list[dict]:
+def long_table(reference, speculative_drafts) -> list[XS.AcceptanceRow]:
     """X1's runs: k = 1 and 8, 1,000 characters (XS.X1_N_NEW), same prompt and seed."""
     return XS.acceptance_table(reference, {k.value: m for k, m in speculative_drafts.items()},
                               ks=(1, 8), n_new=XS.X1_N_NEW)

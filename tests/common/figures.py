@@ -12,7 +12,12 @@ A *figure* is a number that reaches one of the three places a reader sees:
   committed ledgers and sweep file (``report.table:<title> | <column>``,
   a column with a digit in any cell), every labelled series of every plot
   (``report.plot:<name> | <label>``) and every line of prose with a decimal
-  figure (``report.text:<its words before the first digit>``).
+  figure (``report.text:<its words before the first digit>``);
+- the tests' ``claim_record.measured(...)`` strings, which the report's
+  "ours" column shows as they are: every value an f-string formats into one,
+  ``measured:<test file>::<function> | <expression>``
+  (:mod:`tests.common.measured` enumerates them and resolves those that
+  print a row's field; the rest need an entry like any other figure).
 
 Nothing here is listed by hand: a new field, table, column, series or line
 appears in :func:`enumerate_figures` by itself, and
@@ -26,6 +31,7 @@ import ast
 import contextlib
 import dataclasses
 import fnmatch
+import functools
 import re
 import types
 import typing
@@ -185,9 +191,28 @@ def report_figures(doc=None) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+@functools.cache
+def _placeholders(root: Path):
+    from tests.common.measured import measured_placeholders
+
+    return tuple(measured_placeholders(root))
+
+
+def measured_figures(root: Path = ROOT) -> list[str]:
+    """``measured:<file>::<function> | <expression>`` for every formatted
+    value of every ``claim_record.measured`` string under tests/ and benchmarks/."""
+    return [p.figure for p in _placeholders(root)]
+
+
+def resolved_placeholders(root: Path = ROOT) -> dict:
+    """figure -> its :class:`tests.common.measured.Placeholder`, for the
+    measured figures resolved without an entry (a row's field, a label, parts)."""
+    return {p.figure: p for p in _placeholders(root) if p.kind}
+
+
 def enumerate_figures(doc=None) -> list[str]:
-    """Every figure of the three places, in order: rows, ledger, report."""
-    return row_figures() + ledger_figures() + report_figures(doc)
+    """Every figure of the four places, in order: rows, ledger, report, measured strings."""
+    return row_figures() + ledger_figures() + report_figures(doc) + measured_figures()
 
 
 # --- test node ids, read with ast ----------------------------------------------------------
@@ -207,44 +232,64 @@ def collect_test_nodes(root: Path = ROOT) -> set[str]:
     return nodes
 
 
-def inventory_problems(figures: list[str], checks: dict, nodes: set[str]) -> list[str]:
+def inventory_problems(figures: list[str], checks: dict, nodes: set[str],
+                       resolved: dict | None = None) -> list[str]:
     """One line per problem: a figure with no entry, an entry (a name or a
     ``*`` pattern) that matches no figure, an entry with no test, a test node
-    that does not exist, an entry that does not say how."""
+    that does not exist, an entry that does not say how. A measured figure
+    in ``resolved`` needs no entry (and an entry for it is stale), but the
+    row figure it prints must be in ``figures``."""
     from tests.common.figure_checks import check_of
 
-    problems = [f"{f}: no entry in tests/common/figure_checks.py" for f in figures
-                if check_of(f, checks) is None]
+    resolved = resolved or {}
+    known = set(figures)
+    problems = [f"{f}: prints {p.link}, which is not in the inventory"
+                for f, p in resolved.items() if p.link and p.link not in known]
+    figures = [f for f in figures if f not in resolved]
+    problems += [f"{f}: no entry in tests/common/figure_checks.py" for f in figures
+                 if check_of(f, checks) is None]
     known = set(figures)
     for name, check in checks.items():
         matches = (fnmatch.filter(figures, name) if "*" in name else [name] if name in known else [])
         if not matches:
             problems.append(f"{name}: an entry for a figure the code no longer shows")
-        if not check.nodes:
+        label = name.startswith("measured:") and check.how.startswith("no figure: ")
+        if not check.nodes and not label:
             problems.append(f"{name}: an entry with no test")
+        if label and check.nodes:
+            problems.append(f"{name}: an entry for no figure names no test")
         problems += [f"{name}: test {n} does not exist" for n in check.nodes if n not in nodes]
         if not check.how.strip():
             problems.append(f"{name}: an entry that does not say how the test checks it")
     return problems
 
 
-def markdown(figures: list[str], checks: dict) -> str:
-    """docs/figures.md: every figure with the tests that check it and how."""
+def markdown(figures: list[str], checks: dict, resolved: dict | None = None) -> str:
+    """docs/figures.md: every figure with the tests that check it and how
+    (a resolved measured figure: the entry of the row figure it prints)."""
     from aftertrain.report.markdown import markdown_table
     from tests.common.figure_checks import check_of
 
+    resolved = resolved or {}
     rows = []
     for f in figures:
-        c = check_of(f, checks)
-        rows.append([f"`{f}`", "<br>".join(f"`{n}`" for n in c.nodes) if c else "",
-                     c.how if c else "**none**"])
+        p = resolved.get(f)
+        c = check_of(p.link if p else f, checks) if (not p or p.link) else None
+        how = c.how if c else "**none**"
+        if p:
+            how = f"{p.via} `{p.link}`: {how}" if p.link else p.via
+        rows.append([f"`{f}`", "<br>".join(f"`{n}`" for n in c.nodes) if c else "", how])
     head = ["# Every figure and the test that checks it", "",
             "Generated by `python tools/figures.py --write` from the code: "
             "`tests/common/figures.py` enumerates the figures (the numeric fields of every row "
             "type in `aftertrain.experiments.tables.SPECS`, the ledger's run metadata, the "
             "columns, plot series and prose figures of the report rendered from the committed "
-            "ledgers), `tests/common/figure_checks.py` maps each to the tests that compute it "
-            "independently. `tests/meta/test_figures.py` fails when this file is stale, when a "
+            "ledgers, every value formatted into a test's `claim_record.measured` string), "
+            "`tests/common/figure_checks.py` maps each to the tests that compute it "
+            "independently; a measured value that prints a row's field (by the rules of "
+            "`tests/common/measured.py`) is covered by that field's entry. "
+            "`tests/meta/test_figures.py` fails when this file is stale, when a "
             "figure has no entry, when an entry matches no figure or names a test that does "
-            "not exist.", "", f"{len(figures)} figures.", ""]
+            "not exist.", "", f"{len(figures)} figures, {len(resolved)} of them measured values "
+            "resolved by their code (a row's field, a constant, a label, a helper's parts).", ""]
     return "\n".join(head) + markdown_table(["figure", "tests", "how"], rows) + "\n"

@@ -144,3 +144,14 @@ def test_two_four_row_is_the_loss_and_bytes_of_a_hand_made_2_4_model(model, toke
     assert row.bytes_two_four == 4 * 0.5 + 0.5 * 2 / 8  # half the values, 2 position bits each
     assert (row.bytes_bitmask, row.bytes_coo) == pytest.approx(
         (expected["bitmask"], expected["coo"]), rel=1e-12)
+
+
+def test_first_sparsity_above_is_the_smallest_sparsity_over_the_level_in_any_order():
+    """P2's "first worse at": the smallest sparsity whose figure exceeds the
+    level, not the first row listed nor the row of the largest figure; a
+    figure equal to the level is not above it; None when none is."""
+    rows = [EP.RandomRow(0.5, 4.0, 0.0, 4.0, 4.0), EP.RandomRow(0.1, 1.0, 0.0, 1.0, 1.0),
+            EP.RandomRow(0.3, 2.5, 0.0, 2.5, 2.5), EP.RandomRow(0.2, 2.0, 0.0, 2.0, 2.0)]
+    assert EP.first_sparsity_above(rows, "mean", 2.0) == 0.3
+    assert EP.first_sparsity_above(rows, "mean", 0.5) == 0.1
+    assert EP.first_sparsity_above(rows, "mean", 4.0) is None

@@ -178,6 +178,22 @@ def test_fit_falls_back_to_independent_ranges_when_v_reaches_below_1():
         SR.fit_gain_range(2.0, 8, (0.1, 0.1), (0.99, 1.0), (1.0, 1.1))
 
 
+def test_fit_gain_sum_of_point_cells_is_the_hand_worked_error_difference():
+    """X8's printed bounds: on cells whose c, v and speedup are points the
+    sum is exact, sum of |A - s| - |B - s|: cpp 3, k 2, c 0.5, v 1.5, s 1
+    gives A 1.2, B 1.5, -0.3; cpp 4, k 1, c 1, v 3, s 1.9 gives A 1, B 2,
+    +0.8; together 0.5. With intervals, the lows and the highs are summed
+    apart; a v below 1 gives None."""
+    point = [{"cpp": 3.0, "k": 2, "c": (0.5, 0.5), "v": (1.5, 1.5), "speedup": (1.0, 1.0)},
+             {"cpp": 4.0, "k": 1, "c": (1.0, 1.0), "v": (3.0, 3.0), "speedup": (1.9, 1.9)}]
+    assert SR.fit_gain_sum(point) == pytest.approx((0.5, 0.5), abs=1e-12)
+    wide = [{**r, "c": (0.4, 0.6), "speedup": (0.9, 1.3)} for r in point]
+    ranges = [SR.fit_gain_range(r["cpp"], r["k"], r["c"], r["v"], r["speedup"]) for r in wide]
+    assert SR.fit_gain_sum(wide) == (ranges[0][0] + ranges[1][0], ranges[0][1] + ranges[1][1])
+    assert ranges[0][0] < ranges[0][1]
+    assert SR.fit_gain_sum([{**point[0], "v": (0.9, 1.5)}, point[1]]) is None
+
+
 def test_fit_gain_range_bounds_the_gain_over_its_box():
     """Random boxes (c, v >= 1, s, cpp, k) and 400 points in each, corners
     included: every |A - s| - |B - s| lies within the bounds, which are never

@@ -34,14 +34,19 @@ def nodes() -> set[str]:
     return F.collect_test_nodes()
 
 
-def test_every_figure_has_an_independent_check(figures, nodes):
-    assert F.inventory_problems(figures, CHECKS, nodes) == []
+@pytest.fixture(scope="module")
+def resolved() -> dict:
+    return F.resolved_placeholders()
 
 
-def test_figures_doc_lists_every_figure_with_its_check(figures):
+def test_every_figure_has_an_independent_check(figures, nodes, resolved):
+    assert F.inventory_problems(figures, CHECKS, nodes, resolved) == []
+
+
+def test_figures_doc_lists_every_figure_with_its_check(figures, resolved):
     """docs/figures.md is what tools/figures.py writes now."""
     assert F.DOC.is_file(), "write it: python tools/figures.py --write"
-    assert F.DOC.read_text() == F.markdown(figures, CHECKS), \
+    assert F.DOC.read_text() == F.markdown(figures, CHECKS, resolved), \
         "docs/figures.md is stale: python tools/figures.py --write"
 
 
@@ -52,7 +57,7 @@ def test_the_enumeration_reaches_every_place_a_figure_is_shown(figures):
         assert any(f.startswith(f"row:{spec.row.__name__}.") for f in figures), spec.name
     assert [f for f in figures if f.startswith("ledger.meta:")] == [f"ledger.meta:{k}" for k in KEYS]
     kinds = {f.split(":", 1)[0] for f in figures}
-    assert kinds == {"row", "ledger.meta", "report.table", "report.plot", "report.text"}
+    assert kinds == {"row", "ledger.meta", "report.table", "report.plot", "report.text", "measured"}
     assert len(figures) >= 300
 
 
@@ -102,3 +107,141 @@ def test_report_enumeration_catches_a_new_column_plot_and_line():
     assert F.report_figures(doc) == ["report.table:A new table | ours",
                                      "report.table:A new table | new figure",
                                      "report.text:A new note:", "report.plot:p | new series"]
+
+
+_NEW_TEST = '''
+from aftertrain.claims import tables
+from aftertrain.experiments import speculative as XS
+from aftertrain.experiments.tables import record
+
+SCALE = 100
+threshold = compute_threshold()
+
+
+def fmt(r: XS.AcceptanceRow) -> str:
+    return f"{r.draft} {r.acceptance:.3f}"
+
+
+def test_other(claim_record, reference):
+    ks = compute(reference)
+    claim_record.measured(", ".join(f"{k}" for k in (1, 2)) + ", ".join(f"{k}" for k in ks))
+
+
+def test_third(claim_record, reference):
+    ks = compute(reference)
+    claim_record.table(tables.SPEC_ACCEPTANCE, record(tables.SPEC_ACCEPTANCE, [
+        XS.AcceptanceRow("d", k, 1, 1, 1, 1.0, 1.0, 1.0) for k in (1, 2)]))
+    claim_record.measured(", ".join(f"{k}" for k in ks))
+
+
+def test_new(claim_record, reference):
+    x = compute(reference)
+    r = XS.acceptance_table(reference, {})[0]
+    s = XS.acceptance_table(reference, {})[0]
+    s = compute(reference)
+    u = helper_without_hints(reference)
+    GAP = x - 1
+    ks = compute(reference)
+    text = f"{x:.2f} {u.mean:.1f}"
+    claim_record.table(tables.SPEC_ACCEPTANCE, record(tables.SPEC_ACCEPTANCE, [
+        XS.AcceptanceRow("d", k, 1, 1, 1, 1.0, 1.0, 1.0) for k in (1, 2)]))
+    claim_record.measured(f"ratio {x:.3f}; {r.acceptance:.3f} {SCALE * r.chars_per_pass:.1f}; "
+                          f"{s.acceptance}; {u.acceptance}; {GAP}; {SCALE}; {r.draft}; "
+                          f"{threshold}; {XS.seed_of_the_day}; {x * r.acceptance}; "
+                          + "; ".join(f"k={k}" for k in (1, 2)) + "; "
+                          + "; ".join(f"k={k}" for k in (1, 2, 3)) + f"{fmt(r)}")
+    claim_record.measured(", ".join(f"{k}" for k in (1, 2)))
+    claim_record.measured(text)
+    claim_record.measured(build(x))
+    claim_record.measured("loss 2.0272, written by hand")
+    claim_record.measured("no number here")
+'''
+
+
+def _new_placeholders():
+    from tests.common.measured import measured_placeholders
+
+    placeholders = measured_placeholders(F.ROOT, {"tests/x/test_new.py": _NEW_TEST})
+    return {p.figure.removeprefix("measured:tests/x/test_new.py::"): p for p in placeholders}
+
+
+@pytest.mark.teeth
+def test_measured_inventory_catches_a_new_placeholder_with_no_entry(figures, nodes, resolved):
+    """A test file whose measured string formats a local computed in the
+    test: the placeholder is a figure, and it has no entry."""
+    new = _new_placeholders()
+    assert new["test_new | x"].kind == ""
+    figure = "measured:tests/x/test_new.py::test_new | x"
+    problems = F.inventory_problems([*figures, figure], CHECKS, nodes, resolved)
+    assert problems == [f"{figure}: no entry in tests/common/figure_checks.py"]
+    # a string built elsewhere and passed whole is one figure, and so is a
+    # literal with a digit; an f-string assigned to a local shows its placeholders
+    assert new["test_new | build(x)"].kind == ""
+    assert new["test_new | 'loss 2.0272, written by hand'"].kind == ""
+    assert new["test_new | u.mean"].kind == ""
+    assert not any("no number here" in k or "| text" in k for k in new)
+
+
+@pytest.mark.teeth
+def test_measured_resolution_catches_a_local_posing_as_a_field():
+    """Only what the code declares resolves: a row read through a typed
+    call, an annotated helper, a constant and the table's own loop resolve;
+    a name bound twice (a typed binding first), a call of an unannotated
+    function, a name the test assigns in UPPER_CASE, a lower-case module
+    name and a loop variable of another loop do not."""
+    new = _new_placeholders()
+    resolved = {k: (p.kind, p.link) for k, p in new.items()}
+    assert resolved["test_new | r.acceptance"] == ("field", "row:AcceptanceRow.acceptance")
+    assert resolved["test_new | SCALE * r.chars_per_pass"] == ("field", "row:AcceptanceRow.chars_per_pass")
+    assert resolved["fmt | r.acceptance"] == ("field", "row:AcceptanceRow.acceptance")
+    assert resolved["test_new | r.draft"][0] == "text"
+    assert resolved["test_new | SCALE"][0] == "constant"
+    assert resolved["test_new | fmt(r)"][0] == "parts"
+    # k bound by the table's loop `for k in (1, 2)` is the row's k, and by a literal grid a
+    # constant; bound once more by a loop over a local, the same expression is unresolved
+    assert resolved["test_new | k"] == ("table", "row:AcceptanceRow.k")
+    assert resolved["test_other | k"] == ("", "")
+    # the table's `for k in (1, 2)` does not cover a k of the test's own loop over a local
+    assert resolved["test_third | k"] == ("", "")
+    for name in ("s.acceptance", "u.acceptance", "GAP", "x", "threshold", "XS.seed_of_the_day",
+                 "x * r.acceptance"):
+        assert resolved[f"test_new | {name}"] == ("", ""), name
+
+
+
+@pytest.mark.teeth
+def test_inventory_check_catches_a_link_to_a_gone_field_and_a_row_figure_called_no_figure(figures, nodes,
+                                                                                          resolved):
+    """A measured value resolved to a row field the inventory no longer
+    lists, and a row figure waved through as "no figure", are both problems."""
+    from tests.common.measured import Placeholder
+
+    gone = "measured:tests/x/test_new.py::test_new | r.gone"
+    links = {**resolved, gone: Placeholder(gone, "field", "row:AcceptanceRow.gone", "reads")}
+    checks = {**CHECKS, "row:CostRow.c": Check((), "no figure: a number is no label")}
+    problems = F.inventory_problems([*figures, gone], checks, nodes, links)
+    assert problems == [f"{gone}: prints row:AcceptanceRow.gone, which is not in the inventory",
+                        "row:CostRow.c: an entry with no test"]
+
+
+def _test_sources() -> dict[str, str]:
+    paths = sorted([*F.ROOT.glob("tests/**/test_*.py"), *F.ROOT.glob("benchmarks/test_*.py")])
+    return {p.relative_to(F.ROOT).as_posix(): p.read_text() for p in paths}
+
+
+def test_no_measured_string_writes_a_plus_before_an_unsigned_figure():
+    """A penalty printed as f"+{x:.4f}" reads "+-0.0004" when x < 0 (Q2's
+    per-channel int8 loss is below float32's); the sign is the format's."""
+    from tests.common.measured import sign_slips
+
+    assert sign_slips(_test_sources()) == []
+
+
+@pytest.mark.teeth
+def test_sign_check_catches_a_plus_written_before_a_signed_value():
+    from tests.common.measured import sign_slips
+
+    source = ('def test_x(claim_record):\n'
+              '    claim_record.measured(f"penalty +{d:.4f}, excess {e:+.4f}, a+b {n}")\n')
+    slips = sign_slips({"tests/x/test_x.py": source})
+    assert len(slips) == 1 and slips[0].startswith("tests/x/test_x.py:2: ")
