@@ -181,3 +181,15 @@ def test_workers_refuse_a_benchmark_file_with_one_line(pytester, tmp_path, monke
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--benchmark-json needs the run in one process*-n 0*"])
     assert not (tmp_path / "b.json").exists()
+
+
+def test_auto_is_one_process_where_workers_could_not_time(pytester, two_files, monkeypatch):
+    """No flock (not POSIX): workers could not take the timing lock, so
+    ``-n auto`` keeps the run in one process, where it times as always."""
+    outside_any_run(monkeypatch)
+    monkeypatch.setattr(workers, "usable_cores", lambda: 8)
+    config = pytester.parseconfig("-p", "aftertrain.ledger", "test_a.py", "test_b.py")
+    assert workers.auto_workers(config) == workers.MAX_WORKERS
+    monkeypatch.setattr(workers, "flock_available", lambda: False)
+    assert workers.auto_workers(config) == 0
+    assert workers.controller_lock(config) is None  # an explicit -n N: workers do not time

@@ -13,7 +13,8 @@ more would not help or would change what the run means:
   (:data:`ONE_PROCESS_OPTIONS`): they live in one process's session;
 - the command line names tests of one file only (``--dist loadfile`` would
   give them all to one worker anyway);
-- the process may use one core.
+- the process may use one core;
+- the system has no ``flock`` (the lock's means), so workers could not time.
 
 ``PYTEST_XDIST_AUTO_NUM_WORKERS`` (xdist's own variable) and an explicit
 ``-n N`` win over this.
@@ -39,6 +40,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from aftertrain.timing.lock import available as flock_available
 
 #: Workers of ``-n auto`` at most: each imports torch, collects the suite and
 #: builds its own session fixtures (seconds each), so beyond a few the copies
@@ -105,7 +108,7 @@ def auto_workers(config: pytest.Config) -> int | None:
     if one_process_option(config) or _one_file(config):
         return 0
     cores = usable_cores()
-    return 0 if cores < 2 else min(cores, MAX_WORKERS)
+    return 0 if cores < 2 or not flock_available() else min(cores, MAX_WORKERS)
 
 
 def distributed(config: pytest.Config) -> bool:
@@ -131,8 +134,8 @@ def controller_lock(config: pytest.Config) -> str | None:
     if flag:
         raise pytest.UsageError(f"{flag} needs the run in one process (pytest-benchmark keeps "
                                 f"its results per process); run it with -n 0")
-    if not wants_timing(config):
-        return None
+    if not wants_timing(config) or not flock_available():
+        return None  # the workers do not time (pytest-benchmark's own rule under xdist)
     given = config.getoption("timing_lock", None)
     if given is not None:
         return str(given)

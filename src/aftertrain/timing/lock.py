@@ -27,6 +27,11 @@ except ImportError:  # pragma: no cover - not POSIX: the lock is refused at cons
     fcntl = None
 
 
+def available() -> bool:
+    """Whether this system has the lock's means (POSIX ``flock``)."""
+    return fcntl is not None
+
+
 class TimingLock:
     """The lock file ``path`` (and ``path`` + ``.gate``), created when missing.
 
