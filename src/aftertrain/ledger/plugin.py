@@ -213,8 +213,7 @@ class _Workers:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node) -> None:
-        node.workerinput.update(workers.worker_input(self.config, self.lock,
-                                                     budget_left(self.config)))
+        node.workerinput.update(workers.worker_input(self.lock, budget_left(self.config)))
 
     @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -226,8 +225,8 @@ class _Workers:
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if self.lock is not None:
             terminalreporter.write_line(
-                "the xdist workers timed one test at a time; pytest-benchmark's table of "
-                "absolute times stays in the workers (run with -n 0 to see it)")
+                "xdist workers: each timing ran alone (a timing lock); pytest-benchmark's "
+                "table of absolute times stays in the workers (run with -n 0 to see it)")
 
     @pytest.hookimpl
     def pytest_unconfigure(self, config: pytest.Config) -> None:

@@ -151,7 +151,7 @@ def cleanup(config: pytest.Config) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def worker_input(config: pytest.Config, lock: str | None, deadline_left: float) -> dict:
+def worker_input(lock: str | None, deadline_left: float) -> dict:
     """What a worker needs from the controller: the lock file and the end of
     the run's whole timing budget (wall clock, so every process reads one end)."""
     return {LOCK_KEY: lock, DEADLINE_KEY: time.time() + deadline_left}
