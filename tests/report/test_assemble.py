@@ -217,6 +217,11 @@ def test_figures_once_drops_repeats_and_keeps_distinct_figures():
     # two short figures that agree by chance are both kept
     assert figures_once(["a 0.79 (0.79~0.80)", "b 0.79"]) == "a 0.79 (0.79~0.80); b 0.79"
     assert figures_once(["x 2.125 B, bitmask 2.125"]) == "x 2.125 B, bitmask 2.125"
+    # one string naming one value twice: two quantities that agree, both kept
+    # (the article model's Q2 lost its per-tensor 8-bit loss, equal to float32's)
+    q2 = "float32 2.0115; 8 bits: per-tensor 2.0115, per-channel 2.0111 (-0.0001 / -0.0004)"
+    assert figures_once([q2]) == q2
+    assert figures_once([q2, "8 bits: per-tensor 2.0115"]) == q2  # a later string's repeat goes
 
 
 def test_not_reproduced_bullets_quote_only_this_runs_figures(doc, committed):

@@ -115,6 +115,9 @@ def figures_once(measured: Iterable[str]) -> str:
     - it has one distinctive figure, shown already, and its segment has a
       label ("8-bit: k=1 1.000, k=2 0.985": a listing of figures by label).
 
+    The last three compare figures with those of the strings before, never
+    of the same string: one test writing a number twice means two
+    quantities that agree ("float32 2.0115; 8 bits: per-tensor 2.0115").
     An item keeps its segment's label when the item before it is dropped.
     """
     shown_items: set[str] = set()
@@ -122,6 +125,8 @@ def figures_once(measured: Iterable[str]) -> str:
     shown_runs: set[tuple[str, ...]] = set()
     segments_out: list[str] = []
     for text in measured:
+        shown_in_text: set[str] = set()
+        runs_in_text: set[tuple[str, ...]] = set()
         for segment in _split_top(str(text), "; "):
             items = _split_top(segment, ", ")
             label, _ = _label(items[0])
@@ -139,10 +144,12 @@ def figures_once(measured: Iterable[str]) -> str:
                     continue
                 kept.append(item if kept or n == 0 else full)
                 shown_items.update({item, full})
-                shown_in.update(figs)
-                shown_runs.add(tuple(figs))
+                shown_in_text.update(figs)
+                runs_in_text.add(tuple(figs))
             if kept:
                 segments_out.append(", ".join(kept))
+        shown_in |= shown_in_text
+        shown_runs |= runs_in_text
     return "; ".join(segments_out)
 
 
