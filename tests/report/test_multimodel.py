@@ -225,7 +225,7 @@ def test_read_sweep_refuses_a_bad_file(tmp_path, content, message):
         SW.read_sweep(path)
 
 
-@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("jobs", [None, 1, 2])  # None: the default, one model at a time
 @pytest.mark.parametrize("status, expected", [(0, 0), (1, 1)])
 def test_report_runs_each_model_and_fails_when_a_test_fails_on_any(tmp_path, monkeypatch, capsys,
                                                                   status, expected, jobs):
@@ -254,8 +254,8 @@ def test_report_runs_each_model_and_fails_when_a_test_fails_on_any(tmp_path, mon
 
     monkeypatch.setattr(report_command, "run_ledger", fake_run)
     out = tmp_path / "out"
-    assert main(["report", "--out", str(out), "--checkout", str(ROOT),
-                 "--jobs", str(jobs)]) == expected
+    assert main(["report", "--out", str(out), "--checkout", str(ROOT)]
+                + ([] if jobs is None else ["--jobs", str(jobs)])) == expected
     assert sorted(calls) == [("article", "claims-article.json"), ("reference", "claims.json")]
     err = capsys.readouterr().err
     assert "model 1 of 2: reference" in err and "model 2 of 2: article" in err

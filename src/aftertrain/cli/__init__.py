@@ -329,9 +329,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "reference, article, sweep-250, sweep-1250; or a checkpoint written by "
                    "`aftertrain train --out`); default reference,article; the first is the primary")
     p.add_argument("--jobs", type=int, metavar="N",
-                   help="run N models' suites side by side (default: one per model, at most "
-                   "the machine's cores); their timings still run one at a time, each test "
-                   "that times waiting until no other run's test is running")
+                   help="run N models' suites side by side, each in one process (default 1: "
+                   "one model after another, each on the suite's xdist workers, every core); "
+                   "their timings still run one at a time, each test that times waiting "
+                   "until no other run's test is running")
     p.add_argument("--sweep", metavar="FILE",
                    help="render this sweep file (written by `aftertrain sweep`); default: "
                    "OUT/sweep.json when it exists")
