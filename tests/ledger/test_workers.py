@@ -5,6 +5,7 @@ lock the controller hands them, with the controller's whole-run budget."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,7 @@ def test_the_hook_leaves_runs_without_the_ledger_to_xdist(pytester, two_files,
                                                          monkeypatch):
     outside_any_run(monkeypatch)
     monkeypatch.setattr(workers, "usable_cores", lambda: 1)
+    monkeypatch.setitem(sys.modules, "psutil", None)  # xdist's count then reads the affinity
     monkeypatch.setattr("os.cpu_count", lambda: 6)
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(6)), raising=False)
     on = pytester.parseconfig("-p", "aftertrain.ledger", "test_a.py", "test_b.py")
