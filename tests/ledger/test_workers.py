@@ -12,6 +12,7 @@ import pytest
 
 from aftertrain.ledger import workers
 from aftertrain.ledger.record import budget_left, start_total_budget
+from tests.common.pytester_sources import FLOCK_PROBE
 
 pytest_plugins = ["pytester"]
 
@@ -101,21 +102,13 @@ _PROBE = '''
 import fcntl, json, os
 from aftertrain.ledger.record import budget_left
 from aftertrain.ledger.workers import LOCK_KEY
-
-
-def _try(path, how):
-    with open(path, "a") as f:
-        try:
-            fcntl.flock(f, how | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return "blocked"
-        fcntl.flock(f, fcntl.LOCK_UN)
-        return "free"
+from flock_probe import try_flock
 
 
 def probe(request, name, **extra):
     lock = request.config.workerinput[LOCK_KEY]
-    out = dict(lock=lock, shared=_try(lock, fcntl.LOCK_SH), alone=_try(lock, fcntl.LOCK_EX),
+    out = dict(lock=lock, shared=try_flock(lock, fcntl.LOCK_SH),
+               alone=try_flock(lock, fcntl.LOCK_EX),
                budget=budget_left(request.config), **extra)
     with open(os.path.join(os.environ["PROBE_DIR"], name + ".json"), "w") as f:
         json.dump(out, f)
@@ -145,7 +138,8 @@ def test_workers_time_alone_under_the_controllers_lock(pytester, tmp_path, monke
     for name in _XDIST_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("PROBE_DIR", str(tmp_path))
-    pytester.makepyfile(probe=_PROBE, test_timed=_TIMED, test_untimed=_UNTIMED)
+    pytester.makepyfile(probe=_PROBE, flock_probe=FLOCK_PROBE, test_timed=_TIMED,
+                        test_untimed=_UNTIMED)
     result = pytester.runpytest_subprocess("-p", "aftertrain.ledger", "-n", "2", "--dist",
                                            "loadfile", "--timing-budget-total=1000",
                                            "-p", "no:cacheprovider")

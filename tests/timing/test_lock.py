@@ -13,6 +13,7 @@ import threading
 import pytest
 
 from aftertrain.timing.lock import TimingLock
+from tests.common.pytester_sources import FLOCK_PROBE
 
 pytest_plugins = ["pytester"]
 
@@ -104,28 +105,18 @@ def test_a_folder_is_refused_naming_the_path(tmp_path):
 RUN = '''
 import fcntl
 
-import pytest
+from flock_probe import try_flock
 
 LOCK = {lock!r}
 
 
-def _try(kind):
-    with open(LOCK, "a") as f:
-        try:
-            fcntl.flock(f, kind | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return "blocked"
-        fcntl.flock(f, fcntl.LOCK_UN)
-        return "free"
-
-
 def test_untimed():
-    assert _try(fcntl.LOCK_SH) == "free"      # held shared: others may share
-    assert _try(fcntl.LOCK_EX) == "blocked"   # but none may time
+    assert try_flock(LOCK, fcntl.LOCK_SH) == "free"      # held shared: others may share
+    assert try_flock(LOCK, fcntl.LOCK_EX) == "blocked"   # but none may time
 
 
 def test_timed(benchmark):
-    assert _try(fcntl.LOCK_SH) == "blocked"   # held alone
+    assert try_flock(LOCK, fcntl.LOCK_SH) == "blocked"   # held alone
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)
 '''
 
@@ -135,7 +126,7 @@ def test_pytest_option_holds_the_lock_shared_or_alone_per_test(pytester, tmp_pat
     for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
         monkeypatch.delenv(name, raising=False)
     lock = tmp_path / "t.lock"
-    pytester.makepyfile(test_lock_use=RUN.format(lock=str(lock)))
+    pytester.makepyfile(test_lock_use=RUN.format(lock=str(lock)), flock_probe=FLOCK_PROBE)
     result = pytester.runpytest_subprocess("-p", "aftertrain.ledger", f"--timing-lock={lock}",
                                            "-q", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)

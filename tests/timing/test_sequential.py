@@ -104,18 +104,25 @@ def test_a_judgement_undecided_even_on_the_medians_stops_at_once():
     assert (d.verdict, d.looks) == (INCONCLUSIVE, 1) and d.note.startswith("stopped early")
 
 
-def test_only_the_ratios_that_can_still_decide_get_more_pairs():
-    """Every ratio inside [0.9, 1.8]: ``steady`` is decided at the first look
-    and keeps its pairs; ``noisy`` (spread over 1..2) goes on to the third look."""
+def _steady_and_noisy(**options):
+    """A steady ratio and a noisy one (spread over 1..2), judged together:
+    every ratio inside [0.9, 1.8]; three looks at alpha 1e-3. Returns
+    (the decision, the first look's pairs, sides, judgements, clock)."""
     clock = FakeClock()
     sides = {"steady": (clock.steady(1.0), clock.steady(1.0)),
              "noisy": (clock.steady(1.0), clock.cycling(SPREAD))}
     band = RatioRule.inside((0.9, 1.8))
-    every = Judgement("every ratio in the band", lambda t: band.decide(
-        min(x.ci_low for x in t.values()), max(x.ci_high for x in t.values())))
-    d = sequential_decisions(sides, {"x": every}, looks=3, alpha=1e-3, warmup=0, budget_s=1e9,
-                             clock=clock)["x"]
-    first = min_pairs(1 - 1e-3 / 6)
+    every = {"x": Judgement("every ratio in the band", lambda t: band.decide(
+        min(x.ci_low for x in t.values()), max(x.ci_high for x in t.values())))}
+    d = sequential_decisions(sides, every, looks=3, alpha=1e-3, warmup=0, budget_s=1e9,
+                             clock=clock, **options)["x"]
+    return d, min_pairs(1 - 1e-3 / 6), sides, every, clock
+
+
+def test_only_the_ratios_that_can_still_decide_get_more_pairs():
+    """Every ratio inside [0.9, 1.8]: ``steady`` is decided at the first look
+    and keeps its pairs; ``noisy`` (spread over 1..2) goes on to the third look."""
+    d, first, *_ = _steady_and_noisy()
     assert {n: len(t.ratios) for n, t in d.timings.items()} == {"steady": first,
                                                                 "noisy": 4 * first}
 
@@ -252,17 +259,9 @@ def test_every_ratio_extends_each_ratio_at_every_look():
     """The same decision as above with ``every_ratio=True`` (a decision whose
     intervals later judgements read): the steady ratio, decided at the first
     look, gets the third look's pairs too."""
-    clock = FakeClock()
-    sides = {"steady": (clock.steady(1.0), clock.steady(1.0)),
-             "noisy": (clock.steady(1.0), clock.cycling(SPREAD))}
-    band = RatioRule.inside((0.9, 1.8))
-    every = Judgement("every ratio in the band", lambda t: band.decide(
-        min(x.ci_low for x in t.values()), max(x.ci_high for x in t.values())))
-    d = sequential_decisions(sides, {"x": every}, looks=3, alpha=1e-3, warmup=0, budget_s=1e9,
-                             clock=clock, every_ratio=True)["x"]
-    first = min_pairs(1 - 1e-3 / 6)
+    d, first, sides, every, clock = _steady_and_noisy(every_ratio=True)
     assert d.verdict == HOLDS
     assert {n: len(t.ratios) for n, t in d.timings.items()} == {"steady": 4 * first,
                                                                 "noisy": 4 * first}
     with pytest.raises(ValueError, match="every_ratio must be a bool"):
-        sequential_decisions(sides, {"x": every}, every_ratio=1, clock=clock)
+        sequential_decisions(sides, every, every_ratio=1, clock=clock)
