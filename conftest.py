@@ -128,7 +128,7 @@ def baseline_folder(config) -> Path | None:
 
 
 @pytest.fixture(scope="session")
-def baselines_dir(pytestconfig):
+def baselines_dir(pytestconfig, model_identity):
     """The stored baselines of the model under test (our measured tables):
     ``baselines/<model>/``, or the folder given by ``--aftertrain-baselines``.
     Tests read it; a file is written only when asked (see below). For a
@@ -172,12 +172,14 @@ class _StoredOnly:
 
 
 @pytest.fixture
-def num_regression(num_regression, request):
+def num_regression(num_regression, request, model_identity):
+    # model_identity: the stored file is the model's, so a test comparing with
+    # it reads the model (aftertrain.ledger.model.reads_model)
     return _StoredOnly(num_regression, request.node)
 
 
 @pytest.fixture
-def data_regression(data_regression, request):
+def data_regression(data_regression, request, model_identity):
     return _StoredOnly(data_regression, request.node)
 
 

@@ -52,6 +52,9 @@ def test_the_plugins_ledger_is_written_in_the_format(pytester):
     assert verdicts["Q2"] == "holds" and verdicts["Q3"] == "skipped"
     [q3] = [c for c in file.claims if c.id == "Q3"]
     assert [(n.part, n.reason) for n in q3.not_run] == [("assertions", "not here")]
+    # neither test asks for the model: both would be taken by --model-free-from
+    assert [t.reads_model for c in file.claims for t in c.tests] == [False, False]
+    assert data["model_free_tables"] == [] and "model_free_from" not in data["meta"]
 
 
 @pytest.mark.parametrize("data, fragment", [
@@ -65,6 +68,11 @@ def test_the_plugins_ledger_is_written_in_the_format(pytester):
      "malformed claim entry 0 (bad field 'nodeid')"),
     ({"format": FORMAT, "claims": [], "tables": [1]}, "'tables' that is not an object"),
     ({"format": FORMAT, "claims": [], "meta": "today"}, "'meta' that is not an object"),
+    ({"format": FORMAT, "claims": [{"id": "Q2", "verdict": "holds", "tests": [
+        {"nodeid": "t::a", "outcome": "passed", "reads_model": "yes"}]}]},
+     "malformed claim entry 0 (bad field reads_model)"),
+    ({"format": FORMAT, "claims": [], "model_free_tables": "x4"},
+     "'model_free_tables' that is not a list of names"),
 ])
 def test_anything_else_is_refused_naming_the_field(data, fragment):
     with pytest.raises(LedgerFormatError) as err:

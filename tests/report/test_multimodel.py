@@ -234,17 +234,21 @@ def test_report_runs_each_model_and_fails_when_a_test_fails_on_any(tmp_path, mon
     to its own file, and exits 1 when pytest failed on any model (CI's
     README command 1 then fails). With --jobs 2 the runs go side by side,
     sharing one timing lock, each writing its output to its own log file,
-    whose last line (pytest's summary) the progress shows."""
+    whose last line (pytest's summary) the progress shows. One at a time,
+    the second model's run takes the first's ledger as --model-free-from
+    (its tests that do not read the model are not run again); side by side
+    no run does."""
     from dataclasses import replace
 
     from aftertrain.cli import report as report_command
 
-    calls, locks = [], []
+    calls, locks, earlier = [], [], {}
 
     def fake_run(checkout, json_path, quick, log, meta=None, model=None, *, timing_lock=None,
-                 output=None):
+                 output=None, model_free_from=None):
         calls.append((model, Path(json_path).name))
         locks.append(timing_lock)
+        earlier[model] = (model_free_from, json_path)
         if output is not None:
             output.write_text(f"...\n1 passed ({model})\n")
         data = _data()
@@ -268,8 +272,12 @@ def test_report_runs_each_model_and_fails_when_a_test_fails_on_any(tmp_path, mon
         assert (f"whole log is kept in {logs}" in err) == (status != 0)
         if status != 0:
             shutil.rmtree(logs)
+        assert earlier["reference"][0] is None and earlier["article"][0] is None
     else:
         assert locks == [None, None]
+        assert earlier["reference"][0] is None
+        assert earlier["article"][0] == earlier["reference"][1]
+        assert "do not read the model ran on reference" in err
     assert "verdict (article)" in (out / "report.md").read_text()
 
 
@@ -297,3 +305,28 @@ def test_only_a_run_that_ran_its_tests_gives_a_ledger(tmp_path, monkeypatch, sta
     else:
         with pytest.raises(ReportError, match=f"pytest exited with status {status}"):
             run()
+
+
+def test_a_run_that_took_its_model_free_outcomes_says_so():
+    """A later model's run (``--model-free-from``): a claim none of whose
+    tests read the model is marked in its verdict column with the run its
+    outcomes came from; the section names how many tests and which claims."""
+    reference = R.Ledger.from_json(_data(), "claims.json")
+    data = _data()
+    data["meta"]["model"] = "article"
+    data["meta"]["model_free_from"] = {"ledger": "claims.json", "model": "reference",
+                                       "model_sha256": "0", "commit": "c", "tests": 3}
+    for c in data["claims"]:
+        for n, t in enumerate(c["tests"]):
+            # S1 wholly model-free; Q1 partly; every other claim reads the model
+            t["reads_model"] = not (c["id"] == "S1" or (c["id"] == "Q1" and n == 0))
+    article = R.Ledger.from_json(data, "claims-article.json")
+    assert article.taken_whole("S1") and not article.taken_whole("Q1")
+    assert not reference.taken_whole("S1")  # no reads_model in the committed ledger
+    rows = {r[0]: r for r in MM.claims_rows({"reference": reference, "article": article})}
+    assert rows["S1"][-1].endswith("(reference's run: no test of it reads the model)")
+    assert "reference's run" not in rows["Q1"][-1] and "reference's run" not in rows["S1"][-3]
+    text = MM.model_free_text("article", article)
+    assert "The 3 claim tests" in text and "every test of S1;" in text
+    del data["meta"]["model_free_from"]  # a whole run: nothing taken
+    assert not R.Ledger.from_json(data, "x.json").taken_whole("S1")

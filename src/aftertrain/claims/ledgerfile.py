@@ -8,13 +8,24 @@ report (:mod:`aftertrain.report`). The JSON written is the JSON read back
 Layout (format 2)::
 
     {"format": 2,
-     "meta": {date, commit, cpu, torch, threads, load1, model, model_sha256, quick},
+     "meta": {date, commit, cpu, torch, threads, load1, model, model_sha256, quick,
+              [model_free_from]},
      "claims": [{"id", "title", "statement", "article", "verdict",
                  "not_run": [{"part", "reason"}], "parts": {part: verdict},
                  "reasons": [...], "measured": [...],
                  "tests": [{"nodeid", "outcome", "reason", "xfail_reason",
-                            "measured", "part", "not_run"}]}],
-     "tables": {name: record}}
+                            "measured", "part", "not_run", "reads_model"}]}],
+     "tables": {name: record},
+     "model_free_tables": [name, ...]}
+
+``reads_model`` (a test's outcome may depend on the model:
+:func:`aftertrain.ledger.model.reads_model`) and ``model_free_tables`` (the
+tables written by tests that do not read it) came later in format 2: a file
+without them reads as ``reads_model`` None (not known) and no such tables.
+``meta["model_free_from"]`` is present when the run took the outcomes of
+the tests that do not read the model from an earlier run's ledger
+(``pytest --model-free-from FILE``): ``{"ledger", "model", "model_sha256",
+"commit", "tests"}`` of that run.
 """
 
 from __future__ import annotations
@@ -55,6 +66,8 @@ class TestEntry:
     measured: tuple[str, ...] = ()
     part: str = "assertions"
     not_run: tuple[NotRun, ...] = ()
+    #: whether the outcome may depend on the model (None: the file does not say)
+    reads_model: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -80,11 +93,14 @@ class LedgerFile:
     claims: tuple[ClaimEntry, ...]
     meta: dict = field(default_factory=dict)
     tables: dict = field(default_factory=dict)
+    #: the names of the tables written by tests that do not read the model
+    model_free_tables: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
         """The JSON object written to ``--claims-json`` (lists, not tuples)."""
         data = {"format": FORMAT, "meta": dict(self.meta),
-                "claims": [asdict(c) for c in self.claims], "tables": dict(self.tables)}
+                "claims": [asdict(c) for c in self.claims], "tables": dict(self.tables),
+                "model_free_tables": list(self.model_free_tables)}
         return json.loads(json.dumps(data, default=str))
 
     @classmethod
@@ -101,6 +117,9 @@ class LedgerFile:
             raise LedgerFormatError(f"{source} has 'tables' that is not an object")
         if not isinstance(data.get("meta", {}), dict):
             raise LedgerFormatError(f"{source} has 'meta' that is not an object")
+        free = data.get("model_free_tables", [])
+        if not (isinstance(free, list) and all(isinstance(n, str) for n in free)):
+            raise LedgerFormatError(f"{source} has 'model_free_tables' that is not a list of names")
         claims = tuple(_claim(entry, n, source) for n, entry in enumerate(data["claims"]))
         bad = sorted({c.verdict for c in claims if c.verdict not in V.VERDICTS})
         if bad:
@@ -109,7 +128,8 @@ class LedgerFile:
         unknown = sorted({c.id for c in claims} - set(CLAIMS))
         if unknown:
             raise LedgerFormatError(f"{source} names claims this version does not know: {unknown}")
-        return cls(claims, dict(data.get("meta") or {}), dict(data.get("tables") or {}))
+        return cls(claims, dict(data.get("meta") or {}), dict(data.get("tables") or {}),
+                   tuple(free))
 
     def write(self, path: str | os.PathLike) -> Path:
         """Write atomically (a reader never sees half a file)."""
@@ -124,6 +144,12 @@ def _not_run(items: object) -> tuple[NotRun, ...]:
     return tuple(NotRun(str(n["part"]), str(n["reason"])) for n in items)
 
 
+def _reads_model(value: object) -> bool | None:
+    if value is not None and not isinstance(value, bool):
+        raise TypeError("reads_model")
+    return value
+
+
 def _claim(entry: object, n: int, source: str) -> ClaimEntry:
     if not isinstance(entry, dict):
         raise LedgerFormatError(f"{source}: claim entry {n} is not an object")
@@ -134,7 +160,8 @@ def _claim(entry: object, n: int, source: str) -> ClaimEntry:
         tests = tuple(TestEntry(
             nodeid=str(t["nodeid"]), outcome=t.get("outcome"), reason=t.get("reason"),
             xfail_reason=t.get("xfail_reason"), measured=tuple(str(m) for m in t.get("measured", [])),
-            part=str(t.get("part", "assertions")), not_run=_not_run(t.get("not_run", [])))
+            part=str(t.get("part", "assertions")), not_run=_not_run(t.get("not_run", [])),
+            reads_model=_reads_model(t.get("reads_model")))
             for t in entry.get("tests", []))
         return ClaimEntry(
             id=str(entry["id"]), verdict=str(entry["verdict"]), title=str(entry.get("title", "")),

@@ -58,7 +58,7 @@ def is_checkout(path: Path) -> bool:
 def run_ledger(checkout: Path, json_path: Path, quick: bool,
                log: Callable[[str], None], meta: dict | None = None,
                model: str | None = None, *, timing_lock: Path | None = None,
-               output: Path | None = None) -> Ledger:
+               output: Path | None = None, model_free_from: Path | None = None) -> Ledger:
     """Run the checkout's whole pytest suite, writing its ledger to ``json_path``.
 
     pytest's own progress streams to standard error as it runs, or to the
@@ -68,9 +68,12 @@ def run_ledger(checkout: Path, json_path: Path, quick: bool,
     checkpoint path, passed as ``--aftertrain-model`` (default: the suite's
     default, the reference). ``timing_lock``: passed as ``--timing-lock``,
     so runs side by side never time while another runs a test (each then
-    in one process, ``-n 0``; a run alone uses the suite's xdist workers). The ledger
-    keeps pytest's exit status (``pytest_status``: 1 when a test failed, a
-    claim's or not).
+    in one process, ``-n 0``; a run alone uses the suite's xdist workers).
+    ``model_free_from``: an earlier run's ledger, passed as
+    ``--model-free-from`` (:mod:`aftertrain.ledger.reuse`): the tests that do
+    not read the model are not run again, their outcomes are that run's. The
+    ledger keeps pytest's exit status (``pytest_status``: 1 when a test
+    failed, a claim's or not).
     """
     if not is_checkout(checkout):
         raise ReportError(f"checkout must be an aftertrain source tree with tests/, got {checkout}")
@@ -85,6 +88,8 @@ def run_ledger(checkout: Path, json_path: Path, quick: bool,
         cmd += [f"--aftertrain-model={model}"]
     if timing_lock is not None:  # side by side: one process each, the cores shared by the runs
         cmd += [f"--timing-lock={timing_lock}", "-n", "0"]
+    if model_free_from is not None:
+        cmd += [f"--model-free-from={model_free_from}"]
     env = {**os.environ, **(QUICK_ENV if quick else {})}
     log(f"running the claims' tests: {' '.join(cmd[1:])} (in {checkout})"
         + (f"; its output goes to {output}" if output else ""))
@@ -235,7 +240,12 @@ def _run_models(models: list[str], checkout: Path, run_dir: Path, quick: bool,
     sees the machine as a lone run would. Their pytest output goes to a log
     file each (named in the progress lines), whose last line is shown when
     the run ends; the logs' folder is removed when every run passed, kept
-    (and named) when one failed. A ReportError keeps it too."""
+    (and named) when one failed. A ReportError keeps it too.
+
+    One at a time, every model after the first runs only the tests that
+    read the model (``--model-free-from`` the first run's ledger): the
+    others' outcomes are the same on every model, so they run once. Side by
+    side, every run is whole (the first's ledger is not there yet)."""
     from aftertrain.lm import registry as _models
 
     jobs = min(jobs, len(models))
@@ -250,10 +260,14 @@ def _run_models(models: list[str], checkout: Path, run_dir: Path, quick: bool,
 
     def one(plan) -> Ledger:
         i, m, label, run_path = plan
-        log(f"model {i + 1} of {len(models)}: {m} (the claims' tests with --aftertrain-model {m})")
+        earlier = plans[0][3] if i > 0 and not side_by_side else None
+        log(f"model {i + 1} of {len(models)}: {m} (the claims' tests with --aftertrain-model {m}"
+            + (f"; those that do not read the model ran on {models[0]}: their outcomes are "
+               f"taken from its ledger)" if earlier else ")"))
         output = logs / f"pytest-{i + 1}-{label}.log" if logs else None
         led = run_ledger(checkout, run_path, quick, log, meta.collect(checkout, m), model=m,
-                         timing_lock=logs / "timing.lock" if logs else None, output=output)
+                         timing_lock=logs / "timing.lock" if logs else None, output=output,
+                         model_free_from=earlier)
         if output:  # pytest's last line: its summary ("... passed ... in 296.65s")
             tail = [line.strip() for line in output.read_text(errors="replace").splitlines()
                     if line.strip()]

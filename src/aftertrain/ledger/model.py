@@ -169,6 +169,22 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     return None if ident is None else f"aftertrain model: {ident.name} (sha256 {ident.sha256})"
 
 
+#: The fixtures through which a test reads the model under test: a test
+#: whose fixture closure holds one of them (``reference``, ``baselines_dir``
+#: and the regression fixtures of ``conftest.py`` request them) reads the
+#: model; any other gives the same outcome whatever ``--aftertrain-model``
+#: says.
+MODEL_FIXTURES = frozenset({"aftertrain_model", "model_identity"})
+
+
+def reads_model(item: pytest.Item) -> bool:
+    """Whether ``item``'s outcome may depend on the model under test: its
+    fixture closure holds one of :data:`MODEL_FIXTURES`, or it carries a
+    ``does_not_reproduce_on`` marker (an expectation per model)."""
+    return (bool(MODEL_FIXTURES & set(getattr(item, "fixturenames", ())))
+            or item.get_closest_marker(MARKER) is not None)
+
+
 def _claims(item: pytest.Item) -> set[str]:
     return {a for m in item.iter_markers("claim") for a in m.args}
 

@@ -17,10 +17,20 @@ import time
 import pytest
 
 from aftertrain.core.tolerances import RATIO_REGRESSION, TIMING_BUDGET_S, TIMING_BUDGET_TOTAL_S
-from aftertrain.ledger import workers
+from aftertrain.ledger import reuse, workers
+from aftertrain.ledger.model import reads_model
 from aftertrain.ledger.paths import output_file_problem, path_option_problem
 from aftertrain.ledger.record import ClaimRecord, budget_left, start_total_budget, timing_enabled
-from aftertrain.ledger.state import CLAIM_PROPERTY, PART_PROPERTY, Ledger, Part, claim_ids, marker_problem
+from aftertrain.ledger.state import (
+    CLAIM_PROPERTY,
+    PART_PROPERTY,
+    READS_MODEL_PROPERTY,
+    Ledger,
+    Part,
+    claim_ids,
+    marker_problem,
+    quick_run,
+)
 from aftertrain.timing.compare import (
     MACHINE_KEY,
     REGRESSED,
@@ -55,6 +65,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
              "run times (aftertrain report gives its parallel model runs one)",
     )
     group.addoption(
+        reuse.FLAG, metavar="CLAIMS_JSON", default=None, dest="model_free_from",
+        help="do not run the tests that do not read the model: take their outcomes (and the "
+             "tables they wrote) from CLAIMS_JSON, the ledger of an earlier run of this commit "
+             "on another model (aftertrain report gives every model after the first its run's "
+             "ledger); write --model-free-from=PATH",
+    )
+    group.addoption(
         "--timing-budget-total", metavar="SECONDS", type=float, default=TIMING_BUDGET_TOTAL_S,
         help=f"seconds from the start of the run by which every timing decision must end; "
              f"each gets at most what is left, and one with nothing left is inconclusive "
@@ -79,10 +96,15 @@ def switched_on(config: pytest.Config) -> bool:
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser,
                                   args: list[str]) -> None:
     """Refuse, before any conftest or test, a ``--claims-json`` that cannot
-    be written or whose space form moved pytest's rootdir."""
-    value = getattr(early_config.known_args_namespace, "claims_json", None)
+    be written, or one or a ``--model-free-from`` whose space form moved
+    pytest's rootdir."""
+    ns = early_config.known_args_namespace
+    value = getattr(ns, "claims_json", None)
     problem = value is not None and (path_option_problem(early_config, args, "--claims-json", value)
                                      or output_file_problem("--claims-json", value))
+    earlier = getattr(ns, "model_free_from", None)
+    problem = problem or (earlier is not None
+                          and path_option_problem(early_config, args, reuse.FLAG, earlier))
     if problem:
         raise pytest.UsageError(problem)
 
@@ -112,8 +134,13 @@ def pytest_configure(config: pytest.Config) -> None:
                                           "aftertrain-timing-lock")
         except ValueError as err:
             raise pytest.UsageError(f"--timing-lock: {err}") from None
+    earlier = _model_free_from(config)
+    if earlier is not None:
+        config.pluginmanager.register(_ModelFree(reuse.reused_ids(earlier)), "aftertrain-model-free")
     if switched_on(config) and not hasattr(config, "workerinput"):  # the controller, or a run without xdist
         controller = _Controller(config)
+        if earlier is not None:
+            controller.ledger.reuse(earlier, config.getoption("model_free_from"))
         config.pluginmanager.register(controller, "aftertrain-claims-ledger")
         if config.pluginmanager.hasplugin("benchmark"):
             config.pluginmanager.register(_Machine(controller), "aftertrain-benchmark-machine")
@@ -140,6 +167,7 @@ def pytest_make_collect_report(collector: pytest.Collector):
             report.result = []
         else:
             for item in items:
+                item.user_properties.append((READS_MODEL_PROPERTY, reads_model(item)))
                 ids = claim_ids(item)
                 if ids:
                     item.user_properties.append((CLAIM_PROPERTY, ids))
@@ -202,6 +230,39 @@ class _Controller:
         self.ratio_changes = compare_with_stored_run(self.config, self.machines)
         if self.ratio_changes and any(c.status == REGRESSED for c in self.ratio_changes):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _model_free_from(config: pytest.Config):
+    """``--model-free-from``'s ledger, checked (:func:`aftertrain.ledger.reuse.read`);
+    None when not given. Read in xdist's workers too (each deselects)."""
+    path = config.getoption("model_free_from", None)
+    if path is None:
+        return None
+    if not switched_on(config):
+        raise pytest.UsageError(f"{reuse.FLAG} needs the claims ledger: -p {PLUGIN_NAME} or "
+                                "--claims-json FILE")
+    try:
+        return reuse.read(path, config.rootpath, quick_run())
+    except ValueError as err:
+        raise pytest.UsageError(str(err)) from None
+
+
+class _ModelFree:
+    """``--model-free-from``: deselect the tests that do not read the model,
+    but a claim's test whose outcome the earlier ledger lacks (it runs here)."""
+
+    def __init__(self, reused: frozenset[str]) -> None:
+        self.reused = reused
+
+    @pytest.hookimpl(trylast=True)  # after -m and -k have deselected theirs
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        keep, drop = [], []
+        for item in items:
+            taken = not reads_model(item) and (not claim_ids(item) or item.nodeid in self.reused)
+            (drop if taken else keep).append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
 
 
 class _Workers:

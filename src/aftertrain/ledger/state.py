@@ -36,6 +36,7 @@ UNTIMED_PROPERTY = "aftertrain-untimed"  # the reason of a skip because nothing 
 TIMED_PROPERTY = "aftertrain-timed"  # the test is a claim's timed part (claim_record.require_timing)
 PART_PROPERTY = "aftertrain-part"  # the test's part when fixed at collection (teeth)
 NOT_RUN_PROPERTY = "aftertrain-not-run"  # (part, reason): a part of the test that did not run
+READS_MODEL_PROPERTY = "aftertrain-reads-model"  # set at collection (aftertrain.ledger.model.reads_model)
 
 
 class Part(StrEnum):
@@ -162,24 +163,35 @@ class Ledger:
     """Claim-tagged test outcomes of one run, and the verdicts they give."""
 
     def __init__(self) -> None:
-        # nodeid -> {"claims", "outcome", "reason", "xfail_reason", "measured"}
+        # nodeid -> {"claims", "outcome", "reason", "xfail_reason", "measured",
+        #            "part", "not_run", "reads_model"}
         self.tests: dict[str, dict] = {}
         self.tables: dict[str, object] = {}
+        #: the tables written by tests that do not read the model
+        self.model_free_tables: list[str] = []
+        #: ``meta["model_free_from"]`` when :meth:`reuse` took an earlier run's outcomes
+        self.model_free_from: dict | None = None
 
     def add(self, report: pytest.TestReport) -> None:
         """Take one phase's report (setup, call or teardown)."""
+        props = dict(report.user_properties)
+        reads = props.get(READS_MODEL_PROPERTY)
         if report.when == "teardown":
             for name, value in report.user_properties:
                 if name == TABLE_PROPERTY:
                     table, rows = value
-                    self.tables[table] = rows
-        ids = dict(report.user_properties).get(CLAIM_PROPERTY)
+                    self.tables[table] = rows  # the last writer's rows, and its kind
+                    if table in self.model_free_tables:
+                        self.model_free_tables.remove(table)
+                    if reads is False:
+                        self.model_free_tables.append(table)
+        ids = props.get(CLAIM_PROPERTY)
         if not ids:
             return
-        props = dict(report.user_properties)
         test = self.tests.setdefault(report.nodeid, {
             "claims": list(ids), "outcome": None, "reason": None, "xfail_reason": None,
             "measured": [], "part": str(props.get(PART_PROPERTY, Part.ASSERTIONS)), "not_run": [],
+            "reads_model": reads,
         })
         if TIMED_PROPERTY in props and test["part"] == Part.ASSERTIONS:
             test["part"] = str(Part.TIMED)
@@ -195,6 +207,35 @@ class Ledger:
             test["measured"] = [v for k, v in report.user_properties if k == MEASURED_PROPERTY]
             test["not_run"] = [{"part": str(Part(v[0])), "reason": str(v[1])}
                                for k, v in report.user_properties if k == NOT_RUN_PROPERTY]
+
+    def reuse(self, earlier: LedgerFile, source: str) -> int:
+        """Take ``earlier``'s outcomes of the tests that do not read the model
+        (``reads_model`` false), and the tables they wrote, as this run's:
+        ``--model-free-from``, which does not run those tests again. The
+        verdicts are then decided as if they had run here. Returns how many
+        tests were taken; :attr:`model_free_from` says from where."""
+        taken: dict[str, dict] = {}
+        for claim in earlier.claims:
+            for t in claim.tests:
+                if t.reads_model is not False:
+                    continue
+                record = taken.setdefault(t.nodeid, {
+                    "claims": [], "outcome": t.outcome, "reason": t.reason,
+                    "xfail_reason": t.xfail_reason, "measured": list(t.measured), "part": t.part,
+                    "not_run": [{"part": n.part, "reason": n.reason} for n in t.not_run],
+                    "reads_model": False,
+                })
+                record["claims"].append(claim.id)
+        self.tests.update(taken)
+        for name in earlier.model_free_tables:
+            if name in earlier.tables and name not in self.model_free_tables:
+                self.tables[name] = earlier.tables[name]
+                self.model_free_tables.append(name)
+        meta = earlier.meta
+        self.model_free_from = {"ledger": source, "model": meta.get("model"),
+                                "model_sha256": meta.get("model_sha256"),
+                                "commit": meta.get("commit"), "tests": len(taken)}
+        return len(taken)
 
     def entries(self) -> list[dict]:
         """One dict per claim, in CLAIMS.md order: id, title, statement,
@@ -238,6 +279,11 @@ class Ledger:
             if e["not_run"]:
                 why.append(not_run_text(e["not_run"]))
             lines.extend(f"{e['id']} {e['verdict']}: {r}" for r in why)
+        if self.model_free_from is not None:
+            src = self.model_free_from
+            lines.append(f"not run here: {src['tests']} claim tests that do not read the model; "
+                         f"their outcomes are those of {src['ledger']} (model {src['model']}, "
+                         f"same commit)")
         uncovered = [e["id"] for e in entries if e["verdict"] == NOT_COVERED]
         if uncovered and len(uncovered) < len(entries):
             lines.append(f"not covered (no test of this run carries the ID): {', '.join(uncovered)}")
@@ -247,7 +293,10 @@ class Ledger:
 
     def ledger_file(self, meta: dict) -> LedgerFile:
         """This run as the one ledger file format (:mod:`aftertrain.claims.ledgerfile`)."""
-        data = {"format": FORMAT, "meta": meta, "claims": self.entries(), "tables": self.tables}
+        if self.model_free_from is not None:
+            meta = {**meta, "model_free_from": self.model_free_from}
+        data = {"format": FORMAT, "meta": meta, "claims": self.entries(), "tables": self.tables,
+                "model_free_tables": self.model_free_tables}
         return LedgerFile.from_json(json.loads(json.dumps(data, default=str)), "this run")
 
     def write_json(self, path: str | os.PathLike, config: pytest.Config) -> None:
@@ -311,5 +360,9 @@ def run_meta(config: pytest.Config) -> dict:
     the claims ran on."""
     from aftertrain.ledger.model import ledger_meta
 
-    return runmeta.collect(config.rootpath, **ledger_meta(config),
-                           quick=os.environ.get("AFTERTRAIN_QUICK") == "1")
+    return runmeta.collect(config.rootpath, **ledger_meta(config), quick=quick_run())
+
+
+def quick_run() -> bool:
+    """Whether this run is a quick one (``AFTERTRAIN_QUICK=1``, set by ``aftertrain report --quick``)."""
+    return os.environ.get("AFTERTRAIN_QUICK") == "1"

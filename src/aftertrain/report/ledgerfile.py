@@ -51,6 +51,9 @@ class Ledger:
     pytest_status: int | None = None
     #: claim ID -> the parts of it that did not run, each ``{"part", "reason"}``.
     not_run: dict[str, list[dict]] = field(default_factory=dict)
+    #: claim ID -> how many of its tests read the model, and how many in all
+    #: (None where the file does not say)
+    reads_model: dict[str, tuple[int, int] | None] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: object, source: str) -> Ledger:
@@ -70,10 +73,25 @@ class Ledger:
                    {c.id: list(c.reasons) for c in claims}, file.tables, source, dict(file.meta),
                    META_FROM_LEDGER if file.meta else META_NONE,
                    not_run={c.id: [{"part": n.part, "reason": n.reason} for n in c.not_run]
-                            for c in claims})
+                            for c in claims},
+                   reads_model={c.id: _reading(c.tests) for c in claims})
 
     def verdict(self, claim_id: str) -> str:
         return self.verdicts.get(claim_id, V.NOT_COVERED)
+
+    @property
+    def model_free_from(self) -> dict | None:
+        """The run whose outcomes this one took for the tests that do not read
+        the model (``meta["model_free_from"]``: ledger, model, commit, tests), or None."""
+        src = self.meta.get("model_free_from")
+        return src if isinstance(src, dict) else None
+
+    def taken_whole(self, claim_id: str) -> bool:
+        """Whether every test of the claim came from :attr:`model_free_from`'s
+        run (none of them reads the model, and this run took their outcomes)."""
+        counts = self.reads_model.get(claim_id)
+        return (self.model_free_from is not None and counts is not None
+                and counts[0] == 0 and counts[1] > 0)
 
     def table(self, name: str):
         return self.tables.get(name)
@@ -84,6 +102,12 @@ class Ledger:
         the ledger does not say."""
         q = self.meta.get("quick")
         return None if q is None else bool(q)
+
+
+def _reading(tests) -> tuple[int, int] | None:
+    if any(t.reads_model is None for t in tests):
+        return None
+    return sum(bool(t.reads_model) for t in tests), len(tests)
 
 
 def read_ledger(path: str | os.PathLike) -> Ledger:

@@ -51,6 +51,8 @@ def claims_rows(ledgers: dict[str, Ledger]) -> list[list[str]]:
     its figures and its verdict (with the parts not run beside it)."""
     def verdict(led: Ledger, claim_id: str) -> str:
         mark, missing = verdict_mark(led.verdict(claim_id)), not_run_text(led, claim_id)
+        if led.taken_whole(claim_id):
+            mark += f" ({led.model_free_from.get('model')}'s run: no test of it reads the model)"
         return f"{mark}; {missing}" if missing else mark
 
     return [[c.id, f"{c.title}: {c.statement}", c.article or DASH]
@@ -74,8 +76,22 @@ def section(doc: Document, ledgers: dict[str, Ledger]) -> None:
     doc.add(f"Validation loss of each model (B1): {losses}; the article's model "
             f"{A['b1']['reference']:.4f}. The verdict columns of *All claims* are each model's "
             "own run; the sections above render the first model's.")
+    for m, led in ledgers.items():
+        if led.model_free_from:
+            doc.add(model_free_text(m, led))
     _bits_plot(doc, ledgers)
     _sparsity_plot(doc, ledgers)
+
+
+def model_free_text(name: str, ledger: Ledger) -> str:
+    """What a run that took its model-free outcomes from another says in the report."""
+    src = ledger.model_free_from
+    whole = [c for c in CLAIMS if ledger.taken_whole(c)]
+    return (f"On `{name}` only the tests that read the model ran. The {src.get('tests')} claim "
+            f"tests that do not read it (their outcome is the same on any model) were not run "
+            f"again: their outcomes are those of `{src.get('model')}`'s run of the same commit"
+            + (f" (every test of {', '.join(whole)}; some tests of the others)" if whole else "")
+            + ".")
 
 
 def _bits_plot(doc: Document, ledgers: dict[str, Ledger]) -> None:

@@ -1,0 +1,234 @@
+"""``--model-free-from`` (aftertrain.ledger.reuse): a run on a second model
+runs only the tests that read the model, and its ledger takes the earlier
+run's outcomes of the others, deciding each claim from both."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from aftertrain.claims.ledgerfile import LedgerFile
+from aftertrain.claims.verdicts import BROKEN, HOLDS
+from aftertrain.core import runmeta
+from aftertrain.ledger import reuse
+from aftertrain.ledger.model import MODEL_FIXTURES
+from aftertrain.ledger.state import Ledger
+
+pytest_plugins = ["pytester"]
+
+_XDIST_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID",
+                    "PYTEST_XDIST_AUTO_NUM_WORKERS", "PYTEST_CURRENT_TEST")
+
+# Each test leaves a file named after it (and the model it ran on) in RAN_DIR,
+# so the test below sees which ran in which run. test_free_fails fails when
+# FREE_FAILS is set: the earlier run's failure must reach the later ledger.
+_SUITE = '''
+import os, pathlib
+import pytest
+
+
+def ran(name, what=""):
+    pathlib.Path(os.environ["RAN_DIR"], name).write_text(what)
+
+
+@pytest.mark.claim("S1")
+def test_free(claim_record):
+    ran("test_free")
+    claim_record.measured("free figure 1.5")
+
+
+@pytest.mark.claim("S1")
+def test_reads_the_model(model_identity, claim_record):
+    ran("test_reads_the_model", model_identity.name)
+    claim_record.measured(f"model figure of {model_identity.name}")
+
+
+@pytest.mark.claim("Q1")
+def test_free_fails():
+    ran("test_free_fails")
+    assert not os.environ.get("FREE_FAILS")
+
+
+@pytest.mark.claim("Q1")
+@pytest.mark.does_not_reproduce_on("nothing", reason="an expectation per model")
+def test_marked_per_model():
+    ran("test_marked_per_model")
+
+
+def test_plain_free():
+    ran("test_plain_free")
+'''
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester, tmp_path, monkeypatch):
+    for name in _XDIST_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    ran = tmp_path / "ran"
+    ran.mkdir()
+    monkeypatch.setenv("RAN_DIR", str(ran))
+    pytester.makepyfile(test_suite=_SUITE)
+    return ran
+
+
+def _run(pytester, *args, workers: str = "0"):
+    """In this process, unless on xdist's workers (processes anyway)."""
+    run = pytester.runpytest if workers == "0" else pytester.runpytest_subprocess
+    return run("-p", "aftertrain.ledger", "-p", "aftertrain.ledger.model", "-p", "no:cacheprovider",
+               "-n", workers, *args)
+
+
+def _tests(path: Path) -> dict[str, dict]:
+    data = json.loads(path.read_text())
+    return {t["nodeid"].split("::")[-1]: {**t, "claim": c["id"]}
+            for c in data["claims"] for t in c["tests"]}
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_second_model_runs_only_what_reads_the_model(pytester, suite, tmp_path, monkeypatch,
+                                                       workers):
+    monkeypatch.setenv("FREE_FAILS", "1")
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    _run(pytester, f"--claims-json={first}").assert_outcomes(passed=4, failed=1)
+    recorded = _tests(first)
+    assert {n: t["reads_model"] for n, t in recorded.items()} == {
+        "test_free": False, "test_reads_the_model": True, "test_free_fails": False,
+        "test_marked_per_model": True}
+    for f in suite.iterdir():
+        f.unlink()
+
+    monkeypatch.delenv("FREE_FAILS")  # would pass now: the earlier outcome must stand
+    result = _run(pytester, "--aftertrain-model=article", f"--claims-json={second}",
+                  f"--model-free-from={first}", workers=workers)
+    result.assert_outcomes(passed=2, deselected=None if workers == "2" else 3)
+    assert sorted(f.name for f in suite.iterdir()) == ["test_marked_per_model",
+                                                       "test_reads_the_model"]
+    assert (suite / "test_reads_the_model").read_text() == "article"
+    result.stdout.fnmatch_lines([f"not run here: 2 claim tests that do not read the model; "
+                                 f"their outcomes are those of {first} (model reference*"])
+
+    data = json.loads(second.read_text())
+    verdicts = {c["id"]: c for c in data["claims"]}
+    assert verdicts["S1"]["verdict"] == HOLDS
+    assert verdicts["S1"]["measured"] == ["free figure 1.5", "model figure of article"]
+    assert verdicts["Q1"]["verdict"] == BROKEN  # the earlier run's failure
+    assert data["meta"]["model"] == "article"
+    assert data["meta"]["model_free_from"] == {
+        "ledger": str(first), "model": "reference",
+        "model_sha256": json.loads(first.read_text())["meta"]["model_sha256"],
+        "commit": None, "tests": 2}  # pytester's folder is no git checkout
+    later = _tests(second)
+    assert later["test_free_fails"]["outcome"] == "failed" and not later["test_free_fails"]["reads_model"]
+
+
+def test_a_claim_test_missing_from_the_earlier_ledger_runs_here(pytester, suite, tmp_path):
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    _run(pytester, f"--claims-json={first}", "-k", "not test_free_fails"
+         ).assert_outcomes(passed=4, deselected=1)
+    for f in suite.iterdir():
+        f.unlink()
+    _run(pytester, f"--claims-json={second}", f"--model-free-from={first}"
+         ).assert_outcomes(passed=3, deselected=2)
+    assert sorted(f.name for f in suite.iterdir()) == ["test_free_fails", "test_marked_per_model",
+                                                       "test_reads_the_model"]
+
+
+def _ledger(tmp_path: Path, *, reads=(False, True), commit="abc", quick=False, extra=None) -> Path:
+    tests = [{"nodeid": f"t.py::test_{i}", "outcome": "passed", "reads_model": r}
+             for i, r in enumerate(reads)]
+    meta = {"commit": commit, "quick": quick, "model": "reference", **(extra or {})}
+    path = tmp_path / "earlier.json"
+    path.write_text(json.dumps({"format": 2, "meta": meta,
+                                "claims": [{"id": "S1", "verdict": "holds", "tests": tests}]}))
+    return path
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"reads": (False, None)}, "does not say which tests read the model"),
+    ({"reads": ()}, "does not say which tests read the model"),
+    ({"commit": "other"}, "is of commit other, this checkout is at abc"),
+    ({"quick": True}, "is of a quick run, this is a full run"),
+    ({"extra": {"model_free_from": {"ledger": "third.json"}}}, "took its own model-free outcomes "
+                                                                "from third.json"),
+])
+def test_an_earlier_ledger_that_cannot_stand_for_this_run_is_refused(tmp_path, monkeypatch,
+                                                                    change, message):
+    monkeypatch.setattr(runmeta, "commit", lambda root: "abc")
+    assert reuse.read(str(_ledger(tmp_path)), tmp_path, quick=False)  # the unchanged one is taken
+    with pytest.raises(ValueError, match=f"--model-free-from .*{message}"):
+        reuse.read(str(_ledger(tmp_path, **change)), tmp_path, quick=False)
+
+
+@pytest.mark.parametrize("content", [None, "not json", '{"claims": 1}'])
+def test_an_unreadable_earlier_ledger_is_refused(tmp_path, content):
+    path = tmp_path / "earlier.json"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(ValueError, match=f"--model-free-from {path}"):
+        reuse.read(str(path), tmp_path, quick=False)
+
+
+def test_a_refused_ledger_is_a_one_line_usage_error(pytester, suite, tmp_path):
+    result = _run(pytester, f"--model-free-from={tmp_path / 'missing.json'}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--model-free-from {tmp_path / 'missing.json'}: cannot read*"])
+
+
+def test_reuse_takes_only_model_free_tests_and_tables():
+    earlier = LedgerFile.from_json({
+        "format": 2, "meta": {"model": "reference", "commit": "abc"},
+        "claims": [
+            {"id": "S1", "verdict": "holds", "tests": [
+                {"nodeid": "a::free", "outcome": "passed", "measured": ["1.5"], "reads_model": False},
+                {"nodeid": "a::model", "outcome": "passed", "reads_model": True}]},
+            {"id": "Q1", "verdict": "broken", "tests": [
+                {"nodeid": "a::free", "outcome": "passed", "measured": ["1.5"], "reads_model": False},
+                {"nodeid": "a::fails", "outcome": "failed", "reason": "boom", "reads_model": False}]}],
+        "tables": {"x4": {"rows": 1}, "p1": {"rows": 2}}, "model_free_tables": ["x4"]})
+    ledger = Ledger()
+    assert ledger.reuse(earlier, "earlier.json") == 2
+    assert set(ledger.tests) == {"a::free", "a::fails"}
+    assert ledger.tests["a::free"]["claims"] == ["S1", "Q1"]
+    assert ledger.tables == {"x4": {"rows": 1}} and ledger.model_free_tables == ["x4"]
+    entries = {e["id"]: e for e in ledger.entries()}
+    assert entries["Q1"]["verdict"] == BROKEN and entries["Q1"]["reasons"] == ["boom"]
+    assert entries["S1"]["verdict"] == HOLDS and entries["S1"]["measured"] == ["1.5"]
+    written = ledger.ledger_file({"model": "article"})
+    assert written.meta["model_free_from"] == {"ledger": "earlier.json", "model": "reference",
+                                               "model_sha256": None, "commit": "abc", "tests": 2}
+    assert written.model_free_tables == ("x4",)
+
+
+# What a fixture's body calls when it consults the model under test without
+# asking pytest for it: it must then request a fixture that reads the model,
+# or the tests using it would be taken for model-free and not run again.
+_CONSULTS_THE_MODEL = ("baseline_folder(", "_StoredOnly(", "MODEL_KEY", "aftertrain_model\"",
+                       "_models.load_model(")
+_READS = MODEL_FIXTURES | {"reference", "baselines_dir"}
+
+
+def _fixtures(path: Path):
+    import ast
+
+    tree = ast.parse(path.read_text())
+    source = path.read_text()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and any(
+                "fixture" in ast.unparse(d) for d in node.decorator_list):
+            yield node.name, {a.arg for a in node.args.args}, ast.get_source_segment(source, node)
+
+
+def test_every_fixture_that_consults_the_model_requests_it():
+    root = Path(__file__).resolve().parents[2]
+    files = [root / "conftest.py", *root.glob("tests/**/*.py"), *root.glob("benchmarks/*.py")]
+    checked, wrong = [], []
+    for path in files:
+        for name, params, body in _fixtures(path):
+            if any(c in body for c in _CONSULTS_THE_MODEL):
+                checked.append(name)
+                if not params & _READS:
+                    wrong.append(f"{path.relative_to(root)}::{name}")
+    assert not wrong, f"fixtures that consult the model without requesting it: {wrong}"
+    assert {"baselines_dir", "num_regression", "data_regression"} <= set(checked)
