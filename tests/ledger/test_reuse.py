@@ -232,3 +232,23 @@ def test_every_fixture_that_consults_the_model_requests_it():
                     wrong.append(f"{path.relative_to(root)}::{name}")
     assert not wrong, f"fixtures that consult the model without requesting it: {wrong}"
     assert {"baselines_dir", "num_regression", "data_regression"} <= set(checked)
+
+
+def _teardown(nodeid: str, reads: bool, table: str) -> pytest.TestReport:
+    from aftertrain.ledger.state import READS_MODEL_PROPERTY, TABLE_PROPERTY
+
+    return pytest.TestReport(nodeid=nodeid, location=("t.py", 1, nodeid), keywords={},
+                             outcome="passed", longrepr=None, when="teardown",
+                             user_properties=[(READS_MODEL_PROPERTY, reads),
+                                              (TABLE_PROPERTY, (table, [{"n": 1}]))])
+
+
+def test_a_table_is_model_free_when_its_last_writer_does_not_read_the_model():
+    ledger = Ledger()
+    ledger.add(_teardown("t.py::free", False, "x4"))
+    ledger.add(_teardown("t.py::model", True, "p1"))
+    assert ledger.model_free_tables == ["x4"] and set(ledger.tables) == {"x4", "p1"}
+    ledger.add(_teardown("t.py::model", True, "x4"))  # now the model's rows
+    assert ledger.model_free_tables == []
+    ledger.add(_teardown("t.py::free", False, "p1"))
+    assert ledger.model_free_tables == ["p1"]
