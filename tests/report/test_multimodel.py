@@ -19,6 +19,7 @@ from aftertrain.claims import tables as TB
 from aftertrain.claims import verdicts as V
 from aftertrain.claims.catalogue import ARTICLE_TABLES
 from aftertrain.cli import main
+from aftertrain.core import runmeta
 from aftertrain.experiments import sweep as ESW
 from aftertrain.report import multimodel as MM
 from aftertrain.report import sweep as SW
@@ -243,6 +244,7 @@ def test_report_runs_each_model_and_fails_when_a_test_fails_on_any(tmp_path, mon
     from aftertrain.cli import report as report_command
 
     calls, locks, earlier = [], [], {}
+    commit = runmeta.commit(ROOT)
 
     def fake_run(checkout, json_path, quick, log, meta=None, model=None, *, timing_lock=None,
                  output=None, model_free_from=None):
@@ -252,7 +254,7 @@ def test_report_runs_each_model_and_fails_when_a_test_fails_on_any(tmp_path, mon
         if output is not None:
             output.write_text(f"...\n1 passed ({model})\n")
         data = _data()
-        data["meta"] = {"model": model}
+        data["meta"] = {"model": model, "commit": commit}
         json_path.write_text(json.dumps(data))
         return replace(R.read_ledger(json_path), pytest_status=status if model == "article" else 0)
 
@@ -260,6 +262,7 @@ def test_report_runs_each_model_and_fails_when_a_test_fails_on_any(tmp_path, mon
     out = tmp_path / "out"
     assert main(["report", "--out", str(out), "--checkout", str(ROOT)]
                 + ([] if jobs is None else ["--jobs", str(jobs)])) == expected
+
     assert sorted(calls) == [("article", "claims-article.json"), ("reference", "claims.json")]
     err = capsys.readouterr().err
     assert "model 1 of 2: reference" in err and "model 2 of 2: article" in err
@@ -330,3 +333,29 @@ def test_a_run_that_took_its_model_free_outcomes_says_so():
     assert "The 3 claim tests" in text and "every test of S1;" in text
     del data["meta"]["model_free_from"]  # a whole run: nothing taken
     assert not R.Ledger.from_json(data, "x.json").taken_whole("S1")
+
+
+def test_a_later_model_runs_every_test_when_the_checkout_changed(tmp_path, monkeypatch, capsys):
+    """The first model's outcomes stand for a later model's only on the same
+    commit: when the checkout moved between the runs (a commit, an edit),
+    the later run is whole and the progress says why."""
+    from dataclasses import replace
+
+    from aftertrain.cli import report as report_command
+
+    given = {}
+
+    def fake_run(checkout, json_path, quick, log, meta=None, model=None, *, timing_lock=None,
+                 output=None, model_free_from=None):
+        given[model] = model_free_from
+        data = _data()
+        data["meta"] = {"model": model, "commit": "the first run's commit"}
+        json_path.write_text(json.dumps(data))
+        return replace(R.read_ledger(json_path), pytest_status=0)
+
+    monkeypatch.setattr(report_command, "run_ledger", fake_run)
+    assert main(["report", "--out", str(tmp_path / "out"), "--checkout", str(ROOT)]) == 0
+    assert given == {"reference": None, "article": None}
+    err = capsys.readouterr().err
+    assert (f"the checkout changed since reference's run (commit the first run's commit, now "
+            f"{runmeta.commit(ROOT)}): article's run runs every test") in err

@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from aftertrain.claims import verdicts as V
+from aftertrain.core import runmeta
 from aftertrain.core.io import atomic_write
 from aftertrain.report import meta, multimodel
 from aftertrain.report import sweep as sweep_section
@@ -258,9 +259,16 @@ def _run_models(models: list[str], checkout: Path, run_dir: Path, quick: bool,
         claims_json.append(str(run_path))
         plans.append((i, m, label, run_path))
 
-    def one(plan) -> Ledger:
+    def one(plan, first: Ledger | None = None) -> Ledger:
         i, m, label, run_path = plan
-        earlier = plans[0][3] if i > 0 and not side_by_side else None
+        earlier = None
+        if first is not None:  # the first model's run: take its model-free outcomes
+            here = runmeta.commit(checkout)
+            if first.meta.get("commit") == here:
+                earlier = plans[0][3]
+            else:
+                log(f"the checkout changed since {models[0]}'s run (commit "
+                    f"{first.meta.get('commit')}, now {here}): {m}'s run runs every test")
         log(f"model {i + 1} of {len(models)}: {m} (the claims' tests with --aftertrain-model {m}"
             + (f"; those that do not read the model ran on {models[0]}: their outcomes are "
                f"taken from its ledger)" if earlier else ")"))
@@ -286,7 +294,8 @@ def _run_models(models: list[str], checkout: Path, run_dir: Path, quick: bool,
         else:
             log(f"a run failed: every run's whole log is kept in {logs}")
     else:
-        ran = [one(plan) for plan in plans]
+        ran = [one(plans[0])]
+        ran += [one(plan, ran[0]) for plan in plans[1:]]
     return _labelled(ran)
 
 

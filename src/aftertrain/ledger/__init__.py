@@ -34,6 +34,10 @@ skip reason), tests with outcomes, figures; the tables; and a ``meta``
 block (date, commit, cpu, torch, threads, load1, model, model_sha256,
 quick).
 
+``--model-free-from CLAIMS_JSON`` (:mod:`aftertrain.ledger.reuse`): a run
+on another model runs only the tests that read the model and takes the
+earlier run's outcomes of the others (``aftertrain report``'s later models).
+
 Works under pytest-xdist: everything a test reports travels in its
 ``user_properties``, and the ledger is built on the controller from
 ``pytest_runtest_logreport`` alone. :mod:`aftertrain.ledger.workers` sizes

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -171,6 +172,7 @@ class Ledger:
         self.model_free_tables: list[str] = []
         #: ``meta["model_free_from"]`` when :meth:`reuse` took an earlier run's outcomes
         self.model_free_from: dict | None = None
+        self._taken: frozenset[str] = frozenset()  # the node IDs reuse took
 
     def add(self, report: pytest.TestReport) -> None:
         """Take one phase's report (setup, call or teardown)."""
@@ -212,8 +214,10 @@ class Ledger:
         """Take ``earlier``'s outcomes of the tests that do not read the model
         (``reads_model`` false), and the tables they wrote, as this run's:
         ``--model-free-from``, which does not run those tests again. The
-        verdicts are then decided as if they had run here. Returns how many
-        tests were taken; :attr:`model_free_from` says from where."""
+        verdicts are then decided as if they had run here, and each claim
+        lists them after this run's tests. Returns how many tests were taken;
+        :attr:`model_free_from` says from where (the file's name, its model,
+        commit and the count)."""
         taken: dict[str, dict] = {}
         for claim in earlier.claims:
             for t in claim.tests:
@@ -227,12 +231,13 @@ class Ledger:
                 })
                 record["claims"].append(claim.id)
         self.tests.update(taken)
+        self._taken = frozenset(taken)
         for name in earlier.model_free_tables:
             if name in earlier.tables and name not in self.model_free_tables:
                 self.tables[name] = earlier.tables[name]
                 self.model_free_tables.append(name)
         meta = earlier.meta
-        self.model_free_from = {"ledger": source, "model": meta.get("model"),
+        self.model_free_from = {"ledger": Path(source).name, "model": meta.get("model"),
                                 "model_sha256": meta.get("model_sha256"),
                                 "commit": meta.get("commit"), "tests": len(taken)}
         return len(taken)
@@ -245,9 +250,11 @@ class Ledger:
         (nodeid, outcome, reason, xfail_reason, measured, part, not_run) and
         measured (every figure of its tests)."""
         out = []
+        # this run's tests first, then those taken from an earlier run (reuse)
+        ordered = sorted(self.tests.items(), key=lambda kv: kv[0] in self._taken)
         for claim in CLAIMS.values():
             tests = [{"nodeid": nodeid, **{k: v for k, v in t.items() if k != "claims"}}
-                     for nodeid, t in self.tests.items() if claim.id in t["claims"]]
+                     for nodeid, t in ordered if claim.id in t["claims"]]
             verdict = claim_verdict([t["outcome"] for t in tests])
             reasons = [t["reason"] for t in tests
                        if t["reason"] and VERDICT_OF[t["outcome"]] == verdict]
