@@ -70,9 +70,9 @@ def test_the_plugins_ledger_is_written_in_the_format(pytester):
     ({"format": FORMAT, "claims": [], "meta": "today"}, "'meta' that is not an object"),
     ({"format": FORMAT, "claims": [{"id": "Q2", "verdict": "holds", "tests": [
         {"nodeid": "t::a", "outcome": "passed", "reads_model": "yes"}]}]},
-     "malformed claim entry 0 (bad field reads_model)"),
+     "bad field reads_model must be true, false or null, got 'yes'"),
     ({"format": FORMAT, "claims": [], "model_free_tables": "x4"},
-     "'model_free_tables' that is not a list of names"),
+     "'model_free_tables' 'x4'; it must be a list of table names"),
 ])
 def test_anything_else_is_refused_naming_the_field(data, fragment):
     with pytest.raises(LedgerFormatError) as err:

@@ -37,6 +37,33 @@ def test_commit_is_git_head_and_says_when_a_tracked_file_changed(tmp_path):
     assert runmeta.commit(None) is None
 
 
+def test_worktree_fingerprints_the_commit_and_the_tracked_edits(tmp_path):
+    """Against hashlib over ``git rev-parse HEAD`` and ``git diff HEAD``: the
+    same edit gives the same fingerprint, another edit another one, an
+    untracked file none; outside a checkout, None."""
+    import hashlib
+
+    assert runmeta.worktree(tmp_path) is None and runmeta.worktree(None) is None
+    _git(tmp_path, "init", "-q")
+    (tmp_path / "a.txt").write_text("one\n")
+    _git(tmp_path, "add", "a.txt")
+    assert runmeta.worktree(tmp_path) is None  # no commit yet
+    _git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    head = _git(tmp_path, "rev-parse", "HEAD")
+    clean = runmeta.worktree(tmp_path)
+    assert clean == hashlib.sha256(head.encode() + b"\n").hexdigest()
+    (tmp_path / "untracked.txt").write_text("not tracked\n")
+    assert runmeta.worktree(tmp_path) == clean
+    (tmp_path / "a.txt").write_text("two\n")
+    two = runmeta.worktree(tmp_path)
+    diff = subprocess.run(["git", "diff", "HEAD", "--binary"], cwd=tmp_path, capture_output=True,
+                          check=True).stdout
+    assert two == hashlib.sha256(head.encode() + b"\n" + diff).hexdigest() != clean
+    (tmp_path / "a.txt").write_text("three\n")
+    assert runmeta.worktree(tmp_path) not in (clean, two)
+    assert runmeta.commit(tmp_path) == f"{head} with uncommitted changes"  # the same for both
+
+
 def test_load_threads_cpu_torch_date_model_and_quick(monkeypatch):
     # the 5- and 15-minute averages differ from the 1-minute one, so taking the wrong one shows
     monkeypatch.setattr(os, "getloadavg", lambda: (1.23456, 9.0, 9.0))

@@ -114,7 +114,7 @@ def _check_verdicts(result: pytest.RunResult, path: Path) -> None:
     assert entries["K1"]["reasons"] == ["RuntimeError: setup fails"]
     assert entries["Q2"]["reasons"] == []
     assert set(data["meta"]) == {"date", "commit", "cpu", "torch", "threads", "load1", "model",
-                                 "model_sha256", "quick"}
+                                 "model_sha256", "quick", "worktree"}
 
 
 def test_ledger_reports_each_verdict_and_writes_json(pytester: pytest.Pytester):

@@ -70,7 +70,18 @@ def suite(pytester: pytest.Pytester, tmp_path, monkeypatch):
     ran.mkdir()
     monkeypatch.setenv("RAN_DIR", str(ran))
     pytester.makepyfile(test_suite=_SUITE)
+    committed(pytester.path)
     return ran
+
+
+def committed(root: Path) -> None:
+    """``root`` as a git checkout with one commit (the earlier ledger must be
+    of this checkout's tracked code)."""
+    import subprocess
+
+    for args in (["init", "-q"], ["add", "-A"],
+                 ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "suite"]):
+        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
 
 
 def _run(pytester, *args, workers: str = "0"):
@@ -119,7 +130,7 @@ def test_a_second_model_runs_only_what_reads_the_model(pytester, suite, tmp_path
     assert data["meta"]["model_free_from"] == {
         "ledger": first.name, "model": "reference",
         "model_sha256": json.loads(first.read_text())["meta"]["model_sha256"],
-        "commit": None, "tests": 2}  # pytester's folder is no git checkout
+        "commit": json.loads(first.read_text())["meta"]["commit"], "tests": 2}
     later = _tests(second)
     assert later["test_free_fails"]["outcome"] == "failed" and not later["test_free_fails"]["reads_model"]
 
@@ -136,10 +147,12 @@ def test_a_claim_test_missing_from_the_earlier_ledger_runs_here(pytester, suite,
                                                        "test_reads_the_model"]
 
 
-def _ledger(tmp_path: Path, *, reads=(False, True), commit="abc", quick=False, extra=None) -> Path:
-    tests = [{"nodeid": f"t.py::test_{i}", "outcome": "passed", "reads_model": r}
+def _ledger(tmp_path: Path, *, reads=(False, True), tree="abc", quick=False, extra=None,
+            outcome="passed") -> Path:
+    tests = [{"nodeid": f"t.py::test_{i}", "outcome": outcome, "reads_model": r}
              for i, r in enumerate(reads)]
-    meta = {"commit": commit, "quick": quick, "model": "reference", **(extra or {})}
+    meta = {"commit": "c1", "worktree": tree, "quick": quick, "model": "reference",
+            **(extra or {})}
     path = tmp_path / "earlier.json"
     path.write_text(json.dumps({"format": 2, "meta": meta,
                                 "claims": [{"id": "S1", "verdict": "holds", "tests": tests}]}))
@@ -149,17 +162,26 @@ def _ledger(tmp_path: Path, *, reads=(False, True), commit="abc", quick=False, e
 @pytest.mark.parametrize("change, message", [
     ({"reads": (False, None)}, "does not say which tests read the model"),
     ({"reads": ()}, "does not say which tests read the model"),
-    ({"commit": "other"}, "is of commit other, this checkout is at abc"),
+    ({"tree": "other"}, r"is of other code \(commit c1, tracked-code fingerprint other\) than "
+                        r"this checkout \(commit c2, fingerprint abc\)"),
+    ({"outcome": "sort of"}, r"test outcomes \['sort of'\] are not outcomes; allowed: error, "),
     ({"quick": True}, "is of a quick run, this is a full run"),
     ({"extra": {"model_free_from": {"ledger": "third.json"}}}, "took its own model-free outcomes "
                                                                 "from third.json"),
 ])
 def test_an_earlier_ledger_that_cannot_stand_for_this_run_is_refused(tmp_path, monkeypatch,
                                                                     change, message):
-    monkeypatch.setattr(runmeta, "commit", lambda root: "abc")
+    monkeypatch.setattr(runmeta, "worktree", lambda root: "abc")
+    monkeypatch.setattr(runmeta, "commit", lambda root: "c2")
     assert reuse.read(str(_ledger(tmp_path)), tmp_path, quick=False)  # the unchanged one is taken
     with pytest.raises(ValueError, match=f"--model-free-from .*{message}"):
         reuse.read(str(_ledger(tmp_path, **change)), tmp_path, quick=False)
+
+
+def test_outside_a_git_checkout_nothing_is_taken(tmp_path):
+    with pytest.raises(ValueError, match=f"cannot tell whether the ledger is of this checkout's "
+                                         f"code \\({tmp_path} is not a git checkout with a commit\\)"):
+        reuse.read(str(_ledger(tmp_path)), tmp_path, quick=False)
 
 
 @pytest.mark.parametrize("content", [None, "not json", '{"claims": 1}'])
@@ -175,6 +197,15 @@ def test_a_refused_ledger_is_a_one_line_usage_error(pytester, suite, tmp_path):
     result = _run(pytester, f"--model-free-from={tmp_path / 'missing.json'}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*--model-free-from {tmp_path / 'missing.json'}: cannot read*"])
+
+
+def test_without_the_ledger_the_flag_is_a_usage_error(pytester, tmp_path):
+    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-n", "0",
+                                f"--model-free-from={tmp_path / 'x.json'}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--model-free-from {tmp_path / 'x.json'}: the claims ledger is "
+                                 f"off in this run; switch it on with -p aftertrain.ledger*"])
 
 
 def test_reuse_takes_only_model_free_tests_and_tables():
@@ -202,41 +233,120 @@ def test_reuse_takes_only_model_free_tests_and_tables():
     assert written.model_free_tables == ("x4",)
 
 
-# What a fixture's body calls when it consults the model under test without
-# asking pytest for it: it must then request a fixture that reads the model,
-# or the tests using it would be taken for model-free and not run again.
-_CONSULTS_THE_MODEL = ("baseline_folder(", "_StoredOnly(", "MODEL_KEY", "aftertrain_model\"",
-                       "_models.load_model(")
+# How code reads the model under test without asking pytest for it (found
+# with ast, so strings handed to an inner pytest do not count): the option
+# or its variable, the model plugin's stash keys, the baseline folder of the
+# model, or a model fixture fetched by name. A test or fixture doing so must
+# request a fixture that reads the model, or its tests would be taken for
+# model-free and not run again on a later model.
+_OPTION_NAMES = {"aftertrain_model", "AFTERTRAIN_MODEL"}
+_MODEL_NAMES = {"MODEL_KEY", "_NET"}
+_MODEL_CALLS = {"baseline_folder", "_StoredOnly", "selected"}
 _READS = MODEL_FIXTURES | {"reference", "baselines_dir"}
+#: Helpers (neither tests nor fixtures) that consult the model: their callers
+#: are fixtures that request it.
+_HELPERS = {"conftest.py::baseline_folder": "called by baselines_dir and _StoredOnly.check",
+            "conftest.py::check": "_StoredOnly.check, behind num_regression/data_regression"}
 
 
-def _fixtures(path: Path):
+def _consults_the_model(func) -> bool:
     import ast
 
-    tree = ast.parse(path.read_text())
-    source = path.read_text()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and any(
-                "fixture" in ast.unparse(d) for d in node.decorator_list):
-            yield node.name, {a.arg for a in node.args.args}, ast.get_source_segment(source, node)
+    for node in ast.walk(func):
+        if isinstance(node, ast.Name) and node.id in _MODEL_NAMES:
+            return True
+        if isinstance(node, ast.Call):
+            name = getattr(node.func, "attr", getattr(node.func, "id", None))
+            args = [a.value for a in node.args if isinstance(a, ast.Constant)]
+            if name in _MODEL_CALLS:
+                return True
+            if name in ("getoption", "get", "getenv") and _OPTION_NAMES & set(args):
+                return True
+            if name == "getfixturevalue" and _READS & set(args):
+                return True
+        if (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
+                and node.slice.value in _OPTION_NAMES):
+            return True
+    return False
 
 
-def test_every_fixture_that_consults_the_model_requests_it():
+def _functions(path: Path):
+    import ast
+
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.FunctionDef):
+            fixture = any("fixture" in ast.unparse(d) for d in node.decorator_list)
+            yield node, fixture
+
+
+def test_every_test_or_fixture_that_consults_the_model_requests_it():
     root = Path(__file__).resolve().parents[2]
     files = [root / "conftest.py", *root.glob("tests/**/*.py"), *root.glob("benchmarks/*.py")]
-    checked, wrong = [], []
+    wrong, helpers = [], set()
     for path in files:
-        for name, params, body in _fixtures(path):
-            if any(c in body for c in _CONSULTS_THE_MODEL):
-                checked.append(name)
+        for func, fixture in _functions(path):
+            if not _consults_the_model(func):
+                continue
+            where = f"{path.relative_to(root)}::{func.name}"
+            params = {a.arg for a in func.args.args}
+            if fixture or func.name.startswith("test_"):
                 if not params & _READS:
-                    wrong.append(f"{path.relative_to(root)}::{name}")
-    assert not wrong, f"fixtures that consult the model without requesting it: {wrong}"
-    assert {"baselines_dir", "num_regression", "data_regression"} <= set(checked)
+                    wrong.append(where)
+            elif where in _HELPERS:
+                helpers.add(where)
+            else:
+                wrong.append(f"{where} (a helper: list it with its callers in _HELPERS)")
+    assert not wrong, f"consult the model without requesting it: {wrong}"
+    assert helpers == set(_HELPERS)  # every listed helper still consults the model
+
+
+def test_the_scan_sees_each_way_of_reading_the_model(tmp_path):
+    import ast
+
+    ways = ['config.getoption("aftertrain_model")', "config.getoption('aftertrain_model')",
+            'os.environ["AFTERTRAIN_MODEL"]', 'os.environ.get("AFTERTRAIN_MODEL")',
+            "config.stash[MODEL_KEY]", 'request.getfixturevalue("reference")',
+            "baseline_folder(config)"]
+    for way in ways:
+        func = ast.parse(f"def f(config, request):\n    return {way}\n").body[0]
+        assert _consults_the_model(func), way
+    inner = ast.parse('def f(pytester):\n    pytester.runpytest("--aftertrain-model", "x")\n')
+    assert not _consults_the_model(inner.body[0])
+
+
+_QUALITY = '''
+import os
+import pytest
+
+
+@pytest.mark.claim("Q8")
+def test_free_quality():
+    assert not os.environ.get("QUALITY_FAILS"), "a finding"
+'''
+
+
+def test_a_finding_the_model_made_lenient_is_not_taken(pytester, tmp_path, monkeypatch):
+    """On a model without pinned expectations a failed quality assertion is
+    "does not reproduce on MODEL": that outcome names the model, so a later
+    run on the pinned reference runs the test again (and it fails there)."""
+    for name in _XDIST_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("QUALITY_FAILS", "1")
+    pytester.makepyfile(test_quality=_QUALITY)
+    committed(pytester.path)
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    _run(pytester, "--aftertrain-model=article", f"--claims-json={first}"
+         ).assert_outcomes(xfailed=1)
+    [test] = _tests(first).values()
+    assert test["reads_model"] is True and test["outcome"] == "xfailed"
+    result = _run(pytester, f"--claims-json={second}", f"--model-free-from={first}")
+    result.assert_outcomes(failed=1)
+    assert {c["id"]: c["verdict"] for c in json.loads(second.read_text())["claims"]}["Q8"] == BROKEN
 
 
 def _teardown(nodeid: str, reads: bool, table: str) -> pytest.TestReport:
-    from aftertrain.ledger.state import READS_MODEL_PROPERTY, TABLE_PROPERTY
+    from aftertrain.ledger.model import READS_MODEL_PROPERTY
+    from aftertrain.ledger.state import TABLE_PROPERTY
 
     return pytest.TestReport(nodeid=nodeid, location=("t.py", 1, nodeid), keywords={},
                              outcome="passed", longrepr=None, when="teardown",

@@ -244,7 +244,7 @@ def test_report_runs_each_model_and_fails_when_a_test_fails_on_any(tmp_path, mon
     from aftertrain.cli import report as report_command
 
     calls, locks, earlier = [], [], {}
-    commit = runmeta.commit(ROOT)
+    tree = runmeta.worktree(ROOT)
 
     def fake_run(checkout, json_path, quick, log, meta=None, model=None, *, timing_lock=None,
                  output=None, model_free_from=None):
@@ -254,7 +254,7 @@ def test_report_runs_each_model_and_fails_when_a_test_fails_on_any(tmp_path, mon
         if output is not None:
             output.write_text(f"...\n1 passed ({model})\n")
         data = _data()
-        data["meta"] = {"model": model, "commit": commit}
+        data["meta"] = {"model": model, "worktree": tree}
         json_path.write_text(json.dumps(data))
         return replace(R.read_ledger(json_path), pytest_status=status if model == "article" else 0)
 
@@ -337,8 +337,8 @@ def test_a_run_that_took_its_model_free_outcomes_says_so():
 
 def test_a_later_model_runs_every_test_when_the_checkout_changed(tmp_path, monkeypatch, capsys):
     """The first model's outcomes stand for a later model's only on the same
-    commit: when the checkout moved between the runs (a commit, an edit),
-    the later run is whole and the progress says why."""
+    tracked code: when it changed between the runs (a commit, an edit of a
+    tracked file), the later run is whole and the progress says why."""
     from dataclasses import replace
 
     from aftertrain.cli import report as report_command
@@ -349,7 +349,7 @@ def test_a_later_model_runs_every_test_when_the_checkout_changed(tmp_path, monke
                  output=None, model_free_from=None):
         given[model] = model_free_from
         data = _data()
-        data["meta"] = {"model": model, "commit": "the first run's commit"}
+        data["meta"] = {"model": model, "commit": "the first run's commit", "worktree": "other"}
         json_path.write_text(json.dumps(data))
         return replace(R.read_ledger(json_path), pytest_status=0)
 
@@ -357,5 +357,5 @@ def test_a_later_model_runs_every_test_when_the_checkout_changed(tmp_path, monke
     assert main(["report", "--out", str(tmp_path / "out"), "--checkout", str(ROOT)]) == 0
     assert given == {"reference": None, "article": None}
     err = capsys.readouterr().err
-    assert (f"the checkout changed since reference's run (commit the first run's commit, now "
-            f"{runmeta.commit(ROOT)}): article's run runs every test") in err
+    assert (f"the checkout's tracked code changed since reference's run (commit the first run's "
+            f"commit, now {runmeta.commit(ROOT)}): article's run runs every test") in err

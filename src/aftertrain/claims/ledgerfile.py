@@ -119,7 +119,8 @@ class LedgerFile:
             raise LedgerFormatError(f"{source} has 'meta' that is not an object")
         free = data.get("model_free_tables", [])
         if not (isinstance(free, list) and all(isinstance(n, str) for n in free)):
-            raise LedgerFormatError(f"{source} has 'model_free_tables' that is not a list of names")
+            raise LedgerFormatError(f"{source} has 'model_free_tables' {free!r}; it must be a list "
+                                    "of table names")
         claims = tuple(_claim(entry, n, source) for n, entry in enumerate(data["claims"]))
         bad = sorted({c.verdict for c in claims if c.verdict not in V.VERDICTS})
         if bad:
@@ -146,7 +147,7 @@ def _not_run(items: object) -> tuple[NotRun, ...]:
 
 def _reads_model(value: object) -> bool | None:
     if value is not None and not isinstance(value, bool):
-        raise TypeError("reads_model")
+        raise TypeError(f"reads_model must be true, false or null, got {value!r}")
     return value
 
 

@@ -325,14 +325,17 @@ def build_parser() -> argparse.ArgumentParser:
                    "--claims-json FILE`) instead of running the tests; several (repeated or "
                    "comma-separated) give one verdict column per model, the first the primary")
     p.add_argument("--models", action="append", metavar="NAME_OR_PATH[,...]",
-                   help="run the claims' tests once per model (bundled names: "
+                   help="run the claims' tests on these models (bundled names: "
                    "reference, article, sweep-250, sweep-1250; or a checkpoint written by "
-                   "`aftertrain train --out`); default reference,article; the first is the primary")
+                   "`aftertrain train --out`); default reference,article; the first is the "
+                   "primary and runs the whole suite, every later one only the tests that read "
+                   "the model (the others' outcomes are the first run's)")
     p.add_argument("--jobs", type=int, metavar="N",
-                   help="run N models' suites side by side, each in one process (default 1: "
-                   "one model after another, each on the suite's xdist workers, every core); "
-                   "their timings still run one at a time, each test that times waiting "
-                   "until no other run's test is running")
+                   help="run N models' suites side by side, each in one process and each "
+                   "whole (default 1: one model after another, each on the suite's xdist "
+                   "workers, every core, later models running only the tests that read the "
+                   "model); their timings still run one at a time, each test that times "
+                   "waiting until no other run's test is running")
     p.add_argument("--sweep", metavar="FILE",
                    help="render this sweep file (written by `aftertrain sweep`); default: "
                    "OUT/sweep.json when it exists")

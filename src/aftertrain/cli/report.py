@@ -21,6 +21,8 @@ from pathlib import Path
 from aftertrain.claims import verdicts as V
 from aftertrain.core import runmeta
 from aftertrain.core.io import atomic_write
+from aftertrain.ledger import reuse
+from aftertrain.ledger.state import WORKTREE
 from aftertrain.report import meta, multimodel
 from aftertrain.report import sweep as sweep_section
 from aftertrain.report.assemble import (
@@ -90,7 +92,7 @@ def run_ledger(checkout: Path, json_path: Path, quick: bool,
     if timing_lock is not None:  # side by side: one process each, the cores shared by the runs
         cmd += [f"--timing-lock={timing_lock}", "-n", "0"]
     if model_free_from is not None:
-        cmd += [f"--model-free-from={model_free_from}"]
+        cmd += [f"{reuse.FLAG}={model_free_from}"]
     env = {**os.environ, **(QUICK_ENV if quick else {})}
     log(f"running the claims' tests: {' '.join(cmd[1:])} (in {checkout})"
         + (f"; its output goes to {output}" if output else ""))
@@ -263,12 +265,14 @@ def _run_models(models: list[str], checkout: Path, run_dir: Path, quick: bool,
         i, m, label, run_path = plan
         earlier = None
         if first is not None:  # the first model's run: take its model-free outcomes
-            here = runmeta.commit(checkout)
-            if first.meta.get("commit") == here:
+            here = runmeta.worktree(checkout)
+            if here is not None and first.meta.get(WORKTREE) == here:
                 earlier = plans[0][3]
             else:
-                log(f"the checkout changed since {models[0]}'s run (commit "
-                    f"{first.meta.get('commit')}, now {here}): {m}'s run runs every test")
+                why = (f"{checkout} is not a git checkout with a commit" if here is None else
+                       f"the checkout's tracked code changed since {models[0]}'s run (commit "
+                       f"{first.meta.get('commit')}, now {runmeta.commit(checkout)})")
+                log(f"{why}: {m}'s run runs every test")
         log(f"model {i + 1} of {len(models)}: {m} (the claims' tests with --aftertrain-model {m}"
             + (f"; those that do not read the model ran on {models[0]}: their outcomes are "
                f"taken from its ledger)" if earlier else ")"))

@@ -61,6 +61,29 @@ def commit(root: Path | None) -> str | None:
     return head.stdout.strip() + (" with uncommitted changes" if dirty.stdout.strip() else "")
 
 
+def worktree(root: Path | None) -> str | None:
+    """A fingerprint of the tracked code at ``root``: the SHA-256 of the
+    commit and of the uncommitted changes to tracked files (``git diff
+    HEAD``), so two runs of one commit with different edits differ where
+    :func:`commit` says "with uncommitted changes" for both. Untracked files
+    are not in it (a run's own output may be one). None when ``root`` is not
+    a git checkout with a commit, or git is missing."""
+    import hashlib
+
+    if root is None:
+        return None
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                              timeout=10)
+        diff = subprocess.run(["git", "diff", "HEAD", "--binary"], cwd=root, capture_output=True,
+                              timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if head.returncode != 0 or diff.returncode != 0 or not head.stdout.strip():
+        return None
+    return hashlib.sha256(head.stdout.strip() + b"\n" + diff.stdout).hexdigest()
+
+
 def cpu_model() -> str:
     """The CPU's model name (``/proc/cpuinfo``, else the platform's word)."""
     try:

@@ -176,6 +176,11 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 #: says.
 MODEL_FIXTURES = frozenset({"aftertrain_model", "model_identity"})
 
+#: The user property that carries :func:`reads_model` to the ledger (set at
+#: collection by :mod:`aftertrain.ledger.plugin`; set to True by this plugin
+#: when a finding was made lenient on a model without pinned expectations).
+READS_MODEL_PROPERTY = "aftertrain-reads-model"
+
 
 def reads_model(item: pytest.Item) -> bool:
     """Whether ``item``'s outcome may depend on the model under test: its
@@ -220,6 +225,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         message = call.excinfo.exconly().splitlines()[0][:300]
         report.outcome = "skipped"
         report.wasxfail = f"does not reproduce on {name}: {message}"
+        # the outcome now names the model: it is not one --model-free-from may take
+        report.user_properties = [*report.user_properties, (READS_MODEL_PROPERTY, True)]
     return report
 
 

@@ -18,13 +18,12 @@ import pytest
 
 from aftertrain.core.tolerances import RATIO_REGRESSION, TIMING_BUDGET_S, TIMING_BUDGET_TOTAL_S
 from aftertrain.ledger import reuse, workers
-from aftertrain.ledger.model import reads_model
+from aftertrain.ledger.model import READS_MODEL_PROPERTY, reads_model
 from aftertrain.ledger.paths import output_file_problem, path_option_problem
 from aftertrain.ledger.record import ClaimRecord, budget_left, start_total_budget, timing_enabled
 from aftertrain.ledger.state import (
     CLAIM_PROPERTY,
     PART_PROPERTY,
-    READS_MODEL_PROPERTY,
     Ledger,
     Part,
     claim_ids,
@@ -66,9 +65,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         reuse.FLAG, metavar="CLAIMS_JSON", default=None, dest="model_free_from",
-        help="do not run the tests that do not read the model: take their outcomes (and the "
-             "tables they wrote) from CLAIMS_JSON, the ledger of an earlier run of this commit "
-             "on another model (aftertrain report gives every model after the first its run's "
+        help="run only the tests that read the model: the claims' tests that do not take "
+             "their outcomes (and the tables they wrote) from CLAIMS_JSON, the ledger of an "
+             "earlier run of this checkout's code on another model; the others (no claim) do "
+             "not run (aftertrain report gives every model after the first its first run's "
              "ledger); write --model-free-from=PATH",
     )
     group.addoption(
@@ -239,8 +239,8 @@ def _model_free_from(config: pytest.Config):
     if path is None:
         return None
     if not switched_on(config):
-        raise pytest.UsageError(f"{reuse.FLAG} needs the claims ledger: -p {PLUGIN_NAME} or "
-                                "--claims-json FILE")
+        raise pytest.UsageError(f"{reuse.FLAG} {path}: the claims ledger is off in this run; "
+                                f"switch it on with -p {PLUGIN_NAME} or --claims-json FILE")
     try:
         return reuse.read(path, config.rootpath, quick_run())
     except ValueError as err:

@@ -1,9 +1,9 @@
 """``--model-free-from FILE``: the outcomes of the tests that do not read the
-model, taken from an earlier run of the same commit instead of run again.
+model, taken from an earlier run of the same code instead of run again.
 
 Most of the suite does not read the model under test (the rule on toy
-tensors, the checks' teeth, the command line, the report): 2,002 of 2,121
-default tests, 137 of the 228 that carry a claim. Their outcomes are the
+tensors, the checks' teeth, the command line, the report): 2,023 of the
+2,142 default tests, 137 of the 228 that carry a claim. Their outcomes are the
 same whatever ``--aftertrain-model`` says, so ``aftertrain report`` runs
 them once, in the first model's run, and gives each later model's run that
 run's ledger: the later run deselects every test that does not read the
@@ -13,10 +13,19 @@ the earlier outcomes of those that carry a claim, and the tables they wrote
 decided from both, as one run would.
 
 The earlier ledger must say which of its tests read the model, must not
-have taken its own from a third run, and must be of this checkout's commit
-(``meta.commit``, uncommitted changes included in the comparison) and of
-the same run kind (``--quick`` or not). A claim-tagged test that does not
-read the model but has no outcome in it runs here.
+have taken its own from a third run, must be of this checkout's code (the
+fingerprint of the commit and of the uncommitted changes to tracked files,
+``meta.worktree``: :func:`aftertrain.core.runmeta.worktree`; untracked files
+are not compared) and of the same run kind (``--quick`` or not). A
+claim-tagged test that does not read the model but has no outcome in it
+runs here; a test without a claim that does not read the model does not
+run at all (its outcome is in no ledger: the earlier run's exit status
+carried it).
+
+A test whose outcome the model did shape is not taken either: on a model
+without pinned expectations a failed quality assertion becomes "does not
+reproduce on MODEL" (:mod:`aftertrain.ledger.model`), and such a test is
+recorded as reading the model.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from pathlib import Path
 
 from aftertrain.claims.ledgerfile import LedgerFile, LedgerFormatError
 from aftertrain.core import runmeta
+from aftertrain.ledger.state import OUTCOMES, WORKTREE
 
 FLAG = "--model-free-from"
 
@@ -51,11 +61,19 @@ def read(path: str, root: Path | None, quick: bool) -> LedgerFile:
         raise ValueError(f"{FLAG} {path}: that run took its own model-free outcomes from "
                          f"{meta['model_free_from'].get('ledger')}; give the ledger of the run "
                          "that ran them")
-    here = runmeta.commit(root)
-    if meta.get("commit") != here:
-        raise ValueError(f"{FLAG} {path}: the ledger is of commit {meta.get('commit')}, this "
-                         f"checkout is at {here}: another commit's outcomes cannot stand for "
-                         "this one's")
+    here = runmeta.worktree(root)
+    if here is None:
+        raise ValueError(f"{FLAG} {path}: cannot tell whether the ledger is of this checkout's "
+                         f"code ({root} is not a git checkout with a commit); run without {FLAG}")
+    if meta.get(WORKTREE) != here:
+        raise ValueError(f"{FLAG} {path}: the ledger is of other code (commit {meta.get('commit')}, "
+                         f"tracked-code fingerprint {str(meta.get(WORKTREE))[:12]}) than this "
+                         f"checkout (commit {runmeta.commit(root)}, fingerprint {here[:12]}): "
+                         "another version's outcomes cannot stand for this one's")
+    bad = sorted({str(t.outcome) for t in tests if t.outcome not in OUTCOMES})
+    if bad:
+        raise ValueError(f"{FLAG} {path}: test outcomes {bad} are not outcomes; allowed: "
+                         f"{', '.join(OUTCOMES)}")
     if bool(meta.get("quick")) != quick:
         kind = {True: "a quick run", False: "a full run"}
         raise ValueError(f"{FLAG} {path}: the ledger is of {kind[bool(meta.get('quick'))]}, "

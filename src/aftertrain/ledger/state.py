@@ -26,6 +26,7 @@ from aftertrain.claims.verdicts import (
 )
 from aftertrain.core import runmeta
 from aftertrain.core.enums import StrEnum
+from aftertrain.ledger.model import READS_MODEL_PROPERTY, ledger_meta
 
 # User properties a test sets (through the claim_record fixture); they travel
 # with the reports to an xdist controller.
@@ -37,7 +38,6 @@ UNTIMED_PROPERTY = "aftertrain-untimed"  # the reason of a skip because nothing 
 TIMED_PROPERTY = "aftertrain-timed"  # the test is a claim's timed part (claim_record.require_timing)
 PART_PROPERTY = "aftertrain-part"  # the test's part when fixed at collection (teeth)
 NOT_RUN_PROPERTY = "aftertrain-not-run"  # (part, reason): a part of the test that did not run
-READS_MODEL_PROPERTY = "aftertrain-reads-model"  # set at collection (aftertrain.ledger.model.reads_model)
 
 
 class Part(StrEnum):
@@ -195,6 +195,8 @@ class Ledger:
             "measured": [], "part": str(props.get(PART_PROPERTY, Part.ASSERTIONS)), "not_run": [],
             "reads_model": reads,
         })
+        if reads:  # a phase may find the model shaped the outcome (a finding made lenient)
+            test["reads_model"] = True
         if TIMED_PROPERTY in props and test["part"] == Part.ASSERTIONS:
             test["part"] = str(Part.TIMED)
         if not (report.when != "call" and report.passed):  # a passing setup/teardown is neutral
@@ -290,7 +292,7 @@ class Ledger:
             src = self.model_free_from
             lines.append(f"not run here: {src['tests']} claim tests that do not read the model; "
                          f"their outcomes are those of {src['ledger']} (model {src['model']}, "
-                         f"same commit)")
+                         f"the same code)")
         uncovered = [e["id"] for e in entries if e["verdict"] == NOT_COVERED]
         if uncovered and len(uncovered) < len(entries):
             lines.append(f"not covered (no test of this run carries the ID): {', '.join(uncovered)}")
@@ -362,12 +364,16 @@ def verdict_text(entry: dict) -> str:
     return f"{entry['verdict']} (part not run)" if partly else entry["verdict"]
 
 
+#: The ledger meta's fingerprint of the tracked code (:func:`aftertrain.core.runmeta.worktree`),
+#: beside the header's keys: ``--model-free-from`` compares it.
+WORKTREE = "worktree"
+
+
 def run_meta(config: pytest.Config) -> dict:
     """What the run was (:func:`aftertrain.core.runmeta.collect`), on the model
-    the claims ran on."""
-    from aftertrain.ledger.model import ledger_meta
-
-    return runmeta.collect(config.rootpath, **ledger_meta(config), quick=quick_run())
+    the claims ran on, and the fingerprint of its tracked code (:data:`WORKTREE`)."""
+    return {**runmeta.collect(config.rootpath, **ledger_meta(config), quick=quick_run()),
+            WORKTREE: runmeta.worktree(config.rootpath)}
 
 
 def quick_run() -> bool:

@@ -87,8 +87,10 @@ class Ledger:
         return src if isinstance(src, dict) else None
 
     def taken_whole(self, claim_id: str) -> bool:
-        """Whether every test of the claim came from :attr:`model_free_from`'s
-        run (none of them reads the model, and this run took their outcomes)."""
+        """Whether the claim was decided by tests that do not read the model
+        alone, in a run that took such outcomes from :attr:`model_free_from`'s
+        (where a claim test was missing from that run's ledger it ran here, so
+        "taken" is the rule, not a count)."""
         counts = self.reads_model.get(claim_id)
         return (self.model_free_from is not None and counts is not None
                 and counts[0] == 0 and counts[1] > 0)

@@ -6,7 +6,10 @@ reference), its verdict and figures on every other model, and the reverse.
 
 The first ledger is the primary one (the reference by default): every other
 section of the report renders it; these sections put the others beside it.
-Nothing here re-derives a verdict: each model's verdicts are its own run's.
+Nothing here re-derives a verdict: each model's verdicts are its own
+ledger's. A later model's ledger may take the outcomes of the tests that do
+not read the model from the first run (``--model-free-from``): the verdict
+column marks the claims decided by those alone, and a paragraph says so.
 """
 
 from __future__ import annotations
@@ -75,7 +78,7 @@ def section(doc: Document, ledgers: dict[str, Ledger]) -> None:
         for m, led in ledgers.items())
     doc.add(f"Validation loss of each model (B1): {losses}; the article's model "
             f"{A['b1']['reference']:.4f}. The verdict columns of *All claims* are each model's "
-            "own run; the sections above render the first model's.")
+            "own ledger; the sections above render the first model's.")
     for m, led in ledgers.items():
         if led.model_free_from:
             doc.add(model_free_text(m, led))
