@@ -65,11 +65,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         reuse.FLAG, metavar="CLAIMS_JSON", default=None, dest="model_free_from",
-        help="run only the tests that read the model: the claims' tests that do not take "
-             "their outcomes (and the tables they wrote) from CLAIMS_JSON, the ledger of an "
-             "earlier run of this checkout's code on another model; the others (no claim) do "
-             "not run (aftertrain report gives every model after the first its first run's "
-             "ledger); write --model-free-from=PATH",
+        help="run only the tests that read the model; the claims' tests that do not read it "
+             "take their outcomes (and the tables they wrote) from CLAIMS_JSON, the ledger of "
+             "an earlier run of this checkout's code on another model, and the other tests "
+             "that do not read it do not run (aftertrain report gives every model after the "
+             "first the first run's ledger); write --model-free-from=PATH",
     )
     group.addoption(
         "--timing-budget-total", metavar="SECONDS", type=float, default=TIMING_BUDGET_TOTAL_S,
