@@ -16,19 +16,13 @@ from pathlib import Path
 import torch
 
 from aftertrain.core import runmeta
-
-
-def _git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
-                          check=True).stdout.strip()
+from tests.common.inner_runs import commit_all, git
 
 
 def test_commit_is_git_head_and_says_when_a_tracked_file_changed(tmp_path):
-    _git(tmp_path, "init", "-q")
+    git(tmp_path, "init", "-q")
     (tmp_path / "a.txt").write_text("one\n")
-    _git(tmp_path, "add", "a.txt")
-    _git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
-    head = _git(tmp_path, "rev-parse", "HEAD")
+    head = commit_all(tmp_path)
     assert runmeta.collect(tmp_path, model=None, model_sha256=None, quick=False)["commit"] == head
     (tmp_path / "untracked.txt").write_text("not tracked\n")
     assert runmeta.commit(tmp_path) == head
@@ -44,12 +38,11 @@ def test_worktree_fingerprints_the_commit_and_the_tracked_edits(tmp_path):
     import hashlib
 
     assert runmeta.worktree(tmp_path) is None and runmeta.worktree(None) is None
-    _git(tmp_path, "init", "-q")
+    git(tmp_path, "init", "-q")
     (tmp_path / "a.txt").write_text("one\n")
-    _git(tmp_path, "add", "a.txt")
+    git(tmp_path, "add", "a.txt")
     assert runmeta.worktree(tmp_path) is None  # no commit yet
-    _git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
-    head = _git(tmp_path, "rev-parse", "HEAD")
+    head = commit_all(tmp_path)
     clean = runmeta.worktree(tmp_path)
     assert clean == hashlib.sha256(head.encode() + b"\n").hexdigest()
     (tmp_path / "untracked.txt").write_text("not tracked\n")

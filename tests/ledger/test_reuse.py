@@ -15,11 +15,10 @@ from aftertrain.core import runmeta
 from aftertrain.ledger import reuse
 from aftertrain.ledger.model import MODEL_FIXTURES
 from aftertrain.ledger.state import Ledger
+from tests.common.inner_runs import commit_all, git, outside_any_run
 
 pytest_plugins = ["pytester"]
 
-_XDIST_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID",
-                    "PYTEST_XDIST_AUTO_NUM_WORKERS", "PYTEST_CURRENT_TEST")
 
 # Each test leaves a file named after it (and the model it ran on) in RAN_DIR,
 # so the test below sees which ran in which run. test_free_fails fails when
@@ -64,8 +63,7 @@ def test_plain_free():
 
 @pytest.fixture
 def suite(pytester: pytest.Pytester, tmp_path, monkeypatch):
-    for name in _XDIST_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
+    outside_any_run(monkeypatch)
     ran = tmp_path / "ran"
     ran.mkdir()
     monkeypatch.setenv("RAN_DIR", str(ran))
@@ -77,11 +75,8 @@ def suite(pytester: pytest.Pytester, tmp_path, monkeypatch):
 def committed(root: Path) -> None:
     """``root`` as a git checkout with one commit (the earlier ledger must be
     of this checkout's tracked code)."""
-    import subprocess
-
-    for args in (["init", "-q"], ["add", "-A"],
-                 ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "suite"]):
-        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+    git(root, "init", "-q")
+    commit_all(root, "suite")
 
 
 def _run(pytester, *args):
@@ -366,8 +361,7 @@ def test_a_finding_the_model_made_lenient_is_not_taken(pytester, tmp_path, monke
     """On a model without pinned expectations a failed quality assertion is
     "does not reproduce on MODEL": that outcome names the model, so a later
     run on the pinned reference runs the test again (and it fails there)."""
-    for name in _XDIST_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
+    outside_any_run(monkeypatch)
     monkeypatch.setenv("QUALITY_FAILS", "1")
     pytester.makepyfile(test_quality=_QUALITY)
     committed(pytester.path)

@@ -12,20 +12,10 @@ import pytest
 
 from aftertrain.ledger import workers
 from aftertrain.ledger.record import budget_left, start_total_budget
+from tests.common.inner_runs import XDIST_VARIABLES, outside_any_run
 from tests.common.pytester_sources import FLOCK_PROBE
 
 pytest_plugins = ["pytester"]
-
-_XDIST_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID",
-                    "PYTEST_XDIST_AUTO_NUM_WORKERS")
-
-
-def outside_any_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The environment of a pytest started from a shell, not from a test
-    (called in the test's body: pytest sets PYTEST_CURRENT_TEST again for
-    the call, after the fixtures)."""
-    for name in (*_XDIST_VARIABLES, "PYTEST_CURRENT_TEST"):
-        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
@@ -135,7 +125,7 @@ def test_workers_time_alone_under_the_controllers_lock(pytester, tmp_path, monke
     xdist), a timing test holds the lock alone, an untimed one shares it,
     every worker reads the controller's budget, and the controller's lock
     folder is gone afterwards."""
-    for name in _XDIST_VARIABLES:
+    for name in XDIST_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("PROBE_DIR", str(tmp_path))
     pytester.makepyfile(probe=_PROBE, flock_probe=FLOCK_PROBE, test_timed=_TIMED,
@@ -157,7 +147,7 @@ def test_workers_time_alone_under_the_controllers_lock(pytester, tmp_path, monke
 
 
 def test_workers_with_benchmark_disable_do_not_time(pytester, tmp_path, monkeypatch):
-    for name in _XDIST_VARIABLES:
+    for name in XDIST_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     pytester.makepyfile(test_timed="def test_timed(benchmark):\n"
                                    "    benchmark(lambda: None)\n"
@@ -169,7 +159,7 @@ def test_workers_with_benchmark_disable_do_not_time(pytester, tmp_path, monkeypa
 
 
 def test_workers_refuse_a_benchmark_file_with_one_line(pytester, tmp_path, monkeypatch):
-    for name in _XDIST_VARIABLES:
+    for name in XDIST_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     pytester.makepyfile(test_x="def test_x():\n    pass\n")
     result = pytester.runpytest_subprocess("-p", "aftertrain.ledger", "-n", "2",

@@ -43,22 +43,27 @@ def collect(root: Path | None, *, model: str | None, model_sha256: str | None,
     }
 
 
+def _git(root: Path | None, *args: str) -> bytes | None:
+    """``git ARGS`` run in ``root``: its standard output, or None when
+    ``root`` is None, git is missing or the command fails."""
+    if root is None:
+        return None
+    try:
+        done = subprocess.run(["git", *args], cwd=root, capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
 def commit(root: Path | None) -> str | None:
     """The full commit hash of the checkout at ``root`` (`` with uncommitted
     changes`` appended when tracked files differ), or None when ``root`` is
     not a git checkout or git is missing."""
-    if root is None:
+    head = (_git(root, "rev-parse", "HEAD") or b"").strip()
+    if not head:
         return None
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
-                              text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=root, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if head.returncode != 0 or not head.stdout.strip():
-        return None
-    return head.stdout.strip() + (" with uncommitted changes" if dirty.stdout.strip() else "")
+    dirty = (_git(root, "status", "--porcelain", "--untracked-files=no") or b"").strip()
+    return head.decode() + (" with uncommitted changes" if dirty else "")
 
 
 def worktree(root: Path | None) -> str | None:
@@ -70,18 +75,11 @@ def worktree(root: Path | None) -> str | None:
     a git checkout with a commit, or git is missing."""
     import hashlib
 
-    if root is None:
+    head = (_git(root, "rev-parse", "HEAD") or b"").strip()
+    diff = _git(root, "diff", "HEAD", "--binary") if head else None
+    if diff is None:
         return None
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
-                              timeout=10)
-        diff = subprocess.run(["git", "diff", "HEAD", "--binary"], cwd=root, capture_output=True,
-                              timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if head.returncode != 0 or diff.returncode != 0 or not head.stdout.strip():
-        return None
-    return hashlib.sha256(head.stdout.strip() + b"\n" + diff.stdout).hexdigest()
+    return hashlib.sha256(head + b"\n" + diff).hexdigest()
 
 
 def cpu_model() -> str:

@@ -51,9 +51,9 @@ class Ledger:
     pytest_status: int | None = None
     #: claim ID -> the parts of it that did not run, each ``{"part", "reason"}``.
     not_run: dict[str, list[dict]] = field(default_factory=dict)
-    #: claim ID -> how many of its tests read the model, and how many in all
-    #: (None where the file does not say)
-    reads_model: dict[str, tuple[int, int] | None] = field(default_factory=dict)
+    #: the claims that have tests, none of which reads the model (a file that
+    #: does not say whether a test reads it names none)
+    model_free_claims: frozenset[str] = frozenset()
 
     @classmethod
     def from_json(cls, data: object, source: str) -> Ledger:
@@ -74,7 +74,9 @@ class Ledger:
                    META_FROM_LEDGER if file.meta else META_NONE,
                    not_run={c.id: [{"part": n.part, "reason": n.reason} for n in c.not_run]
                             for c in claims},
-                   reads_model={c.id: _reading(c.tests) for c in claims})
+                   model_free_claims=frozenset(
+                       c.id for c in claims
+                       if c.tests and all(t.reads_model is False for t in c.tests)))
 
     def verdict(self, claim_id: str) -> str:
         return self.verdicts.get(claim_id, V.NOT_COVERED)
@@ -91,9 +93,7 @@ class Ledger:
         alone, in a run that took such outcomes from :attr:`model_free_from`'s
         (where a claim test was missing from that run's ledger it ran here, so
         "taken" is the rule, not a count)."""
-        counts = self.reads_model.get(claim_id)
-        return (self.model_free_from is not None and counts is not None
-                and counts[0] == 0 and counts[1] > 0)
+        return self.model_free_from is not None and claim_id in self.model_free_claims
 
     def table(self, name: str):
         return self.tables.get(name)
@@ -104,12 +104,6 @@ class Ledger:
         the ledger does not say."""
         q = self.meta.get("quick")
         return None if q is None else bool(q)
-
-
-def _reading(tests) -> tuple[int, int] | None:
-    if any(t.reads_model is None for t in tests):
-        return None
-    return sum(bool(t.reads_model) for t in tests), len(tests)
 
 
 def read_ledger(path: str | os.PathLike) -> Ledger:

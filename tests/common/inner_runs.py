@@ -1,0 +1,35 @@
+"""Helpers for tests that start another pytest (its environment) or need a
+git checkout of their own (the run metadata, ``--model-free-from``)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+#: The variables pytest-xdist sets in its workers and reads in a run it starts.
+XDIST_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID",
+                   "PYTEST_XDIST_AUTO_NUM_WORKERS")
+
+
+def outside_any_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The environment of a pytest started from a shell, not from a test
+    (called in the test's body: pytest sets PYTEST_CURRENT_TEST again for
+    the call, after the fixtures)."""
+    for name in (*XDIST_VARIABLES, "PYTEST_CURRENT_TEST"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def git(root: Path, *args: str) -> str:
+    """``git ARGS`` in ``root``, its output stripped; fails the test on an error."""
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def commit_all(root: Path, message: str = "one") -> str:
+    """Commit every file of the checkout ``root`` (a throwaway identity);
+    returns the new HEAD."""
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message)
+    return git(root, "rev-parse", "HEAD")
