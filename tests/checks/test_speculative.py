@@ -407,3 +407,81 @@ def test_the_docs_pytest_example_runs_from_a_folder_outside_the_checkout(tmp_pat
                           "test_my_rule.py"], capture_output=True, text=True, cwd=tmp_path,
                          env=env, timeout=300)
     assert "1 passed, 1 xfailed" in out.stdout, out.stdout + out.stderr
+
+
+# --- the zero-residual probe searched with the rule's own arithmetic -------------------
+
+
+def _searched_probe(dtype, renormalise):
+    from aftertrain.checks import rule_exact as RE
+
+    (probe, *_) = [pr for pr in RE.probes(dtype, renormalise) if "all-zero residual, forced" in pr.name]
+    return probe
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+def test_the_rounded_up_probe_without_renormalise_is_the_least_cell_at_the_margin(dtype):
+    """Without a ``renormalise`` the search stops at its first try: the cell
+    of least p raised by the margin (4 ulps), p <= q exactly in every cell."""
+    from aftertrain.checks import rule_exact as RE
+
+    probe = _searched_probe(dtype, None)
+    p, q = torch.tensor(probe.p[0], dtype=torch.float64), torch.tensor(probe.q[0], dtype=torch.float64)
+    x = probe.drafts[0]
+    assert x == int(p.argmin())
+    assert bool((p <= q).all()) and q[x] > p[x]
+    up = (p[x] * (1 + RE.margin(dtype))).to(dtype)
+    assert q[x] == (up if up > p[x] else torch.nextafter(p[x].to(dtype), torch.ones((), dtype=dtype)))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_the_rounded_up_probe_is_an_all_zero_residual_after_a_softmax_of_the_logs(dtype):
+    """With transformers' arithmetic (a softmax of ``log p`` in ``dtype``), the
+    probe's p and q give P <= Q in every cell and P_x / Q_x below the largest
+    uniform under 1, computed on this CPU's kernels: the rule's residual is
+    all zero and the forced u rejects."""
+    from aftertrain.checks import rule_exact as RE
+
+    soft = lambda r: r.log().softmax(-1)
+    probe = _searched_probe(dtype, soft)
+    p, q = torch.tensor(probe.p[0]).to(dtype), torch.tensor(probe.q[0]).to(dtype)
+    P, Q = soft(p), soft(q)
+    x = probe.drafts[0]
+    assert bool((P <= Q).all()) and float(P[x] / Q[x]) < RE.below_one(dtype)
+
+
+def test_the_rounded_up_probe_searches_past_a_step_the_rule_rounds_away():
+    """A rule whose arithmetic rounds every probability down to a grid of 16
+    float32 ulps of 1/8 (a stand-in for a kernel that loses the kit's 4-ulp
+    step): the fixed step would leave P == Q at the draft (no rejection),
+    the search raises the cell further until the rule sees it."""
+    step = 16 * torch.finfo(torch.float32).eps / 8
+    grid = lambda r: torch.floor(r.double() / step).mul(step).to(r.dtype)
+    probe = _searched_probe(torch.float32, grid)
+    p, q = torch.tensor(probe.p[0]).float(), torch.tensor(probe.q[0]).float()
+    x = probe.drafts[0]
+    assert grid(q)[x] > grid(p)[x] and bool((grid(p) <= grid(q)).all())
+    assert "raised by 4 ulps" not in probe.want, probe.want
+
+
+def test_a_renormalise_that_never_gives_a_zero_residual_is_refused():
+    """A map that forgets the raised cell (every row to the uniform law)
+    leaves no all-zero residual whatever the raise: check_rule_exact says so
+    naming the argument instead of running a probe that is not one."""
+    exact = lambda r: torch.full_like(r, 1 / r.shape[-1])
+    with pytest.raises(ValueError, match="renormalise leaves no all-zero residual"):
+        CS.check_rule_exact(S.verify_with_uniforms, renormalise=exact)
+    with pytest.raises(ValueError, match="renormalise must be callable"):
+        CS.check_rule_exact(S.verify_with_uniforms, renormalise=3)
+
+
+def test_check_rule_exact_reads_the_rules_renormalise_attribute():
+    """The adapters declare their rule's arithmetic as ``rule.renormalise``;
+    check_rule_exact uses it when no argument is given (a refusing map on
+    the attribute is refused the same way)."""
+    def rule(p, q, d, u, v):
+        return S.verify_with_uniforms(p, q, d, u, v)
+
+    rule.renormalise = lambda r: torch.full_like(r, 1 / r.shape[-1])
+    with pytest.raises(ValueError, match="renormalise leaves no all-zero residual"):
+        CS.check_rule_exact(rule)

@@ -76,3 +76,19 @@ def test_load_threads_cpu_torch_date_model_and_quick(monkeypatch):
         if names:
             assert meta["cpu"] == f"{names[0]} x {os.cpu_count()}"
     assert meta["cpu"].endswith(f" x {os.cpu_count()}")
+
+
+def test_torch_is_the_imported_builds_version_with_its_local_tag(monkeypatch):
+    """A CUDA wheel from the package index installs as version ``2.13.0`` in
+    its metadata while ``torch.__version__`` says ``2.13.0+cu130``: the run
+    records the imported torch's own string (the build matters for a figure),
+    and the package's metadata only when the process has not imported torch."""
+    import importlib.metadata
+    import sys
+
+    monkeypatch.setattr(torch, "__version__", "2.13.0+cu130")
+    assert runmeta.collect(None, model=None, model_sha256=None, quick=False)["torch"] == "2.13.0+cu130"
+    monkeypatch.delitem(sys.modules, "torch")
+    meta = runmeta.collect(None, model=None, model_sha256=None, quick=False)
+    assert meta["torch"] == importlib.metadata.version("torch")
+    assert meta["threads"] is None

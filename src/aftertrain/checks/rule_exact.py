@@ -110,26 +110,71 @@ def _zero_residual_probes(dtype: torch.dtype) -> list[Probe]:
     return out
 
 
-def _rounded_up_probes(dtype: torch.dtype) -> list[Probe]:
-    """p (Dirichlet, V = 8, in ``dtype``) and q = p with the cell of least p
-    scaled up by the margin at position 0 (p <= q everywhere there), a
-    forced rejection of that cell; position 1 is an ordinary row."""
+#: How far :func:`_rounded_up_probes` raises the draft's cell in its search
+#: for an all-zero residual: by the :func:`margin` first, then by 1 to 64
+#: ulps of ``dtype`` (eps relative), on each of the 4 cells of least p.
+_SEARCH_ULPS, _SEARCH_CELLS = range(1, 65), 4
+
+
+def _zero_residual_pair(p: torch.Tensor, dtype: torch.dtype,
+                        renormalise: Callable[[torch.Tensor], torch.Tensor]) -> tuple[int, torch.Tensor] | None:
+    """The draft cell x and q (``p`` with cell x raised by the margin or k ulps)
+    such that the rule's own probabilities ``P = renormalise(p)``, ``Q =
+    renormalise(q)`` have ``P <= Q`` in every cell and ``P_x / Q_x`` below
+    the largest uniform below 1: a forced rejection there leaves an all-zero
+    residual *as the rule computes it*. A rule that takes logits and
+    renormalises (a softmax of ``log q``) changes every cell by its kernel's
+    rounding, which differs between CPUs (SIMD widths); so the perturbation
+    is searched with the rule's own arithmetic, in this process, rather than
+    fixed. None when no step works."""
+    P = renormalise(p)
+    eps = torch.finfo(dtype).eps
+    for x in torch.argsort(p.double())[:_SEARCH_CELLS].tolist():
+        for raise_by in (margin(dtype), *(k * eps for k in _SEARCH_ULPS)):
+            up = (p[x].double() * (1 + raise_by)).to(dtype)
+            q = p.clone()
+            q[x] = up if up > p[x] else torch.nextafter(p[x], torch.ones((), dtype=dtype))
+            Q = renormalise(q)
+            if bool((P <= Q).all()) and float(P[x] / Q[x]) < below_one(dtype):
+                return x, q
+    return None
+
+
+def _rounded_up_probes(dtype: torch.dtype,
+                       renormalise: Callable[[torch.Tensor], torch.Tensor] | None = None) -> list[Probe]:
+    """p (Dirichlet, V = 8, in ``dtype``) and q = p with one cell scaled up
+    by the margin or more at position 0, chosen so that the residual is all
+    zero after the rule's ``renormalise`` (:func:`_zero_residual_pair`;
+    identity: the cell of least p at the margin), a forced rejection of that
+    cell; position 1 is an ordinary row. ValueError when the search finds
+    no such cell (a ``renormalise`` that is no rounding of the identity;
+    a softmax of the logs finds one within a few ulps in float32 and
+    bfloat16)."""
     rng = np.random.default_rng(2024)
     p = torch.from_numpy(rng.dirichlet(np.ones(8), size=3)).to(dtype)
-    x = int(torch.argmin(p[0]))
-    q0 = p[0].clone()
-    up = (p[0, x].double() * (1 + margin(dtype))).to(dtype)
-    q0[x] = up if up > p[0, x] else torch.nextafter(p[0, x], torch.ones((), dtype=dtype))
+    found = _zero_residual_pair(p[0], dtype, renormalise or (lambda r: r))
+    if found is None:
+        raise ValueError(f"renormalise leaves no all-zero residual: raising any of the "
+                         f"{_SEARCH_CELLS} cells of least p by the margin or by 1 to "
+                         f"{_SEARCH_ULPS.stop - 1} ulps of {dtype} never gives renormalise(p) <= "
+                         f"renormalise(q) in every cell; allowed: the rule's own map from the "
+                         f"probabilities it is handed to those it compares")
+    x, q0 = found
+    raised = float(q0[x].double() / p[0, x].double() - 1)
     p, q = p.double().tolist(), [q0.double().tolist(), p[1].double().tolist()]
-    return [Probe(f"q = p with the draft's cell scaled up by the margin, forced rejection "
-                  f"(v = {v})", p, q, [x, 0], [below_one(dtype), 0.5], v, 0, _support(p[0]),
-                  "accepted 0, a token in p's support, no exception")
+    return [Probe(f"q = p with the draft's cell scaled up to an all-zero residual, forced "
+                  f"rejection (v = {v})", p, q, [x, 0], [below_one(dtype), 0.5], v, 0,
+                  _support(p[0]), f"accepted 0, a token in p's support, no exception (cell {x} "
+                                  f"raised by {raised / torch.finfo(dtype).eps:.3g} ulps)")
             for v in (0.125, 0.5, 0.875)]
 
 
-def probes(dtype: torch.dtype = _D) -> list[Probe]:
-    """Every single-round probe of :func:`check_rule_exact` at ``dtype``."""
-    return _threshold_probes(dtype) + _zero_residual_probes(dtype) + _rounded_up_probes(dtype)
+def probes(dtype: torch.dtype = _D,
+           renormalise: Callable[[torch.Tensor], torch.Tensor] | None = None) -> list[Probe]:
+    """Every single-round probe of :func:`check_rule_exact` at ``dtype``;
+    ``renormalise`` as there."""
+    return (_threshold_probes(dtype) + _zero_residual_probes(dtype)
+            + _rounded_up_probes(dtype, renormalise))
 
 
 def _call(rule, case: rule_battery.Case, tensors, n: int, report: Report):
@@ -217,7 +262,8 @@ def _batch_with_one_zero_residual(rule, dtype, g, report: Report, n: int = 16,
 
 def check_rule_exact(rule_with_uniforms: Callable, *, cases=None, seed: int = 3,
                      dtype: torch.dtype = _D, name: str | None = None,
-                     progress: Callable[[str], None] | None = None) -> Report:
+                     progress: Callable[[str], None] | None = None,
+                     renormalise: Callable[[torch.Tensor], torch.Tensor] | None = None) -> Report:
     """Probe a rule written as a function of its uniforms with forced values.
 
     Protocol: ``rule(p, q, drafts, u, v) -> (accepted, token)``, shapes as
@@ -245,6 +291,13 @@ def check_rule_exact(rule_with_uniforms: Callable, *, cases=None, seed: int = 3,
     :func:`check_rule`; ``seed`` draws those rounds). These are exact: a
     correct rule never fails them (false-alarm rate 0). Each failure line
     says what a correct rule returns there.
+
+    ``renormalise``: the rule's own map from a row of probabilities it is
+    handed (in ``dtype``) to those it compares, where it recomputes them
+    (transformers' rule takes logits: ``lambda r: r.log().softmax(-1)``);
+    default the rule's ``renormalise`` attribute, else none. The probe "q =
+    p with one cell scaled up" is then searched so that its residual is all
+    zero as the rule computes it, on whatever kernels this CPU runs.
     """
     if not callable(rule_with_uniforms):
         raise ValueError(f"rule_with_uniforms must be callable, "
@@ -254,11 +307,14 @@ def check_rule_exact(rule_with_uniforms: Callable, *, cases=None, seed: int = 3,
     say = rule_battery.check_progress(progress)
     cases = None if cases is None else rule_battery.as_cases(cases)
     rule = rule_with_uniforms
+    renormalise = renormalise if renormalise is not None else getattr(rule, "renormalise", None)
+    if renormalise is not None and not callable(renormalise):
+        raise ValueError(f"renormalise must be callable or None, got {type(renormalise).__name__}")
     at = "" if dtype == _D else f", dtype={str(dtype).removeprefix('torch.')}"
     report = Report(name or f"check_rule_exact({getattr(rule, '__name__', type(rule).__name__)}"
                             f"{at})")
     start = time.perf_counter()
-    for probe in probes(dtype):
+    for probe in probes(dtype, renormalise):
         _run_probe(rule, probe, dtype, report)
     say(f"check_rule_exact: single-round probes, {time.perf_counter() - start:.1f} s")
     g = torch.Generator().manual_seed(seed)

@@ -26,7 +26,9 @@ def collect(root: Path | None, *, model: str | None, model_sha256: str | None,
     ``commit`` is the full hash of ``root``'s checkout, with `` with
     uncommitted changes`` when tracked files differ from it; ``cpu`` is the
     CPU's model name and core count (``"<model> x <cores>"``); ``torch`` the
-    installed version; ``threads`` torch's thread count when this process
+    version of the torch this process imported (``torch.__version__``, which
+    names the build: ``+cpu``, ``+cu130``; a CUDA wheel's package metadata
+    says only ``2.13.0``), else the installed package's; ``threads`` torch's thread count when this process
     imported torch; ``load1`` the 1-minute load average, to 2 decimals."""
     torch = sys.modules.get("torch")  # only if the process imported it: this module does not
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
@@ -34,7 +36,7 @@ def collect(root: Path | None, *, model: str | None, model_sha256: str | None,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "commit": commit(root),
         "cpu": f"{cpu_model()} x {os.cpu_count()}",
-        "torch": _version("torch"),
+        "torch": torch.__version__ if torch is not None else _version("torch"),
         "threads": torch.get_num_threads() if torch is not None else None,
         "load1": None if load is None else round(load, 2),
         "model": model,

@@ -32,8 +32,63 @@ MIN_EXPECTED: float = 5.0
 
 
 
-# --- model, decoding, cache ---------------------------------------------------
+# --- rounding across CPUs: kernels, SIMD widths, thread counts ----------------
+#
+# A figure stored on one machine is compared on another, whose torch may take
+# another kernel path (ATEN_CPU_CAPABILITY default, avx2, avx512; arm64's NEON)
+# and another thread count: the same float operations in another order, or
+# with another vectorised libm. Each tolerance below bounds that difference
+# from the arithmetic (unit roundoff, number of terms, the operations'
+# documented accuracy); none is fitted to one machine's observed difference.
+# The measured differences quoted are checks of the bound, not its source
+# (docs/measurement.md, "The same verdicts on every machine").
 
+#: float32 and float64 unit roundoff: every exactly rounded operation is
+#: within a relative u of the exact result.
+FLOAT32_UNIT_ROUNDOFF = 2.0**-24
+FLOAT64_UNIT_ROUNDOFF = 2.0**-53
+
+#: One float32 normal draw on two kernel paths, in units of u * std. torch
+#: draws by Box-Muller, z = r cos(theta) (and r sin(theta)), r = sqrt(-2 ln
+#: u1), theta = 2 pi u2, x = z * std + mean, with a vectorised log/cos/sin
+#: (Sleef, <= 1 ulp) on AVX2 and AVX-512 and libm's (<= 1 ulp) on the default
+#: path: the same uniforms, differently rounded. With 1 ulp <= 2u relative:
+#: ln differs by <= 4u relative, so r (sqrt halves it, plus two roundings)
+#: by <= 4u; theta <= 2 pi by <= 4 pi u absolute; cos by <= 4u + 4 pi u =
+#: 16.6u absolute; z = r cos by r (16.6u + 4u + 2u) with r <= sqrt(2 * 24 ln 2)
+#: = 5.77 (u1 >= 2**-24): 130u; x = z std + mean adds 4u |z| <= 23u. Total
+#: <= 153u std (9.1e-6 std). Measured: 1.8e-6 std, default against AVX-512,
+#: 100,000 draws; AVX2 and AVX-512 draw the same bits.
+NORMAL_DRAW_ULPS = 153
+
+#: The recipe's initial weights are N(0, INIT_STD) draws (GPT-2's 0.02).
+INIT_STD = 0.02
+
+#: Statistics of a float32 normal tensor drawn on two kernel paths: each draw
+#: moves by at most d = NORMAL_DRAW_ULPS u std, so the mean moves by at most
+#: d (absolute: 1.8e-7 at std 0.02) and the standard deviation by at most d
+#: (the centred vectors' difference has norm <= d sqrt(n)): 9.1e-6 relative.
+#: Another seed moves the mean of the n <= 65,536 draws of a weight by
+#: ~std / sqrt(n) >= 7.8e-5 (430 times INIT_MEAN_ATOL) and its std by
+#: ~1 / sqrt(2n) >= 2.8e-3 relative (300 times INIT_STD_RTOL); another init
+#: std moves the std by its own ratio (0.021: 5%).
+INIT_MEAN_ATOL = NORMAL_DRAW_ULPS * FLOAT32_UNIT_ROUNDOFF * INIT_STD
+INIT_STD_RTOL = NORMAL_DRAW_ULPS * FLOAT32_UNIT_ROUNDOFF
+
+#: The recipe's first steps recomputed in float64 (tests/lm/test_train_first_steps.py):
+#: from float64 draws (torch's float64 normal path is the same scalar code on
+#: every capability: bit-equal under default, avx2 and avx512), every sum of
+#: the forward and backward pass (at most N = 16 x 128 = 2,048 terms, a
+#: weight gradient over the batch's positions) is within gamma_N = N u64 =
+#: 2.3e-13 of its exact value relative to the sum of its terms' magnitudes,
+#: whatever the order (Higham, Accuracy and Stability, Thm 4.4 / eq. 3.5).
+#: Through 8 steps of about 20 chained sums and Adam's normalisation by the
+#: gradient's own scale, a figure moves by at most ~8 x 20 x gamma_N = 3.7e-11
+#: times the condition of the sums; 1e-9 relative allows a condition of 27
+#: (cancellation to 1/27 of the terms' magnitudes) and is still 3e5 times
+#: below the smallest optimiser change tried (betas (0.9, 0.999): 3e-4).
+#: Measured: bit-equal across kernel paths and 1 or 2 threads on one machine.
+FIRST_STEPS_FLOAT64_RTOL = 1e-9
 #: Logits computed two ways that differ only in float32 summation order agree
 #: to this (absolute): cached against recomputed (claim K1, the issue's "to
 #: within 1e-4"), k+1 positions in one verification pass against one at a
@@ -68,9 +123,8 @@ LOSS_ATOL_SAME_THREADS = 1e-6
 
 # --- quantization -------------------------------------------------------------
 
-#: float32 unit roundoff u = 2**-24: every exactly rounded float32 operation
-#: (w / s, w * fl(1/s), q * s, max|w| / qmax) is within a relative u.
-FLOAT32_UNIT_ROUNDOFF = 2.0**-24
+# FLOAT32_UNIT_ROUNDOFF (u = 2**-24, above): every exactly rounded float32
+# operation (w / s, w * fl(1/s), q * s, max|w| / qmax) is within a relative u.
 
 #: Round-trip bound of a symmetric quantizer, relative slack on scale / 2.
 #: With s_ref = max|w| / qmax exact, s = fl(s_ref) = s_ref (1 + d0); the code
