@@ -116,8 +116,11 @@ def _zero_residual_probes(dtype: torch.dtype) -> list[Probe]:
 _SEARCH_ULPS, _SEARCH_CELLS = range(1, 65), 4
 
 
-def _zero_residual_pair(p: torch.Tensor, dtype: torch.dtype,
-                        renormalise: Callable[[torch.Tensor], torch.Tensor]) -> tuple[int, torch.Tensor] | None:
+def _zero_residual_pair(
+    p: torch.Tensor,
+    dtype: torch.dtype,
+    renormalise: Callable[[torch.Tensor], torch.Tensor],
+) -> tuple[int, torch.Tensor] | None:
     """The draft cell x and q (``p`` with cell x raised by the margin or k ulps)
     such that the rule's own probabilities ``P = renormalise(p)``, ``Q =
     renormalise(q)`` have ``P <= Q`` in every cell and ``P_x / Q_x`` below
