@@ -442,12 +442,47 @@ def test_sensitivity_table_matches_the_stored_baseline(sensitivity, claim_record
     )
 
 
+def order_swaps(stored: list[str], stored_loss: list[float], measured: list[str]) -> list[str]:
+    """Pairs the measured ranking puts the other way round from the stored
+    one although their stored losses are more than 2 LOSS_ATOL apart (two
+    losses within that of each other may rank either way on another
+    machine: each may move by LOSS_ATOL)."""
+    rank = {name: i for i, name in enumerate(measured)}
+    return [f"{a} ({la:.6f}) before {b} ({lb:.6f})"
+            for i, (a, la) in enumerate(zip(stored, stored_loss))
+            for b, lb in zip(stored[i + 1:], stored_loss[i + 1:])
+            if la - lb > 2 * TOL.LOSS_ATOL and rank[a] > rank[b]]
+
+
 @pytest.mark.claim("Q7")
 def test_sensitivity_order_matches_the_stored_baseline(sensitivity, data_regression,
-                                                       baselines_dir):
-    """The ranking of the 15 matrices, exactly."""
-    data_regression.check({"order": [r.name for r in sensitivity]},
-                          fullpath=baselines_dir / "quant_sensitivity_order.yml")
+                                                       baselines_dir, request):
+    """The ranking of the 15 matrices as stored, up to pairs whose stored
+    losses lie within 2 LOSS_ATOL of each other (order_swaps: the smallest
+    gap on the reference is 6.6e-6, ranks 9 and 10). Written by
+    --force-regen; a model without the file is handled as every baseline."""
+    names = [r.name for r in sensitivity]
+    path = baselines_dir / "quant_sensitivity_order.yml"
+    regen = request.config.getoption("force_regen") or request.config.getoption("regen_all")
+    if regen or not path.is_file():
+        data_regression.check({"order": names}, fullpath=path)
+        return
+    import pandas as pd
+    import yaml
+
+    stored = yaml.safe_load(path.read_text())["order"]
+    losses = pd.read_csv(baselines_dir / "quant_sensitivity.csv")["loss"].tolist()
+    assert sorted(stored) == sorted(names), (stored, names)
+    swaps = order_swaps(stored, losses, names)
+    assert not swaps, f"ranked the other way round from {path}: {swaps}"
+
+
+@pytest.mark.teeth
+def test_sensitivity_order_check_catches_a_swap_beyond_the_tolerance():
+    """Two names 1e-3 apart swapped fail; two within 2 LOSS_ATOL do not."""
+    stored, loss = ["a", "b", "c"], [1.0, 0.999, 0.999 - TOL.LOSS_ATOL]
+    assert order_swaps(stored, loss, ["b", "a", "c"]) == ["a (1.000000) before b (0.999000)"]
+    assert order_swaps(stored, loss, ["a", "c", "b"]) == []
 
 
 @pytest.mark.claim("Q7")
