@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     timed = sum(t.get("part") == TIMED for t in reference.values())
     status = 0
-    for name, other in zip(args[1:], others):
+    for name, other in zip(args[1:], others, strict=True):
         lines, compared = differences(reference, other)
         if lines:
             status = 1

@@ -449,8 +449,8 @@ def order_swaps(stored: list[str], stored_loss: list[float], measured: list[str]
     machine: each may move by LOSS_ATOL)."""
     rank = {name: i for i, name in enumerate(measured)}
     return [f"{a} ({la:.6f}) before {b} ({lb:.6f})"
-            for i, (a, la) in enumerate(zip(stored, stored_loss))
-            for b, lb in zip(stored[i + 1:], stored_loss[i + 1:])
+            for i, (a, la) in enumerate(zip(stored, stored_loss, strict=True))
+            for b, lb in zip(stored[i + 1:], stored_loss[i + 1:], strict=True)
             if la - lb > 2 * TOL.LOSS_ATOL and rank[a] > rank[b]]
 
 

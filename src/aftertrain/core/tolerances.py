@@ -43,9 +43,10 @@ MIN_EXPECTED: float = 5.0
 # The measured differences quoted are checks of the bound, not its source
 # (docs/measurement.md, "The same verdicts on every machine").
 
-#: float32 and float64 unit roundoff: every exactly rounded operation is
-#: within a relative u of the exact result.
+#: float32 unit roundoff u = 2**-24: every exactly rounded float32 operation
+#: is within a relative u of the exact result.
 FLOAT32_UNIT_ROUNDOFF = 2.0**-24
+#: float64 unit roundoff u = 2**-53, likewise.
 FLOAT64_UNIT_ROUNDOFF = 2.0**-53
 
 #: One float32 normal draw on two kernel paths, in units of u * std. torch
@@ -73,6 +74,7 @@ INIT_STD = 0.02
 #: ~1 / sqrt(2n) >= 2.8e-3 relative (300 times INIT_STD_RTOL); another init
 #: std moves the std by its own ratio (0.021: 5%).
 INIT_MEAN_ATOL = NORMAL_DRAW_ULPS * FLOAT32_UNIT_ROUNDOFF * INIT_STD
+#: The standard deviation's bound, relative (above).
 INIT_STD_RTOL = NORMAL_DRAW_ULPS * FLOAT32_UNIT_ROUNDOFF
 
 #: The recipe's first steps recomputed in float64 (tests/lm/test_train_first_steps.py):
