@@ -222,3 +222,17 @@ def test_a_long_prompt_says_so_only_past_500_characters(chars, said, monkeypatch
     monkeypatch.setattr(_decoding, "sample_text", lambda net, prompt, n, t, seed: "")
     assert cli.main(["sample", "--prompt", "a" * chars, "--length", "1"]) == 0
     assert (f"reading the {chars}-character prompt" in capsys.readouterr().err) == said
+
+
+@pytest.mark.parametrize("name", ["float64", "float32", "bfloat16", "float16"])
+def test_check_rule_hands_the_kit_the_dtype_named(name, rule_calls, capsys):
+    """Each --dtype choice reaches the kit as that torch dtype (float64 when
+    not given), with --exact passed through: the kit then draws the
+    battery's uniforms from it (tests/checks/test_assertions.py)."""
+    import torch
+
+    assert _main(["check", "rule", "limit_rules:rule", "--dtype", name, "--exact", "--quiet"],
+                 capsys)[0] == 0
+    assert rule_calls[-1]["dtype"] == getattr(torch, name) and rule_calls[-1]["exact"] is True
+    assert _main(["check", "rule", "limit_rules:rule", "--quiet"], capsys)[0] == 0
+    assert rule_calls[-1]["dtype"] == torch.float64 and rule_calls[-1]["exact"] is False

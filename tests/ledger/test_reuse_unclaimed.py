@@ -6,8 +6,6 @@ with a claim that reads the model runs too, one that does not is taken."""
 
 from __future__ import annotations
 
-import pytest
-
 from tests.common.inner_runs import commit_all, git, outside_any_run
 
 pytest_plugins = ["pytester"]

@@ -49,7 +49,7 @@ def test_a_verdict_where_nothing_ran_is_never_marked(verdict):
     assert verdict_text({"verdict": verdict, "not_run": []}) == verdict
 
 
-def _phase(nodeid: str, when: str, outcome: str, props: list) -> "pytest.TestReport":
+def _phase(nodeid: str, when: str, outcome: str, props: list) -> pytest.TestReport:
     longrepr = None
     if outcome == "skipped":
         longrepr = (nodeid, 1, "Skipped: not timed")
