@@ -28,6 +28,7 @@ def _draw(row: list[float], v: float, dtype=torch.float64) -> int:
     (1 - 2**-53, 2),
 ])
 def test_inverse_cdf_takes_the_first_cell_whose_cumulative_mass_exceeds_v(v, index):
+    """[0.25, 0.25, 0.5]: cumsum 0.25, 0.5, 1; at v equal to a cumsum the next cell."""
     assert _draw([0.25, 0.25, 0.5], v) == index
 
 
@@ -63,6 +64,7 @@ def test_inverse_cdf_does_not_accumulate_in_the_rows_dtype():
 
 
 def test_inverse_cdf_handles_each_row_by_its_own_v():
+    """Row i is drawn at v_i: 0.75 in [0.5, 0.5] is 1, 0 in [0, 1] is 1, 0.9 in [1, 0] is 0."""
     probs = torch.tensor([[0.5, 0.5], [0.0, 1.0], [1.0, 0.0]], dtype=torch.float32)
     assert inverse_cdf(probs, torch.tensor([0.75, 0.0, 0.9])).tolist() == [1, 1, 0]
 
@@ -84,6 +86,7 @@ def test_forced_uniforms_replace_rand_like_and_multinomial_while_active():
 
 
 def test_forced_uniforms_are_restored_when_the_block_raises():
+    """torch is left as it was even when the rule raises inside the block."""
     real = torch.rand_like
     with pytest.raises(KeyError), forced_uniforms(torch.zeros(1), torch.zeros(1)):
         raise KeyError("inside")
@@ -91,6 +94,7 @@ def test_forced_uniforms_are_restored_when_the_block_raises():
 
 
 def test_the_exponential_race_is_seeded_by_its_generator_and_never_draws_zero_mass():
+    """The same generator seed gives the same draws; cells of zero mass never win."""
     probs = torch.tensor([[0.0, 0.3, 0.7, 0.0]] * 2000)
     a = exponential_race(probs, torch.Generator().manual_seed(5))
     b = exponential_race(probs, torch.Generator().manual_seed(5))

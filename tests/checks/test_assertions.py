@@ -22,6 +22,8 @@ from aftertrain.checks.assertions import rule_reports
     (torch.float16, torch.float32),
 ], ids=str)
 def test_the_uniforms_handed_to_a_rule_are_in_the_documented_dtype(dtype, uniforms):
+    """With exact: the probes hand p, q, u, v in dtype; the battery hands p, q
+    in dtype and u, v in promote_types(dtype, float32); the correct rule passes both."""
     seen = []
     rule = zoo.make_rule()
 
@@ -35,6 +37,7 @@ def test_the_uniforms_handed_to_a_rule_are_in_the_documented_dtype(dtype, unifor
 
 
 def test_without_exact_the_rule_takes_p_q_and_drafts_in_the_dtype():
+    """Without exact only check_rule runs, handing p and q in dtype."""
     seen = set()
     rule = zoo.make_rule()
 

@@ -106,6 +106,7 @@ def _unclipped(w: torch.Tensor, scheme: QuantScheme):
 
 
 def test_the_worked_note_passes():
+    """The reference clips 1.5 to code 7 and the kit passes it."""
     report = check_quantizer(quantize_scheme, schemes=[FULL], cases={"top": TOP})
     assert report.passed, str(report)
     assert quantize_scheme(TOP, FULL)[1].tolist() == [[7.0, -4.0]]

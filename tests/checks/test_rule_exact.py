@@ -23,11 +23,13 @@ LOW = [torch.float32, torch.bfloat16]
     (torch.float16, 4 * 2.0**-10),
 ])
 def test_the_margin_is_four_ulps_of_the_dtype_and_at_least_1e_12(dtype, expected):
+    """margin(dtype) = max(4 eps, 1e-12), as its docstring says."""
     assert margin(dtype) == expected
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, *LOW, torch.float16])
 def test_below_one_is_the_largest_value_below_one_in_the_dtype(dtype):
+    """Representable in dtype, below 1, and its next value up is 1."""
     x = torch.tensor(below_one(dtype), dtype=dtype)
     assert float(x) == below_one(dtype) < 1.0
     assert torch.nextafter(x, torch.ones((), dtype=dtype)) == 1.0
@@ -46,6 +48,8 @@ def _renormalising(dtype: torch.dtype):
 
 @pytest.mark.parametrize("dtype", LOW, ids=str)
 def test_a_correct_rule_that_renormalises_passes_the_exact_probes(dtype):
+    """No false alarm: the probes sit a margin away from where renormalising
+    in the dtype moves p/q."""
     report = CS.check_rule_exact(_renormalising(dtype), dtype=dtype)
     assert report.passed, str(report)
 

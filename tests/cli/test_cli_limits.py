@@ -57,6 +57,8 @@ def test_the_documented_limits_are_these():
                          ids=[f"{c}{f}" for c, f, *_ in WHOLE])
 def test_a_whole_number_option_takes_its_limits_and_refuses_one_past(command, flag, attr, low,
                                                                      high, capsys):
+    """low, low + 1, high - 1 and high parse to themselves; low - 1 and
+    high + 1 are one line naming the flag, the range and the value."""
     for value in (low, low + 1, high - 1, high):
         args, err = _parse([command, flag, str(value)], capsys)
         assert getattr(args, attr) == value and err == ""
@@ -86,6 +88,8 @@ REAL = [
 def test_a_real_option_takes_its_limit_as_documented_and_one_ulp_inside(command, flag, attr,
                                                                         limit, inclusive, side,
                                                                         capsys):
+    """One ulp inside the limit parses; the limit itself as documented
+    (``>= 0`` allowed, ``> 0`` or ``< 1`` not); one ulp outside is refused."""
     inside, outside = (_above(limit), _below(limit)) if side == "above" else \
         (_below(limit), _above(limit))
     args, _ = _parse([command, f"{flag}={inside}"], capsys)  # "=": -5e-324 is not an option
@@ -99,6 +103,7 @@ def test_a_real_option_takes_its_limit_as_documented_and_one_ulp_inside(command,
 
 
 def test_the_largest_finite_temperature_is_allowed_and_inf_is_not(capsys):
+    """--temperature has no upper limit but finiteness."""
     args, _ = _parse(["sample", "--temperature", repr(sys.float_info.max)], capsys)
     assert args.temperature == sys.float_info.max
     assert _parse(["sample", "--temperature", "inf"], capsys)[0] == 2
@@ -132,6 +137,7 @@ def _main(argv: list[str], capsys) -> tuple[int | str, str]:
 
 @pytest.mark.parametrize("steps", [1, 10])
 def test_stop_at_may_be_the_steps_run_and_not_one_more(steps, train_config, capsys):
+    """--stop-at at most --steps: equal reaches the trainer, one more is refused."""
     status, _ = _main(["train", "--steps", str(steps), "--stop-at", str(steps)], capsys)
     assert status == "reached" and train_config[-1].stop_at == steps
     assert _main(["train", "--steps", str(steps), "--stop-at", str(steps - 1 or 1)],
@@ -189,6 +195,7 @@ def rule_calls(monkeypatch, tmp_path):
 
 
 def test_check_rule_n_takes_100_and_refuses_99(rule_calls, capsys):
+    """--n at least 100: 100 reaches the kit, 99 is refused before it runs."""
     assert _main(["check", "rule", "limit_rules:rule", "--n", "100", "--quiet"], capsys)[0] == 0
     assert rule_calls[-1]["n"] == 100
     status, err = _main(["check", "rule", "limit_rules:rule", "--n", "99"], capsys)
@@ -197,6 +204,7 @@ def test_check_rule_n_takes_100_and_refuses_99(rule_calls, capsys):
 
 
 def test_check_rule_seed_takes_0_and_refuses_minus_1(rule_calls, capsys):
+    """--seed at least 0: 0 reaches the kit, -1 is an argparse error."""
     assert _main(["check", "rule", "limit_rules:rule", "--seed", "0", "--quiet"], capsys)[0] == 0
     assert rule_calls[-1]["seed"] == 0
     status, err = _parse(["check", "rule", "limit_rules:rule", "--seed", "-1"], capsys)
@@ -217,6 +225,7 @@ def test_a_long_sample_says_so_only_past_500_characters(flag, chars, said, monke
 
 @pytest.mark.parametrize("chars, said", [(500, False), (501, True)])
 def test_a_long_prompt_says_so_only_past_500_characters(chars, said, monkeypatch, capsys):
+    """The prompt's progress line comes above 500 characters, not at 500."""
     from aftertrain.lm import decoding as _decoding
 
     monkeypatch.setattr(_decoding, "sample_text", lambda net, prompt, n, t, seed: "")

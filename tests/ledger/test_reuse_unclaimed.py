@@ -63,6 +63,9 @@ def test_plain_reads_through_a_fixture(ran, through):
 
 def test_a_test_without_a_claim_that_reads_the_model_runs_on_every_model(pytester, tmp_path,
                                                                           monkeypatch):
+    """The first run runs all five; the second (another model, the first's
+    ledger) runs the three that read the model, on that model, and
+    deselects the claim's model-free test and the unclaimed model-free one."""
     outside_any_run(monkeypatch)
     ran = tmp_path / "ran"
     ran.mkdir()

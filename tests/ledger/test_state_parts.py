@@ -34,17 +34,20 @@ PART = [{"part": "timed part", "reason": "not timed"}]
 
 
 def test_the_verdicts_are_the_ones_this_file_covers():
+    """The two tables below cover every verdict (a new one needs a row)."""
     assert set(VERDICTS) == {HOLDS, BROKEN, DOES_NOT_REPRODUCE, INCONCLUSIVE, SKIPPED, NOT_COVERED}
 
 
 @pytest.mark.parametrize("verdict", [HOLDS, BROKEN, DOES_NOT_REPRODUCE, INCONCLUSIVE])
 def test_a_verdict_of_the_parts_that_ran_is_marked_when_a_part_did_not_run(verdict):
+    """Every verdict a part that ran decides carries the mark, not only holds."""
     assert verdict_text({"verdict": verdict, "not_run": PART}) == f"{verdict} (part not run)"
     assert verdict_text({"verdict": verdict, "not_run": []}) == verdict
 
 
 @pytest.mark.parametrize("verdict", [SKIPPED, NOT_COVERED])
 def test_a_verdict_where_nothing_ran_is_never_marked(verdict):
+    """Nothing ran: there is no part that ran to set beside one that did not."""
     assert verdict_text({"verdict": verdict, "not_run": PART}) == verdict
     assert verdict_text({"verdict": verdict, "not_run": []}) == verdict
 
@@ -79,6 +82,7 @@ def _ledger(assertions: str) -> Ledger:
 @pytest.mark.parametrize("assertions, verdict", [("passed", HOLDS), ("failed", BROKEN)])
 def test_a_claim_whose_timed_part_was_not_timed_is_marked_whatever_its_verdict(assertions,
                                                                               verdict):
+    """The entry's parts, its parts not run and the summary line agree."""
     ledger = _ledger(assertions)
     [entry] = [e for e in ledger.entries() if e["id"] == CLAIM]
     assert entry["verdict"] == verdict

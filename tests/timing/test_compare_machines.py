@@ -43,6 +43,7 @@ def test_machine_falls_back_to_the_processor_then_to_unknown():
 
 
 def test_machine_refuses_what_is_not_a_mapping():
+    """Bad input names the argument and the type it got."""
     with pytest.raises(ValueError, match="machine_info must be a mapping, got list"):
         machine([])
 
@@ -68,6 +69,8 @@ def test_machine_refuses_what_is_not_a_mapping():
      "now cpu EPYC B; cores 4; torch 2.14.0; threads 1; fewer flags"),
 ])
 def test_machine_difference_names_each_field_that_differs(stored, now, expected):
+    """One line, ``stored on ..., now ...``: each differing field by name,
+    flags by the ones only one side has (``fewer flags`` on the other)."""
     assert machine_difference(machine(stored), machine(now)) == expected
 
 
@@ -93,6 +96,7 @@ def test_flags_are_compared_only_when_both_records_list_them():
 
 
 def test_the_flags_named_are_at_most_six_in_sorted_order():
+    """Nine new flags: the line names the first six in sorted order."""
     many = [f"f{i:02d}" for i in range(9)]
     line = machine_difference(machine(INFO), machine(_with(cpu={"flags": INFO["cpu"]["flags"]
                                                                 + many[::-1]})))
