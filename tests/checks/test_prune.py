@@ -226,3 +226,40 @@ def test_bad_pattern_arguments_raise_a_clear_value_error(make, words):
     with pytest.raises(ValueError) as e:
         make()
     assert all(word in str(e.value) for word in words), str(e.value)
+
+
+def _refuses_everything(weights, sparsity):
+    """A 2:4 pruner that raises a ValueError whatever it is given."""
+    raise ValueError("this pruner only takes rows of 8")
+
+
+@pytest.mark.teeth
+def test_check_pruner_catches_a_2_4_pruner_refusing_whole_blocks():
+    """A refusal is allowed only on rows that ``m`` does not divide (docs:
+    ``refused``): on every case of whole blocks the ValueError is a failed
+    ``output`` row naming it; the one ragged case reads ``refused``, passed."""
+    report = check_pruner(_refuses_everything, pattern=NM(2, 4))
+    whole = [c for c in nm_battery(NM(2, 4)) if c != "rows not whole blocks"]
+    outputs = {r.case.split(", ")[0]: r for r in report.rows if r.check == "output"}
+    assert sorted(outputs) == sorted(whole)
+    assert all(not r.passed and "raised ValueError: this pruner only takes rows of 8" in r.detail
+               for r in outputs.values())
+    [refused] = [r for r in report.rows if r.check == "refused"]
+    assert refused.passed and refused.case.startswith("rows not whole blocks")
+
+
+def test_a_case_with_one_ragged_matrix_among_whole_ones_may_be_refused():
+    """One matrix whose rows ``m`` does not divide makes the case refusable,
+    whatever the others are (the pruner masks all of a case or none)."""
+    case = {"mixed": {"whole": torch.ones(2, 8), "ragged": torch.ones(2, 6)}}
+    report = check_pruner(_refuses_everything, pattern=NM(2, 4), cases=case)
+    assert report.passed and [r.check for r in report.rows] == ["refused"]
+
+
+def test_a_refusal_without_a_message_is_not_a_refusal():
+    """The refusal must say why: an empty ValueError on a ragged case fails."""
+    def mute(weights, sparsity):
+        raise ValueError()
+    report = check_pruner(mute, pattern=NM(2, 4),
+                          cases={"ragged": nm_battery(NM(2, 4))["rows not whole blocks"]})
+    assert failed_checks(report) == {"output"}

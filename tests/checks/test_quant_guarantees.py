@@ -1,0 +1,199 @@
+"""The quantizer guarantees (aftertrain.checks.quant_guarantees) on the paths
+only a misbehaving quantizer reaches, each on a hand-built matrix whose
+figures are worked out in the docstring: a declared scale floor (judged at
+the floor, its cost reported; a quantizer that ignores it fails), codes on
+the grid but outside the mapping's code range, and a per-axis granularity
+given as a negative axis."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+import torch
+
+from aftertrain.checks import Report
+from aftertrain.checks.quant import FLOAT32_EPS, check_quantizer
+from aftertrain.checks.schemes import (
+    Mapping,
+    PerAxis,
+    PerTensor,
+    QuantScheme,
+    group_index,
+    qparams,
+    quantize_scheme,
+)
+from aftertrain.quant.primitives import SCALE_FLOOR
+
+
+def failed_checks(report: Report) -> set[str]:
+    return {r.check for r in report.rows if not r.passed}
+
+
+def rows_named(report: Report, check: str) -> list:
+    return [r for r in report.rows if r.check == check]
+
+
+# Row 0 sets a normal scale; row 1's int8 SYMMETRIC scale 3e-9 / 127 = 2.4e-11
+# lies below torchao's floor (float32 eps, 1.19e-7), so the floor is in force there.
+TINY = torch.tensor([[1.0, -0.5, 0.25, 0.125], [1e-9, -2e-9, 3e-9, 0.0]])
+FLOORED = QuantScheme(8, Mapping.SYMMETRIC, PerAxis(0), scale_floor=FLOAT32_EPS)
+
+
+def test_a_declared_floor_judges_the_group_at_the_floor_and_reports_its_cost():
+    """At the floor 1.19e-7 every |w| <= 3e-9 of row 1 rounds to code 0
+    (w_hat 0), an error of 3e-9 = 254 x the unfloored half step
+    (3e-9 / 127 / 2): the ``floor`` row passes with that cost as its value;
+    the round trip is judged against floor / 2 and passes."""
+    report = check_quantizer(quantize_scheme, schemes=[FLOORED], cases={"tiny": TINY})
+    assert report.passed, str(report)
+    [floor] = rows_named(report, "floor")
+    assert floor.passed and floor.value == pytest.approx(3e-9 / (3e-9 / 127 / 2), rel=1e-6)
+    assert "floored" not in failed_checks(report) and not rows_named(report, "edge")
+
+
+def test_no_floor_row_where_no_group_is_floored():
+    """Row 0 alone: its scale 1/127 is far above the floor, so nothing is
+    floored and there is no ``floor`` row (a row on every case would hide
+    which groups the floor touched)."""
+    report = check_quantizer(quantize_scheme, schemes=[FLOORED], cases={"normal": TINY[:1]})
+    assert report.passed and not rows_named(report, "floor")
+
+
+def _without_the_floor(w: torch.Tensor, scheme: QuantScheme):
+    """Claims ``scheme``'s floor, applies the smallest normal float32 instead."""
+    return quantize_scheme(w, replace(scheme, scale_floor=SCALE_FLOOR))
+
+
+@pytest.mark.teeth
+def test_check_quantizer_catches_a_declared_floor_not_applied():
+    """Without the floor row 1 keeps its own scale 2.4e-11: its w_hat (close
+    to w) is off the floor's grid (3e-9 / 1.19e-7 = 0.025 steps) and its
+    returned scale is not the floor: ``grid`` and ``scale`` fail; from w_hat
+    alone, ``grid``."""
+    assert failed_checks(check_quantizer(_without_the_floor, schemes=[FLOORED],
+                                         cases={"tiny": TINY})) == {"grid", "scale"}
+    w_hat_only = check_quantizer(lambda w, s: _without_the_floor(w, s)[0], schemes=[FLOORED],
+                                 cases={"tiny": TINY})
+    assert failed_checks(w_hat_only) == {"grid"}, str(w_hat_only)
+
+
+def test_a_declared_floor_judges_a_subnormal_group_that_the_default_leaves_to_edge():
+    """A group of |w| ~ 1e-40 (a subnormal scale): with the default floor it
+    is only held to the ``edge`` reach; with a declared floor it is judged
+    (round trip, grid) at the floor and there is no ``edge`` row."""
+    w = torch.tensor([[1.0, -0.5], [1e-40, -2e-40]])
+    default = check_quantizer(quantize_scheme, schemes=[replace(FLOORED, scale_floor=SCALE_FLOOR)],
+                              cases={"sub": w})
+    declared = check_quantizer(quantize_scheme, schemes=[FLOORED], cases={"sub": w})
+    assert default.passed and declared.passed
+    assert rows_named(default, "edge") and not rows_named(declared, "edge")
+    assert rows_named(declared, "floor") and not rows_named(default, "floor")
+
+
+# int4 SYMMETRIC_FULL of [1.5, -0.75] (schemes.quantize_scheme's worked note):
+# scale 1.5 / 7.5 = 0.2, 1.5 / 0.2 = 7.5 rounds to 8, clipped to qmax = 7.
+FULL = QuantScheme(4, Mapping.SYMMETRIC_FULL, PerTensor())
+TOP = torch.tensor([[1.5, -0.75]])
+
+
+def _unclipped(w: torch.Tensor, scheme: QuantScheme):
+    """Rounds to the grid but never clips: code 8 (w_hat 1.6) for 1.5."""
+    p = qparams(w, scheme)
+    s = p.scale.float()[p.index]
+    q = torch.round(w / s)
+    return q * s, q, p.scale.float(), None
+
+
+def test_the_worked_note_passes():
+    """The reference clips 1.5 to code 7 and the kit passes it."""
+    report = check_quantizer(quantize_scheme, schemes=[FULL], cases={"top": TOP})
+    assert report.passed, str(report)
+    assert quantize_scheme(TOP, FULL)[1].tolist() == [[7.0, -4.0]]
+
+
+@pytest.mark.teeth
+def test_grid_check_catches_a_code_on_the_grid_outside_the_mapping_range():
+    """Code 8 is on the grid (w_hat / s = 8 exactly) and within the round
+    trip (|1.5 - 1.6| = s / 2), but outside [-8, 7]: ``grid`` fails naming
+    the span the codes reach, ``codes`` fails on the returned codes, and
+    ``extremes`` (1.5 must map to 7); the round trip does not."""
+    report = check_quantizer(_unclipped, schemes=[FULL], cases={"top": TOP})
+    assert failed_checks(report) == {"grid", "codes", "extremes"}, str(report)
+    [grid] = rows_named(report, "grid")
+    assert "outside [-8, 7] (codes reach [-4, 8])" in grid.detail
+    w_hat_only = check_quantizer(lambda w, s: _unclipped(w, s)[0], schemes=[FULL],
+                                 cases={"top": TOP})
+    assert failed_checks(w_hat_only) == {"grid", "extremes"}
+
+
+@pytest.mark.parametrize("shift, allowed", [(0, True), (8, True), (9, False), (-1, False)])
+def test_asymmetric_codes_may_be_stored_signed_or_unsigned_and_nothing_else(shift, allowed):
+    """ASYMMETRIC int4 codes are judged in [-8, 7] or, stored unsigned as
+    quanto does, in [0, 15] (z shifted by 8, the same w_hat); a shift of 9
+    puts code 7 at 16 and one of -1 puts -8 at -9: outside both."""
+    scheme = QuantScheme(4, Mapping.ASYMMETRIC, PerTensor())
+    w = torch.tensor([[-1.0, -0.3, 0.2, 0.7, 1.1]])
+
+    def stored(w, scheme):
+        w_hat, codes, scale, zero = quantize_scheme(w, scheme)
+        return w_hat, codes + shift, scale, zero + shift
+    codes = quantize_scheme(w, scheme)[1]
+    assert codes.min() == -8 and codes.max() == 7  # both ends of the signed range are used
+    report = check_quantizer(stored, schemes=[scheme], cases={"w": w})
+    assert report.passed == allowed, str(report)
+    if not allowed:
+        assert failed_checks(report) == {"codes"}
+
+
+@pytest.mark.teeth
+def test_codes_check_catches_symmetric_codes_stored_unsigned():
+    """Unsigned storage is asymmetric-only: SYMMETRIC int4 codes shifted by 8
+    (span [1, 15]) are outside [-7, 7]."""
+    scheme = QuantScheme(4, Mapping.SYMMETRIC, PerTensor())
+
+    def shifted(w, scheme):
+        w_hat, codes, scale, _ = quantize_scheme(w, scheme)
+        return w_hat, codes + 8, scale, None
+    report = check_quantizer(shifted, schemes=[scheme], cases={"w": TOP})
+    assert "codes" in failed_checks(report), str(report)
+
+
+def test_a_negative_axis_is_the_last_axis_of_a_2d_weight():
+    """PerAxis(-1) is PerAxis(1): one group per column."""
+    shape = (3, 5)
+    index, n = group_index(shape, PerAxis(-1))
+    assert n == 5 and torch.equal(index, torch.arange(5).expand(3, 5))
+    assert torch.equal(index, group_index(shape, PerAxis(1))[0])
+    assert str(PerAxis(-1)) == "PerAxis(-1)"
+    with pytest.raises(ValueError, match="axis must be 0, 1 or -1"):
+        PerAxis(-2)
+
+
+def test_the_kit_passes_a_correct_quantizer_under_a_negative_axis():
+    """quantize_scheme under PerAxis(-1) is bit for bit the per-column one, and
+    the kit passes it on the default battery of that scheme."""
+    w = torch.tensor([[0.9, -1.3, 0.05], [-0.1, 0.3, 2.0]])
+    for mapping in Mapping:
+        neg = QuantScheme(4, mapping, PerAxis(-1))
+        assert all(torch.equal(a, b) for a, b in zip(quantize_scheme(w, neg),
+                                                     quantize_scheme(w, replace(neg, granularity=PerAxis(1))),
+                                                     strict=True))
+        report = check_quantizer(quantize_scheme, schemes=[neg])
+        assert report.passed, str(report)
+
+
+@pytest.mark.teeth
+def test_check_quantizer_catches_a_negative_axis_read_as_rows():
+    """A quantizer that takes -1 for axis 0, on [[0.9, -1.3], [-0.1, 0.3]]
+    (row maxima 1.3, 0.3; column maxima 0.9, 1.3): its w_hat is off the
+    per-column grid (``grid``, whose line says the output looks like
+    PerAxis(0)) and its scales are not the columns' (``scale``)."""
+    def rows(w, scheme):
+        return quantize_scheme(w, replace(scheme, granularity=PerAxis(0)))
+    scheme = QuantScheme(4, Mapping.SYMMETRIC, PerAxis(-1))
+    report = check_quantizer(rows, schemes=[scheme],
+                             cases={"columns": torch.tensor([[0.9, -1.3], [-0.1, 0.3]])})
+    assert {"grid", "scale"} <= failed_checks(report), str(report)
+    [grid] = rows_named(report, "grid")
+    assert grid.detail.endswith("; looks like PerAxis(0)")

@@ -1,0 +1,76 @@
+"""The exact probes' margin (aftertrain.checks.rule_exact) at float32 and
+bfloat16: wide enough that a correct rule which renormalises p and q in the
+handed dtype (a softmax of their logs, as transformers' rule does) passes,
+narrow enough that a rule whose acceptance threshold is off by twice the
+margin fails. The margins are worked out from the dtypes' eps by hand."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from aftertrain.checks import speculative as CS
+from aftertrain.checks import zoo
+from aftertrain.checks.rule_exact import below_one, margin
+
+LOW = [torch.float32, torch.bfloat16]
+
+
+@pytest.mark.parametrize("dtype, expected", [
+    (torch.float64, 1e-12),  # 4 eps = 8.9e-16 is below the floor 1e-12
+    (torch.float32, 4 * 2.0**-23),  # 4.77e-7
+    (torch.bfloat16, 4 * 2.0**-7),  # 3.1e-2
+    (torch.float16, 4 * 2.0**-10),
+])
+def test_the_margin_is_four_ulps_of_the_dtype_and_at_least_1e_12(dtype, expected):
+    """margin(dtype) = max(4 eps, 1e-12), as its docstring says."""
+    assert margin(dtype) == expected
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, *LOW, torch.float16])
+def test_below_one_is_the_largest_value_below_one_in_the_dtype(dtype):
+    """Representable in dtype, below 1, and its next value up is 1."""
+    x = torch.tensor(below_one(dtype), dtype=dtype)
+    assert float(x) == below_one(dtype) < 1.0
+    assert torch.nextafter(x, torch.ones((), dtype=dtype)) == 1.0
+
+
+def _renormalising(dtype: torch.dtype):
+    """The correct rule fed p and q renormalised in ``dtype`` (a softmax of
+    their logs): p/q moves by a few ulps of ``dtype``."""
+    rule = zoo.make_rule()
+
+    def renormalised(p, q, drafts, u, v):
+        assert p.dtype == q.dtype == dtype
+        return rule(torch.softmax(p.log(), -1), torch.softmax(q.log(), -1), drafts, u, v)
+    return renormalised
+
+
+@pytest.mark.parametrize("dtype", LOW, ids=str)
+def test_a_correct_rule_that_renormalises_passes_the_exact_probes(dtype):
+    """No false alarm: the probes sit a margin away from where renormalising
+    in the dtype moves p/q."""
+    report = CS.check_rule_exact(_renormalising(dtype), dtype=dtype)
+    assert report.passed, str(report)
+
+
+def _threshold_off(factor: float):
+    """Accepts while u < (p/q) * factor: a threshold moved by ``factor``."""
+    rule = zoo.make_rule()
+
+    def off(p, q, drafts, u, v):
+        return rule(p, q, drafts, u / factor, v)
+    return off
+
+
+@pytest.mark.teeth
+@pytest.mark.parametrize("dtype", LOW, ids=str)
+def test_check_rule_exact_catches_a_threshold_off_by_twice_the_margin(dtype):
+    """u = (p/q)(1 + margin) must reject; a rule accepting below
+    (p/q)(1 + 2 margin) accepts it, on both threshold probes (p/q = 1/2 and
+    3/4)."""
+    report = CS.check_rule_exact(_threshold_off(1 + 2 * margin(dtype)), dtype=dtype)
+    failed = {r.case for r in report.rows if not r.passed}
+    m = f"{margin(dtype):.2g}"
+    assert {f"u {m} above p/q = 0.5 rejects", f"u {m} above p/q = 0.75 rejects"} <= failed, \
+        str(report)
