@@ -85,6 +85,21 @@ class CheckUsageError(Exception):
     """MODULE:FUNC cannot be loaded or is not a callable."""
 
 
+def _described(exc: BaseException) -> str:
+    """``"TypeName: message (at FILE:LINE)"``, the frame the innermost of the
+    user's code (:func:`aftertrain.checks.rule_battery.describe_exception`)."""
+    from aftertrain.checks.rule_battery import describe_exception
+
+    return describe_exception(exc)
+
+
+def _where(exc: BaseException) -> str:
+    """`` at FILE:LINE``: the innermost frame of ``exc`` in the user's code, or ''."""
+    text = _described(exc)
+    at = text.rfind(" (at ")
+    return f" at {text[at + 5:-1]}" if at >= 0 else ""
+
+
 def load_function(target: str):
     """The callable ``FUNC`` of ``MODULE:FUNC``; MODULE is a dotted module
     name (the current folder first on the path) or a path to a .py file."""
@@ -105,26 +120,19 @@ def load_function(target: str):
             module = importlib.import_module(module_name)
     except CheckUsageError:
         raise
+    except ModuleNotFoundError as exc:
+        if exc.name != module_name:  # one the user's module imports: where it does
+            raise CheckUsageError(f"cannot import {module_name}: {_described(exc)}") from None
+        raise CheckUsageError(f"cannot import {module_name}: no module of that name in "
+                              f"{Path.cwd()} or on the path") from None
     except (Exception, SystemExit) as exc:  # the user's module: its own error, or sys.exit
-        from aftertrain.checks.rule_battery import describe_exception
-
         what = (f"called sys.exit({exc.code!r}) on import{_where(exc)}"
-                if isinstance(exc, SystemExit) else describe_exception(exc))
+                if isinstance(exc, SystemExit) else _described(exc))
         raise CheckUsageError(f"cannot import {module_name}: {what}") from None
     fn = getattr(module, func, None)
     if not callable(fn):
         raise CheckUsageError(f"{module_name} has no callable {func!r}")
     return fn
-
-
-def _where(exc: BaseException) -> str:
-    """`` at FILE:LINE``: the innermost frame of ``exc`` in the user's code
-    (outside aftertrain's kit, torch and the standard library), or ''."""
-    from aftertrain.checks.rule_battery import describe_exception
-
-    text = describe_exception(exc)
-    at = text.rfind(" (at ")
-    return f" at {text[at + 5:-1]}" if at >= 0 else ""
 
 
 def cmd_check(args: argparse.Namespace) -> int:
