@@ -71,7 +71,7 @@ CASES = [
      ["m must be at most 65,536", "NM(1:1000000)", "75,000,000 float32 values", "0.3 GB"]),
     (nm_battery, dict(pattern=NM(2, 2**16 + 1)), ["m must be at most 65,536"]),
     # the rule battery's rounds: p and q of every round are held at once
-    (check_rule, dict(rule=_refuse, n=MAX_N + 1), ["n must be an int in [100, 200,000]",
+    (check_rule, dict(rule=_refuse, n=MAX_N + 1), ["n must be an int <= 200,000", "held at once",
                                                    "200001"]),
     (check_rule, dict(rule=_refuse, n=10**12), ["n must be", "1000000000000"]),
 ]

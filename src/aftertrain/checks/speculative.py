@@ -149,8 +149,8 @@ def check_rule(rule: Rule, *, n: int = DEFAULT_N, alpha: float = ALPHA, seed: in
     """
     if not callable(rule):
         raise ValueError(f"rule must be callable, got {type(rule).__name__}")
-    check_int("n", n, least=100, most=MAX_N)
     rule_battery.check_common(n, alpha, seed, n_min=100)
+    check_int("n", n, most=MAX_N, why=" (p and q of every round are held at once)")
     rule_battery.check_dtype(dtype)
     say = rule_battery.check_progress(progress)
     battery = rule_battery.battery(seed) if cases is None else rule_battery.as_cases(cases)
