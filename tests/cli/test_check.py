@@ -17,17 +17,37 @@ from aftertrain import cli
 ROOT = Path(__file__).resolve().parents[1]
 
 USER_RULES = '''
+import sys
 from aftertrain.checks import zoo
 correct = zoo.make_rule()
 broken = zoo.make_rule("argmax of a NaN residual")
+
+
+def chatty(p, q, drafts, u, v):
+    print("chatty was called")
+    return correct(p, q, drafts, u, v)
+
+
+def quits(p, q, drafts, u, v):
+    sys.exit(5)
 '''
+
+#: Modules that fail on import, by name: (source, the line the message names).
+BAD_MODULES = {
+    "exits_on_import": ("import sys\nsys.exit(3)\n", 2),
+    "raises_on_import": ("x = 1\n\nraise RuntimeError('no config file')\n", 3),
+}
 
 
 @pytest.fixture
 def user_folder(tmp_path, monkeypatch):
     (tmp_path / "my_rules.py").write_text(USER_RULES)
+    for name, (source, _) in BAD_MODULES.items():
+        (tmp_path / f"{name}.py").write_text(source)
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("my_rules", *BAD_MODULES):  # this test's files, not an earlier test's
+        monkeypatch.delitem(sys.modules, name, raising=False)
     return tmp_path
 
 
@@ -58,9 +78,15 @@ def test_a_correct_rule_exits_0_and_json_lists_every_row(user_folder, capsys):
     (["no_such_module:f"], "cannot import no_such_module"),
     (["my_rules:nothing"], "my_rules has no callable 'nothing'"),
     (["missing.py:f"], "missing.py: no such file"),
-    (["my_rules:correct", "--n", "50"], "--n must be >= 100"),
+    (["my_rules:correct", "--n", "50"], "argument --n: must be from 100 to 200,000, got 50"),
     (["my_rules:correct", "--dtype", "int8"], "invalid choice: 'int8'"),
     (["my_rules:correct", "--n", "many"], "expected a whole number"),
+    (["my_rules:correct", "--n", "1000000000000"],
+     "argument --n: must be from 100 to 200,000, got 1000000000000"),
+    (["my_rules:correct", "--seed", "-1"], "argument --seed: must be from 0 to"),
+    (["my_rules:correct", "--seed", str(2**64)], f"got {2**64}"),
+    (["exits_on_import:f"], "cannot import exits_on_import: called sys.exit(3) on import at "),
+    (["raises_on_import:f"], "cannot import raises_on_import: RuntimeError: no config file (at "),
 ])
 def test_usage_errors_exit_2_with_one_line(user_folder, capsys, argv, match):
     try:
@@ -86,3 +112,62 @@ def test_one_failing_report_among_passing_ones_exits_1(user_folder, monkeypatch,
     assert cli.main(["check", "rule", "my_rules:correct", "--quiet"]) == 1
     monkeypatch.setattr(assertions, "rule_reports", lambda *a, **k: reports()[:1])
     assert cli.main(["check", "rule", "my_rules:correct", "--quiet"]) == 0
+
+
+@pytest.mark.parametrize("name", sorted(BAD_MODULES))
+def test_a_module_that_fails_on_import_is_named_with_its_file_and_line(user_folder, capsys, name):
+    code = cli.main(["check", "rule", f"{name}:f"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"{user_folder / name}.py:{BAD_MODULES[name][1]}" in err, err
+
+
+def test_a_rule_that_calls_sys_exit_fails_in_one_line_naming_its_line(user_folder, capsys):
+    """The kit reports a rule's exceptions as failures; ``sys.exit`` inside
+    the rule ends the run: exit status 1 (the rule failed), one line naming
+    the status and the rule's file and line, not the rule's own status."""
+    code = cli.main(["check", "rule", "my_rules:quits", "--exact", "--n", "100", "--quiet"])
+    out, err = capsys.readouterr()
+    line = USER_RULES.splitlines().index("    sys.exit(5)") + 1
+    assert code == 1, err
+    assert err.strip().splitlines()[-1] == (
+        f"aftertrain check rule: FAILED: my_rules:quits called sys.exit(5) at "
+        f"{user_folder / 'my_rules.py'}:{line} instead of returning (accepted, token)")
+    assert out == ""
+
+
+def test_json_output_parses_when_the_rule_prints(user_folder, capsys):
+    """What the user's module and rule print goes to standard error:
+    standard output is the JSON alone."""
+    code = cli.main(["check", "rule", "my_rules:chatty", "--exact", "--n", "200", "--json",
+                     "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert [r["passed"] for r in json.loads(out)] == [True, True]
+    assert "chatty was called" in err and "chatty was called" not in out
+
+
+def test_a_closed_pipe_ends_quietly(user_folder):
+    """``aftertrain check rule ... --json --quiet | head -c 50``: the reader
+    goes before the reports are written; no traceback, and the exit status
+    is still the verdict (0: the rule passed)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT.parent / "src")}
+    proc = subprocess.Popen([sys.executable, "-m", "aftertrain", "check", "rule",
+                             "my_rules:correct", "--exact", "--n", "100", "--json", "--quiet"],
+                            cwd=user_folder, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # the reader is gone before anything is written
+    err = proc.stderr.read()
+    assert proc.wait(timeout=300) == 0, err
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+def test_the_command_lines_bounds_are_check_rules():
+    """--n's bounds are repeated in the command line (so a usage error needs
+    no torch): they must be check_rule's."""
+    from aftertrain.checks import speculative
+    from aftertrain.cli import check
+
+    assert check.MAX_N == speculative.MAX_N and check.MIN_N == 100
+    with pytest.raises(ValueError, match="200,000"):
+        speculative.check_rule(lambda p, q, d: None, n=check.MAX_N + 1)

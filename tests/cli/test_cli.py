@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -175,6 +176,26 @@ CASES = [
      "must be a JSON object with a 'sha256' string"),
     ("report-models-other-architecture", ["report", "--out", "{tmp}/o2", "--models", "{wrong}"],
      "--models: "),
+    # issue 36: a negative value named, a run too short for its options, empty model names
+    ("train-lr-negative-exponent", ["train", "--lr", "-1e-3"],
+     "argument --lr: must be a finite number > 0, got -1e-3"),
+    ("train-min-lr-negative", ["train", "--min-lr", "-1e-5"], "got -1e-5"),
+    ("train-lr-equals-negative", ["train", "--lr=-1e-3"], "got -1e-3"),
+    ("train-warmup-past-steps", ["train", "--steps", "10", "--warmup", "100"],
+     "--warmup 100 is longer than the run: at most the steps run (10)"),
+    ("train-warmup-past-default-steps", ["train", "--warmup", "6000"],
+     "at most the steps run (5000)"),
+    ("train-stop-rising-under-stop-below", ["train", "--steps", "10", "--stop-below", "1",
+                                            "--stop-rising-to", "0.5"],
+     "--stop-rising-to: stop_rising_to has an invalid value 0.5; allowed: above stop_below"),
+    ("report-models-empty", ["report", "--out", "{tmp}/o3", "--models", ""],
+     "--models '' holds an empty name"),
+    ("report-models-empty-name", ["report", "--out", "{tmp}/o4", "--models", "reference,,article"],
+     "holds an empty name"),
+    ("report-claims-json-empty", ["report", "--out", "{tmp}/o5", "--claims-json", ""],
+     "--claims-json '' holds an empty name"),
+    ("sweep-models-empty", ["sweep", "--out", "{tmp}/o6", "--models", ""],
+     "--models '' holds an empty name"),
 ]
 
 #: Words of argparse's or Python's internals that a message must never show.
@@ -206,7 +227,7 @@ def test_a_mistake_is_one_line_and_exit_status_2(argv, fragment, paths, capsys, 
 
 
 def test_there_are_enough_cases():
-    assert len(CASES) >= 40
+    assert len(CASES) >= 80
     assert len({c[0] for c in CASES}) == len(CASES)
 
 
@@ -269,3 +290,77 @@ def test_temperature_0_is_greedy_sampling_not_an_error(monkeypatch, capsys):
     monkeypatch.setattr(_decoding, "sample_text", stub)
     assert cli.main(["sample", "--prompt", "a", "--length", "3", "--temperature", "0"]) == 0
     assert seen == [0.0] and capsys.readouterr().out.startswith("axxx")
+
+
+def test_a_run_that_diverges_is_one_line_exit_1_and_no_checkpoint(monkeypatch, tmp_path, capsys):
+    """A loss that becomes NaN or inf (``--weight-decay 1e9``, ``--lr 1e10
+    --no-grad-clip``) is not a usage error (the options are valid) but the
+    run's failure: one line naming it, exit status 1, nothing written."""
+    from aftertrain.lm import train as _train
+    from aftertrain.lm.evaluation import NonFiniteLossError
+
+    for error in (NonFiniteLossError("model: it produced a non-finite loss (NaN or inf "
+                                     "logits) on the validation split"),
+                  FloatingPointError("training loss became nan at step 3")):
+        def diverge(cfg, on_progress=None, error=error):
+            raise error
+        monkeypatch.setattr(_train, "train", diverge)
+        out = tmp_path / "model.pt"
+        status, err = _run(["train", "--steps", "5", "--lr", "1e10", "--no-grad-clip",
+                            "--out", str(out)], capsys)
+        lines = err.strip("\n").splitlines()
+        assert status == 1, err
+        assert lines[-1].startswith("aftertrain train: the run diverged: ") and \
+            str(error) in lines[-1] and "no checkpoint written" in lines[-1], err
+        assert not out.exists() and "Traceback" not in err
+
+
+def test_training_shows_progress_every_interval_however_slow_a_step(monkeypatch):
+    """The progress display writes a line whenever nothing was written for
+    ``every`` seconds, from a thread: during the start-up (no step yet) and
+    during a step slower than ``every``, on a log as on a terminal."""
+    import io
+
+    from aftertrain.cli import training_progress
+    from aftertrain.lm.train import Progress
+
+    log = io.StringIO()
+    with training_progress(stream=log, every=0.05) as show:
+        time.sleep(0.4)  # the start-up: no step yet
+        show(Progress(3, 10, 2.5, None, None, 1.0))
+        time.sleep(0.4)  # a slow step
+    lines = log.getvalue().splitlines()
+    assert any("starting" in line for line in lines), lines
+    assert any("step 3/10, loss 2.5000" in line for line in lines), lines
+    assert len(lines) >= 4, lines
+    quiet = io.StringIO()
+    with training_progress(stream=quiet, every=60.0) as show:
+        show(Progress(1, 10, 2.5, None, None, 0.1))  # no validation, nothing slow: no line
+    assert quiet.getvalue() == ""
+
+
+def test_train_lets_torch_threads_wait_passively():
+    """Two spinning OpenMP threads stall on a busy 2-core machine
+    (docs/measurement.md): ``aftertrain train`` asks for passive waiting
+    before torch loads (OpenMP reads it then), unless the user chose a policy.
+    The probe stops the command where it first imports the model layer."""
+    import subprocess
+    import sys
+
+    probe = ("import builtins, os, sys\n"
+             "from aftertrain import cli\n"
+             "real_import = builtins.__import__\n"
+             "def spy(name, *args, **kwargs):\n"
+             "    if name.startswith('aftertrain.lm'):\n"
+             "        print('policy', os.environ.get('OMP_WAIT_POLICY'), 'torch',\n"
+             "              'torch' in sys.modules, file=sys.stderr)\n"
+             "        raise SystemExit(0)\n"
+             "    return real_import(name, *args, **kwargs)\n"
+             "builtins.__import__ = spy\n"
+             "cli.main(['train', '--steps', '2'])\n")
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    for given, want in ((None, "PASSIVE"), ("ACTIVE", "ACTIVE")):
+        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                             env=dict(env, **({} if given is None else {"OMP_WAIT_POLICY": given})),
+                             timeout=120)
+        assert f"policy {want} torch False" in out.stderr, out.stderr

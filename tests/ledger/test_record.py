@@ -166,7 +166,7 @@ def test_the_whole_run_budget_bounds_every_decision(pytester: pytest.Pytester,
     assert record.clock.now <= 30.0 + 0.4
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf"])
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "1e308", "86401"])
 def test_a_bad_total_budget_is_a_usage_error(pytester: pytest.Pytester, value):
     pytester.makepyfile(test_x="def test_x():\n    pass\n")
     result = pytester.runpytest("-p", "aftertrain.ledger", f"--timing-budget-total={value}")

@@ -226,6 +226,10 @@ CASES = [
     (TrainConfig, dict(steps=2.5), "steps must be an int, got 2.5"),
     (TrainConfig, dict(lr=NAN), "lr must be a finite number"),
     (TrainConfig, dict(seed=2**64), "seed must be an int in [0, 2**64)"),
+    # a loss to climb back to at or under stop_below: the run stops at stop_below first
+    (TrainConfig, dict(stop_below=1.0, stop_rising_to=0.5),
+     ["stop_rising_to has an invalid value 0.5", "above stop_below (1.0)"]),
+    (TrainConfig, dict(stop_below=1.0, stop_rising_to=1.0), "above stop_below (1.0)"),
 ]
 
 

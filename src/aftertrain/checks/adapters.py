@@ -38,10 +38,34 @@ __all__ = [
 ]
 
 
+def _check_probs(probs: object, name: str = "probs") -> torch.Tensor:
+    """``probs``, a 2-D floating-point tensor of finite weights >= 0 with a
+    positive sum per row; else ValueError naming the argument and the row."""
+    if not isinstance(probs, torch.Tensor) or probs.dim() != 2 or not probs.is_floating_point() \
+            or probs.shape[1] == 0:
+        raise ValueError(f"{name} must be a 2-D floating-point tensor (N, V), V >= 1, got "
+                         f"{type(probs).__name__}"
+                         f"{tuple(probs.shape) if isinstance(probs, torch.Tensor) else ''}")
+    bad = ~torch.isfinite(probs).all(-1) | (probs < 0).any(-1) | ~(probs.double().sum(-1) > 0)
+    if bool(bad.any()):
+        row = int(bad.nonzero()[0])
+        raise ValueError(f"{name} must hold finite weights >= 0 with a positive sum in every "
+                         f"row, got row {row}: {probs[row, :8].tolist()}"
+                         f"{'...' if probs.shape[1] > 8 else ''}")
+    return probs
+
+
 def inverse_cdf(probs: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """The first index ``i`` with ``cumsum(probs)_i > v * sum(probs)`` per
     row: ``probs`` (N, V) >= 0 with a positive sum, ``v`` (N,) in [0, 1);
-    int64 (N,). Accumulated in float64; never a cell of zero mass."""
+    int64 (N,). Accumulated in float64; never a cell of zero mass. Other
+    inputs (a row of zeros, a negative weight, NaN, ``v`` outside [0, 1))
+    raise ValueError."""
+    _check_probs(probs)
+    if not isinstance(v, torch.Tensor) or v.shape != probs.shape[:1] \
+            or not bool(((v >= 0) & (v < 1)).all()):
+        raise ValueError(f"v must be a tensor of shape ({probs.shape[0]},) with every value in "
+                         f"[0, 1), got {v if not isinstance(v, torch.Tensor) else v[:8].tolist()}")
     cdf = probs.double().cumsum(-1)
     total = cdf[:, -1:]
     x = torch.minimum(v.double().unsqueeze(-1) * total, torch.nextafter(total, torch.zeros_like(total)))
@@ -51,7 +75,9 @@ def inverse_cdf(probs: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
 def exponential_race(probs: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
     """``argmax_i probs_i / E_i`` per row, ``E_i`` i.i.d. Exponential(1)
     (from ``generator``, else torch's global one): index ``i`` wins with
-    probability ``probs_i / sum(probs)``, the law of :func:`inverse_cdf`."""
+    probability ``probs_i / sum(probs)``, the law of :func:`inverse_cdf`.
+    ``probs`` (N, V): finite, >= 0, a positive sum per row (else ValueError)."""
+    _check_probs(probs)
     e = torch.empty_like(probs, dtype=torch.float64).exponential_(generator=generator)
     return torch.argmax(probs.double() / e, dim=-1)
 

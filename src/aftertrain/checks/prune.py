@@ -101,6 +101,16 @@ def structured_battery(seed: int = 0) -> dict[str, dict[str, torch.Tensor]]:
     }
 
 
+#: The longest block (``NM``'s ``m``) the default battery is built for. Its
+#: cases hold about 75 float32 values per element of a block
+#: (tests/checks/test_prune.py counts them), so 65,536 is 20 MB; 2:4 and the
+#: other patterns of sparse kernels have ``m`` of 4 to 16. A longer block is
+#: judged on the user's own ``cases``.
+MAX_BATTERY_BLOCK = 2**16
+#: Float32 values of the default NM battery per element of a block (at most).
+BATTERY_VALUES_PER_BLOCK_ELEMENT = 75
+
+
 def nm_battery(pattern: NM, seed: int = 0) -> dict[str, dict[str, torch.Tensor]]:
     """The default cases of an :class:`NM` pruner: rows of whole blocks of
     ``m`` (and one case whose rows ``m`` does not divide, to be refused).
@@ -110,8 +120,14 @@ def nm_battery(pattern: NM, seed: int = 0) -> dict[str, dict[str, torch.Tensor]]
     side by side; a single block; rows of ``m + m // 2`` (not whole blocks).
     """
     check_seed(seed)
-    g = torch.Generator().manual_seed(seed)
     m = pattern.m
+    if m > MAX_BATTERY_BLOCK:
+        need = BATTERY_VALUES_PER_BLOCK_ELEMENT * m
+        raise ValueError(f"m must be at most {MAX_BATTERY_BLOCK:,} for the default battery, got "
+                         f"{pattern}: its cases would hold about {need:,} float32 values "
+                         f"({need * 4 / 1e9:.3g} GB); pass cases= with matrices of your own "
+                         f"to judge longer blocks")
+    g = torch.Generator().manual_seed(seed)
     ties = torch.tensor([-2.0, 0.0, 2.0])
     negative = torch.randn(4, 4 * m, generator=g).abs()
     negative[:, ::2] *= -10.0
@@ -126,8 +142,6 @@ def nm_battery(pattern: NM, seed: int = 0) -> dict[str, dict[str, torch.Tensor]]
     if m > 1:
         cases["rows not whole blocks"] = {"w": torch.randn(2, m + m // 2, generator=g)}
     return cases
-
-
 
 
 def _call(prune: Pruner, weights: Mapping[str, torch.Tensor], s: float):

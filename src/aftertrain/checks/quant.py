@@ -101,12 +101,16 @@ def check_quantizer(
     Args:
         quantize: ``quantize(w, scheme)`` with ``schemes``; without, the
             article's ``quantize(w, bits, granularity)``.
-        schemes: the :class:`QuantScheme` values the quantizer claims.
+        schemes: the :class:`QuantScheme` values the quantizer claims (one
+            scheme alone is a list of one).
         bits: article protocol only: widths in 2..8 (default all).
         granularities: article protocol only: :class:`Granularity` values
             (default both).
         cases: ``{name: finite 2-D float32 tensor}`` replacing the default
-            battery (e.g. matrices drawn by hypothesis).
+            battery (e.g. matrices drawn by hypothesis); the default's
+            ``PerGroup`` cases are built for groups of at most
+            :data:`~aftertrain.checks.quant_battery.MAX_BATTERY_GROUP`, a larger
+            group needs ``cases``.
         seed: seed of the default battery.
         name: the subject named in the report (default ``quantize``'s name).
     """
@@ -116,15 +120,22 @@ def check_quantizer(
         schemes, quantize = _article_schemes(quantize, bits, granularities)
     elif bits is not None or granularities is not None:
         raise ValueError("pass either schemes or the article's bits and granularities, not both")
-    schemes = list(schemes)
+    given = schemes
+    try:
+        schemes = [schemes] if isinstance(schemes, QuantScheme) else list(schemes)
+    except TypeError:
+        schemes = []
     if not schemes or not all(isinstance(s, QuantScheme) for s in schemes):
-        raise ValueError(f"schemes must be a non-empty list of QuantScheme, got {schemes!r}")
+        raise ValueError(f"schemes must be a QuantScheme or a non-empty list of them, got "
+                         f"{given!r}")
     check_seed(seed)
     if cases is not None:
         _check_cases(cases)
+    # every scheme's cases before the first call: a battery too large is refused first
+    batteries = [scheme_battery(s, seed) if cases is None else cases for s in schemes]
     report = Report(name or getattr(quantize, "__name__", repr(quantize)))
-    for scheme in schemes:
-        for case, w in (scheme_battery(scheme, seed) if cases is None else cases).items():
+    for scheme, battery_ in zip(schemes, batteries, strict=True):
+        for case, w in battery_.items():
             check_case(report, quantize, f"{case}, {scheme}", w, scheme)
     return report
 

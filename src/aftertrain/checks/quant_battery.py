@@ -9,6 +9,15 @@ from aftertrain.checks.schemes import PerGroup, QuantScheme
 from aftertrain.core.validation import check_seed
 from aftertrain.quant.primitives import FLOAT32_MAX, qmax_for
 
+#: The largest group size the default battery is built for. Its cases hold
+#: about 42 float32 values per element of a group (tests/checks/test_quant.py
+#: counts them), so 65,536 is 11 MB; torchao's and quanto's group sizes are 32
+#: to 256, and a group of a whole row of a large model is about 16,384. A
+#: larger group is judged on the user's own ``cases``.
+MAX_BATTERY_GROUP = 2**16
+#: Float32 values of the default battery per element of a group (at most).
+BATTERY_VALUES_PER_GROUP_ELEMENT = 42
+
 
 def battery(bits: int, seed: int = 0) -> dict[str, torch.Tensor]:
     """The default cases of per-tensor and per-axis schemes at ``bits``:
@@ -67,6 +76,12 @@ def group_battery(bits: int, group_size: int, seed: int = 0) -> dict[str, torch.
     check_seed(seed)
     g = torch.Generator().manual_seed(seed)
     n = PerGroup(group_size).group_size  # validates it
+    if n > MAX_BATTERY_GROUP:
+        need = BATTERY_VALUES_PER_GROUP_ELEMENT * n
+        raise ValueError(f"group_size must be at most {MAX_BATTERY_GROUP:,} for the default "
+                         f"battery, got {n:,}: its cases would hold about {need:,} float32 "
+                         f"values ({need * 4 / 1e9:.3g} GB); pass cases= with matrices of your "
+                         f"own to judge larger groups")
     heavy = torch.randn(3, 2 * n, generator=g) ** 3
     heavy[1, -1] = -40.0
     scales = torch.tensor([1e-3, 1e3]).repeat_interleave(n)

@@ -42,11 +42,13 @@ from aftertrain.checks.generator import ToyTable, check_generator, toy_models
 from aftertrain.checks.report import Report, Row
 from aftertrain.checks.rule_battery import DTYPES, FIXED_P, FIXED_Q, Case  # noqa: F401 (re-exported)
 from aftertrain.checks.rule_exact import check_rule_exact
+from aftertrain.core.validation import check_int
 from aftertrain.stats import ALPHA
 
 __all__ = [
     "DEFAULT_N",
     "DTYPES",
+    "MAX_N",
     "ToyTable",
     "check_generator",
     "check_rule",
@@ -60,6 +62,11 @@ __all__ = [
 #: ~0.03 at this size (aftertrain.stats, measured power) and the battery
 #: runs in about a second on one core.
 DEFAULT_N = 20_000
+#: ``n`` at most: each case hands the rule p and q of every round at once, up
+#: to 160 float64 values a round (the battery's largest case: p 3 x 32, q
+#: 2 x 32), so 200,000 rounds are about 260 MB per case and ten times the
+#: default's time. A TV bias of about 0.008 is then detectable.
+MAX_N = 200_000
 
 Rule = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], tuple]
 Progress = Callable[[str], None]
@@ -130,7 +137,7 @@ def check_rule(rule: Rule, *, n: int = DEFAULT_N, alpha: float = ALPHA, seed: in
 
     Args:
         rule: ``rule(p, q, drafts) -> (accepted, token)``.
-        n: rounds per case, >= 100.
+        n: rounds per case, from 100 to :data:`MAX_N`.
         alpha: the battery's false-alarm rate, in (0, 1).
         seed: seeds the random cases, the drafts and torch's global
             generator for the rule (restored afterwards), >= 0.
@@ -143,6 +150,7 @@ def check_rule(rule: Rule, *, n: int = DEFAULT_N, alpha: float = ALPHA, seed: in
     if not callable(rule):
         raise ValueError(f"rule must be callable, got {type(rule).__name__}")
     rule_battery.check_common(n, alpha, seed, n_min=100)
+    check_int("n", n, most=MAX_N, why=" (p and q of every round are held at once)")
     rule_battery.check_dtype(dtype)
     say = rule_battery.check_progress(progress)
     battery = rule_battery.battery(seed) if cases is None else rule_battery.as_cases(cases)

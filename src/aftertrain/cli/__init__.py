@@ -9,10 +9,13 @@ work starts. A traceback means a bug in aftertrain.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import shlex
 import sys
+import threading
+import time
 from pathlib import Path
 
 from aftertrain import __version__
@@ -24,6 +27,10 @@ MAX_SAMPLE_LENGTH = 2000
 MAX_STEPS = 1_000_000
 MAX_THREADS = 256
 MAX_SEED = 2 ** 63 - 1
+#: ``train`` writes a progress line at least this often, however slow a step
+#: is: on a busy 2-core machine a step of two spinning threads took 5.6 s
+#: (docs/models.md), and a log then showed nothing for minutes.
+PROGRESS_EVERY_S = 5.0
 
 
 class UsageError(Exception):
@@ -104,28 +111,56 @@ def _check_new_file(path: str, flag: str) -> Path:
     return p
 
 
-def _progress_bar(stream=None, width: int = 30):
-    """Training progress: a bar rewritten in place (at most 5 times a second)
-    on a terminal; elsewhere (a log, CI) one line per validation only."""
+@contextlib.contextmanager
+def training_progress(stream=None, every: float = PROGRESS_EVERY_S, width: int = 30):
+    """Training progress, as the ``on_progress`` callback it yields: on a
+    terminal a bar rewritten in place (at most 5 times a second), elsewhere (a
+    log, CI) one line per validation; and on both a line whenever nothing was
+    written for ``every`` seconds (from a thread, so the start-up and a step
+    slower than ``every`` show too)."""
     stream = sys.stderr if stream is None else stream
     tty = stream.isatty()
-    last = [0.0]
+    lock = threading.Lock()
+    t0 = time.monotonic()
+    state = {"p": None, "written": t0, "bar": 0.0, "open": False}  # open: a bar line unended
+    done = threading.Event()
+
+    def write(text: str, bar: bool = False) -> None:
+        with lock:
+            stream.write(("\n" if state["open"] and not bar else "") + text)
+            stream.flush()
+            state["written"], state["open"] = time.monotonic(), bar
 
     def show(p) -> None:
-        if tty and (p.elapsed - last[0] >= 0.2 or p.step == p.steps or p.val_loss is not None):
-            last[0] = p.elapsed
-            done = int(width * p.step / p.steps)
-            bar = "#" * done + "-" * (width - done)
+        state["p"] = p
+        if tty and (p.elapsed - state["bar"] >= 0.2 or p.step == p.steps or p.val_loss is not None):
+            state["bar"] = p.elapsed
+            filled = int(width * p.step / p.steps)
             best = f" best val {p.best_val:.4f}" if p.best_val is not None else ""
             eta = p.elapsed / p.step * (p.steps - p.step)
-            stream.write(f"\r[{bar}] step {p.step}/{p.steps} loss {p.train_loss:.4f}"
-                         f"{best} {p.elapsed:.0f}s elapsed, ~{eta:.0f}s left ")
+            write(f"\r[{'#' * filled}{'-' * (width - filled)}] step {p.step}/{p.steps} loss "
+                  f"{p.train_loss:.4f}{best} {p.elapsed:.0f}s elapsed, ~{eta:.0f}s left ", bar=True)
         if p.val_loss is not None:
-            stream.write(("\n" if tty else "") + f"  step {p.step}/{p.steps}: loss {p.train_loss:.4f} "
-                         f"val {p.val_loss:.4f} (best {p.best_val:.4f}) {p.elapsed:.0f}s\n")
-        stream.flush()
+            write(f"  step {p.step}/{p.steps}: loss {p.train_loss:.4f} val {p.val_loss:.4f} "
+                  f"(best {p.best_val:.4f}) {p.elapsed:.0f}s\n")
 
-    return show
+    def heartbeat() -> None:
+        while not done.wait(min(1.0, every / 4)):
+            if time.monotonic() - state["written"] >= every:
+                p = state["p"]
+                at = ("starting (corpus, model)" if p is None
+                      else f"step {p.step}/{p.steps}, loss {p.train_loss:.4f}")
+                write(f"  {time.monotonic() - t0:.0f}s: {at}\n")
+
+    beat = threading.Thread(target=heartbeat, name="aftertrain-progress", daemon=True)
+    beat.start()
+    try:
+        yield show
+    finally:
+        done.set()
+        beat.join()
+        if state["open"]:
+            write("")
 
 
 # --- subcommands -------------------------------------------------------------------
@@ -164,24 +199,39 @@ def _recipe(args: argparse.Namespace, steps: int):
         raise UsageError(f"{flag or 'recipe'}: {err}") from None
 
 
+def _check_steps(args: argparse.Namespace, steps: int) -> None:
+    """The options bounded by the run's length."""
+    if args.stop_at is not None and args.stop_at > steps:
+        raise UsageError(f"--stop-at must be at most the steps run ({steps}), got {args.stop_at}")
+    if args.warmup is not None and args.warmup > steps:
+        raise UsageError(f"--warmup {args.warmup} is longer than the run: at most the steps run "
+                         f"({steps})")
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     out = _check_new_file(args.out, "--out") if args.out is not None else None  # before training
-    from aftertrain.lm import checkpoint as _checkpoint
-    from aftertrain.lm import train as _train
-
     if args.draft and args.stop_at is not None:
         raise UsageError("--stop-at stops the reference recipe; the draft trains in full")
     recipe = [f for f, n in RECIPE_FLAGS.items() if getattr(args, n) is not None]
     recipe += ["--no-grad-clip"] if args.no_grad_clip else []
     if args.draft and recipe:
         raise UsageError(f"{recipe[0]} changes the reference recipe; the draft has its own")
+    if args.steps is not None:
+        _check_steps(args, args.steps)  # before torch loads, where the options say enough
+    # Two OpenMP threads that spin while they wait for each other stall on a
+    # busy machine (0.2 steps/s against 1 for one thread, docs/measurement.md);
+    # passive waiting changes no result. Read when torch loads, so set here.
+    if "torch" not in sys.modules:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    from aftertrain.lm import checkpoint as _checkpoint
+    from aftertrain.lm import train as _train
+
     if args.draft:
         steps = _train.DRAFT_STEPS if args.steps is None else args.steps
         cfg = _train.draft_train_config(steps, args.seed, args.threads, min(args.eval_every, steps))
     else:
         steps = _train.TrainConfig().steps if args.steps is None else args.steps
-        if args.stop_at is not None and args.stop_at > steps:
-            raise UsageError(f"--stop-at must be at most the steps run ({steps}), got {args.stop_at}")
+        _check_steps(args, steps)
         cfg = _recipe(args, steps)
     out = Path(args.out) if args.out else None
     stop = "" if cfg.stop_at is None else f" stopped at step {cfg.stop_at}"
@@ -194,7 +244,14 @@ def cmd_train(args: argparse.Namespace) -> int:
           f"dropout {cfg.model.dropout}, batch {cfg.batch_size}, lr {cfg.lr:g} "
           f"(min {cfg.min_lr:g}, warm-up {cfg.warmup}), weight decay {cfg.weight_decay:g}, "
           f"gradient clipping {clip}, keep the {cfg.keep} weights", file=sys.stderr)
-    result = _train.train(cfg, on_progress=_progress_bar())
+    try:
+        with training_progress() as show:
+            result = _train.train(cfg, on_progress=show)
+    except FloatingPointError as err:  # the recipe diverged (NonFiniteLossError is one)
+        print(f"aftertrain train: the run diverged: {str(err).splitlines()[0]}; no checkpoint "
+              f"written (a smaller --lr or --weight-decay, or gradient clipping, keeps the loss "
+              f"finite)", file=sys.stderr)
+        return 1
     kept = "best" if cfg.keep == "best" else "kept (last)"
     print(f"done in {result.seconds:.0f}s: {kept} validation loss {result.val_loss:.4f} "
           f"at step {result.best_step} (train {result.train_loss:.4f})")
@@ -412,19 +469,50 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def silence_stdout() -> None:
+    """After a BrokenPipeError on standard output (the reader of a pipe, e.g.
+    ``| head``, has gone): point it at /dev/null, so that Python's flush at exit
+    does not raise again (the recipe of Python's ``signal`` docs)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
+def _attach_negative_numbers(argv: list[str]) -> list[str]:
+    """``--lr -1e-3`` as ``--lr=-1e-3``: argparse takes a value that starts
+    with '-' and is not a plain decimal for an option, and then reports a
+    missing value instead of naming the bad one."""
+    out: list[str] = []
+    for a in argv:
+        if out and out[-1].startswith("--") and "=" not in out[-1] and a.startswith("-"):
+            try:
+                float(a)
+            except ValueError:
+                pass
+            else:
+                out[-1] = f"{out[-1]}={a}"
+                continue
+        out.append(a)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_attach_negative_numbers(argv))
     args.argv = argv[1:]
     try:
-        return args.func(args)
+        status = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not in Python's flush at exit
+        return status
     except UsageError as err:
         print(f"aftertrain {args.command}: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"aftertrain {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `aftertrain ... | head`: end quietly; 1 as Python's docs do
+        silence_stdout()
+        return 1
 
 
 if __name__ == "__main__":

@@ -1,10 +1,18 @@
 """``aftertrain check rule MODULE:FUNC``: the speculative checks on a user's
 rule from the command line. Exit status 0 when every check passed, 1 when
-one failed (one line per failure), 2 on a usage error (one line)."""
+one failed (one line per failure, or one line when the rule ended the
+process: ``sys.exit`` inside it), 2 on a usage error (one line; a module that
+raises or calls ``sys.exit`` on import is one, named with its file and line).
+
+Standard output holds only the reports: what the user's module or rule
+prints goes to standard error, so ``--json`` output always parses. torch is
+imported only once the arguments are found good.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import importlib
 import importlib.util
@@ -12,11 +20,17 @@ import json
 import sys
 from pathlib import Path
 
-import torch
-
-#: --dtype's choices: the precisions the kit hands p and q in.
-DTYPES = {"float64": torch.float64, "float32": torch.float32, "bfloat16": torch.bfloat16,
-          "float16": torch.float16}
+#: --dtype's choices: the precisions the kit hands p and q in, by their names in
+#: torch (looked up only when the checks run: ``--help`` and a usage error
+#: answer without importing torch).
+DTYPES = ("float64", "float32", "bfloat16", "float16")
+#: ``--n`` at least and at most: check_rule's bounds
+#: (:data:`aftertrain.checks.speculative.MAX_N`: p and q of every round at
+#: once, about 260 MB at 200,000), repeated here so that a usage error needs
+#: no torch (tests/cli/test_check.py keeps them equal).
+MIN_N, MAX_N = 100, 200_000
+#: ``--seed`` at most (a torch.Generator seed).
+MAX_SEED = 2**64 - 1
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -39,30 +53,51 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "probes too")
     r.add_argument("--sequential", action="store_true",
                    help="FUNC handles one round per call: p (k+1, V), q (k, V), drafts (k,)")
-    r.add_argument("--dtype", choices=list(DTYPES), default="float64",
+    r.add_argument("--dtype", choices=DTYPES, default="float64",
                    help="the precision p and q are handed in (default float64)")
-    r.add_argument("--n", type=_rounds, default=None,
-                   help="rounds per case (default 20000; fewer lose power: the chi-square "
-                        "detects a TV bias of about 0.025 * sqrt(20000 / N))")
-    r.add_argument("--seed", type=_rounds, default=0, help="seed of the cases and draws (default 0)")
+    r.add_argument("--n", type=_whole(MIN_N, MAX_N), default=None,
+                   help=f"rounds per case, {MIN_N} to {MAX_N:,} (default 20000; fewer lose "
+                        "power: the chi-square detects a TV bias of about 0.025 * sqrt(20000 / N))")
+    r.add_argument("--seed", type=_whole(0, MAX_SEED), default=0,
+                   help="seed of the cases and draws (default 0)")
     r.add_argument("--json", action="store_true", help="print the reports as JSON")
     r.add_argument("--quiet", action="store_true", help="no progress lines on standard error")
     r.set_defaults(func=cmd_check)
     return p
 
 
-def _rounds(s: str) -> int:
-    try:
-        v = int(s, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {s!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {v}")
-    return v
+def _whole(low: int, high: int):
+    """An argparse type: a whole number from ``low`` to ``high``."""
+    def parse(s: str) -> int:
+        try:
+            v = int(s, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected a whole number from {low} to {high:,}, got {s!r}") from None
+        if not low <= v <= high:
+            raise argparse.ArgumentTypeError(f"must be from {low} to {high:,}, got {v}")
+        return v
+    parse.__name__ = "whole number"
+    return parse
 
 
 class CheckUsageError(Exception):
     """MODULE:FUNC cannot be loaded or is not a callable."""
+
+
+def _described(exc: BaseException) -> str:
+    """``"TypeName: message (at FILE:LINE)"``, the frame the innermost of the
+    user's code (:func:`aftertrain.checks.rule_battery.describe_exception`)."""
+    from aftertrain.checks.rule_battery import describe_exception
+
+    return describe_exception(exc)
+
+
+def _where(exc: BaseException) -> str:
+    """`` at FILE:LINE``: the innermost frame of ``exc`` in the user's code, or ''."""
+    text = _described(exc)
+    at = text.rfind(" (at ")
+    return f" at {text[at + 5:-1]}" if at >= 0 else ""
 
 
 def load_function(target: str):
@@ -85,8 +120,15 @@ def load_function(target: str):
             module = importlib.import_module(module_name)
     except CheckUsageError:
         raise
-    except Exception as exc:
-        raise CheckUsageError(f"cannot import {module_name}: {type(exc).__name__}: {exc}") from None
+    except ModuleNotFoundError as exc:
+        if exc.name != module_name:  # one the user's module imports: where it does
+            raise CheckUsageError(f"cannot import {module_name}: {_described(exc)}") from None
+        raise CheckUsageError(f"cannot import {module_name}: no module of that name in "
+                              f"{Path.cwd()} or on the path") from None
+    except (Exception, SystemExit) as exc:  # the user's module: its own error, or sys.exit
+        what = (f"called sys.exit({exc.code!r}) on import{_where(exc)}"
+                if isinstance(exc, SystemExit) else _described(exc))
+        raise CheckUsageError(f"cannot import {module_name}: {what}") from None
     fn = getattr(module, func, None)
     if not callable(fn):
         raise CheckUsageError(f"{module_name} has no callable {func!r}")
@@ -95,26 +137,41 @@ def load_function(target: str):
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Run the checks; print one line per failure (or JSON); return 0/1/2."""
-    from aftertrain.checks.assertions import rule_reports
-    from aftertrain.checks.speculative import DEFAULT_N
-
-    try:
-        rule = load_function(args.target)
-    except CheckUsageError as err:
-        print(f"aftertrain check rule: error: {err}", file=sys.stderr)
-        return 2
-    n = DEFAULT_N if args.n is None else args.n
-    if n < 100:
-        print(f"aftertrain check rule: error: --n must be >= 100, got {n}", file=sys.stderr)
-        return 2
+    say = "aftertrain check rule"
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
-    reports = rule_reports(rule, exact=args.exact, sequential=args.sequential,
-                           dtype=DTYPES[args.dtype], n=n, seed=args.seed, progress=progress)
+    # The user's module and rule may print: that goes to standard error, so
+    # standard output holds the reports alone (--json parses).
+    with contextlib.redirect_stdout(sys.stderr):
+        try:
+            rule = load_function(args.target)
+        except CheckUsageError as err:
+            print(f"{say}: error: {err}", file=sys.stderr)
+            return 2
+        import torch
+
+        from aftertrain.checks.assertions import rule_reports
+        from aftertrain.checks.speculative import DEFAULT_N
+
+        try:
+            reports = rule_reports(rule, exact=args.exact, sequential=args.sequential,
+                                   dtype=getattr(torch, args.dtype),
+                                   n=DEFAULT_N if args.n is None else args.n, seed=args.seed,
+                                   progress=progress)
+        except SystemExit as exc:  # the kit reports the rule's exceptions; an exit ends it
+            print(f"{say}: FAILED: {args.target} called sys.exit({exc.code!r}){_where(exc)} "
+                  f"instead of returning (accepted, token)", file=sys.stderr)
+            return 1
+    status = 0 if all(r.passed for r in reports) else 1
     if args.json:
-        print(json.dumps([{"subject": r.subject, "passed": r.passed, "failures": r.failures,
-                           "rows": [dataclasses.asdict(row) for row in r.rows]}
-                          for r in reports], indent=1, default=str))
+        text = json.dumps([{"subject": r.subject, "passed": r.passed, "failures": r.failures,
+                            "rows": [dataclasses.asdict(row) for row in r.rows]}
+                           for r in reports], indent=1, default=str)
     else:
-        for r in reports:
-            print(r)
-    return 0 if all(r.passed for r in reports) else 1
+        text = "\n".join(str(r) for r in reports)
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:  # `| head`: the reader has what it wanted; the verdict stands
+        from aftertrain.cli import silence_stdout
+
+        silence_stdout()
+    return status

@@ -109,8 +109,15 @@ def run_ledger(checkout: Path, json_path: Path, quick: bool,
     return replace(ledger, pytest_status=proc.returncode)
 
 
-def split_values(values: list[str] | None) -> list[str]:
-    return [v.strip() for arg in values or [] for v in str(arg).split(",") if v.strip()]
+def split_values(values: list[str] | None, flag: str) -> list[str]:
+    """The names of a repeatable, comma-separated option (``--models a,b
+    --models c``); an empty one (``--models ''``, ``a,,b``) is refused, never
+    read as "the default"."""
+    out = [v.strip() for arg in values or [] for v in str(arg).split(",")]
+    if "" in out:
+        raise ReportError(f"{flag} {','.join(values)!r} holds an empty name; give "
+                          f"NAME_OR_PATH[,NAME_OR_PATH...], or leave {flag} out for the default")
+    return out
 
 
 def _labelled(ledgers: list[Ledger]) -> tuple[Ledger, dict[str, Ledger]]:
@@ -136,8 +143,8 @@ def report_main(args) -> int:
 
     checkout, out = _checkout_and_output(args)
     requested_jobs = _jobs(args)
-    claims_json = split_values(getattr(args, "claims_json", None))
-    models = split_values(getattr(args, "models", None))
+    claims_json = split_values(getattr(args, "claims_json", None), "--claims-json")
+    models = split_values(getattr(args, "models", None), "--models")
     sweep_arg = getattr(args, "sweep", None)
     sweep = sweep_section.read_sweep(sweep_arg) if sweep_arg else None  # refused before any run
     run_dir = out  # where a run writes its ledger

@@ -45,7 +45,7 @@ def sweep_main(args) -> int:
 
     out = Path(args.out) if args.out else DEFAULT_OUT
     check_output_folder(out)
-    names = split_values(args.models) or list(DEFAULT_SWEEP_MODELS)
+    names = split_values(args.models, "--models") or list(DEFAULT_SWEEP_MODELS)
     if len(set(names)) != len(names):
         raise ReportError(f"--models names a model twice: {names}")
     for m in names:
@@ -54,11 +54,11 @@ def sweep_main(args) -> int:
         except ValueError as err:
             raise ReportError(f"--models: {err}") from None
     ledgers: dict[str, Ledger] = {}  # by the checkpoint's SHA-256, else by model label
-    for p in split_values(args.claims_json):
+    for p in split_values(args.claims_json, "--claims-json"):
         led = read_ledger(p)
         ledgers[str(led.meta.get("model_sha256") or model_label(led))] = led
     # Points of an earlier sweep file, by SHA-256: not measured again.
-    reuse = {p.get("sha256"): p for f in split_values(args.reuse)
+    reuse = {p.get("sha256"): p for f in split_values(args.reuse, "--reuse")
              for p in sweep_section.read_sweep(f) if COMPLETE <= set(p)}
     points = []
     for i, m in enumerate(names):

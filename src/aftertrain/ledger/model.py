@@ -143,6 +143,11 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if not switched_on(config):
         return
+    for dest, what in (("aftertrain_model", "a bundled model or a checkpoint file"),
+                       ("aftertrain_baselines", "a folder")):
+        given = config.getoption(dest)
+        if given is not None and not given.strip():  # '' would fall back to the default
+            raise pytest.UsageError(f"--{dest.replace('_', '-')} must name {what}, got {given!r}")
     baselines = config.getoption("aftertrain_baselines")
     if baselines and Path(baselines).exists() and not Path(baselines).is_dir():
         raise pytest.UsageError(f"--aftertrain-baselines {baselines} is a file; give a folder "

@@ -81,6 +81,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 #: The name ``-p`` and the entry point give this plugin.
 PLUGIN_NAME = "aftertrain.ledger"
+#: ``--timing-budget`` and ``--timing-budget-total`` at most: a day. A budget is
+#: how long a run may keep timing; one beyond a day (1e308) is a typo, and a
+#: decision that long is no longer one run on one machine's state.
+MAX_TIMING_BUDGET_S = 86_400.0
 
 
 def switched_on(config: pytest.Config) -> bool:
@@ -115,9 +119,10 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     for flag in ("timing_budget", "timing_budget_total"):
         budget = config.getoption(flag)
-        if not (math.isfinite(budget) and budget > 0):
+        if not (math.isfinite(budget) and 0 < budget <= MAX_TIMING_BUDGET_S):
             raise pytest.UsageError(f"--{flag.replace('_', '-')} must be a finite number of "
-                                    f"seconds > 0, got {budget!r}")
+                                    f"seconds > 0 and at most {MAX_TIMING_BUDGET_S:g} (a day), "
+                                    f"got {budget!r}")
     start_total_budget(config)
     lock = config.getoption("timing_lock", None)
     given = getattr(config, "workerinput", {})

@@ -109,6 +109,11 @@ class TrainConfig:
             if not ok:
                 raise ValueError(f"{name} has an invalid value {getattr(self, name)!r}; "
                                  f"allowed: {allowed}")
+        if None not in (self.stop_below, self.stop_rising_to) \
+                and self.stop_rising_to <= self.stop_below:  # it could never stop the run
+            raise ValueError(f"stop_rising_to has an invalid value {self.stop_rising_to!r}; "
+                             f"allowed: above stop_below ({self.stop_below!r}), which stops the "
+                             f"run before its validation loss can climb back to it")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,25 @@
+"""The model plugin's options (aftertrain.ledger.model): an empty
+``--aftertrain-model`` or ``--aftertrain-baselines`` is a usage error naming
+the option and what it must name, before any model loads or test runs, not
+a silent run on the default reference model."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--aftertrain-model="], "--aftertrain-model must name a bundled model or a checkpoint "
+                              "file, got ''"),
+    (["--aftertrain-model", ""], "--aftertrain-model must name a bundled model"),
+    (["--aftertrain-model", "  "], "got '  '"),
+    (["--aftertrain-baselines="], "--aftertrain-baselines must name a folder, got ''"),
+])
+def test_an_empty_model_option_is_a_usage_error(pytester: pytest.Pytester, argv, words):
+    pytester.makepyfile(test_x="def test_x():\n    raise AssertionError('ran')\n")
+    result = pytester.runpytest_subprocess(*argv)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    assert words in result.stderr.str(), result.stderr.str()
+    assert "ran" not in result.stdout.str()
