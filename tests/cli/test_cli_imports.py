@@ -20,6 +20,9 @@ from pathlib import Path
 import aftertrain
 
 SRC = Path(aftertrain.__file__).resolve().parent
+#: A file and a folder that exist, and a ledger, wherever the probe runs.
+A_FILE, A_FOLDER = str(SRC / "__init__.py"), str(SRC)
+A_LEDGER = str(Path(__file__).resolve().parents[2] / "report" / "claims.json")
 
 #: (argv, exit status): a command line answered before torch is needed.
 TORCH_FREE = [
@@ -39,6 +42,18 @@ TORCH_FREE = [
     (["sample", "--length", "-1"], 2),
     (["sample", "--temperature", "nan"], 2),
     (["report", "--jobs", "many"], 2),
+    (["report", "--jobs", "0"], 2),
+    (["report", "--out", ""], 2),
+    (["report", "--out", A_FILE], 2),
+    (["report", "--models", ""], 2),
+    (["report", "--checkout", "/no/such/folder"], 2),
+    (["report", "--claims-json", "/no/such/ledger.json"], 2),
+    (["report", "--quick", "--claims-json", A_LEDGER], 2),
+    (["sweep", "--models", "a,a"], 2),
+    (["sweep", "--reuse", ""], 2),
+    (["sweep", "--out", A_FILE], 2),
+    (["sample", "--checkpoint", "/no/such/file.pt"], 2),
+    (["sample", "--checkpoint", A_FOLDER], 2),
     (["check", "rule", "no_colon"], 2),
     (["check", "rule", "m:f", "--n", "5"], 2),
     (["check", "rule", "m:f", "--n", "1000000000000"], 2),

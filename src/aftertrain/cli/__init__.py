@@ -275,14 +275,14 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def _load_checkpoint(path: str):
-    from aftertrain.lm import checkpoint as _checkpoint
-
     p = Path(path)
     if p.is_dir():
         raise UsageError(f"--checkpoint {path} is a folder; give a checkpoint file "
                          "(written by `aftertrain train --out FILE`)")
     if not p.is_file():
         raise UsageError(f"--checkpoint {path} does not exist")
+    from aftertrain.lm import checkpoint as _checkpoint
+
     try:
         return _checkpoint.load_checkpoint(p)
     except _checkpoint.CheckpointError as err:
@@ -297,6 +297,10 @@ def _load_checkpoint(path: str):
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
+    if args.checkpoint:  # a missing file or a folder: before torch loads
+        p = Path(args.checkpoint)
+        if p.is_dir() or not p.is_file():
+            _load_checkpoint(args.checkpoint)
     from aftertrain.lm import checkpoint as _checkpoint
     from aftertrain.lm import decoding as _decoding
     from aftertrain.lm import text as _text

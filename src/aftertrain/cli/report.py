@@ -23,19 +23,6 @@ from aftertrain.core import runmeta
 from aftertrain.core.io import atomic_write
 from aftertrain.ledger import reuse
 from aftertrain.ledger.state import WORKTREE
-from aftertrain.report import meta, multimodel
-from aftertrain.report import sweep as sweep_section
-from aftertrain.report.assemble import (
-    COMMITTED,
-    DEFAULT_MODELS,
-    DEFAULT_OUT,
-    SWEEP_FILE,
-    build,
-    check_output_folder,
-    ledger_file,
-    read_report_sweep,
-    update_readme,
-)
 from aftertrain.report.ledgerfile import (
     META_FROM_REPORT_RUN,
     META_NONE,
@@ -44,7 +31,19 @@ from aftertrain.report.ledgerfile import (
     ReportError,
     read_ledger,
 )
-from aftertrain.report.render import summary_counts
+from aftertrain.report.paths import (
+    COMMITTED,
+    DEFAULT_MODELS,
+    DEFAULT_OUT,
+    SWEEP_FILE,
+    check_output_folder,
+    ledger_file,
+)
+
+# The report's sections (aftertrain.report.meta, .multimodel, .sweep, .assemble,
+# .render) import the experiments and torch: they load inside the functions that
+# render, after every argument is checked, so a usage error answers without
+# torch (issue 36; tests/cli/test_cli_imports.py).
 
 
 def default_checkout() -> Path | None:
@@ -121,6 +120,8 @@ def split_values(values: list[str] | None, flag: str) -> list[str]:
 
 
 def _labelled(ledgers: list[Ledger]) -> tuple[Ledger, dict[str, Ledger]]:
+    from aftertrain.report import multimodel
+
     labels = [multimodel.model_label(led) for led in ledgers]
     dup = sorted({x for x in labels if labels.count(x) > 1})
     if dup:
@@ -146,7 +147,11 @@ def report_main(args) -> int:
     claims_json = split_values(getattr(args, "claims_json", None), "--claims-json")
     models = split_values(getattr(args, "models", None), "--models")
     sweep_arg = getattr(args, "sweep", None)
-    sweep = sweep_section.read_sweep(sweep_arg) if sweep_arg else None  # refused before any run
+    sweep = None
+    if sweep_arg:  # refused before any run
+        from aftertrain.report import sweep as sweep_section
+
+        sweep = sweep_section.read_sweep(sweep_arg)
     run_dir = out  # where a run writes its ledger
     if claims_json:
         ledger, others = _read_ledgers(claims_json, models, args.quick)
@@ -163,6 +168,9 @@ def report_main(args) -> int:
         jobs = requested_jobs if requested_jobs is not None else 1
         ledger, others = _run_models(models, checkout, run_dir, args.quick, log, claims_json,
                                      jobs)
+    # every argument is checked: now the sections, and torch with them
+    from aftertrain.report.assemble import build, read_report_sweep
+
     if sweep_arg:
         _place_sweep(sweep_arg, out)
     else:
@@ -257,6 +265,7 @@ def _run_models(models: list[str], checkout: Path, run_dir: Path, quick: bool,
     others' outcomes are the same on every model, so they run once. Side by
     side, every run is whole (the first's ledger is not there yet)."""
     from aftertrain.lm import registry as _models
+    from aftertrain.report import meta
 
     jobs = min(jobs, len(models))
     side_by_side = jobs > 1
@@ -321,6 +330,8 @@ def _place_sweep(sweep_arg: str, out: Path) -> None:
 def _commit(out: Path, run_dir: Path, claims_json: list[str], ledger: Ledger, others: dict,
             checkout: Path) -> None:
     """``--update-committed``: the runs' ledgers into report/, the README's claims table."""
+    from aftertrain.report import multimodel
+    from aftertrain.report.assemble import update_readme
     for n, (src, led) in enumerate(zip(claims_json, [ledger, *others.values()], strict=False)):
         target = out / ledger_file(multimodel.model_label(led), n == 0)
         if Path(src).resolve() != target.resolve():
@@ -332,6 +343,8 @@ def _commit(out: Path, run_dir: Path, claims_json: list[str], ledger: Ledger, ot
 
 def _summary(path: Path, ledger: Ledger, others: dict) -> int:
     """One line per model (its verdict tally); 1 when a run failed or a claim is broken."""
+    from aftertrain.report import multimodel
+    from aftertrain.report.render import summary_counts
     status = 0
     for label, led in {multimodel.model_label(ledger): ledger, **others}.items():
         counts = summary_counts(led)

@@ -14,11 +14,11 @@ from pathlib import Path
 
 from aftertrain.cli.report import check_output_folder, split_values
 from aftertrain.core.io import atomic_write
-from aftertrain.report import sweep as sweep_section
-from aftertrain.report.assemble import DEFAULT_OUT, SWEEP_FILE
-from aftertrain.report.document import Document
 from aftertrain.report.ledgerfile import Ledger, ReportError, read_ledger
-from aftertrain.report.multimodel import model_label
+from aftertrain.report.paths import DEFAULT_OUT, SWEEP_FILE
+
+# The sweep's sections and experiments import torch: they load in sweep_main
+# after the arguments are checked (issue 36).
 
 #: The checkpoints of the reference run, worst first: steps 250, 950, 1,250, 3,750 (best).
 DEFAULT_SWEEP_MODELS = ("sweep-250", "article", "sweep-1250", "reference")
@@ -35,9 +35,6 @@ TRAINING_KEYS = ("command", "recipe", "steps", "stop_at", "best_step", "train_lo
 
 
 def sweep_main(args) -> int:
-    from aftertrain.experiments import sweep as ESW
-    from aftertrain.lm import registry as _models
-
     t0 = time.perf_counter()
 
     def log(msg: str) -> None:
@@ -48,17 +45,25 @@ def sweep_main(args) -> int:
     names = split_values(args.models, "--models") or list(DEFAULT_SWEEP_MODELS)
     if len(set(names)) != len(names):
         raise ReportError(f"--models names a model twice: {names}")
+    claims_json = split_values(args.claims_json, "--claims-json")
+    reuse_files = split_values(args.reuse, "--reuse")
+    from aftertrain.experiments import sweep as ESW
+    from aftertrain.lm import registry as _models
+    from aftertrain.report import sweep as sweep_section
+    from aftertrain.report.document import Document
+    from aftertrain.report.multimodel import model_label
+
     for m in names:
         try:
             _models.resolve(m)
         except ValueError as err:
             raise ReportError(f"--models: {err}") from None
     ledgers: dict[str, Ledger] = {}  # by the checkpoint's SHA-256, else by model label
-    for p in split_values(args.claims_json, "--claims-json"):
+    for p in claims_json:
         led = read_ledger(p)
         ledgers[str(led.meta.get("model_sha256") or model_label(led))] = led
     # Points of an earlier sweep file, by SHA-256: not measured again.
-    reuse = {p.get("sha256"): p for f in split_values(args.reuse, "--reuse")
+    reuse = {p.get("sha256"): p for f in reuse_files
              for p in sweep_section.read_sweep(f) if COMPLETE <= set(p)}
     points = []
     for i, m in enumerate(names):

@@ -17,18 +17,25 @@ calls it is :mod:`aftertrain.cli.report`; nothing here starts a process,
 parses arguments or prints.
 """
 
-from aftertrain.report.assemble import (
-    COMMITTED,
-    DEFAULT_OUT,
-    README_BEGIN,
-    README_END,
-    build,
-    update_readme,
-)
-from aftertrain.report.document import claims_rows, claims_table
-from aftertrain.report.ledgerfile import Ledger, ReportError, read_ledger
-from aftertrain.report.render import render, summary_counts
+import importlib
 
-__all__ = ["COMMITTED", "DEFAULT_OUT", "README_BEGIN", "README_END", "Ledger", "ReportError",
-           "build", "claims_rows", "claims_table", "read_ledger", "render",
-           "summary_counts", "update_readme"]
+#: Each public name and the module that defines it: loaded on first use, so
+#: ``aftertrain.report.paths`` and ``.ledgerfile`` (what ``aftertrain
+#: report`` checks its arguments with) load without the sections, which
+#: import the experiments and torch.
+_NAMES = {
+    "COMMITTED": "paths", "DEFAULT_OUT": "paths",
+    "README_BEGIN": "assemble", "README_END": "assemble", "build": "assemble",
+    "update_readme": "assemble",
+    "claims_rows": "document", "claims_table": "document",
+    "Ledger": "ledgerfile", "ReportError": "ledgerfile", "read_ledger": "ledgerfile",
+    "render": "render", "summary_counts": "render",
+}
+
+__all__ = sorted(_NAMES)
+
+
+def __getattr__(name: str):
+    if name in _NAMES:
+        return getattr(importlib.import_module(f"aftertrain.report.{_NAMES[name]}"), name)
+    raise AttributeError(f"module 'aftertrain.report' has no attribute {name!r}")

@@ -4,7 +4,6 @@ and the README's claims table, from ledgers already read."""
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,47 +16,19 @@ from aftertrain.report.ledgerfile import (
     ReportError,
     read_ledger,
 )
+from aftertrain.report.paths import (  # noqa: F401 (re-exported: the report's folders)
+    COMMITTED,
+    DEFAULT_MODELS,
+    DEFAULT_OUT,
+    PRIMARY_LEDGER,
+    SWEEP_FILE,
+    check_output_folder,
+    ledger_file,
+)
 from aftertrain.report.render import render
 
 README_BEGIN = "<!-- claims table: written by `aftertrain report --update-committed` -->"
 README_END = "<!-- end of claims table -->"
-#: Where ``aftertrain report`` writes unless told otherwise: ignored by git.
-DEFAULT_OUT = Path("build") / "report"
-#: The committed report, inside the checkout (``--update-committed``).
-COMMITTED = "report"
-#: The models ``aftertrain report`` runs the suite on unless ``--models`` says otherwise:
-#: the first is the primary one (its sections, its README verdicts first).
-DEFAULT_MODELS = ("reference", "article")
-#: The primary model's ledger in the output folder; every other model's is claims-<label>.json.
-PRIMARY_LEDGER = "claims.json"
-#: The sweep file ``aftertrain sweep`` writes and the report renders when present.
-SWEEP_FILE = "sweep.json"
-
-
-def check_output_folder(out: Path, flag: str = "--out") -> None:
-    """Refuse, before any work, an output folder that is a file or cannot be
-    created or written."""
-    if out.exists() and not out.is_dir():
-        raise ReportError(f"{flag} {out} is a file; give a folder (created if missing)")
-    parent = out
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir():
-        raise ReportError(f"{flag} {out}: {parent} is a file, so the folder cannot be created")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ReportError(f"{flag} {out}: {parent} is not writable")
-    try:  # os.access says yes to root everywhere: try it
-        os.rmdir(tempfile.mkdtemp(prefix=".aftertrain-", dir=parent))
-    except OSError as err:
-        raise ReportError(f"{flag} {out}: cannot create a folder in {parent} ({err.strerror})") \
-            from None
-
-
-def ledger_file(label: str, primary: bool) -> str:
-    """The file name of a model's ledger in a report folder."""
-    return PRIMARY_LEDGER if primary else f"claims-{label}.json"
-
-
 def read_report_ledgers(folder: str | os.PathLike) -> tuple[Ledger, dict[str, Ledger]]:
     """The primary ledger of a report folder and the other models' (by label),
     as :func:`main` writes them (``claims.json``, ``claims-<label>.json``)."""
