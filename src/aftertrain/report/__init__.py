@@ -12,7 +12,9 @@ Layout: :mod:`.ledgerfile` reads the ledger (the only file input);
 :mod:`.plots` draws; one module per section (:mod:`.baselines`,
 :mod:`.quant`, :mod:`.prune`, :mod:`.speculative`); :mod:`.meta` the run's
 metadata; :mod:`.render` puts the sections together into one document (no
-file I/O); :mod:`.assemble` writes it. The command that runs the tests and
+file I/O); :mod:`.assemble` writes it; :mod:`.paths` names the folders and
+checks an output folder (torch-free, like :mod:`.ledgerfile`: the package
+loads its sections on first use). The command that runs the tests and
 calls it is :mod:`aftertrain.cli.report`; nothing here starts a process,
 parses arguments or prints.
 """
