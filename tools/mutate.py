@@ -130,7 +130,7 @@ for _tag, _extra in {
     "speedup": ["tests/experiments/test_speedup_figures.py", "tests/experiments/test_speedup_rules.py"],
     "timing": ["tests/timing/test_paired_figures.py", "tests/timing/test_sequential.py",
                "tests/experiments/test_speedup_figures.py"],
-    "report": ["tests/report/test_render.py", "tests/report/test_render_figures.py",
+    "report": ["tests/report/test_rendering.py", "tests/report/test_rendering_figures.py",
                "tests/report/test_sweep_figures.py", "tests/report/test_plots_figures.py",
                "tests/report/test_multimodel.py"],
 }.items():

@@ -194,13 +194,16 @@ def rule_calls(monkeypatch, tmp_path):
     return calls
 
 
-def test_check_rule_n_takes_100_and_refuses_99(rule_calls, capsys):
-    """--n at least 100: 100 reaches the kit, 99 is refused before it runs."""
-    assert _main(["check", "rule", "limit_rules:rule", "--n", "100", "--quiet"], capsys)[0] == 0
-    assert rule_calls[-1]["n"] == 100
-    status, err = _main(["check", "rule", "limit_rules:rule", "--n", "99"], capsys)
-    assert status == 2 and "--n must be >= 100, got 99" in err
-    assert len(rule_calls) == 1
+def test_check_rule_n_takes_100_to_200000_and_refuses_99_and_200001(rule_calls, capsys):
+    """--n from 100 to 200,000 (issue 36's upper bound): both ends reach the
+    kit, one under and one over are refused before it runs."""
+    for n in (100, 200_000):
+        assert _main(["check", "rule", "limit_rules:rule", "--n", str(n), "--quiet"], capsys)[0] == 0
+        assert rule_calls[-1]["n"] == n
+    for n in (99, 200_001):
+        status, err = _parse(["check", "rule", "limit_rules:rule", "--n", str(n)], capsys)
+        assert status == 2 and f"must be from 100 to 200,000, got {n}" in err, err
+    assert len(rule_calls) == 2
 
 
 def test_check_rule_seed_takes_0_and_refuses_minus_1(rule_calls, capsys):
@@ -208,7 +211,7 @@ def test_check_rule_seed_takes_0_and_refuses_minus_1(rule_calls, capsys):
     assert _main(["check", "rule", "limit_rules:rule", "--seed", "0", "--quiet"], capsys)[0] == 0
     assert rule_calls[-1]["seed"] == 0
     status, err = _parse(["check", "rule", "limit_rules:rule", "--seed", "-1"], capsys)
-    assert status == 2 and "must be >= 0, got -1" in err
+    assert status == 2 and "must be from 0 to 18,446,744,073,709,551,615, got -1" in err, err
 
 
 @pytest.mark.parametrize("flag, chars, said", [("--length", 500, False), ("--length", 501, True)])

@@ -52,7 +52,7 @@ PF = "tests/experiments/test_prune_figures.py"
 SF = "tests/experiments/test_speculative_figures.py"
 UF = "tests/experiments/test_speedup_figures.py"
 TF = "tests/timing/test_paired_figures.py"
-RF = "tests/report/test_render_figures.py"
+RF = "tests/report/test_rendering_figures.py"
 WF = "tests/report/test_sweep_figures.py"
 AS = "tests/report/test_assemble.py"
 MM = "tests/report/test_multimodel.py"
@@ -203,7 +203,7 @@ _add(("report.table:All claims | ours (*)", "report.table:Does not reproduce on 
      (f"{AS}::test_each_figure_once_per_cell", f"{AS}::test_figures_once_drops_repeats_and_keeps_distinct_figures"),
      "the tests' measured strings, each figure once: hand-worked cases")
 _add("report.table:All claims | verdict (*)",
-     (f"{AS}::test_report_lists_every_claim_with_its_verdict", "tests/report/test_render.py::test_a_part_not_run_is_named_beside_the_verdict"),
+     (f"{AS}::test_report_lists_every_claim_with_its_verdict", "tests/report/test_rendering.py::test_a_part_not_run_is_named_beside_the_verdict"),
      "the ledger's verdicts, and the parts not run with their reasons (hand-made ledgers)")
 _add(("report.table:Validation loss of the baselines (nats) | ours",
       "report.table:Cached decoding against full recomputation | ours",

@@ -41,7 +41,7 @@ from aftertrain.report.paths import (
 )
 
 # The report's sections (aftertrain.report.meta, .multimodel, .sweep, .assemble,
-# .render) import the experiments and torch: they load inside the functions that
+# .rendering) import the experiments and torch: they load inside the functions that
 # render, after every argument is checked, so a usage error answers without
 # torch (issue 36; tests/cli/test_cli_imports.py).
 
@@ -344,7 +344,7 @@ def _commit(out: Path, run_dir: Path, claims_json: list[str], ledger: Ledger, ot
 def _summary(path: Path, ledger: Ledger, others: dict) -> int:
     """One line per model (its verdict tally); 1 when a run failed or a claim is broken."""
     from aftertrain.report import multimodel
-    from aftertrain.report.render import summary_counts
+    from aftertrain.report.rendering import summary_counts
     status = 0
     for label, led in {multimodel.model_label(ledger): ledger, **others}.items():
         counts = summary_counts(led)

@@ -11,7 +11,7 @@ Layout: :mod:`.ledgerfile` reads the ledger (the only file input);
 :mod:`.markdown` formats; :mod:`.document` holds the report being built;
 :mod:`.plots` draws; one module per section (:mod:`.baselines`,
 :mod:`.quant`, :mod:`.prune`, :mod:`.speculative`); :mod:`.meta` the run's
-metadata; :mod:`.render` puts the sections together into one document (no
+metadata; :mod:`.rendering` puts the sections together into one document (no
 file I/O); :mod:`.assemble` writes it; :mod:`.paths` names the folders and
 checks an output folder (torch-free, like :mod:`.ledgerfile`: the package
 loads its sections on first use). The command that runs the tests and
@@ -24,14 +24,16 @@ import importlib
 #: Each public name and the module that defines it: loaded on first use, so
 #: ``aftertrain.report.paths`` and ``.ledgerfile`` (what ``aftertrain
 #: report`` checks its arguments with) load without the sections, which
-#: import the experiments and torch.
+#: import the experiments and torch. No submodule is named like a name it
+#: exports (``render`` lives in ``.rendering``): importing a submodule binds
+#: its name in the package, which would hide the function.
 _NAMES = {
     "COMMITTED": "paths", "DEFAULT_OUT": "paths",
     "README_BEGIN": "assemble", "README_END": "assemble", "build": "assemble",
     "update_readme": "assemble",
     "claims_rows": "document", "claims_table": "document",
     "Ledger": "ledgerfile", "ReportError": "ledgerfile", "read_ledger": "ledgerfile",
-    "render": "render", "summary_counts": "render",
+    "render": "rendering", "summary_counts": "rendering",
 }
 
 __all__ = sorted(_NAMES)

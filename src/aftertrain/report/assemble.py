@@ -1,4 +1,4 @@
-"""Writing the report: report.md and its plots (rendered by :mod:`.render`)
+"""Writing the report: report.md and its plots (rendered by :mod:`.rendering`)
 and the README's claims table, from ledgers already read."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from aftertrain.report.paths import (  # noqa: F401 (re-exported: the report's f
     check_output_folder,
     ledger_file,
 )
-from aftertrain.report.render import render
+from aftertrain.report.rendering import render
 
 README_BEGIN = "<!-- claims table: written by `aftertrain report --update-committed` -->"
 README_END = "<!-- end of claims table -->"
