@@ -17,8 +17,8 @@ and never decide it:
 Each of them can fail the run; none makes a claim ``holds``, ``does not
 reproduce`` or ``broken``.
 
-The rule (docs/claims.md): a claim reads ``holds`` or ``does not reproduce``
-only when every one of its defining parts (:attr:`Claim.defining
+The rule (the README, "The claims on our two bundled models"): a claim
+reads ``holds`` or ``does not reproduce`` only when every one of its defining parts (:attr:`Claim.defining
 <aftertrain.claims.catalogue.Claim.defining>`) ran; when one did not, it
 reads ``not decided here`` with that part and the reason, and the parts that
 did run are listed with their own outcome.
@@ -65,6 +65,32 @@ def undecided_text(undecided: Iterable[Mapping[str, str]]) -> str:
     """``timed part, the timing: not timed; ...``: the defining parts that did
     not run (``part``, ``what`` it is for the claim, ``reason``)."""
     return "; ".join(f"{n['part']}, {n['what']}: {n['reason']}" for n in undecided)
+
+
+def ran_text(parts: Mapping[str, str], beside: Iterable[str]) -> str:
+    """``assertions holds, baseline comparison holds``: each deciding part
+    that ran (not in ``beside``, the parts beside the claim) with its own
+    verdict, from ``parts`` (part -> verdict or :data:`NOT_RUN`)."""
+    beside = set(beside)
+    return ", ".join(f"{p} {v}" for p, v in parts.items() if v != NOT_RUN and p not in beside)
+
+
+def details_text(undecided: Iterable[Mapping[str, str]], not_run: Iterable[Mapping[str, str]],
+                 parts: Mapping[str, str], beside: Mapping[str, Mapping[str, int]]) -> list[str]:
+    """What stands beside a claim's verdict, one phrase each: the defining
+    parts that did not run (and the parts that did, with their verdicts),
+    the other parts that did not run, the tests beside the claim."""
+    out = []
+    undecided = list(undecided)
+    if undecided:
+        ran = ran_text(parts, beside)
+        out.append(f"defining part not run: {undecided_text(undecided)}"
+                   + (f" (ran: {ran})" if ran else ""))
+    if not_run_text(not_run):
+        out.append(not_run_text(not_run))
+    if beside:
+        out.append(beside_text(beside))
+    return out
 
 
 def beside_text(counts: Mapping[str, Mapping[str, int]]) -> str:

@@ -237,6 +237,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     ident = config.stash.get(MODEL_KEY, None)
     if ident is None:  # switched off
         return
+    from aftertrain.lm import registry as _models
+
     for item in items:
         listed = [m for m in item.iter_markers(MARKER)]
         expected = [m for m in item.iter_markers(EXPECTATION)]
@@ -244,6 +246,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if not m.args or "reason" not in m.kwargs or set(m.kwargs) != {"reason"}:
                 raise pytest.UsageError(f"{item.nodeid}: {m.name} takes model names and "
                                         f"reason=..., e.g. {m.name}('reference', reason='...')")
+        for m in item.iter_markers(ON_MODEL):
+            if len(m.args) != 1 or m.kwargs or m.args[0] not in _models.BUNDLED:
+                raise pytest.UsageError(f"{item.nodeid}: {ON_MODEL} takes one bundled model name "
+                                        f"({', '.join(_models.BUNDLED)}), e.g. {ON_MODEL}('overfit')")
         for m in expected:
             if not (ident.bundled and ident.name in m.args):
                 item.add_marker(pytest.mark.skip(reason=(

@@ -20,8 +20,7 @@ from aftertrain.claims.parts import (
     NOT_RUN,
     Part,
     beside_text,
-    not_run_text,
-    undecided_text,
+    details_text,
 )
 from aftertrain.claims.verdicts import (
     BROKEN,
@@ -283,14 +282,10 @@ class Ledger:
             # a skip's reasons are those of the parts not run, said once below
             why = ([] if e["verdict"] in (HOLDS, SKIPPED, NOT_DECIDED)
                    else list(dict.fromkeys(e["reasons"])))
-            if e["undecided"]:
-                ran = ", ".join(f"{p} {v}" for p, v in e["parts"].items()
-                                if v != NOT_RUN and p not in {u["part"] for u in e["undecided"]}
-                                and p in deciding_parts(CLAIMS[e["id"]]))
-                why.append(f"defining part not run: {undecided_text(e['undecided'])}"
-                           + (f" (ran: {ran})" if ran else ""))
-            if e["not_run"]:
-                why.append(not_run_text(e["not_run"]))
+            details = details_text(e["undecided"], e["not_run"], e["parts"], e["beside"])
+            if e["beside"]:  # said on a line of its own below
+                details.pop()
+            why.extend(details)
             lines.extend(f"{e['id']} {e['verdict']}: {r}" for r in why)
             if e["beside"]:
                 lines.append(f"{e['id']} beside the claim: {beside_text(e['beside'])}")
