@@ -94,12 +94,14 @@ def details_text(undecided: Iterable[Mapping[str, str]], not_run: Iterable[Mappi
 
 
 def beside_text(counts: Mapping[str, Mapping[str, int]]) -> str:
-    """``method checked: 12 teeth pass; on another model: 1 passed`` from
-    ``{part: {outcome: count}}`` of the tests reported beside a claim."""
-    out = []
-    for part, by_outcome in counts.items():
-        label = {Part.TEETH: "teeth", Part.METHOD: "method tests"}.get(part, "")
-        said = ", ".join(f"{n} {label} {'pass' if o == 'passed' else o}".replace("  ", " ")
-                         for o, n in by_outcome.items())
-        out.append(f"method checked: {said}" if part in METHOD_PARTS else f"{part}: {said}")
-    return "; ".join(out)
+    """``method checked: 12 teeth pass, 1 method tests pass; on another
+    model: 1 pass`` from ``{part: {outcome: count}}`` of the tests reported
+    beside a claim (the method's parts said once, first)."""
+    def said(part: str) -> str:
+        label = {Part.TEETH: "teeth ", Part.METHOD: "method tests "}.get(part, "")
+        return ", ".join(f"{n} {label}{'pass' if o == 'passed' else o}"
+                         for o, n in counts[part].items())
+
+    method = [said(p) for p in METHOD_PARTS if p in counts]
+    others = [f"{p}: {said(p)}" for p in counts if p not in METHOD_PARTS]
+    return "; ".join(([f"method checked: {', '.join(method)}"] if method else []) + others)
