@@ -80,3 +80,23 @@ def test_anything_else_is_refused_naming_the_field(data, fragment):
     with pytest.raises(LedgerFormatError) as err:
         LedgerFile.from_json(data, "f.json")
     assert fragment in str(err.value) and "f.json" in str(err.value)
+
+
+def test_a_ledger_written_before_defining_parts_reads_with_none_recorded():
+    """``defining``, ``undecided`` and ``beside`` came later in format 2: an
+    entry without them (the committed ledgers before issue 35) reads as no
+    defining part recorded, none undecided, nothing beside; with them, they
+    read back as written."""
+    old = {"format": FORMAT, "claims": [{"id": "P8", "verdict": "holds", "parts": {
+        "assertions": "holds"}}]}
+    [p8] = LedgerFile.from_json(old, "old.json").claims
+    assert (p8.verdict, p8.defining, p8.undecided, p8.beside) == ("holds", (), (), {})
+    new = {"format": FORMAT, "claims": [{
+        "id": "P8", "verdict": "not decided here", "defining": ["timed part"],
+        "undecided": [{"part": "timed part", "what": "the 2:4 speed-up", "reason": "no CUDA"}],
+        "beside": {"teeth": {"passed": 2}}}]}
+    file = LedgerFile.from_json(new, "new.json")
+    assert LedgerFile.from_json(file.to_json(), "again") == file
+    [p8] = file.claims
+    assert (p8.defining, [(u.part, u.reason) for u in p8.undecided], p8.beside) == (
+        ("timed part",), [("timed part", "no CUDA")], {"teeth": {"passed": 2}})
