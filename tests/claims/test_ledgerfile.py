@@ -51,7 +51,9 @@ def test_the_plugins_ledger_is_written_in_the_format(pytester):
     verdicts = {c.id: c.verdict for c in file.claims}
     assert verdicts["Q2"] == "holds" and verdicts["Q3"] == "skipped"
     [q3] = [c for c in file.claims if c.id == "Q3"]
-    assert [(n.part, n.reason) for n in q3.not_run] == [("assertions", "not here")]
+    assert q3.not_run == ()
+    assert [(u.part, u.what, u.reason) for u in q3.undecided] == [
+        ("assertions", "its assertions", "not here")]
     # neither test asks for the model: both would be taken by --model-free-from
     assert [t.reads_model for c in file.claims for t in c.tests] == [False, False]
     assert data["model_free_tables"] == [] and "model_free_from" not in data["meta"]
@@ -78,3 +80,23 @@ def test_anything_else_is_refused_naming_the_field(data, fragment):
     with pytest.raises(LedgerFormatError) as err:
         LedgerFile.from_json(data, "f.json")
     assert fragment in str(err.value) and "f.json" in str(err.value)
+
+
+def test_a_ledger_written_before_defining_parts_reads_with_none_recorded():
+    """``defining``, ``undecided`` and ``beside`` came later in format 2: an
+    entry without them (the committed ledgers before issue 35) reads as no
+    defining part recorded, none undecided, nothing beside; with them, they
+    read back as written."""
+    old = {"format": FORMAT, "claims": [{"id": "P8", "verdict": "holds", "parts": {
+        "assertions": "holds"}}]}
+    [p8] = LedgerFile.from_json(old, "old.json").claims
+    assert (p8.verdict, p8.defining, p8.undecided, p8.beside) == ("holds", (), (), {})
+    new = {"format": FORMAT, "claims": [{
+        "id": "P8", "verdict": "not decided here", "defining": ["timed part"],
+        "undecided": [{"part": "timed part", "what": "the 2:4 speed-up", "reason": "no CUDA"}],
+        "beside": {"teeth": {"passed": 2}}}]}
+    file = LedgerFile.from_json(new, "new.json")
+    assert LedgerFile.from_json(file.to_json(), "again") == file
+    [p8] = file.claims
+    assert (p8.defining, [(u.part, u.reason) for u in p8.undecided], p8.beside) == (
+        ("timed part",), [("timed part", "no CUDA")], {"teeth": {"passed": 2}})

@@ -152,6 +152,8 @@ def test_random_pruning_at_20pct_is_closer_to_untrained_than_to_bigram(random_ro
 
 
 @pytest.mark.claim("P2")
+@pytest.mark.expectation_of("reference", "article", reason=(
+    "the mean loss of random pruning rises at every step on both bundled models"))
 def test_random_pruning_loses_more_with_every_step_of_sparsity(random_rows_wide, claim_record):
     """Our guard on the random column (the article's own is not monotone:
     30% 4.4976, 50% 4.4543): the mean over seeds rises at every step of the

@@ -160,6 +160,7 @@ def test_chars_per_pass_rises_with_k(acceptance_rows, kind, claim_record):
 
 
 @pytest.mark.claim("X1")
+@pytest.mark.method
 def test_predicted_acceptance_formula():
     """X1's formula a(1 - a^k)/(k(1 - a)): the article's worked numbers
     (0.896 -> 0.629 at k = 8, 0.290 -> 0.051), k = 1 gives a, a = 1 gives 1."""
@@ -203,7 +204,8 @@ def test_truncation_explains_most_of_the_fall_in_acceptance(long_table, kind, cl
                                 f"predicted {pred:.3f} (1,000 characters)")
     claim_record.table(tables.SPEC_X1, record(tables.SPEC_X1, long_table))
     if a1 - a8 < MIN_FALL:
-        pytest.skip(f"acceptance falls only {a1 - a8:.3f} from k=1 to 8: nothing to explain")
+        pytest.skip(f"{kind.value}: acceptance falls only {a1 - a8:.3f} from k=1 to 8: "
+                    "nothing to explain")
     assert (a1 - pred) >= 0.5 * (a1 - a8), (a1, a8, pred)
 
 

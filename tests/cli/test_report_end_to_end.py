@@ -41,9 +41,9 @@ def test_int8_costs_at_most_0p01_nats():
 def test_rule(claim_record):
     claim_record.measured("qmax 127")
 
-@pytest.mark.claim("S6")
-@pytest.mark.xfail(strict=True, reason="8-bit draft slower here: 0.71x")
-def test_speedup():
+@pytest.mark.claim("Q5")
+@pytest.mark.xfail(strict=True, reason="3 bits stay below the bigram here")
+def test_three_bits_collapse():
     assert False
 '''
 
@@ -63,7 +63,7 @@ def test_report_on_a_checkout_where_a_claims_test_fails_shows_it_broken_and_exit
     """On the bundled article model (no pinned expectations): Q3's failure
     (a property of the storage format) is broken, with its message in the
     report; Q2's failed assertion (a quality claim) does not reproduce on
-    that model; Q1 holds; S6, a strict xfail, does not reproduce. The claims
+    that model; Q1 holds; Q5, a strict xfail, does not reproduce. The claims
     table and the reasons say so, the summary line counts them with pytest's
     exit status, and the command exits 1. The files it wrote (the ledger by
     the pytest subprocess, the report by the command) have the mode a plain
@@ -85,8 +85,8 @@ def test_report_on_a_checkout_where_a_claims_test_fails_shows_it_broken_and_exit
     ledger = json.loads((out / "claims.json").read_text())
     assert ledger["meta"]["model"] == "article"
     entries = {e["id"]: e for e in ledger["claims"]}
-    assert {k: entries[k]["verdict"] for k in ("Q1", "Q2", "Q3", "S6", "Q4")} == {
-        "Q1": "holds", "Q2": "does not reproduce", "Q3": "broken", "S6": "does not reproduce",
+    assert {k: entries[k]["verdict"] for k in ("Q1", "Q2", "Q3", "Q5", "Q4")} == {
+        "Q1": "holds", "Q2": "does not reproduce", "Q3": "broken", "Q5": "does not reproduce",
         "Q4": "not covered"}
     q3_reason = ("AssertionError: int8 storage is 1.20 MB, not a quarter of 2.41 MB\n"
                  "assert 1.2 <= ((2.41 / 4) + 0.01)")
@@ -99,7 +99,7 @@ def test_report_on_a_checkout_where_a_claims_test_fails_shows_it_broken_and_exit
             if line.startswith("| ") and line.count("|") > 3}
     assert rows["Q3"].rstrip().endswith("| **BROKEN** |") and "2.41 MB -> 1.20 MB" in rows["Q3"]
     assert rows["Q1"].rstrip().endswith("| holds |")
-    assert "does not reproduce" in rows["Q2"] and "does not reproduce" in rows["S6"]
+    assert "does not reproduce" in rows["Q2"] and "does not reproduce" in rows["Q5"]
     assert ("- **Q3** (memory) broken: AssertionError: int8 storage is 1.20 MB, not a quarter "
             "of 2.41 MB") in report
 

@@ -162,6 +162,7 @@ STRADDLING = [
 ]
 
 
+@pytest.mark.method
 @pytest.mark.parametrize("name, changes", by_claim(STRADDLING))
 def test_an_interval_across_a_bound_leaves_the_rule_undecided(name, changes):
     assert verdicts(world(**changes))[name] is None

@@ -30,10 +30,10 @@ def test_holds(claim_record):
 def test_broken():
     assert False
 
-@pytest.mark.claim("S6")
-@pytest.mark.xfail(strict=True, reason="8-bit draft is slower here")
+@pytest.mark.claim("Q5")
+@pytest.mark.xfail(strict=True, reason="3 bits stay below the bigram here")
 def test_does_not_reproduce(claim_record):
-    claim_record.measured("speedup 0.71")
+    claim_record.measured("3-bit 1.74")
     assert False
 
 @pytest.mark.claim("Q4")
@@ -65,7 +65,7 @@ EXPECTED = {
     "Q2": "holds",
     "Q3": "broken",
     "Q4": "broken",  # one test broken, one passing: broken wins
-    "S6": "does not reproduce",
+    "Q5": "does not reproduce",
     "P1": "skipped",
     "S8": "broken",  # a strict xfail that passed
     "K1": "broken",  # error in setup
@@ -93,23 +93,23 @@ def _check_verdicts(result: pytest.RunResult, path: Path) -> None:
     for claim_id, verdict in EXPECTED.items():
         assert lines[claim_id].split(None, 1)[1].startswith(verdict), lines[claim_id]
     assert "[int8 +0.0012 nats]" in lines["Q2"]
-    assert "[speedup 0.71]" in lines["S6"]
+    assert "[3-bit 1.74]" in lines["Q5"]
     entries = {e["id"]: e for e in json.loads(path.read_text())["claims"]}
     assert list(entries) == list(lines)
     assert {k: entries[k]["verdict"] for k in EXPECTED} == EXPECTED
-    s6 = entries["S6"]
-    assert s6["title"] == "measured speedup" and s6["measured"] == ["speedup 0.71"]
-    [test] = s6["tests"]
+    q5 = entries["Q5"]
+    assert q5["title"] == "where it breaks" and q5["measured"] == ["3-bit 1.74"]
+    [test] = q5["tests"]
     assert test["nodeid"].endswith("::test_does_not_reproduce")
     assert test["outcome"] == "xfailed"
-    assert "8-bit draft is slower here" in test["xfail_reason"]
+    assert "3 bits stay below the bigram here" in test["xfail_reason"]
     assert sorted(t["outcome"] for t in entries["Q4"]["tests"]) == ["failed", "passed"]
     assert [t["outcome"] for t in entries["K1"]["tests"]] == ["error"]
     assert entries["Q1"]["tests"] == []
     data = json.loads(path.read_text())
     assert data["tables"] == {"int8": [{"granularity": "per-tensor", "loss": 1.5551}]}
     assert entries["Q3"]["reasons"] == ["assert False"]
-    assert entries["S6"]["reasons"] == ["8-bit draft is slower here"]
+    assert entries["Q5"]["reasons"] == ["3 bits stay below the bigram here"]
     assert entries["P1"]["reasons"] == ["needs the reference model"]
     assert entries["K1"]["reasons"] == ["RuntimeError: setup fails"]
     assert entries["Q2"]["reasons"] == []
@@ -320,10 +320,11 @@ def test_timing_strict_makes_inconclusive_a_failure(pytester: pytest.Pytester):
 
 
 def test_untimed_part_is_named_not_run_and_skipped_only_when_nothing_ran(pytester: pytest.Pytester):
-    """With --benchmark-disable nothing is timed: X4's timed test did not
-    run, its teeth test passed, so X4 holds on what ran and names its timed
-    part "not run (not timed)"; a claim whose only test is timed (X2) is
-    skipped, since nothing of it ran."""
+    """With --benchmark-disable nothing is timed: X4's timed test, its
+    defining part, did not run, and a passing teeth test decides nothing,
+    so X4 is "not decided here", naming its timed part and why, and the
+    teeth beside it; a claim whose only test is timed (X2) is skipped,
+    since nothing of it ran."""
     pytester.makepyfile(test_timing_claims=TIMING_TESTS.replace(
         "def test_untimed_teeth_passes", "@pytest.mark.teeth\ndef test_untimed_teeth_passes")
         + "\n\n@pytest.mark.claim('X2')\ndef test_only_timed(claim_record):\n"
@@ -332,14 +333,17 @@ def test_untimed_part_is_named_not_run_and_skipped_only_when_nothing_ran(pyteste
     result = pytester.runpytest("-p", "aftertrain.ledger", "--benchmark-disable", "-q",
                                 "-o", "markers=teeth: t", "--claims-json", str(path))
     e = _verdicts(path)
-    assert e["X4"]["verdict"] == "holds"
-    assert e["X4"]["not_run"] == [{"part": "timed part", "reason": "not timed"}]
+    untimed = [{"part": "timed part", "what": "the timing", "reason": "not timed"}]
+    assert (e["X4"]["verdict"], e["X4"]["undecided"], e["X4"]["not_run"]) == (
+        "not decided here", untimed, [])
     assert e["X4"]["parts"] == {"timed part": "not run", "teeth": "holds"}
-    assert (e["X2"]["verdict"], e["X2"]["not_run"]) == (
-        "skipped", [{"part": "timed part", "reason": "not timed"}])
-    result.stdout.fnmatch_lines(["X4   holds (part not run) *",
-                                 "X2 skipped: not run: timed part (not timed)",
-                                 "X4 holds: not run: timed part (not timed)"])
+    assert e["X4"]["beside"] == {"teeth": {"passed": 1}}
+    assert (e["X2"]["verdict"], e["X2"]["undecided"]) == ("skipped", untimed)
+    result.stdout.fnmatch_lines([
+        "X4   not decided here   *",
+        "X2 skipped: defining part not run: timed part, the timing: not timed",
+        "X4 not decided here: defining part not run: timed part, the timing: not timed",
+        "X4 beside the claim: method checked: 1 teeth pass"])
     assert result.ret == 1  # X3's broken decision still fails
 
 

@@ -171,6 +171,65 @@ def test_plugin_on_a_users_checkpoint_reports_findings_without_failing(pytester,
     result.stdout.fnmatch_lines([f"*does not reproduce on {path}: AssertionError*"])
 
 
+BESIDE = '''
+import pytest
+
+@pytest.mark.claim("Q6")
+@pytest.mark.expectation_of("reference", reason="our figure")
+def test_q6_our_figure(reference_model_name):
+    assert reference_model_name == "reference"
+
+@pytest.mark.claim("Q6")
+def test_q6_the_article_says(reference_model_name):
+    assert reference_model_name == "article"
+
+@pytest.mark.claim("Q5")
+@pytest.mark.on_model("overfit")
+def test_q5_on_overfit():
+    assert False, "stopped holding on overfit"
+
+@pytest.mark.claim("Q5")
+@pytest.mark.teeth
+def test_q5_check_catches_a_bug(reference_model_name):
+    assert False, "the check did not fail"
+'''
+
+
+def test_on_a_model_without_pins_only_the_articles_assertions_decide(pytester):
+    """On the article model: an expectation of the reference's figures is
+    skipped saying whose it is (Q6 holds on the article's assertion alone);
+    a test on another model and a teeth test that fail with an
+    AssertionError are not made "does not reproduce": they fail the run and
+    decide nothing (Q5 not decided here, both failures beside it)."""
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_beside=BESIDE)
+    path = pytester.path / "claims.json"
+    result = pytester.runpytest("-p", "aftertrain.ledger", "-p", "aftertrain.ledger.model",
+                                "--aftertrain-model", "article", "--claims-json", str(path), "-rs")
+    result.assert_outcomes(passed=1, skipped=1, failed=2)
+    e = {c["id"]: c for c in json.loads(path.read_text())["claims"]}
+    assert (e["Q6"]["verdict"], e["Q6"]["beside"]) == (
+        "holds", {"expectation of our model": {"skipped": 1}})
+    assert (e["Q5"]["verdict"], e["Q5"]["beside"]) == (
+        "not decided here", {"on another model": {"failed": 1}, "teeth": {"failed": 1}})
+    result.stdout.fnmatch_lines([
+        "Q5 on another model failed (the check, not the claim): *stopped holding on overfit*",
+        "*an expectation of reference (our figure), not the claim; this run's model is article*"])
+
+
+def test_plugin_refuses_an_on_model_marker_without_one_bundled_name(pytester):
+    pytester.makepyfile(test_bad='''
+        import pytest
+
+        @pytest.mark.on_model("nowhere")
+        def test_x():
+            pass
+    ''')
+    result = pytester.runpytest("-p", "aftertrain.ledger.model")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*on_model takes one bundled model name*"])
+
+
 def test_plugin_option_wins_over_the_environment_and_bad_names_are_usage_errors(
         pytester, monkeypatch):
     monkeypatch.setenv("AFTERTRAIN_MODEL", "no-such-model")
@@ -183,16 +242,18 @@ def test_plugin_option_wins_over_the_environment_and_bad_names_are_usage_errors(
     result.stdout.fnmatch_lines(["aftertrain model: article (sha256 *"])
 
 
-def test_plugin_refuses_a_marker_without_a_reason(pytester):
-    pytester.makepyfile(test_bad='''
+@pytest.mark.parametrize("marker", ["does_not_reproduce_on", "expectation_of"])
+def test_plugin_refuses_a_marker_without_a_reason(pytester, marker):
+    pytester.makepyfile(test_bad=f'''
         import pytest
 
-        @pytest.mark.does_not_reproduce_on("reference")
+        @pytest.mark.{marker}("reference")
         def test_x():
             pass
     ''')
     result = pytester.runpytest("-p", "aftertrain.ledger.model")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{marker} takes model names and reason=*"])
 
 
 REGRESSION = '''

@@ -14,17 +14,40 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from aftertrain.claims.parts import Part
+
+
+@dataclass(frozen=True)
+class Defining:
+    """A part without which a claim is not decided: the ``part`` its tests
+    are (:class:`aftertrain.claims.parts.Part`) and ``what`` it is for this
+    claim, in words."""
+
+    part: Part
+    what: str
+
+
+#: The defining part of a claim not named otherwise: its assertions.
+ASSERTED = Defining(Part.ASSERTIONS, "its assertions")
+#: A timing claim's defining part.
+TIMED = Defining(Part.TIMED, "the timing")
+#: P8's and X5's: only CUDA's sparse kernels skip 2:4 zeros (no CPU kernel).
+SPEED_2_4 = Defining(Part.TIMED, "the 2:4 speed-up against dense (CUDA sparse kernels)")
+
 
 @dataclass(frozen=True)
 class Claim:
     """One claim: ``id`` (e.g. "Q2"), ``title`` as CLAIMS.md bolds it (without
-    the ID and the final period), ``statement`` in one line, and ``article``,
-    the article's figures ("" where the claim has none)."""
+    the ID and the final period), ``statement`` in one line, ``article``, the
+    article's figures ("" where the claim has none), and ``defining``, the
+    parts that must run for the claim to read ``holds`` or ``does not
+    reproduce`` (:mod:`aftertrain.claims.parts`)."""
 
     id: str
     title: str
     statement: str
     article: str
+    defining: tuple[Defining, ...] = (ASSERTED,)
 
 
 _CLAIMS = (
@@ -75,7 +98,8 @@ _CLAIMS = (
           "(max 5.24), block 2 FFN input 1.54 (max 6.24), final residual 1.64 (max 6.67)"),
     Claim("Q11", "quantization saves memory, not time",
           "Weights rounded to a grid but multiplied in float32 run at float32 speed.",
-          "an 8-bit draft costs c = 1.059 target passes per token"),
+          "an 8-bit draft costs c = 1.059 target passes per token",
+          defining=(TIMED,)),
     # Speculative decoding (part 4)
     Claim("S1", "the rule",
           "Accept a drafted x with probability min(1, p(x)/q(x)); on rejection sample from "
@@ -98,16 +122,19 @@ _CLAIMS = (
     Claim("S5", "draft cost decides the sign",
           "Cost c of one draft character relative to one target pass.",
           "target pass 1235 us; bigram 5 us (c = 0.004); 8-bit 1307 us (c = 1.059); "
-          "4-bit 1276 us (c = 1.034)"),
+          "4-bit 1276 us (c = 1.034)",
+          defining=(TIMED,)),
     Claim("S6", "measured speedup",
           "Only the worst draft (bigram) is faster than plain decoding.",
           "median of 5 pairs (min~max): bigram k=4 1.30 (1.19~1.47), k=8 1.26 (1.08~1.36); "
-          "8-bit k=4 0.80 (0.79~0.91), k=8 0.56 (0.50~0.66); 4-bit k=8 0.41 (0.38~0.47)"),
+          "8-bit k=4 0.80 (0.79~0.91), k=8 0.56 (0.50~0.66); 4-bit k=8 0.41 (0.38~0.47)",
+          defining=(TIMED,)),
     Claim("S7", "the speedup formula",
           "speedup = (chars per target pass) / (1 + k*c); quantized drafts match to about 0.05, "
           "the bigram is overrated.",
           "predicted/measured: bigram k=2 1.36/1.10, k=4 1.37/1.30; 8-bit k=2 0.87/0.87, "
-          "k=4 0.83/0.80, k=8 0.62/0.56; 4-bit k=2 0.67/0.67, k=4 0.49/0.46, k=8 0.41/0.41"),
+          "k=4 0.83/0.80, k=8 0.62/0.56; 4-bit k=2 0.67/0.67, k=4 0.49/0.46, k=8 0.41/0.41",
+          defining=(TIMED,)),
     Claim("S8", "timing method",
           "Baseline and candidate alternate; the claim uses the median of pair ratios with "
           "min~max, so machine drift cancels; acceptance rates and pass counts are exact once "
@@ -141,11 +168,13 @@ _CLAIMS = (
           "(128x128) @ (128x512) with zeros runs at dense speed; all quartile ranges of the "
           "ratio hold 1.0.",
           "dense 73.4 us; 50% zeros 1.010 (0.957~1.105); 90% 1.013 (0.924~1.147); "
-          "99% 1.005 (0.850~1.142)"),
+          "99% 1.005 (0.850~1.142)",
+          defining=(TIMED,)),
     Claim("P8", "structure is what pays",
           "Only regular zeros (2 of every 4) can be skipped by dedicated instructions; "
           "unstructured zeros cannot.",
-          ""),
+          "",
+          defining=(SPEED_2_4,)),
     # Supporting claims
     Claim("K1", "cache",
           "Decoding with a key/value cache gives the same logits as recomputing the context up "
@@ -159,35 +188,43 @@ _CLAIMS = (
           "Independent acceptance at the k=1 rate a predicts a(1-a^k) / (k(1-a)) at k: "
           "truncation after the first rejection explains most of the fall.",
           "8-bit: 0.896 predicts 0.629 at k=8 (measured 0.610); bigram: 0.290 predicts 0.051 "
-          "(measured 0.059)"),
+          "(measured 0.059)",
+          defining=(Defining(Part.ASSERTIONS, "the prediction for every draft whose acceptance "
+                                      "falls"),)),
     Claim("X2", "a draft that is cheap and good",
           "A draft that costs little (c well under 0.1) and agrees often gives a real speedup "
           "well above the bigram's.",
-          ""),
+          "",
+          defining=(TIMED,)),
     Claim("X3", "real integer kernels",
           "Dynamic int8 Linear against float32 across 1 to 1024 rows: where, if anywhere, "
           "int8 arithmetic starts to pay.",
-          "elsewhere on x86: several times slower at 1 row, about 10% faster at 1024"),
+          "elsewhere on x86: several times slower at 1 row, about 10% faster at 1024",
+          defining=(TIMED,)),
     Claim("X4", "where zeros start to pay",
           "A CSR sparse kernel against the dense matmul at rising sparsity: the crossover "
           "sparsity on the machine at hand.",
-          ""),
+          "",
+          defining=(TIMED,)),
     Claim("X5", "structured 2:4 pruning",
           "Loss of 2-of-4 magnitude pruning against unstructured 50%, and its storage "
           "(values plus 2-bit positions).",
-          ""),
+          "",
+          defining=(ASSERTED, SPEED_2_4)),
     Claim("X6", "exactness beyond the first token",
           "The joint law of several generated tokens matches the target's (chi-square); at "
           "temperature 0 speculative output equals greedy output token for token.",
           ""),
     Claim("X7", "the checks have teeth",
           "Every statistical check rejects a known-broken variant.",
-          ""),
+          "",
+          defining=(Defining(Part.TEETH, "every broken variant rejected"),)),
     Claim("X8", "verification is not free",
           "With a cache, a pass over k+1 positions costs more than over one; "
           "(chars per pass) / (v_k + k*c) should fit the measured speedups better than "
           "(chars per pass) / (1 + k*c).",
-          "one thread: 1.09 ms for 1 position, 1.41 ms for 2, 1.63 ms for 5, 1.83 ms for 9"),
+          "one thread: 1.09 ms for 1 position, 1.41 ms for 2, 1.63 ms for 5, 1.83 ms for 9",
+          defining=(TIMED,)),
 )
 
 CLAIMS: dict[str, Claim] = {claim.id: claim for claim in _CLAIMS}

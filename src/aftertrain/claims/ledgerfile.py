@@ -11,7 +11,9 @@ Layout (format 2)::
      "meta": {date, commit, cpu, torch, threads, load1, model, model_sha256, quick,
               [model_free_from]},
      "claims": [{"id", "title", "statement", "article", "verdict",
+                 "defining": [part, ...], "undecided": [{"part", "what", "reason"}],
                  "not_run": [{"part", "reason"}], "parts": {part: verdict},
+                 "beside": {part: {outcome: count}},
                  "reasons": [...], "measured": [...],
                  "tests": [{"nodeid", "outcome", "reason", "xfail_reason",
                             "measured", "part", "not_run", "reads_model"}]}],
@@ -26,6 +28,12 @@ without them reads as ``reads_model`` None (not known) and no such tables.
 the tests that do not read the model from an earlier run's ledger
 (``pytest --model-free-from FILE``): ``{"ledger", "model", "model_sha256",
 "commit", "tests"}`` of that run.
+
+``defining``, ``undecided`` and ``beside`` (:mod:`aftertrain.claims.parts`:
+the claim's defining parts, those that did not run with why, and the
+outcomes of the tests beside the claim, of the method and of other models)
+and the verdict ``not decided here`` came later in format 2: a file without
+them reads as no defining part recorded, none undecided, nothing beside.
 """
 
 from __future__ import annotations
@@ -56,6 +64,16 @@ class NotRun:
 
 
 @dataclass(frozen=True)
+class Undecided:
+    """A defining part of a claim that did not run: the ``part``, ``what`` it
+    is for this claim, and why it did not run."""
+
+    part: str
+    what: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class TestEntry:
     """One claim-tagged test of the run (its strongest phase outcome)."""
 
@@ -81,6 +99,10 @@ class ClaimEntry:
     article: str = ""
     not_run: tuple[NotRun, ...] = ()
     parts: dict[str, str] = field(default_factory=dict)
+    defining: tuple[str, ...] = ()
+    undecided: tuple[Undecided, ...] = ()
+    #: part -> outcome -> count, of the tests beside the claim (they never decide it)
+    beside: dict[str, dict[str, int]] = field(default_factory=dict)
     reasons: tuple[str, ...] = ()
     measured: tuple[str, ...] = ()
     tests: tuple[TestEntry, ...] = ()
@@ -169,6 +191,11 @@ def _claim(entry: object, n: int, source: str) -> ClaimEntry:
             statement=str(entry.get("statement", "")), article=str(entry.get("article", "")),
             not_run=_not_run(entry.get("not_run", [])),
             parts={str(k): str(v) for k, v in dict(entry.get("parts", {})).items()},
+            defining=tuple(str(p) for p in entry.get("defining", [])),
+            undecided=tuple(Undecided(str(u["part"]), str(u["what"]), str(u["reason"]))
+                            for u in entry.get("undecided", [])),
+            beside={str(p): {str(o): int(n) for o, n in dict(c).items()}
+                    for p, c in dict(entry.get("beside", {})).items()},
             reasons=tuple(str(r) for r in entry.get("reasons", [])),
             measured=tuple(str(m) for m in entry.get("measured", [])), tests=tests)
     except (KeyError, TypeError, AttributeError, ValueError) as err:

@@ -14,6 +14,8 @@ class Verdict(StrEnum):
     DOES_NOT_REPRODUCE = "does not reproduce"
     INCONCLUSIVE = "inconclusive"
     HOLDS = "holds"
+    #: a defining part did not run (aftertrain.claims.parts), or only tests beside the claim ran
+    NOT_DECIDED = "not decided here"
     SKIPPED = "skipped"
     NOT_COVERED = "not covered"
 
@@ -22,6 +24,7 @@ BROKEN = Verdict.BROKEN
 DOES_NOT_REPRODUCE = Verdict.DOES_NOT_REPRODUCE
 INCONCLUSIVE = Verdict.INCONCLUSIVE
 HOLDS = Verdict.HOLDS
+NOT_DECIDED = Verdict.NOT_DECIDED
 SKIPPED = Verdict.SKIPPED
 NOT_COVERED = Verdict.NOT_COVERED
 

@@ -30,6 +30,14 @@ on the command line), before any test runs.
   down test by test: the reference) the test is a strict
   ``xfail(raises=AssertionError)`` (it flips to broken the day the claim
   holds); every unmarked test is plain there.
+- ``@pytest.mark.expectation_of("reference", reason=...)``: the test states
+  a figure or a direction measured on the models named (not the article's
+  claim): it runs there, as a part beside its claims that never decides
+  them (:mod:`aftertrain.claims.parts`), and is skipped on any other model
+  with that reason.
+- ``@pytest.mark.on_model("overfit")``: the test runs its claims on that
+  bundled model, whatever model the run is on; its outcome is that model's,
+  reported beside the claims, never deciding them on the model under test.
 - On any other model (the bundled ``article``, a user's checkpoint) the
   expectations are not pinned, so a test of a
   claim about the model's quality (every claim but :data:`PROPERTY_CLAIMS`)
@@ -38,7 +46,9 @@ on the command line), before any test runs.
   says holds / does not reproduce per claim and the run does not fail. A
   property that must hold on any model (the rule's law, round-trip bounds,
   exact byte counts, the cache, the timing method) keeps failing the run,
-  and so does any error other than an ``AssertionError``.
+  and so does any error other than an ``AssertionError``. The tests beside a
+  claim (:data:`BESIDE_MARKERS`) are never made lenient: a failure of the
+  method is a failure, not a finding about the model.
 """
 
 from __future__ import annotations
@@ -49,6 +59,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from aftertrain.claims.parts import Part
 from aftertrain.ledger.paths import path_option_problem
 
 if TYPE_CHECKING:  # aftertrain.lm.registry imports torch: only once the plugin is switched on
@@ -56,6 +67,23 @@ if TYPE_CHECKING:  # aftertrain.lm.registry imports torch: only once the plugin 
 
 ENV_VAR = "AFTERTRAIN_MODEL"
 MARKER = "does_not_reproduce_on"
+EXPECTATION = "expectation_of"
+ON_MODEL = "on_model"
+
+#: The markers of the tests beside a claim, and the part each makes a test
+#: (:mod:`aftertrain.claims.parts`): they never decide a claim.
+BESIDE_MARKERS = {"teeth": Part.TEETH, "method": Part.METHOD, ON_MODEL: Part.ANOTHER_MODEL,
+                  EXPECTATION: Part.EXPECTATION}
+
+
+def marked_part(item: pytest.Item) -> Part | None:
+    """The part beside its claims that ``item``'s markers make it
+    (:data:`BESIDE_MARKERS`, the first that applies); None for a claim's
+    own test (its assertions, or its timed part once it times)."""
+    for marker, part in BESIDE_MARKERS.items():
+        if item.get_closest_marker(marker) is not None:
+            return part
+    return None
 
 #: Claims that must hold whatever the model: rules and laws (Q1, S1, S2, X6),
 #: exact accounting (Q3, P5, P8's storage), the cache (K1), the drafts' construction
@@ -141,6 +169,16 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{MARKER}(*models, reason): the claim is measured not to hold on these models "
         "(a strict xfail there; aftertrain.ledger.model)",
     )
+    config.addinivalue_line(
+        "markers",
+        f"{EXPECTATION}(*models, reason): a figure or direction of these models, not the "
+        "claim: runs there beside the claim, skipped elsewhere (aftertrain.ledger.model)",
+    )
+    config.addinivalue_line(
+        "markers",
+        f"{ON_MODEL}(name): runs its claims on that bundled model whatever the run's model; "
+        "reported beside the claims, never deciding them (aftertrain.ledger.model)",
+    )
     if not switched_on(config):
         return
     for dest, what in (("aftertrain_model", "a bundled model or a checkpoint file"),
@@ -192,7 +230,8 @@ def reads_model(item: pytest.Item) -> bool:
     fixture closure holds one of :data:`MODEL_FIXTURES`, or it carries a
     ``does_not_reproduce_on`` marker (an expectation per model)."""
     return (bool(MODEL_FIXTURES & set(getattr(item, "fixturenames", ())))
-            or item.get_closest_marker(MARKER) is not None)
+            or item.get_closest_marker(MARKER) is not None
+            or item.get_closest_marker(EXPECTATION) is not None)
 
 
 def _claims(item: pytest.Item) -> set[str]:
@@ -203,12 +242,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     ident = config.stash.get(MODEL_KEY, None)
     if ident is None:  # switched off
         return
+    from aftertrain.lm import registry as _models
+
     for item in items:
         listed = [m for m in item.iter_markers(MARKER)]
-        for m in listed:
+        expected = [m for m in item.iter_markers(EXPECTATION)]
+        for m in listed + expected:
             if not m.args or "reason" not in m.kwargs or set(m.kwargs) != {"reason"}:
-                raise pytest.UsageError(f"{item.nodeid}: {MARKER} takes model names and "
-                                        f"reason=..., e.g. {MARKER}('reference', reason='...')")
+                raise pytest.UsageError(f"{item.nodeid}: {m.name} takes model names and "
+                                        f"reason=..., e.g. {m.name}('reference', reason='...')")
+        for m in item.iter_markers(ON_MODEL):
+            if len(m.args) != 1 or m.kwargs or m.args[0] not in _models.BUNDLED:
+                raise pytest.UsageError(f"{item.nodeid}: {ON_MODEL} takes one bundled model name "
+                                        f"({', '.join(_models.BUNDLED)}), e.g. {ON_MODEL}('overfit')")
+        for m in expected:
+            if not (ident.bundled and ident.name in m.args):
+                item.add_marker(pytest.mark.skip(reason=(
+                    f"an expectation of {', '.join(m.args)} ({m.kwargs['reason']}), not the "
+                    f"claim; this run's model is {ident.name}")))
         if ident.bundled and ident.name in PINNED:
             for m in listed:
                 if ident.name in m.args:
@@ -216,7 +267,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                         strict=True, raises=AssertionError, reason=m.kwargs["reason"]))
         else:
             claims = _claims(item)
-            item.stash[_LENIENT] = bool(listed) or bool(claims - PROPERTY_CLAIMS)
+            item.stash[_LENIENT] = marked_part(item) is None and (
+                bool(listed) or bool(claims - PROPERTY_CLAIMS))
 
 
 @pytest.hookimpl(wrapper=True)

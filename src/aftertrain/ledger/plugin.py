@@ -18,14 +18,13 @@ import pytest
 
 from aftertrain.core.tolerances import RATIO_REGRESSION, TIMING_BUDGET_S, TIMING_BUDGET_TOTAL_S
 from aftertrain.ledger import reuse, workers
-from aftertrain.ledger.model import READS_MODEL_PROPERTY, reads_model
+from aftertrain.ledger.model import READS_MODEL_PROPERTY, marked_part, reads_model
 from aftertrain.ledger.paths import output_file_problem, path_option_problem
 from aftertrain.ledger.record import ClaimRecord, budget_left, start_total_budget, timing_enabled
 from aftertrain.ledger.state import (
     CLAIM_PROPERTY,
     PART_PROPERTY,
     Ledger,
-    Part,
     claim_ids,
     marker_problem,
     quick_run,
@@ -117,6 +116,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "claim(*ids): ties a test to claim IDs of CLAIMS.md (aftertrain.claims.catalogue)"
     )
+
     for flag in ("timing_budget", "timing_budget_total"):
         budget = config.getoption(flag)
         if not (math.isfinite(budget) and 0 < budget <= MAX_TIMING_BUDGET_S):
@@ -176,8 +176,9 @@ def pytest_make_collect_report(collector: pytest.Collector):
                 ids = claim_ids(item)
                 if ids:
                     item.user_properties.append((CLAIM_PROPERTY, ids))
-                    if item.get_closest_marker("teeth") is not None:
-                        item.user_properties.append((PART_PROPERTY, Part.TEETH.value))
+                    part = marked_part(item)
+                    if part is not None:
+                        item.user_properties.append((PART_PROPERTY, part.value))
     return report
 
 

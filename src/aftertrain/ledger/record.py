@@ -131,11 +131,14 @@ class ClaimRecord:
         """Skip the test as ``not timed`` (the claim is ``skipped``, never
         ``holds``) when this run does not time. Either way the test is its
         claims' timed part."""
-        if (TIMED_PROPERTY, True) not in self._node.user_properties:
-            self._node.user_properties.append((TIMED_PROPERTY, True))
+        self._mark_timed()
         if not self.timed:
             self._node.user_properties.append((UNTIMED_PROPERTY, NOT_TIMED))
             pytest.skip(NOT_TIMED)
+
+    def _mark_timed(self) -> None:
+        if (TIMED_PROPERTY, True) not in self._node.user_properties:
+            self._node.user_properties.append((TIMED_PROPERTY, True))
 
     def decide(
         self,
@@ -174,7 +177,9 @@ class ClaimRecord:
         """Turn a decision into the test's outcome: ``holds`` returns it,
         ``broken`` raises AssertionError with its reason (so a strict xfail
         absorbs it), ``inconclusive`` skips the test as inconclusive (the
-        claim's verdict; with ``--timing-strict`` it fails instead)."""
+        claim's verdict; with ``--timing-strict`` it fails instead). The
+        test is its claims' timed part."""
+        self._mark_timed()
         if decision.verdict == HOLDS:
             return decision
         if decision.verdict == BROKEN:

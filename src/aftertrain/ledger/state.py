@@ -13,14 +13,22 @@ from pathlib import Path
 
 import pytest
 
-from aftertrain.claims.catalogue import CLAIMS
+from aftertrain.claims.catalogue import CLAIMS, Claim
 from aftertrain.claims.ledgerfile import FORMAT, LedgerFile
+from aftertrain.claims.parts import (
+    DECIDING,
+    NOT_RUN,
+    Part,
+    beside_text,
+    details_text,
+)
 from aftertrain.claims.verdicts import (
     BROKEN,
     DOES_NOT_REPRODUCE,
     HOLDS,
     INCONCLUSIVE,
     NOT_COVERED,
+    NOT_DECIDED,
     SKIPPED,
     VERDICTS,
 )
@@ -36,23 +44,9 @@ TABLE_PROPERTY = "aftertrain-table"  # (name, rows) (claim_record.table)
 INCONCLUSIVE_PROPERTY = "aftertrain-inconclusive"  # the reason of a skip that is inconclusive
 UNTIMED_PROPERTY = "aftertrain-untimed"  # the reason of a skip because nothing was timed
 TIMED_PROPERTY = "aftertrain-timed"  # the test is a claim's timed part (claim_record.require_timing)
-PART_PROPERTY = "aftertrain-part"  # the test's part when fixed at collection (teeth)
+PART_PROPERTY = "aftertrain-part"  # the test's part when fixed at collection (its markers)
 NOT_RUN_PROPERTY = "aftertrain-not-run"  # (part, reason): a part of the test that did not run
 
-
-class Part(StrEnum):
-    """The parts of a claim a test can be: its assertions on the model or on
-    fixed numbers, the comparison with stored baselines, the timed part, the
-    teeth (a broken variant fails the check)."""
-
-    ASSERTIONS = "assertions"
-    BASELINE = "baseline comparison"
-    TIMED = "timed part"
-    TEETH = "teeth"
-
-
-#: What a part that did not run says in place of an outcome.
-NOT_RUN = "not run"
 
 # Test outcomes, strongest first: a test's outcome is the strongest of its
 # phases (setup, call, teardown), a passing setup or teardown not counting.
@@ -246,9 +240,13 @@ class Ledger:
 
     def entries(self) -> list[dict]:
         """One dict per claim, in CLAIMS.md order: id, title, statement,
-        article, verdict (decided by the parts that ran), not_run (part and
-        reason of each part that did not run), parts (part -> its verdict,
-        or ``not run``), reasons (of the tests that gave the verdict), tests
+        article, verdict (:func:`decide`), defining (the claim's defining
+        parts), undecided (part, what and reason of each defining part that
+        did not run), not_run (part and reason of each other part of its
+        deciding tests that did not run), parts (part -> its verdict, or
+        ``not run``; the parts beside the claim too), beside (part ->
+        outcome -> count, of the tests of the method and of other models),
+        reasons (of the deciding tests that gave the verdict), tests
         (nodeid, outcome, reason, xfail_reason, measured, part, not_run) and
         measured (every figure of its tests)."""
         out = []
@@ -257,13 +255,9 @@ class Ledger:
         for claim in CLAIMS.values():
             tests = [{"nodeid": nodeid, **{k: v for k, v in t.items() if k != "claims"}}
                      for nodeid, t in ordered if claim.id in t["claims"]]
-            verdict = claim_verdict([t["outcome"] for t in tests])
-            reasons = [t["reason"] for t in tests
-                       if t["reason"] and VERDICT_OF[t["outcome"]] == verdict]
             out.append({
                 "id": claim.id, "title": claim.title, "statement": claim.statement,
-                "article": claim.article, "verdict": verdict, "not_run": parts_not_run(tests),
-                "parts": part_verdicts(tests), "reasons": reasons, "tests": tests,
+                "article": claim.article, **decide(claim, tests), "tests": tests,
                 # every figure once: several tests of a claim often quote one figure
                 "measured": list(dict.fromkeys(m for t in tests for m in t["measured"])),
             })
@@ -271,8 +265,10 @@ class Ledger:
 
     def summary_lines(self) -> list[str]:
         """The end-of-run lines: one per claim (verdict, title, figures); then
-        why, for every claim that is not a plain ``holds`` (its reasons and
-        the parts that did not run; the claims no test carried in one line);
+        why, for every claim that is not a plain ``holds`` (its reasons, the
+        defining parts that did not run, the other parts that did not run;
+        the claims no test carried in one line); what the tests beside each
+        claim gave (the method, other models) and why one of them failed;
         then the counts."""
         entries = self.entries()
         lines = []
@@ -284,10 +280,19 @@ class Ledger:
             if e["verdict"] == NOT_COVERED:
                 continue
             # a skip's reasons are those of the parts not run, said once below
-            why = [] if e["verdict"] in (HOLDS, SKIPPED) else list(dict.fromkeys(e["reasons"]))
-            if e["not_run"]:
-                why.append(not_run_text(e["not_run"]))
+            why = ([] if e["verdict"] in (HOLDS, SKIPPED, NOT_DECIDED)
+                   else list(dict.fromkeys(e["reasons"])))
+            details = details_text(e["undecided"], e["not_run"], e["parts"], e["beside"])
+            if e["beside"]:  # said on a line of its own below
+                details.pop()
+            why.extend(details)
             lines.extend(f"{e['id']} {e['verdict']}: {r}" for r in why)
+            if e["beside"]:
+                lines.append(f"{e['id']} beside the claim: {beside_text(e['beside'])}")
+            failed = [t for t in e["tests"] if t["part"] not in deciding_parts(CLAIMS[e["id"]])
+                      and VERDICT_OF.get(t["outcome"]) == BROKEN]
+            lines.extend(f"{e['id']} {t['part']} failed (the check, not the claim): "
+                         f"{t['nodeid']}: {t['reason']}" for t in failed)
         if self.model_free_from is not None:
             src = self.model_free_from
             lines.append(f"not run here: {src['tests']} claim tests that do not read the model; "
@@ -329,6 +334,52 @@ def claim_verdict(outcomes: list[str]) -> str:
     return VERDICT_OF[min(ran, key=OUTCOMES.index)]
 
 
+def deciding_parts(claim: Claim) -> frozenset[str]:
+    """The parts whose tests decide ``claim``: :data:`aftertrain.claims.parts.DECIDING`
+    and the claim's own defining parts (X7's teeth)."""
+    return DECIDING | {d.part for d in claim.defining}
+
+
+def decide(claim: Claim, tests: list[dict]) -> dict:
+    """The verdict of ``claim`` from its ``tests`` (dicts with part, outcome,
+    reason, not_run), as the one rule of :mod:`aftertrain.claims.parts`
+    says: the deciding tests' verdict (:func:`claim_verdict`), but ``not
+    decided here`` where that is ``holds`` or ``does not reproduce`` and a
+    defining part did not run, or where none of the deciding tests ran and
+    a test beside the claim did (a teeth test alone decides nothing).
+    Returns ``{"verdict", "defining", "undecided", "not_run", "parts",
+    "beside", "reasons"}`` (see :meth:`Ledger.entries`)."""
+    deciding = [t for t in tests if t["part"] in deciding_parts(claim)]
+    beside_tests = [t for t in tests if t["part"] not in deciding_parts(claim)]
+    verdict = claim_verdict([t["outcome"] for t in deciding])
+    undecided = []
+    for d in claim.defining:
+        of_part = [t for t in deciding if t["part"] == d.part]
+        if not any(t["outcome"] not in NOT_RAN for t in of_part):
+            why = list(dict.fromkeys(t["reason"] or "skipped" for t in of_part))
+            undecided.append({"part": str(d.part), "what": d.what,
+                              "reason": "; ".join(why) or "no test of it ran here"})
+    beside_ran = any(t["outcome"] not in NOT_RAN for t in beside_tests)
+    if (verdict in (HOLDS, DOES_NOT_REPRODUCE) and undecided) or \
+            (verdict in (SKIPPED, NOT_COVERED) and beside_ran):
+        verdict = NOT_DECIDED
+    if verdict == NOT_COVERED and beside_tests:  # only tests beside it, none of which ran
+        verdict = SKIPPED
+    beside: dict[str, dict[str, int]] = {}
+    for t in beside_tests:
+        counts = beside.setdefault(t["part"], {})
+        counts[str(t["outcome"])] = counts.get(str(t["outcome"]), 0) + 1
+    undecided_parts = {u["part"] for u in undecided}
+    return {
+        "verdict": verdict, "defining": [str(d.part) for d in claim.defining],
+        "undecided": undecided,
+        "not_run": [n for n in parts_not_run(deciding) if n["part"] not in undecided_parts],
+        "parts": part_verdicts(tests), "beside": beside,
+        "reasons": [t["reason"] for t in deciding
+                    if t["reason"] and VERDICT_OF[t["outcome"]] == verdict],
+    }
+
+
 def parts_not_run(tests: list[dict]) -> list[dict]:
     """The parts of a claim that did not run, each ``{"part", "reason"}``
     once: the part of every test that was skipped or not timed (its skip
@@ -352,15 +403,10 @@ def part_verdicts(tests: list[dict]) -> dict[str, str]:
                    else claim_verdict(outcomes)) for part, outcomes in parts.items()}
 
 
-def not_run_text(not_run: list[dict]) -> str:
-    """``not run: baseline comparison (no baseline for this model); ...``."""
-    return "not run: " + "; ".join(f"{n['part']} ({n['reason']})" for n in not_run)
-
-
 def verdict_text(entry: dict) -> str:
     """The verdict, marked when some part did not run: ``holds`` or
     ``holds (part not run)``."""
-    partly = entry["not_run"] and entry["verdict"] not in (SKIPPED, NOT_COVERED)
+    partly = entry["not_run"] and entry["verdict"] not in (SKIPPED, NOT_COVERED, NOT_DECIDED)
     return f"{entry['verdict']} (part not run)" if partly else entry["verdict"]
 
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from aftertrain.claims.catalogue import CLAIMS
+from aftertrain.claims.parts import details_text
 from aftertrain.report import plots
 from aftertrain.report.ledgerfile import Ledger
 from aftertrain.report.markdown import DASH, figures_once, markdown_table, verdict_mark
@@ -57,23 +58,27 @@ def ours_cell(ledger: Ledger, claim_id: str) -> str:
     return figures_once(ledger.measured.get(claim_id, [])) or DASH
 
 
-def not_run_text(ledger: Ledger, claim_id: str) -> str:
-    """``not run: baseline comparison (no baseline for this model)`` for a
-    claim with parts that did not run, else ""."""
-    parts = ledger.not_run.get(claim_id) or []
-    return "not run: " + "; ".join(f"{n['part']} ({n['reason']})" for n in parts) if parts else ""
+def verdict_details(ledger: Ledger, claim_id: str) -> list[str]:
+    """What stands beside a claim's verdict (:func:`aftertrain.claims.parts.details_text`):
+    the defining parts not run with the parts that ran, the other parts not
+    run (``not run: baseline comparison (no baseline for this model)``), the
+    tests of the method and of other models."""
+    return details_text(ledger.undecided.get(claim_id) or [], ledger.not_run.get(claim_id) or [],
+                        ledger.parts.get(claim_id) or {}, ledger.beside.get(claim_id) or {})
+
+
+def verdict_cell_text(ledger: Ledger, claim_id: str, note: str = "") -> str:
+    """The verdict column of the claims table: the verdict, ``note``, then its details."""
+    return "; ".join([verdict_mark(ledger.verdict(claim_id)) + note,
+                      *verdict_details(ledger, claim_id)])
 
 
 def claims_rows(ledger: Ledger) -> list[list[str]]:
     """One row per claim: ID, the claim in a line, the article's figure,
-    ours (as the tests recorded it), verdict (with the parts not run beside
-    it)."""
-    rows = []
-    for c in CLAIMS.values():
-        verdict, missing = verdict_mark(ledger.verdict(c.id)), not_run_text(ledger, c.id)
-        rows.append([c.id, f"{c.title}: {c.statement}", c.article or DASH, ours_cell(ledger, c.id),
-                     f"{verdict}; {missing}" if missing else verdict])
-    return rows
+    ours (as the tests recorded it), verdict (with what stands beside it:
+    :func:`verdict_details`)."""
+    return [[c.id, f"{c.title}: {c.statement}", c.article or DASH, ours_cell(ledger, c.id),
+             verdict_cell_text(ledger, c.id)] for c in CLAIMS.values()]
 
 
 CLAIMS_HEADER = ["ID", "claim", "article", "ours", "verdict"]

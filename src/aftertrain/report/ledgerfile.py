@@ -51,6 +51,12 @@ class Ledger:
     pytest_status: int | None = None
     #: claim ID -> the parts of it that did not run, each ``{"part", "reason"}``.
     not_run: dict[str, list[dict]] = field(default_factory=dict)
+    #: claim ID -> its defining parts that did not run, each ``{"part", "what", "reason"}``.
+    undecided: dict[str, list[dict]] = field(default_factory=dict)
+    #: claim ID -> part -> its verdict or "not run" (aftertrain.claims.parts).
+    parts: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: claim ID -> part beside the claim -> outcome -> count.
+    beside: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     #: the claims that have tests, none of which reads the model (a file that
     #: does not say whether a test reads it names none)
     model_free_claims: frozenset[str] = frozenset()
@@ -74,6 +80,10 @@ class Ledger:
                    META_FROM_LEDGER if file.meta else META_NONE,
                    not_run={c.id: [{"part": n.part, "reason": n.reason} for n in c.not_run]
                             for c in claims},
+                   undecided={c.id: [{"part": u.part, "what": u.what, "reason": u.reason}
+                                     for u in c.undecided] for c in claims},
+                   parts={c.id: dict(c.parts) for c in claims},
+                   beside={c.id: dict(c.beside) for c in claims},
                    model_free_claims=frozenset(
                        c.id for c in claims
                        if c.tests and all(t.reads_model is False for t in c.tests)))

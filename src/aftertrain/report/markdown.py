@@ -13,7 +13,8 @@ DASH = "–"
 
 VERDICT_MARK = {V.HOLDS: "holds", V.DOES_NOT_REPRODUCE: "**does not reproduce**",
                 V.BROKEN: "**BROKEN**", V.INCONCLUSIVE: "*inconclusive*",
-                V.SKIPPED: "skipped", V.NOT_COVERED: "not covered"}
+                V.NOT_DECIDED: "*not decided here*", V.SKIPPED: "skipped",
+                V.NOT_COVERED: "not covered"}
 
 
 def fmt(x, digits: int = 4) -> str:

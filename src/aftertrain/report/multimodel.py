@@ -22,7 +22,7 @@ from aftertrain.claims.catalogue import ARTICLE_TABLES as A
 from aftertrain.claims.catalogue import CLAIMS
 from aftertrain.experiments.tables import read
 from aftertrain.prune.masks import Method
-from aftertrain.report.document import Document, not_run_text, ours_cell
+from aftertrain.report.document import Document, ours_cell, verdict_cell_text
 from aftertrain.report.ledgerfile import Ledger
 from aftertrain.report.markdown import DASH, markdown_table, verdict_mark
 from aftertrain.report.plots import UNTRAINED
@@ -53,10 +53,9 @@ def claims_rows(ledgers: dict[str, Ledger]) -> list[list[str]]:
     """One row per claim: ID, the claim, the article's figure, then per model
     its figures and its verdict (with the parts not run beside it)."""
     def verdict(led: Ledger, claim_id: str) -> str:
-        mark, missing = verdict_mark(led.verdict(claim_id)), not_run_text(led, claim_id)
-        if led.taken_whole(claim_id):
-            mark += f" ({led.model_free_from.get('model')}'s run: no test of it reads the model)"
-        return f"{mark}; {missing}" if missing else mark
+        note = (f" ({led.model_free_from.get('model')}'s run: no test of it reads the model)"
+                if led.taken_whole(claim_id) else "")
+        return verdict_cell_text(led, claim_id, note)
 
     return [[c.id, f"{c.title}: {c.statement}", c.article or DASH]
             + [cell for led in ledgers.values() for cell in (ours_cell(led, c.id), verdict(led, c.id))]
