@@ -17,8 +17,8 @@ from aftertrain.claims.ledgerfile import FORMAT, LedgerFile
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = [ROOT / "report" / "claims.json", ROOT / "report" / "claims-article.json"]
 
-CLAIM_FIELDS = ("id", "verdict", "title", "statement", "article", "not_run", "parts", "reasons",
-                "measured", "tests")
+CLAIM_FIELDS = ("id", "verdict", "title", "statement", "article", "not_run", "parts", "defining",
+                "undecided", "beside", "reasons", "measured", "tests")
 TEST_FIELDS = ("nodeid", "outcome", "reason", "xfail_reason", "measured", "part", "not_run",
                "reads_model")
 
@@ -49,6 +49,10 @@ def test_every_field_of_a_committed_ledger_is_read_as_written(path):
             (want["id"], want["verdict"], want["title"], want["statement"], want["article"])
         assert _not_run(claim.not_run) == want["not_run"], claim.id
         assert claim.parts == want["parts"], claim.id
+        assert list(claim.defining) == want["defining"], claim.id
+        assert [{"part": u.part, "what": u.what, "reason": u.reason} for u in claim.undecided] \
+            == want["undecided"], claim.id
+        assert claim.beside == want["beside"], claim.id
         assert list(claim.reasons) == want["reasons"] and list(claim.measured) == want["measured"]
         assert len(claim.tests) == len(want["tests"])
         for t, raw_t in zip(claim.tests, want["tests"], strict=True):
@@ -97,7 +101,7 @@ def test_a_ledger_without_the_optional_fields_is_written_in_the_full_layout(tmp_
     its default (compared with a hand-written JSON object, field by field)."""
     file = LedgerFile.from_json(json.loads(json.dumps(MINIMAL)), "minimal.json")
     claim = {"title": "", "statement": "", "article": "", "not_run": [], "parts": {},
-             "reasons": [], "measured": []}
+             "defining": [], "undecided": [], "beside": {}, "reasons": [], "measured": []}
     expected = {"format": FORMAT, "meta": {}, "tables": {}, "model_free_tables": [], "claims": [
         {"id": "Q2", "verdict": "holds", **claim, "tests": [
             {"nodeid": "t.py::a", "outcome": "passed", "reason": None, "xfail_reason": None,
@@ -119,6 +123,9 @@ def test_each_optional_field_given_is_written_where_it_was_read():
                 "id": "Q3", "verdict": "broken", "title": "T", "statement": "S", "article": "A",
                 "not_run": [{"part": "timed part", "reason": "claim's"}],
                 "parts": {"assertions": "broken", "timed part": "not run"},
+                "defining": ["assertions", "timed part"],
+                "undecided": [{"part": "timed part", "what": "W", "reason": "R"}],
+                "beside": {"teeth": {"passed": 2}, "method": {"failed": 1}},
                 "reasons": ["why"], "measured": ["figure 1"],
                 "tests": [{"nodeid": "t.py::b", "outcome": "failed", "reason": "r",
                            "xfail_reason": "x", "measured": ["figure 2"], "part": "teeth",
@@ -129,6 +136,9 @@ def test_each_optional_field_given_is_written_where_it_was_read():
     assert (claim.title, claim.statement, claim.article) == ("T", "S", "A")
     assert claim.reasons == ("why",) and claim.measured == ("figure 1",)
     assert _not_run(claim.not_run) == [{"part": "timed part", "reason": "claim's"}]
+    assert claim.defining == ("assertions", "timed part")
+    assert [(u.part, u.what, u.reason) for u in claim.undecided] == [("timed part", "W", "R")]
+    assert claim.beside == {"teeth": {"passed": 2}, "method": {"failed": 1}}
     [t] = claim.tests
     assert (t.reason, t.xfail_reason, t.part, t.reads_model) == ("r", "x", "teeth", False)
     assert t.measured == ("figure 2",)

@@ -17,6 +17,7 @@ from aftertrain.claims.verdicts import (
     HOLDS,
     INCONCLUSIVE,
     NOT_COVERED,
+    NOT_DECIDED,
     SKIPPED,
     VERDICTS,
 )
@@ -35,7 +36,8 @@ PART = [{"part": "timed part", "reason": "not timed"}]
 
 def test_the_verdicts_are_the_ones_this_file_covers():
     """The two tables below cover every verdict (a new one needs a row)."""
-    assert set(VERDICTS) == {HOLDS, BROKEN, DOES_NOT_REPRODUCE, INCONCLUSIVE, SKIPPED, NOT_COVERED}
+    assert set(VERDICTS) == {HOLDS, BROKEN, DOES_NOT_REPRODUCE, INCONCLUSIVE, SKIPPED, NOT_COVERED,
+                             NOT_DECIDED}
 
 
 @pytest.mark.parametrize("verdict", [HOLDS, BROKEN, DOES_NOT_REPRODUCE, INCONCLUSIVE])
@@ -45,9 +47,10 @@ def test_a_verdict_of_the_parts_that_ran_is_marked_when_a_part_did_not_run(verdi
     assert verdict_text({"verdict": verdict, "not_run": []}) == verdict
 
 
-@pytest.mark.parametrize("verdict", [SKIPPED, NOT_COVERED])
+@pytest.mark.parametrize("verdict", [SKIPPED, NOT_COVERED, NOT_DECIDED])
 def test_a_verdict_where_nothing_ran_is_never_marked(verdict):
-    """Nothing ran: there is no part that ran to set beside one that did not."""
+    """Nothing ran, or a defining part did not (``not decided here`` names the
+    part itself, issue 35): no "(part not run)" mark beside it."""
     assert verdict_text({"verdict": verdict, "not_run": PART}) == verdict
     assert verdict_text({"verdict": verdict, "not_run": []}) == verdict
 
