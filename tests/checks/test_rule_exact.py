@@ -74,3 +74,61 @@ def test_check_rule_exact_catches_a_threshold_off_by_twice_the_margin(dtype):
     m = f"{margin(dtype):.2g}"
     assert {f"u {m} above p/q = 0.5 rejects", f"u {m} above p/q = 0.75 rejects"} <= failed, \
         str(report)
+
+
+# --- each probe's verdict reads the whole answer --------------------------------------------
+
+
+def _failed_rows(report):
+    return [(r.case, r.check) for r in report.rows if not r.passed]
+
+
+@pytest.mark.teeth
+def test_a_probe_fails_on_the_right_count_with_the_wrong_token():
+    """A rule that skips the residual's renormalisation accepts and rejects
+    as a correct one; the probes "residual renormalised" fail on its token
+    alone."""
+    report = CS.check_rule_exact(zoo.make_rule(zoo.RuleBug.SKIP_RENORMALISATION))
+    failed = _failed_rows(report)
+    assert any(case.startswith("residual renormalised") and check == "forced uniforms"
+               for case, check in failed), str(report)
+
+
+@pytest.mark.teeth
+def test_the_zero_residual_batch_row_fails_a_token_outside_p():
+    """In the batch with one all-zero residual (p(0) = 0), a rule that
+    draws argmax of a NaN residual emits token 0: that row's
+    "forced uniforms" check fails."""
+    report = CS.check_rule_exact(zoo.make_rule(zoo.RuleBug.NAN_RESIDUAL_ARGMAX))
+    assert ("batch of 16, row 5 an all-zero residual", "forced uniforms") in _failed_rows(report)
+
+
+@pytest.mark.teeth
+def test_batch_consistency_compares_every_row_including_the_last():
+    """A rule correct row by row but changing the last row of a batch of
+    more than one fails "batch consistency"."""
+    rule = zoo.make_rule()
+
+    def last_row_off(p, q, drafts, u, v):
+        accepted, token = rule(p, q, drafts, u, v)
+        if drafts.shape[0] > 1:
+            token = token.clone()
+            token[-1] = (token[-1] + 1) % p.shape[-1]
+        return accepted, token
+
+    report = CS.check_rule_exact(last_row_off)
+    assert any(check == "batch consistency" for _, check in _failed_rows(report)), str(report)
+
+
+def test_the_rules_renormalise_attribute_is_used_when_none_is_given():
+    """``renormalise`` defaults to the rule's attribute: the search calls it."""
+    calls = []
+    rule = zoo.make_rule()
+
+    def spy(r):
+        calls.append(r.shape)
+        return r
+    rule.renormalise = spy
+    report = CS.check_rule_exact(rule)
+    assert report.passed, str(report)
+    assert calls
