@@ -132,3 +132,46 @@ def test_the_rules_renormalise_attribute_is_used_when_none_is_given():
     report = CS.check_rule_exact(rule)
     assert report.passed, str(report)
     assert calls
+
+
+def _dirichlet_row():
+    """The row the search starts from: p[0] of _rounded_up_probes (Dirichlet, V = 8, seed 2024)."""
+    import numpy as np
+
+    return torch.from_numpy(np.random.default_rng(2024).dirichlet(np.ones(8), size=3))[0]
+
+
+def test_the_zero_residual_search_steps_by_ulps_when_the_margin_is_too_coarse():
+    """A rule that renormalises by dividing by the sum (float64): raising a
+    cell by the margin (1e-12) lowers every other cell of Q below P, but
+    raising it by one ulp leaves the sum, so the other cells equal and the
+    raised one above: the search must find that step (not give up after the
+    margin)."""
+    from aftertrain.checks.rule_exact import _zero_residual_pair
+
+    def normalise(r):
+        return r / r.sum()
+
+    p = _dirichlet_row()
+    found = _zero_residual_pair(p, torch.float64, normalise)
+    assert found is not None
+    x, q = found
+    P, Q = normalise(p), normalise(q)
+    assert bool((P <= Q).all()) and float(P[x] / Q[x]) < below_one(torch.float64)
+    report = CS.check_rule_exact(zoo.make_rule(), renormalise=normalise)
+    assert report.passed, str(report)
+
+
+def test_the_zero_residual_search_refuses_a_pair_whose_ratio_rounds_to_one():
+    """A renormalise that rounds to float32 maps p and every raised q (by
+    at most 64 ulps of float64) to the same values: P <= Q holds with
+    P_x / Q_x = 1, which a forced u below 1 would accept, so no step works
+    and check_rule_exact says so (ValueError), as its docstring promises."""
+    from aftertrain.checks.rule_exact import _zero_residual_pair
+
+    def to_float32(r):
+        return r.float().double()
+
+    assert _zero_residual_pair(_dirichlet_row(), torch.float64, to_float32) is None
+    with pytest.raises(ValueError, match="renormalise leaves no all-zero residual"):
+        CS.check_rule_exact(zoo.make_rule(), renormalise=to_float32)
