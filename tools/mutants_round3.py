@@ -185,7 +185,9 @@ MUTANTS: tuple[Mutant, ...] = (
     M('r3-state-04', 'r3-state', 'reused tests not listed after this run\'s',
       'self._taken = frozenset(taken)', 'self._taken = frozenset()'),
     M('r3-state-05', 'r3-state', 'model_free_from counts every test, not those taken',
-      '"commit": meta.get("commit"), "tests": len(taken)}', '"commit": meta.get("commit"), "tests": len(self.tests)}'),
+      '"commit": meta.get("commit"), "tests": len(taken)}', '"commit": meta.get("commit"), "tests": len(self.tests)}',
+      equivalent="its one caller (ledger/plugin.py, pytest_configure) calls reuse on a fresh Ledger, "
+                 "before any report: self.tests then holds exactly the tests taken"),
     M('r3-state-06', 'r3-state', '"part not run" marked on holds only',
       'partly = entry["not_run"] and entry["verdict"] not in (SKIPPED, NOT_COVERED)',
       'partly = entry["not_run"] and entry["verdict"] == HOLDS'),
