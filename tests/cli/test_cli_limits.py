@@ -258,3 +258,11 @@ def test_check_rule_n_and_seed_take_their_largest_value_and_refuse_one_more(rule
         assert rule_calls[-1][flag.removeprefix("--")] == top
         status, err = _parse(["check", "rule", "limit_rules:rule", flag, str(top + 1)], capsys)
         assert status == 2 and f"got {top + 1}" in err
+
+
+def test_warmup_may_be_the_steps_run_and_not_one_more(train_config, capsys):
+    """--warmup at most --steps: equal reaches the trainer, one more is refused."""
+    status, _ = _main(["train", "--steps", "10", "--warmup", "10"], capsys)
+    assert status == "reached" and train_config[-1].warmup == 10
+    status, err = _main(["train", "--steps", "10", "--warmup", "11"], capsys)
+    assert status == 2 and "--warmup 11 is longer than the run: at most the steps run (10)" in err
