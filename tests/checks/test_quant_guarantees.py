@@ -210,7 +210,7 @@ def _refuses(w, scheme):
 
 
 @pytest.mark.teeth
-def test_a_valueerror_on_whole_groups_is_a_failure_not_a_refusal():
+def test_output_check_catches_a_valueerror_on_whole_groups_taken_for_a_refusal():
     """Only a PerGroup whose group size does not divide the row may be
     refused (a ``refused`` row); a ValueError on any other input is an
     ``output`` failure, so a quantizer that refuses everything fails."""
@@ -223,7 +223,7 @@ def test_a_valueerror_on_whole_groups_is_a_failure_not_a_refusal():
 
 
 @pytest.mark.teeth
-def test_a_tuple_other_than_three_or_four_is_an_output_failure():
+def test_output_check_catches_a_tuple_other_than_three_or_four():
     """The protocol's tuple is (w_hat, codes, scale[, zero_point]): a pair
     (w_hat, codes) is refused by the output row, naming its length."""
     def pair(w, scheme):

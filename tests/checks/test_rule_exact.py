@@ -84,7 +84,7 @@ def _failed_rows(report):
 
 
 @pytest.mark.teeth
-def test_a_probe_fails_on_the_right_count_with_the_wrong_token():
+def test_probe_check_catches_the_right_count_with_the_wrong_token():
     """A rule that skips the residual's renormalisation accepts and rejects
     as a correct one; the probes "residual renormalised" fail on its token
     alone."""
@@ -95,7 +95,7 @@ def test_a_probe_fails_on_the_right_count_with_the_wrong_token():
 
 
 @pytest.mark.teeth
-def test_the_zero_residual_batch_row_fails_a_token_outside_p():
+def test_zero_residual_batch_row_catches_a_token_outside_p():
     """In the batch with one all-zero residual (p(0) = 0), a rule that
     draws argmax of a NaN residual emits token 0: that row's
     "forced uniforms" check fails."""
@@ -104,7 +104,7 @@ def test_the_zero_residual_batch_row_fails_a_token_outside_p():
 
 
 @pytest.mark.teeth
-def test_batch_consistency_compares_every_row_including_the_last():
+def test_batch_consistency_catches_a_change_in_the_last_row_only():
     """A rule correct row by row but changing the last row of a batch of
     more than one fails "batch consistency"."""
     rule = zoo.make_rule()
