@@ -25,8 +25,9 @@ Usage (from the repository root)::
     python tools/mutate.py --module stats --jobs 2 --timeout 900 -- -n 2
     python tools/mutate.py --set blind --list          # the independent bug set
 
-``--set`` picks the bug set: ``project`` (tools/mutants.py, the default) or
-``blind`` (tools/mutants_blind.py, written from src/ and docs/ alone).
+``--set`` picks the bug set: ``project`` (tools/mutants.py, the default),
+``blind`` (tools/mutants_blind.py, written from src/ and docs/ alone) or
+``round3`` (tools/mutants_round3.py, the same for the code of issues 35-37).
 
 Arguments after ``--`` go to pytest, which always runs as
 ``python -m pytest -x -q -p no:cacheprovider [args]``.
@@ -51,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mutants import MUTANTS, Mutant
 
 #: The bug sets ``--set`` chooses from (module with a ``MUTANTS`` tuple).
-SETS = {"project": "mutants", "blind": "mutants_blind"}
+SETS = {"project": "mutants", "blind": "mutants_blind", "round3": "mutants_round3"}
 
 
 def bug_set(name: str) -> tuple[Mutant, ...]:
@@ -148,6 +149,36 @@ SUBSETS |= {
                "tests/claims/test_catalogue_figures.py", "tests/report/test_assemble.py",
                "tests/experiments/test_tables.py"] + _UNTIMED,
     "cli": ["tests/cli", "tests/lm/test_train.py", "tests/report/test_multimodel.py"] + _UNTIMED,
+}
+
+
+#: Red on the unmutated tree at 7f8adb0 (the merge of issues 36 and 37): they
+#: expect check rule's old messages ("--n must be >= 100", "must be >= 0")
+#: where cli/check.py now says "must be from 100 to 200,000"; left out until
+#: they agree, or every cli mutant would look killed.
+_STALE_ON_MUT = [
+    "--deselect", "tests/cli/test_cli_limits.py::test_check_rule_n_takes_100_and_refuses_99",
+    "--deselect", "tests/cli/test_cli_limits.py::test_check_rule_seed_takes_0_and_refuses_minus_1"]
+# Tags of the third independent set (tools/mutants_round3.py): the module's own test files.
+_CB = "tests/checks/test_bad_inputs.py"
+SUBSETS |= {
+    "r3-quant": ["tests/checks/test_quant.py", "tests/checks/test_quant_guarantees.py", _CB]
+    + _UNTIMED,
+    "r3-prune": ["tests/checks/test_prune.py", _CB] + _UNTIMED,
+    "r3-exact": ["tests/checks/test_rule_exact.py", "tests/checks/test_adapters.py", _CB] + _UNTIMED,
+    "r3-adapters": ["tests/checks/test_adapters.py", _CB] + _UNTIMED,
+    "r3-assertions": ["tests/checks/test_assertions.py", _CB] + _UNTIMED,
+    "r3-speculative": ["tests/checks/test_speculative.py", "tests/checks/test_assertions.py", _CB]
+    + _UNTIMED,
+    "r3-reuse": ["tests/ledger/test_reuse.py", "tests/ledger/test_reuse_unclaimed.py"] + _UNTIMED,
+    "r3-state": ["tests/ledger/test_state.py", "tests/ledger/test_state_parts.py",
+                 "tests/ledger/test_state_phases.py", "tests/ledger/test_reuse.py"] + _UNTIMED,
+    "r3-ledgerfile": ["tests/claims/test_ledgerfile.py", "tests/claims/test_ledgerfile_fields.py"]
+    + _UNTIMED,
+    "r3-compare": ["tests/timing/test_compare.py", "tests/timing/test_compare_intervals.py",
+                   "tests/timing/test_compare_machines.py"] + _UNTIMED,
+    "r3-cli": ["tests/cli/test_check.py", "tests/cli/test_cli.py", "tests/cli/test_cli_limits.py"]
+    + _UNTIMED + _STALE_ON_MUT,
 }
 
 
@@ -318,8 +349,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--set", choices=sorted(SETS), default="project",
-                    help="the bug set: project (tools/mutants.py, default) or blind "
-                         "(tools/mutants_blind.py, written from src/ and docs/ alone)")
+                    help="the bug set: project (tools/mutants.py, default), blind "
+                         "(tools/mutants_blind.py, written from src/ and docs/ alone) or round3 "
+                         "(tools/mutants_round3.py, the code of issues 35-37)")
     ap.add_argument("--list", action="store_true", help="locate every snippet; run nothing")
     ap.add_argument("--only", nargs="+", metavar="ID", help="run these mutant ids")
     ap.add_argument("--module", nargs="+", metavar="TAG", help="run the mutants of these modules")

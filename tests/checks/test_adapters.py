@@ -101,3 +101,25 @@ def test_the_exponential_race_is_seeded_by_its_generator_and_never_draws_zero_ma
     a = exponential_race(probs, torch.Generator().manual_seed(5))
     b = exponential_race(probs, torch.Generator().manual_seed(5))
     assert torch.equal(a, b) and set(a.tolist()) == {1, 2}
+
+
+def test_inverse_cdf_never_indexes_past_the_last_cell_on_a_subnormal_total():
+    """``v * sum`` is kept below the sum: on a row whose only mass is the
+    smallest subnormal (4.9e-324), 0.75 * it rounds up to the sum itself,
+    and the first cumsum above it would be past the row. The draw is cell 1,
+    the only cell with mass ("never a cell of zero mass", an index < V)."""
+    probs = torch.tensor([[0.0, 5e-324]], dtype=torch.float64)
+    assert inverse_cdf(probs, torch.tensor([0.75], dtype=torch.float64)).tolist() == [1]
+
+
+def test_exponential_race_over_three_cells_follows_probs():
+    """``argmax probs / E`` wins cell i with probability probs_i / sum: on
+    [0.5, 0.3, 0.2] (three cells: with two, ``probs * E`` would win with the
+    same law), 20,000 draws pass a chi-square goodness of fit at 1e-6.
+    ``argmax probs * E`` gives [0.534, 0.297, 0.169], which fails it."""
+    from scipy.stats import chisquare
+
+    probs = torch.tensor([[0.5, 0.3, 0.2]], dtype=torch.float64).expand(20_000, 3)
+    draws = exponential_race(probs, torch.Generator().manual_seed(11))
+    counts = torch.bincount(draws, minlength=3).double()
+    assert chisquare(counts.numpy(), (20_000 * probs[0]).numpy()).pvalue > 1e-6

@@ -50,3 +50,25 @@ def test_without_exact_the_rule_takes_p_q_and_drafts_in_the_dtype():
         return rule(p, q, drafts, u, v)
     [report] = rule_reports(spy, dtype=torch.bfloat16, n=100)
     assert seen == {(torch.bfloat16, torch.bfloat16)} and "dtype=bfloat16" in report.subject
+
+
+def _one_round_rule():
+    """A correct rule of one round per call (p (k+1, V), q (k, V), drafts
+    (k,)), its uniforms from torch's global generator."""
+    rule = zoo.make_rule()
+
+    def one(p, q, drafts):
+        u = torch.rand(1, drafts.shape[0], dtype=torch.float64)
+        v = torch.rand(1, dtype=torch.float64)
+        a, t = rule(p[None], q[None], drafts[None], u, v)
+        return int(a[0]), int(t[0])
+    return one
+
+
+def test_assert_rule_passes_sequential_through_to_the_checks():
+    """assert_rule(..., sequential=True) wraps a one-round rule as
+    rule_reports does: a correct one-round rule passes (handed whole
+    batches, it would raise)."""
+    from aftertrain.checks.assertions import assert_rule
+
+    assert assert_rule(_one_round_rule(), sequential=True, n=100) is None

@@ -263,3 +263,79 @@ def test_a_refusal_without_a_message_is_not_a_refusal():
     report = check_pruner(mute, pattern=NM(2, 4),
                           cases={"ragged": nm_battery(NM(2, 4))["rows not whole blocks"]})
     assert failed_checks(report) == {"output"}
+
+
+# --- the patterns' own promises and the limits of their checks ----------------------------
+
+
+def test_nm_sparsity_is_one_minus_n_over_m_and_is_the_sparsity_run():
+    """``NM(n, m).sparsity`` is ``1 - n/m`` (0.75 for 1:4, 0.5 for 2:4),
+    and check_pruner hands the pruner that sparsity."""
+    assert NM(1, 4).sparsity == 0.75 and NM(2, 4).sparsity == 0.5 and NM(3, 8).sparsity == 0.625
+    seen = []
+
+    def one_of_four(weights, sparsity):
+        seen.append(sparsity)
+        out = {}
+        for name, w in weights.items():
+            blocks = w.abs().reshape(-1, 4)
+            keep = torch.zeros_like(blocks, dtype=torch.bool)
+            keep[torch.arange(blocks.shape[0]), blocks.argmax(1)] = True
+            out[name] = keep.reshape(w.shape)
+        return out
+
+    cases = {k: v for k, v in nm_battery(NM(1, 4)).items() if k != "rows not whole blocks"}
+    report = check_pruner(one_of_four, pattern=NM(1, 4), cases=cases)
+    assert report.passed, str(report)
+    assert set(seen) == {0.75}
+
+
+def test_structured_takes_each_documented_norm():
+    """``norm`` 1, 2 or math.inf (ln_structured's ``n``): each accepted."""
+    import math
+
+    for norm in (1, 2, math.inf):
+        assert Structured(dim=1, norm=norm).norm == norm
+
+
+def test_sparsities_are_run_in_increasing_order_whatever_order_given():
+    """Nesting compares each sparsity with the next smaller one: an honest
+    nested pruner given [0.9, 0.1, 0.5] passes (they run as 0.1, 0.5, 0.9)."""
+    seen = []
+
+    def pruner(weights, sparsity):
+        seen.append(sparsity)
+        return P.global_magnitude_masks(weights, sparsity)
+
+    report = check_pruner(pruner, scope=Scope.GLOBAL, sparsities=[0.9, 0.1, 0.5])
+    assert report.passed, str(report)
+    assert seen[:3] == [0.1, 0.5, 0.9]
+
+
+def test_nm_cases_must_be_2d():
+    """NM reads blocks along the last axis of a matrix: a 1-D weight in
+    ``cases`` is refused up front with a ValueError naming the case."""
+    with pytest.raises(ValueError, match="2-D"):
+        check_pruner(two_four, pattern=NM(2, 4), cases={"flat": {"w": torch.randn(8)}})
+
+
+@pytest.mark.teeth
+def test_nm_count_catches_a_pruner_that_keeps_more_than_n():
+    """Exactly n kept per block: a "2:4" pruner that keeps everything fails
+    ``count`` (4 kept, not 2), even though no block removes a larger |w|."""
+    def keeps_all(weights, sparsity):
+        return {n: torch.ones_like(w, dtype=torch.bool) for n, w in weights.items()}
+
+    cases = {k: v for k, v in nm_battery(NM(2, 4)).items() if k != "rows not whole blocks"}
+    report = check_pruner(keeps_all, pattern=NM(2, 4), cases=cases)
+    assert "count" in failed_checks(report), str(report)
+
+
+def test_nm_battery_is_built_up_to_its_largest_block_and_refused_past_it():
+    """``MAX_BATTERY_BLOCK`` (2**16) itself is built; one more is refused."""
+    from aftertrain.checks.prune import MAX_BATTERY_BLOCK
+
+    cases = nm_battery(NM(1, MAX_BATTERY_BLOCK))
+    assert cases["single block"]["w"].shape == (1, MAX_BATTERY_BLOCK)
+    with pytest.raises(ValueError, match="at most"):
+        nm_battery(NM(1, MAX_BATTERY_BLOCK + 1))

@@ -362,3 +362,15 @@ def test_scale_check_catches_a_scale_three_eps_off(mapping):
     rows = [r for r in report.rows if r.check == "scale"]
     assert all(r.bound == 4 * u and r.passed == (r.value <= 4 * u) for r in rows), str(report)
     assert sum(4 * u < r.value <= 8 * u and not r.passed for r in rows) >= 5, str(report)
+
+
+@pytest.mark.parametrize("bits", [2, 8])
+def test_heavy_tailed_cases_hold_a_negative_extreme(bits):
+    """The batteries' heavy-tailed cases have "a negative extreme": their
+    largest |w| is the value -40 placed in them (a quantizer whose scale
+    reads max(w), not max|w|, clips it)."""
+    from aftertrain.checks.quant_battery import battery, group_battery
+
+    for w in (battery(bits)["heavy-tailed"], group_battery(bits, 4)["heavy-tailed"]):
+        extreme = w.reshape(-1)[w.abs().argmax()]
+        assert float(extreme) == -40.0

@@ -197,3 +197,54 @@ def test_check_quantizer_catches_a_negative_axis_read_as_rows():
     assert {"grid", "scale"} <= failed_checks(report), str(report)
     [grid] = rows_named(report, "grid")
     assert grid.detail.endswith("; looks like PerAxis(0)")
+
+
+# --- the output row: what a quantizer returns and what it may refuse ----------------------
+
+SYM8 = QuantScheme(8, Mapping.SYMMETRIC, PerTensor())
+ROWS = {"rows": torch.tensor([[1.0, -0.5, 0.25], [0.75, 0.0, -1.0]])}
+
+
+def _refuses(w, scheme):
+    raise ValueError("this quantizer takes nothing")
+
+
+@pytest.mark.teeth
+def test_output_check_catches_a_valueerror_on_whole_groups_taken_for_a_refusal():
+    """Only a PerGroup whose group size does not divide the row may be
+    refused (a ``refused`` row); a ValueError on any other input is an
+    ``output`` failure, so a quantizer that refuses everything fails."""
+    report = check_quantizer(_refuses, schemes=[SYM8], cases=ROWS)
+    assert not report.passed
+    assert failed_checks(report) == {"output"}, str(report)
+    assert not rows_named(report, "refused")
+    [row] = rows_named(report, "output")
+    assert "raised ValueError: this quantizer takes nothing" in row.detail
+
+
+@pytest.mark.teeth
+def test_output_check_catches_a_tuple_other_than_three_or_four():
+    """The protocol's tuple is (w_hat, codes, scale[, zero_point]): a pair
+    (w_hat, codes) is refused by the output row, naming its length."""
+    def pair(w, scheme):
+        w_hat, codes, _, _ = quantize_scheme(w, scheme)
+        return w_hat, codes
+
+    report = check_quantizer(pair, schemes=[SYM8], cases=ROWS)
+    assert failed_checks(report) == {"output"}, str(report)
+    [row] = rows_named(report, "output")
+    assert "returned a tuple of 2" in row.detail
+
+
+@pytest.mark.teeth
+def test_odd_row_catches_a_quantizer_that_returns_the_same_output_for_minus_w():
+    """``quantize(-w) == -quantize(w)`` for SYMMETRIC: a quantizer that
+    quantizes ``|sum(w)|``-signed input (w itself when sum(w) >= 0, else -w)
+    gives the same w_hat for w and -w, of equal magnitude but not negated;
+    on a case whose sum is positive only ``odd`` can see it."""
+    def sign_blind(w, scheme):
+        return quantize_scheme(w if float(w.sum()) >= 0 else -w, scheme)[0]
+
+    report = check_quantizer(sign_blind, schemes=[SYM8],
+                             cases={"positive sum": torch.tensor([[1.0, -0.5, 0.25]])})
+    assert failed_checks(report) == {"odd"}, str(report)

@@ -74,3 +74,104 @@ def test_check_rule_exact_catches_a_threshold_off_by_twice_the_margin(dtype):
     m = f"{margin(dtype):.2g}"
     assert {f"u {m} above p/q = 0.5 rejects", f"u {m} above p/q = 0.75 rejects"} <= failed, \
         str(report)
+
+
+# --- each probe's verdict reads the whole answer --------------------------------------------
+
+
+def _failed_rows(report):
+    return [(r.case, r.check) for r in report.rows if not r.passed]
+
+
+@pytest.mark.teeth
+def test_probe_check_catches_the_right_count_with_the_wrong_token():
+    """A rule that skips the residual's renormalisation accepts and rejects
+    as a correct one; the probes "residual renormalised" fail on its token
+    alone."""
+    report = CS.check_rule_exact(zoo.make_rule(zoo.RuleBug.SKIP_RENORMALISATION))
+    failed = _failed_rows(report)
+    assert any(case.startswith("residual renormalised") and check == "forced uniforms"
+               for case, check in failed), str(report)
+
+
+@pytest.mark.teeth
+def test_zero_residual_batch_row_catches_a_token_outside_p():
+    """In the batch with one all-zero residual (p(0) = 0), a rule that
+    draws argmax of a NaN residual emits token 0: that row's
+    "forced uniforms" check fails."""
+    report = CS.check_rule_exact(zoo.make_rule(zoo.RuleBug.NAN_RESIDUAL_ARGMAX))
+    assert ("batch of 16, row 5 an all-zero residual", "forced uniforms") in _failed_rows(report)
+
+
+@pytest.mark.teeth
+def test_batch_consistency_catches_a_change_in_the_last_row_only():
+    """A rule correct row by row but changing the last row of a batch of
+    more than one fails "batch consistency"."""
+    rule = zoo.make_rule()
+
+    def last_row_off(p, q, drafts, u, v):
+        accepted, token = rule(p, q, drafts, u, v)
+        if drafts.shape[0] > 1:
+            token = token.clone()
+            token[-1] = (token[-1] + 1) % p.shape[-1]
+        return accepted, token
+
+    report = CS.check_rule_exact(last_row_off)
+    assert any(check == "batch consistency" for _, check in _failed_rows(report)), str(report)
+
+
+def test_the_rules_renormalise_attribute_is_used_when_none_is_given():
+    """``renormalise`` defaults to the rule's attribute: the search calls it."""
+    calls = []
+    rule = zoo.make_rule()
+
+    def spy(r):
+        calls.append(r.shape)
+        return r
+    rule.renormalise = spy
+    report = CS.check_rule_exact(rule)
+    assert report.passed, str(report)
+    assert calls
+
+
+def _dirichlet_row():
+    """The row the search starts from: p[0] of _rounded_up_probes (Dirichlet, V = 8, seed 2024)."""
+    import numpy as np
+
+    return torch.from_numpy(np.random.default_rng(2024).dirichlet(np.ones(8), size=3))[0]
+
+
+def test_the_zero_residual_search_steps_by_ulps_when_the_margin_is_too_coarse():
+    """A rule that renormalises by dividing by the sum (float64): raising a
+    cell by the margin (1e-12) lowers every other cell of Q below P, but
+    raising it by one ulp leaves the sum, so the other cells equal and the
+    raised one above: the search must find that step (not give up after the
+    margin)."""
+    from aftertrain.checks.rule_exact import _zero_residual_pair
+
+    def normalise(r):
+        return r / r.sum()
+
+    p = _dirichlet_row()
+    found = _zero_residual_pair(p, torch.float64, normalise)
+    assert found is not None
+    x, q = found
+    P, Q = normalise(p), normalise(q)
+    assert bool((P <= Q).all()) and float(P[x] / Q[x]) < below_one(torch.float64)
+    report = CS.check_rule_exact(zoo.make_rule(), renormalise=normalise)
+    assert report.passed, str(report)
+
+
+def test_the_zero_residual_search_refuses_a_pair_whose_ratio_rounds_to_one():
+    """A renormalise that rounds to float32 maps p and every raised q (by
+    at most 64 ulps of float64) to the same values: P <= Q holds with
+    P_x / Q_x = 1, which a forced u below 1 would accept, so no step works
+    and check_rule_exact says so (ValueError), as its docstring promises."""
+    from aftertrain.checks.rule_exact import _zero_residual_pair
+
+    def to_float32(r):
+        return r.float().double()
+
+    assert _zero_residual_pair(_dirichlet_row(), torch.float64, to_float32) is None
+    with pytest.raises(ValueError, match="renormalise leaves no all-zero residual"):
+        CS.check_rule_exact(zoo.make_rule(), renormalise=to_float32)

@@ -485,3 +485,40 @@ def test_check_rule_exact_reads_the_rules_renormalise_attribute():
     rule.renormalise = lambda r: torch.full_like(r, 1 / r.shape[-1])
     with pytest.raises(ValueError, match="renormalise leaves no all-zero residual"):
         CS.check_rule_exact(rule)
+
+
+def test_sequential_restores_the_thread_count():
+    """sequential runs its loop on one torch thread and restores the
+    caller's count afterwards (also after a rule that raises)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        rule = zoo.make_rule()
+
+        def one(p, q, drafts, u, v):
+            a, t = rule(p[None], q[None], drafts[None], u[None], v[None])
+            return a[0], t[0]
+        batched = CS.sequential(one)
+        p = torch.full((3, 2, 4), 0.25, dtype=torch.float64)
+        q = torch.full((3, 1, 4), 0.25, dtype=torch.float64)
+        u, v = torch.zeros(3, 1, dtype=torch.float64), torch.zeros(3, dtype=torch.float64)
+        accepted, _ = batched(p, q, torch.zeros(3, 1, dtype=torch.int64), u, v)
+        assert accepted.tolist() == [1, 1, 1]
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_check_rule_judges_the_drafts_it_drew_not_what_the_rule_left_in_them():
+    """The rule is handed a copy of the drafts: a correct rule that zeroes
+    the drafts tensor it was handed still passes (the kit judges the
+    emitted token against the draft it drew, not the rule's scribble)."""
+    correct = CS.drawing_uniforms(zoo.make_rule())
+
+    def scribbles(p, q, drafts):
+        out = correct(p, q, drafts)
+        drafts.zero_()
+        return out
+
+    report = CS.check_rule(scribbles, n=2000)
+    assert report.passed, str(report)

@@ -248,3 +248,24 @@ def test_check_rule_hands_the_kit_the_dtype_named(name, rule_calls, capsys):
     assert rule_calls[-1]["dtype"] == getattr(torch, name) and rule_calls[-1]["exact"] is True
     assert _main(["check", "rule", "limit_rules:rule", "--quiet"], capsys)[0] == 0
     assert rule_calls[-1]["dtype"] == torch.float64 and rule_calls[-1]["exact"] is False
+
+
+def test_check_rule_n_and_seed_take_their_largest_value_and_refuse_one_more(rule_calls, capsys):
+    """--n at most 200,000 and --seed at most 2**64 - 1: each maximum reaches
+    the kit, one more is a usage error (exit 2) naming the value."""
+    from aftertrain.cli import check
+
+    for flag, top in (("--n", check.MAX_N), ("--seed", check.MAX_SEED)):
+        assert _main(["check", "rule", "limit_rules:rule", flag, str(top), "--quiet"],
+                     capsys)[0] == 0
+        assert rule_calls[-1][flag.removeprefix("--")] == top
+        status, err = _parse(["check", "rule", "limit_rules:rule", flag, str(top + 1)], capsys)
+        assert status == 2 and f"got {top + 1}" in err
+
+
+def test_warmup_may_be_the_steps_run_and_not_one_more(train_config, capsys):
+    """--warmup at most --steps: equal reaches the trainer, one more is refused."""
+    status, _ = _main(["train", "--steps", "10", "--warmup", "10"], capsys)
+    assert status == "reached" and train_config[-1].warmup == 10
+    status, err = _main(["train", "--steps", "10", "--warmup", "11"], capsys)
+    assert status == 2 and "--warmup 11 is longer than the run: at most the steps run (10)" in err

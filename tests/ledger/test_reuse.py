@@ -210,6 +210,16 @@ def test_an_earlier_ledger_that_cannot_stand_for_this_run_is_refused(tmp_path, m
         reuse.read(str(_ledger(tmp_path, **change)), tmp_path, quick=False)
 
 
+def test_a_full_runs_ledger_is_refused_for_a_quick_run(tmp_path, monkeypatch):
+    """The run kind must match both ways: a full run's ledger cannot stand
+    for a quick run's tests (fewer examples, fewer timing pairs), nor the
+    reverse (the row above); a quick ledger is taken by a quick run."""
+    monkeypatch.setattr(runmeta, "worktree", lambda root: "abc")
+    with pytest.raises(ValueError, match="is of a full run, this is a quick run"):
+        reuse.read(str(_ledger(tmp_path, quick=False)), tmp_path, quick=True)
+    assert reuse.read(str(_ledger(tmp_path, quick=True)), tmp_path, quick=True)
+
+
 def test_outside_a_git_checkout_nothing_is_taken(tmp_path):
     with pytest.raises(ValueError, match=f"cannot tell whether the ledger is of this checkout's "
                                          f"code \\({tmp_path} is not a git checkout with a commit\\)"):

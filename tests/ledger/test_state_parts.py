@@ -106,3 +106,18 @@ def test_part_verdicts_gives_each_part_the_verdict_of_its_own_tests():
               "not_run": [{"part": "baseline comparison", "reason": "no baseline"}]}]
     assert part_verdicts(tests) == {"assertions": DOES_NOT_REPRODUCE, "teeth": BROKEN,
                                     "timed part": INCONCLUSIVE, "baseline comparison": NOT_RUN}
+
+
+def test_a_part_fixed_at_collection_stays_when_the_test_also_times():
+    """Only an assertions test becomes the timed part when it requires
+    timing: a teeth test (its part fixed at collection) that times stays
+    the teeth part."""
+    from aftertrain.ledger.state import PART_PROPERTY
+
+    ledger = Ledger()
+    props = [(CLAIM_PROPERTY, (CLAIM,)), (PART_PROPERTY, "teeth"), (TIMED_PROPERTY, True)]
+    for when in ("setup", "call", "teardown"):
+        ledger.add(_phase("t.py::test_teeth_timed", when, "passed", props))
+    assert ledger.tests["t.py::test_teeth_timed"]["part"] == "teeth"
+    [entry] = [e for e in ledger.entries() if e["id"] == CLAIM]
+    assert entry["parts"] == {"teeth": HOLDS}

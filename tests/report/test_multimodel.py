@@ -371,3 +371,31 @@ def test_a_later_model_runs_every_test_when_the_checkout_changed(tmp_path, monke
     err = capsys.readouterr().err
     assert (f"the checkout's tracked code changed since reference's run (commit the first run's "
             f"commit, now {runmeta.commit(ROOT)}): article's run runs every test") in err
+
+
+def test_outside_a_git_checkout_a_later_model_runs_every_test(tmp_path, monkeypatch, capsys):
+    """Where the checkout's code has no fingerprint (``runmeta.worktree`` is
+    None: a source tarball, a packager's build), the first run's ledger has
+    none either; None equal to None is no proof of the same code, so the
+    later model's run is whole and the progress says why. Run in a git
+    checkout too, with the fingerprint taken away."""
+    from dataclasses import replace
+
+    from aftertrain.cli import report as report_command
+
+    monkeypatch.setattr(report_command.runmeta, "worktree", lambda root: None)
+    given = {}
+
+    def fake_run(checkout, json_path, quick, log, meta=None, model=None, *, timing_lock=None,
+                 output=None, model_free_from=None):
+        given[model] = model_free_from
+        data = _data()
+        data["meta"] = {"model": model, "worktree": None}
+        json_path.write_text(json.dumps(data))
+        return replace(R.read_ledger(json_path), pytest_status=0)
+
+    monkeypatch.setattr(report_command, "run_ledger", fake_run)
+    assert main(["report", "--out", str(tmp_path / "out"), "--checkout", str(ROOT)]) == 0
+    assert given == {"reference": None, "article": None}
+    assert (f"{ROOT} is not a git checkout with a commit: article's run runs every test"
+            in capsys.readouterr().err)
