@@ -189,7 +189,7 @@ MUTANTS: tuple[Mutant, ...] = (
       equivalent="its one caller (ledger/plugin.py, pytest_configure) calls reuse on a fresh Ledger, "
                  "before any report: self.tests then holds exactly the tests taken"),
     M('r3-state-06', 'r3-state', '"part not run" marked on holds only',
-      'partly = entry["not_run"] and entry["verdict"] not in (SKIPPED, NOT_COVERED)',
+      'partly = entry["not_run"] and entry["verdict"] not in (SKIPPED, NOT_COVERED, NOT_DECIDED)',
       'partly = entry["not_run"] and entry["verdict"] == HOLDS'),
     M('r3-state-07', 'r3-state', 'a part whose tests were all skipped reads skipped, not "not run"',
       'return {part: (NOT_RUN if not [o for o in outcomes if o not in NOT_RAN]',

@@ -152,13 +152,6 @@ SUBSETS |= {
 }
 
 
-#: Red on the unmutated tree at 7f8adb0 (the merge of issues 36 and 37): they
-#: expect check rule's old messages ("--n must be >= 100", "must be >= 0")
-#: where cli/check.py now says "must be from 100 to 200,000"; left out until
-#: they agree, or every cli mutant would look killed.
-_STALE_ON_MUT = [
-    "--deselect", "tests/cli/test_cli_limits.py::test_check_rule_n_takes_100_and_refuses_99",
-    "--deselect", "tests/cli/test_cli_limits.py::test_check_rule_seed_takes_0_and_refuses_minus_1"]
 # Tags of the third independent set (tools/mutants_round3.py): the module's own test files.
 _CB = "tests/checks/test_bad_inputs.py"
 SUBSETS |= {
@@ -178,7 +171,7 @@ SUBSETS |= {
     "r3-compare": ["tests/timing/test_compare.py", "tests/timing/test_compare_intervals.py",
                    "tests/timing/test_compare_machines.py"] + _UNTIMED,
     "r3-cli": ["tests/cli/test_check.py", "tests/cli/test_cli.py", "tests/cli/test_cli_limits.py"]
-    + _UNTIMED + _STALE_ON_MUT,
+    + _UNTIMED,
 }
 
 
