@@ -20,6 +20,7 @@ parses arguments or prints.
 """
 
 import importlib
+import importlib.util
 
 #: Each public name and the module that defines it: loaded on first use, so
 #: ``aftertrain.report.paths`` and ``.ledgerfile`` (what ``aftertrain
@@ -42,4 +43,6 @@ __all__ = sorted(_NAMES)
 def __getattr__(name: str):
     if name in _NAMES:
         return getattr(importlib.import_module(f"aftertrain.report.{_NAMES[name]}"), name)
+    if importlib.util.find_spec(f"aftertrain.report.{name}") is not None:  # a submodule, as before
+        return importlib.import_module(f"aftertrain.report.{name}")
     raise AttributeError(f"module 'aftertrain.report' has no attribute {name!r}")
