@@ -6,26 +6,18 @@ Only a red test run kills a mutant; a pytest that could not run the tests
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.common.tools import load_tool
 
 SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "mutate.py"
 
 
 @pytest.fixture(scope="module")
 def mutate():
-    name = "aftertrain_tools_mutate"  # registered while loaded: its dataclasses look it up
-    spec = importlib.util.spec_from_file_location(name, SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        del sys.modules[name]
+    yield from load_tool("mutate")
 
 
 @pytest.mark.parametrize("body, extra, outcome", [

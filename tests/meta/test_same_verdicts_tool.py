@@ -8,12 +8,12 @@ and the left-out kinds must not be."""
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.common.tools import load_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tools" / "same_verdicts.py"
@@ -21,15 +21,7 @@ SCRIPT = ROOT / "tools" / "same_verdicts.py"
 
 @pytest.fixture(scope="module")
 def tool():
-    name = "aftertrain_tools_same_verdicts"
-    spec = importlib.util.spec_from_file_location(name, SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        del sys.modules[name]
+    yield from load_tool("same_verdicts")
 
 
 @pytest.fixture(scope="module")
