@@ -6,13 +6,9 @@ Only a red test run kills a mutant; a pytest that could not run the tests
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.common.tools import load_tool
-
-SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "mutate.py"
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,6 @@ import pytest
 from tests.common.tools import load_tool
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "tools" / "same_verdicts.py"
 
 
 @pytest.fixture(scope="module")
