@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import aftertrain
 
 SRC = Path(aftertrain.__file__).resolve().parent
@@ -85,6 +87,7 @@ def test_version_help_and_usage_errors_do_not_import_torch(tmp_path):
     assert loaded == [], f"torch was imported by {loaded[0]}"
 
 
+@pytest.mark.e2e
 def test_the_probe_sees_torch_when_a_command_loads_it(tmp_path):
     """The probe's own teeth: a command line that does reach the model
     (sampling from the bundled reference, length 0) is reported as loading torch."""

@@ -139,6 +139,7 @@ def test_timed(benchmark, i):
 '''
 
 
+@pytest.mark.e2e
 def test_two_models_side_by_side_never_time_while_the_other_runs_a_test(
         tmp_path, capfd, monkeypatch):
     """``--models reference,article --jobs 2``: two real pytest runs at once

@@ -84,7 +84,7 @@ def test_the_plugins_are_pytest11_entry_points_named_as_their_p_names():
     assert all(f"-p {p} " in addopts for p in PLUGINS)
 
 
-@pytest.mark.parametrize("form", ["space", "equals"])
+@pytest.mark.parametrize("form", [pytest.param("space", marks=pytest.mark.e2e), "equals"])
 def test_a_checkpoint_outside_from_a_folder_outside(places, form):
     mine = str(places["mine"])
     option = ["--aftertrain-model", mine] if form == "space" else [f"--aftertrain-model={mine}"]
@@ -102,6 +102,7 @@ def test_a_checkpoint_outside_from_a_folder_outside(places, form):
         assert claims.is_file()
 
 
+@pytest.mark.e2e
 def test_equals_form_from_the_project_folder(places):
     run = _pytest(places["proj"], f"--aftertrain-model={places['mine']}", tmp=places["tmp"])
     assert run.returncode == 0, run.stdout + run.stderr
@@ -182,6 +183,7 @@ def test_an_unknown_hypothesis_profile_is_one_line_before_any_test(pytester: pyt
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
 
 
+@pytest.mark.e2e
 def test_a_second_report_runs_pytest_with_paths_outside_the_checkout(places, monkeypatch):
     """``aftertrain report --models PATH --out DIR``, both outside the
     checkout, DIR already holding the first report's ledger: the pytest

@@ -142,6 +142,7 @@ def model_identity():
 '''
 
 
+@pytest.mark.e2e
 def test_under_xdist_the_workers_deselect_and_the_controller_takes(pytester, suite, tmp_path,
                                                                    monkeypatch):
     pytester.makeconftest(_XDIST_CONFTEST)

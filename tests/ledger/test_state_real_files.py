@@ -34,6 +34,7 @@ def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str
     return proc, {c["id"]: c for c in json.loads(ledger.read_text())["claims"]}
 
 
+@pytest.mark.e2e
 def test_the_speedup_rules_self_tests_alone_decide_no_timing_claim(tmp_path, monkeypatch):
     """The decision rules' teeth and self-tests check the rules, nothing is
     timed: S5, S6, S7, X2 and X8 are not decided here (their timing did not

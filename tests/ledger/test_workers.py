@@ -120,6 +120,7 @@ def test_untimed(request):
 '''
 
 
+@pytest.mark.e2e
 def test_workers_time_alone_under_the_controllers_lock(pytester, tmp_path, monkeypatch):
     """Under ``-n 2`` pytest-benchmark times (it turns itself off under
     xdist), a timing test holds the lock alone, an untimed one shares it,
@@ -146,6 +147,7 @@ def test_workers_time_alone_under_the_controllers_lock(pytester, tmp_path, monke
     result.stdout.fnmatch_lines(["*each timing ran alone*run with -n 0 to see it*"])
 
 
+@pytest.mark.e2e
 def test_workers_with_benchmark_disable_do_not_time(pytester, tmp_path, monkeypatch):
     for name in XDIST_VARIABLES:
         monkeypatch.delenv(name, raising=False)
