@@ -245,7 +245,7 @@ def test_report_runs_each_model_and_fails_when_a_test_fails_on_any(tmp_path, mon
     code has no fingerprint, so the later run is whole and says why."""
     from dataclasses import replace
 
-    from aftertrain.cli import report as report_command
+    from aftertrain.cli import suite
 
     calls, locks, earlier = [], [], {}
     tree = runmeta.worktree(ROOT)
@@ -262,7 +262,7 @@ def test_report_runs_each_model_and_fails_when_a_test_fails_on_any(tmp_path, mon
         json_path.write_text(json.dumps(data))
         return replace(R.read_ledger(json_path), pytest_status=status if model == "article" else 0)
 
-    monkeypatch.setattr(report_command, "run_ledger", fake_run)
+    monkeypatch.setattr(suite, "run_ledger", fake_run)
     out = tmp_path / "out"
     assert main(["report", "--out", str(out), "--checkout", str(ROOT)]
                 + ([] if jobs is None else ["--jobs", str(jobs)])) == expected
@@ -301,7 +301,7 @@ def test_only_a_run_that_ran_its_tests_gives_a_ledger(tmp_path, monkeypatch, sta
     the report refuses them, naming the status, instead of rendering a part."""
     import subprocess
 
-    from aftertrain.cli import report as report_command
+    from aftertrain.cli import suite
     from aftertrain.report import ReportError
 
     json_path = tmp_path / "claims.json"
@@ -309,8 +309,8 @@ def test_only_a_run_that_ran_its_tests_gives_a_ledger(tmp_path, monkeypatch, sta
     def fake_run(cmd, **kwargs):
         json_path.write_text(json.dumps(_data()))
         return subprocess.CompletedProcess(cmd, status)
-    monkeypatch.setattr(report_command.subprocess, "run", fake_run)
-    run = lambda: report_command.run_ledger(ROOT, json_path, False, lambda msg: None)  # noqa: E731
+    monkeypatch.setattr(suite.subprocess, "run", fake_run)
+    run = lambda: suite.run_ledger(ROOT, json_path, False, lambda msg: None)  # noqa: E731
     if accepted:
         assert run().pytest_status == status
     else:
@@ -353,7 +353,7 @@ def test_a_later_model_runs_every_test_when_the_checkout_changed(tmp_path, monke
                     "test_report_runs_each_model_and_fails_when_a_test_fails_on_any's")
     from dataclasses import replace
 
-    from aftertrain.cli import report as report_command
+    from aftertrain.cli import suite
 
     given = {}
 
@@ -365,7 +365,7 @@ def test_a_later_model_runs_every_test_when_the_checkout_changed(tmp_path, monke
         json_path.write_text(json.dumps(data))
         return replace(R.read_ledger(json_path), pytest_status=0)
 
-    monkeypatch.setattr(report_command, "run_ledger", fake_run)
+    monkeypatch.setattr(suite, "run_ledger", fake_run)
     assert main(["report", "--out", str(tmp_path / "out"), "--checkout", str(ROOT)]) == 0
     assert given == {"reference": None, "article": None}
     err = capsys.readouterr().err
@@ -381,9 +381,9 @@ def test_outside_a_git_checkout_a_later_model_runs_every_test(tmp_path, monkeypa
     checkout too, with the fingerprint taken away."""
     from dataclasses import replace
 
-    from aftertrain.cli import report as report_command
+    from aftertrain.cli import suite
 
-    monkeypatch.setattr(report_command.runmeta, "worktree", lambda root: None)
+    monkeypatch.setattr(suite.runmeta, "worktree", lambda root: None)
     given = {}
 
     def fake_run(checkout, json_path, quick, log, meta=None, model=None, *, timing_lock=None,
@@ -394,7 +394,7 @@ def test_outside_a_git_checkout_a_later_model_runs_every_test(tmp_path, monkeypa
         json_path.write_text(json.dumps(data))
         return replace(R.read_ledger(json_path), pytest_status=0)
 
-    monkeypatch.setattr(report_command, "run_ledger", fake_run)
+    monkeypatch.setattr(suite, "run_ledger", fake_run)
     assert main(["report", "--out", str(tmp_path / "out"), "--checkout", str(ROOT)]) == 0
     assert given == {"reference": None, "article": None}
     assert (f"{ROOT} is not a git checkout with a commit: article's run runs every test"
