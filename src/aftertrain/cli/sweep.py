@@ -83,17 +83,13 @@ def sweep_main(args) -> int:
     from aftertrain.experiments import sweep as ESW
     from aftertrain.lm import registry as _models
     from aftertrain.report import sweep as sweep_section
-    from aftertrain.report.multimodel import model_label
 
     for m in names:
         try:
             _models.resolve(m)
         except ValueError as err:
             raise ReportError(f"--models: {err}") from None
-    ledgers: dict[str, Ledger] = {}  # by the checkpoint's SHA-256, else by model label
-    for p in claims_json:
-        led = read_ledger(p)
-        ledgers[str(led.meta.get("model_sha256") or model_label(led))] = led
+    ledgers = _ledgers(claims_json)
     # Points of an earlier sweep file, by SHA-256: not measured again.
     reuse = {p.get("sha256"): p for f in reuse_files
              for p in sweep_section.read_sweep(f) if COMPLETE <= set(p)}
@@ -128,6 +124,18 @@ def sweep_main(args) -> int:
     losses = ", ".join(f"{p['model']} {p['val_loss']:.4f}" for p in points)
     print(f"{out / SWEEP_FILE}, {path}: {len(points)} checkpoints ({losses})")
     return 0
+
+
+def _ledgers(claims_json: list[str]) -> dict[str, Ledger]:
+    """The ledgers of ``--claims-json`` by their checkpoint's SHA-256, else by
+    their model's label (a ledger without metadata)."""
+    from aftertrain.report.multimodel import model_label
+
+    ledgers = {}
+    for p in claims_json:
+        led = read_ledger(p)
+        ledgers[str(led.meta.get("model_sha256") or model_label(led))] = led
+    return ledgers
 
 
 def _write(out: Path, points: list[dict], argv: list[str]) -> Path:

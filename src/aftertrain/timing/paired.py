@@ -2,7 +2,8 @@
 
 One fixed-size timing (:func:`paired_timing`) and the distribution-free
 interval of a median (:func:`median_interval`); the decisions built on them
-are in :mod:`aftertrain.timing.sequential`.
+are in :mod:`aftertrain.timing.sequential`, their types in
+:mod:`aftertrain.timing.decision`.
 """
 
 from __future__ import annotations
@@ -305,6 +306,9 @@ def paired_timing(
         while ``calls=20`` gave ratios alternating between 1.3 and 4 with the
         order in the pair. Raise ``calls`` only as far as the timer needs;
         add pairs instead.
+
+    Long: this docstring is the protocol and its measured note; the body
+    is the argument checks and four calls.
     """
     check_callable("baseline", baseline)
     check_callable("candidate", candidate)
