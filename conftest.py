@@ -108,7 +108,8 @@ def bits_rows(reference) -> dict:
 @pytest.fixture(scope="module")
 def small_gpt():
     """An untrained GPT of the default shape (eval mode), built per module for
-    tests that need any model (the bad-input tables)."""
+    tests that need a model of the real size but not a trained one (the
+    bad-input tables, the pruned copies of tests/prune/test_masks.py)."""
     from aftertrain.lm.model import GPT
 
     torch.manual_seed(0)  # a test-local model; the library never seeds

@@ -27,8 +27,8 @@ from aftertrain.lm import text as _text
 from aftertrain.lm.decoding import probabilities
 from aftertrain.speculative import drafts as D
 from aftertrain.stats import ALPHA
+from tests.common.kit import joint_law_report
 from tests.common.strategies import verification_case
-from tests.common.toys import TOY_PROMPT, TOY_TEMPERATURE, toy_draft, toy_target
 
 FIXED_P, FIXED_Q = torch.from_numpy(_FIXED_P), torch.from_numpy(_FIXED_Q)
 
@@ -51,14 +51,6 @@ def test_reference_copy_of_the_rule_equals_the_shipped_rule(case):
     ours = zoo.make_rule()(P, Q, drafts, u, v)
     shipped = S.verify_with_uniforms(P, Q, drafts, u, v)
     assert torch.equal(ours[0], shipped[0]) and torch.equal(ours[1], shipped[1])
-
-
-def joint_law_report(generate, runs: int = 600):
-    """The X6 check (kit's check_generator: toy 4-symbol models, temperature
-    0.3, first three symbols) at k = 1 with ``runs`` runs."""
-    return CS.check_generator(generate, toy_target(), toy_draft(), runs=runs, ks=(1,),
-                              temperatures=(TOY_TEMPERATURE,), prompt=TOY_PROMPT.tolist(),
-                              alpha=ALPHA, seed=0)
 
 
 def joint_law_rejects(report) -> bool:

@@ -37,8 +37,8 @@ import types
 import typing
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-COMMITTED = ROOT / "report"
+from tests.common.committed import COMMITTED, ROOT
+
 #: Where the inventory is written (``python tools/figures.py --write``).
 DOC = ROOT / "docs" / "figures.md"
 

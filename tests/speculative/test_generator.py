@@ -22,7 +22,6 @@ import torch
 from hypothesis import given
 
 from aftertrain import speculative as S
-from aftertrain.checks import speculative as CS
 from aftertrain.claims import tables
 from aftertrain.core.tolerances import LOGITS_ATOL
 from aftertrain.experiments import speculative as XS
@@ -32,29 +31,18 @@ from aftertrain.lm.decoding import probabilities
 from aftertrain.lm.text import encode
 from aftertrain.speculative import drafts as D
 from aftertrain.stats import ALPHA
+from tests.common.kit import joint_law_report
 from tests.common.strategies import speculative_run
-from tests.common.toys import TOY_PROMPT, TOY_TEMPERATURE, CountingModel, toy_draft, toy_gpt, toy_target
+from tests.common.toys import CountingModel, toy_gpt
 
 # --- toy models and their exact law ---------------------------------------------------
 
-JOINT_LENGTH = 3
 JOINT_RUNS = 1500  # generator calls per k; expected count per cell ~ 1500 / 64 ~ 23 (pooled below 5)
 
 
 def shipped_generate(target, draft, prompt, n_new, k, temperature, generator):
     """The shipped generator in the kit's protocol (the generated tokens)."""
     return S.speculative_generate(target, draft, prompt, n_new, k, temperature, generator).generated
-
-
-def joint_law_report(k: int, runs: int = JOINT_RUNS, seed: int = 0):
-    """The kit's check_generator on the shipped generator: the first 3
-    symbols of ``runs`` calls (toy target and draft, temperature 0.3)
-    against the enumerated law (chi-square; for k = 4 the run is k + 1 = 5
-    symbols long so the first round really drafts 4), and greedy output
-    equal to plain greedy decoding of the toy target."""
-    return CS.check_generator(shipped_generate, toy_target(), toy_draft(), runs=runs, ks=(k,),
-                              length=JOINT_LENGTH, temperatures=(TOY_TEMPERATURE,),
-                              prompt=TOY_PROMPT.tolist(), alpha=ALPHA, seed=seed)
 
 
 @pytest.mark.claim("X6")
@@ -67,7 +55,7 @@ def test_joint_law_of_first_three_symbols_is_the_targets(k, claim_record):
     temperature 0 the toy run equals plain greedy decoding. A sampler that
     emits the draft's law, takes its bonus from the wrong position or scores
     q at another temperature fails this (tests/claims/test_teeth.py)."""
-    report = joint_law_report(k)
+    report = joint_law_report(shipped_generate, k, runs=JOINT_RUNS)
     fit = next(r for r in report.rows if r.check == "chi-square")
     claim_record.measured(f"k={k}: chi2 {fit.statistic:.1f} on {fit.dof} dof, "
                                 f"p-value {fit.p_value:.3g}")
