@@ -23,6 +23,7 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse, but a mistake is one line (no usage block) and exit status 2."""
 
     def error(self, message: str):
+        """Exit with status 2 and one line: the mistake and where help is."""
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 

@@ -43,16 +43,19 @@ class RatioRule:
 
     @classmethod
     def inside(cls, band: tuple[float, float]) -> RatioRule:
+        """The rule ``low <= ratio <= high`` for ``band = (low, high)``."""
         if not (isinstance(band, tuple) and len(band) == 2):
             raise ValueError(f"band must be a (low, high) tuple, got {band!r}")
         return cls(*band)
 
     @classmethod
     def at_least(cls, bound: float) -> RatioRule:
+        """The rule ``ratio >= bound``."""
         return cls(low=bound)
 
     @classmethod
     def at_most(cls, bound: float) -> RatioRule:
+        """The rule ``ratio <= bound``."""
         return cls(high=bound)
 
     def decide(self, ci_low: float, ci_high: float) -> str | None:
@@ -117,9 +120,11 @@ class Decision:
 
     @property
     def pairs(self) -> int:
+        """The most pairs any of the decision's ratios got."""
         return max((len(t.ratios) for t in self.timings.values()), default=0)
 
     def intervals(self) -> str:
+        """Each ratio's median and interval, ``name: m [low, high]``, comma-separated."""
         return ", ".join(f"{name}: {t.median:.3f} [{t.ci_low:.3f}, {t.ci_high:.3f}]"
                          for name, t in self.timings.items())
 
@@ -136,6 +141,7 @@ class Decision:
                 f"{self.seconds:.1f} s, 1-minute load {self.load1:.2f}{note}")
 
     def as_dict(self) -> dict:
+        """The decision as JSON-ready data (the ledger's and pytest-benchmark's ``extra_info``)."""
         return {"verdict": self.verdict, "rule": self.rule, "looks": self.looks,
                 "max_looks": self.max_looks, "alpha": self.alpha,
                 "confidence": self.confidence, "seconds": self.seconds, "load1": self.load1,

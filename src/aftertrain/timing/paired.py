@@ -179,11 +179,13 @@ class Pairs:
         self.cand: list[float] = []
 
     def warm(self, warmup: int) -> None:
+        """Run each side ``warmup`` times, untimed, alternating."""
         for _ in range(warmup):
             self.baseline()
             self.candidate()
 
     def extend(self, n: int) -> None:
+        """Time pairs until there are ``n``: baseline first in even pairs, candidate first in odd ones."""
         for i in range(len(self.base), n):
             if i % 2 == 0:
                 b = self._time(self.baseline)
@@ -212,6 +214,7 @@ class Pairs:
         return seconds
 
     def summary(self, confidence: float, threads: int, warmup: int) -> PairedTiming:
+        """The pairs so far as a :class:`PairedTiming` (median ratio and its interval at ``confidence``)."""
         if min(self.base) <= 0.0:
             raise RuntimeError(
                 "a baseline timing came out as 0 s, below the timer's resolution; "
@@ -243,10 +246,12 @@ class Quiet:
         torch.set_num_threads(self.threads)
 
     def off(self) -> None:
+        """Collect garbage once, then keep the collector off (timing starts)."""
         gc.collect()
         gc.disable()
 
     def on(self) -> None:
+        """Turn the collector back on if it was on (timing paused or done)."""
         if self.gc_was_enabled:
             gc.enable()
 
