@@ -60,10 +60,10 @@ def _numeric(hint: object) -> bool:
 
 
 def _nested_row(hint: object):
-    from aftertrain.claims.tables import Row
+    from aftertrain.claims.tables import TableRow
 
     for a in (hint, *typing.get_args(hint)):
-        if isinstance(a, type) and issubclass(a, Row):
+        if isinstance(a, type) and issubclass(a, TableRow):
             return a
     return None
 

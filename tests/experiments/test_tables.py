@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from aftertrain.claims import tables as TB
-from aftertrain.claims.tables import Row, Shape, TableSpec
+from aftertrain.claims.tables import Shape, TableRow, TableSpec
 from aftertrain.experiments import quant as EQ
 from aftertrain.experiments import tables as ET
 from tests.common.committed import LEDGERS
@@ -80,7 +80,7 @@ def test_a_field_named_by_a_keyword_keeps_its_json_key():
 
 
 @dataclasses.dataclass(frozen=True)
-class _Pair(Row):
+class _Pair(TableRow):
     a: int
     b: tuple[float, float]
 
