@@ -104,7 +104,7 @@ def subject_problem(rel: Path, src: Path = SRC) -> str | None:
 #: through the command line, a report section through the rendered report,
 #: the verdicts' words through the ledger that gives them).
 TESTED_IN = {
-    "checks/generator.py": "tests/checks/test_speculative.py",
+    "checks/generator_battery.py": "tests/checks/test_speculative.py",
     "checks/patterns.py": "tests/checks/test_prune.py",
     "checks/quant_battery.py": "tests/checks/test_quant.py",
     "checks/report.py": "tests/checks/test_rule_battery.py",
