@@ -27,16 +27,20 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
-def int_in(low: int, high: int) -> Callable[[str], int]:
-    """An argparse type: a whole number (base 10) from ``low`` to ``high``, both included."""
+def int_in(low: int, high: int, *, grouped: bool = False) -> Callable[[str], int]:
+    """An argparse type: a whole number (base 10) from ``low`` to ``high``, both
+    included; ``grouped``: the messages write ``high`` with thousands
+    separators (``check``'s style: 200,000)."""
+    top = f"{high:,}" if grouped else f"{high}"
+
     def parse(s: str) -> int:
         try:
             v = int(s, 10)
         except ValueError:
             raise argparse.ArgumentTypeError(
-                f"expected a whole number from {low} to {high}, got {s!r}") from None
+                f"expected a whole number from {low} to {top}, got {s!r}") from None
         if not low <= v <= high:
-            raise argparse.ArgumentTypeError(f"must be from {low} to {high}, got {v}")
+            raise argparse.ArgumentTypeError(f"must be from {low} to {top}, got {v}")
         return v
     parse.__name__ = "whole number"
     return parse
