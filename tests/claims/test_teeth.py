@@ -114,7 +114,7 @@ def test_joint_law_check_catches_a_draft_scored_at_another_temperature(claim_rec
 
 @pytest.mark.claim("X7")
 @pytest.mark.teeth
-def test_first_character_check_catches_always_accept_on_the_reference(reference,
+def test_first_character_check_catches_always_accept_on_the_reference(aftertrain_model,
                                                                        speculative_drafts,
                                                                        claim_record):
     """X7 for S2: with 'always accept' the 20,000 first characters after the
@@ -122,7 +122,7 @@ def test_first_character_check_catches_always_accept_on_the_reference(reference,
     and the TV bound, kit's check_rule on the reference's p and the bigram's
     q at that context) rejects them; the shipped rule passes the same check."""
     ids = _text.encode(_text.load_corpus().val_text[XS.S2_CONTEXT_SLICE]).tolist()
-    p1 = probabilities(DEC.Decoder(reference).feed(ids)[-1], 1.0)
+    p1 = probabilities(DEC.Decoder(aftertrain_model).feed(ids)[-1], 1.0)
     q1 = probabilities(DEC.Decoder(speculative_drafts[D.DraftKind.BIGRAM]).feed(ids)[-1], 1.0)
     # Only the first character is judged here; the bonus row repeats p_1.
     case = [("S2 context, bigram draft", torch.stack([p1, p1]), q1[None])]

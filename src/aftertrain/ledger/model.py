@@ -217,7 +217,7 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 
 
 #: The fixtures through which a test reads the model under test: a test
-#: whose fixture closure holds one of them (``reference``, ``baselines_dir``
+#: whose fixture closure holds one of them (``baselines_dir``, ``model_val_loss``
 #: and the regression fixtures of ``conftest.py`` request them) reads the
 #: model; any other gives the same outcome whatever ``--aftertrain-model``
 #: says.
