@@ -10,9 +10,10 @@ examples on every run), ``dev`` (few examples, fast feedback) and
 ``ci`` is used when the ``CI`` variable is set and otherwise too, so a plain
 ``pytest`` run is as reproducible as CI's.
 
-The model: ``reference`` is the model the claims run on, chosen with
-``--aftertrain-model NAME_OR_PATH`` or ``AFTERTRAIN_MODEL`` (default: the
-bundled reference; see :mod:`aftertrain.ledger.model`). Its stored baselines
+The model: ``aftertrain_model`` (the fixture of :mod:`aftertrain.ledger.model`)
+is the model the claims run on, chosen with ``--aftertrain-model
+NAME_OR_PATH`` or ``AFTERTRAIN_MODEL`` (default: the bundled reference); tests
+must not modify it. Its stored baselines
 live in ``baselines/<name>/`` (or ``--aftertrain-baselines DIR``).
 """
 
@@ -44,14 +45,6 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture(scope="session")
-def reference(aftertrain_model):
-    """The model the claims run on (eval mode): the bundled reference unless
-    ``--aftertrain-model`` / ``AFTERTRAIN_MODEL`` names another; tests must
-    not modify it."""
-    return aftertrain_model
-
-
-@pytest.fixture(scope="session")
 def corpus():
     from aftertrain.lm.text import load_corpus
 
@@ -59,11 +52,11 @@ def corpus():
 
 
 @pytest.fixture(scope="session")
-def reference_val_loss(reference) -> float:
+def model_val_loss(aftertrain_model) -> float:
     """float32 validation loss of the model under test, computed once."""
     from aftertrain.lm.evaluation import val_loss
 
-    return val_loss(reference)
+    return val_loss(aftertrain_model)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -97,18 +90,19 @@ def bigram_loss() -> float:
 
 
 @pytest.fixture(scope="session")
-def bits_rows(reference) -> dict:
+def bits_rows(aftertrain_model) -> dict:
     """Part 3's bits table on the model, ``{bits: row}``, computed once:
     the quantization claims and pruning's P4/P6 both read it."""
     from aftertrain.experiments.quant import bits_table
 
-    return {r.bits: r for r in bits_table(reference)}
+    return {r.bits: r for r in bits_table(aftertrain_model)}
 
 
 @pytest.fixture(scope="module")
 def small_gpt():
     """An untrained GPT of the default shape (eval mode), built per module for
-    tests that need any model (the bad-input tables)."""
+    tests that need a model of the real size but not a trained one (the
+    bad-input tables, the pruned copies of tests/prune/test_masks.py)."""
     from aftertrain.lm.model import GPT
 
     torch.manual_seed(0)  # a test-local model; the library never seeds
@@ -184,9 +178,9 @@ def data_regression(data_regression, request, model_identity):
 
 
 @pytest.fixture(scope="session")
-def speculative_drafts(reference):
+def speculative_drafts(aftertrain_model):
     """Every draft of speculative decoding (aftertrain.speculative.drafts.DraftKind ->
-    model), built once per session from the reference."""
+    model), built once per session from the model under test."""
     from aftertrain.speculative.drafts import DraftKind, draft_model
 
-    return {kind: draft_model(kind, reference) for kind in DraftKind}
+    return {kind: draft_model(kind, aftertrain_model) for kind in DraftKind}

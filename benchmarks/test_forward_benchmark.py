@@ -24,23 +24,23 @@ def window() -> torch.Tensor:
     return load_corpus().val[:T].view(1, T)  # (1, T)
 
 
-def test_forward_full_window(benchmark, reference, window):
+def test_forward_full_window(benchmark, aftertrain_model, window):
     """Correct first: the cached step's logits equal the full pass's last row
     within 1e-4 (claim K1: float error only; the article measured 9.06e-06,
     and float32 sums taken in another order differ by ~1e-6 relative)."""
-    cache = reference.new_cache()
+    cache = aftertrain_model.new_cache()
     with torch.no_grad():
-        full = reference(window)[0, -1]
-        reference(window[:, :-1], cache=cache)
+        full = aftertrain_model(window)[0, -1]
+        aftertrain_model(window[:, :-1], cache=cache)
 
     def step() -> torch.Tensor:
         cache.truncate(T - 1)
         with torch.no_grad():
-            return reference(window[:, -1:], cache=cache)[0, -1]
+            return aftertrain_model(window[:, -1:], cache=cache)[0, -1]
 
     def forward() -> torch.Tensor:
         with torch.no_grad():
-            return reference(window)[0, -1]
+            return aftertrain_model(window)[0, -1]
 
     torch.testing.assert_close(step(), full, rtol=0, atol=1e-4)
     torch.testing.assert_close(forward(), full, rtol=0, atol=0)

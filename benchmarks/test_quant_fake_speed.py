@@ -36,8 +36,8 @@ SAME_SPEED = RatioRule.inside(SAME_SPEED_BAND)
 
 
 @pytest.fixture(scope="module")
-def models(reference):
-    return reference, Q.quantized_model(reference, 8, Q.Granularity.PER_CHANNEL)
+def models(aftertrain_model):
+    return aftertrain_model, Q.quantized_model(aftertrain_model, 8, Q.Granularity.PER_CHANNEL)
 
 
 @pytest.fixture(scope="module")
@@ -63,13 +63,13 @@ def test_fake_quantized_forward_runs_at_float32_speed(benchmark, claim_record, m
     """Correct first: every 2-D weight of the candidate is the original's
     fake-quantized weight, bit for bit, the 1-D ones are unchanged, and its
     logits are finite and not the float32 ones. Then the decision."""
-    reference, quantized = models
-    original = dict(reference.named_parameters())
+    float32, quantized = models
+    original = dict(float32.named_parameters())
     for name, p in quantized.named_parameters():
         want = Q.fake_quantize(original[name], 8, Q.Granularity.PER_CHANNEL) if p.dim() == 2 \
             else original[name]
         assert torch.equal(p, want), name
-    base, cand = step_of(reference, window), step_of(quantized, window)
+    base, cand = step_of(float32, window), step_of(quantized, window)
     logits = cand()
     assert bool(torch.isfinite(logits).all()) and not torch.equal(logits, base())
     benchmark.group = "quant-fake-forward"
@@ -93,8 +93,8 @@ def test_same_speed_rule_catches_twice_the_work(benchmark, claim_record, models,
     """Teeth: two decoding steps per call (twice the work) against one: the
     decision is broken (or, on a machine too busy to decide, inconclusive;
     never holds)."""
-    reference, _ = models
-    base = step_of(reference, window)
+    float32, _ = models
+    base = step_of(float32, window)
 
     def twice() -> torch.Tensor:
         base()

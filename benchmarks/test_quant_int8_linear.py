@@ -34,8 +34,8 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::Deprecat
 
 
 @pytest.fixture(scope="module")
-def linears(reference):
-    f1 = reference.blocks[0].f1
+def linears(aftertrain_model):
+    f1 = aftertrain_model.blocks[0].f1
     return f1, quantize_dynamic(torch.nn.Sequential(f1), {torch.nn.Linear}, dtype=torch.qint8)
 
 

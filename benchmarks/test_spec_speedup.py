@@ -43,7 +43,7 @@ def named_drafts(speculative_drafts) -> dict:
 
 
 @pytest.fixture(scope="module")
-def spec(request, reference, named_drafts):
+def spec(request, aftertrain_model, named_drafts):
     """The decisions of every speculative timing claim
     (:func:`aftertrain.experiments.speedup.speedup_decisions`, the
     ``--timing-budget`` per rule, at most an equal share of what is left of
@@ -56,7 +56,7 @@ def spec(request, reference, named_drafts):
     if share <= 0:
         return {"decisions": None, "cpp": None}
     decisions, cpp = XU.speedup_decisions(
-        reference, named_drafts, budget_s=min(timing_budget(request.config), share))
+        aftertrain_model, named_drafts, budget_s=min(timing_budget(request.config), share))
     return {"decisions": decisions, "cpp": cpp}
 
 
@@ -66,12 +66,12 @@ def _fmt(r: XU.SpeedupRow) -> str:
             f"{r.predicted_vk:.2f}")
 
 
-def _one_run(reference, draft, k=4):
+def _one_run(aftertrain_model, draft, k=4):
     """The timed work, checked first: greedy speculative output equals plain greedy."""
     prompt = XS.prompt_text()
-    r = S.speculative_generate(reference, draft, prompt, SPEEDUP_CHARS, k, 0.0)
-    assert torch.equal(r.tokens, generate(reference, encode(prompt), SPEEDUP_CHARS, 0.0))
-    return lambda: S.speculative_generate(reference, draft, prompt, SPEEDUP_CHARS, k, 1.0,
+    r = S.speculative_generate(aftertrain_model, draft, prompt, SPEEDUP_CHARS, k, 0.0)
+    assert torch.equal(r.tokens, generate(aftertrain_model, encode(prompt), SPEEDUP_CHARS, 0.0))
+    return lambda: S.speculative_generate(aftertrain_model, draft, prompt, SPEEDUP_CHARS, k, 1.0,
                                           torch.Generator().manual_seed(0))
 
 
@@ -92,13 +92,13 @@ def _judged(claim_record, spec, name: str, benchmark, draft_module):
 
 @pytest.mark.claim("S5")
 def test_draft_cost_quantized_near_one_pass_bigram_a_small_fraction(benchmark, claim_record,
-                                                                   reference, named_drafts, spec):
+                                                                   aftertrain_model, named_drafts, spec):
     """S5. c = one drafted character (the generator's own draft loop) / one
     plain target step (model.generate's loop). Holds when the quantized
     drafts' intervals lie in SAME_WORK_BAND (the article: 8-bit 1.059, 4-bit
     1.034) and the bigram's and the n-gram's at most CHEAP_DRAFT (the
     article's bigram: 0.004, timed without the loop)."""
-    decision, tabs = _judged(claim_record, spec, "S5", benchmark, (reference, named_drafts[BIGRAM]))
+    decision, tabs = _judged(claim_record, spec, "S5", benchmark, (aftertrain_model, named_drafts[BIGRAM]))
     claim_record.table(tables.SPEC_DRAFT_COST, record(tables.SPEC_DRAFT_COST, tabs.costs))
     claim_record.measured(", ".join(f"{r.draft} c={r.c:.3f} ({r.c_low:.3f}~"
                                     f"{r.c_high:.3f})" for r in tabs.costs)
@@ -108,14 +108,14 @@ def test_draft_cost_quantized_near_one_pass_bigram_a_small_fraction(benchmark, c
 
 @pytest.mark.claim("X8")
 def test_verification_pass_costs_more_than_a_plain_pass_and_grows_with_k(benchmark, claim_record,
-                                                                        reference, named_drafts,
+                                                                        aftertrain_model, named_drafts,
                                                                         spec):
     """X8. v_k = one verification pass over k+1 positions (feed,
     distributions, rule) / one plain step. Holds when every interval lies
     above 1 and v_8's lies above v_2's (the article measured 1.41, 1.63,
     1.83 ms for 2, 5, 9 positions against 1.09 ms for one)."""
     decision, tabs = _judged(claim_record, spec, "X8 cost", benchmark,
-                             (reference, named_drafts[BIGRAM]))
+                             (aftertrain_model, named_drafts[BIGRAM]))
     claim_record.table(tables.SPEC_VERIFY_COST, record(tables.SPEC_VERIFY_COST, tabs.verify))
     claim_record.measured(", ".join(f"v_{r.k}={r.v_k:.2f} ({r.v_low:.2f}~"
                                     f"{r.v_high:.2f})" for r in tabs.verify))
@@ -123,14 +123,14 @@ def test_verification_pass_costs_more_than_a_plain_pass_and_grows_with_k(benchma
 
 
 @pytest.mark.claim("S6")
-def test_speedup_table_quantized_drafts_are_slower_than_plain(benchmark, claim_record, reference,
+def test_speedup_table_quantized_drafts_are_slower_than_plain(benchmark, claim_record, aftertrain_model,
                                                              named_drafts, spec):
     """S6. Speedup = plain time / speculative time. The article's finding
     that a good but expensive draft loses: every 8-bit and 4-bit speedup's
     interval lies below QUANTIZED_SPEEDUP_BELOW (the article: 8-bit 0.80 at
     k=4, 0.56 at k=8; 4-bit 0.41 at k=8)."""
     decision, tabs = _judged(claim_record, spec, "S6", benchmark,
-                             (reference, named_drafts[D.DraftKind.INT8.value]))
+                             (aftertrain_model, named_drafts[D.DraftKind.INT8.value]))
     claim_record.table(tables.SPEC_SPEEDUP, record(tables.SPEC_SPEEDUP, tabs.speedups))
     claim_record.measured("; ".join(_fmt(r) for r in tabs.speedups))
     claim_record.conclude(decision)
@@ -143,13 +143,13 @@ def test_speedup_table_quantized_drafts_are_slower_than_plain(benchmark, claim_r
     "k=4, 1.26 at k=8. Our bigram accepts 0.244 at k=1 (article 0.290), its drafted "
     "character costs c = 0.099 with the loop (article 0.004 without), and verifying k+1 "
     "positions costs v_k = 1.27-1.52 plain passes (X8): cpp / (v_k + k c) = 0.87 at best"))
-def test_bigram_draft_is_faster_than_plain_decoding(benchmark, claim_record, reference,
+def test_bigram_draft_is_faster_than_plain_decoding(benchmark, claim_record, aftertrain_model,
                                                    named_drafts, spec):
     """S6. The cheap bigram draft gives a real speedup at its best k: some
     k's interval lies above REAL_SPEEDUP (the article: 1.30 at k = 4, 1.26 at
     k = 8, "only the worst draft is faster than plain decoding")."""
     decision, tabs = _judged(claim_record, spec, "S6 bigram", benchmark,
-                             (reference, named_drafts[BIGRAM]))
+                             (aftertrain_model, named_drafts[BIGRAM]))
     # this judgement may decide at another look than S6's first test: its own figures, labelled
     # so (the report's cell would otherwise list "bigram k=2:" twice with different numbers)
     claim_record.measured(f"the bigram at this judgement's look {decision.looks}: " + ", ".join(
@@ -159,7 +159,7 @@ def test_bigram_draft_is_faster_than_plain_decoding(benchmark, claim_record, ref
 
 
 @pytest.mark.claim("S7")
-def test_speedup_formula_never_underrates_the_measured_speedup(benchmark, claim_record, reference,
+def test_speedup_formula_never_underrates_the_measured_speedup(benchmark, claim_record, aftertrain_model,
                                                                named_drafts, spec):
     """S7. The article's prediction cpp / (1 + k c) against the measured
     speedup, every draft and k. The formula leaves out costs the run pays
@@ -168,7 +168,7 @@ def test_speedup_formula_never_underrates_the_measured_speedup(benchmark, claim_
     not underrate: measured <= FORMULA_SLACK x predicted, on the intervals
     of the speedup and of c."""
     decision, tabs = _judged(claim_record, spec, "S7", benchmark,
-                             (reference, named_drafts[D.DraftKind.INT4.value]))
+                             (aftertrain_model, named_drafts[D.DraftKind.INT4.value]))
     claim_record.measured("; ".join(f"{r.draft} k={r.k}: predicted {r.predicted:.2f} "
                                     f"measured {r.speedup:.2f}" for r in tabs.speedups))
     claim_record.conclude(decision)
@@ -180,13 +180,13 @@ def test_speedup_formula_never_underrates_the_measured_speedup(benchmark, claim_
     "speedup by 0.10-0.18 (8-bit k=2 predicted 0.97, measured 0.80; 4-bit k=2 0.96 vs 0.78; "
     "4-bit k=8 0.75 vs 0.65); the article matched to ~0.05. It charges one plain pass per "
     "verification, but a pass over k+1 positions costs v_k = 1.27-1.52 here (X8)"))
-def test_speedup_formula_matches_quantized_drafts_within_0p05(benchmark, claim_record, reference,
+def test_speedup_formula_matches_quantized_drafts_within_0p05(benchmark, claim_record, aftertrain_model,
                                                               named_drafts, spec):
     """S7. For the 8-bit and 4-bit drafts at k = 2, 4, 8 the prediction
     cpp / (1 + k c) is within ARTICLE_MATCH of the measured speedup (the
     article's "match to about 0.05"), on the intervals."""
     decision, tabs = _judged(claim_record, spec, "S7 match", benchmark,
-                             (reference, named_drafts[D.DraftKind.INT8.value]))
+                             (aftertrain_model, named_drafts[D.DraftKind.INT8.value]))
     quantized = [r for r in tabs.speedups if r.draft in QUANTIZED]
     worst = max(quantized, key=lambda r: abs(r.predicted - r.speedup))
     claim_record.measured(f"largest |predicted - measured| "
@@ -196,12 +196,12 @@ def test_speedup_formula_matches_quantized_drafts_within_0p05(benchmark, claim_r
 
 @pytest.mark.claim("X8")
 def test_charging_verification_its_cost_fits_the_speedups_better(benchmark, claim_record,
-                                                                 reference, named_drafts, spec):
+                                                                 aftertrain_model, named_drafts, spec):
     """X8. Mean absolute error, over every draft and k, of cpp / (v_k + k c)
     against the measured speedups is below that of cpp / (1 + k c), on the
     intervals of c, v_k and the speedups (:func:`aftertrain.experiments.speedup_rules.fit_verdict`)."""
     decision, tabs = _judged(claim_record, spec, "X8 fit", benchmark,
-                             (reference, named_drafts[D.DraftKind.NGRAM.value]))
+                             (aftertrain_model, named_drafts[D.DraftKind.NGRAM.value]))
     rows = tabs.speedups
     err_article = sum(abs(r.predicted - r.speedup) for r in rows) / len(rows)
     err_vk = sum(abs(r.predicted_vk - r.speedup) for r in rows) / len(rows)
@@ -216,7 +216,7 @@ def test_charging_verification_its_cost_fits_the_speedups_better(benchmark, clai
 
 @pytest.mark.claim("X2")
 def test_cheap_and_good_draft_beats_the_bigram_and_plain_decoding(benchmark, request, claim_record,
-                                                                  reference, named_drafts, spec,
+                                                                  aftertrain_model, named_drafts, spec,
                                                                   baselines_dir, data_regression):
     """X2. Some cheap, better draft (n-gram, draft GPT) gives a real speedup
     (interval above 1) and beats the bigram's best by BETTER_THAN_BIGRAM
@@ -224,7 +224,7 @@ def test_cheap_and_good_draft_beats_the_bigram_and_plain_decoding(benchmark, req
     the run's figures (c, v_k, every speedup with both predictions, the best
     draft) are written to baselines/spec_speedup.yml."""
     decision, tabs = _judged(claim_record, spec, "X2", benchmark,
-                             (reference, named_drafts[D.DraftKind.NGRAM.value]))
+                             (aftertrain_model, named_drafts[D.DraftKind.NGRAM.value]))
     cheap = [r for r in tabs.speedups if r.draft in CHEAP]
     best = max(cheap, key=lambda r: r.speedup)
     bigram_best = max((r for r in tabs.speedups if r.draft == BIGRAM),

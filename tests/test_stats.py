@@ -29,6 +29,7 @@ from aftertrain.stats import (
     tv_null_distribution,
     tv_threshold,
 )
+from tests.common.oracles import exact_mean_tv
 
 K, N = 100, 20_000
 ZIPF = 1.0 / np.arange(1, K + 1)
@@ -292,15 +293,6 @@ def test_tv_threshold_is_the_null_mean_plus_the_mcdiarmid_margin():
 # pinned to a computation that shares no code with aftertrain.stats, and each
 # teeth case sits just beyond the threshold: detected by the check as it is,
 # missed by the same check loosened by a factor of two (shown in the test).
-
-
-def exact_mean_tv(p: np.ndarray, n: int) -> float:
-    """E[TV] of n direct draws from p, exactly: each cell's count is
-    Binomial(n, p_i), and by linearity E[TV] = sum_i E|X_i - n p_i| / (2 n),
-    each term a finite sum over the binomial pmf (no simulation)."""
-    k = np.arange(n + 1)
-    return float(sum((scipy.stats.binom.pmf(k, n, pi) * np.abs(k - n * pi)).sum()
-                     for pi in p) / (2 * n))
 
 
 def mcdiarmid_margin(n: int, alpha: float) -> float:

@@ -262,6 +262,42 @@ class GoodnessOfFit:
         return self.pvalue < _check_alpha(alpha)
 
 
+def _observed(samples_or_counts: ArrayLike, p: np.ndarray, counts: bool) -> np.ndarray:
+    """The observed count per cell of :func:`chisquare_gof` (float64), checked."""
+    if counts:
+        obs = _as_1d(samples_or_counts, "samples_or_counts")
+        if not (np.issubdtype(obs.dtype, np.integer) or np.issubdtype(obs.dtype, np.floating)):
+            raise ValueError(f"samples_or_counts (counts) must be numeric, got dtype {obs.dtype}")
+        if obs.shape != p.shape:
+            raise ValueError(
+                f"samples_or_counts (counts) must have len(p) = {p.size} cells, "
+                f"got {obs.size}"
+            )
+        if not np.all(np.isfinite(obs.astype(np.float64))) or np.any(obs < 0) or np.any(
+            obs != np.round(obs)
+        ):
+            raise ValueError("samples_or_counts (counts) must be non-negative integers")
+        return obs.astype(np.float64)
+    obs = np.bincount(_check_samples(samples_or_counts, p.size), minlength=p.size)
+    return obs.astype(np.float64)
+
+
+def _pooled(obs: np.ndarray, expected: np.ndarray, min_expected: float
+            ) -> tuple[np.ndarray, np.ndarray, int]:
+    """(observed, expected, cells pooled): every cell expecting fewer than
+    ``min_expected`` pooled into one, the last; if together they still fall
+    short, the next smallest cells join until they do not."""
+    order = np.argsort(expected, kind="stable")  # smallest expected first
+    below = int((expected < min_expected).sum())
+    reach = int(np.searchsorted(np.cumsum(expected[order]) >= min_expected, True)) + 1
+    pooled = min(max(below, reach), expected.size) if below else 0
+    if pooled:
+        pool, keep = order[:pooled], order[pooled:]
+        obs = np.append(obs[keep], obs[pool].sum())
+        expected = np.append(expected[keep], expected[pool].sum())
+    return obs, expected, pooled
+
+
 def chisquare_gof(
     samples_or_counts: ArrayLike,
     p: ArrayLike,
@@ -297,23 +333,7 @@ def chisquare_gof(
     check_real("min_expected", min_expected, low=0.0, low_open=True)
     if not isinstance(counts, (bool, np.bool_)):
         raise ValueError(f"counts must be a bool, got {counts!r}")
-    if counts:
-        obs = _as_1d(samples_or_counts, "samples_or_counts")
-        if not (np.issubdtype(obs.dtype, np.integer) or np.issubdtype(obs.dtype, np.floating)):
-            raise ValueError(f"samples_or_counts (counts) must be numeric, got dtype {obs.dtype}")
-        if obs.shape != p.shape:
-            raise ValueError(
-                f"samples_or_counts (counts) must have len(p) = {p.size} cells, "
-                f"got {obs.size}"
-            )
-        if not np.all(np.isfinite(obs.astype(np.float64))) or np.any(obs < 0) or np.any(
-            obs != np.round(obs)
-        ):
-            raise ValueError("samples_or_counts (counts) must be non-negative integers")
-        obs = obs.astype(np.float64)
-    else:
-        obs = np.bincount(_check_samples(samples_or_counts, p.size), minlength=p.size)
-        obs = obs.astype(np.float64)
+    obs = _observed(samples_or_counts, p, counts)
     n = obs.sum()
     if n <= 0:
         raise ValueError("samples_or_counts must hold at least one sample")
@@ -330,16 +350,7 @@ def chisquare_gof(
                          f"can expect {min_expected:g}, so nothing would be tested (default "
                          f"{MIN_EXPECTED:g})")
 
-    # Pool every cell expecting fewer than min_expected; if together they
-    # still fall short, the next smallest cells join until they do not.
-    order = np.argsort(expected, kind="stable")  # smallest expected first
-    below = int((expected < min_expected).sum())
-    reach = int(np.searchsorted(np.cumsum(expected[order]) >= min_expected, True)) + 1
-    pooled = min(max(below, reach), expected.size) if below else 0
-    if pooled:
-        pool, keep = order[:pooled], order[pooled:]
-        obs = np.append(obs[keep], obs[pool].sum())
-        expected = np.append(expected[keep], expected[pool].sum())
+    obs, expected, pooled = _pooled(obs, expected, min_expected)
     if obs.size < 2:
         # One cell left (all mass in one cell, or too few samples to split
         # the mass into two cells of min_expected): nothing to test.

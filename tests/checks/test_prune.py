@@ -8,7 +8,6 @@ import pytest
 import torch
 
 from aftertrain import prune as P
-from aftertrain.checks import Report
 from aftertrain.checks.prune import (
     NM,
     Scope,
@@ -19,6 +18,7 @@ from aftertrain.checks.prune import (
     nm_battery,
     structured_battery,
 )
+from tests.common.kit import failed_checks
 from tests.common.prune_bugs import (
     floor_count_global_masks,
     half_up_count_global_masks,
@@ -29,10 +29,6 @@ from tests.common.prune_bugs import (
     threshold_global_masks,
     unnested_global_masks,
 )
-
-
-def failed_checks(report: Report) -> set[str]:
-    return {r.check for r in report.rows if not r.passed}
 
 
 @pytest.mark.parametrize("prune, scope", [(P.global_magnitude_masks, Scope.GLOBAL),

@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from aftertrain.checks import Report
 from aftertrain.checks.quant import (
     battery,
     check_quantizer,
@@ -23,6 +22,7 @@ from aftertrain.checks.schemes import (
     quantize_scheme,
 )
 from aftertrain.quant import Granularity, fake_quantize
+from tests.common.kit import failed_checks
 from tests.common.quant_bugs import (
     affine_zero_point,
     clamp_past_qmax,
@@ -39,10 +39,6 @@ from tests.common.quant_bugs import (
 )
 
 G = Granularity
-
-
-def failed_checks(report: Report) -> set[str]:
-    return {r.check for r in report.rows if not r.passed}
 
 
 def test_kit_passes_aftertrains_quantizer_and_reports_every_row():
@@ -345,7 +341,6 @@ def test_bad_scheme_arguments_raise_a_clear_value_error(make, words):
     with pytest.raises(ValueError) as e:
         make()
     assert all(word in str(e.value) for word in words), str(e.value)
-
 
 
 @pytest.mark.teeth

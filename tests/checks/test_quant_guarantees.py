@@ -24,10 +24,7 @@ from aftertrain.checks.schemes import (
     quantize_scheme,
 )
 from aftertrain.quant.primitives import SCALE_FLOOR
-
-
-def failed_checks(report: Report) -> set[str]:
-    return {r.check for r in report.rows if not r.passed}
+from tests.common.kit import failed_checks
 
 
 def rows_named(report: Report, check: str) -> list:

@@ -16,26 +16,18 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
-import scipy.stats
 import torch
 
 from aftertrain import stats
 from aftertrain.checks.report import Report
 from aftertrain.checks.rule_battery import FIXED_P, FIXED_Q, TV_NULL_TRIALS, Case, judge_case
+from tests.common.oracles import exact_mean_tv
 
 ALPHA = 1e-3
 #: Rounds that accepted 0, 1, 2 and all 3 drafts: m_j = 1000, 100, 50, 20.
 ACCEPTED = [0] * 900 + [1] * 50 + [2] * 30 + [3] * 20
 REACHED = {0: 1000, 1: 100, 2: 50, 3: 20}
-
-
-def exact_mean_tv(p: np.ndarray, m: int) -> float:
-    """E[TV] of m direct draws: sum_i E|X_i - m p_i| / (2 m), X_i ~ Bin(m, p_i)."""
-    x = np.arange(m + 1)
-    return sum(float((scipy.stats.binom.pmf(x, m, pi) * np.abs(x - m * pi)).sum())
-               for pi in p) / (2 * m)
 
 
 def test_each_positions_tv_threshold_is_taken_at_the_rounds_that_reached_it():

@@ -5,20 +5,17 @@ and a file of another format or shape is refused naming the field."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from aftertrain.claims.ledgerfile import FORMAT, LedgerFile, LedgerFormatError
 from aftertrain.report import read_ledger
+from tests.common.committed import LEDGERS
 
 pytest_plugins = ["pytester"]
 
-ROOT = Path(__file__).resolve().parents[2]
-COMMITTED = [ROOT / "report" / "claims.json", ROOT / "report" / "claims-article.json"]
 
-
-@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", LEDGERS, ids=lambda p: p.name)
 def test_a_committed_ledger_reads_and_writes_back_the_same_json(path, tmp_path):
     data = json.loads(path.read_text())
     file = LedgerFile.from_json(data, str(path))

@@ -8,14 +8,11 @@ hides two fields swapped on both sides)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from aftertrain.claims.ledgerfile import FORMAT, LedgerFile
-
-ROOT = Path(__file__).resolve().parents[2]
-COMMITTED = [ROOT / "report" / "claims.json", ROOT / "report" / "claims-article.json"]
+from tests.common.committed import LEDGERS
 
 CLAIM_FIELDS = ("id", "verdict", "title", "statement", "article", "not_run", "parts", "defining",
                 "undecided", "beside", "reasons", "measured", "tests")
@@ -33,7 +30,7 @@ def _test_as_read(t) -> dict:
             "not_run": _not_run(t.not_run), "reads_model": t.reads_model}
 
 
-@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", LEDGERS, ids=lambda p: p.name)
 def test_every_field_of_a_committed_ledger_is_read_as_written(path):
     """Each claim's and each test's fields, read by ``from_json``, equal the
     raw JSON's value of the same name (the committed ledgers carry every
@@ -60,7 +57,7 @@ def test_every_field_of_a_committed_ledger_is_read_as_written(path):
             assert _test_as_read(t) == raw_t, t.nodeid
 
 
-@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", LEDGERS, ids=lambda p: p.name)
 def test_a_committed_ledger_is_written_back_as_the_raw_json(path, tmp_path):
     """``to_json`` of what was read is the file's JSON, and so is the file
     ``write`` leaves (compared with ``json.loads`` of the committed file)."""

@@ -29,8 +29,8 @@ ARTICLE_P1, ARTICLE_P2, ARTICLE_P4 = (ARTICLE_TABLES[k] for k in ("p1", "p2", "p
 
 
 @pytest.fixture(scope="session")
-def curve(reference) -> EP.LossCurve:
-    return EP.LossCurve(reference)
+def curve(aftertrain_model) -> EP.LossCurve:
+    return EP.LossCurve(aftertrain_model)
 
 
 @pytest.fixture(scope="session")
@@ -211,17 +211,17 @@ def test_sparsities_matching_quantization_losses(matching, quant_losses, curve, 
 
 
 @pytest.mark.claim("P5")
-def test_bytes_per_element_table_is_exact(reference, claim_record):
+def test_bytes_per_element_table_is_exact(aftertrain_model, claim_record):
     """Bytes per element of the model's 631,808 weights pruned by global
     magnitude: exact closed forms from the kept count z (COO 8z/n, bitmask
     (n/8 + 4z)/n, CSR (12z + 8 * (rows + 15))/n) and the article's figures
     as it prints them (cut to 2 decimals: 2.125 -> 2.12, 0.525 -> 0.52)."""
-    rows = EP.bytes_table(reference)
-    n, n_rows = 631_808, sum(w.shape[0] for w in P.prunable_weights(reference).values())
+    rows = EP.bytes_table(aftertrain_model)
+    n, n_rows = 631_808, sum(w.shape[0] for w in P.prunable_weights(aftertrain_model).values())
     article = ARTICLE_TABLES["p5"]
     claim_record.measured("; ".join(
         f"{r.sparsity:.0%}: dense {r.dense:.2f} COO {r.coo:.4f} bitmask {r.bitmask:.4f} "
-        f"CSR {r.csr:.4f}" for r in rows) + f"; int8 {EP.int8_bytes_per_element(reference)}")
+        f"CSR {r.csr:.4f}" for r in rows) + f"; int8 {EP.int8_bytes_per_element(aftertrain_model)}")
     claim_record.table(tables.P5, record(tables.P5, rows))
     for r in rows:
         z = n - round(r.sparsity * n)
@@ -235,7 +235,7 @@ def test_bytes_per_element_table_is_exact(reference, claim_record):
     # int8: 1 byte a value, plus one float32 scale per output row: 3,784 rows
     # (tok 100 + pos 128 + 3 x (qkv 384 + proj 128 + f1 512 + f2 128) + head 100),
     # the article's count of per-channel scales (Q3)
-    assert EP.int8_bytes_per_element(reference) == {"values": 1.0,
+    assert EP.int8_bytes_per_element(aftertrain_model) == {"values": 1.0,
                                                     "with_scales": 1 + 4 * 3_784 / n}
 
 

@@ -52,8 +52,8 @@ MB = 2**20  # the article's MB
 
 
 @pytest.fixture(scope="module")
-def sensitivity(reference) -> list[EQ.SensitivityRow]:
-    return EQ.sensitivity_table(reference, 4, G.PER_CHANNEL)
+def sensitivity(aftertrain_model) -> list[EQ.SensitivityRow]:
+    return EQ.sensitivity_table(aftertrain_model, 4, G.PER_CHANNEL)
 
 
 def fmt_row(r: EQ.BitsRow) -> str:
@@ -75,14 +75,14 @@ def check_model_quantized(qmodel, model, bits, g):
 
 @pytest.mark.claim("Q1")
 @pytest.mark.parametrize("g", list(Granularity), ids=lambda g: g.value)
-def test_quantized_model_quantizes_every_2d_weight_and_nothing_else(reference, g):
+def test_quantized_model_quantizes_every_2d_weight_and_nothing_else(aftertrain_model, g):
     """The article quantizes all 631,808 weights of the 15 matrices
     (embeddings included) and keeps the 1-D parameters float32; the original
     model is left untouched."""
-    before = copy.deepcopy(reference.state_dict())
+    before = copy.deepcopy(aftertrain_model.state_dict())
     for bits in (8, 4, 2):
-        check_model_quantized(Q.quantized_model(reference, bits, g), reference, bits, g)
-    for k, v in reference.state_dict().items():
+        check_model_quantized(Q.quantized_model(aftertrain_model, bits, g), aftertrain_model, bits, g)
+    for k, v in aftertrain_model.state_dict().items():
         assert torch.equal(v, before[k]), k
 
 
@@ -92,9 +92,9 @@ def test_quantized_model_quantizes_every_2d_weight_and_nothing_else(reference, g
                                     model_quantizer(clamp_past_qmax)],
                          ids=["skip_embeddings", "wrong_axis", "floor", "mean_scale", "clamp"])
 @pytest.mark.teeth
-def test_model_check_catches_broken_quantizers(reference, broken):
+def test_model_check_catches_broken_quantizers(aftertrain_model, broken):
     with pytest.raises(AssertionError):
-        check_model_quantized(broken(reference, 4, G.PER_CHANNEL), reference, 4, G.PER_CHANNEL)
+        check_model_quantized(broken(aftertrain_model, 4, G.PER_CHANNEL), aftertrain_model, 4, G.PER_CHANNEL)
 
 
 # --- Q2: int8 is nearly free ----------------------------------------------------
@@ -106,34 +106,34 @@ def check_int8_nearly_free(row: EQ.BitsRow, float_loss: float) -> None:
 
 
 @pytest.mark.claim("Q2")
-def test_int8_loss_within_0p01_of_float32(bits_rows, reference_val_loss, claim_record):
+def test_int8_loss_within_0p01_of_float32(bits_rows, model_val_loss, claim_record):
     """Article: 2.0272 -> 2.0290 per-tensor, 2.0280 per-channel (+0.0017,
     +0.0008). The claim's 0.01 nats is the issue's reading of "nearly free"
     (the third decimal); both granularities."""
     row = bits_rows[8]
-    claim_record.measured(f"float32 {reference_val_loss:.4f}; {fmt_row(row)} "
-                                f"({row.per_tensor - reference_val_loss:+.4f} / "
-                                f"{row.per_channel - reference_val_loss:+.4f})")
-    check_int8_nearly_free(row, reference_val_loss)
+    claim_record.measured(f"float32 {model_val_loss:.4f}; {fmt_row(row)} "
+                                f"({row.per_tensor - model_val_loss:+.4f} / "
+                                f"{row.per_channel - model_val_loss:+.4f})")
+    check_int8_nearly_free(row, model_val_loss)
 
 
 @pytest.mark.claim("Q2")
 @pytest.mark.teeth
-def test_int8_check_catches_a_mean_scale_quantizer(reference, reference_val_loss):
+def test_int8_check_catches_a_mean_scale_quantizer(aftertrain_model, model_val_loss):
     """Teeth: scales from the mean magnitude clip most of every matrix."""
-    row = EQ.bits_table(reference, (8,), quantize=model_quantizer(mean_scale))[0]
+    row = EQ.bits_table(aftertrain_model, (8,), quantize=model_quantizer(mean_scale))[0]
     with pytest.raises(AssertionError):
-        check_int8_nearly_free(row, reference_val_loss)
+        check_int8_nearly_free(row, model_val_loss)
 
 
 # --- Q3: storage ----------------------------------------------------------------
 
 
-def storage_figures(reference) -> dict:
+def storage_figures(aftertrain_model) -> dict:
     out = {}
     for g in Granularity:
         for bits in (8, 4):
-            out[f"{g.value}_{bits}"] = Q.storage_bytes(reference, bits, g)
+            out[f"{g.value}_{bits}"] = Q.storage_bytes(aftertrain_model, bits, g)
     return out
 
 
@@ -149,7 +149,7 @@ def check_article_storage(s: dict) -> None:
 
 
 @pytest.mark.claim("Q3")
-def test_int8_storage_is_the_articles_figures_exactly(reference, claim_record, data_regression,
+def test_int8_storage_is_the_articles_figures_exactly(aftertrain_model, claim_record, data_regression,
                                                       baselines_dir):
     """Exact byte accounting from real packed tensors: 631,808 weights,
     2.41 MB -> 0.60 MB; 637,156 parameters, 2.43 MB -> 0.62 MB, 74.4% cut.
@@ -157,7 +157,7 @@ def test_int8_storage_is_the_articles_figures_exactly(reference, claim_record, d
     scales, 60 bytes). Per-channel scales (3,784 rows, 15,136 bytes) give
     0.62 MB / 0.64 MB and 73.8%, so the article counted per-tensor scales
     or none. 4-bit codes pack two to a byte: 315,904 bytes."""
-    figs = storage_figures(reference)
+    figs = storage_figures(aftertrain_model)
     pt, pc, pt4 = figs["per-tensor_8"], figs["per-channel_8"], figs["per-tensor_4"]
     check_article_storage(pt)
     assert pt["weight_code_bytes"] == 631_808 and pt["scale_bytes"] == 4 * 15
@@ -181,27 +181,27 @@ def test_int8_storage_is_the_articles_figures_exactly(reference, claim_record, d
 
 @pytest.mark.claim("Q3")
 @pytest.mark.teeth
-def test_storage_check_catches_skipped_embeddings(reference):
+def test_storage_check_catches_skipped_embeddings(aftertrain_model):
     """Teeth: leaving tok and pos in float32 costs 3 x 28,928 bytes more."""
-    names = [n for n in Q.weight_names(reference) if n not in ("tok.weight", "pos.weight")]
+    names = [n for n in Q.weight_names(aftertrain_model) if n not in ("tok.weight", "pos.weight")]
     with pytest.raises(AssertionError):
-        check_article_storage(Q.storage_bytes(reference, 8, G.PER_TENSOR, names))
+        check_article_storage(Q.storage_bytes(aftertrain_model, 8, G.PER_TENSOR, names))
 
 
 # --- Q4 / Q5: the bits table --------------------------------------------------------
 
 
 @pytest.mark.claim("Q4")
-def test_bits_table_matches_the_stored_baseline(bits_rows, reference_val_loss, claim_record,
+def test_bits_table_matches_the_stored_baseline(bits_rows, model_val_loss, claim_record,
                                                  num_regression, baselines_dir):
     """Article (per-tensor / per-channel): 8: 2.0290/2.0280; 6: 2.0599/2.0387;
     4: 2.6380/2.3571; 3: 4.3960/3.4381; 2: 5.7894/6.3112. Ours are guarded
     at 1e-5 (module docstring). Loss rises monotonically as bits fall
     (asserted, both granularities, 8 to 3 bits)."""
-    claim_record.measured(f"float32 {reference_val_loss:.4f}; "
+    claim_record.measured(f"float32 {model_val_loss:.4f}; "
                     + "; ".join(fmt_row(bits_rows[b]) for b in EQ.ARTICLE_BITS))
     claim_record.table(tables.Q4, record(tables.Q4, EQ.BitsTable(
-        reference_val_loss, tuple(bits_rows[b] for b in EQ.ARTICLE_BITS))))
+        model_val_loss, tuple(bits_rows[b] for b in EQ.ARTICLE_BITS))))
     for g in Granularity:
         losses = [bits_rows[b].loss(g) for b in (8, 6, 4, 3)]
         assert losses == sorted(losses), (g, losses)
@@ -219,25 +219,25 @@ def check_six_bits_hold(row: EQ.BitsRow, float_loss: float) -> None:
 
 
 @pytest.mark.claim("Q5")
-def test_down_to_6_bits_within_0p05_of_float32(bits_rows, reference_val_loss, claim_record):
+def test_down_to_6_bits_within_0p05_of_float32(bits_rows, model_val_loss, claim_record):
     """Article: "down to 6 bits the loss moves only in the second decimal"
     (6-bit +0.0327 / +0.0115); 0.05 nats is the issue's bound, both
     granularities, at 8 and 6 bits."""
-    claim_record.measured(f"float32 {reference_val_loss:.4f}; {fmt_row(bits_rows[8])}; "
+    claim_record.measured(f"float32 {model_val_loss:.4f}; {fmt_row(bits_rows[8])}; "
                                 f"{fmt_row(bits_rows[6])}")
     for b in (8, 6):
-        check_six_bits_hold(bits_rows[b], reference_val_loss)
+        check_six_bits_hold(bits_rows[b], model_val_loss)
 
 
 @pytest.mark.claim("Q5")
 @pytest.mark.teeth
-def test_six_bit_check_catches_a_mean_scale_quantizer(reference, reference_val_loss):
+def test_six_bit_check_catches_a_mean_scale_quantizer(aftertrain_model, model_val_loss):
     """Teeth: scales from the mean magnitude clip the large weights. (Floor
     instead of round does not fail this check on our model: 6-bit floor
     costs only +0.007; the property tests catch it.)"""
-    row = EQ.bits_table(reference, (6,), quantize=model_quantizer(mean_scale))[0]
+    row = EQ.bits_table(aftertrain_model, (6,), quantize=model_quantizer(mean_scale))[0]
     with pytest.raises(AssertionError):
-        check_six_bits_hold(row, reference_val_loss)
+        check_six_bits_hold(row, model_val_loss)
 
 
 def check_worse_than_bigram(row: EQ.BitsRow, bigram: float, granularities=tuple(Granularity)) -> None:
@@ -273,16 +273,16 @@ def test_4_bit_per_channel_beats_the_bigram(bits_rows, bigram_loss, claim_record
 
 @pytest.mark.claim("Q5")
 @pytest.mark.teeth
-def test_3_bit_check_catches_an_unquantized_model(reference, reference_val_loss, bigram_loss):
+def test_3_bit_check_catches_an_unquantized_model(aftertrain_model, model_val_loss, bigram_loss):
     """Teeth: a "quantizer" that leaves the weights float32 scores the
     model's own loss, below the bigram on a trained model. Precondition: the
     model beats the bigram; one already worse than it (a 100-step
     checkpoint) cannot show the check failing, and is skipped saying so."""
-    if not reference_val_loss < bigram_loss:
+    if not model_val_loss < bigram_loss:
         pytest.skip(f"precondition not met on this model: its float32 loss "
-                    f"{reference_val_loss:.4f} does not beat the bigram's {bigram_loss:.4f}, so an "
+                    f"{model_val_loss:.4f} does not beat the bigram's {bigram_loss:.4f}, so an "
                     f"unquantized model cannot show the check failing")
-    row = EQ.bits_table(reference, (3,), quantize=unchanged)[0]
+    row = EQ.bits_table(aftertrain_model, (3,), quantize=unchanged)[0]
     with pytest.raises(AssertionError):
         check_worse_than_bigram(row, bigram_loss)
 
@@ -332,8 +332,8 @@ def bundled_reference():
 
 
 @pytest.fixture(scope="module")
-def f1_reconstruction(reference) -> dict[str, EQ.Reconstruction]:
-    return EQ.reconstruction_figures(dict(reference.named_parameters())["blocks.0.f1.weight"], 2)
+def f1_reconstruction(aftertrain_model) -> dict[str, EQ.Reconstruction]:
+    return EQ.reconstruction_figures(dict(aftertrain_model.named_parameters())["blocks.0.f1.weight"], 2)
 
 
 def check_per_channel_reconstructs_better(fig: dict[str, EQ.Reconstruction]) -> None:
@@ -365,11 +365,11 @@ def test_2_bit_per_channel_reconstructs_blocks_0_f1_better(f1_reconstruction, cl
 
 @pytest.mark.claim("Q6")
 @pytest.mark.teeth
-def test_reconstruction_check_catches_a_per_channel_that_ignores_rows(reference):
+def test_reconstruction_check_catches_a_per_channel_that_ignores_rows(aftertrain_model):
     """Teeth: a "per-channel" that silently uses one scale reconstructs
     exactly as per-tensor does, so it is not better. (Column scales, the
     wrong axis, still beat per-tensor here: 89.2% zeroed, MAE 0.0347.)"""
-    w = dict(reference.named_parameters())["blocks.0.f1.weight"].detach()
+    w = dict(aftertrain_model.named_parameters())["blocks.0.f1.weight"].detach()
     fig = {}
     for g in Granularity:
         w_hat, q, _ = ignores_granularity(w, 2, g)
@@ -519,11 +519,11 @@ def test_most_sensitive_matrices_are_the_ones_kept_in_high_precision(sensitivity
 
 @pytest.mark.claim("Q7")
 @pytest.mark.teeth
-def test_sensitivity_check_catches_skipped_embeddings(reference, sensitivity):
+def test_sensitivity_check_catches_skipped_embeddings(aftertrain_model, sensitivity):
     """Teeth: a quantizer that silently leaves tok and pos float32 gives
     them a penalty of exactly 0, so a block matrix joins head in the top two."""
     embeddings = ["tok.weight", "pos.weight"]
-    broken = EQ.sensitivity_table(reference, 4, G.PER_CHANNEL, quantize=skip_embeddings,
+    broken = EQ.sensitivity_table(aftertrain_model, 4, G.PER_CHANNEL, quantize=skip_embeddings,
                                  names=embeddings)
     assert {r.penalty for r in broken} == {0.0}
     # The broken quantizer is the real one on every other matrix: reuse those rows.
@@ -541,12 +541,12 @@ def check_penalties_compound(c: EQ.Compounding) -> None:
 
 @pytest.mark.claim("Q8")
 def test_all_at_once_costs_more_than_the_sum_of_single_penalties(sensitivity, bits_rows,
-                                                                 reference_val_loss,
+                                                                 model_val_loss,
                                                                  claim_record):
     """Article: the 15 one-at-a-time 4-bit penalties sum to +0.2830; all at
     once costs +0.3299 (per-channel): the errors compound. Asserted: the
     all-at-once penalty exceeds the sum."""
-    c = EQ.compounding(sensitivity, bits_rows[4].per_channel - reference_val_loss)
+    c = EQ.compounding(sensitivity, bits_rows[4].per_channel - model_val_loss)
     claim_record.measured(f"sum of penalties {c.sum_of_penalties:+.4f}, all at once "
                                 f"{c.all_at_once:+.4f}, excess {c.excess:+.4f}")
     claim_record.table(tables.Q8, record(tables.Q8, c))
@@ -557,8 +557,8 @@ def test_all_at_once_costs_more_than_the_sum_of_single_penalties(sensitivity, bi
 
 
 @pytest.fixture(scope="module")
-def diverged(reference) -> EQ.Divergence:
-    return EQ.divergence(reference)
+def diverged(aftertrain_model) -> EQ.Divergence:
+    return EQ.divergence(aftertrain_model)
 
 
 def check_parts_after_a_shared_prefix(d: EQ.Divergence) -> None:
@@ -588,17 +588,17 @@ def test_int8_text_parts_from_float32_text_after_a_shared_prefix(diverged, claim
 
 @pytest.mark.claim("Q9")
 @pytest.mark.teeth
-def test_divergence_check_catches_a_quantizer_that_does_nothing(reference):
+def test_divergence_check_catches_a_quantizer_that_does_nothing(aftertrain_model):
     """Teeth: an unquantized copy samples the same text, which never parts."""
     with pytest.raises(AssertionError):
-        check_parts_after_a_shared_prefix(EQ.divergence(reference, quantize=unchanged))
+        check_parts_after_a_shared_prefix(EQ.divergence(aftertrain_model, quantize=unchanged))
 
 
 # --- Q10: no outliers in this model ------------------------------------------------
 
 @pytest.fixture(scope="module")
-def activation_ratios(reference) -> dict[str, EQ.ActivationPeak]:
-    return EQ.activation_channel_ratios(reference)
+def activation_ratios(aftertrain_model) -> dict[str, EQ.ActivationPeak]:
+    return EQ.activation_channel_ratios(aftertrain_model)
 
 
 def check_no_outliers(weights: EQ.WeightRanges, activations: dict[str, EQ.ActivationPeak]) -> None:
@@ -608,7 +608,7 @@ def check_no_outliers(weights: EQ.WeightRanges, activations: dict[str, EQ.Activa
 
 
 @pytest.mark.claim("Q10")
-def test_no_outlier_channels_in_weights_or_activations(reference, activation_ratios, bits_rows,
+def test_no_outlier_channels_in_weights_or_activations(aftertrain_model, activation_ratios, bits_rows,
                                                       claim_record, num_regression,
                                                       baselines_dir):
     """Article: max/median of per-channel weight ranges, worst matrix 2.49,
@@ -618,7 +618,7 @@ def test_no_outlier_channels_in_weights_or_activations(reference, activation_rat
     Asserted: every ratio below 10 (the low end of the "tens to a hundred"
     of large models) and the 8-bit gap below Q2's 0.01. Weight ratios
     guarded to 1e-6 relative (rows in weight_names order)."""
-    weights = EQ.weight_range_ratios(reference)
+    weights = EQ.weight_range_ratios(aftertrain_model)
     gap = bits_rows[8].per_tensor - bits_rows[8].per_channel
     claim_record.measured(f"weights worst {weights.worst:.2f} "
                                 f"median {weights.median:.2f}; "
@@ -646,10 +646,10 @@ def test_activation_ratios_match_the_stored_baseline(activation_ratios, num_regr
 
 @pytest.mark.claim("Q10")
 @pytest.mark.teeth
-def test_outlier_check_catches_a_model_with_an_outlier_channel(reference):
+def test_outlier_check_catches_a_model_with_an_outlier_channel(aftertrain_model):
     """Teeth: one output row of blocks.0.f1 and one LayerNorm gain of block
     2's ln2 scaled by 50 make a weight and an activation outlier."""
-    m = copy.deepcopy(reference)
+    m = copy.deepcopy(aftertrain_model)
     with torch.no_grad():
         m.blocks[0].f1.weight[7] *= 50
         m.blocks[2].ln2.weight[3] *= 50

@@ -33,8 +33,8 @@ ARTICLE_DRAFTS = (D.DraftKind.INT8, D.DraftKind.INT4, D.DraftKind.BIGRAM)  # bes
 
 
 @pytest.fixture(scope="module")
-def acceptance_rows(reference, speculative_drafts) -> list[XS.AcceptanceRow]:
-    return XS.acceptance_table(reference, {k.value: m for k, m in speculative_drafts.items()})
+def acceptance_rows(aftertrain_model, speculative_drafts) -> list[XS.AcceptanceRow]:
+    return XS.acceptance_table(aftertrain_model, {k.value: m for k, m in speculative_drafts.items()})
 
 
 def rows_of(acceptance_rows, kind: D.DraftKind) -> list[XS.AcceptanceRow]:
@@ -51,7 +51,7 @@ def fmt(rows: list[XS.AcceptanceRow]) -> str:
 
 
 @pytest.mark.claim("S3")
-def test_drafts_are_the_bigram_and_the_8bit_and_4bit_reference(reference, speculative_drafts,
+def test_drafts_are_the_bigram_and_the_8bit_and_4bit_reference(aftertrain_model, speculative_drafts,
                                                                claim_record):
     """S3. The bigram draft is the add-alpha bigram of the training split
     (same log-probability table); the 8- and 4-bit drafts are the reference
@@ -60,10 +60,10 @@ def test_drafts_are_the_bigram_and_the_8bit_and_4bit_reference(reference, specul
     Validation losses recorded (ordering is claim Q's business)."""
     bigram = speculative_drafts[D.DraftKind.BIGRAM]
     assert torch.equal(bigram.log_probs, B.Bigram.fit().log_probs)
-    ref_params = dict(reference.named_parameters())
+    ref_params = dict(aftertrain_model.named_parameters())
     for kind, bits in ((D.DraftKind.INT8, 8), (D.DraftKind.INT4, 4)):
         draft = speculative_drafts[kind]
-        assert draft is not reference
+        assert draft is not aftertrain_model
         for name, w in draft.named_parameters():
             expected = (Q.fake_quantize(ref_params[name], bits, Q.Granularity.PER_CHANNEL)
                         if w.dim() == 2 else ref_params[name])
@@ -181,9 +181,9 @@ MIN_FALL = 0.05
 
 
 @pytest.fixture(scope="module")
-def long_table(reference, speculative_drafts) -> list[XS.AcceptanceRow]:
+def long_table(aftertrain_model, speculative_drafts) -> list[XS.AcceptanceRow]:
     """X1's runs: k = 1 and 8, 1,000 characters (XS.X1_N_NEW), same prompt and seed."""
-    return XS.acceptance_table(reference, {k.value: m for k, m in speculative_drafts.items()},
+    return XS.acceptance_table(aftertrain_model, {k.value: m for k, m in speculative_drafts.items()},
                               ks=(1, 8), n_new=XS.X1_N_NEW)
 
 
@@ -213,14 +213,14 @@ def test_truncation_explains_most_of_the_fall_in_acceptance(long_table, kind, cl
 
 
 @pytest.mark.claim("S8")
-def test_same_seed_gives_same_text_and_statistics(reference, speculative_drafts, claim_record):
+def test_same_seed_gives_same_text_and_statistics(aftertrain_model, speculative_drafts, claim_record):
     """S8. Two runs with the same seed (4-bit draft, k = 4, 200 characters)
     give the same text and the same drafted/accepted/passes; a different
     seed gives different text (so the check is not vacuous)."""
     draft = speculative_drafts[D.DraftKind.INT4]
 
     def run(seed):
-        return S.speculative_generate(reference, draft, XS.prompt_text(), XS.N_NEW, 4, 1.0,
+        return S.speculative_generate(aftertrain_model, draft, XS.prompt_text(), XS.N_NEW, 4, 1.0,
                                       torch.Generator().manual_seed(seed))
 
     a, b, other = run(7), run(7), run(8)
@@ -241,21 +241,21 @@ def test_same_seed_gives_same_text_and_statistics(reference, speculative_drafts,
     ({"prompt": ""}, "at least one character"),
     ({"generator": 3}, "generator"),
 ])
-def test_speculative_generate_rejects_bad_input(speculative_drafts, reference, kwargs, match):
-    args = {"target": reference, "draft": speculative_drafts[D.DraftKind.BIGRAM],
+def test_speculative_generate_rejects_bad_input(speculative_drafts, aftertrain_model, kwargs, match):
+    args = {"target": aftertrain_model, "draft": speculative_drafts[D.DraftKind.BIGRAM],
             "prompt": "The ", "n_new": 5, "k": 2, "temperature": 1.0,
             "generator": torch.Generator()}
     with pytest.raises(ValueError, match=match):
         S.speculative_generate(**{**args, **kwargs})
 
 
-def test_speculative_generate_rejects_a_draft_with_another_vocabulary(reference):
+def test_speculative_generate_rejects_a_draft_with_another_vocabulary(aftertrain_model):
     with pytest.raises(ValueError, match="share a vocabulary"):
-        S.speculative_generate(reference, ToyTable(4, 0), "The ", 5, 2)
+        S.speculative_generate(aftertrain_model, ToyTable(4, 0), "The ", 5, 2)
 
 
-def test_zero_new_characters_returns_the_prompt(reference, speculative_drafts):
-    r = S.speculative_generate(reference, speculative_drafts[D.DraftKind.BIGRAM], "The ", 0, 3)
+def test_zero_new_characters_returns_the_prompt(aftertrain_model, speculative_drafts):
+    r = S.speculative_generate(aftertrain_model, speculative_drafts[D.DraftKind.BIGRAM], "The ", 0, 3)
     assert r.text == "" and r.target_passes == 0 and r.acceptance_rate is None
 
 

@@ -27,8 +27,8 @@ from aftertrain.lm import text as _text
 from aftertrain.lm.decoding import probabilities
 from aftertrain.speculative import drafts as D
 from aftertrain.stats import ALPHA
+from tests.common.kit import joint_law_report
 from tests.common.strategies import verification_case
-from tests.common.toys import TOY_PROMPT, TOY_TEMPERATURE, toy_draft, toy_target
 
 FIXED_P, FIXED_Q = torch.from_numpy(_FIXED_P), torch.from_numpy(_FIXED_Q)
 
@@ -51,14 +51,6 @@ def test_reference_copy_of_the_rule_equals_the_shipped_rule(case):
     ours = zoo.make_rule()(P, Q, drafts, u, v)
     shipped = S.verify_with_uniforms(P, Q, drafts, u, v)
     assert torch.equal(ours[0], shipped[0]) and torch.equal(ours[1], shipped[1])
-
-
-def joint_law_report(generate, runs: int = 600):
-    """The X6 check (kit's check_generator: toy 4-symbol models, temperature
-    0.3, first three symbols) at k = 1 with ``runs`` runs."""
-    return CS.check_generator(generate, toy_target(), toy_draft(), runs=runs, ks=(1,),
-                              temperatures=(TOY_TEMPERATURE,), prompt=TOY_PROMPT.tolist(),
-                              alpha=ALPHA, seed=0)
 
 
 def joint_law_rejects(report) -> bool:
@@ -122,7 +114,7 @@ def test_joint_law_check_catches_a_draft_scored_at_another_temperature(claim_rec
 
 @pytest.mark.claim("X7")
 @pytest.mark.teeth
-def test_first_character_check_catches_always_accept_on_the_reference(reference,
+def test_first_character_check_catches_always_accept_on_the_reference(aftertrain_model,
                                                                        speculative_drafts,
                                                                        claim_record):
     """X7 for S2: with 'always accept' the 20,000 first characters after the
@@ -130,7 +122,7 @@ def test_first_character_check_catches_always_accept_on_the_reference(reference,
     and the TV bound, kit's check_rule on the reference's p and the bigram's
     q at that context) rejects them; the shipped rule passes the same check."""
     ids = _text.encode(_text.load_corpus().val_text[XS.S2_CONTEXT_SLICE]).tolist()
-    p1 = probabilities(DEC.Decoder(reference).feed(ids)[-1], 1.0)
+    p1 = probabilities(DEC.Decoder(aftertrain_model).feed(ids)[-1], 1.0)
     q1 = probabilities(DEC.Decoder(speculative_drafts[D.DraftKind.BIGRAM]).feed(ids)[-1], 1.0)
     # Only the first character is judged here; the bonus row repeats p_1.
     case = [("S2 context, bigram draft", torch.stack([p1, p1]), q1[None])]

@@ -77,7 +77,7 @@ def no_long_work(monkeypatch):
         raise AssertionError("long work started before the mistake was reported")
     from aftertrain.lm import train as _train
     monkeypatch.setattr(_train, "train", refuse)
-    monkeypatch.setattr("aftertrain.cli.report.run_ledger", refuse)
+    monkeypatch.setattr("aftertrain.cli.suite.run_ledger", refuse)
     monkeypatch.setattr(_decoding, "sample_text", refuse)
 
 
@@ -246,7 +246,7 @@ def test_a_bug_is_not_disguised_as_a_users_mistake(monkeypatch):
     user's input."""
     def bug(args):
         raise KeyError("config")
-    monkeypatch.setattr(cli, "cmd_sample", bug)
+    monkeypatch.setattr("aftertrain.cli.sample.run", bug)
     with pytest.raises(KeyError):
         cli.main(["sample"])
 
@@ -321,7 +321,7 @@ def test_training_shows_progress_every_interval_however_slow_a_step(monkeypatch)
     during a step slower than ``every``, on a log as on a terminal."""
     import io
 
-    from aftertrain.cli import training_progress
+    from aftertrain.cli.train import training_progress
     from aftertrain.lm.train import Progress
 
     log = io.StringIO()

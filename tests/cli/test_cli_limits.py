@@ -13,7 +13,9 @@ import sys
 import pytest
 
 from aftertrain import cli
-from aftertrain.cli import MAX_SAMPLE_LENGTH, MAX_SEED, MAX_STEPS, MAX_THREADS
+from aftertrain.cli.options import MAX_SEED
+from aftertrain.cli.sample import MAX_SAMPLE_LENGTH
+from aftertrain.cli.train import MAX_STEPS, MAX_THREADS
 
 
 def _parse(argv: list[str], capsys) -> tuple[object, str]:

@@ -18,6 +18,7 @@ import stat
 import pytest
 
 from aftertrain.cli import main
+from tests.common.inner_runs import outside_any_run
 
 PYPROJECT = '''
 [tool.pytest.ini_options]
@@ -70,7 +71,7 @@ def test_report_on_a_checkout_where_a_claims_test_fails_shows_it_broken_and_exit
     write gives under the run's umask, 0o027 here: 0o640, neither a fixed
     0o644 nor mkstemp's 0o600."""
     out = tmp_path / "out"
-    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # the inner run is no worker
+    outside_any_run(monkeypatch)  # the inner run is no worker
     before = os.umask(0o027)
     try:
         status = main(["report", "--checkout", str(checkout), "--out", str(out),
@@ -153,8 +154,7 @@ def test_two_models_side_by_side_never_time_while_the_other_runs_a_test(
     (root / "tests" / "test_lock.py").write_text(LOCK_TESTS)
     log = tmp_path / "intervals.jsonl"
     monkeypatch.setenv("AFTERTRAIN_E2E_LOG", str(log))
-    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
-        monkeypatch.delenv(name, raising=False)  # the inner runs are no workers: they time
+    outside_any_run(monkeypatch)  # the inner runs are no workers: they time
     out = tmp_path / "out"
     status = main(["report", "--checkout", str(root), "--out", str(out),
                    "--models", "reference,article", "--jobs", "2"])

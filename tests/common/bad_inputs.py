@@ -1,4 +1,5 @@
-"""The runner of the table-driven bad-input tests (tests/test_bad_inputs_*.py).
+"""The runner of the table-driven bad-input tests (``tests/<package>/test_bad_inputs.py``,
+``tests/test_stats_bad_inputs.py``).
 
 Each of those modules holds a table of cases ``(fn, kwargs, words)``: calling
 ``fn(**kwargs)`` raises ValueError whose message contains ``words`` (one

@@ -393,10 +393,10 @@ def _label(names, why: str) -> None:
 
 _add((f"{MS}{QUANT_T}::* | bigram_loss", f"{MS}{PRUNE_T}::* | bigram_loss"), (BIGRAM_HAND, EVAL_HAND),
      "the bigram's val loss (the B1 fixture): its law against a hand count; val_loss against a hand float64 mean")
-_add(f"{MS}{QUANT_T}::* | reference_val_loss", REFERENCE_LOSS,
+_add(f"{MS}{QUANT_T}::* | model_val_loss", REFERENCE_LOSS,
      "the reference's val loss (B1's reference, Q4's float32): val_loss against closed forms")
-_add((f"{MS}{QUANT_T}::test_int8_loss_within_0p01_of_float32 | row.per_tensor - reference_val_loss",
-      f"{MS}{QUANT_T}::test_int8_loss_within_0p01_of_float32 | row.per_channel - reference_val_loss"),
+_add((f"{MS}{QUANT_T}::test_int8_loss_within_0p01_of_float32 | row.per_tensor - model_val_loss",
+      f"{MS}{QUANT_T}::test_int8_loss_within_0p01_of_float32 | row.per_channel - model_val_loss"),
      (f"{QF}::test_bits_rows_are_the_losses_of_torch_fake_quantized_models", *REFERENCE_LOSS),
      "the 8-bit penalty: a row:BitsRow loss (torch fake-quantized models) minus the float32 loss, "
      "both checked; the difference is written in the test")
@@ -408,7 +408,7 @@ _add([f"{MS}{QUANT_T}::test_int8_storage_is_the_articles_figures_exactly | {e}" 
     "hand counts in the test: 631,808 weights, 637,156 parameters, 4 bytes each in float32, one code byte "
     "a weight plus 15 (per-tensor) or 3,784 (per-channel) float32 scales plus the float32 rest; "
     "the per-channel cut 73.8%")
-_add(f"{MS}{PRUNE_T}::test_bytes_per_element_table_is_exact | EP.int8_bytes_per_element(reference)",
+_add(f"{MS}{PRUNE_T}::test_bytes_per_element_table_is_exact | EP.int8_bytes_per_element(aftertrain_model)",
      f"{PRUNE_T}::test_bytes_per_element_table_is_exact",
      "the hand count {values: 1, with_scales: 1 + 4 x 3,784 / 631,808} (one float32 scale per output row)")
 _add(f"{MS}{PRUNE_T}::test_magnitude_pruning_beats_random_from_10_to_70pct | max(r.global_, r.layer)",

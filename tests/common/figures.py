@@ -37,8 +37,8 @@ import types
 import typing
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-COMMITTED = ROOT / "report"
+from tests.common.committed import COMMITTED, ROOT
+
 #: Where the inventory is written (``python tools/figures.py --write``).
 DOC = ROOT / "docs" / "figures.md"
 
@@ -60,10 +60,10 @@ def _numeric(hint: object) -> bool:
 
 
 def _nested_row(hint: object):
-    from aftertrain.claims.tables import Row
+    from aftertrain.claims.tables import TableRow
 
     for a in (hint, *typing.get_args(hint)):
-        if isinstance(a, type) and issubclass(a, Row):
+        if isinstance(a, type) and issubclass(a, TableRow):
             return a
     return None
 

@@ -14,9 +14,11 @@ XDIST_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_X
 
 
 def outside_any_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The environment of a pytest started from a shell, not from a test
-    (called in the test's body: pytest sets PYTEST_CURRENT_TEST again for
-    the call, after the fixtures)."""
+    """The environment of a pytest started from a shell, not from a test:
+    no xdist worker's variables (pytest-benchmark would not time in it) and
+    no PYTEST_CURRENT_TEST. Called in the test's body; in a fixture only the
+    xdist variables stay away (pytest sets PYTEST_CURRENT_TEST again for the
+    call, after the fixtures), which is what a pytester run inside needs."""
     for name in (*XDIST_VARIABLES, "PYTEST_CURRENT_TEST"):
         monkeypatch.delenv(name, raising=False)
 

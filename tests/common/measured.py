@@ -16,7 +16,7 @@ Each placeholder is *resolved* in one of these ways, strictest first; what
 is left needs its own entry in :mod:`tests.common.figure_checks`:
 
 - **field**: the expression is ``<base>.<field>`` and ``<base>`` has a row
-  type ``T`` (a :class:`aftertrain.claims.tables.Row`) by the static typing
+  type ``T`` (a :class:`aftertrain.claims.tables.TableRow`) by the static typing
   below; it shows the figure ``row:T.<field>`` and is covered by its entry.
 - **table**: the same expression (same source, bound by the same loops) is
   an argument of a row constructor ``T(...)`` inside the same function's
@@ -153,9 +153,9 @@ class _File:
 
 
 def _row_class():
-    from aftertrain.claims.tables import Row
+    from aftertrain.claims.tables import TableRow
 
-    return Row
+    return TableRow
 
 
 def _is_row(t) -> bool:

@@ -18,6 +18,19 @@ from aftertrain.lm.model import GPT, GPTConfig
 from aftertrain.lm.protocol import TableConfig, TokenCache, check_idx, texts
 
 
+def tiny_gpt(seed: int, *, n_layer: int = 1, n_head: int = 2, n_embd: int = 16,
+             block_size: int = 32) -> GPT:
+    """A tiny randomly initialised GPT over the article's characters (eval
+    mode, no dropout), for tests that need some model of the real
+    architecture and are fast on it. Seeded without touching the global
+    generator's state for the caller."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        net = GPT(GPTConfig(n_layer=n_layer, n_head=n_head, n_embd=n_embd,
+                            block_size=block_size, dropout=0.0))
+    return net.eval()
+
+
 def toy_gpt(vocab_size: int, seed: int, n_embd: int = 16) -> GPT:
     """A tiny randomly initialised GPT over ``vocab_size`` symbols (1 layer,
     the real key/value cache and window policy), weights scaled up so its

@@ -17,16 +17,14 @@ import torch
 
 from aftertrain.experiments import prune as EP
 from aftertrain.lm.evaluation import val_loss
-from aftertrain.lm.model import GPT, GPTConfig
+from aftertrain.lm.model import GPT
 from aftertrain.prune.masks import Method
+from tests.common.toys import tiny_gpt
 
 
 @pytest.fixture(scope="module")
 def model() -> GPT:
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(5)
-        net = GPT(GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=32))
-    return net.eval()
+    return tiny_gpt(5)
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,9 @@ import torch
 
 from aftertrain.experiments import quant as EQ
 from aftertrain.lm.evaluation import val_loss
-from aftertrain.lm.model import GPT, GPTConfig
+from aftertrain.lm.model import GPT
 from aftertrain.quant import Granularity
+from tests.common.toys import tiny_gpt
 
 #: The tolerance of a loss against torch's fake quantization: torch multiplies
 #: by 1 / scale where ours divides, so a weight at an exact half step can take
@@ -28,10 +29,7 @@ LOSS_TOL = 1e-4
 
 @pytest.fixture(scope="module")
 def model() -> GPT:
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(11)
-        net = GPT(GPTConfig(n_layer=3, n_head=2, n_embd=16, block_size=32))
-    return net.eval()
+    return tiny_gpt(11, n_layer=3)
 
 
 @pytest.fixture(scope="module")

@@ -18,11 +18,10 @@ import statistics
 import numpy as np
 import pytest
 import scipy.stats
-import torch
 
 from aftertrain import stats
 from aftertrain.experiments import speculative as ES
-from aftertrain.lm.model import GPT, GPTConfig
+from tests.common.toys import tiny_gpt
 
 #: 100 TVs, right-skewed (lognormal quantiles of median 0.01, shape 1) in a
 #: shuffled order: median 0.0100008 (the midpoint of the 50th and 51st;
@@ -41,11 +40,6 @@ def type7_quantile(values, q: float) -> float:
     return s[lo] + (h - lo) * (s[min(lo + 1, len(s) - 1)] - s[lo])
 
 
-def _tiny(seed: int) -> GPT:
-    torch.manual_seed(seed)  # test-local models
-    return GPT(GPTConfig(n_layer=1, n_head=1, n_embd=8, dropout=0.0)).eval()
-
-
 def test_first_token_row_reports_the_nulls_median_quantile_first_draw_and_threshold(monkeypatch):
     """null_median: the midpoint of the middle two of 100 (statistics.median);
     null_q99: linear interpolation at position 98.01; direct_tv: the null's
@@ -56,7 +50,9 @@ def test_first_token_row_reports_the_nulls_median_quantile_first_draw_and_thresh
     n = 200
     monkeypatch.setattr(stats, "tv_null_distribution",
                         lambda p, m, trials, seed: SKEWED_NULL.copy())
-    [row] = ES.first_token_table(_tiny(0), {"tiny": _tiny(1)}, n=n, null_trials=100)
+    [row] = ES.first_token_table(tiny_gpt(0, n_head=1, n_embd=8, block_size=128),
+                                  {"tiny": tiny_gpt(1, n_head=1, n_embd=8, block_size=128)},
+                                  n=n, null_trials=100)
     values = SKEWED_NULL.tolist()
     assert row.null_median == pytest.approx(statistics.median(values), abs=1e-12)
     assert row.null_q99 == pytest.approx(type7_quantile(values, 0.99), abs=1e-12)

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from aftertrain.claims import tables as TB
-from aftertrain.claims.tables import Row, Shape, TableSpec
+from aftertrain.claims.tables import Shape, TableRow, TableSpec
 from aftertrain.experiments import quant as EQ
 from aftertrain.experiments import tables as ET
+from tests.common.committed import LEDGERS
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMITTED = [ROOT / "report" / "claims.json", ROOT / "report" / "claims-article.json"]
 
 
 def recorded_names() -> set[str]:
@@ -46,7 +46,7 @@ def test_every_recorded_table_and_every_name_has_a_spec():
     assert set(ET.SPECS) == constants
 
 
-@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", LEDGERS, ids=lambda p: p.name)
 def test_committed_tables_read_typed_and_write_back_identically(path):
     """The report's committed ledgers: each stored table reads into its row
     types and writes back as the same JSON (the stored format is the records')."""
@@ -80,7 +80,7 @@ def test_a_field_named_by_a_keyword_keeps_its_json_key():
 
 
 @dataclasses.dataclass(frozen=True)
-class _Pair(Row):
+class _Pair(TableRow):
     a: int
     b: tuple[float, float]
 

@@ -192,7 +192,7 @@ def test_a_second_report_runs_pytest_with_paths_outside_the_checkout(places, mon
     form, so pytest roots itself in the checkout. The first report into DIR
     differs only in that the ledger's path does not exist yet: one existing
     path fewer that a word on the command line could root pytest in."""
-    from aftertrain.cli import report as report_command
+    from aftertrain.cli import suite
 
     out = places["tmp"] / "out"
     out.mkdir()
@@ -202,9 +202,9 @@ def test_a_second_report_runs_pytest_with_paths_outside_the_checkout(places, mon
     def capture(cmd, **kwargs):
         commands.append((cmd, kwargs["cwd"]))
         return subprocess.CompletedProcess(cmd, 2)
-    monkeypatch.setattr(report_command.subprocess, "run", capture)
-    with pytest.raises(report_command.ReportError):
-        report_command.run_ledger(ROOT, claims, False, lambda m: None, model=str(places["mine"]))
+    monkeypatch.setattr(suite.subprocess, "run", capture)
+    with pytest.raises(suite.ReportError):
+        suite.run_ledger(ROOT, claims, False, lambda m: None, model=str(places["mine"]))
     [(cmd, cwd)] = commands
     assert f"--aftertrain-model={places['mine']}" in cmd and f"--claims-json={claims}" in cmd
     assert f"--rootdir={ROOT}" in cmd and f"--config-file={ROOT / 'pyproject.toml'}" in cmd

@@ -15,6 +15,7 @@ import pytest
 
 import aftertrain
 import aftertrain.timing.sequential  # noqa: F401  (loaded here: inner pytester runs must not re-import numpy)
+from tests.common.inner_runs import outside_any_run
 
 pytest_plugins = ["pytester"]
 
@@ -78,7 +79,7 @@ def _not_an_xdist_worker(monkeypatch: pytest.MonkeyPatch):
     """When this file runs under ``pytest -n 2`` the inner runs are not
     workers; without this pytest-benchmark in them would warn that xdist is
     active."""
-    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    outside_any_run(monkeypatch)
 
 
 def _ledger_lines(result: pytest.RunResult) -> dict[str, str]:

@@ -13,6 +13,7 @@ import pytest
 
 from aftertrain.ledger import record
 from aftertrain.timing import RatioRule, decide_ratio
+from tests.common.inner_runs import outside_any_run
 
 pytest_plugins = ["pytester"]
 
@@ -147,7 +148,7 @@ def test_the_whole_run_budget_bounds_every_decision(pytester: pytest.Pytester,
     fit (inconclusive, no look); the third has nothing left (inconclusive
     without timing), through ``claim_record.ratio`` and ``.decide`` alike.
     pytest passes: inconclusive is not a failure."""
-    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    outside_any_run(monkeypatch)
     monkeypatch.setattr(record, "clock", Clock())
     pytester.makepyfile(test_budget=RUN)
     path = pytester.path / "claims.json"

@@ -285,7 +285,7 @@ def test_reuse_takes_only_model_free_tests_and_tables():
 _OPTION_NAMES = {"aftertrain_model", "AFTERTRAIN_MODEL"}
 _MODEL_NAMES = {"MODEL_KEY", "_NET"}
 _MODEL_CALLS = {"baseline_folder", "_StoredOnly", "selected"}
-_READS = MODEL_FIXTURES | {"reference", "baselines_dir"}
+_READS = MODEL_FIXTURES | {"baselines_dir"}
 #: Helpers (neither tests nor fixtures) that consult the model: their callers
 #: are fixtures that request it.
 _HELPERS = {"conftest.py::baseline_folder": "called by baselines_dir and _StoredOnly.check",
@@ -348,7 +348,7 @@ def test_the_scan_sees_each_way_of_reading_the_model(tmp_path):
 
     ways = ['config.getoption("aftertrain_model")', "config.getoption('aftertrain_model')",
             'os.environ["AFTERTRAIN_MODEL"]', 'os.environ.get("AFTERTRAIN_MODEL")',
-            "config.stash[MODEL_KEY]", 'request.getfixturevalue("reference")',
+            "config.stash[MODEL_KEY]", 'request.getfixturevalue("aftertrain_model")',
             "baseline_folder(config)"]
     for way in ways:
         func = ast.parse(f"def f(config, request):\n    return {way}\n").body[0]

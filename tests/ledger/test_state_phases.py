@@ -14,6 +14,8 @@ import json
 
 import pytest
 
+from tests.common.inner_runs import outside_any_run
+
 pytest_plugins = ["pytester"]
 
 PHASES = '''
@@ -72,7 +74,7 @@ def test_skipped():
 @pytest.fixture(autouse=True)
 def _not_an_xdist_worker(monkeypatch: pytest.MonkeyPatch):
     """Inner runs are not xdist workers even when this file runs under -n."""
-    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    outside_any_run(monkeypatch)
 
 
 def _run(pytester: pytest.Pytester, source: str) -> tuple[pytest.RunResult, dict[str, dict]]:

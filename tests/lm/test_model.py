@@ -48,9 +48,9 @@ def test_config_rejects_impossible_shapes():
         _model.GPTConfig(dropout=1.0)
 
 
-def test_forward_rejects_a_context_longer_than_block_size(reference):
+def test_forward_rejects_a_context_longer_than_block_size(aftertrain_model):
     with pytest.raises(ValueError, match="exceeds block_size 128"):
-        reference(torch.zeros(1, 129, dtype=torch.long))
+        aftertrain_model(torch.zeros(1, 129, dtype=torch.long))
 
 
 def _recomputed(net, tokens: list[int], n: int) -> torch.Tensor:
@@ -62,27 +62,27 @@ def _recomputed(net, tokens: list[int], n: int) -> torch.Tensor:
 
 @pytest.mark.claim("K1")
 @given(prompt_and_split(min_len=1, max_len=128))
-def test_cached_decoding_matches_full_recomputation_within_1e_4(reference, case):
+def test_cached_decoding_matches_full_recomputation_within_1e_4(aftertrain_model, case):
     """Prefill k characters, feed the rest one by one; every position's logits
     must equal a full recomputation of its window within LOGITS_ATOL."""
     prompt, k = case
     tokens = encode(prompt).tolist()
-    dec = DEC.Decoder(reference)
+    dec = DEC.Decoder(aftertrain_model)
     rows = [dec.feed(tokens[:k])]
     rows += [dec.feed([t]) for t in tokens[k:]]
     cached = torch.cat(rows)
-    full = torch.stack([_recomputed(reference, tokens, n) for n in range(1, len(tokens) + 1)])
+    full = torch.stack([_recomputed(aftertrain_model, tokens, n) for n in range(1, len(tokens) + 1)])
     assert (cached - full).abs().max() <= LOGITS_ATOL
 
 
 @pytest.mark.claim("K1")
-def test_cached_decoding_matches_recomputation_across_the_window_slide(reference, claim_record):
+def test_cached_decoding_matches_recomputation_across_the_window_slide(aftertrain_model, claim_record):
     """300 characters fed one at a time cross the slides at 129 and 193; the
     largest difference over all 300 positions is recorded for the ledger."""
     tokens = torch.randint(0, 100, (300,), generator=torch.Generator().manual_seed(1)).tolist()
-    dec = DEC.Decoder(reference)
+    dec = DEC.Decoder(aftertrain_model)
     cached = torch.cat([dec.feed(tokens[:5])] + [dec.feed([t]) for t in tokens[5:]])
-    full = torch.stack([_recomputed(reference, tokens, n) for n in range(1, 301)])
+    full = torch.stack([_recomputed(aftertrain_model, tokens, n) for n in range(1, 301)])
     worst = float((cached - full).abs().max())
     claim_record.measured(f"max |cached - recomputed| = {worst:.2e} over 300 positions")
     claim_record.table(tables.K1, record(tables.K1, CacheDiff(worst, 300)))
@@ -91,15 +91,15 @@ def test_cached_decoding_matches_recomputation_across_the_window_slide(reference
 
 
 @pytest.mark.teeth
-def test_k1_tolerance_catches_a_cache_rolled_back_one_entry_too_far(reference):
+def test_k1_tolerance_catches_a_cache_rolled_back_one_entry_too_far(aftertrain_model):
     """Teeth: a cache that lost its last entry gives logits far outside LOGITS_ATOL."""
     tokens = torch.randint(0, 100, (40,), generator=torch.Generator().manual_seed(2)).tolist()
-    cache = reference.new_cache()
+    cache = aftertrain_model.new_cache()
     with torch.no_grad():
-        reference(torch.tensor([tokens[:30]]), cache=cache)
+        aftertrain_model(torch.tensor([tokens[:30]]), cache=cache)
         cache.truncate(29)  # should have been 30
-        broken = reference(torch.tensor([tokens[30:31]]), cache=cache)[0, -1]
-    assert (broken - _recomputed(reference, tokens, 31)).abs().max() > 100 * LOGITS_ATOL
+        broken = aftertrain_model(torch.tensor([tokens[30:31]]), cache=cache)[0, -1]
+    assert (broken - _recomputed(aftertrain_model, tokens, 31)).abs().max() > 100 * LOGITS_ATOL
 
 
 def test_context_start_slides_by_64_after_128_characters():
@@ -111,17 +111,17 @@ def test_context_start_slides_by_64_after_128_characters():
         DEC.context_start(-1)
 
 
-def test_decoder_truncate_then_refeed_equals_a_fresh_decoder(reference):
+def test_decoder_truncate_then_refeed_equals_a_fresh_decoder(aftertrain_model):
     """Rolling back (as speculative decoding does after a rejection) and
     feeding other tokens gives what a decoder that never saw them gives."""
     g = torch.Generator().manual_seed(3)
     a = torch.randint(0, 100, (150,), generator=g).tolist()
     b = torch.randint(0, 100, (20,), generator=g).tolist()
-    dec = DEC.Decoder(reference)
+    dec = DEC.Decoder(aftertrain_model)
     dec.feed(a)
     dec.truncate(120)
     got = dec.feed(b)
-    fresh = DEC.Decoder(reference)
+    fresh = DEC.Decoder(aftertrain_model)
     fresh.feed(a[:120])
     want = fresh.feed(b)
     assert torch.allclose(got, want, atol=LOGITS_ATOL, rtol=0)
@@ -129,22 +129,22 @@ def test_decoder_truncate_then_refeed_equals_a_fresh_decoder(reference):
         dec.truncate(10_000)
 
 
-def test_generate_is_deterministic_for_a_seed_and_differs_across_seeds(reference):
+def test_generate_is_deterministic_for_a_seed_and_differs_across_seeds(aftertrain_model):
     prompt = encode("def ")
-    one = DEC.generate(reference, prompt, 60, 1.0, torch.Generator().manual_seed(7))
-    two = DEC.generate(reference, prompt, 60, 1.0, torch.Generator().manual_seed(7))
-    other = DEC.generate(reference, prompt, 60, 1.0, torch.Generator().manual_seed(8))
+    one = DEC.generate(aftertrain_model, prompt, 60, 1.0, torch.Generator().manual_seed(7))
+    two = DEC.generate(aftertrain_model, prompt, 60, 1.0, torch.Generator().manual_seed(7))
+    other = DEC.generate(aftertrain_model, prompt, 60, 1.0, torch.Generator().manual_seed(8))
     assert torch.equal(one, two)
     assert not torch.equal(one, other)
     assert torch.equal(one[:4], prompt) and one.numel() == 64
 
 
-def test_greedy_generation_takes_the_argmax_of_a_full_recomputation(reference):
+def test_greedy_generation_takes_the_argmax_of_a_full_recomputation(aftertrain_model):
     """Temperature 0 over 200 characters (past the window slide): every
     character is the argmax of the recomputed logits."""
-    out = DEC.generate(reference, encode("The "), 200, 0.0).tolist()
+    out = DEC.generate(aftertrain_model, encode("The "), 200, 0.0).tolist()
     for n in range(4, len(out)):
-        logits = _recomputed(reference, out, n)
+        logits = _recomputed(aftertrain_model, out, n)
         top2 = torch.topk(logits, 2).values
         if top2[0] - top2[1] > GREEDY_TIE_MARGIN:  # a near-tie may go either way
             assert out[n] == int(torch.argmax(logits))
@@ -158,14 +158,14 @@ def test_greedy_generation_takes_the_argmax_of_a_full_recomputation(reference):
     (dict(prompt=torch.tensor([], dtype=torch.long)), "prompt must be a non-empty"),
     (dict(prompt=torch.tensor([3, 100])), r"prompt tokens must lie in \[0, 100\)"),
 ])
-def test_generate_rejects_bad_arguments(reference, kwargs, message):
+def test_generate_rejects_bad_arguments(aftertrain_model, kwargs, message):
     args = dict(prompt=encode("a"), n_new=5, temperature=1.0) | kwargs
     with pytest.raises(ValueError, match=message):
-        DEC.generate(reference, **args)
+        DEC.generate(aftertrain_model, **args)
 
 
-def test_val_loss_is_the_same_bit_for_bit_on_every_call(reference):
-    assert val_loss(reference) == val_loss(reference)
+def test_val_loss_is_the_same_bit_for_bit_on_every_call(aftertrain_model):
+    assert val_loss(aftertrain_model) == val_loss(aftertrain_model)
 
 
 def test_committed_checkpoint_matches_its_recorded_sha256_and_loss():
@@ -179,9 +179,9 @@ def test_committed_checkpoint_matches_its_recorded_sha256_and_loss():
     assert not reference.training
 
 
-def test_a_corrupted_checkpoint_names_the_file_and_the_rebuild_command(tmp_path, reference):
+def test_a_corrupted_checkpoint_names_the_file_and_the_rebuild_command(tmp_path, aftertrain_model):
     path = tmp_path / "m.pt"
-    CK.save_checkpoint(reference, path, {"note": "test"})
+    CK.save_checkpoint(aftertrain_model, path, {"note": "test"})
     CK.load_checkpoint(path)  # intact: loads
     data = bytearray(path.read_bytes())
     data[-10] ^= 0xFF
@@ -193,10 +193,10 @@ def test_a_corrupted_checkpoint_names_the_file_and_the_rebuild_command(tmp_path,
         CK.load_checkpoint(path, rebuild=CK.REBUILD_HINT)
 
 
-def test_checkpoint_write_is_atomic(tmp_path, reference, monkeypatch):
+def test_checkpoint_write_is_atomic(tmp_path, aftertrain_model, monkeypatch):
     """A crash at the rename leaves the previous checkpoint intact and loadable."""
     path = tmp_path / "m.pt"
-    CK.save_checkpoint(reference, path, {"version": 1})
+    CK.save_checkpoint(aftertrain_model, path, {"version": 1})
     before = path.read_bytes()
 
     def crash(*args):
@@ -247,12 +247,12 @@ def test_context_start_accepts_a_slide_of_the_whole_block():
             DEC.context_start(200, 128, slide)
 
 
-def test_decoder_truncate_keeps_the_cache_so_refeeding_computes_only_new_positions(reference):
+def test_decoder_truncate_keeps_the_cache_so_refeeding_computes_only_new_positions(aftertrain_model):
     """The rollback of a rejected draft costs nothing: after ``truncate(n)``
     the cache holds exactly the kept text of the current window (length
     ``n - start``), so feeding 3 tokens runs the model on 3 positions, not on
     the whole window again. Text of 180 (window start 64), rolled back to 170."""
-    spy = CountingModel(reference)
+    spy = CountingModel(aftertrain_model)
     dec = DEC.Decoder(spy)
     tokens = torch.randint(0, 100, (180,), generator=torch.Generator().manual_seed(4)).tolist()
     dec.feed(tokens)
@@ -287,10 +287,10 @@ def test_val_loss_refuses_a_model_that_produces_nan():
         val_loss(net, encode("hello world"))
 
 
-def test_sample_text_returns_exactly_the_generated_characters(reference):
+def test_sample_text_returns_exactly_the_generated_characters(aftertrain_model):
     """sample_text gives ``length`` characters, the prompt excluded: the tail
     of generate() with the same seed."""
-    text = DEC.sample_text(reference, "def ", 30, temperature=1.0, seed=11)
-    full = DEC.generate(reference, encode("def "), 30, 1.0, torch.Generator().manual_seed(11))
+    text = DEC.sample_text(aftertrain_model, "def ", 30, temperature=1.0, seed=11)
+    full = DEC.generate(aftertrain_model, encode("def "), 30, 1.0, torch.Generator().manual_seed(11))
     assert len(text) == 30
     assert text == decode(full[4:])

@@ -16,8 +16,8 @@ from aftertrain.lm.evaluation import val_loss
 
 
 @pytest.fixture(scope="module")
-def losses(reference):
-    return BG.baseline_losses(reference)
+def losses(aftertrain_model):
+    return BG.baseline_losses(aftertrain_model)
 
 
 @pytest.mark.claim("B1")

@@ -298,10 +298,10 @@ def test_baselines_are_not_compared_for_a_checkpoint_unless_a_folder_is_named(py
     pytester.runpytest(*run, "--aftertrain-baselines", str(folder)).assert_outcomes(passed=1)
 
 
-def test_the_ledger_meta_names_the_model_of_this_run(pytestconfig, model_identity, reference):
+def test_the_ledger_meta_names_the_model_of_this_run(pytestconfig, model_identity, aftertrain_model):
     from aftertrain.ledger.model import ledger_meta
 
     assert ledger_meta(pytestconfig) == {"model": model_identity.name,
                                          "model_sha256": model_identity.sha256}
     assert model_identity.sha256 == CK.sha256_file(model_identity.path)
-    assert not reference.training
+    assert not aftertrain_model.training

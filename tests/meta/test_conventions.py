@@ -99,6 +99,92 @@ def subject_problem(rel: Path, src: Path = SRC) -> str | None:
     return f"{rel}: test_<module>[_<aspect>].py names no module of {where}"
 
 
+#: Source modules whose tests are in a file not named after them, and that
+#: file: a module tested through the one that uses it (a command's options
+#: through the command line, a report section through the rendered report,
+#: the verdicts' words through the ledger that gives them).
+TESTED_IN = {
+    "checks/generator_battery.py": "tests/checks/test_speculative.py",
+    "checks/patterns.py": "tests/checks/test_prune.py",
+    "checks/quant_battery.py": "tests/checks/test_quant.py",
+    "checks/report.py": "tests/checks/test_rule_battery.py",
+    "checks/zoo.py": "tests/checks/test_speculative.py",
+    "claims/parts.py": "tests/ledger/test_state_parts.py",
+    "claims/tables.py": "tests/experiments/test_tables.py",
+    "claims/verdicts.py": "tests/ledger/test_state.py",
+    "cli/options.py": "tests/cli/test_cli_limits.py",
+    "cli/sample.py": "tests/cli/test_cli.py",
+    "cli/suite.py": "tests/report/test_multimodel.py",
+    "cli/sweep.py": "tests/experiments/test_sweep.py",
+    "cli/train.py": "tests/cli/test_cli.py",
+    "ledger/benchmark.py": "tests/timing/test_compare_machines.py",
+    "prune/formats.py": "tests/prune/test_masks.py",
+    "quant/api.py": "tests/quant/test_primitives.py",
+    "report/baselines.py": "tests/report/test_rendering_figures.py",
+    "report/document.py": "tests/report/test_assemble.py",
+    "report/ledgerfile.py": "tests/report/test_assemble.py",
+    "report/markdown.py": "tests/report/test_rendering.py",
+    "report/meta.py": "tests/report/test_assemble.py",
+    "report/paths.py": "tests/ledger/test_paths.py",
+    "report/prune.py": "tests/report/test_rendering_figures.py",
+    "report/quant.py": "tests/report/test_rendering_figures.py",
+    "report/speculative.py": "tests/report/test_rendering_figures.py",
+    "speculative/drafts.py": "tests/experiments/test_speedup_rules.py",
+    "timing/decision.py": "tests/timing/test_sequential.py",
+}
+
+
+def own_test_files(module: Path, src: Path = SRC, tests: Path = ROOT / "tests") -> list[Path]:
+    """The test files named after the source module ``module``
+    (``tests/<package>/test_<module>[_<aspect>].py``; a top-level module's
+    in ``tests/``)."""
+    rel = module.relative_to(src)
+    folder = tests if len(rel.parts) == 1 else tests / rel.parts[0]
+    stem = module.stem.lstrip("_")
+    return sorted([*folder.glob(f"test_{stem}.py"), *folder.glob(f"test_{stem}_*.py")])
+
+
+def untested_problem(module: Path, src: Path = SRC, tested_in: dict[str, str] = TESTED_IN
+                     ) -> str | None:
+    """Why the source module ``module`` has no home for its tests; None when
+    a test file is named after it or :data:`TESTED_IN` names an existing one."""
+    rel = module.relative_to(src).as_posix()
+    if module.name in ("__init__.py", "__main__.py") or own_test_files(module, src):
+        return None
+    where = tested_in.get(rel)
+    if where is None:
+        return (f"src/aftertrain/{rel} has no test file named after it; add one, or a line in "
+                f"TESTED_IN naming the file that tests it")
+    if not (ROOT / where).is_file():
+        return f"TESTED_IN names {where} for src/aftertrain/{rel}: no such file"
+    return None
+
+
+SOURCE_MODULES = sorted(SRC.rglob("*.py"))
+
+
+@pytest.mark.parametrize("module", SOURCE_MODULES, ids=lambda p: str(p.relative_to(SRC)))
+def test_each_source_module_has_a_test_file(module):
+    assert untested_problem(module) is None
+
+
+def test_every_tested_in_entry_names_a_source_module():
+    """A module renamed or removed takes its line with it."""
+    assert sorted(m for m in TESTED_IN if not (SRC / m).is_file()) == []
+
+
+@pytest.mark.teeth
+def test_test_home_check_catches_a_module_with_no_test_file(tmp_path):
+    src = tmp_path / "aftertrain"
+    (src / "quant").mkdir(parents=True)
+    lonely = src / "quant" / "lonely.py"
+    lonely.write_text("")
+    assert "no test file named after it" in untested_problem(lonely, src, {})
+    assert "no such file" in untested_problem(lonely, src, {"quant/lonely.py": "tests/nowhere.py"})
+    assert untested_problem(lonely, src, {"quant/lonely.py": "tests/meta/test_conventions.py"}) is None
+    assert untested_problem(SRC / "quant" / "primitives.py") is None  # tests/quant/test_primitives.py
+
+
 @pytest.mark.parametrize("path", TEST_MODULES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_each_test_file_maps_to_a_source_module(path):
     assert subject_problem(path.relative_to(ROOT)) is None

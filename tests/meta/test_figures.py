@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from aftertrain.claims.tables import Row, Shape, TableSpec
+from aftertrain.claims.tables import Shape, TableRow, TableSpec
 from aftertrain.core.runmeta import KEYS
 from aftertrain.experiments.tables import SPECS
 from tests.common import figures as F
@@ -62,7 +62,7 @@ def test_the_enumeration_reaches_every_place_a_figure_is_shown(figures):
 
 
 @dataclass(frozen=True)
-class _NewRow(Row):
+class _NewRow(TableRow):
     draft: str
     new_quantile: float
     counts: dict[str, int]

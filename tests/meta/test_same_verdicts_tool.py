@@ -33,9 +33,9 @@ def _test(data: dict, predicate) -> dict:
     return next(t for c in data["claims"] for t in c["tests"] if predicate(t))
 
 
-def _run(tool, tmp_path, reference: dict, other: dict, capsys) -> tuple[int, str]:
+def _run(tool, tmp_path, aftertrain_model: dict, other: dict, capsys) -> tuple[int, str]:
     a, b = tmp_path / "a.json", tmp_path / "b.json"
-    a.write_text(json.dumps(reference))
+    a.write_text(json.dumps(aftertrain_model))
     b.write_text(json.dumps(other))
     status = tool.main([str(a), str(b)])
     return status, capsys.readouterr().out

@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 from aftertrain import prune as P
 from aftertrain.checks.prune import Scope, check_pruner
 from aftertrain.experiments import prune as EP
-from aftertrain.lm.model import GPT
 from tests.common.prune_bugs import (
     bitmask_without_values,
     coo_with_int64_index,
@@ -181,12 +180,6 @@ def test_two_four_magnitude_removes_no_less_than_per_layer_50pct():
 
 
 # --- pruned copies ------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def small_gpt():
-    torch.manual_seed(0)  # a test-local model; the library never seeds
-    return GPT().eval()
 
 
 @pytest.mark.parametrize("method", list(P.Method))

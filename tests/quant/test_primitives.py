@@ -179,7 +179,7 @@ def check_agrees_with_pytorch(w, bits, g, quantizer=reference_quantizer) -> int:
 
 
 @pytest.mark.claim("Q1")
-def test_fake_quantize_equals_pytorch_on_reference_weights_but_for_exact_ties(reference,
+def test_fake_quantize_equals_pytorch_on_reference_weights_but_for_exact_ties(aftertrain_model,
                                                                               claim_record):
     """On the 15 weights of the reference model, every width 2..8 and both
     granularities: torch.fake_quantize_per_{tensor,channel}_affine at our
@@ -190,7 +190,7 @@ def test_fake_quantize_equals_pytorch_on_reference_weights_but_for_exact_ties(re
     and must be fewer than 1 in 10,000 of the elements checked (a tie needs
     the quotient to land on a half-integer exactly)."""
     apart = total = 0
-    for p in reference.parameters():
+    for p in aftertrain_model.parameters():
         if p.dim() != 2:
             continue
         for bits in range(2, 9):

@@ -27,11 +27,11 @@ from aftertrain.report import multimodel as MM
 from aftertrain.report.document import TIMING_CLAIMS, deterministic_rows
 from aftertrain.report.markdown import figures, figures_once, fmt, read_table
 from aftertrain.report.quant import parting_excerpt
+from tests.common.committed import COMMITTED, ROOT, committed_data
+from tests.common.inner_runs import outside_any_run
 
 pytest_plugins = ["pytester"]
 
-ROOT = Path(__file__).resolve().parents[2]
-COMMITTED = ROOT / "report"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 PLOTS = ("quant_bits", "quant_sensitivity", "prune_sparsity", "prune_bytes", "spec_acceptance",
          "spec_speedup")
@@ -47,10 +47,6 @@ TABLE_TITLES = (
     "Acceptance at k=8 predicted from k=1", "Cost c of one draft character",
     "Verification pass over k+1 positions", "Speedup over plain cached decoding",
 )
-
-
-def _data() -> dict:
-    return json.loads((COMMITTED / "claims.json").read_text())
 
 
 def _ledger(data: dict, name: str = "claims.json") -> R.Ledger:
@@ -187,7 +183,7 @@ def test_update_committed_writes_report_ledger_and_readme_of_the_checkout(tmp_pa
                    "--claims-json", str(COMMITTED / "claims.json")])
     assert status == 0
     assert (checkout / "report" / "report.md").is_file()
-    assert json.loads((checkout / "report" / "claims.json").read_text()) == _data()
+    assert json.loads((checkout / "report" / "claims.json").read_text()) == committed_data()
     assert R.claims_table(committed) in (checkout / "README.md").read_text()
 
 
@@ -251,7 +247,7 @@ def _with(data: dict, cid: str, verdict: str, reasons: list[str] | None) -> dict
 
 
 def test_broken_and_inconclusive_claims_show_their_reasons():
-    data = _with(_data(), "Q2", "broken", ["AssertionError: int8 +0.2000 nats > 0.01"])
+    data = _with(committed_data(), "Q2", "broken", ["AssertionError: int8 +0.2000 nats > 0.01"])
     data = _with(data, "S6", "inconclusive", ["the interval [0.97, 1.04] holds 1.0: undecided"])
     data = _with(data, "P3", "broken", None)  # an older ledger: no reasons
     text = R.render(_ledger(data)).markdown()
@@ -263,7 +259,7 @@ def test_broken_and_inconclusive_claims_show_their_reasons():
 
 
 def test_a_ledger_without_reasons_or_meta_still_renders(committed):
-    data = _data()
+    data = committed_data()
     data.pop("meta", None)
     for e in data["claims"]:
         e.pop("reasons", None)
@@ -297,7 +293,7 @@ META = {"date": "2026-11-30T10:00:00+00:00", "commit": "abc123def456", "cpu": "T
 
 
 def test_header_shows_the_runs_metadata_from_the_ledger():
-    data = {**_data(), "meta": META}
+    data = {**committed_data(), "meta": META}
     text = R.render(_ledger(data)).markdown()
     head = text.split(meta.BEGIN, 1)[1].split(meta.END, 1)[0]
     for value in ("2026-11-30T10:00:00+00:00", "abc123def456", "Test CPU 9000", "2.13.0+cpu",
@@ -307,10 +303,11 @@ def test_header_shows_the_runs_metadata_from_the_ledger():
 
 
 def test_quick_label_comes_from_the_runs_own_metadata():
-    quick = R.render(_ledger({**_data(), "meta": {**META, "quick": True}})).markdown()
+    quick = R.render(_ledger({**committed_data(), "meta": {**META, "quick": True}})).markdown()
     assert "**Quick run**" in quick and "quick run" in quick
-    unknown = R.render(_ledger({**_data(), "meta": {k: v for k, v in _data().get("meta", {}).items()
-                                                    if k != "quick"}})).markdown()
+    data = committed_data()
+    unknown = R.render(_ledger({**data, "meta": {k: v for k, v in data.get("meta", {}).items()
+                                                 if k != "quick"}})).markdown()
     assert "**Quick run**" not in unknown and "run kind not recorded" in unknown
 
 
@@ -322,7 +319,7 @@ def test_png_bytes_depend_only_on_the_data(doc, committed):
     for name in PLOTS:
         assert a.plots[name].png == b.plots[name].png, name
         assert b"matplotlib" not in a.plots[name].png.lower(), name
-    data = _data()
+    data = committed_data()
     for key in ("speedup", "speedup_min", "speedup_max"):
         data["tables"][TB.SPEC_SPEEDUP][0][key] += 0.05
     c = R.render(_ledger(data))
@@ -382,7 +379,7 @@ def test_plot_series_are_the_ledgers_tables(doc, committed):
 
 @pytest.mark.teeth
 def test_plot_check_catches_a_series_drawn_from_the_wrong_column(committed):
-    data = _data()
+    data = committed_data()
     s6 = data["tables"][TB.SPEC_SPEEDUP]
     first, last = s6[0]["draft"], s6[-1]["draft"]  # one draft's measurements drawn as another's
     for r in s6:
@@ -456,7 +453,7 @@ def test_a_claim_made_to_fail_shows_as_broken_in_report_and_exit_status(pytester
     """Through the ledger: a pytest run whose Q2 test fails writes a ledger;
     the report built from it marks Q2 BROKEN, lists it with its reason, and
     exits with status 1."""
-    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    outside_any_run(monkeypatch)
     pytester.makepyfile(test_made_to_fail=FAILING)
     ledger_path = tmp_path / "claims.json"
     result = pytester.runpytest("-p", "aftertrain.ledger", "--claims-json", str(ledger_path))

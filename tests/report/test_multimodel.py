@@ -24,13 +24,7 @@ from aftertrain.experiments import sweep as ESW
 from aftertrain.report import multimodel as MM
 from aftertrain.report import sweep as SW
 from aftertrain.report.markdown import read_table
-
-ROOT = Path(__file__).resolve().parents[2]
-COMMITTED = ROOT / "report"
-
-
-def _data() -> dict:
-    return json.loads((COMMITTED / "claims.json").read_text())
+from tests.common.committed import COMMITTED, ROOT, committed_data
 
 
 def _set(data: dict, cid: str, verdict: str, measured: str | None = None) -> None:
@@ -45,7 +39,7 @@ def _set(data: dict, cid: str, verdict: str, measured: str | None = None) -> Non
 def ledgers() -> tuple[R.Ledger, R.Ledger]:
     """The reference (Q5, Q6 do not reproduce, Q4 holds) and an "article"
     where Q5 flips to holding, Q6 does not, and Q4 stops holding."""
-    ref = _data()
+    ref = committed_data()
     ref["meta"] = {"model": "reference"}
     _set(ref, "Q5", V.DOES_NOT_REPRODUCE, "ref-q5 2.7000")
     _set(ref, "Q6", V.DOES_NOT_REPRODUCE, "ref-q6 1.1111")
@@ -140,7 +134,7 @@ def _write(path: Path, ledger: R.Ledger, data_from: dict) -> Path:
 
 
 def test_cli_reads_several_ledgers_and_exits_zero(tmp_path, ledgers):
-    ref = _data()
+    ref = committed_data()
     ref["meta"] = {"model": "reference"}
     art = copy.deepcopy(ref)
     art["meta"] = {"model": "article"}
@@ -245,7 +239,7 @@ def test_report_runs_each_model_and_fails_when_a_test_fails_on_any(tmp_path, mon
     code has no fingerprint, so the later run is whole and says why."""
     from dataclasses import replace
 
-    from aftertrain.cli import report as report_command
+    from aftertrain.cli import suite
 
     calls, locks, earlier = [], [], {}
     tree = runmeta.worktree(ROOT)
@@ -257,12 +251,12 @@ def test_report_runs_each_model_and_fails_when_a_test_fails_on_any(tmp_path, mon
         earlier[model] = (model_free_from, json_path)
         if output is not None:
             output.write_text(f"...\n1 passed ({model})\n")
-        data = _data()
+        data = committed_data()
         data["meta"] = {"model": model, "worktree": tree}
         json_path.write_text(json.dumps(data))
         return replace(R.read_ledger(json_path), pytest_status=status if model == "article" else 0)
 
-    monkeypatch.setattr(report_command, "run_ledger", fake_run)
+    monkeypatch.setattr(suite, "run_ledger", fake_run)
     out = tmp_path / "out"
     assert main(["report", "--out", str(out), "--checkout", str(ROOT)]
                 + ([] if jobs is None else ["--jobs", str(jobs)])) == expected
@@ -301,16 +295,16 @@ def test_only_a_run_that_ran_its_tests_gives_a_ledger(tmp_path, monkeypatch, sta
     the report refuses them, naming the status, instead of rendering a part."""
     import subprocess
 
-    from aftertrain.cli import report as report_command
+    from aftertrain.cli import suite
     from aftertrain.report import ReportError
 
     json_path = tmp_path / "claims.json"
 
     def fake_run(cmd, **kwargs):
-        json_path.write_text(json.dumps(_data()))
+        json_path.write_text(json.dumps(committed_data()))
         return subprocess.CompletedProcess(cmd, status)
-    monkeypatch.setattr(report_command.subprocess, "run", fake_run)
-    run = lambda: report_command.run_ledger(ROOT, json_path, False, lambda msg: None)  # noqa: E731
+    monkeypatch.setattr(suite.subprocess, "run", fake_run)
+    run = lambda: suite.run_ledger(ROOT, json_path, False, lambda msg: None)  # noqa: E731
     if accepted:
         assert run().pytest_status == status
     else:
@@ -322,8 +316,8 @@ def test_a_run_that_took_its_model_free_outcomes_says_so():
     """A later model's run (``--model-free-from``): a claim none of whose
     tests read the model is marked in its verdict column with the run its
     outcomes came from; the section names how many tests and which claims."""
-    reference = R.Ledger.from_json(_data(), "claims.json")
-    data = _data()
+    reference = R.Ledger.from_json(committed_data(), "claims.json")
+    data = committed_data()
     data["meta"]["model"] = "article"
     data["meta"]["model_free_from"] = {"ledger": "claims.json", "model": "reference",
                                        "model_sha256": "0", "commit": "c", "tests": 3}
@@ -353,19 +347,19 @@ def test_a_later_model_runs_every_test_when_the_checkout_changed(tmp_path, monke
                     "test_report_runs_each_model_and_fails_when_a_test_fails_on_any's")
     from dataclasses import replace
 
-    from aftertrain.cli import report as report_command
+    from aftertrain.cli import suite
 
     given = {}
 
     def fake_run(checkout, json_path, quick, log, meta=None, model=None, *, timing_lock=None,
                  output=None, model_free_from=None):
         given[model] = model_free_from
-        data = _data()
+        data = committed_data()
         data["meta"] = {"model": model, "commit": "the first run's commit", "worktree": "other"}
         json_path.write_text(json.dumps(data))
         return replace(R.read_ledger(json_path), pytest_status=0)
 
-    monkeypatch.setattr(report_command, "run_ledger", fake_run)
+    monkeypatch.setattr(suite, "run_ledger", fake_run)
     assert main(["report", "--out", str(tmp_path / "out"), "--checkout", str(ROOT)]) == 0
     assert given == {"reference": None, "article": None}
     err = capsys.readouterr().err
@@ -381,20 +375,20 @@ def test_outside_a_git_checkout_a_later_model_runs_every_test(tmp_path, monkeypa
     checkout too, with the fingerprint taken away."""
     from dataclasses import replace
 
-    from aftertrain.cli import report as report_command
+    from aftertrain.cli import suite
 
-    monkeypatch.setattr(report_command.runmeta, "worktree", lambda root: None)
+    monkeypatch.setattr(suite.runmeta, "worktree", lambda root: None)
     given = {}
 
     def fake_run(checkout, json_path, quick, log, meta=None, model=None, *, timing_lock=None,
                  output=None, model_free_from=None):
         given[model] = model_free_from
-        data = _data()
+        data = committed_data()
         data["meta"] = {"model": model, "worktree": None}
         json_path.write_text(json.dumps(data))
         return replace(R.read_ledger(json_path), pytest_status=0)
 
-    monkeypatch.setattr(report_command, "run_ledger", fake_run)
+    monkeypatch.setattr(suite, "run_ledger", fake_run)
     assert main(["report", "--out", str(tmp_path / "out"), "--checkout", str(ROOT)]) == 0
     assert given == {"reference": None, "article": None}
     assert (f"{ROOT} is not a git checkout with a commit: article's run runs every test"

@@ -12,21 +12,20 @@ The report is rendered once with its plots not saved (cheap).
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from aftertrain import report as R
 from aftertrain.claims import tables as TB
 from aftertrain.report.markdown import read_table
-from tests.common.figures import COMMITTED, plots_without_png
+from tests.common.committed import committed_data
+from tests.common.figures import plots_without_png
 
 MB = 1_048_576
 
 
 @pytest.fixture(scope="module")
 def raw() -> dict:
-    return json.loads((COMMITTED / "claims.json").read_text())
+    return committed_data()
 
 
 @pytest.fixture(scope="module")
@@ -256,7 +255,7 @@ def test_header_shows_the_ledgers_metadata(raw, text):
 
 
 def test_second_models_header_and_losses_come_from_its_own_ledger(raw):
-    other = json.loads((COMMITTED / "claims-article.json").read_text())
+    other = committed_data("claims-article.json")
     led = R.Ledger.from_json(raw, "claims.json")
     with plots_without_png():
         text = R.render(led, others={"article": R.Ledger.from_json(other, "claims-article.json")}
@@ -274,7 +273,7 @@ def test_reference_lines_and_overlays_are_the_ledgers_and_closed_forms(raw):
     the overlays: each model's lines from its own ledger's raw JSON."""
     import math
 
-    other = json.loads((COMMITTED / "claims-article.json").read_text())
+    other = committed_data("claims-article.json")
     with plots_without_png():
         doc = R.render(R.Ledger.from_json(raw, "claims.json"),
                        others={"article": R.Ledger.from_json(other, "claims-article.json")})

@@ -18,7 +18,8 @@ from aftertrain.report import sweep as SW
 from aftertrain.report.document import Document
 from aftertrain.report.ledgerfile import read_ledger
 from aftertrain.report.markdown import read_table
-from tests.common.figures import COMMITTED, plots_without_png
+from tests.common.committed import COMMITTED
+from tests.common.figures import plots_without_png
 
 
 @pytest.fixture(scope="module")

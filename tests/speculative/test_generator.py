@@ -22,7 +22,6 @@ import torch
 from hypothesis import given
 
 from aftertrain import speculative as S
-from aftertrain.checks import speculative as CS
 from aftertrain.claims import tables
 from aftertrain.core.tolerances import LOGITS_ATOL
 from aftertrain.experiments import speculative as XS
@@ -32,29 +31,18 @@ from aftertrain.lm.decoding import probabilities
 from aftertrain.lm.text import encode
 from aftertrain.speculative import drafts as D
 from aftertrain.stats import ALPHA
+from tests.common.kit import joint_law_report
 from tests.common.strategies import speculative_run
-from tests.common.toys import TOY_PROMPT, TOY_TEMPERATURE, CountingModel, toy_draft, toy_gpt, toy_target
+from tests.common.toys import CountingModel, toy_gpt
 
 # --- toy models and their exact law ---------------------------------------------------
 
-JOINT_LENGTH = 3
 JOINT_RUNS = 1500  # generator calls per k; expected count per cell ~ 1500 / 64 ~ 23 (pooled below 5)
 
 
 def shipped_generate(target, draft, prompt, n_new, k, temperature, generator):
     """The shipped generator in the kit's protocol (the generated tokens)."""
     return S.speculative_generate(target, draft, prompt, n_new, k, temperature, generator).generated
-
-
-def joint_law_report(k: int, runs: int = JOINT_RUNS, seed: int = 0):
-    """The kit's check_generator on the shipped generator: the first 3
-    symbols of ``runs`` calls (toy target and draft, temperature 0.3)
-    against the enumerated law (chi-square; for k = 4 the run is k + 1 = 5
-    symbols long so the first round really drafts 4), and greedy output
-    equal to plain greedy decoding of the toy target."""
-    return CS.check_generator(shipped_generate, toy_target(), toy_draft(), runs=runs, ks=(k,),
-                              length=JOINT_LENGTH, temperatures=(TOY_TEMPERATURE,),
-                              prompt=TOY_PROMPT.tolist(), alpha=ALPHA, seed=seed)
 
 
 @pytest.mark.claim("X6")
@@ -67,7 +55,7 @@ def test_joint_law_of_first_three_symbols_is_the_targets(k, claim_record):
     temperature 0 the toy run equals plain greedy decoding. A sampler that
     emits the draft's law, takes its bonus from the wrong position or scores
     q at another temperature fails this (tests/claims/test_teeth.py)."""
-    report = joint_law_report(k)
+    report = joint_law_report(shipped_generate, k, runs=JOINT_RUNS)
     fit = next(r for r in report.rows if r.check == "chi-square")
     claim_record.measured(f"k={k}: chi2 {fit.statistic:.1f} on {fit.dof} dof, "
                                 f"p-value {fit.p_value:.3g}")
@@ -77,15 +65,15 @@ def test_joint_law_of_first_three_symbols_is_the_targets(k, claim_record):
 # --- the reference model ----------------------------------------------------------------
 
 
-def greedy_mismatches(reference, drafts: dict, ks=XS.KS) -> list[str]:
+def greedy_mismatches(aftertrain_model, drafts: dict, ks=XS.KS) -> list[str]:
     """Every (draft, k) whose greedy speculative text differs from greedy plain
     decoding over 200 characters, with the first differing position."""
     prompt = XS.prompt_text()
-    plain = DEC.generate(reference, encode(prompt), XS.N_NEW, 0.0)
+    plain = DEC.generate(aftertrain_model, encode(prompt), XS.N_NEW, 0.0)
     out = []
     for kind, draft in drafts.items():
         for k in ks:
-            r = S.speculative_generate(reference, draft, prompt, XS.N_NEW, k, 0.0)
+            r = S.speculative_generate(aftertrain_model, draft, prompt, XS.N_NEW, k, 0.0)
             if not torch.equal(r.tokens, plain):
                 n = int((r.tokens != plain).nonzero()[0]) - len(prompt)
                 out.append(f"{kind.value} k={k}: differs at character {n}")
@@ -93,13 +81,13 @@ def greedy_mismatches(reference, drafts: dict, ks=XS.KS) -> list[str]:
 
 
 @pytest.mark.claim("X6")
-def test_greedy_speculative_text_equals_greedy_plain_text(reference, speculative_drafts,
+def test_greedy_speculative_text_equals_greedy_plain_text(aftertrain_model, speculative_drafts,
                                                          claim_record):
     """X6. At temperature 0, for every draft (bigram, 8-bit, 4-bit, n-gram,
     draft GPT) and k in 1, 2, 4, 8, the 200 characters after the 32-character
     validation prompt equal plain greedy decoding's, character for character
     (a greedy run crosses the window moves at 129 and 193 characters)."""
-    assert greedy_mismatches(reference, speculative_drafts) == []
+    assert greedy_mismatches(aftertrain_model, speculative_drafts) == []
     claim_record.measured(f"{len(D.DraftKind)} drafts x k {XS.KS}: identical to greedy")
 
 
@@ -120,7 +108,7 @@ def plain_logits(model, tokens: torch.Tensor, prompt_length: int) -> torch.Tenso
 
 @pytest.mark.claim("S2")
 @pytest.mark.parametrize("kind, k", [(D.DraftKind.BIGRAM, 8), (D.DraftKind.INT4, 4)])
-def test_verification_logits_equal_plain_decoding_across_window_moves(reference, kind, k,
+def test_verification_logits_equal_plain_decoding_across_window_moves(aftertrain_model, kind, k,
                                                                      speculative_drafts,
                                                                      claim_record):
     """The context policy makes p a function of the text alone: for a sampled
@@ -128,10 +116,10 @@ def test_verification_logits_equal_plain_decoding_across_window_moves(reference,
     characters, where the window jumps) the target logits the rule used for
     each emitted character equal plain cached decoding's for the same text,
     within 1e-4 (float error of batched positions, see LOGITS_ATOL)."""
-    r = S.speculative_generate(reference, speculative_drafts[kind], XS.prompt_text(), XS.N_NEW, k,
+    r = S.speculative_generate(aftertrain_model, speculative_drafts[kind], XS.prompt_text(), XS.N_NEW, k,
                                1.0, torch.Generator().manual_seed(XS.SEED))
     assert len(r.tokens) > 192 + 1, "the run must cross two window moves"
-    expected = plain_logits(reference, r.tokens, r.prompt_length)
+    expected = plain_logits(aftertrain_model, r.tokens, r.prompt_length)
     assert r.target_logits.shape == expected.shape == (XS.N_NEW, 100)
     diff = float((r.target_logits - expected).abs().max())
     claim_record.measured(f"{kind.value} k={k}: max |logit diff| {diff:.2e} over 200 positions")
@@ -139,10 +127,10 @@ def test_verification_logits_equal_plain_decoding_across_window_moves(reference,
 
 
 @pytest.fixture(scope="module")
-def first_token_rows(reference, speculative_drafts):
+def first_token_rows(aftertrain_model, speculative_drafts):
     drafts = {"bigram": speculative_drafts[D.DraftKind.BIGRAM],
               "4-bit": speculative_drafts[D.DraftKind.INT4]}
-    return XS.first_token_table(reference, drafts)
+    return XS.first_token_table(aftertrain_model, drafts)
 
 
 @pytest.mark.claim("S2")

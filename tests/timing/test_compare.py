@@ -11,6 +11,7 @@ import pytest
 
 from aftertrain.timing import Decision, paired_timing
 from aftertrain.timing.compare import RatioStatus, compare_ratios, machine, machine_difference, store_ratios
+from tests.common.inner_runs import outside_any_run
 from tests.common.pytester_sources import BENCH
 
 pytest_plugins = ["pytester"]
@@ -105,7 +106,7 @@ def test_a_stored_run_of_another_machine_is_one_line_and_exit_0(pytester: pytest
     records does not appear."""
     import json
 
-    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    outside_any_run(monkeypatch)
     pytester.makepyfile(test_bench=BENCH)
     store = f"--benchmark-storage=file://{pytester.path / 'store'}"
     monkeypatch.setenv("RATIO", "1.0")

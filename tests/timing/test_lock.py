@@ -13,6 +13,7 @@ import threading
 import pytest
 
 from aftertrain.timing.lock import TimingLock
+from tests.common.inner_runs import outside_any_run
 from tests.common.pytester_sources import FLOCK_PROBE
 
 pytest_plugins = ["pytester"]
@@ -123,8 +124,7 @@ def test_timed(benchmark):
 
 def test_pytest_option_holds_the_lock_shared_or_alone_per_test(pytester, tmp_path, monkeypatch):
     # an xdist worker's variables would turn pytest-benchmark off in the inner run
-    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
-        monkeypatch.delenv(name, raising=False)
+    outside_any_run(monkeypatch)
     lock = tmp_path / "t.lock"
     pytester.makepyfile(test_lock_use=RUN.format(lock=str(lock)), flock_probe=FLOCK_PROBE)
     result = pytester.runpytest_subprocess("-p", "aftertrain.ledger", f"--timing-lock={lock}",

@@ -119,7 +119,9 @@ class PerGroup:
         return f"PerGroup({self.group_size})"
 
 
-Granularity = PerTensor | PerAxis | PerGroup
+#: A scheme's granularity in torchao's vocabulary (its ``Granularity`` classes);
+#: :class:`aftertrain.quant.Granularity` is the article's two choices.
+SchemeGranularity = PerTensor | PerAxis | PerGroup
 
 
 @dataclass(frozen=True)
@@ -132,7 +134,7 @@ class QuantScheme:
 
     bits: int
     mapping: Mapping
-    granularity: Granularity
+    granularity: SchemeGranularity
     scale_floor: float = SCALE_FLOOR
 
     def __post_init__(self) -> None:
@@ -169,7 +171,7 @@ class QuantScheme:
         return -self.qmax - 1, self.qmax
 
 
-def group_index(shape: tuple[int, ...], granularity: Granularity) -> tuple[torch.Tensor, int]:
+def group_index(shape: tuple[int, ...], granularity: SchemeGranularity) -> tuple[torch.Tensor, int]:
     """``(index, n_groups)``: the group of every element of a 2-D weight,
     int64 of ``shape``, numbered row-major (row, then group along the row)."""
     rows, cols = shape

@@ -38,7 +38,7 @@ import numpy as np
 import torch
 
 from aftertrain.checks import rule_battery
-from aftertrain.checks.generator import ToyTable, check_generator, toy_models
+from aftertrain.checks.generator_battery import ToyTable, check_generator, toy_models
 from aftertrain.checks.report import Report, Row
 from aftertrain.checks.rule_battery import DTYPES, FIXED_P, FIXED_Q, Case  # noqa: F401 (re-exported)
 from aftertrain.checks.rule_exact import check_rule_exact

@@ -8,7 +8,7 @@ rather than a silently missing section.
 
 What a table holds is a :class:`TableSpec` (the registry of every name is
 :data:`aftertrain.experiments.tables.SPECS`): a row type, a frozen dataclass
-subclassing :class:`Row`, and a :class:`Shape` (one row, a list of rows, or
+subclassing :class:`TableRow`, and a :class:`Shape` (one row, a list of rows, or
 rows by key). :meth:`TableSpec.to_record` gives the JSON the ledger stores,
 :meth:`TableSpec.from_record` the typed table back; a row's record is its
 fields by name (``field(metadata={"key": ...})`` where the JSON key is not a
@@ -57,11 +57,11 @@ def p7(sparsity: float) -> str:
     return f"{P7_PREFIX}{sparsity}"
 
 
-R = TypeVar("R", bound="Row")
+R = TypeVar("R", bound="TableRow")
 
 
 def _to_json(value: object) -> object:
-    if isinstance(value, Row):
+    if isinstance(value, TableRow):
         return value.to_record()
     if isinstance(value, tuple):
         return [_to_json(v) for v in value]
@@ -71,19 +71,19 @@ def _to_json(value: object) -> object:
 
 
 def _from_json(value: object, hint: object) -> object:
-    # Nested rows come back typed by the field's annotation: a Row, a
-    # tuple[Row, ...] or a dict[str, Row]; any other JSON list as a tuple.
+    # Nested rows come back typed by the field's annotation: a TableRow, a
+    # tuple[TableRow, ...] or a dict[str, TableRow]; any other JSON list as a tuple.
     origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if isinstance(hint, type) and issubclass(hint, Row) and value is not None:
+    if isinstance(hint, type) and issubclass(hint, TableRow) and value is not None:
         return hint.from_record(value)
-    if origin is tuple and args and isinstance(args[0], type) and issubclass(args[0], Row):
+    if origin is tuple and args and isinstance(args[0], type) and issubclass(args[0], TableRow):
         return tuple(args[0].from_record(v) for v in value)
-    if origin is dict and len(args) == 2 and isinstance(args[1], type) and issubclass(args[1], Row):
+    if origin is dict and len(args) == 2 and isinstance(args[1], type) and issubclass(args[1], TableRow):
         return {k: args[1].from_record(v) for k, v in value.items()}
     return tuple(_from_json(v, None) for v in value) if isinstance(value, list) else value
 
 
-class Row:
+class TableRow:
     """A frozen dataclass whose record is ``{key: value}`` for each field
     (the key is the field's name, or its ``metadata["key"]``); tuples are
     stored as JSON lists and read back as tuples, so
@@ -131,7 +131,7 @@ class TableSpec:
 
     name: str
     claims: tuple[str, ...]
-    row: type[Row]
+    row: type[TableRow]
     shape: Shape = Shape.ROWS
 
     @property

@@ -20,6 +20,8 @@ import json
 import sys
 from pathlib import Path
 
+from aftertrain.cli.options import int_in
+
 #: --dtype's choices: the precisions the kit hands p and q in, by their names in
 #: torch (looked up only when the checks run: ``--help`` and a usage error
 #: answer without importing torch).
@@ -55,30 +57,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="FUNC handles one round per call: p (k+1, V), q (k, V), drafts (k,)")
     r.add_argument("--dtype", choices=DTYPES, default="float64",
                    help="the precision p and q are handed in (default float64)")
-    r.add_argument("--n", type=_whole(MIN_N, MAX_N), default=None,
+    r.add_argument("--n", type=int_in(MIN_N, MAX_N, grouped=True), default=None,
                    help=f"rounds per case, {MIN_N} to {MAX_N:,} (default 20000; fewer lose "
                         "power: the chi-square detects a TV bias of about 0.025 * sqrt(20000 / N))")
-    r.add_argument("--seed", type=_whole(0, MAX_SEED), default=0,
+    r.add_argument("--seed", type=int_in(0, MAX_SEED, grouped=True), default=0,
                    help="seed of the cases and draws (default 0)")
     r.add_argument("--json", action="store_true", help="print the reports as JSON")
     r.add_argument("--quiet", action="store_true", help="no progress lines on standard error")
-    r.set_defaults(func=cmd_check)
+    r.set_defaults(func=run)
     return p
-
-
-def _whole(low: int, high: int):
-    """An argparse type: a whole number from ``low`` to ``high``."""
-    def parse(s: str) -> int:
-        try:
-            v = int(s, 10)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"expected a whole number from {low} to {high:,}, got {s!r}") from None
-        if not low <= v <= high:
-            raise argparse.ArgumentTypeError(f"must be from {low} to {high:,}, got {v}")
-        return v
-    parse.__name__ = "whole number"
-    return parse
 
 
 class CheckUsageError(Exception):
@@ -135,7 +122,7 @@ def load_function(target: str):
     return fn
 
 
-def cmd_check(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Run the checks; print one line per failure (or JSON); return 0/1/2."""
     say = "aftertrain check rule"
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))

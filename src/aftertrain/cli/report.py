@@ -1,36 +1,23 @@
 """``aftertrain report``: run the claims' tests on each model (one pytest
-subprocess per model), then hand the ledgers to :mod:`aftertrain.report`,
-which renders them. Argument checks, progress lines and the subprocess live
-here; the report package only renders and writes what it is given.
+subprocess per model, :mod:`aftertrain.cli.suite`), then hand the ledgers to
+:mod:`aftertrain.report`, which renders them. Argument checks and progress
+lines live here; the report package only renders and writes what it is given.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
+import argparse
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from pathlib import Path
 
 from aftertrain.claims import verdicts as V
-from aftertrain.core import runmeta
+from aftertrain.cli.options import UsageError
+from aftertrain.cli.suite import default_checkout, is_checkout, labelled, run_models
 from aftertrain.core.io import atomic_write
-from aftertrain.ledger import reuse
-from aftertrain.ledger.state import WORKTREE
-from aftertrain.report.ledgerfile import (
-    META_FROM_REPORT_RUN,
-    META_NONE,
-    QUICK_ENV,
-    Ledger,
-    ReportError,
-    read_ledger,
-)
+from aftertrain.report.ledgerfile import Ledger, ReportError, read_ledger
 from aftertrain.report.paths import (
     COMMITTED,
     DEFAULT_MODELS,
@@ -46,66 +33,54 @@ from aftertrain.report.paths import (
 # torch (issue 36; tests/cli/test_cli_imports.py).
 
 
-def default_checkout() -> Path | None:
-    """The source checkout this package was installed from (editable
-    install), if it has the project's tests; else None."""
-    root = Path(__file__).resolve().parents[3]
-    return root if is_checkout(root) else None
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Add ``report`` and its options to ``subparsers``."""
+    p = subparsers.add_parser(
+        "report", help="run the claims' tests and write the report (tables beside the article's, plots)",
+        description="Run this checkout's pytest suite (the claims ledger), then write "
+                    "OUT/report.md with every table of the articles beside ours, the verdicts, "
+                    "and PNG plots. Exit status 1 when a claim is broken, 2 on a usage error.")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--out", help="output folder (default: build/report, ignored by git)")
+    where.add_argument("--update-committed", "--update-readme", dest="update_committed",
+                       action="store_true",
+                       help="write the committed report (the checkout's report/ folder, with its "
+                            "claims.json) and rewrite the claims table of its README.md")
+    p.add_argument("--quick", action="store_true",
+                   help="fewer hypothesis examples and timing pairs: a first look, said so in the "
+                        "report (only when the report runs the tests)")
+    p.add_argument("--checkout", help="aftertrain source tree whose tests to run and whose "
+                   "report/ and README --update-committed rewrites (default: the one this "
+                   "package is installed from)")
+    p.add_argument("--claims-json", action="append", metavar="FILE[,FILE...]",
+                   help="read verdicts and figures from this ledger (written by `pytest "
+                   "--claims-json FILE`) instead of running the tests; several (repeated or "
+                   "comma-separated) give one verdict column per model, the first the primary")
+    p.add_argument("--models", action="append", metavar="NAME_OR_PATH[,...]",
+                   help="run the claims' tests on these models (bundled names: "
+                   "reference, article, sweep-250, sweep-1250; or a checkpoint written by "
+                   "`aftertrain train --out`); default reference,article; the first is the "
+                   "primary and runs the whole suite, every later one only the tests that read "
+                   "the model (the others' outcomes are the first run's)")
+    p.add_argument("--jobs", type=int, metavar="N",
+                   help="run N models' suites side by side, each in one process and each "
+                   "whole (default 1: one model after another, each on the suite's xdist "
+                   "workers, every core, later models running only the tests that read the "
+                   "model); their timings still run one at a time, each test that times "
+                   "waiting until no other run's test is running")
+    p.add_argument("--sweep", metavar="FILE",
+                   help="render this sweep file (written by `aftertrain sweep`); default: "
+                   "OUT/sweep.json when it exists")
+    p.set_defaults(func=run)
+    return p
 
 
-def is_checkout(path: Path) -> bool:
-    return (path / "pyproject.toml").is_file() and (path / "tests").is_dir()
-
-
-def run_ledger(checkout: Path, json_path: Path, quick: bool,
-               log: Callable[[str], None], meta: dict | None = None,
-               model: str | None = None, *, timing_lock: Path | None = None,
-               output: Path | None = None, model_free_from: Path | None = None) -> Ledger:
-    """Run the checkout's whole pytest suite, writing its ledger to ``json_path``.
-
-    pytest's own progress streams to standard error as it runs, or to the
-    file ``output`` when given (runs side by side). ``meta`` (the run's
-    metadata, taken just before the run) stands in for the ledger's own
-    when the ledger carries none. ``model``: a bundled model's name or a
-    checkpoint path, passed as ``--aftertrain-model`` (default: the suite's
-    default, the reference). ``timing_lock``: passed as ``--timing-lock``,
-    so runs side by side never time while another runs a test (each then
-    in one process, ``-n 0``; a run alone uses the suite's xdist workers).
-    ``model_free_from``: an earlier run's ledger, passed as
-    ``--model-free-from`` (:mod:`aftertrain.ledger.reuse`): the tests that do
-    not read the model are not run again, their outcomes are that run's. The
-    ledger keeps pytest's exit status (``pytest_status``: 1 when a test
-    failed, a claim's or not).
-    """
-    if not is_checkout(checkout):
-        raise ReportError(f"checkout must be an aftertrain source tree with tests/, got {checkout}")
-    # The checkout's configuration named outright, and every path option in its
-    # --flag=PATH form: pytest picks its rootdir from the command line's paths
-    # before aftertrain's options are known, so a path given as a separate
-    # word outside the checkout would root it there.
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
-           f"--rootdir={checkout}", f"--config-file={checkout / 'pyproject.toml'}",
-           f"--claims-json={json_path}"]
-    if model is not None:
-        cmd += [f"--aftertrain-model={model}"]
-    if timing_lock is not None:  # side by side: one process each, the cores shared by the runs
-        cmd += [f"--timing-lock={timing_lock}", "-n", "0"]
-    if model_free_from is not None:
-        cmd += [f"{reuse.FLAG}={model_free_from}"]
-    env = {**os.environ, **(QUICK_ENV if quick else {})}
-    log(f"running the claims' tests: {' '.join(cmd[1:])} (in {checkout})"
-        + (f"; its output goes to {output}" if output else ""))
-    with open(output, "w") if output else contextlib.nullcontext(sys.stderr) as stream:
-        proc = subprocess.run(cmd, cwd=checkout, env=env, stdout=stream, stderr=stream)
-    if proc.returncode not in (0, 1) or not json_path.is_file():
-        where = f"; its output: {output}" if output else ""
-        raise ReportError(f"pytest exited with status {proc.returncode} and wrote no ledger "
-                          f"(an error outside the tests); run `python -m pytest` in "
-                          f"{checkout}{where}")
-    ledger = read_ledger(json_path)
-    if ledger.meta_source == META_NONE and meta:
-        ledger = replace(ledger, meta={**meta, "quick": quick}, meta_source=META_FROM_REPORT_RUN)
-    return replace(ledger, pytest_status=proc.returncode)
+def run(args: argparse.Namespace) -> int:
+    """:func:`report_main`, a ReportError being the user's mistake (exit status 2)."""
+    try:
+        return report_main(args)
+    except ReportError as err:
+        raise UsageError(str(err)) from None
 
 
 def split_values(values: list[str] | None, flag: str) -> list[str]:
@@ -119,18 +94,8 @@ def split_values(values: list[str] | None, flag: str) -> list[str]:
     return out
 
 
-def _labelled(ledgers: list[Ledger]) -> tuple[Ledger, dict[str, Ledger]]:
-    from aftertrain.report import multimodel
-
-    labels = [multimodel.model_label(led) for led in ledgers]
-    dup = sorted({x for x in labels if labels.count(x) > 1})
-    if dup:
-        raise ReportError(f"two ledgers are of the same model {dup}: give each model once")
-    return ledgers[0], dict(zip(labels[1:], ledgers[1:], strict=True))
-
-
 def report_main(args) -> int:
-    """``aftertrain report``: see :func:`aftertrain.cli.build_parser`.
+    """``aftertrain report``: see :func:`add_parser`.
 
     Steps: check every argument (before any long work), get the ledgers (read
     the given ones or run the suite once per model), place the sweep file,
@@ -166,7 +131,7 @@ def report_main(args) -> int:
         # One model at a time on the suite's xdist workers: 282 s for both bundled
         # models on 2 idle cores, against 344 s for the two side by side.
         jobs = requested_jobs if requested_jobs is not None else 1
-        ledger, others = _run_models(models, checkout, run_dir, args.quick, log, claims_json,
+        ledger, others = run_models(models, checkout, run_dir, args.quick, log, claims_json,
                                      jobs)
     # every argument is checked: now the sections, and torch with them
     from aftertrain.report.assemble import build, read_report_sweep
@@ -227,7 +192,7 @@ def _read_ledgers(claims_json: list[str], models: list[str], quick: bool) -> tup
             ledgers.append(read_ledger(p))
         except ReportError as err:
             raise ReportError(f"--claims-json: {err}") from None
-    return _labelled(ledgers)
+    return labelled(ledgers)
 
 
 def _check_models(models: list[str], checkout: Path | None) -> list[str]:
@@ -246,77 +211,6 @@ def _check_models(models: list[str], checkout: Path | None) -> list[str]:
     if len(set(models)) != len(models):
         raise ReportError(f"--models names a model twice: {models}")
     return models
-
-
-def _run_models(models: list[str], checkout: Path, run_dir: Path, quick: bool,
-                log: Callable[[str], None], claims_json: list[str], jobs: int = 1
-                ) -> tuple[Ledger, dict]:
-    """Run the suite once per model, ``jobs`` at a time; each ledger's path is
-    appended to ``claims_json`` (in the order of ``models``). Runs side by
-    side share a timing lock (``--timing-lock``): their untimed tests run
-    together, but no run times while another runs a test, so each timing
-    sees the machine as a lone run would. Their pytest output goes to a log
-    file each (named in the progress lines), whose last line is shown when
-    the run ends; the logs' folder is removed when every run passed, kept
-    (and named) when one failed. A ReportError keeps it too.
-
-    One at a time, every model after the first runs only the tests that
-    read the model (``--model-free-from`` the first run's ledger): the
-    others' outcomes are the same on every model, so they run once. Side by
-    side, every run is whole (the first's ledger is not there yet)."""
-    from aftertrain.lm import registry as _models
-    from aftertrain.report import meta
-
-    jobs = min(jobs, len(models))
-    side_by_side = jobs > 1
-    logs = Path(tempfile.mkdtemp(prefix="aftertrain-report-logs-")) if side_by_side else None
-    plans = []
-    for i, m in enumerate(models):
-        label = Path(m).stem if m not in _models.BUNDLED else m
-        run_path = (run_dir / ledger_file(label, i == 0)).resolve()
-        claims_json.append(str(run_path))
-        plans.append((i, m, label, run_path))
-
-    def one(plan, first: Ledger | None = None) -> Ledger:
-        i, m, label, run_path = plan
-        earlier = None
-        if first is not None:  # the first model's run: take its model-free outcomes
-            here = runmeta.worktree(checkout)
-            if here is not None and first.meta.get(WORKTREE) == here:
-                earlier = plans[0][3]
-            else:
-                why = (f"{checkout} is not a git checkout with a commit" if here is None else
-                       f"the checkout's tracked code changed since {models[0]}'s run (commit "
-                       f"{first.meta.get('commit')}, now {runmeta.commit(checkout)})")
-                log(f"{why}: {m}'s run runs every test")
-        log(f"model {i + 1} of {len(models)}: {m} (the claims' tests with --aftertrain-model {m}"
-            + (f"; those that do not read the model ran on {models[0]}: their outcomes are "
-               f"taken from its ledger)" if earlier else ")"))
-        output = logs / f"pytest-{i + 1}-{label}.log" if logs else None
-        led = run_ledger(checkout, run_path, quick, log, meta.collect(checkout, m), model=m,
-                         timing_lock=logs / "timing.lock" if logs else None, output=output,
-                         model_free_from=earlier)
-        if output:  # pytest's last line: its summary ("... passed ... in 296.65s")
-            tail = [line.strip() for line in output.read_text(errors="replace").splitlines()
-                    if line.strip()]
-            log(f"model {m}: {tail[-1] if tail else 'no output'} (all of it: {output})")
-        log(f"model {m}: pytest exit status {led.pytest_status}")
-        return led
-
-    if side_by_side:
-        log(f"running {len(models)} models {jobs} at a time (--jobs {jobs}); timing runs "
-            f"one at a time")
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            ran = list(pool.map(one, plans))
-        if all(led.pytest_status == 0 for led in ran):
-            shutil.rmtree(logs, ignore_errors=True)
-            log(f"every run passed: their logs and lock ({logs}) removed")
-        else:
-            log(f"a run failed: every run's whole log is kept in {logs}")
-    else:
-        ran = [one(plans[0])]
-        ran += [one(plan, ran[0]) for plan in plans[1:]]
-    return _labelled(ran)
 
 
 def _place_sweep(sweep_arg: str, out: Path) -> None:

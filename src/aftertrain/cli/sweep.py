@@ -7,11 +7,13 @@ measured again: its figures come from the ledger's tables.
 
 from __future__ import annotations
 
+import argparse
 import shlex
 import sys
 import time
 from pathlib import Path
 
+from aftertrain.cli.options import UsageError
 from aftertrain.cli.report import check_output_folder, split_values
 from aftertrain.core.io import atomic_write
 from aftertrain.report.ledgerfile import Ledger, ReportError, read_ledger
@@ -34,7 +36,38 @@ TRAINING_KEYS = ("command", "recipe", "steps", "stop_at", "best_step", "train_lo
                  "threads", "history")
 
 
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Add ``sweep`` and its options to ``subparsers``."""
+    p = subparsers.add_parser(
+        "sweep", help="the quality sweep: key figures of Q4-Q7, P1/P2, S4 per checkpoint "
+        "against validation loss",
+        description="Measure the key figures of Q4-Q7, P1/P2 and S4 on checkpoints of one "
+                    "training run (default: the bundled sweep-250, article, sweep-1250, reference) "
+                    "and write OUT/sweep.json, OUT/sweep.md and its plots; `aftertrain report` "
+                    "renders OUT/sweep.json when it exists.")
+    p.add_argument("--models", action="append", metavar="NAME_OR_PATH[,...]",
+                   help="checkpoints to measure (default: sweep-250,article,sweep-1250,reference)")
+    p.add_argument("--claims-json", action="append", metavar="FILE[,FILE...]",
+                   help="ledgers whose tables give a model's figures (not measured again)")
+    p.add_argument("--reuse", action="append", metavar="FILE[,FILE...]",
+                   help="sweep files (written by `aftertrain sweep`) whose points are taken as "
+                   "they are for the checkpoints of the same SHA-256 (not measured again)")
+    p.add_argument("--out", help="output folder (default: build/report, ignored by git)")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    """:func:`sweep_main`, a ReportError being the user's mistake (exit status 2)."""
+    try:
+        return sweep_main(args)
+    except ReportError as err:
+        raise UsageError(str(err)) from None
+
+
 def sweep_main(args) -> int:
+    """Check the arguments, measure (or take from a ledger or an earlier sweep
+    file) each checkpoint's point, and write sweep.json, sweep.md and its plots."""
     t0 = time.perf_counter()
 
     def log(msg: str) -> None:
@@ -50,18 +83,13 @@ def sweep_main(args) -> int:
     from aftertrain.experiments import sweep as ESW
     from aftertrain.lm import registry as _models
     from aftertrain.report import sweep as sweep_section
-    from aftertrain.report.document import Document
-    from aftertrain.report.multimodel import model_label
 
     for m in names:
         try:
             _models.resolve(m)
         except ValueError as err:
             raise ReportError(f"--models: {err}") from None
-    ledgers: dict[str, Ledger] = {}  # by the checkpoint's SHA-256, else by model label
-    for p in claims_json:
-        led = read_ledger(p)
-        ledgers[str(led.meta.get("model_sha256") or model_label(led))] = led
+    ledgers = _ledgers(claims_json)
     # Points of an earlier sweep file, by SHA-256: not measured again.
     reuse = {p.get("sha256"): p for f in reuse_files
              for p in sweep_section.read_sweep(f) if COMPLETE <= set(p)}
@@ -92,17 +120,37 @@ def sweep_main(args) -> int:
             training={k: meta.get(k) for k in TRAINING_KEYS},
             fragility=ESW.fragility(net, fig["q7"]), speculative=ESW.speculative_figures(net)))
         log(f"model {label}: validation loss {fig['val_loss']:.4f}")
+    path = _write(out, points, getattr(args, "argv", []))
+    losses = ", ".join(f"{p['model']} {p['val_loss']:.4f}" for p in points)
+    print(f"{out / SWEEP_FILE}, {path}: {len(points)} checkpoints ({losses})")
+    return 0
+
+
+def _ledgers(claims_json: list[str]) -> dict[str, Ledger]:
+    """The ledgers of ``--claims-json`` by their checkpoint's SHA-256, else by
+    their model's label (a ledger without metadata)."""
+    from aftertrain.report.multimodel import model_label
+
+    ledgers = {}
+    for p in claims_json:
+        led = read_ledger(p)
+        ledgers[str(led.meta.get("model_sha256") or model_label(led))] = led
+    return ledgers
+
+
+def _write(out: Path, points: list[dict], argv: list[str]) -> Path:
+    """Write sweep.json, then sweep.md and its plots rendered from it (the
+    file as the report reads it); the path of sweep.md."""
+    from aftertrain.report import sweep as sweep_section
+    from aftertrain.report.document import Document
+
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / SWEEP_FILE, sweep_section.sweep_json(points))
     doc = Document(Ledger({}, {}, {}, {}, str(out / SWEEP_FILE)))
     doc.add(f"# {sweep_section.TITLE}")
-    doc.add("Written by `aftertrain sweep "
-            + " ".join(shlex.quote(a) for a in getattr(args, "argv", [])) + "`.")
+    doc.add("Written by `aftertrain sweep " + " ".join(shlex.quote(a) for a in argv) + "`.")
     sweep_section.section(doc, sweep_section.read_sweep(out / SWEEP_FILE))
     for plot in doc.plots.values():
         atomic_write(out / f"{plot.name}.png", plot.png)
-    path = atomic_write(out / "sweep.md", doc.markdown())
-    losses = ", ".join(f"{p['model']} {p['val_loss']:.4f}" for p in points)
-    print(f"{out / SWEEP_FILE}, {path}: {len(points)} checkpoints ({losses})")
-    return 0
+    return atomic_write(out / "sweep.md", doc.markdown())
 

@@ -43,6 +43,7 @@ def value_range(bits: int, signed: bool) -> tuple[int, int]:
 
 
 def check_bits(bits: int) -> None:
+    """Refuse ``bits`` outside MIN_BITS..MAX_BITS (ValueError naming it)."""
     check_int("bits", bits, least=MIN_BITS, most=MAX_BITS)
 
 

@@ -1,7 +1,7 @@
 """Part 8's pruning experiments on a model: the tables behind P1-P6 and X5.
 
 :class:`LossCurve` evaluates pruned copies (memoized); the table functions
-return frozen rows (:class:`aftertrain.claims.tables.Row`; the registry is
+return frozen rows (:class:`aftertrain.claims.tables.TableRow`; the registry is
 :data:`aftertrain.experiments.tables.SPECS`) that the tests assert on and
 record and the report renders.
 """
@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from aftertrain.claims.tables import Row
+from aftertrain.claims.tables import TableRow
 from aftertrain.core.tolerances import MATCHING_RESOLUTION
 from aftertrain.core.validation import check_real, is_real
 from aftertrain.lm.evaluation import val_loss
@@ -47,7 +47,7 @@ RANDOM_SPARSITIES: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1, 0.2)
 
 
 @dataclass(frozen=True)
-class LossRow(Row):
+class LossRow(TableRow):
     """P1: validation loss at ``sparsity`` by global and per-layer magnitude,
     and the mean over seeds of random pruning."""
 
@@ -62,7 +62,7 @@ class LossRow(Row):
 
 
 @dataclass(frozen=True)
-class RandomRow(Row):
+class RandomRow(TableRow):
     """P2: random-pruning loss at ``sparsity`` over the seeds: mean, sample std, min, max."""
 
     sparsity: float
@@ -73,7 +73,7 @@ class RandomRow(Row):
 
 
 @dataclass(frozen=True)
-class MatchingRow(Row):
+class MatchingRow(TableRow):
     """P4: the global-magnitude sparsity whose loss reaches ``bits``-bit
     per-channel quantization's ``loss``."""
 
@@ -83,7 +83,7 @@ class MatchingRow(Row):
 
 
 @dataclass(frozen=True)
-class BytesRow(Row):
+class BytesRow(TableRow):
     """P5: bytes per element of the weights pruned to ``sparsity``, per format."""
 
     sparsity: float
@@ -94,7 +94,7 @@ class BytesRow(Row):
 
 
 @dataclass(frozen=True)
-class CompressionRow(Row):
+class CompressionRow(TableRow):
     """P6: compression (4 bytes / bytes per element) and loss of one storage."""
 
     name: str
@@ -103,7 +103,7 @@ class CompressionRow(Row):
 
 
 @dataclass(frozen=True)
-class TwoFour(Row):
+class TwoFour(TableRow):
     """X5: losses of 2:4 and unstructured 50% pruning; bytes per element of
     the 2:4 weights in 2:4, bitmask and COO storage."""
 
@@ -209,17 +209,17 @@ def random_table(curve: LossCurve, sparsities: Sequence[float] = RANDOM_SPARSITI
     return rows
 
 
-def first_sparsity_above(rows: Sequence[Mapping[str, float] | Row], key: str,
+def first_sparsity_above(rows: Sequence[Mapping[str, float] | TableRow], key: str,
                          level: float) -> float | None:
     """The smallest ``row["sparsity"]`` whose ``row[key]`` exceeds ``level``
-    (``None`` if none does); a :class:`Row` is read by its record's keys."""
+    (``None`` if none does); a :class:`TableRow` is read by its record's keys."""
     if not isinstance(level, (int, float)) or isinstance(level, bool) or math.isnan(level):
         raise ValueError(f"level must be a number (not NaN), got {level!r}")
     if isinstance(rows, (str, bytes)) or not isinstance(rows, Sequence):
         raise ValueError(f"rows must be a sequence of dicts, got {type(rows).__name__}")
     if not rows:
         raise ValueError("rows must hold at least one row")
-    rows = [r.to_record() if isinstance(r, Row) else r for r in rows]
+    rows = [r.to_record() if isinstance(r, TableRow) else r for r in rows]
     for r in rows:
         if not isinstance(r, Mapping) or "sparsity" not in r or key not in r:
             raise ValueError(f"rows: every row must be a dict with 'sparsity' and {key!r} "

@@ -1,7 +1,7 @@
 """Part 3's quantization experiments on a model: the tables behind Q4-Q10.
 
 Each applies :mod:`aftertrain.quant` to a model and returns its table as
-frozen rows (:class:`aftertrain.claims.tables.Row`; the tables' registry is
+frozen rows (:class:`aftertrain.claims.tables.TableRow`; the tables' registry is
 :data:`aftertrain.experiments.tables.SPECS`); the tests assert on them and
 record them, the report renders them. The loss-based ones take
 ``quantize=`` (default :func:`aftertrain.quant.api.quantized_model`) so a
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from aftertrain.claims.tables import Row
+from aftertrain.claims.tables import TableRow
 from aftertrain.core.validation import check_int, check_seed, is_real
 from aftertrain.core.weights import weight_matrices
 from aftertrain.quant.api import quantized_model
@@ -39,7 +39,7 @@ ARTICLE_BITS = (8, 6, 4, 3, 2)
 
 
 @dataclass(frozen=True)
-class BitsRow(Row):
+class BitsRow(TableRow):
     """Q4: validation loss (nats) with every 2-D weight quantized to ``bits``."""
 
     bits: int
@@ -52,7 +52,7 @@ class BitsRow(Row):
 
 
 @dataclass(frozen=True)
-class BitsTable(Row):
+class BitsTable(TableRow):
     """Q4's record: the float32 loss and the rows of :func:`bits_table`."""
 
     float32: float
@@ -60,7 +60,7 @@ class BitsTable(Row):
 
 
 @dataclass(frozen=True)
-class StorageRow(Row):
+class StorageRow(TableRow):
     """Q3: the byte counts of :func:`aftertrain.quant.storage_bytes`."""
 
     weights: int
@@ -73,7 +73,7 @@ class StorageRow(Row):
 
 
 @dataclass(frozen=True)
-class Reconstruction(Row):
+class Reconstruction(TableRow):
     """Q6: fraction of elements quantized to 0, and ``mean|w - w_hat|``."""
 
     zero_fraction: float
@@ -81,7 +81,7 @@ class Reconstruction(Row):
 
 
 @dataclass(frozen=True)
-class SensitivityRow(Row):
+class SensitivityRow(TableRow):
     """Q7: one matrix quantized alone; ``penalty = loss - float32 loss``."""
 
     name: str
@@ -90,7 +90,7 @@ class SensitivityRow(Row):
 
 
 @dataclass(frozen=True)
-class Compounding(Row):
+class Compounding(TableRow):
     """Q8: ``excess = all_at_once - sum_of_penalties`` (> 0: the errors compound)."""
 
     sum_of_penalties: float
@@ -99,7 +99,7 @@ class Compounding(Row):
 
 
 @dataclass(frozen=True)
-class Divergence(Row):
+class Divergence(TableRow):
     """Q9: the 1-based position where the texts part (None: they never do)."""
 
     position: int | None
@@ -108,7 +108,7 @@ class Divergence(Row):
 
 
 @dataclass(frozen=True)
-class WeightRanges(Row):
+class WeightRanges(TableRow):
     """Q10: per matrix, max / median of its rows' ranges; the worst and median matrix."""
 
     matrices: dict[str, float]
@@ -117,7 +117,7 @@ class WeightRanges(Row):
 
 
 @dataclass(frozen=True)
-class ActivationPeak(Row):
+class ActivationPeak(TableRow):
     """Q10: at one site, max / median over channels of ``max|x|``, and the max."""
 
     ratio: float
@@ -125,7 +125,7 @@ class ActivationPeak(Row):
 
 
 @dataclass(frozen=True)
-class Outliers(Row):
+class Outliers(TableRow):
     """Q10's record: weight ranges, activation peaks by site, and the int8 loss
     per-tensor minus per-channel."""
 

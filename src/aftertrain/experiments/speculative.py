@@ -3,7 +3,7 @@ X1, and the timed steps of S5 and X8.
 
 They run the rule and the generator (:mod:`aftertrain.speculative`) on the
 reference and its drafts and tabulate as frozen rows
-(:class:`aftertrain.claims.tables.Row`; registry
+(:class:`aftertrain.claims.tables.TableRow`; registry
 :data:`aftertrain.experiments.tables.SPECS`); the tests assert on the tables
 and record them, the report renders them. The timed steps (:func:`plain_step`,
 :func:`draft_step`, :func:`verify_step`) are what
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from aftertrain.claims.tables import Row
+from aftertrain.claims.tables import TableRow
 from aftertrain.core.validation import check_int, check_real
 from aftertrain.lm import text as _text
 from aftertrain.lm.decoding import (
@@ -53,7 +53,7 @@ X1_N_NEW = 1000
 
 
 @dataclass(frozen=True)
-class FirstTokenRow(Row):
+class FirstTokenRow(TableRow):
     """S2: one draft's TV distance and chi-square p-value, beside direct sampling's
     TV (one draw, and the median and 99% quantile of ``null_trials``) and the
     alarm threshold (:func:`aftertrain.stats.tv_threshold`)."""
@@ -68,7 +68,7 @@ class FirstTokenRow(Row):
 
 
 @dataclass(frozen=True)
-class AcceptanceRow(Row):
+class AcceptanceRow(TableRow):
     """S4 / X1: one run of a draft (a DraftKind value) at ``k``; ``acceptance =
     accepted / drafted``, ``chars_per_pass = n_new / target_passes``, and the
     acceptance predicted from the same draft's k = 1 rate (None without one)."""

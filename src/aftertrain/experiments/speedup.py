@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from aftertrain.claims.tables import Row
+from aftertrain.claims.tables import TableRow
 from aftertrain.core.tolerances import TIMING_ALPHA, TIMING_LOOKS
 from aftertrain.core.validation import check_real
 from aftertrain.experiments import speculative as XS
@@ -56,7 +56,7 @@ COST_FIRST_LOOKS = 4
 
 
 @dataclass(frozen=True)
-class CostRow(Row):
+class CostRow(TableRow):
     """S5: c of one draft (median and interval), and the medians of one plain
     target step and one drafted character in microseconds."""
 
@@ -69,7 +69,7 @@ class CostRow(Row):
 
 
 @dataclass(frozen=True)
-class VerifyRow(Row):
+class VerifyRow(TableRow):
     """X8: v_k (median and interval), and the medians of one verification pass
     and one plain step in microseconds."""
 
@@ -82,7 +82,7 @@ class VerifyRow(Row):
 
 
 @dataclass(frozen=True)
-class SpeedupRow(Row):
+class SpeedupRow(TableRow):
     """S6 / S7 / X2: plain / speculative time of one draft at ``k`` (median and
     the interval's ends), with the predictions ``cpp / (1 + k c)`` and
     ``cpp / (v_k + k c)``."""

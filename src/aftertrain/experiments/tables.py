@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aftertrain.claims import tables as TB
-from aftertrain.claims.tables import Row, Shape, TableSpec
+from aftertrain.claims.tables import Shape, TableRow, TableSpec
 from aftertrain.experiments import prune as EP
 from aftertrain.experiments import quant as EQ
 from aftertrain.experiments import speculative as XS
@@ -24,7 +24,7 @@ from aftertrain.experiments import speedup as XU
 
 
 @dataclass(frozen=True)
-class Baselines(Row):
+class Baselines(TableRow):
     """B1: validation loss (nats) of the uniform model, the bigram and the reference."""
 
     uniform: float
@@ -33,7 +33,7 @@ class Baselines(Row):
 
 
 @dataclass(frozen=True)
-class CacheDiff(Row):
+class CacheDiff(TableRow):
     """K1: largest |cached - recomputed| logit over ``positions`` positions."""
 
     max_diff: float
@@ -41,7 +41,7 @@ class CacheDiff(Row):
 
 
 @dataclass(frozen=True)
-class Ratio(Row):
+class Ratio(TableRow):
     """A timed paired ratio: its median and the median's interval ``(low, high)``."""
 
     median: float
@@ -49,7 +49,7 @@ class Ratio(Row):
 
 
 @dataclass(frozen=True)
-class FakeQuantSpeed(Row):
+class FakeQuantSpeed(TableRow):
     """Q11: fake-quantized / float32 decoding step, and whether 1 lies in the interval."""
 
     median: float
@@ -58,7 +58,7 @@ class FakeQuantSpeed(Row):
 
 
 @dataclass(frozen=True)
-class Int8Linear(Row):
+class Int8Linear(TableRow):
     """X3: dynamic int8 Linear / float32 per number of rows multiplied at once,
     and the fewest rows from which int8 pays (None: no size tried)."""
 
@@ -80,7 +80,7 @@ class Int8Linear(Row):
 
 
 @dataclass(frozen=True)
-class DenseZeros(Row):
+class DenseZeros(TableRow):
     """P7: dense matmul with zeros / the original at ``sparsity``: median,
     interval and quartiles of the pair ratios."""
 
@@ -92,7 +92,7 @@ class DenseZeros(Row):
 
 
 @dataclass(frozen=True)
-class CsrRatio(Row):
+class CsrRatio(TableRow):
     """X4: CSR / dense matmul at ``sparsity``."""
 
     sparsity: float
@@ -101,7 +101,7 @@ class CsrRatio(Row):
 
 
 @dataclass(frozen=True)
-class CsrTable(Row):
+class CsrTable(TableRow):
     """X4's record: the rows, and the lowest sparsity from which CSR pays (None: none)."""
 
     rows: tuple[CsrRatio, ...]

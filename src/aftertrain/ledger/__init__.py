@@ -8,7 +8,9 @@ installing aftertrain changes no one else's test runs.
 Laid out as pytest-benchmark's plugin: :mod:`aftertrain.ledger.plugin` holds
 the hooks, options and the ``claim_record`` fixture only;
 :mod:`aftertrain.ledger.state` collects test outcomes and computes the
-verdicts; :mod:`aftertrain.ledger.record` is the fixture's type.
+verdicts; :mod:`aftertrain.ledger.record` is the fixture's type;
+:mod:`aftertrain.ledger.benchmark` is the one module that speaks to
+pytest-benchmark (its session, its machine hooks, the compare of ratios).
 
 Tests tie themselves to claims with ``@pytest.mark.claim("Q2")`` (several
 IDs in one marker, several markers, or a module's ``pytestmark``); an ID

@@ -23,7 +23,7 @@ on the command line), before any test runs.
   header).
 - ``--aftertrain-baselines DIR``: the folder of stored baselines for this
   run, instead of ``baselines/<name>/`` (bundled models only); see the
-  ``baselines_dir`` fixture of ``tests/conftest.py``.
+  ``baselines_dir`` fixture of the root ``conftest.py``.
 - ``@pytest.mark.does_not_reproduce_on("reference", reason=...)``: the
   claim the test checks is measured not to hold on the models named. On a
   named model of :data:`PINNED` (the models whose expectations are written
@@ -107,6 +107,7 @@ _LENIENT = pytest.StashKey[bool]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add ``--aftertrain-model`` and ``--aftertrain-baselines``."""
     group = parser.getgroup("aftertrain-model", "the model the aftertrain claims run on")
     group.addoption(
         "--aftertrain-model", metavar="NAME_OR_PATH", default=None,
@@ -164,6 +165,8 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Declare the model markers; when switched on, check the options and
+    load the model the run is on."""
     config.addinivalue_line(
         "markers",
         f"{MARKER}(*models, reason): the claim is measured not to hold on these models "
@@ -208,12 +211,13 @@ def ledger_meta(config: pytest.Config) -> dict:
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
+    """The header line naming the model under test and its SHA-256 (None when off)."""
     ident = config.stash.get(MODEL_KEY, None)
     return None if ident is None else f"aftertrain model: {ident.name} (sha256 {ident.sha256})"
 
 
 #: The fixtures through which a test reads the model under test: a test
-#: whose fixture closure holds one of them (``reference``, ``baselines_dir``
+#: whose fixture closure holds one of them (``baselines_dir``, ``model_val_loss``
 #: and the regression fixtures of ``conftest.py`` request them) reads the
 #: model; any other gives the same outcome whatever ``--aftertrain-model``
 #: says.
@@ -239,6 +243,9 @@ def _claims(item: pytest.Item) -> set[str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Check each test's per-model markers, and apply them to the model under
+    test (a strict xfail where the claim is measured not to hold, a skip where
+    the test is an expectation of another model)."""
     ident = config.stash.get(MODEL_KEY, None)
     if ident is None:  # switched off
         return

@@ -2,8 +2,8 @@
 
 Besides the claims ledger, the controller compares this run's paired ratios
 with the stored run's under ``--benchmark-compare``
-(:mod:`aftertrain.timing.compare`): a regression fails the run with one line
-per ratio.
+(:mod:`aftertrain.ledger.benchmark`, the one module that speaks to
+pytest-benchmark): a regression fails the run with one line per ratio.
 
 State and verdicts live in :mod:`aftertrain.ledger.state`, the fixture's
 type in :mod:`aftertrain.ledger.record`.
@@ -16,8 +16,8 @@ import time
 
 import pytest
 
-from aftertrain.core.tolerances import RATIO_REGRESSION, TIMING_BUDGET_S, TIMING_BUDGET_TOTAL_S
-from aftertrain.ledger import reuse, workers
+from aftertrain.core.tolerances import TIMING_BUDGET_S, TIMING_BUDGET_TOTAL_S
+from aftertrain.ledger import benchmark, reuse, workers
 from aftertrain.ledger.model import READS_MODEL_PROPERTY, marked_part, reads_model
 from aftertrain.ledger.paths import output_file_problem, path_option_problem
 from aftertrain.ledger.record import ClaimRecord, budget_left, start_total_budget, timing_enabled
@@ -29,18 +29,11 @@ from aftertrain.ledger.state import (
     marker_problem,
     quick_run,
 )
-from aftertrain.timing.compare import (
-    MACHINE_KEY,
-    REGRESSED,
-    compare_ratios,
-    machine,
-    machine_difference,
-    ratio_table,
-)
 from aftertrain.timing.lock import TimingLock
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add the ledger's options (``--claims-json``, the timing budgets and lock, ``--model-free-from``)."""
     group = parser.getgroup("claims", "aftertrain claims ledger")
     group.addoption(
         "--claims-json", metavar="PATH", default=None,
@@ -113,6 +106,8 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Declare the ``claim`` marker, check the options, and register the hooks
+    this process needs (the controller's, an xdist worker's, the timing lock's)."""
     config.addinivalue_line(
         "markers", "claim(*ids): ties a test to claim IDs of CLAIMS.md (aftertrain.claims.catalogue)"
     )
@@ -148,7 +143,7 @@ def pytest_configure(config: pytest.Config) -> None:
             controller.ledger.reuse(earlier, config.getoption("model_free_from"))
         config.pluginmanager.register(controller, "aftertrain-claims-ledger")
         if config.pluginmanager.hasplugin("benchmark"):
-            config.pluginmanager.register(_Machine(controller), "aftertrain-benchmark-machine")
+            config.pluginmanager.register(controller.machine_hooks, "aftertrain-benchmark-machine")
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)  # before xdist's own count
@@ -198,8 +193,8 @@ class _Controller:
         self.config = config
         self.ledger = Ledger()
         self.ratio_changes: list | None = None
-        #: (stored, now) machine records of a --benchmark-compare (benchratios.machine)
-        self.machines: tuple[dict, dict] | None = None
+        #: pytest-benchmark's machine hooks: the machines of a --benchmark-compare
+        self.machine_hooks = benchmark.MachineHooks()
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -209,16 +204,7 @@ class _Controller:
     def pytest_terminal_summary(self, terminalreporter) -> None:
         tr = terminalreporter
         if self.ratio_changes is not None:
-            tr.write_sep("-", f"paired ratios against the stored run (regressed: interval "
-                              f"above stored x {RATIO_REGRESSION:g})")
-            if self.machines is not None and machine_difference(*self.machines):
-                tr.write_line(f"not comparable across machines: {machine_difference(*self.machines)}; "
-                              "hardware-dependent ratios are not compared", yellow=True)
-            for line in ratio_table(self.ratio_changes):
-                tr.write_line(line)
-            for c in self.ratio_changes:
-                if c.status == REGRESSED:
-                    tr.write_line(f"RATIO REGRESSION {c.line()}", red=True)
+            benchmark.ratio_summary(tr, self.ratio_changes, self.machine_hooks.machines)
         from aftertrain.ledger.model import ledger_meta
 
         model = ledger_meta(self.config)
@@ -233,8 +219,9 @@ class _Controller:
         path = self.config.getoption("claims_json")
         if path:
             self.ledger.write_json(path, self.config)
-        self.ratio_changes = compare_with_stored_run(self.config, self.machines)
-        if self.ratio_changes and any(c.status == REGRESSED for c in self.ratio_changes):
+        self.ratio_changes = benchmark.compare_with_stored_run(self.config,
+                                                              self.machine_hooks.machines)
+        if benchmark.regressed(self.ratio_changes):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
@@ -284,9 +271,8 @@ class _Workers:
 
     @pytest.hookimpl
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        bench = getattr(self.config, "_benchmarksession", None)
-        if bench is not None and self.lock is not None:
-            bench.xdist_warning = False  # the workers do time, one at a time
+        if self.lock is not None:
+            benchmark.no_xdist_warning(self.config)  # the workers do time, one at a time
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter) -> None:
@@ -329,48 +315,3 @@ class _Exclusive:
     @pytest.hookimpl
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.lock.close()
-
-
-class _Machine:
-    """pytest-benchmark's machine hooks (registered only where it is loaded):
-    the torch build and thread count go into ``machine_info``, and a compare
-    with a run of another machine says so in one line at the end of the run
-    (:func:`aftertrain.timing.compare.machine_difference`) instead of
-    pytest-benchmark's dump of both records."""
-
-    def __init__(self, controller: _Controller) -> None:
-        self.controller = controller
-
-    @pytest.hookimpl
-    def pytest_benchmark_update_machine_info(self, config: pytest.Config, machine_info: dict) -> None:
-        import sys
-
-        torch = sys.modules.get("torch")  # the benchmarks imported it; the ledger does not
-        machine_info[MACHINE_KEY] = {
-            "torch": torch.__version__ if torch else None,
-            "threads": torch.get_num_threads() if torch else None,
-        }
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_benchmark_compare_machine_info(self, config, benchmarksession, machine_info,
-                                              compared_benchmark) -> None:
-        self.controller.machines = (machine(compared_benchmark["machine_info"]), machine(machine_info))
-        # The difference is reported in one line by the ledger; pytest-benchmark's
-        # own hook (run after this one) then finds nothing to dump.
-        compared_benchmark["machine_info"] = machine_info
-
-
-def compare_with_stored_run(config: pytest.Config, machines: tuple[dict, dict] | None = None
-                            ) -> list | None:
-    """With ``--benchmark-compare``: this run's paired ratios against the
-    stored run's (:func:`aftertrain.timing.compare.compare_ratios`, ``not
-    comparable`` when ``machines`` differ); None without a compare."""
-    session = getattr(config, "_benchmarksession", None)
-    mappings = getattr(session, "compared_mapping", None)
-    if not mappings:
-        return None
-    stored = {}
-    for mapping in mappings.values():
-        stored.update({name: bench.get("extra_info", {}) for name, bench in mapping.items()})
-    now = {b.fullname: b.extra_info for b in session.benchmarks}
-    return compare_ratios(now, stored, machines=machines)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from aftertrain.claims.verdicts import BROKEN, HOLDS, INCONCLUSIVE
+from aftertrain.ledger import benchmark
 from aftertrain.ledger.state import (
     INCONCLUSIVE_PROPERTY,
     MEASURED_PROPERTY,
@@ -57,7 +58,7 @@ def timing_enabled(config: pytest.Config) -> bool:
     """Whether this run times: pytest-benchmark is loaded and neither
     disabled (``--benchmark-disable``) nor off under pytest-xdist (where
     this project's workers turn it back on: :mod:`aftertrain.ledger.workers`)."""
-    session = getattr(config, "_benchmarksession", None)
+    session = benchmark.session(config)
     return session is not None and not session.disabled and not session.skip
 
 

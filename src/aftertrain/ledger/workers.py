@@ -41,6 +41,7 @@ from pathlib import Path
 
 import pytest
 
+from aftertrain.ledger import benchmark
 from aftertrain.timing.lock import available as flock_available
 
 #: Workers of ``-n auto`` at most: each imports torch, collects the suite and
@@ -160,7 +161,5 @@ def worker_input(lock: str | None, deadline_left: float) -> dict:
 def time_in_worker(config: pytest.Config) -> None:
     """In a worker given a lock: turn pytest-benchmark's timing back on (it
     turns itself off under xdist), as the user's options have it."""
-    session = getattr(config, "_benchmarksession", None)
-    if session is not None and wants_timing(config):
-        session.disabled = False
-        session.xdist_warning = False
+    if wants_timing(config):
+        benchmark.time_again(config)

@@ -60,6 +60,7 @@ class KVCache:
         self.length = 0
 
     def truncate(self, n: int) -> None:
+        """Keep the first ``n`` positions of every layer's keys and values; 0 <= n <= length."""
         check_truncate(n, self.length)
         for i, (k, v) in enumerate(zip(self.keys, self.values, strict=True)):
             if k is not None:
@@ -92,6 +93,7 @@ class Block(nn.Module):
         self.drop = nn.Dropout(config.dropout)
 
     def attend(self, x: torch.Tensor, layer: int, cache: KVCache | None) -> torch.Tensor:
+        """Causal self-attention of ``x`` (B, T, C) over the cached positions and its own."""
         B, T, C = x.shape
         hs = C // self.n_head
         q, k, v = self.qkv(x).split(C, dim=2)
@@ -110,6 +112,7 @@ class Block(nn.Module):
         return self.drop(self.proj(y))
 
     def forward(self, x: torch.Tensor, layer: int, cache: KVCache | None) -> torch.Tensor:
+        """Pre-norm residual block: ``x + attend(ln1(x))``, then ``+ f2(gelu(f1(ln2(x))))``."""
         x = x + self.attend(self.ln1(x), layer, cache)
         x = x + self.drop(self.f2(F.gelu(self.f1(self.ln2(x)))))
         return x

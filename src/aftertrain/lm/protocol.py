@@ -36,10 +36,14 @@ class ModelShape(Protocol):
     """The two sizes the Decoder reads from ``model.config``."""
 
     @property
-    def vocab_size(self) -> int: ...
+    def vocab_size(self) -> int:
+        """Symbols the model scores (the logits' last dimension)."""
+        ...
 
     @property
-    def block_size(self) -> int: ...
+    def block_size(self) -> int:
+        """Longest context the model reads, in symbols."""
+        ...
 
 
 @runtime_checkable
@@ -47,7 +51,9 @@ class RollbackCache(Protocol):
     """A model's state over the first ``length`` positions of the text."""
 
     @property
-    def length(self) -> int: ...
+    def length(self) -> int:
+        """Positions held."""
+        ...
 
     def truncate(self, n: int) -> None:
         """Keep the first ``n`` positions; 0 <= n <= length, else ValueError."""
@@ -60,7 +66,9 @@ class NextTokenModel(Protocol):
 
     config: ModelShape
 
-    def new_cache(self) -> RollbackCache: ...
+    def new_cache(self) -> RollbackCache:
+        """An empty cache for a fresh sequence."""
+        ...
 
     def __call__(self, idx: torch.Tensor, cache: RollbackCache | None = None) -> torch.Tensor: ...
 
@@ -114,9 +122,11 @@ class TokenCache:
 
     @property
     def length(self) -> int:
+        """Positions held (the tokens seen)."""
         return len(self.tokens)
 
     def truncate(self, n: int) -> None:
+        """Keep the first ``n`` tokens; 0 <= n <= length, else ValueError."""
         check_truncate(n, self.length)
         del self.tokens[n:]
 

@@ -97,10 +97,12 @@ class Corpus:
 
     @functools.cached_property
     def train(self) -> torch.Tensor:
+        """The training split as token ids (int64, 1-D)."""
         return encode(self.train_text)
 
     @functools.cached_property
     def val(self) -> torch.Tensor:
+        """The validation split as token ids (int64, 1-D)."""
         return encode(self.val_text)
 
 

@@ -189,20 +189,36 @@ def train(
         torch.set_num_threads(threads)
 
 
+def _optimizer(net: torch.nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
+    """AdamW, the weight decay on the 2-D weights only (not on biases and norms)."""
+    decay = [p for p in net.parameters() if p.dim() >= 2]
+    no_decay = [p for p in net.parameters() if p.dim() < 2]
+    return torch.optim.AdamW(
+        [{"params": decay, "weight_decay": cfg.weight_decay},
+         {"params": no_decay, "weight_decay": 0.0}],
+        lr=cfg.lr, betas=(0.9, 0.99), foreach=False,
+    )
+
+
+def _batch(data: torch.Tensor, T: int, batch_size: int, gen: torch.Generator
+           ) -> tuple[torch.Tensor, torch.Tensor]:
+    """``batch_size`` windows of ``T`` tokens at random starts, and their
+    targets (the same windows one token on)."""
+    starts = torch.randint(0, data.numel() - T - 1, (batch_size,), generator=gen)
+    x = torch.stack([data[s : s + T] for s in starts.tolist()])
+    y = torch.stack([data[s + 1 : s + T + 1] for s in starts.tolist()])
+    return x, y
+
+
 def _train(cfg, data, val, on_progress) -> TrainResult:
+    """The training loop of :func:`train` (its arguments checked there)."""
     gen = torch.Generator().manual_seed(cfg.seed)
     with torch.random.fork_rng(devices=[]):
         # Initialisation and dropout draw from the global generator; fork it so
         # library code never changes the caller's random state.
         torch.manual_seed(cfg.seed)
         net = _model.GPT(cfg.model)
-        decay = [p for p in net.parameters() if p.dim() >= 2]
-        no_decay = [p for p in net.parameters() if p.dim() < 2]
-        opt = torch.optim.AdamW(
-            [{"params": decay, "weight_decay": cfg.weight_decay},
-             {"params": no_decay, "weight_decay": 0.0}],
-            lr=cfg.lr, betas=(0.9, 0.99), foreach=False,
-        )
+        opt = _optimizer(net, cfg)
         T = cfg.model.block_size
         best, best_step, best_state = math.inf, 0, None
         history: list[tuple[int, float, float]] = []
@@ -216,9 +232,7 @@ def _train(cfg, data, val, on_progress) -> TrainResult:
             return cfg.stop_rising_to is not None and best < cfg.stop_rising_to <= vl
         for step in range(1, last + 1):
             net.train()
-            starts = torch.randint(0, data.numel() - T - 1, (cfg.batch_size,), generator=gen)
-            x = torch.stack([data[s : s + T] for s in starts.tolist()])
-            y = torch.stack([data[s + 1 : s + T + 1] for s in starts.tolist()])
+            x, y = _batch(data, T, cfg.batch_size, gen)
             for group in opt.param_groups:
                 group["lr"] = learning_rate(step - 1, cfg)
             logits = net(x)

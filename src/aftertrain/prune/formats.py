@@ -45,6 +45,7 @@ class Stored:
 
     @property
     def nbytes(self) -> int:
+        """Bytes of every stored array (values, indices, bitmaps), as held in memory."""
         return sum(a.numel() * a.element_size() for a in self.arrays.values())
 
 

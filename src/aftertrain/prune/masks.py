@@ -60,6 +60,7 @@ def _check_model(model: nn.Module) -> None:
 
 
 def check_sparsity(sparsity: float) -> float:
+    """``sparsity`` as a float in [0, 1], else ValueError naming it."""
     check_real("sparsity", sparsity, low=0, high=1)
     return float(sparsity)
 

@@ -69,10 +69,12 @@ class Granularity(enum.Enum):
 
 
 def check_bits(bits: int) -> None:
+    """Refuse ``bits`` outside MIN_BITS..MAX_BITS (ValueError naming it)."""
     check_int("bits", bits, least=MIN_BITS, most=MAX_BITS)
 
 
 def check_granularity(granularity: Granularity) -> None:
+    """Refuse anything but a :class:`Granularity` (ValueError naming the allowed)."""
     if not isinstance(granularity, Granularity):
         raise ValueError(
             f"granularity must be one of {[g.name for g in Granularity]}, got {granularity!r}"
@@ -80,6 +82,9 @@ def check_granularity(granularity: Granularity) -> None:
 
 
 def check_weight(w: torch.Tensor, granularity: Granularity, name: str = "w") -> None:
+    """Refuse a weight that cannot be quantized with ``granularity`` (ValueError
+    naming ``name``): not floating point, empty, meta, non-finite, beyond
+    float32's range, or not 2-D for per-channel scales."""
     if not isinstance(w, torch.Tensor) or not w.is_floating_point():
         raise ValueError(f"{name} must be a floating-point tensor, got "
                          f"{getattr(w, 'dtype', type(w).__name__)}")

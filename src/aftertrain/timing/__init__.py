@@ -17,12 +17,16 @@ what the claim allows), ``broken`` (wholly outside it) or ``inconclusive``
 (neither when the time budget is spent). docs/measurement.md states what
 this guarantees.
 
-Two modules: :mod:`aftertrain.timing.paired` (one fixed-size paired timing,
-the median's interval) and :mod:`aftertrain.timing.sequential` (the
-decisions); everything public is importable from ``aftertrain.timing``,
-loaded on first use; :mod:`aftertrain.timing.compare` (ratios against a
-stored run) imports no torch, so the pytest plugin that uses it stays light
-in other projects' runs.
+Modules: :mod:`aftertrain.timing.paired` (one fixed-size paired timing, the
+median's interval), :mod:`aftertrain.timing.decision` (what a claim allows,
+:class:`RatioRule` and :class:`Judgement`, and the :class:`Decision`
+returned) and :mod:`aftertrain.timing.sequential` (the decisions); their
+public names are importable from ``aftertrain.timing``, loaded on first use.
+Beside them, imported by the pytest plugin and so free of torch (it stays
+light in other projects' runs): :mod:`aftertrain.timing.compare` (ratios
+against a stored run, ``--benchmark-compare``) and
+:mod:`aftertrain.timing.lock` (one timing at a time across pytest runs,
+``--timing-lock``).
 """
 
 import importlib
@@ -30,9 +34,10 @@ import importlib
 _WHERE = {
     **dict.fromkeys(["Clock", "PairedTiming", "median_interval", "min_pairs", "paired_timing"],
                     "aftertrain.timing.paired"),
-    **dict.fromkeys(["Decision", "Judgement", "RatioRule", "Timings", "decide_ratio", "load1",
-                     "look_schedule", "sequential_decision", "sequential_decisions"],
-                    "aftertrain.timing.sequential"),
+    **dict.fromkeys(["Decision", "Judgement", "RatioRule", "Timings"],
+                    "aftertrain.timing.decision"),
+    **dict.fromkeys(["decide_ratio", "load1", "look_schedule", "sequential_decision",
+                     "sequential_decisions"], "aftertrain.timing.sequential"),
 }
 
 __all__ = sorted(_WHERE)

@@ -78,5 +78,6 @@ class TimingLock:
             fcntl.flock(self._main, fcntl.LOCK_UN)
 
     def close(self) -> None:
+        """Close both lock files (releasing anything held)."""
         self._main.close()
         self._gate.close()

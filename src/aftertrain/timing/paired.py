@@ -2,7 +2,8 @@
 
 One fixed-size timing (:func:`paired_timing`) and the distribution-free
 interval of a median (:func:`median_interval`); the decisions built on them
-are in :mod:`aftertrain.timing.sequential`.
+are in :mod:`aftertrain.timing.sequential`, their types in
+:mod:`aftertrain.timing.decision`.
 """
 
 from __future__ import annotations
@@ -178,11 +179,13 @@ class Pairs:
         self.cand: list[float] = []
 
     def warm(self, warmup: int) -> None:
+        """Run each side ``warmup`` times, untimed, alternating."""
         for _ in range(warmup):
             self.baseline()
             self.candidate()
 
     def extend(self, n: int) -> None:
+        """Time pairs until there are ``n``: baseline first in even pairs, candidate first in odd ones."""
         for i in range(len(self.base), n):
             if i % 2 == 0:
                 b = self._time(self.baseline)
@@ -211,6 +214,7 @@ class Pairs:
         return seconds
 
     def summary(self, confidence: float, threads: int, warmup: int) -> PairedTiming:
+        """The pairs so far as a :class:`PairedTiming` (median ratio and its interval at ``confidence``)."""
         if min(self.base) <= 0.0:
             raise RuntimeError(
                 "a baseline timing came out as 0 s, below the timer's resolution; "
@@ -248,9 +252,11 @@ class Quiet:
         torch.set_num_threads(self.threads)
 
     def off(self) -> None:
+        """Keep the collector off (timing starts); no collection first."""
         gc.disable()
 
     def on(self) -> None:
+        """Turn the collector back on if it was on (timing paused or done)."""
         if self.gc_was_enabled:
             gc.enable()
 
@@ -310,6 +316,9 @@ def paired_timing(
         while ``calls=20`` gave ratios alternating between 1.3 and 4 with the
         order in the pair. Raise ``calls`` only as far as the timer needs;
         add pairs instead.
+
+    Long: this docstring is the protocol and its measured note; the body
+    is the argument checks and four calls.
     """
     check_callable("baseline", baseline)
     check_callable("candidate", candidate)

@@ -14,13 +14,13 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
 import numpy as np
 
 from aftertrain.claims.verdicts import BROKEN, HOLDS, INCONCLUSIVE
 from aftertrain.core.tolerances import TIMING_ALPHA, TIMING_BUDGET_S, TIMING_LOOKS
 from aftertrain.core.validation import check_callable, check_int, check_real
+from aftertrain.timing.decision import Decision, Judgement, RatioRule, Timings
 from aftertrain.timing.paired import (
     Clock,
     PairedTiming,
@@ -28,134 +28,6 @@ from aftertrain.timing.paired import (
     Quiet,
     min_pairs,
 )
-
-
-@dataclass(frozen=True)
-class RatioRule:
-    """What a claim allows the median ratio to be: ``[low, high]``.
-
-    ``RatioRule.inside((0.9, 1.1))`` (no difference), ``at_least(2.0)``
-    (slower by at least 2), ``at_most(0.5)`` (at least 2x faster). Against an
-    interval ``[ci_low, ci_high]`` of the median: ``holds`` when the interval
-    lies inside ``[low, high]``, ``broken`` when it lies wholly outside
-    (``ci_high < low`` or ``ci_low > high``), undecided otherwise.
-    """
-
-    low: float = 0.0
-    high: float = math.inf
-
-    def __post_init__(self) -> None:
-        for name in ("low", "high"):
-            v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and not isinstance(v, bool)) or math.isnan(v):
-                raise ValueError(f"{name} must be a number, got {v!r}")
-        if not 0.0 <= self.low < self.high:
-            raise ValueError(f"low and high must satisfy 0 <= low < high, got "
-                             f"low={self.low!r}, high={self.high!r}")
-        if (self.low, self.high) == (0.0, math.inf):
-            raise ValueError("low or high must bound the ratio, got low=0 and high=inf")
-
-    @classmethod
-    def inside(cls, band: tuple[float, float]) -> RatioRule:
-        if not (isinstance(band, tuple) and len(band) == 2):
-            raise ValueError(f"band must be a (low, high) tuple, got {band!r}")
-        return cls(*band)
-
-    @classmethod
-    def at_least(cls, bound: float) -> RatioRule:
-        return cls(low=bound)
-
-    @classmethod
-    def at_most(cls, bound: float) -> RatioRule:
-        return cls(high=bound)
-
-    def decide(self, ci_low: float, ci_high: float) -> str | None:
-        """``holds``, ``broken`` or None (undecided) for the interval."""
-        if not (math.isfinite(ci_low) and math.isfinite(ci_high) and ci_low <= ci_high):
-            raise ValueError(f"ci_low, ci_high must be finite with ci_low <= ci_high, got "
-                             f"{ci_low!r}, {ci_high!r}")
-        if self.low <= ci_low and ci_high <= self.high:
-            return HOLDS
-        if ci_high < self.low or ci_low > self.high:
-            return BROKEN
-        return None
-
-    def __str__(self) -> str:
-        if self.high == math.inf:
-            return f">= {self.low:g}"
-        if self.low == 0.0:
-            return f"<= {self.high:g}"
-        return f"in [{self.low:g}, {self.high:g}]"
-
-
-Timings = Mapping[str, PairedTiming]
-
-
-@dataclass(frozen=True)
-class Decision:
-    """The outcome of :func:`sequential_decision`.
-
-    ``verdict`` is ``holds``, ``broken`` or ``inconclusive``; ``timings``
-    are the intervals at the look that decided (or the last look taken),
-    each at level ``confidence = 1 - alpha / (max_looks * len(timings))``.
-    An ``inconclusive`` decision whose budget ran out before its first look
-    has ``looks == 0`` and no timings.
-    """
-
-    verdict: str
-    timings: dict[str, PairedTiming]
-    rule: str
-    looks: int
-    max_looks: int
-    alpha: float
-    confidence: float
-    seconds: float
-    load1: float
-    note: str = ""
-
-    def __post_init__(self) -> None:
-        if self.verdict not in (HOLDS, BROKEN, INCONCLUSIVE):
-            raise ValueError(f"verdict must be {HOLDS!r}, {BROKEN!r} or {INCONCLUSIVE!r}, "
-                             f"got {self.verdict!r}")
-        if not self.timings and not (self.verdict == INCONCLUSIVE and self.looks == 0):
-            raise ValueError("timings must hold at least one PairedTiming, got none "
-                             "(only an inconclusive decision with looks=0 has none)")
-
-    @property
-    def timing(self) -> PairedTiming:
-        """The one timing of a single-ratio decision."""
-        if len(self.timings) != 1:
-            raise ValueError(f"timing needs a decision of one ratio, this one has "
-                             f"{len(self.timings)}: {', '.join(self.timings)}")
-        return next(iter(self.timings.values()))
-
-    @property
-    def pairs(self) -> int:
-        return max((len(t.ratios) for t in self.timings.values()), default=0)
-
-    def intervals(self) -> str:
-        return ", ".join(f"{name}: {t.median:.3f} [{t.ci_low:.3f}, {t.ci_high:.3f}]"
-                         for name, t in self.timings.items())
-
-    @property
-    def reason(self) -> str:
-        """One line: the verdict, the rule, the intervals, pairs, seconds, load."""
-        if self.looks == 0:
-            return (f"{self.verdict}: {self.rule}; the budget ran out before the first look "
-                    f"(of {self.max_looks}, alpha {self.alpha:g}) in {self.seconds:.1f} s, "
-                    f"1-minute load {self.load1:.2f}")
-        note = f"; {self.note}" if self.note else ""
-        return (f"{self.verdict}: {self.rule}; {self.intervals()} after {self.pairs} pairs "
-                f"(look {self.looks} of {self.max_looks}, alpha {self.alpha:g}) in "
-                f"{self.seconds:.1f} s, 1-minute load {self.load1:.2f}{note}")
-
-    def as_dict(self) -> dict:
-        return {"verdict": self.verdict, "rule": self.rule, "looks": self.looks,
-                "max_looks": self.max_looks, "alpha": self.alpha,
-                "confidence": self.confidence, "seconds": self.seconds, "load1": self.load1,
-                "pairs": self.pairs, "note": self.note,
-                "timings": {k: {"median": t.median, "ci": [t.ci_low, t.ci_high],
-                                "pairs": len(t.ratios)} for k, t in self.timings.items()}}
 
 
 def load1() -> float:
@@ -173,21 +45,6 @@ def look_schedule(first: int, looks: int) -> tuple[int, ...]:
     check_int("first", first, least=1)
     check_int("looks", looks, least=1)
     return tuple(first * 2 ** j for j in range(looks))
-
-
-@dataclass(frozen=True)
-class Judgement:
-    """One claim judged on the intervals of a decision's ratios: ``rule``
-    says what is decided (in words, for the reason); ``decide`` maps the
-    timings to ``holds``, ``broken`` or None (undecided)."""
-
-    rule: str
-    decide: Callable[[Timings], str | None]
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.rule, str) or not self.rule:
-            raise ValueError(f"rule must be a non-empty description, got {self.rule!r}")
-        check_callable("decide", self.decide)
 
 
 def sequential_decisions(
@@ -258,6 +115,12 @@ def sequential_decisions(
 
     Returns:
         name -> :class:`Decision`, one per judgement.
+
+    Long: this docstring states the guarantee and every argument, and the
+    body is one loop, a look per round, read in order (the budget, the
+    pairs, the intervals, the verdicts, the ratios the next look extends);
+    split, its state (the runs, the start, the last look) would travel
+    through every piece.
     """
     per_call, confidence, schedule = _checked_plan(sides, judgements, alpha, looks, first,
                                                    budget_s, warmup, calls, threads, clock)
@@ -298,22 +161,39 @@ def sequential_decisions(
                 decided[name] = decision(said, name, look, timings)
             if len(decided) == len(judgements) or look == len(schedule):
                 break
-            need = set(runs) if every_ratio else set()
-            for name, judgement in judgements.items():
-                if name in decided or every_ratio:
-                    continue
-                wants = _plan(judgement, timings, runs, schedule[look:],
-                              budget_s - (clock() - start), clock() - start)
-                if not wants:
-                    decided[name] = decision(INCONCLUSIVE, name, look, timings, note=(
-                        "stopped early: undecided even with every ratio of this decision "
-                        "at its median"))
-                else:
-                    need |= wants
+            if every_ratio:
+                need = set(runs)
+                continue
+            need, stuck = _still_needed(judgements, decided, timings, runs, schedule[look:],
+                                        budget_s, lambda: clock() - start)
+            for name in stuck:
+                decided[name] = decision(INCONCLUSIVE, name, look, timings, note=(
+                    "stopped early: undecided even with every ratio of this decision "
+                    "at its median"))
             if not need:
                 break
     return {name: decided.get(name) or decision(INCONCLUSIVE, name, last, timings)
             for name in judgements}
+
+
+def _still_needed(judgements: Mapping[str, Judgement], decided: Mapping[str, Decision],
+                  timings: dict[str, PairedTiming], runs: dict[str, Pairs],
+                  sizes: tuple[int, ...], budget_s: float, elapsed: Callable[[], float]
+                  ) -> tuple[set[str], list[str]]:
+    """After a look: the ratios that get the next look's pairs (those
+    :func:`_plan` names for some undecided judgement), and the undecided
+    judgements no pairs of this decision can decide (:func:`_plan` names none)."""
+    need: set[str] = set()
+    stuck = []
+    for name, judgement in judgements.items():
+        if name in decided:
+            continue
+        wants = _plan(judgement, timings, runs, sizes, budget_s - elapsed(), elapsed())
+        if wants:
+            need |= wants
+        else:
+            stuck.append(name)
+    return need, stuck
 
 
 def _plan(judgement: Judgement, timings: dict[str, PairedTiming], runs: dict[str, Pairs],

@@ -1,0 +1,91 @@
+"""``aftertrain sample``: print text sampled from the bundled reference model
+or a checkpoint. The prompt and the checkpoint's path are checked before the
+model loads; a checkpoint that is not aftertrain's is one line naming why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from aftertrain.cli.options import MAX_SEED, UsageError, int_in, temperature
+
+#: ``sample --length`` at most: generation is one model step per character
+#: (about 10-30 ms each on 2 cores), so this is up to about a minute.
+MAX_SAMPLE_LENGTH = 2000
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Add ``sample`` and its options to ``subparsers``."""
+    p = subparsers.add_parser("sample", help="print text sampled from the reference model")
+    p.add_argument("--prompt", default="The ", help="text to continue (default 'The ')")
+    p.add_argument("--length", type=int_in(0, MAX_SAMPLE_LENGTH), default=200,
+                   help=f"characters to generate, at most {MAX_SAMPLE_LENGTH} (default 200)")
+    p.add_argument("--temperature", type=temperature, default=1.0,
+                   help="sampling temperature, 0 = greedy (default 1.0)")
+    p.add_argument("--seed", type=int_in(0, MAX_SEED), default=0, help="random seed (default 0)")
+    p.add_argument("--checkpoint", help="a checkpoint other than the bundled reference")
+    p.set_defaults(func=run)
+    return p
+
+
+def load_checkpoint(path: str):
+    """The model of the checkpoint file ``path``; a UsageError naming why when
+    it is missing, a folder, or not a checkpoint written by ``aftertrain train``."""
+    p = Path(path)
+    if p.is_dir():
+        raise UsageError(f"--checkpoint {path} is a folder; give a checkpoint file "
+                         "(written by `aftertrain train --out FILE`)")
+    if not p.is_file():
+        raise UsageError(f"--checkpoint {path} does not exist")
+    from aftertrain.lm import checkpoint as _checkpoint
+
+    try:
+        return _checkpoint.load_checkpoint(p)
+    except _checkpoint.CheckpointError as err:
+        raise UsageError(f"--checkpoint: {err}") from None
+    except Exception as err:  # noqa: BLE001 - torch.load of a foreign file raises anything
+        # (UnpicklingError, IndexError, KeyError 'config', a size mismatch...)
+        detail = (f"it has no {err} entry" if isinstance(err, KeyError)
+                  else (str(err).splitlines() or [""])[0][:160])
+        raise UsageError(f"--checkpoint {path} is not an aftertrain checkpoint (a dict of "
+                         f"'config' and a matching 'state_dict', written by `aftertrain train "
+                         f"--out`): {detail}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the prompt and its sampled continuation; 0."""
+    if args.checkpoint:  # a missing file or a folder: before torch loads
+        p = Path(args.checkpoint)
+        if p.is_dir() or not p.is_file():
+            load_checkpoint(args.checkpoint)
+    from aftertrain.lm import checkpoint as _checkpoint
+    from aftertrain.lm import decoding as _decoding
+    from aftertrain.lm import text as _text
+
+    try:
+        _text.encode(args.prompt)  # a bad prompt is reported before any loading
+    except ValueError as err:
+        raise UsageError(f"--prompt: {err}") from None
+    if args.prompt == "":
+        raise UsageError("--prompt must hold at least one character (default 'The ')")
+    if args.checkpoint == "":
+        raise UsageError("--checkpoint must name a checkpoint file, got '' (leave it out for "
+                         "the bundled reference)")
+    net = load_checkpoint(args.checkpoint) if args.checkpoint else _checkpoint.load_reference()
+    if len(args.prompt) > 500:
+        print(f"reading the {len(args.prompt)}-character prompt (one model step per character "
+              f"beyond the first)...", file=sys.stderr, flush=True)
+    if args.length > 500:
+        print(f"sampling {args.length} characters (one model step each)...", file=sys.stderr,
+              flush=True)
+    try:
+        out = _decoding.sample_text(net, args.prompt, args.length, args.temperature, args.seed)
+    except ValueError as err:
+        if not args.checkpoint:
+            raise  # the bundled model refusing valid arguments is a bug
+        raise UsageError(f"--checkpoint {args.checkpoint} does not fit this prompt "
+                         f"or vocabulary: {err}") from None
+    print(args.prompt + out)
+    return 0
