@@ -42,7 +42,7 @@ def _set(data: dict, cid: str, verdict: str, measured: str | None = None) -> Non
 
 
 @pytest.fixture(scope="module")
-def ledgers() -> tuple[R.Ledger, R.Ledger]:
+def ledgers() -> tuple[R.LedgerFile, R.LedgerFile]:
     """The reference (Q5, Q6 do not reproduce, Q4 holds) and an "article"
     where Q5 flips to holding, Q6 does not, and Q4 stops holding."""
     ref = _data()
@@ -57,7 +57,7 @@ def ledgers() -> tuple[R.Ledger, R.Ledger]:
     _set(art, "Q4", V.DOES_NOT_REPRODUCE, "art-q4 3.3333")
     for t in art["tables"][TB.Q4]["rows"]:
         t["per_channel"] += 0.5
-    return R.Ledger.from_json(ref, "claims.json"), R.Ledger.from_json(art, "claims-article.json")
+    return R.LedgerFile.from_json(ref, "claims.json"), R.LedgerFile.from_json(art, "claims-article.json")
 
 
 @pytest.fixture(scope="module")
@@ -102,12 +102,12 @@ def test_flips_reads_the_primary_ledgers_verdicts_not_a_fixed_list(ledgers):
 def test_overlay_plots_have_one_line_per_model_and_the_articles_points(doc, ledgers):
     ref, art = ledgers
     bits = doc.plots["models_quant_bits"].series
-    assert bits["per-channel (reference)"]["y"] == [r["per_channel"] for r in ref.table(TB.Q4)["rows"]]
-    assert bits["per-channel (article)"]["y"] == [r["per_channel"] for r in art.table(TB.Q4)["rows"]]
+    assert bits["per-channel (reference)"]["y"] == [r["per_channel"] for r in ref.tables[TB.Q4]["rows"]]
+    assert bits["per-channel (article)"]["y"] == [r["per_channel"] for r in art.tables[TB.Q4]["rows"]]
     assert bits["per-channel (published)"]["y"] == [v[1] for v in ARTICLE_TABLES["q4"].values()]
     sparsity = doc.plots["models_prune_sparsity"].series
     for m in ("reference", "article"):
-        assert sparsity[f"random ({m})"]["y"] == [r["random"] for r in ref.table(TB.P1)]
+        assert sparsity[f"random ({m})"]["y"] == [r["random"] for r in ref.tables[TB.P1]]
 
 
 def test_single_model_report_has_no_multimodel_section(ledgers):
@@ -117,11 +117,12 @@ def test_single_model_report_has_no_multimodel_section(ledgers):
 
 def test_model_label_from_meta_path_or_file():
     base = {"format": 2, "claims": []}
-    assert MM.model_label(R.Ledger.from_json({**base, "meta": {"model": "article"}}, "x.json")) == "article"
-    assert MM.model_label(R.Ledger.from_json({**base, "meta": {"model": "/tmp/my_run.pt"}},
+    assert MM.model_label(R.LedgerFile.from_json({**base, "meta": {"model": "article"}},
+                                                 "x.json")) == "article"
+    assert MM.model_label(R.LedgerFile.from_json({**base, "meta": {"model": "/tmp/my_run.pt"}},
                                              "x.json")) == "my_run"
-    assert MM.model_label(R.Ledger.from_json(base, "out/claims-sweep-250.json")) == "sweep-250"
-    assert MM.model_label(R.Ledger.from_json(base, "report/claims.json")) == "reference"
+    assert MM.model_label(R.LedgerFile.from_json(base, "out/claims-sweep-250.json")) == "sweep-250"
+    assert MM.model_label(R.LedgerFile.from_json(base, "report/claims.json")) == "reference"
 
 
 def test_readme_table_gets_a_verdict_column_per_model(tmp_path, ledgers):
@@ -134,7 +135,7 @@ def test_readme_table_gets_a_verdict_column_per_model(tmp_path, ledgers):
     assert {r[0]: r[6] for r in rows}["Q5"].split("; ")[0] == "holds"
 
 
-def _write(path: Path, ledger: R.Ledger, data_from: dict) -> Path:
+def _write(path: Path, ledger: R.LedgerFile, data_from: dict) -> Path:
     path.write_text(json.dumps(data_from))
     return path
 
@@ -322,7 +323,7 @@ def test_a_run_that_took_its_model_free_outcomes_says_so():
     """A later model's run (``--model-free-from``): a claim none of whose
     tests read the model is marked in its verdict column with the run its
     outcomes came from; the section names how many tests and which claims."""
-    reference = R.Ledger.from_json(_data(), "claims.json")
+    reference = R.LedgerFile.from_json(_data(), "claims.json")
     data = _data()
     data["meta"]["model"] = "article"
     data["meta"]["model_free_from"] = {"ledger": "claims.json", "model": "reference",
@@ -331,7 +332,7 @@ def test_a_run_that_took_its_model_free_outcomes_says_so():
         for n, t in enumerate(c["tests"]):
             # S1 wholly model-free; Q1 partly; every other claim reads the model
             t["reads_model"] = not (c["id"] == "S1" or (c["id"] == "Q1" and n == 0))
-    article = R.Ledger.from_json(data, "claims-article.json")
+    article = R.LedgerFile.from_json(data, "claims-article.json")
     assert article.taken_whole("S1") and not article.taken_whole("Q1")
     assert not reference.taken_whole("S1")  # no reads_model in the committed ledger
     rows = {r[0]: r for r in MM.claims_rows({"reference": reference, "article": article})}
@@ -340,7 +341,7 @@ def test_a_run_that_took_its_model_free_outcomes_says_so():
     text = MM.model_free_text("article", article)
     assert "The 3 claim tests" in text and "every test of S1;" in text
     del data["meta"]["model_free_from"]  # a whole run: nothing taken
-    assert not R.Ledger.from_json(data, "x.json").taken_whole("S1")
+    assert not R.LedgerFile.from_json(data, "x.json").taken_whole("S1")
 
 
 def test_a_later_model_runs_every_test_when_the_checkout_changed(tmp_path, monkeypatch, capsys):

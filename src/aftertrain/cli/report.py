@@ -27,7 +27,7 @@ from aftertrain.report.ledgerfile import (
     META_FROM_REPORT_RUN,
     META_NONE,
     QUICK_ENV,
-    Ledger,
+    LedgerFile,
     ReportError,
     read_ledger,
 )
@@ -60,7 +60,7 @@ def is_checkout(path: Path) -> bool:
 def run_ledger(checkout: Path, json_path: Path, quick: bool,
                log: Callable[[str], None], meta: dict | None = None,
                model: str | None = None, *, timing_lock: Path | None = None,
-               output: Path | None = None, model_free_from: Path | None = None) -> Ledger:
+               output: Path | None = None, model_free_from: Path | None = None) -> LedgerFile:
     """Run the checkout's whole pytest suite, writing its ledger to ``json_path``.
 
     pytest's own progress streams to standard error as it runs, or to the
@@ -119,7 +119,7 @@ def split_values(values: list[str] | None, flag: str) -> list[str]:
     return out
 
 
-def _labelled(ledgers: list[Ledger]) -> tuple[Ledger, dict[str, Ledger]]:
+def _labelled(ledgers: list[LedgerFile]) -> tuple[LedgerFile, dict[str, LedgerFile]]:
     from aftertrain.report import multimodel
 
     labels = [multimodel.model_label(led) for led in ledgers]
@@ -213,7 +213,7 @@ def _checkout_and_output(args) -> tuple[Path | None, Path]:
     return checkout, out
 
 
-def _read_ledgers(claims_json: list[str], models: list[str], quick: bool) -> tuple[Ledger, dict]:
+def _read_ledgers(claims_json: list[str], models: list[str], quick: bool) -> tuple[LedgerFile, dict]:
     """``--claims-json``: finished runs, read and labelled by their models."""
     if quick:
         raise ReportError("--quick changes the test run, and --claims-json reads a finished "
@@ -250,7 +250,7 @@ def _check_models(models: list[str], checkout: Path | None) -> list[str]:
 
 def _run_models(models: list[str], checkout: Path, run_dir: Path, quick: bool,
                 log: Callable[[str], None], claims_json: list[str], jobs: int = 1
-                ) -> tuple[Ledger, dict]:
+                ) -> tuple[LedgerFile, dict]:
     """Run the suite once per model, ``jobs`` at a time; each ledger's path is
     appended to ``claims_json`` (in the order of ``models``). Runs side by
     side share a timing lock (``--timing-lock``): their untimed tests run
@@ -277,7 +277,7 @@ def _run_models(models: list[str], checkout: Path, run_dir: Path, quick: bool,
         claims_json.append(str(run_path))
         plans.append((i, m, label, run_path))
 
-    def one(plan, first: Ledger | None = None) -> Ledger:
+    def one(plan, first: LedgerFile | None = None) -> LedgerFile:
         i, m, label, run_path = plan
         earlier = None
         if first is not None:  # the first model's run: take its model-free outcomes
@@ -327,7 +327,7 @@ def _place_sweep(sweep_arg: str, out: Path) -> None:
         shutil.copyfile(sweep_arg, target)
 
 
-def _commit(out: Path, run_dir: Path, claims_json: list[str], ledger: Ledger, others: dict,
+def _commit(out: Path, run_dir: Path, claims_json: list[str], ledger: LedgerFile, others: dict,
             checkout: Path) -> None:
     """``--update-committed``: the runs' ledgers into report/, the README's claims table."""
     from aftertrain.report import multimodel
@@ -341,7 +341,7 @@ def _commit(out: Path, run_dir: Path, claims_json: list[str], ledger: Ledger, ot
     update_readme(checkout / "README.md", ledger, others)
 
 
-def _summary(path: Path, ledger: Ledger, others: dict) -> int:
+def _summary(path: Path, ledger: LedgerFile, others: dict) -> int:
     """One line per model (its verdict tally); 1 when a run failed or a claim is broken."""
     from aftertrain.report import multimodel
     from aftertrain.report.rendering import summary_counts

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from aftertrain.cli.report import check_output_folder, split_values
 from aftertrain.core.io import atomic_write
-from aftertrain.report.ledgerfile import Ledger, ReportError, read_ledger
+from aftertrain.report.ledgerfile import LedgerFile, ReportError, read_ledger
 from aftertrain.report.paths import DEFAULT_OUT, SWEEP_FILE
 
 # The sweep's sections and experiments import torch: they load in sweep_main
@@ -58,7 +58,7 @@ def sweep_main(args) -> int:
             _models.resolve(m)
         except ValueError as err:
             raise ReportError(f"--models: {err}") from None
-    ledgers: dict[str, Ledger] = {}  # by the checkpoint's SHA-256, else by model label
+    ledgers: dict[str, LedgerFile] = {}  # by the checkpoint's SHA-256, else by model label
     for p in claims_json:
         led = read_ledger(p)
         ledgers[str(led.meta.get("model_sha256") or model_label(led))] = led
@@ -94,7 +94,7 @@ def sweep_main(args) -> int:
         log(f"model {label}: validation loss {fig['val_loss']:.4f}")
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / SWEEP_FILE, sweep_section.sweep_json(points))
-    doc = Document(Ledger({}, {}, {}, {}, str(out / SWEEP_FILE)))
+    doc = Document(LedgerFile((), source=str(out / SWEEP_FILE)))
     doc.add(f"# {sweep_section.TITLE}")
     doc.add("Written by `aftertrain sweep "
             + " ".join(shlex.quote(a) for a in getattr(args, "argv", [])) + "`.")

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from aftertrain.claims.tables import Row
+from aftertrain.claims import tables as TB
+from aftertrain.claims.tables import Row, Shape, table
 from aftertrain.core.validation import check_int, check_seed, is_real
 from aftertrain.core.weights import weight_matrices
 from aftertrain.quant.api import quantized_model
@@ -51,6 +52,7 @@ class BitsRow(Row):
         return self.per_tensor if granularity is Granularity.PER_TENSOR else self.per_channel
 
 
+@table(TB.Q4, ("Q2", "Q4", "Q5", "Q6"), Shape.ONE)
 @dataclass(frozen=True)
 class BitsTable(Row):
     """Q4's record: the float32 loss and the rows of :func:`bits_table`."""
@@ -59,6 +61,7 @@ class BitsTable(Row):
     rows: tuple[BitsRow, ...]
 
 
+@table(TB.Q3, ("Q3",), Shape.BY_KEY)
 @dataclass(frozen=True)
 class StorageRow(Row):
     """Q3: the byte counts of :func:`aftertrain.quant.storage_bytes`."""
@@ -72,6 +75,7 @@ class StorageRow(Row):
     parameters_quantized_bytes: int
 
 
+@table(TB.Q6, ("Q6",), Shape.BY_KEY)
 @dataclass(frozen=True)
 class Reconstruction(Row):
     """Q6: fraction of elements quantized to 0, and ``mean|w - w_hat|``."""
@@ -80,6 +84,7 @@ class Reconstruction(Row):
     mean_abs_error: float
 
 
+@table(TB.Q7, ("Q7",))
 @dataclass(frozen=True)
 class SensitivityRow(Row):
     """Q7: one matrix quantized alone; ``penalty = loss - float32 loss``."""
@@ -89,6 +94,7 @@ class SensitivityRow(Row):
     penalty: float
 
 
+@table(TB.Q8, ("Q8",), Shape.ONE)
 @dataclass(frozen=True)
 class Compounding(Row):
     """Q8: ``excess = all_at_once - sum_of_penalties`` (> 0: the errors compound)."""
@@ -98,6 +104,7 @@ class Compounding(Row):
     excess: float
 
 
+@table(TB.Q9, ("Q9",), Shape.ONE)
 @dataclass(frozen=True)
 class Divergence(Row):
     """Q9: the 1-based position where the texts part (None: they never do)."""
@@ -124,6 +131,7 @@ class ActivationPeak(Row):
     max: float
 
 
+@table(TB.Q10, ("Q10",), Shape.ONE)
 @dataclass(frozen=True)
 class Outliers(Row):
     """Q10's record: weight ranges, activation peaks by site, and the int8 loss

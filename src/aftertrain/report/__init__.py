@@ -33,7 +33,7 @@ _NAMES = {
     "README_BEGIN": "assemble", "README_END": "assemble", "build": "assemble",
     "update_readme": "assemble",
     "claims_rows": "document", "claims_table": "document",
-    "Ledger": "ledgerfile", "ReportError": "ledgerfile", "read_ledger": "ledgerfile",
+    "LedgerFile": "ledgerfile", "ReportError": "ledgerfile", "read_ledger": "ledgerfile",
     "render": "rendering", "summary_counts": "rendering",
 }
 
