@@ -16,14 +16,16 @@ import math
 import pytest
 
 from aftertrain import prune as P
-from aftertrain.claims.catalogue import ARTICLE_TABLES
 from aftertrain.core import tolerances as TOL
 from aftertrain.experiments import prune as EP
+from aftertrain.experiments.article import ARTICLE
 
 UNTRAINED = EP.UNTRAINED_LOSS  # ln(100) = 4.6052, the report's "untrained" line
 
 # The article's figures, from the one source the ledger and the report use.
-ARTICLE_P1, ARTICLE_P2, ARTICLE_P4 = (ARTICLE_TABLES[k] for k in ("p1", "p2", "p4"))
+ARTICLE_P1 = {r.sparsity: (r.global_, r.layer, r.random) for r in ARTICLE.p1}
+ARTICLE_P2 = {r.sparsity: r.mean for r in ARTICLE.p2}
+ARTICLE_P4 = {r.bits: r.sparsity for r in ARTICLE.p4}
 
 
 @pytest.fixture(scope="session")
@@ -216,7 +218,7 @@ def test_bytes_per_element_table_is_exact(reference, claim_record):
     as it prints them (cut to 2 decimals: 2.125 -> 2.12, 0.525 -> 0.52)."""
     rows = EP.bytes_table(reference)
     n, n_rows = 631_808, sum(w.shape[0] for w in P.prunable_weights(reference).values())
-    article = ARTICLE_TABLES["p5"]
+    article = {r.sparsity: (r.coo, r.bitmask) for r in ARTICLE.p5}
     claim_record.measured("; ".join(
         f"{r.sparsity:.0%}: dense {r.dense:.2f} COO {r.coo:.4f} bitmask {r.bitmask:.4f} "
         f"CSR {r.csr:.4f}" for r in rows) + f"; int8 {EP.int8_bytes_per_element(reference)}")

@@ -17,10 +17,10 @@ import pytest
 from aftertrain import report as R
 from aftertrain.claims import tables as TB
 from aftertrain.claims import verdicts as V
-from aftertrain.claims.catalogue import ARTICLE_TABLES
 from aftertrain.cli import main
 from aftertrain.core import runmeta
 from aftertrain.experiments import sweep as ESW
+from aftertrain.experiments.article import ARTICLE
 from aftertrain.report import multimodel as MM
 from aftertrain.report import sweep as SW
 from aftertrain.report.markdown import read_table
@@ -104,7 +104,7 @@ def test_overlay_plots_have_one_line_per_model_and_the_articles_points(doc, ledg
     bits = doc.plots["models_quant_bits"].series
     assert bits["per-channel (reference)"]["y"] == [r["per_channel"] for r in ref.tables[TB.Q4]["rows"]]
     assert bits["per-channel (article)"]["y"] == [r["per_channel"] for r in art.tables[TB.Q4]["rows"]]
-    assert bits["per-channel (published)"]["y"] == [v[1] for v in ARTICLE_TABLES["q4"].values()]
+    assert bits["per-channel (published)"]["y"] == [a.per_channel for a in ARTICLE.q4.rows]
     sparsity = doc.plots["models_prune_sparsity"].series
     for m in ("reference", "article"):
         assert sparsity[f"random ({m})"]["y"] == [r["random"] for r in ref.tables[TB.P1]]
@@ -174,7 +174,7 @@ def test_cli_model_options_refuse_bad_input_in_one_line(tmp_path, capsys, argv, 
 # --- the sweep section ---------------------------------------------------------------
 
 
-def _point(model: str, loss: float, q6: float, ratio: float) -> dict:
+def _point(model: str, loss: float, q6: float, ratio: float) -> ESW.SweepPoint:
     fig = {"val_loss": loss, "bigram": 2.6,
            "q4": [{"bits": b, "per_tensor": loss + 0.1 * (9 - b), "per_channel": loss + 0.05 * (9 - b)}
                   for b in (8, 6, 4, 3)]
@@ -184,9 +184,10 @@ def _point(model: str, loss: float, q6: float, ratio: float) -> dict:
                   {"name": "blocks.0.f1.weight", "loss": loss + 0.1, "penalty": 0.1}],
            "p1": [{"sparsity": 0.3, "global": loss + 0.1, "layer": loss + 0.2, "random": 4.0}],
            "p2": [{"sparsity": 0.05, "mean": 3.0, "std": 0.1, "min": 2.9, "max": 3.1}],
-           "s4": [{"draft": d, "k": k, "acceptance": a} for d, k, a in
+           "s4": [{"draft": d, "k": k, "drafted": 100, "accepted": round(100 * a), "target_passes": 50,
+                   "acceptance": a, "chars_per_pass": 2.0, "predicted_acceptance": a} for d, k, a in
                   (("bigram", 1, 0.3), ("bigram", 8, 0.1), ("8-bit", 1, 0.9), ("8-bit", 8, 0.7))]}
-    return ESW.sweep_point(model, loss, fig, "measured")
+    return ESW.sweep_point(model, ESW.KeyFigures.from_record(fig), "measured")
 
 
 SWEEP = [_point("worse", 2.5, +0.3, 8.0), _point("better", 1.55, -0.2, 2.0)]
@@ -195,11 +196,11 @@ SWEEP = [_point("worse", 2.5, +0.3, 8.0), _point("better", 1.55, -0.2, 2.0)]
 def test_sweep_section_marks_where_each_claim_flips(tmp_path):
     (tmp_path / "sweep.json").write_text(SW.sweep_json(SWEEP))
     points = SW.read_sweep(tmp_path / "sweep.json")
-    assert [p["model"] for p in points] == ["better", "worse"]  # best first
+    assert [p.model for p in points] == ["better", "worse"]  # best first
     doc = R.render(R.read_ledger(COMMITTED / "claims.json"), sweep=points)
     md = doc.markdown()
     assert f"## {SW.TITLE}" in md
-    q6 = next(n for n in ESW.THRESHOLDS if n.startswith("q6"))
+    q6 = ESW.Margin.Q6_2BIT
     assert "+0.3000 ✓" in md and "-0.2000 ✗" in md  # Q6 holds on the worse model only
     series = doc.plots["sweep_loss_margins"].series
     label = next(k for k in series if k.startswith("Q6"))

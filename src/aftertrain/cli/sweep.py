@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from aftertrain.cli.report import check_output_folder, split_values
@@ -24,14 +25,6 @@ from aftertrain.report.paths import DEFAULT_OUT, SWEEP_FILE
 DEFAULT_SWEEP_MODELS = ("sweep-250", "article", "sweep-1250", "reference")
 
 
-#: What a point records of its checkpoint's ``.pt.json``: how to retrain it and
-#: its validation history (``recipe`` is absent from files written before the
-#: recipe options: those are the reference recipe).
-#: The keys of a point that --reuse takes as it is.
-COMPLETE = {"model", "val_loss", "source", "figures", "margins", "sha256", "training",
-            "fragility", "speculative"}
-TRAINING_KEYS = ("command", "recipe", "steps", "stop_at", "best_step", "train_loss", "seed",
-                 "threads", "history")
 
 
 def sweep_main(args) -> int:
@@ -63,20 +56,19 @@ def sweep_main(args) -> int:
         led = read_ledger(p)
         ledgers[str(led.meta.get("model_sha256") or model_label(led))] = led
     # Points of an earlier sweep file, by SHA-256: not measured again.
-    reuse = {p.get("sha256"): p for f in reuse_files
-             for p in sweep_section.read_sweep(f) if COMPLETE <= set(p)}
+    reuse = {p.sha256: p for f in reuse_files for p in sweep_section.read_sweep(f) if p.complete}
     points = []
     for i, m in enumerate(names):
         net, ident = _models.load_model(m)
         label = m if ident.bundled else Path(m).stem
         if ident.sha256 in reuse:
             log(f"model {i + 1} of {len(names)}: {label}: reused from --reuse")
-            points.append({**reuse[ident.sha256], "model": label})
+            points.append(replace(reuse[ident.sha256], model=label))
             continue
         # A ledger of this very checkpoint; one without metadata by its model's name
         # (ledgers from before --aftertrain-model: the reference's).
         led = ledgers.get(ident.sha256) or ledgers.get(label)
-        fig = ESW.figures_from_tables(led.tables) if led is not None else None
+        fig = ESW.figures_from_tables(led) if led is not None else None
         if fig is not None:
             log(f"model {i + 1} of {len(names)}: {label}: figures from {led.source}")
             source = f"ledger {Path(led.source).name}"
@@ -88,10 +80,9 @@ def sweep_main(args) -> int:
         log(f"model {label}: fragility and the speculative figures (acceptance, no timing)")
         meta = _models.model_meta(m)
         points.append(ESW.sweep_point(
-            label, fig["val_loss"], fig, source, sha256=ident.sha256,
-            training={k: meta.get(k) for k in TRAINING_KEYS},
-            fragility=ESW.fragility(net, fig["q7"]), speculative=ESW.speculative_figures(net)))
-        log(f"model {label}: validation loss {fig['val_loss']:.4f}")
+            label, fig, source, sha256=ident.sha256, training=ESW.Training.of(meta),
+            fragility=ESW.fragility(net, fig.q7), speculative=ESW.speculative_figures(net)))
+        log(f"model {label}: validation loss {fig.val_loss:.4f}")
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / SWEEP_FILE, sweep_section.sweep_json(points))
     doc = Document(LedgerFile((), source=str(out / SWEEP_FILE)))
@@ -102,7 +93,7 @@ def sweep_main(args) -> int:
     for plot in doc.plots.values():
         atomic_write(out / f"{plot.name}.png", plot.png)
     path = atomic_write(out / "sweep.md", doc.markdown())
-    losses = ", ".join(f"{p['model']} {p['val_loss']:.4f}" for p in points)
+    losses = ", ".join(f"{p.model} {p.val_loss:.4f}" for p in points)
     print(f"{out / SWEEP_FILE}, {path}: {len(points)} checkpoints ({losses})")
     return 0
 

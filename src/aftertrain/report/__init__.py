@@ -5,7 +5,7 @@ claims ledger (:mod:`aftertrain.ledger`) gives each claim's verdict, and the
 tests attach the tables they measured, which the ledger writes into its
 ``--claims-json`` file. The report never re-derives a verdict or re-measures
 a figure: it renders what the tests found, beside the article's figures
-(:data:`aftertrain.claims.catalogue.ARTICLE_TABLES`), as ``report.md`` and PNG plots.
+(:data:`aftertrain.experiments.article.ARTICLE`), as ``report.md`` and PNG plots.
 
 Layout: :mod:`.ledgerfile` reads the ledger (the only file input);
 :mod:`.markdown` formats; :mod:`.document` holds the report being built;
