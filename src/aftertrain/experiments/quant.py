@@ -75,6 +75,13 @@ class StorageRow(Row):
     parameters_quantized_bytes: int
 
 
+def storage_key(granularity: Granularity, bits: int) -> str:
+    """The key of one :class:`StorageRow` in Q3's table: ``per-tensor_8``."""
+    if not isinstance(granularity, Granularity):
+        raise ValueError(f"granularity must be a Granularity, got {granularity!r}")
+    return f"{granularity.value}_{bits}"
+
+
 @table(TB.Q6, ("Q6",), Shape.BY_KEY)
 @dataclass(frozen=True)
 class Reconstruction(Row):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from aftertrain.experiments import tables as ET
 from aftertrain.experiments.article import ARTICLE
+from aftertrain.experiments.quant import storage_key
 from aftertrain.quant import Granularity
 from aftertrain.report.document import Document
 from aftertrain.report.markdown import fmt, pct, ratio_cell
@@ -63,7 +64,7 @@ def _storage(doc: Document) -> None:
     if st is None:
         return
     mb = 2 ** 20
-    pt = st["per-tensor_8"]
+    pt = st[storage_key(Granularity.PER_TENSOR, 8)]
     doc.table("Storage of int8 (MB = 2^20 bytes; per-tensor scales)", ("Q3",),
               ["", "article", "ours"],
               [["2-D weights float32", f"{ARTICLE.q3.weights_fp32_mb:.2f}",
