@@ -18,6 +18,7 @@ from pathlib import Path
 from aftertrain.experiments.article import ARTICLE
 from aftertrain.experiments.sweep import (
     KS,
+    SPEC_DRAFTS,
     THRESHOLDS,
     TOKEN_EMBEDDING,
     Margin,
@@ -30,7 +31,6 @@ from aftertrain.experiments.sweep import (
 from aftertrain.report.document import Document
 from aftertrain.report.ledgerfile import ReportError
 from aftertrain.report.markdown import DASH, fmt, markdown_table
-from aftertrain.speculative.drafts import DraftKind
 
 TITLE = "The quality and recipe sweeps: where each claim flips"
 #: The recipe knobs a checkpoint's ``training.recipe`` records, their reference
@@ -133,9 +133,13 @@ def _fragility_row(p: SweepPoint) -> list[str]:
                + f" / {100 * share[block]:.0f}% ({block.removesuffix('.weight')})"])
 
 
-def _cells(rows, draft: DraftKind, field: str, digits: int, ks: list[int]) -> str:
-    """``field`` of ``draft``'s row at each of ``ks`` (rows with ``draft`` and
-    ``k``), joined by " / "; a dash where there is none."""
+#: The drafts of the S4/S6/S7 columns, as the sweep measures them.
+BIGRAM, INT8, INT4 = SPEC_DRAFTS
+
+
+def _cells(rows, draft, field: str, digits: int, ks: list[int]) -> str:
+    """``field`` of ``draft``'s row (a DraftKind) at each of ``ks`` (rows with
+    ``draft`` and ``k``), joined by " / "; a dash where there is none."""
     at = {(r.draft, r.k): r for r in rows}
     return " / ".join(f"{getattr(at[(draft.value, k)], field):.{digits}f}"
                       if (draft.value, k) in at else DASH for k in ks)
@@ -143,7 +147,7 @@ def _cells(rows, draft: DraftKind, field: str, digits: int, ks: list[int]) -> st
 
 def _speculative_row(p: SweepPoint) -> list[str]:
     rows, ks = p.speculative, sorted({r.k for r in p.speculative})
-    bigram, int8, int4 = DraftKind.BIGRAM, DraftKind.INT8, DraftKind.INT4
+    bigram, int8, int4 = BIGRAM, INT8, INT4
     return [p.model, _cells(rows, bigram, "acceptance", 3, ks),
             _cells(rows, bigram, "chars_per_pass", 2, ks), _cells(rows, bigram, "break_even_c", 2, ks),
             _cells(rows, int8, "acceptance", 3, ks), _cells(rows, int8, "formula_article_c", 2, ks),
@@ -153,7 +157,7 @@ def _speculative_row(p: SweepPoint) -> list[str]:
 def _article_speculative_row(ks: list[int]) -> list[str]:
     """The article's published S4/S7 figures in the columns of :func:`_speculative_row`
     (a dash where it published none)."""
-    bigram, int8, int4 = DraftKind.BIGRAM, DraftKind.INT8, DraftKind.INT4
+    bigram, int8, int4 = BIGRAM, INT8, INT4
     return ["the article's model (published)", _cells(ARTICLE.s4, bigram, "acceptance", 3, ks),
             _cells(ARTICLE.s4, bigram, "chars_per_pass", 2, ks), DASH,
             _cells(ARTICLE.s4, int8, "acceptance", 3, ks),
@@ -172,8 +176,8 @@ def _figure_row(p: SweepPoint) -> list[str]:
             + [f"{tok:+.4f} / {block:+.4f}",
                f"{fmt(p1.global_)} / {fmt(p1.layer)} / {fmt(p1.random)}",
                fmt(f.p2[0].mean),
-               _cells(f.s4, DraftKind.BIGRAM, "acceptance", 3, list(KS)),
-               _cells(f.s4, DraftKind.INT8, "acceptance", 3, list(KS))])
+               _cells(f.s4, BIGRAM, "acceptance", 3, list(KS)),
+               _cells(f.s4, INT8, "acceptance", 3, list(KS))])
 
 
 def section(doc: Document, points: list[SweepPoint]) -> None:
