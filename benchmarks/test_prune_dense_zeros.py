@@ -18,15 +18,14 @@ import pytest
 import torch
 
 from aftertrain import prune as P
-from aftertrain.claims import tables
-from aftertrain.claims.catalogue import ARTICLE_TABLES
 from aftertrain.claims.verdicts import HOLDS, INCONCLUSIVE
 from aftertrain.core.tolerances import SAME_SPEED_BAND
-from aftertrain.experiments.tables import DenseZeros, record
+from aftertrain.experiments.article import ARTICLE as PUBLISHED
+from aftertrain.experiments.tables import DenseZeros
 from aftertrain.timing import RatioRule
 from aftertrain.timing.compare import store_ratios
 
-ARTICLE = {s: fig[0] for s, fig in ARTICLE_TABLES["p7"].items()}  # median ratios
+ARTICLE = {r.sparsity: r.median for r in PUBLISHED.p7}  # median ratios
 SAME_SPEED = RatioRule.inside(SAME_SPEED_BAND)
 
 
@@ -54,8 +53,8 @@ def test_zeroed_weights_do_not_speed_up_a_dense_matmul(benchmark, claim_record, 
     claim_record.measured(f"{sparsity:.0%} zeros: ratio {t.median:.3f} (interval {t.ci_low:.3f}-"
                           f"{t.ci_high:.3f}, {len(t.ratios)} pairs, quartiles {t.q1:.3f}-"
                           f"{t.q3:.3f}); article {ARTICLE[sparsity]:.3f}")
-    claim_record.table(tables.p7(sparsity), record(tables.p7(sparsity), DenseZeros(
-        sparsity, t.median, (t.ci_low, t.ci_high), t.q1, t.q3)))
+    claim_record.table(DenseZeros(
+        sparsity, t.median, (t.ci_low, t.ci_high), t.q1, t.q3))
     benchmark.pedantic(lambda: x @ pruned, rounds=50, iterations=1)
     claim_record.conclude(decision)
 

@@ -23,10 +23,9 @@ import pytest
 import torch
 
 from aftertrain import quant as Q
-from aftertrain.claims import tables
 from aftertrain.claims.verdicts import BROKEN, INCONCLUSIVE
 from aftertrain.core.tolerances import SAME_SPEED_BAND
-from aftertrain.experiments.tables import FakeQuantSpeed, record
+from aftertrain.experiments.tables import FakeQuantSpeed
 from aftertrain.lm.text import load_corpus
 from aftertrain.timing import RatioRule
 from aftertrain.timing.compare import store_ratios
@@ -81,8 +80,7 @@ def test_fake_quantized_forward_runs_at_float32_speed(benchmark, claim_record, m
                           f"interval [{t.ci_low:.3f}, {t.ci_high:.3f}] ({len(t.ratios)} pairs, "
                           f"alpha {decision.alpha:g}), the interval "
                           f"{'contains' if holds_1 else 'excludes'} 1.0")
-    claim_record.table(tables.Q11, record(tables.Q11, FakeQuantSpeed(t.median, (t.ci_low, t.ci_high),
-                                                                     holds_1)))
+    claim_record.table(FakeQuantSpeed(t.median, (t.ci_low, t.ci_high), holds_1))
     benchmark.pedantic(cand, rounds=100, warmup_rounds=3)
     claim_record.conclude(decision)
 

@@ -23,9 +23,8 @@ import pytest
 import torch
 from torch.ao.quantization import quantize_dynamic
 
-from aftertrain.claims import tables
 from aftertrain.claims.verdicts import BROKEN, HOLDS, INCONCLUSIVE
-from aftertrain.experiments.tables import Int8Linear, Ratio, record
+from aftertrain.experiments.tables import Int8Linear, Ratio
 from aftertrain.timing import Judgement, PairedTiming
 from aftertrain.timing.compare import store_ratios
 
@@ -100,8 +99,8 @@ def test_int8_gets_relatively_cheaper_as_rows_grow(benchmark, claim_record, line
                                     f"{t[str(r)].ci_high:.2f}]" for r in ROWS)
                           + (f"; int8 pays from {cross} rows" if cross
                              else "; no interval up to 1024 rows wholly below 1"))
-    claim_record.table(tables.X3, record(tables.X3, Int8Linear(
-        {r: Ratio(t[str(r)].median, (t[str(r)].ci_low, t[str(r)].ci_high)) for r in ROWS}, cross)))
+    claim_record.table(Int8Linear(
+        {r: Ratio(t[str(r)].median, (t[str(r)].ci_low, t[str(r)].ci_high)) for r in ROWS}, cross))
     benchmark.group = "quant-int8-linear-rows"
     benchmark.pedantic(call(q, inputs(1)), rounds=20, warmup_rounds=2)
     claim_record.conclude(decision)

@@ -21,10 +21,9 @@ import pytest
 import torch
 
 from aftertrain import prune as P
-from aftertrain.claims import tables
 from aftertrain.claims.verdicts import BROKEN, HOLDS, INCONCLUSIVE
 from aftertrain.core.tolerances import CSR_MIN_SPEEDUP
-from aftertrain.experiments.tables import CsrRatio, CsrTable, record
+from aftertrain.experiments.tables import CsrRatio, CsrTable
 from aftertrain.timing import Judgement, PairedTiming, RatioRule
 from aftertrain.timing.compare import store_ratios
 
@@ -82,9 +81,9 @@ def test_csr_matmul_crossover_against_dense(benchmark, claim_record):
     claim_record.measured("; ".join(f"{s:.1%}: CSR/dense {t[str(s)].median:.3f} "
                                     f"({t[str(s)].ci_low:.3f}-{t[str(s)].ci_high:.3f})"
                                     for s in SPARSITIES) + f"; crossover {cross}")
-    claim_record.table(tables.X4, record(tables.X4, CsrTable(
+    claim_record.table(CsrTable(
         tuple(CsrRatio(s, t[str(s)].median, (t[str(s)].ci_low, t[str(s)].ci_high)) for s in SPARSITIES),
-        cross)))
+        cross))
     benchmark.pedantic(sides["0.999"][1], rounds=50, iterations=1)
     for d in decisions.values():  # a broken one first, then an inconclusive one
         if d.verdict == BROKEN:

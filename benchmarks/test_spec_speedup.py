@@ -22,13 +22,11 @@ import pytest
 import torch
 
 from aftertrain import speculative as S
-from aftertrain.claims import tables
 from aftertrain.experiments import speculative as XS
 from aftertrain.experiments import speedup as XU
 from aftertrain.experiments import speedup_rules as SR
 from aftertrain.experiments.speedup import SPEEDUP_CHARS
 from aftertrain.experiments.speedup_rules import BIGRAM, CHEAP, QUANTIZED
-from aftertrain.experiments.tables import record
 from aftertrain.ledger.record import budget_left, timing_budget, timing_enabled
 from aftertrain.lm.decoding import generate
 from aftertrain.lm.text import encode
@@ -99,7 +97,7 @@ def test_draft_cost_quantized_near_one_pass_bigram_a_small_fraction(benchmark, c
     1.034) and the bigram's and the n-gram's at most CHEAP_DRAFT (the
     article's bigram: 0.004, timed without the loop)."""
     decision, tabs = _judged(claim_record, spec, "S5", benchmark, (aftertrain_model, named_drafts[BIGRAM]))
-    claim_record.table(tables.SPEC_DRAFT_COST, record(tables.SPEC_DRAFT_COST, tabs.costs))
+    claim_record.table(tabs.costs)
     claim_record.measured(", ".join(f"{r.draft} c={r.c:.3f} ({r.c_low:.3f}~"
                                     f"{r.c_high:.3f})" for r in tabs.costs)
                           + f"; target step {tabs.costs[0].target_us:.0f} us")
@@ -116,7 +114,7 @@ def test_verification_pass_costs_more_than_a_plain_pass_and_grows_with_k(benchma
     1.83 ms for 2, 5, 9 positions against 1.09 ms for one)."""
     decision, tabs = _judged(claim_record, spec, "X8 cost", benchmark,
                              (aftertrain_model, named_drafts[BIGRAM]))
-    claim_record.table(tables.SPEC_VERIFY_COST, record(tables.SPEC_VERIFY_COST, tabs.verify))
+    claim_record.table(tabs.verify)
     claim_record.measured(", ".join(f"v_{r.k}={r.v_k:.2f} ({r.v_low:.2f}~"
                                     f"{r.v_high:.2f})" for r in tabs.verify))
     claim_record.conclude(decision)
@@ -131,7 +129,7 @@ def test_speedup_table_quantized_drafts_are_slower_than_plain(benchmark, claim_r
     k=4, 0.56 at k=8; 4-bit 0.41 at k=8)."""
     decision, tabs = _judged(claim_record, spec, "S6", benchmark,
                              (aftertrain_model, named_drafts[D.DraftKind.INT8.value]))
-    claim_record.table(tables.SPEC_SPEEDUP, record(tables.SPEC_SPEEDUP, tabs.speedups))
+    claim_record.table(tabs.speedups)
     claim_record.measured("; ".join(_fmt(r) for r in tabs.speedups))
     claim_record.conclude(decision)
 

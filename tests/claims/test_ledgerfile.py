@@ -23,7 +23,8 @@ def test_a_committed_ledger_reads_and_writes_back_the_same_json(path, tmp_path):
     out = file.write(tmp_path / "sub" / "claims.json")
     assert LedgerFile.from_json(json.loads(out.read_text()), "written") == file
     view = read_ledger(out)  # the report reads the same file through the same class
-    assert view.verdicts == {c.id: c.verdict for c in file.claims}
+    assert view == file and {c.id: view.verdict(c.id) for c in file.claims} == {
+        c.id: c.verdict for c in file.claims}
     assert view.tables == data["tables"]
 
 
@@ -64,7 +65,12 @@ def test_the_plugins_ledger_is_written_in_the_format(pytester):
     ({"format": FORMAT, "claims": [{"id": "Q2", "verdict": "mostly"}]}, "verdicts this version"),
     ({"format": FORMAT, "claims": [{"id": "Z9", "verdict": "holds"}]}, "names claims"),
     ({"format": FORMAT, "claims": [{"id": "Q2", "verdict": "holds", "tests": [{"outcome": "x"}]}]},
+     "test outcomes ['x'] are not outcomes"),
+    ({"format": FORMAT, "claims": [{"id": "Q2", "verdict": "holds", "tests": [{"outcome": "passed"}]}]},
      "malformed claim entry 0 (bad field 'nodeid')"),
+    ({"format": FORMAT, "claims": [{"id": "Q2", "verdict": "holds", "tests": [
+        {"nodeid": "t::a", "outcome": "passed", "part": "most of it"}]}]},
+     "malformed claim entry 0 (bad field 'most of it' is not a valid Part)"),
     ({"format": FORMAT, "claims": [], "tables": [1]}, "'tables' that is not an object"),
     ({"format": FORMAT, "claims": [], "meta": "today"}, "'meta' that is not an object"),
     ({"format": FORMAT, "claims": [{"id": "Q2", "verdict": "holds", "tests": [

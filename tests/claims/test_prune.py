@@ -16,16 +16,16 @@ import math
 import pytest
 
 from aftertrain import prune as P
-from aftertrain.claims import tables
-from aftertrain.claims.catalogue import ARTICLE_TABLES
 from aftertrain.core import tolerances as TOL
 from aftertrain.experiments import prune as EP
-from aftertrain.experiments.tables import record
+from aftertrain.experiments.article import ARTICLE
 
 UNTRAINED = EP.UNTRAINED_LOSS  # ln(100) = 4.6052, the report's "untrained" line
 
 # The article's figures, from the one source the ledger and the report use.
-ARTICLE_P1, ARTICLE_P2, ARTICLE_P4 = (ARTICLE_TABLES[k] for k in ("p1", "p2", "p4"))
+ARTICLE_P1 = {r.sparsity: (r.global_, r.layer, r.random) for r in ARTICLE.p1}
+ARTICLE_P2 = {r.sparsity: r.mean for r in ARTICLE.p2}
+ARTICLE_P4 = {r.bits: r.sparsity for r in ARTICLE.p4}
 
 
 @pytest.fixture(scope="session")
@@ -63,7 +63,7 @@ def columns(rows, keys):
 
 @pytest.mark.claim("P1")
 def test_loss_table_matches_stored_baseline(loss_rows, num_regression, baselines_dir, claim_record):
-    claim_record.table(tables.P1, record(tables.P1, loss_rows))
+    claim_record.table(loss_rows)
     """Global / per-layer / random (mean of RANDOM_SEEDS) at 10..90%, ours
     beside the article's; guarded against baselines/prune_loss_table.csv."""
     claim_record.measured("; ".join(
@@ -107,7 +107,7 @@ def test_random_pruning_table_matches_stored_baseline(random_rows, num_regressio
     claim_record.measured("; ".join(
         f"{r.sparsity:.0%}: {r.mean:.4f} +- {r.std:.4f} (article {ARTICLE_P2[r.sparsity]:.4f})"
         for r in random_rows))
-    claim_record.table(tables.P2, record(tables.P2, random_rows))
+    claim_record.table(random_rows)
     num_regression.check(columns(random_rows, ["sparsity", "mean", "std", "min", "max"]),
                          fullpath=baselines_dir / "prune_random_table.csv",
                          default_tolerance={"atol": TOL.LOSS_ATOL, "rtol": 0})
@@ -190,8 +190,8 @@ def test_sparsities_matching_quantization_losses(matching, quant_losses, curve, 
     claim_record.measured("; ".join(
         f"{b}-bit ({quant_losses[b]:.4f}): {matching[b]:.1%} (article {ARTICLE_P4[b]:.1%})"
         for b in (8, 6, 4)))
-    claim_record.table(tables.P4, record(tables.P4, [EP.MatchingRow(b, quant_losses[b], matching[b])
-                                                     for b in (8, 6, 4)]))
+    claim_record.table([EP.MatchingRow(b, quant_losses[b], matching[b])
+                                                     for b in (8, 6, 4)])
     for b, s in matching.items():
         target = quant_losses[b]
         if s > 0:
@@ -218,11 +218,11 @@ def test_bytes_per_element_table_is_exact(aftertrain_model, claim_record):
     as it prints them (cut to 2 decimals: 2.125 -> 2.12, 0.525 -> 0.52)."""
     rows = EP.bytes_table(aftertrain_model)
     n, n_rows = 631_808, sum(w.shape[0] for w in P.prunable_weights(aftertrain_model).values())
-    article = ARTICLE_TABLES["p5"]
+    article = {r.sparsity: (r.coo, r.bitmask) for r in ARTICLE.p5}
     claim_record.measured("; ".join(
         f"{r.sparsity:.0%}: dense {r.dense:.2f} COO {r.coo:.4f} bitmask {r.bitmask:.4f} "
         f"CSR {r.csr:.4f}" for r in rows) + f"; int8 {EP.int8_bytes_per_element(aftertrain_model)}")
-    claim_record.table(tables.P5, record(tables.P5, rows))
+    claim_record.table(rows)
     for r in rows:
         z = n - round(r.sparsity * n)
         assert r.dense == 4.0
@@ -250,7 +250,7 @@ def test_int8_beats_75_and_50pct_sparse_bitmask_at_equal_or_better_compression(
     rows = EP.quantization_vs_pruning(curve, quant_losses[8])
     claim_record.measured("; ".join(f"{r.name}: {r.compression:.2f}x loss {r.loss:.4f}"
                                           for r in rows))
-    claim_record.table(tables.P6, record(tables.P6, rows))
+    claim_record.table(rows)
     int8, *sparse = rows
     for r in sparse:
         assert int8.compression > r.compression and int8.loss < r.loss, r
@@ -274,7 +274,7 @@ def test_two_four_pruning_loses_more_than_unstructured_50pct(two_four, num_regre
     """2:4 removes half of every matrix like per-layer 50%, under the extra
     constraint of groups; the price of the structure: its loss is above
     global 50% (unconstrained). Guarded against baselines/prune_two_four.csv."""
-    claim_record.table(tables.X5, record(tables.X5, two_four))
+    claim_record.table(two_four)
     claim_record.measured(f"2:4 {two_four.two_four:.4f}, global 50% {two_four.global_50:.4f}, "
                                 f"per-layer 50% {two_four.layer_50:.4f}")
     assert two_four.two_four > two_four.global_50

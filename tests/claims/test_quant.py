@@ -28,10 +28,8 @@ import pytest
 import torch
 
 from aftertrain import quant as Q
-from aftertrain.claims import tables
 from aftertrain.core import tolerances as TOL
 from aftertrain.experiments import quant as EQ
-from aftertrain.experiments.tables import record
 from aftertrain.quant import Granularity
 from tests.common.quant_bugs import (
     clamp_past_qmax,
@@ -175,7 +173,7 @@ def test_int8_storage_is_the_articles_figures_exactly(aftertrain_model, claim_re
                     f"{pt['parameters_quantized_bytes'] / MB:.2f} MB (per-tensor scales); "
                     f"per-channel scales {pc['parameters_quantized_bytes'] / MB:.2f} MB, "
                     f"{100 * cut_pc:.1f}%")
-    claim_record.table(tables.Q3, record(tables.Q3, {k: EQ.StorageRow(**v) for k, v in figs.items()}))
+    claim_record.table({k: EQ.StorageRow(**v) for k, v in figs.items()})
     data_regression.check(figs, fullpath=baselines_dir / "quant_storage.yml")
 
 
@@ -200,8 +198,8 @@ def test_bits_table_matches_the_stored_baseline(bits_rows, model_val_loss, claim
     (asserted, both granularities, 8 to 3 bits)."""
     claim_record.measured(f"float32 {model_val_loss:.4f}; "
                     + "; ".join(fmt_row(bits_rows[b]) for b in EQ.ARTICLE_BITS))
-    claim_record.table(tables.Q4, record(tables.Q4, EQ.BitsTable(
-        model_val_loss, tuple(bits_rows[b] for b in EQ.ARTICLE_BITS))))
+    claim_record.table(EQ.BitsTable(
+        model_val_loss, tuple(bits_rows[b] for b in EQ.ARTICLE_BITS)))
     for g in Granularity:
         losses = [bits_rows[b].loss(g) for b in (8, 6, 4, 3)]
         assert losses == sorted(losses), (g, losses)
@@ -355,7 +353,7 @@ def test_2_bit_per_channel_reconstructs_blocks_0_f1_better(f1_reconstruction, cl
     per-channel zeroes fewer and errs less. Figures guarded to 1e-12 absolute
     (a pure function of the stored weights; the mean is taken in double)."""
     claim_record.measured(fmt_reconstruction(f1_reconstruction))
-    claim_record.table(tables.Q6, record(tables.Q6, f1_reconstruction))
+    claim_record.table(f1_reconstruction)
     check_per_channel_reconstructs_better(f1_reconstruction)
     num_regression.check({k: [f.to_record()[k] for f in f1_reconstruction.values()]
                           for k in EQ.Reconstruction.keys()},
@@ -440,7 +438,7 @@ def test_sensitivity_table_matches_the_stored_baseline(sensitivity, claim_record
     +0.0132, ..., least blocks.2.f2 -0.0020. Every row guarded at 1e-5
     (module docstring); the order of names in the next test."""
     claim_record.measured(fmt_sensitivity(sensitivity))
-    claim_record.table(tables.Q7, record(tables.Q7, sensitivity))
+    claim_record.table(sensitivity)
     num_regression.check(
         {"rank": list(range(1, len(sensitivity) + 1)),
          "loss": [r.loss for r in sensitivity],
@@ -549,7 +547,7 @@ def test_all_at_once_costs_more_than_the_sum_of_single_penalties(sensitivity, bi
     c = EQ.compounding(sensitivity, bits_rows[4].per_channel - model_val_loss)
     claim_record.measured(f"sum of penalties {c.sum_of_penalties:+.4f}, all at once "
                                 f"{c.all_at_once:+.4f}, excess {c.excess:+.4f}")
-    claim_record.table(tables.Q8, record(tables.Q8, c))
+    claim_record.table(c)
     check_penalties_compound(c)
 
 
@@ -581,7 +579,7 @@ def test_int8_text_parts_from_float32_text_after_a_shared_prefix(diverged, claim
     claim_record.measured(f"parts at character {diverged.position} "
                                 f"(float32 {diverged.float32[:40]!r}, "
                                 f"int8 {diverged.quantized[:40]!r})")
-    claim_record.table(tables.Q9, record(tables.Q9, diverged))
+    claim_record.table(diverged)
     check_parts_after_a_shared_prefix(diverged)
     data_regression.check(diverged.to_record(), fullpath=baselines_dir / "quant_q9_divergence.yml")
 
@@ -625,7 +623,7 @@ def test_no_outlier_channels_in_weights_or_activations(aftertrain_model, activat
                     + "; ".join(f"{k} {a.ratio:.2f} (max {a.max:.2f})"
                                 for k, a in activation_ratios.items())
                     + f"; 8-bit gap {gap:.4f}")
-    claim_record.table(tables.Q10, record(tables.Q10, EQ.Outliers(weights, activation_ratios, gap)))
+    claim_record.table(EQ.Outliers(weights, activation_ratios, gap))
     check_no_outliers(weights, activation_ratios)
     assert abs(gap) < TOL.INT8_LOSS_MARGIN
     num_regression.check({"ratio": list(weights.matrices.values())},

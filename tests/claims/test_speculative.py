@@ -17,10 +17,9 @@ import torch
 
 from aftertrain import quant as Q
 from aftertrain import speculative as S
-from aftertrain.claims import tables
 from aftertrain.core.tolerances import LOSS_ATOL_SAME_THREADS, NGRAM_DOC_LOSS_ATOL
 from aftertrain.experiments import speculative as XS
-from aftertrain.experiments.tables import record
+from aftertrain.experiments import tables as ET
 from aftertrain.lm import ngram as B
 from aftertrain.lm.checkpoint import load_checkpoint
 from aftertrain.lm.decoding import Decoder
@@ -98,12 +97,13 @@ def test_acceptance_table_matches_stored_baseline(acceptance_rows, data_regressi
     changes them. Rates are stored rounded to 4 decimals for reading."""
     claim_record.measured(fmt(r for r in acceptance_rows if r.draft in
                                     {k.value for k in ARTICLE_DRAFTS} and r.k in (1, 8)))
-    stored = record(tables.SPEC_ACCEPTANCE, [
+    stored = [
         dataclasses.replace(r, acceptance=round(r.acceptance, 4), chars_per_pass=round(r.chars_per_pass, 4),
                             predicted_acceptance=round(r.predicted_acceptance, 4))
-        for r in acceptance_rows])
-    claim_record.table(tables.SPEC_ACCEPTANCE, stored)
-    data_regression.check({"rows": stored}, fullpath=baselines_dir / "spec_acceptance.yml")
+        for r in acceptance_rows]
+    claim_record.table(stored)
+    data_regression.check({"rows": ET.SPEC_ACCEPTANCE.to_record(stored)},
+                          fullpath=baselines_dir / "spec_acceptance.yml")
 
 
 @pytest.mark.claim("S4")
@@ -181,10 +181,9 @@ MIN_FALL = 0.05
 
 
 @pytest.fixture(scope="module")
-def long_table(aftertrain_model, speculative_drafts) -> list[XS.AcceptanceRow]:
+def long_table(aftertrain_model, speculative_drafts) -> list[XS.LongRunRow]:
     """X1's runs: k = 1 and 8, 1,000 characters (XS.X1_N_NEW), same prompt and seed."""
-    return XS.acceptance_table(aftertrain_model, {k.value: m for k, m in speculative_drafts.items()},
-                              ks=(1, 8), n_new=XS.X1_N_NEW)
+    return XS.long_run_table(aftertrain_model, {k.value: m for k, m in speculative_drafts.items()})
 
 
 @pytest.mark.claim("X1")
@@ -202,7 +201,7 @@ def test_truncation_explains_most_of_the_fall_in_acceptance(long_table, kind, cl
     a1, a8, pred = rows[0].acceptance, rows[-1].acceptance, rows[-1].predicted_acceptance
     claim_record.measured(f"{kind.value}: k=1 {a1:.3f}; k=8 measured {a8:.3f}, "
                                 f"predicted {pred:.3f} (1,000 characters)")
-    claim_record.table(tables.SPEC_X1, record(tables.SPEC_X1, long_table))
+    claim_record.table(long_table)
     if a1 - a8 < MIN_FALL:
         pytest.skip(f"{kind.value}: acceptance falls only {a1 - a8:.3f} from k=1 to 8: "
                     "nothing to explain")

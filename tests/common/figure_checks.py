@@ -153,14 +153,15 @@ _add("row:FirstTokenRow.chi2_pvalue",
      (f"{SF}::test_first_token_figures_are_the_skewed_nulls_summaries",
       "tests/test_stats.py::test_chisquare_pooling_matches_a_hand_written_pooling"),
      "the samples' chi-square; the pooling against a hand-written one and scipy.stats.chisquare")
-_add(("row:AcceptanceRow.k", "row:AcceptanceRow.drafted", "row:AcceptanceRow.accepted",
-      "row:AcceptanceRow.target_passes"),
+# LongRunRow (X1) is an AcceptanceRow of longer runs, from the same acceptance_table
+_add([f"row:{t}.{f}" for t in ("AcceptanceRow", "LongRunRow")
+      for f in ("k", "drafted", "accepted", "target_passes")],
      (f"{SF}::test_a_draft_equal_to_the_target_has_every_draft_accepted",
       "tests/speculative/test_generator.py::test_generator_bookkeeping_and_logits_hold_on_any_run"),
      "draft = target: every draft accepted, ceil(n / (k + 1)) passes; passes + accepted = n")
-_add(("row:AcceptanceRow.acceptance", "row:AcceptanceRow.chars_per_pass"),
+_add([f"row:{t}.{f}" for t in ("AcceptanceRow", "LongRunRow") for f in ("acceptance", "chars_per_pass")],
      f"{SF}::test_acceptance_and_chars_per_pass_are_the_counts_ratios", "accepted / drafted, n / passes")
-_add("row:AcceptanceRow.predicted_acceptance",
+_add(("row:AcceptanceRow.predicted_acceptance", "row:LongRunRow.predicted_acceptance"),
      (f"{SF}::test_x1_prediction_is_the_sum_of_the_k1_rates_powers",
       "tests/claims/test_speculative.py::test_predicted_acceptance_formula"),
      "sum_{i<=k} a^i / k summed term by term; the article's worked example")
@@ -346,7 +347,7 @@ _add(("report.plot:quant_bits | per-tensor (article)", "report.plot:quant_bits |
       "report.plot:spec_acceptance | * article", "report.plot:spec_speedup | * article",
       "report.plot:models_quant_bits | per-tensor (published)", "report.plot:models_quant_bits | per-channel (published)",
       "report.plot:models_prune_sparsity | * (published)"),
-     ARTICLE, ARTICLE_HOW + " (drawn from ARTICLE_TABLES)")
+     ARTICLE, ARTICLE_HOW + " (drawn from experiments.article.ARTICLE)")
 
 # the sweep
 _add(("report.table:Recipe of each checkpoint | recipe", "report.table:Recipe of each checkpoint | schedule (steps)",

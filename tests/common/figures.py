@@ -48,10 +48,10 @@ _NUMERIC = (int, float, bool)
 def _numeric(hint: object) -> bool:
     """Whether a field's type holds numbers: int, float, bool, an Optional of
     one, or a tuple or dict of them (``ci: tuple[float, float]``)."""
-    if isinstance(hint, type):
+    origin = typing.get_origin(hint)
+    if isinstance(hint, type) and origin is None:  # Python 3.10: tuple[float, float] is a type too
         return issubclass(hint, _NUMERIC)
     args = [a for a in typing.get_args(hint) if a is not type(None) and a is not Ellipsis]
-    origin = typing.get_origin(hint)
     if origin is dict:
         return _numeric(args[-1])
     if origin in (tuple, typing.Union, types.UnionType):
@@ -63,7 +63,7 @@ def _nested_row(hint: object):
     from aftertrain.claims.tables import TableRow
 
     for a in (hint, *typing.get_args(hint)):
-        if isinstance(a, type) and issubclass(a, TableRow):
+        if isinstance(a, type) and typing.get_origin(a) is None and issubclass(a, TableRow):
             return a
     return None
 

@@ -159,7 +159,7 @@ def _row_class():
 
 
 def _is_row(t) -> bool:
-    return isinstance(t, type) and issubclass(t, _row_class())
+    return isinstance(t, type) and typing.get_origin(t) is None and issubclass(t, _row_class())
 
 
 def _element(t):

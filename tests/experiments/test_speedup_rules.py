@@ -306,8 +306,8 @@ def test_speedup_tables_are_typed_rows_the_registry_records():
     from types import SimpleNamespace
 
     from aftertrain.claims import tables as TB
+    from aftertrain.claims.tables import spec_of
     from aftertrain.experiments.speedup import speedup_tables
-    from aftertrain.experiments.tables import read, record
 
     def timing(ratio):
         return SimpleNamespace(median=ratio, ci_low=0.9 * ratio, ci_high=1.1 * ratio,
@@ -325,7 +325,8 @@ def test_speedup_tables_are_typed_rows_the_registry_records():
     assert best.predicted == pytest.approx(1.5 / (1 + SPEEDUP_KS[0] * 0.1), rel=1e-12)
     for name, rows in ((TB.SPEC_DRAFT_COST, tabs.costs), (TB.SPEC_VERIFY_COST, tabs.verify),
                        (TB.SPEC_SPEEDUP, tabs.speedups)):
-        assert read(name, record(name, rows)) == rows
+        spec = spec_of(rows)
+        assert spec.name == name and spec.from_record(spec.to_record(rows)) == rows
 
 
 def test_the_two_speedup_decisions_share_alpha_between_them(monkeypatch):

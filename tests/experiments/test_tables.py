@@ -1,10 +1,10 @@
 """The tables' registry (aftertrain.experiments.tables.SPECS over the names
-of aftertrain.claims.tables): every table a test records has a spec, and a
+of aftertrain.claims.tables): every name has a spec bound to its row type,
+rows name their table (what ``claim_record.table(rows)`` records), and a
 typed table goes to its stored record and back unchanged."""
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import json
 from pathlib import Path
@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from aftertrain.claims import tables as TB
-from aftertrain.claims.tables import Shape, TableRow, TableSpec
+from aftertrain.claims.ledgerfile import LedgerFile
+from aftertrain.claims.tables import Shape, TableRow, TableSpec, spec_of, table
+from aftertrain.experiments import prune as EP
 from aftertrain.experiments import quant as EQ
 from aftertrain.experiments import tables as ET
 from tests.common.committed import LEDGERS
@@ -20,30 +22,16 @@ from tests.common.committed import LEDGERS
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def recorded_names() -> set[str]:
-    """The table names the tests and benchmarks pass to ``claim_record.table``
-    (``tables.X`` constants and ``tables.p7(...)``), read from their source."""
-    names = set()
-    for path in [*ROOT.glob("tests/**/test_*.py"), *ROOT.glob("benchmarks/**/test_*.py")]:
-        for node in ast.walk(ast.parse(path.read_text())):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr == "table" and ast.unparse(node.func.value) == "claim_record"
-                    and node.args):
-                arg = node.args[0]
-                if isinstance(arg, ast.Attribute) and ast.unparse(arg.value) == "tables":
-                    names.add(getattr(TB, arg.attr))
-                elif isinstance(arg, ast.Call) and ast.unparse(arg.func) == "tables.p7":
-                    names.add(TB.p7(0.5))
-    return names
-
-
-def test_every_recorded_table_and_every_name_has_a_spec():
-    names = recorded_names()
-    assert len(names) >= 20, names  # the scan found the suite's tables
+def test_every_name_has_a_spec_bound_to_its_row_type():
+    """Each name constant of aftertrain.claims.tables is one spec's, and that
+    spec is its row type's own (``TableRow.SPEC``): what ``claim_record.table(rows)``
+    records the rows under."""
     constants = {v for k, v in vars(TB).items() if k.isupper() and isinstance(v, str)}
-    for name in names | constants:
-        assert ET.spec(name).name in (name, TB.P7_PREFIX), name
     assert set(ET.SPECS) == constants
+    for name, spec in ET.SPECS.items():
+        assert spec.name == name and spec.row.SPEC is spec, name
+        assert ET.spec(name) is spec
+    assert ET.spec(TB.p7(0.5)) is ET.P7 and ET.P7.at(0.5).name == TB.p7(0.5)
 
 
 @pytest.mark.parametrize("path", LEDGERS, ids=lambda p: p.name)
@@ -53,21 +41,51 @@ def test_committed_tables_read_typed_and_write_back_identically(path):
     stored = json.loads(path.read_text())["tables"]
     assert stored, path
     for name, data in stored.items():
-        table = ET.read(name, data)
+        table = ET.spec(name).from_record(data)
         rows = table if isinstance(table, list) else \
             list(table.values()) if isinstance(table, dict) else [table]
-        assert rows and all(isinstance(r, ET.spec(name).row) for r in rows), name
-        assert json.loads(json.dumps(ET.record(name, table))) == data, name
+        assert rows and all(type(r) is ET.spec(name).row for r in rows), name
+        assert spec_of(table).name_of(table) == name  # what claim_record.table stores it under
+        assert json.loads(json.dumps(ET.spec(name).to_record(table))) == data, name
 
 
 def test_a_row_round_trips_through_its_record():
     table = EQ.BitsTable(1.55, (EQ.BitsRow(8, 1.56, 1.554), EQ.BitsRow(4, 1.8, 1.6)))
-    rec = ET.record(TB.Q4, table)
+    rec = ET.Q4.to_record(table)
     assert rec == {"float32": 1.55, "rows": [{"bits": 8, "per_tensor": 1.56, "per_channel": 1.554},
                                              {"bits": 4, "per_tensor": 1.8, "per_channel": 1.6}]}
-    assert ET.read(TB.Q4, json.loads(json.dumps(rec))) == table
-    assert ET.read(TB.Q4, None) is None
-    assert ET.spec(TB.Q4).columns == ("float32", "rows")
+    assert ET.Q4.from_record(json.loads(json.dumps(rec))) == table
+    assert ET.Q4.columns == ("float32", "rows")
+    ledger = LedgerFile((), tables={TB.Q4: rec})
+    assert ledger.table(ET.Q4) == table and ledger.table(ET.B1) is None
+
+
+def test_the_rows_name_their_table_and_anything_else_is_refused():
+    """``spec_of`` (what ``claim_record.table`` records under): one row, a
+    list or a dict of rows of a row type with a table; the spec's shape and
+    every row's type checked."""
+    base = ET.Baselines(4.6, 2.6, 2.0)
+    assert spec_of(base) is ET.B1
+    p1 = [EP.LossRow(0.3, 2.2, 2.4, 4.5)]
+    assert spec_of(p1) is ET.P1 and spec_of(tuple(p1)) is ET.P1
+    zeros = ET.DenseZeros(0.9, 1.0, (0.9, 1.1), 0.95, 1.05)
+    assert spec_of(zeros).name_of(zeros) == TB.p7(0.9)
+    for bad, why in [([], "non-empty list"), ({}, "non-empty"), ("b1", "got 'b1'"),
+                     ([{"uniform": 4.6}], "non-empty list"), (_Pair(1, (0.5, 2.0)), "decorated"),
+                     ([base], "b1: table must be one row of Baselines"),
+                     ([*p1, base], "p1: table must be list of rows of LossRow"),
+                     (EQ.BitsRow(8, 1.0, 1.0), "decorated")]:
+        with pytest.raises(ValueError, match=why):
+            spec_of(bad)
+
+
+def test_a_row_type_names_one_table_only_through_the_decorator():
+    with pytest.raises(ValueError, match="suffix must be a field of a one-row table"):
+        table("pair", ("X",), Shape.ONE, suffix="c")(_Pair)
+    with pytest.raises(ValueError, match="must decorate a dataclass subclassing TableRow"):
+        table("pair", ("X",))(dict)
+    with pytest.raises(ValueError, match="claims must be a non-empty tuple"):
+        table("pair", ())
 
 
 def test_a_field_named_by_a_keyword_keeps_its_json_key():

@@ -22,10 +22,12 @@ pytest_plugins = ["pytester"]
 TESTS = '''
 import pytest
 
+from aftertrain.experiments.tables import Baselines
+
 @pytest.mark.claim("Q2")
 def test_holds(claim_record):
     claim_record.measured("int8 +0.0012 nats")
-    claim_record.table("int8", [{"granularity": "per-tensor", "loss": 1.5551}])
+    claim_record.table(Baselines(4.6052, 2.6501, 1.5551))
 
 @pytest.mark.claim("Q3", "Q4")
 def test_broken():
@@ -108,7 +110,7 @@ def _check_verdicts(result: pytest.RunResult, path: Path) -> None:
     assert [t["outcome"] for t in entries["K1"]["tests"]] == ["error"]
     assert entries["Q1"]["tests"] == []
     data = json.loads(path.read_text())
-    assert data["tables"] == {"int8": [{"granularity": "per-tensor", "loss": 1.5551}]}
+    assert data["tables"] == {"b1": {"uniform": 4.6052, "bigram": 2.6501, "reference": 1.5551}}
     assert entries["Q3"]["reasons"] == ["assert False"]
     assert entries["Q5"]["reasons"] == ["3 bits stay below the bigram here"]
     assert entries["P1"]["reasons"] == ["needs the reference model"]

@@ -265,11 +265,11 @@ def test_reuse_takes_only_model_free_tests_and_tables():
     ledger = Ledger()
     assert ledger.reuse(earlier, "earlier.json") == 2
     assert set(ledger.tests) == {"a::free", "a::fails"}
-    assert ledger.tests["a::free"]["claims"] == ["S1", "Q1"]
+    assert ledger.claims_of["a::free"] == ("S1", "Q1")
     assert ledger.tables == {"x4": {"rows": 1}} and ledger.model_free_tables == ["x4"]
-    entries = {e["id"]: e for e in ledger.entries()}
-    assert entries["Q1"]["verdict"] == BROKEN and entries["Q1"]["reasons"] == ["boom"]
-    assert entries["S1"]["verdict"] == HOLDS and entries["S1"]["measured"] == ["1.5"]
+    entries = {e.id: e for e in ledger.entries()}
+    assert entries["Q1"].verdict == BROKEN and entries["Q1"].reasons == ("boom",)
+    assert entries["S1"].verdict == HOLDS and entries["S1"].measured == ("1.5",)
     written = ledger.ledger_file({"model": "article"})
     assert written.meta["model_free_from"] == {"ledger": "earlier.json", "model": "reference",
                                                "model_sha256": None, "commit": "abc", "tests": 2}

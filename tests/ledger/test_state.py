@@ -8,7 +8,16 @@ from __future__ import annotations
 import pytest
 
 from aftertrain.claims.catalogue import CLAIMS
-from aftertrain.claims.verdicts import BROKEN, DOES_NOT_REPRODUCE, HOLDS, NOT_DECIDED, SKIPPED
+from aftertrain.claims.ledgerfile import TestEntry
+from aftertrain.claims.parts import Part
+from aftertrain.claims.verdicts import (
+    BROKEN,
+    DOES_NOT_REPRODUCE,
+    HOLDS,
+    NOT_DECIDED,
+    SKIPPED,
+    Outcome,
+)
 from aftertrain.ledger.state import CLAIM_PROPERTY, Ledger, decide, deciding_parts
 
 CLAIM = next(iter(CLAIMS))
@@ -28,7 +37,7 @@ def _verdict(*phases: pytest.TestReport) -> str:
     ledger = Ledger()
     for report in phases:
         ledger.add(report)
-    return next(e for e in ledger.entries() if e["id"] == CLAIM)["verdict"]
+    return next(e for e in ledger.entries() if e.id == CLAIM).verdict
 
 
 @pytest.mark.parametrize("phases, verdict", [
@@ -55,8 +64,8 @@ def test_an_xfail_whose_teardown_errors_is_broken():
 NO_CUDA = "2:4 speed needs CUDA sparse kernels; no CUDA device here"
 
 
-def _t(part: str, outcome: str, reason: str | None = None) -> dict:
-    return {"part": part, "outcome": outcome, "reason": reason, "not_run": []}
+def _t(part: str, outcome: str, reason: str | None = None) -> TestEntry:
+    return TestEntry(f"t.py::{part}-{outcome}-{reason}", Outcome(outcome), reason, part=Part(part))
 
 
 @pytest.mark.parametrize("claim_id, tests, verdict, undecided", [
@@ -95,10 +104,10 @@ def _t(part: str, outcome: str, reason: str | None = None) -> dict:
 def test_a_claim_is_decided_only_by_its_deciding_tests_and_only_when_its_defining_parts_ran(
         claim_id, tests, verdict, undecided):
     got = decide(CLAIMS[claim_id], tests)
-    assert got["verdict"] == verdict
-    assert [(u["part"], u["reason"]) for u in got["undecided"]] == undecided
-    beside = [t for t in tests if t["part"] not in deciding_parts(CLAIMS[claim_id])]
-    assert sum(n for c in got["beside"].values() for n in c.values()) == len(beside)
+    assert got.verdict == verdict
+    assert [(u.part, u.reason) for u in got.undecided] == undecided
+    beside = [t for t in tests if t.part not in deciding_parts(CLAIMS[claim_id])]
+    assert sum(n for c in got.beside.values() for n in c.values()) == len(beside)
 
 
 def test_a_not_decided_claim_says_which_part_did_not_run_and_what_did():
@@ -108,9 +117,9 @@ def test_a_not_decided_claim_says_which_part_did_not_run_and_what_did():
     for nodeid, part, outcome, reason in [("t::storage", "assertions", "passed", None),
                                           ("t::speed", "timed part", "skipped", NO_CUDA),
                                           ("t::teeth", "teeth", "passed", None)]:
-        ledger.tests[nodeid] = {"claims": ["P8"], "outcome": outcome, "reason": reason,
-                                "xfail_reason": None, "measured": [], "part": part,
-                                "not_run": [], "reads_model": False}
+        ledger.tests[nodeid] = TestEntry(nodeid, Outcome(outcome), reason, part=Part(part),
+                                         reads_model=False)
+        ledger.claims_of[nodeid] = ("P8",)
     lines = ledger.summary_lines()
     assert any(line.startswith("P8   not decided here") for line in lines)
     assert (f"P8 not decided here: defining part not run: timed part, the 2:4 speed-up against "

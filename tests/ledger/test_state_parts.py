@@ -11,6 +11,8 @@ from __future__ import annotations
 import pytest
 
 from aftertrain.claims.catalogue import CLAIMS
+from aftertrain.claims.ledgerfile import ClaimEntry, NotRun, TestEntry
+from aftertrain.claims.parts import Part
 from aftertrain.claims.verdicts import (
     BROKEN,
     DOES_NOT_REPRODUCE,
@@ -20,6 +22,7 @@ from aftertrain.claims.verdicts import (
     NOT_DECIDED,
     SKIPPED,
     VERDICTS,
+    Outcome,
 )
 from aftertrain.ledger.state import (
     CLAIM_PROPERTY,
@@ -28,10 +31,13 @@ from aftertrain.ledger.state import (
     UNTIMED_PROPERTY,
     Ledger,
     part_verdicts,
-    verdict_text,
 )
 
-PART = [{"part": "timed part", "reason": "not timed"}]
+PART = (NotRun(Part.TIMED, "not timed"),)
+
+
+def verdict_text(entry: dict) -> str:
+    return ClaimEntry(CLAIM, **entry).verdict_text()
 
 
 def test_the_verdicts_are_the_ones_this_file_covers():
@@ -44,7 +50,7 @@ def test_the_verdicts_are_the_ones_this_file_covers():
 def test_a_verdict_of_the_parts_that_ran_is_marked_when_a_part_did_not_run(verdict):
     """Every verdict a part that ran decides carries the mark, not only holds."""
     assert verdict_text({"verdict": verdict, "not_run": PART}) == f"{verdict} (part not run)"
-    assert verdict_text({"verdict": verdict, "not_run": []}) == verdict
+    assert verdict_text({"verdict": verdict, "not_run": ()}) == verdict
 
 
 @pytest.mark.parametrize("verdict", [SKIPPED, NOT_COVERED, NOT_DECIDED])
@@ -52,7 +58,7 @@ def test_a_verdict_where_nothing_ran_is_never_marked(verdict):
     """Nothing ran, or a defining part did not (``not decided here`` names the
     part itself, issue 35): no "(part not run)" mark beside it."""
     assert verdict_text({"verdict": verdict, "not_run": PART}) == verdict
-    assert verdict_text({"verdict": verdict, "not_run": []}) == verdict
+    assert verdict_text({"verdict": verdict, "not_run": ()}) == verdict
 
 
 def _phase(nodeid: str, when: str, outcome: str, props: list) -> pytest.TestReport:
@@ -87,10 +93,10 @@ def test_a_claim_whose_timed_part_was_not_timed_is_marked_whatever_its_verdict(a
                                                                               verdict):
     """The entry's parts, its parts not run and the summary line agree."""
     ledger = _ledger(assertions)
-    [entry] = [e for e in ledger.entries() if e["id"] == CLAIM]
-    assert entry["verdict"] == verdict
-    assert entry["parts"] == {"assertions": verdict, "timed part": NOT_RUN}
-    assert entry["not_run"] == [{"part": "timed part", "reason": "not timed"}]
+    [entry] = [e for e in ledger.entries() if e.id == CLAIM]
+    assert entry.verdict == verdict
+    assert entry.parts == {"assertions": verdict, "timed part": NOT_RUN}
+    assert entry.not_run == PART
     [line] = [x for x in ledger.summary_lines() if x.startswith(f"{CLAIM:<4} ")]
     assert f"{verdict} (part not run)" in line
 
@@ -99,11 +105,11 @@ def test_part_verdicts_gives_each_part_the_verdict_of_its_own_tests():
     """Each part is judged alone: a failed teeth test does not make the
     assertions part broken; a part that only a test named as not run has
     reads ``not run``."""
-    tests = [{"part": "assertions", "outcome": "passed", "not_run": []},
-             {"part": "teeth", "outcome": "failed", "not_run": []},
-             {"part": "timed part", "outcome": "inconclusive", "not_run": []},
-             {"part": "assertions", "outcome": "xfailed",
-              "not_run": [{"part": "baseline comparison", "reason": "no baseline"}]}]
+    tests = [TestEntry("t::a", Outcome.PASSED, part=Part.ASSERTIONS),
+             TestEntry("t::b", Outcome.FAILED, part=Part.TEETH),
+             TestEntry("t::c", Outcome.INCONCLUSIVE, part=Part.TIMED),
+             TestEntry("t::d", Outcome.XFAILED, part=Part.ASSERTIONS,
+                       not_run=(NotRun(Part.BASELINE, "no baseline"),))]
     assert part_verdicts(tests) == {"assertions": DOES_NOT_REPRODUCE, "teeth": BROKEN,
                                     "timed part": INCONCLUSIVE, "baseline comparison": NOT_RUN}
 
@@ -118,6 +124,6 @@ def test_a_part_fixed_at_collection_stays_when_the_test_also_times():
     props = [(CLAIM_PROPERTY, (CLAIM,)), (PART_PROPERTY, "teeth"), (TIMED_PROPERTY, True)]
     for when in ("setup", "call", "teardown"):
         ledger.add(_phase("t.py::test_teeth_timed", when, "passed", props))
-    assert ledger.tests["t.py::test_teeth_timed"]["part"] == "teeth"
-    [entry] = [e for e in ledger.entries() if e["id"] == CLAIM]
-    assert entry["parts"] == {"teeth": HOLDS}
+    assert ledger.tests["t.py::test_teeth_timed"].part == Part.TEETH
+    [entry] = [e for e in ledger.entries() if e.id == CLAIM]
+    assert entry.parts == {"teeth": HOLDS}

@@ -10,10 +10,9 @@ import pytest
 import torch
 from hypothesis import given
 
-from aftertrain.claims import tables
 from aftertrain.core import io as aio
 from aftertrain.core.tolerances import GREEDY_TIE_MARGIN, LOGITS_ATOL, LOSS_ATOL
-from aftertrain.experiments.tables import CacheDiff, record
+from aftertrain.experiments.tables import CacheDiff
 from aftertrain.lm import checkpoint as CK
 from aftertrain.lm import decoding as DEC
 from aftertrain.lm import model as _model
@@ -85,7 +84,7 @@ def test_cached_decoding_matches_recomputation_across_the_window_slide(aftertrai
     full = torch.stack([_recomputed(aftertrain_model, tokens, n) for n in range(1, 301)])
     worst = float((cached - full).abs().max())
     claim_record.measured(f"max |cached - recomputed| = {worst:.2e} over 300 positions")
-    claim_record.table(tables.K1, record(tables.K1, CacheDiff(worst, 300)))
+    claim_record.table(CacheDiff(worst, 300))
     assert worst <= LOGITS_ATOL
     assert worst > 0, "bit-for-bit equality is not claimed; a zero here means the cache was bypassed"
 

@@ -110,9 +110,7 @@ def test_report_enumeration_catches_a_new_column_plot_and_line():
 
 
 _NEW_TEST = '''
-from aftertrain.claims import tables
 from aftertrain.experiments import speculative as XS
-from aftertrain.experiments.tables import record
 
 SCALE = 100
 threshold = compute_threshold()
@@ -129,8 +127,7 @@ def test_other(claim_record, reference):
 
 def test_third(claim_record, reference):
     ks = compute(reference)
-    claim_record.table(tables.SPEC_ACCEPTANCE, record(tables.SPEC_ACCEPTANCE, [
-        XS.AcceptanceRow("d", k, 1, 1, 1, 1.0, 1.0, 1.0) for k in (1, 2)]))
+    claim_record.table([XS.AcceptanceRow("d", k, 1, 1, 1, 1.0, 1.0, 1.0) for k in (1, 2)])
     claim_record.measured(", ".join(f"{k}" for k in ks))
 
 
@@ -143,8 +140,7 @@ def test_new(claim_record, reference):
     GAP = x - 1
     ks = compute(reference)
     text = f"{x:.2f} {u.mean:.1f}"
-    claim_record.table(tables.SPEC_ACCEPTANCE, record(tables.SPEC_ACCEPTANCE, [
-        XS.AcceptanceRow("d", k, 1, 1, 1, 1.0, 1.0, 1.0) for k in (1, 2)]))
+    claim_record.table([XS.AcceptanceRow("d", k, 1, 1, 1, 1.0, 1.0, 1.0) for k in (1, 2)])
     claim_record.measured(f"ratio {x:.3f}; {r.acceptance:.3f} {SCALE * r.chars_per_pass:.1f}; "
                           f"{s.acceptance}; {u.acceptance}; {GAP}; {SCALE}; {r.draft}; "
                           f"{threshold}; {XS.seed_of_the_day}; {x * r.acceptance}; "

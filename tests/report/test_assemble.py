@@ -49,12 +49,12 @@ TABLE_TITLES = (
 )
 
 
-def _ledger(data: dict, name: str = "claims.json") -> R.Ledger:
-    return R.Ledger.from_json(data, name)
+def _ledger(data: dict, name: str = "claims.json") -> R.LedgerFile:
+    return R.LedgerFile.from_json(data, name)
 
 
 @pytest.fixture(scope="module")
-def committed() -> R.Ledger:
+def committed() -> R.LedgerFile:
     return R.read_ledger(COMMITTED / "claims.json")
 
 
@@ -222,7 +222,7 @@ def test_figures_once_drops_repeats_and_keeps_distinct_figures():
 
 def test_not_reproduced_bullets_quote_only_this_runs_figures(doc, committed):
     text = doc.markdown().split("## What does not reproduce on our model", 1)[1].split("\n## ", 1)[0]
-    known = {f for ms in committed.measured.values() for m in ms for f in figures(m)}
+    known = {f for c in committed.claims for m in c.measured for f in figures(m)}
     known |= {f for c in CLAIMS.values() for f in figures(c.article)}
     bullets = [line for line in text.splitlines() if line.startswith("- **")]
     assert {b.split("**")[1] for b in bullets} == {
@@ -230,7 +230,7 @@ def test_not_reproduced_bullets_quote_only_this_runs_figures(doc, committed):
     for b in bullets:
         assert set(figures(b)) <= known, b
     s6 = next(b for b in bullets if b.startswith("- **S6**"))
-    this_run = committed.measured["S6"][0].split(";")[0].split(", predicted")[0]
+    this_run = committed.claim("S6").measured[0].split(";")[0].split(", predicted")[0]
     assert this_run.startswith("bigram k=2: ") and this_run in s6  # this run's figure
     assert "0.77 (0.77~0.81)" not in text  # the stored baseline's, quoted by the old bullet
 
@@ -271,7 +271,7 @@ def test_a_ledger_without_reasons_or_meta_still_renders(committed):
 
 
 def test_q9_shows_both_texts_around_the_parting_point(doc, committed):
-    q9 = committed.table(TB.Q9)
+    q9 = committed.tables[TB.Q9]
     p = q9["position"] - 1  # 1-based in the table
     block = doc.markdown().split("```\nfloat32: ", 1)[1].split("```", 1)[0]
     f32, i8, caret = ("float32: " + block).splitlines()[:3]
@@ -331,7 +331,7 @@ def _near(xs, ys) -> bool:
                                       for x, y in zip(xs, ys, strict=True))
 
 
-def plot_problems(plots: dict, led: R.Ledger) -> list[str]:
+def plot_problems(plots: dict, led: R.LedgerFile) -> list[str]:
     """Each plot's series against the ledger's tables; [] when they agree."""
     bad = []
 
@@ -340,19 +340,19 @@ def plot_problems(plots: dict, led: R.Ledger) -> list[str]:
         if got is None or not _near(got[key], expected):
             bad.append(f"{plot}/{label}/{key}")
 
-    q4 = led.table(TB.Q4)
+    q4 = led.tables[TB.Q4]
     bits = [r["bits"] for r in q4["rows"]]
     check("quant_bits", "per-tensor (ours)", "x", bits)
     check("quant_bits", "per-tensor (ours)", "y", [r["per_tensor"] for r in q4["rows"]])
     check("quant_bits", "per-channel (ours)", "y", [r["per_channel"] for r in q4["rows"]])
     check("quant_bits", "float32 (ours)", "y", [q4["float32"]] * 2)
-    check("quant_sensitivity", "ours", "x", [r["penalty"] for r in led.table(TB.Q7)])
-    p1 = led.table(TB.P1)
+    check("quant_sensitivity", "ours", "x", [r["penalty"] for r in led.tables[TB.Q7]])
+    p1 = led.tables[TB.P1]
     for key, label in (("global", "global magnitude"), ("layer", "per-layer magnitude"),
                        ("random", "random")):
         check("prune_sparsity", f"{label} (ours)", "x", [100 * r["sparsity"] for r in p1])
         check("prune_sparsity", f"{label} (ours)", "y", [r[key] for r in p1])
-    p5 = led.table(TB.P5)
+    p5 = led.tables[TB.P5]
     check("prune_bytes", "COO measured", "y", [r["coo"] for r in p5])
     check("prune_bytes", "bitmask measured", "y", [r["bitmask"] for r in p5])
     for table, plot, fields in ((TB.SPEC_ACCEPTANCE, "spec_acceptance",
@@ -362,7 +362,7 @@ def plot_problems(plots: dict, led: R.Ledger) -> list[str]:
                                  (("measured", "y", "speedup"), ("measured", "low", "speedup_min"),
                                   ("measured", "high", "speedup_max"),
                                   ("predicted (v_k)", "y", "predicted_vk")))):
-        rows = led.table(table)
+        rows = led.tables[table]
         for draft in dict.fromkeys(r["draft"] for r in rows):
             rs = sorted((r for r in rows if r["draft"] == draft), key=lambda r: r["k"])
             series = plots[plot].series.get(f"{draft} measured")
@@ -405,27 +405,27 @@ def test_speedup_plot_reads_at_a_glance(doc):
 
 def test_table_cells_are_the_ledgers_figures(doc, committed):
     text = doc.markdown()
-    q4 = committed.table(TB.Q4)
+    q4 = committed.tables[TB.Q4]
     rows = read_table(text, ["bits", "per-tensor (article)", "per-tensor (ours)",
                              "per-channel (article)", "per-channel (ours)"])
     assert [r[2] for r in rows[1:]] == [fmt(r["per_tensor"]) for r in q4["rows"]]
     assert [r[4] for r in rows[1:]] == [fmt(r["per_channel"]) for r in q4["rows"]]
     assert rows[0][2] == fmt(q4["float32"])
-    s6 = committed.table(TB.SPEC_SPEEDUP)
+    s6 = committed.tables[TB.SPEC_SPEEDUP]
     rows = read_table(text, ["draft", "k", "article", "ours", "article's prediction",
                              "ours: (chars/pass)/(1+kc)", "ours: (chars/pass)/(v_k+kc)"])
     assert [(r[0], int(r[1]), r[3], r[6]) for r in rows] == [
         (r["draft"], r["k"], f"{r['speedup']:.2f} [{r['speedup_min']:.2f}, {r['speedup_max']:.2f}]"
          + ("" if r["speedup_min"] > 1 or r["speedup_max"] < 1 else " (undecided)"),
          f"{r['predicted_vk']:.2f}") for r in s6]
-    s4 = committed.table(TB.SPEC_ACCEPTANCE)
+    s4 = committed.tables[TB.SPEC_ACCEPTANCE]
     rows = read_table(text, ["draft", "k", "acceptance (article)", "acceptance (ours)",
                              "X1 prediction from k=1 (ours)", "chars/pass (article)",
                              "chars/pass (ours)", "target passes (article)", "target passes (ours)"])
     assert [(r[0], int(r[1]), r[3], r[6], int(r[8])) for r in rows] == [
         (r["draft"], r["k"], f"{r['acceptance']:.3f}", f"{r['chars_per_pass']:.2f}",
          r["target_passes"]) for r in s4]
-    p1 = committed.table(TB.P1)
+    p1 = committed.tables[TB.P1]
     rows = read_table(text, ["sparsity", "global (article / ours)", "per-layer (article / ours)",
                              "random (article / ours)"])
     assert [[c.split(" / ")[1] for c in r[1:]] for r in rows] == [

@@ -17,10 +17,10 @@ import pytest
 from aftertrain import report as R
 from aftertrain.claims import tables as TB
 from aftertrain.claims import verdicts as V
-from aftertrain.claims.catalogue import ARTICLE_TABLES
 from aftertrain.cli import main
 from aftertrain.core import runmeta
 from aftertrain.experiments import sweep as ESW
+from aftertrain.experiments.article import ARTICLE
 from aftertrain.report import multimodel as MM
 from aftertrain.report import sweep as SW
 from aftertrain.report.markdown import read_table
@@ -36,7 +36,7 @@ def _set(data: dict, cid: str, verdict: str, measured: str | None = None) -> Non
 
 
 @pytest.fixture(scope="module")
-def ledgers() -> tuple[R.Ledger, R.Ledger]:
+def ledgers() -> tuple[R.LedgerFile, R.LedgerFile]:
     """The reference (Q5, Q6 do not reproduce, Q4 holds) and an "article"
     where Q5 flips to holding, Q6 does not, and Q4 stops holding."""
     ref = committed_data()
@@ -51,7 +51,7 @@ def ledgers() -> tuple[R.Ledger, R.Ledger]:
     _set(art, "Q4", V.DOES_NOT_REPRODUCE, "art-q4 3.3333")
     for t in art["tables"][TB.Q4]["rows"]:
         t["per_channel"] += 0.5
-    return R.Ledger.from_json(ref, "claims.json"), R.Ledger.from_json(art, "claims-article.json")
+    return R.LedgerFile.from_json(ref, "claims.json"), R.LedgerFile.from_json(art, "claims-article.json")
 
 
 @pytest.fixture(scope="module")
@@ -96,12 +96,12 @@ def test_flips_reads_the_primary_ledgers_verdicts_not_a_fixed_list(ledgers):
 def test_overlay_plots_have_one_line_per_model_and_the_articles_points(doc, ledgers):
     ref, art = ledgers
     bits = doc.plots["models_quant_bits"].series
-    assert bits["per-channel (reference)"]["y"] == [r["per_channel"] for r in ref.table(TB.Q4)["rows"]]
-    assert bits["per-channel (article)"]["y"] == [r["per_channel"] for r in art.table(TB.Q4)["rows"]]
-    assert bits["per-channel (published)"]["y"] == [v[1] for v in ARTICLE_TABLES["q4"].values()]
+    assert bits["per-channel (reference)"]["y"] == [r["per_channel"] for r in ref.tables[TB.Q4]["rows"]]
+    assert bits["per-channel (article)"]["y"] == [r["per_channel"] for r in art.tables[TB.Q4]["rows"]]
+    assert bits["per-channel (published)"]["y"] == [a.per_channel for a in ARTICLE.q4.rows]
     sparsity = doc.plots["models_prune_sparsity"].series
     for m in ("reference", "article"):
-        assert sparsity[f"random ({m})"]["y"] == [r["random"] for r in ref.table(TB.P1)]
+        assert sparsity[f"random ({m})"]["y"] == [r["random"] for r in ref.tables[TB.P1]]
 
 
 def test_single_model_report_has_no_multimodel_section(ledgers):
@@ -111,11 +111,12 @@ def test_single_model_report_has_no_multimodel_section(ledgers):
 
 def test_model_label_from_meta_path_or_file():
     base = {"format": 2, "claims": []}
-    assert MM.model_label(R.Ledger.from_json({**base, "meta": {"model": "article"}}, "x.json")) == "article"
-    assert MM.model_label(R.Ledger.from_json({**base, "meta": {"model": "/tmp/my_run.pt"}},
+    assert MM.model_label(R.LedgerFile.from_json({**base, "meta": {"model": "article"}},
+                                                 "x.json")) == "article"
+    assert MM.model_label(R.LedgerFile.from_json({**base, "meta": {"model": "/tmp/my_run.pt"}},
                                              "x.json")) == "my_run"
-    assert MM.model_label(R.Ledger.from_json(base, "out/claims-sweep-250.json")) == "sweep-250"
-    assert MM.model_label(R.Ledger.from_json(base, "report/claims.json")) == "reference"
+    assert MM.model_label(R.LedgerFile.from_json(base, "out/claims-sweep-250.json")) == "sweep-250"
+    assert MM.model_label(R.LedgerFile.from_json(base, "report/claims.json")) == "reference"
 
 
 def test_readme_table_gets_a_verdict_column_per_model(tmp_path, ledgers):
@@ -128,7 +129,7 @@ def test_readme_table_gets_a_verdict_column_per_model(tmp_path, ledgers):
     assert {r[0]: r[6] for r in rows}["Q5"].split("; ")[0] == "holds"
 
 
-def _write(path: Path, ledger: R.Ledger, data_from: dict) -> Path:
+def _write(path: Path, ledger: R.LedgerFile, data_from: dict) -> Path:
     path.write_text(json.dumps(data_from))
     return path
 
@@ -167,7 +168,7 @@ def test_cli_model_options_refuse_bad_input_in_one_line(tmp_path, capsys, argv, 
 # --- the sweep section ---------------------------------------------------------------
 
 
-def _point(model: str, loss: float, q6: float, ratio: float) -> dict:
+def _point(model: str, loss: float, q6: float, ratio: float) -> ESW.SweepPoint:
     fig = {"val_loss": loss, "bigram": 2.6,
            "q4": [{"bits": b, "per_tensor": loss + 0.1 * (9 - b), "per_channel": loss + 0.05 * (9 - b)}
                   for b in (8, 6, 4, 3)]
@@ -177,9 +178,10 @@ def _point(model: str, loss: float, q6: float, ratio: float) -> dict:
                   {"name": "blocks.0.f1.weight", "loss": loss + 0.1, "penalty": 0.1}],
            "p1": [{"sparsity": 0.3, "global": loss + 0.1, "layer": loss + 0.2, "random": 4.0}],
            "p2": [{"sparsity": 0.05, "mean": 3.0, "std": 0.1, "min": 2.9, "max": 3.1}],
-           "s4": [{"draft": d, "k": k, "acceptance": a} for d, k, a in
+           "s4": [{"draft": d, "k": k, "drafted": 100, "accepted": round(100 * a), "target_passes": 50,
+                   "acceptance": a, "chars_per_pass": 2.0, "predicted_acceptance": a} for d, k, a in
                   (("bigram", 1, 0.3), ("bigram", 8, 0.1), ("8-bit", 1, 0.9), ("8-bit", 8, 0.7))]}
-    return ESW.sweep_point(model, loss, fig, "measured")
+    return ESW.sweep_point(model, ESW.KeyFigures.from_record(fig), "measured")
 
 
 SWEEP = [_point("worse", 2.5, +0.3, 8.0), _point("better", 1.55, -0.2, 2.0)]
@@ -188,11 +190,11 @@ SWEEP = [_point("worse", 2.5, +0.3, 8.0), _point("better", 1.55, -0.2, 2.0)]
 def test_sweep_section_marks_where_each_claim_flips(tmp_path):
     (tmp_path / "sweep.json").write_text(SW.sweep_json(SWEEP))
     points = SW.read_sweep(tmp_path / "sweep.json")
-    assert [p["model"] for p in points] == ["better", "worse"]  # best first
+    assert [p.model for p in points] == ["better", "worse"]  # best first
     doc = R.render(R.read_ledger(COMMITTED / "claims.json"), sweep=points)
     md = doc.markdown()
     assert f"## {SW.TITLE}" in md
-    q6 = next(n for n in ESW.THRESHOLDS if n.startswith("q6"))
+    q6 = ESW.Margin.Q6_2BIT
     assert "+0.3000 ✓" in md and "-0.2000 ✗" in md  # Q6 holds on the worse model only
     series = doc.plots["sweep_loss_margins"].series
     label = next(k for k in series if k.startswith("Q6"))
@@ -316,7 +318,7 @@ def test_a_run_that_took_its_model_free_outcomes_says_so():
     """A later model's run (``--model-free-from``): a claim none of whose
     tests read the model is marked in its verdict column with the run its
     outcomes came from; the section names how many tests and which claims."""
-    reference = R.Ledger.from_json(committed_data(), "claims.json")
+    reference = R.LedgerFile.from_json(committed_data(), "claims.json")
     data = committed_data()
     data["meta"]["model"] = "article"
     data["meta"]["model_free_from"] = {"ledger": "claims.json", "model": "reference",
@@ -325,7 +327,7 @@ def test_a_run_that_took_its_model_free_outcomes_says_so():
         for n, t in enumerate(c["tests"]):
             # S1 wholly model-free; Q1 partly; every other claim reads the model
             t["reads_model"] = not (c["id"] == "S1" or (c["id"] == "Q1" and n == 0))
-    article = R.Ledger.from_json(data, "claims-article.json")
+    article = R.LedgerFile.from_json(data, "claims-article.json")
     assert article.taken_whole("S1") and not article.taken_whole("Q1")
     assert not reference.taken_whole("S1")  # no reads_model in the committed ledger
     rows = {r[0]: r for r in MM.claims_rows({"reference": reference, "article": article})}
@@ -334,7 +336,7 @@ def test_a_run_that_took_its_model_free_outcomes_says_so():
     text = MM.model_free_text("article", article)
     assert "The 3 claim tests" in text and "every test of S1;" in text
     del data["meta"]["model_free_from"]  # a whole run: nothing taken
-    assert not R.Ledger.from_json(data, "x.json").taken_whole("S1")
+    assert not R.LedgerFile.from_json(data, "x.json").taken_whole("S1")
 
 
 def test_a_later_model_runs_every_test_when_the_checkout_changed(tmp_path, monkeypatch, capsys):

@@ -8,14 +8,14 @@ import math
 
 from aftertrain.claims.catalogue import CLAIMS
 from aftertrain.claims.verdicts import BROKEN, NOT_COVERED
-from aftertrain.report import Ledger, claims_rows
+from aftertrain.report import LedgerFile, claims_rows
 from aftertrain.report.markdown import DASH, fmt
 
 FIRST, SECOND = list(CLAIMS)[:2]
 
 
-def _ledger(claims: list[dict]) -> Ledger:
-    return Ledger.from_json({"format": 2, "claims": claims}, "test")
+def _ledger(claims: list[dict]) -> LedgerFile:
+    return LedgerFile.from_json({"format": 2, "claims": claims}, "test")
 
 
 def test_a_claim_missing_from_the_ledger_is_not_covered():

@@ -31,7 +31,7 @@ def raw() -> dict:
 @pytest.fixture(scope="module")
 def text(raw) -> str:
     with plots_without_png():
-        return R.render(R.Ledger.from_json(raw, "claims.json")).markdown()
+        return R.render(R.LedgerFile.from_json(raw, "claims.json")).markdown()
 
 
 def _ratio(median, ci) -> str:
@@ -256,9 +256,9 @@ def test_header_shows_the_ledgers_metadata(raw, text):
 
 def test_second_models_header_and_losses_come_from_its_own_ledger(raw):
     other = committed_data("claims-article.json")
-    led = R.Ledger.from_json(raw, "claims.json")
+    led = R.LedgerFile.from_json(raw, "claims.json")
     with plots_without_png():
-        text = R.render(led, others={"article": R.Ledger.from_json(other, "claims-article.json")}
+        text = R.render(led, others={"article": R.LedgerFile.from_json(other, "claims-article.json")}
                         ).markdown()
     m = other["meta"]
     assert (f"**Run of `article`**: date {m['date']} · commit {m['commit']} · CPU {m['cpu']}"
@@ -275,8 +275,8 @@ def test_reference_lines_and_overlays_are_the_ledgers_and_closed_forms(raw):
 
     other = committed_data("claims-article.json")
     with plots_without_png():
-        doc = R.render(R.Ledger.from_json(raw, "claims.json"),
-                       others={"article": R.Ledger.from_json(other, "claims-article.json")})
+        doc = R.render(R.LedgerFile.from_json(raw, "claims.json"),
+                       others={"article": R.LedgerFile.from_json(other, "claims-article.json")})
     b1 = raw["tables"][TB.B1]
     bits, prune, size = (doc.plots[n].series for n in ("quant_bits", "prune_sparsity", "prune_bytes"))
     for s in (bits, prune):
@@ -311,7 +311,7 @@ def test_int8_storage_cell_adds_the_scales_bytes(raw):
     s = ledger["tables"][TB.Q3]["per-tensor_8"]
     s["scale_bytes"] = 2 ** 19
     with plots_without_png():
-        text = R.render(R.Ledger.from_json(ledger, "claims.json")).markdown()
+        text = R.render(R.LedgerFile.from_json(ledger, "claims.json")).markdown()
     storage = [r[2] for r in _table_after(text, "Storage of int8", ["", "article", "ours"])]
     assert storage[1] == f"{(s['weight_code_bytes'] + 2 ** 19) / MB:.2f}"
     assert storage[1] != f"{s['weight_code_bytes'] / MB:.2f}"

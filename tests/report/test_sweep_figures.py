@@ -12,8 +12,8 @@ import math
 
 import pytest
 
-from aftertrain.claims.catalogue import ARTICLE_TABLES as A
-from aftertrain.experiments.sweep import THRESHOLDS, article_figures
+from aftertrain.experiments.article import ARTICLE
+from aftertrain.experiments.sweep import THRESHOLDS, SweepPoint, article_figures
 from aftertrain.report import sweep as SW
 from aftertrain.report.document import Document
 from aftertrain.report.ledgerfile import read_ledger
@@ -32,7 +32,7 @@ def points() -> list[dict]:
 def doc(points) -> Document:
     d = Document(read_ledger(COMMITTED / "claims.json"))
     with plots_without_png():
-        SW.section(d, points)
+        SW.section(d, [SweepPoint.from_record(p) for p in points])
     return d
 
 
@@ -55,15 +55,20 @@ def _margins(f: dict) -> dict[str, float]:
     }
 
 
+def _thresholds() -> dict[str, tuple[str, str, float, str]]:
+    """Each margin's (claim, words, threshold, side) by its name in the sweep file."""
+    return {m.value: (t.claim, t.what, t.threshold, t.side.value) for m, t in THRESHOLDS.items()}
+
+
 def test_margins_are_their_definitions_and_their_cells_say_which_side(points, doc):
-    assert set(THRESHOLDS) == set(_margins(points[0]["figures"]))
+    assert {m.value for m in THRESHOLDS} == set(_margins(points[0]["figures"]))
     header = (["model", "val loss", "from"]
-              + [f"{c}: {w} ({'>' if s == 'above' else '<'} {t:g})" for c, w, t, s in THRESHOLDS.values()])
+              + [f"{c}: {w} ({'>' if s == 'above' else '<'} {t:g})" for c, w, t, s in _thresholds().values()])
     rows = read_table(doc.markdown(), header)
     for p, row in zip(points, rows, strict=False):
         expected = _margins(p["figures"])
         assert p["margins"] == pytest.approx(expected, rel=1e-12)
-        for (name, (_, _, t, side)), cell in zip(THRESHOLDS.items(), row[3:], strict=True):
+        for (name, (_, _, t, side)), cell in zip(_thresholds().items(), row[3:], strict=True):
             m = expected[name]
             assert cell == f"{m:+.4f} {'✓' if (m > t if side == 'above' else m < t) else '✗'}"
 
@@ -117,7 +122,7 @@ def test_fragility_cells_and_shares(points, doc):
 def test_speculative_cells_are_the_formulas_of_chars_per_pass(points, doc):
     for p in points:
         for r in p.get("speculative") or []:
-            c = A["s5"][r["draft"]][1] if r["draft"] in A["s5"] else None
+            c = next((a.c for a in ARTICLE.s5 if a.draft == r["draft"]), None)
             assert r["break_even_c"] == pytest.approx((r["chars_per_pass"] - 1) / r["k"], rel=1e-12)
             if c is not None:
                 assert r["formula_article_c"] == pytest.approx(
@@ -140,32 +145,37 @@ def test_margin_plots_draw_the_points_margins(points, doc):
     """Lines: the reference recipe's checkpoints; triangles: the other recipes';
     a cross: the article's published model; dashed: the thresholds. Bars: every
     checkpoint, reference recipe first, then by name; stars: the article's."""
-    reference = [p for p in points if SW.recipe_label(p) == SW.REFERENCE_RECIPE]
-    others = [p for p in points if SW.recipe_label(p) != SW.REFERENCE_RECIPE]
-    order = sorted(points, key=lambda p: (SW.recipe_label(p) != SW.REFERENCE_RECIPE, p["model"]))
-    article = article_figures()
+    def label(p: dict) -> str:
+        return SW.recipe_label(SweepPoint.from_record(p))
+
+    reference = [p for p in points if label(p) == SW.REFERENCE_RECIPE]
+    others = [p for p in points if label(p) != SW.REFERENCE_RECIPE]
+    order = sorted(points, key=lambda p: (label(p) != SW.REFERENCE_RECIPE, p["model"]))
+    article = article_figures().to_record()
     for name, _, keys, _ in SW.PLOTS:
         s = doc.plots[name].series
         for k in keys:
-            claim, what, t, side = THRESHOLDS[k]
+            claim, what, t, side = _thresholds()[k.value]
             short = what.split(" (")[0]
             line = s[f"{claim}: {what} (holds {side} {t:g})"]
             assert line["x"] == [p["val_loss"] for p in reference]
-            assert line["y"] == pytest.approx([_margins(p["figures"])[k] for p in reference],
+            assert line["y"] == pytest.approx([_margins(p["figures"])[k.value] for p in reference],
                                               rel=1e-12)
             rest = s[f"{claim}: other recipes ({short})"]
             assert rest["x"] == [p["val_loss"] for p in others]
-            assert rest["y"] == pytest.approx([_margins(p["figures"])[k] for p in others], rel=1e-12)
+            assert rest["y"] == pytest.approx([_margins(p["figures"])[k.value] for p in others],
+                                              rel=1e-12)
             art = s[f"{claim}: the article's model ({short})"]
-            assert art["x"] == [A["b1"]["reference"]]
-            assert art["y"] == pytest.approx([_margins(article)[k]], rel=1e-12)
+            assert art["x"] == [ARTICLE.b1.reference]
+            assert art["y"] == pytest.approx([_margins(article)[k.value]], rel=1e-12)
             assert s[f"threshold {t:g}"]["y"] == [t, t]
     for name, _, keys, _ in SW.RECIPE_PLOTS:
         s = doc.plots[name].series
         for k in keys:
-            claim, what, t, side = THRESHOLDS[k]
+            claim, what, t, side = _thresholds()[k.value]
             bars = s[f"{claim}: {what} (holds {side} {t:g})"]
-            assert bars["y"] == pytest.approx([_margins(p["figures"])[k] for p in order], rel=1e-12)
+            assert bars["y"] == pytest.approx([_margins(p["figures"])[k.value] for p in order],
+                                              rel=1e-12)
             assert not any(math.isnan(y) for y in bars["y"])
             assert s[f"{claim}: the article's model (published)"]["y"] == pytest.approx(
-                [_margins(article)[k]], rel=1e-12)
+                [_margins(article)[k.value]], rel=1e-12)

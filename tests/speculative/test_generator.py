@@ -22,10 +22,8 @@ import torch
 from hypothesis import given
 
 from aftertrain import speculative as S
-from aftertrain.claims import tables
 from aftertrain.core.tolerances import LOGITS_ATOL
 from aftertrain.experiments import speculative as XS
-from aftertrain.experiments.tables import record
 from aftertrain.lm import decoding as DEC
 from aftertrain.lm.decoding import probabilities
 from aftertrain.lm.text import encode
@@ -147,7 +145,7 @@ def test_first_character_law_is_the_targets_with_bigram_and_4bit_drafts(first_to
         f"{r.draft} TV {r.tv:.4f} (chi2 p {r.chi2_pvalue:.3g})" for r in first_token_rows)
         + f"; direct draw TV {first_token_rows[0].direct_tv:.4f}, null median "
           f"{first_token_rows[0].null_median:.4f}, q99 {first_token_rows[0].null_q99:.4f}")
-    claim_record.table(tables.SPEC_FIRST_TOKEN, record(tables.SPEC_FIRST_TOKEN, first_token_rows))
+    claim_record.table(first_token_rows)
     for row in first_token_rows:
         assert row.chi2_pvalue >= ALPHA, row
         assert row.tv <= row.tv_threshold, row

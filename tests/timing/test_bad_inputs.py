@@ -132,7 +132,7 @@ CASES = [
     ("atomic_write", lambda: atomic_write(None, "x"), "path must be a file path"),
     ("atomic_write", lambda: atomic_write("/proc/aftertrain-test.txt", "x"), "path '/proc/"),
     ("read_ledger", lambda: read_ledger(None), "path must be a file path"),
-    ("summary_counts", lambda: summary_counts("x"), "ledger must be a report Ledger"),
+    ("summary_counts", lambda: summary_counts("x"), "ledger must be a LedgerFile"),
     ("update_readme", lambda: update_readme(Path("/nonexistent/README.md"), None),
      "readme must be an existing file"),
 ]

@@ -27,6 +27,7 @@ did run are listed with their own outcome.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from aftertrain.core.enums import StrEnum
 
@@ -55,16 +56,34 @@ BESIDE = (*METHOD_PARTS, Part.ANOTHER_MODEL, Part.EXPECTATION)
 NOT_RUN = "not run"
 
 
-def not_run_text(not_run: Iterable[Mapping[str, str]]) -> str:
+@dataclass(frozen=True)
+class NotRun:
+    """A part of a claim that did not run, and why."""
+
+    part: Part
+    reason: str
+
+
+@dataclass(frozen=True)
+class Undecided:
+    """A defining part of a claim that did not run: the ``part``, ``what`` it
+    is for this claim, and why it did not run."""
+
+    part: Part
+    what: str
+    reason: str
+
+
+def not_run_text(not_run: Iterable[NotRun]) -> str:
     """``not run: baseline comparison (no baseline for this model); ...``, or ""."""
-    items = [f"{n['part']} ({n['reason']})" for n in not_run]
+    items = [f"{n.part} ({n.reason})" for n in not_run]
     return "not run: " + "; ".join(items) if items else ""
 
 
-def undecided_text(undecided: Iterable[Mapping[str, str]]) -> str:
+def undecided_text(undecided: Iterable[Undecided]) -> str:
     """``timed part, the timing: not timed; ...``: the defining parts that did
     not run (``part``, ``what`` it is for the claim, ``reason``)."""
-    return "; ".join(f"{n['part']}, {n['what']}: {n['reason']}" for n in undecided)
+    return "; ".join(f"{n.part}, {n.what}: {n.reason}" for n in undecided)
 
 
 def ran_text(parts: Mapping[str, str], beside: Iterable[str]) -> str:
@@ -75,7 +94,7 @@ def ran_text(parts: Mapping[str, str], beside: Iterable[str]) -> str:
     return ", ".join(f"{p} {v}" for p, v in parts.items() if v != NOT_RUN and p not in beside)
 
 
-def details_text(undecided: Iterable[Mapping[str, str]], not_run: Iterable[Mapping[str, str]],
+def details_text(undecided: Iterable[Undecided], not_run: Iterable[NotRun],
                  parts: Mapping[str, str], beside: Mapping[str, Mapping[str, int]]) -> list[str]:
     """What stands beside a claim's verdict, one phrase each: the defining
     parts that did not run (and the parts that did, with their verdicts),

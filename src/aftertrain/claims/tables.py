@@ -1,15 +1,17 @@
 """The tables the tests hand to the claims ledger for the report: their
 names, and the types that say what a table holds.
 
-A test attaches its measured table with the ledger's ``claim_record``
-fixture under one of the names below; the report and the sweep read it back
-under the same name. One constant per table, so a typo is an AttributeError
-rather than a silently missing section.
-
-What a table holds is a :class:`TableSpec` (the registry of every name is
-:data:`aftertrain.experiments.tables.SPECS`): a row type, a frozen dataclass
+What a table holds is a :class:`TableSpec`: a row type, a frozen dataclass
 subclassing :class:`TableRow`, and a :class:`Shape` (one row, a list of rows, or
-rows by key). :meth:`TableSpec.to_record` gives the JSON the ledger stores,
+rows by key). Each row type names its table where it is defined
+(``@table(Q4, claims, Shape.ONE)``, which binds ``BitsTable.SPEC``), so a
+test records a table with the rows alone, ``claim_record.table(rows)``: the
+name is the rows' spec's (:func:`spec_of`, checked), and the report reads it
+back typed with ``ledger.table(SPEC)``. The registry of every spec is
+:data:`aftertrain.experiments.tables.SPECS`. One constant per name below, so
+a typo is an AttributeError rather than a silently missing section.
+
+:meth:`TableSpec.to_record` gives the JSON the ledger stores,
 :meth:`TableSpec.from_record` the typed table back; a row's record is its
 fields by name (``field(metadata={"key": ...})`` where the JSON key is not a
 Python name, such as ``global``), so the stored JSON is what the tests
@@ -22,7 +24,7 @@ import dataclasses
 import enum
 import typing
 from collections.abc import Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 B1 = "b1"
 K1 = "k1"
@@ -88,7 +90,10 @@ class TableRow:
     (the key is the field's name, or its ``metadata["key"]``); tuples are
     stored as JSON lists and read back as tuples, so
     ``type(row).from_record(row.to_record()) == row``. A row type with nested
-    rows overrides both methods."""
+    rows overrides both methods. :attr:`SPEC`: the table the row type is
+    recorded as (bound by :func:`table`; None for a row nested in another)."""
+
+    SPEC: ClassVar[TableSpec | None] = None
 
     @classmethod
     def keys(cls) -> tuple[str, ...]:
@@ -127,12 +132,26 @@ class Shape(enum.Enum):
 @dataclasses.dataclass(frozen=True)
 class TableSpec:
     """What the table ``name`` holds: rows of ``row`` arranged as ``shape``,
-    measured for ``claims``."""
+    measured for ``claims``. With ``suffix`` (a field of a one-row table)
+    ``name`` is a prefix: each value of that field is a table of its own,
+    ``name + str(value)`` (P7, one table per sparsity: :meth:`at`)."""
 
     name: str
     claims: tuple[str, ...]
     row: type[TableRow]
     shape: Shape = Shape.ROWS
+    suffix: str | None = None
+
+    def at(self, value: object) -> TableSpec:
+        """The spec of the table of one ``suffix`` value (``P7.at(0.5)``: ``p7_0.5``)."""
+        if self.suffix is None:
+            raise ValueError(f"{self.name}: at() is for a spec with a suffix field; this one has none")
+        return dataclasses.replace(self, name=f"{self.name}{value}", suffix=None)
+
+    def name_of(self, table: object) -> str:
+        """The name ``table`` is stored under: :attr:`name`, or with the
+        ``suffix`` field's value appended."""
+        return self.name if self.suffix is None else self.at(getattr(table, self.suffix)).name
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -144,17 +163,17 @@ class TableSpec:
         key -> row, by :attr:`shape`); ``ValueError`` if ``table`` is not that."""
         what = f"{self.name}: table must be {self.shape.value} of {self.row.__name__}"
         if self.shape is Shape.ONE:
-            if not isinstance(table, self.row):
+            if type(table) is not self.row:
                 raise ValueError(f"{what}, got {type(table).__name__}")
             return table.to_record()
         if self.shape is Shape.BY_KEY:
-            if not isinstance(table, Mapping) or not all(isinstance(r, self.row) for r in table.values()):
+            if not isinstance(table, Mapping) or not all(type(r) is self.row for r in table.values()):
                 raise ValueError(f"{what}, got {table!r:.200}")
             return {k: r.to_record() for k, r in table.items()}
         if isinstance(table, (str, Mapping)) or not isinstance(table, Iterable):
             raise ValueError(f"{what}, got {table!r:.200}")
         rows = list(table)  # a generator is read once
-        if not all(isinstance(r, self.row) for r in rows):
+        if not all(type(r) is self.row for r in rows):
             raise ValueError(f"{what}, got {rows!r:.200}")
         return [r.to_record() for r in rows]
 
@@ -169,3 +188,50 @@ class TableSpec:
         if not isinstance(data, list):
             raise ValueError(f"{self.name}: data must be a list of rows, got {type(data).__name__}")
         return [self.row.from_record(r) for r in data]
+
+
+def table(name: str, claims: tuple[str, ...], shape: Shape = Shape.ROWS, *,
+          suffix: str | None = None):
+    """Class decorator of a row type: it is recorded as the table ``name``
+    (one of the constants above), measured for ``claims``, its rows arranged
+    as ``shape``; binds ``cls.SPEC``."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a table name of aftertrain.claims.tables, got {name!r}")
+    if not isinstance(claims, tuple) or not claims or not all(isinstance(c, str) for c in claims):
+        raise ValueError(f"claims must be a non-empty tuple of claim IDs, got {claims!r}")
+    if not isinstance(shape, Shape):
+        raise ValueError(f"shape must be a Shape ({', '.join(s.name for s in Shape)}), got {shape!r}")
+
+    def bind(cls: type[R]) -> type[R]:
+        if not (isinstance(cls, type) and issubclass(cls, TableRow) and dataclasses.is_dataclass(cls)):
+            raise ValueError(f"@table({name!r}) must decorate a dataclass subclassing TableRow, got {cls!r}")
+        if suffix is not None and (shape is not Shape.ONE or suffix not in
+                                   {f.name for f in dataclasses.fields(cls)}):
+            raise ValueError(f"@table({name!r}): suffix must be a field of a one-row table, "
+                             f"got {suffix!r}")
+        cls.SPEC = TableSpec(name, claims, cls, shape, suffix)
+        return cls
+
+    return bind
+
+
+def spec_of(table: object) -> TableSpec:
+    """The spec ``table`` is recorded under: that of its row type (one row,
+    a non-empty list of rows, or a non-empty dict of rows), which must be the
+    type's own (:func:`table`) and match the spec's shape; ``ValueError``
+    saying what ``table`` is otherwise."""
+    if isinstance(table, TableRow):
+        first = table
+    elif isinstance(table, Mapping):
+        first = next(iter(table.values()), None)
+    elif isinstance(table, (list, tuple)):
+        first = table[0] if table else None
+    else:
+        first = None
+    spec = type(first).SPEC if isinstance(first, TableRow) else None
+    if spec is None or spec.row is not type(first):
+        raise ValueError("table must be a row of a table's row type (one decorated with "
+                         "@aftertrain.claims.tables.table), a non-empty list or a non-empty dict "
+                         f"of such rows, got {table!r:.200}")
+    spec.to_record(table)  # the shape and every row's type, checked
+    return spec

@@ -1,5 +1,5 @@
 """The verdicts of the claims ledger, one set for the ledger, the report and
-the README table.
+the README table, and the test outcomes they are decided from.
 
 Strongest first: a claim takes the first verdict that any of its tests
 gives it (see :mod:`aftertrain.ledger`). str-valued, so a verdict compares
@@ -29,3 +29,21 @@ SKIPPED = Verdict.SKIPPED
 NOT_COVERED = Verdict.NOT_COVERED
 
 VERDICTS = tuple(Verdict)
+
+
+class Outcome(StrEnum):
+    """A test's outcome, strongest first (str-valued: the JSON holds the name).
+    A test's outcome is the strongest of its phases (setup, call, teardown), a
+    passing setup or teardown not counting (:mod:`aftertrain.ledger.state`)."""
+
+    ERROR = "error"
+    FAILED = "failed"
+    XPASSED = "xpassed"
+    XFAILED = "xfailed"
+    INCONCLUSIVE = "inconclusive"
+    UNTIMED = "untimed"
+    PASSED = "passed"
+    SKIPPED = "skipped"
+
+
+OUTCOMES = tuple(Outcome)

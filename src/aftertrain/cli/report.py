@@ -17,7 +17,7 @@ from aftertrain.claims import verdicts as V
 from aftertrain.cli.options import UsageError
 from aftertrain.cli.suite import default_checkout, is_checkout, labelled, run_models
 from aftertrain.core.io import atomic_write
-from aftertrain.report.ledgerfile import Ledger, ReportError, read_ledger
+from aftertrain.report.ledgerfile import LedgerFile, ReportError, read_ledger
 from aftertrain.report.paths import (
     COMMITTED,
     DEFAULT_MODELS,
@@ -178,7 +178,7 @@ def _checkout_and_output(args) -> tuple[Path | None, Path]:
     return checkout, out
 
 
-def _read_ledgers(claims_json: list[str], models: list[str], quick: bool) -> tuple[Ledger, dict]:
+def _read_ledgers(claims_json: list[str], models: list[str], quick: bool) -> tuple[LedgerFile, dict]:
     """``--claims-json``: finished runs, read and labelled by their models."""
     if quick:
         raise ReportError("--quick changes the test run, and --claims-json reads a finished "
@@ -221,7 +221,7 @@ def _place_sweep(sweep_arg: str, out: Path) -> None:
         shutil.copyfile(sweep_arg, target)
 
 
-def _commit(out: Path, run_dir: Path, claims_json: list[str], ledger: Ledger, others: dict,
+def _commit(out: Path, run_dir: Path, claims_json: list[str], ledger: LedgerFile, others: dict,
             checkout: Path) -> None:
     """``--update-committed``: the runs' ledgers into report/, the README's claims table."""
     from aftertrain.report import multimodel
@@ -235,7 +235,7 @@ def _commit(out: Path, run_dir: Path, claims_json: list[str], ledger: Ledger, ot
     update_readme(checkout / "README.md", ledger, others)
 
 
-def _summary(path: Path, ledger: Ledger, others: dict) -> int:
+def _summary(path: Path, ledger: LedgerFile, others: dict) -> int:
     """One line per model (its verdict tally); 1 when a run failed or a claim is broken."""
     from aftertrain.report import multimodel
     from aftertrain.report.rendering import summary_counts

@@ -22,7 +22,7 @@ from aftertrain.report.ledgerfile import (
     META_FROM_REPORT_RUN,
     META_NONE,
     QUICK_ENV,
-    Ledger,
+    LedgerFile,
     ReportError,
     read_ledger,
 )
@@ -47,7 +47,7 @@ def is_checkout(path: Path) -> bool:
 def run_ledger(checkout: Path, json_path: Path, quick: bool,
                log: Callable[[str], None], meta: dict | None = None,
                model: str | None = None, *, timing_lock: Path | None = None,
-               output: Path | None = None, model_free_from: Path | None = None) -> Ledger:
+               output: Path | None = None, model_free_from: Path | None = None) -> LedgerFile:
     """Run the checkout's whole pytest suite, writing its ledger to ``json_path``.
 
     pytest's own progress streams to standard error as it runs, or to the
@@ -97,7 +97,7 @@ def run_ledger(checkout: Path, json_path: Path, quick: bool,
     return replace(ledger, pytest_status=proc.returncode)
 
 
-def labelled(ledgers: list[Ledger]) -> tuple[Ledger, dict[str, Ledger]]:
+def labelled(ledgers: list[LedgerFile]) -> tuple[LedgerFile, dict[str, LedgerFile]]:
     """The first ledger (the primary model's) and the others by their model's
     label; two ledgers of one model are refused."""
     from aftertrain.report import multimodel
@@ -110,7 +110,7 @@ def labelled(ledgers: list[Ledger]) -> tuple[Ledger, dict[str, Ledger]]:
 
 
 
-def _model_free_from(checkout: Path, first: Ledger, first_path: Path, first_model: str,
+def _model_free_from(checkout: Path, first: LedgerFile, first_path: Path, first_model: str,
                      model: str, log: Callable[[str], None]) -> Path | None:
     """The first run's ledger when this checkout's tracked code is the one it
     ran (its model-free outcomes then stand); else None, and the log says why."""
@@ -128,7 +128,7 @@ def _model_free_from(checkout: Path, first: Ledger, first_path: Path, first_mode
 
 def run_models(models: list[str], checkout: Path, run_dir: Path, quick: bool,
                log: Callable[[str], None], claims_json: list[str], jobs: int = 1
-               ) -> tuple[Ledger, dict]:
+               ) -> tuple[LedgerFile, dict]:
     """Run the suite once per model, ``jobs`` at a time; each ledger's path is
     appended to ``claims_json`` (in the order of ``models``). Runs side by
     side share a timing lock (``--timing-lock``): their untimed tests run
@@ -154,7 +154,7 @@ def run_models(models: list[str], checkout: Path, run_dir: Path, quick: bool,
         claims_json.append(str(run_path))
         plans.append((i, m, label, run_path))
 
-    def one(plan, first: Ledger | None = None) -> Ledger:
+    def one(plan, first: LedgerFile | None = None) -> LedgerFile:
         i, m, label, run_path = plan
         earlier = (None if first is None  # the first model's run: take its model-free outcomes
                    else _model_free_from(checkout, first, plans[0][3], models[0], m, log))

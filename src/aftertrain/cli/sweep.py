@@ -11,12 +11,13 @@ import argparse
 import shlex
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from aftertrain.cli.options import UsageError
 from aftertrain.cli.report import check_output_folder, split_values
 from aftertrain.core.io import atomic_write
-from aftertrain.report.ledgerfile import Ledger, ReportError, read_ledger
+from aftertrain.report.ledgerfile import LedgerFile, ReportError, read_ledger
 from aftertrain.report.paths import DEFAULT_OUT, SWEEP_FILE
 
 # The sweep's sections and experiments import torch: they load in sweep_main
@@ -24,16 +25,6 @@ from aftertrain.report.paths import DEFAULT_OUT, SWEEP_FILE
 
 #: The checkpoints of the reference run, worst first: steps 250, 950, 1,250, 3,750 (best).
 DEFAULT_SWEEP_MODELS = ("sweep-250", "article", "sweep-1250", "reference")
-
-
-#: What a point records of its checkpoint's ``.pt.json``: how to retrain it and
-#: its validation history (``recipe`` is absent from files written before the
-#: recipe options: those are the reference recipe).
-#: The keys of a point that --reuse takes as it is.
-COMPLETE = {"model", "val_loss", "source", "figures", "margins", "sha256", "training",
-            "fragility", "speculative"}
-TRAINING_KEYS = ("command", "recipe", "steps", "stop_at", "best_step", "train_loss", "seed",
-                 "threads", "history")
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -91,20 +82,19 @@ def sweep_main(args) -> int:
             raise ReportError(f"--models: {err}") from None
     ledgers = _ledgers(claims_json)
     # Points of an earlier sweep file, by SHA-256: not measured again.
-    reuse = {p.get("sha256"): p for f in reuse_files
-             for p in sweep_section.read_sweep(f) if COMPLETE <= set(p)}
+    reuse = {p.sha256: p for f in reuse_files for p in sweep_section.read_sweep(f) if p.complete}
     points = []
     for i, m in enumerate(names):
         net, ident = _models.load_model(m)
         label = m if ident.bundled else Path(m).stem
         if ident.sha256 in reuse:
             log(f"model {i + 1} of {len(names)}: {label}: reused from --reuse")
-            points.append({**reuse[ident.sha256], "model": label})
+            points.append(replace(reuse[ident.sha256], model=label))
             continue
         # A ledger of this very checkpoint; one without metadata by its model's name
         # (ledgers from before --aftertrain-model: the reference's).
         led = ledgers.get(ident.sha256) or ledgers.get(label)
-        fig = ESW.figures_from_tables(led.tables) if led is not None else None
+        fig = ESW.figures_from_tables(led) if led is not None else None
         if fig is not None:
             log(f"model {i + 1} of {len(names)}: {label}: figures from {led.source}")
             source = f"ledger {Path(led.source).name}"
@@ -116,17 +106,16 @@ def sweep_main(args) -> int:
         log(f"model {label}: fragility and the speculative figures (acceptance, no timing)")
         meta = _models.model_meta(m)
         points.append(ESW.sweep_point(
-            label, fig["val_loss"], fig, source, sha256=ident.sha256,
-            training={k: meta.get(k) for k in TRAINING_KEYS},
-            fragility=ESW.fragility(net, fig["q7"]), speculative=ESW.speculative_figures(net)))
-        log(f"model {label}: validation loss {fig['val_loss']:.4f}")
+            label, fig, source, sha256=ident.sha256, training=ESW.Training.of(meta),
+            fragility=ESW.fragility(net, fig.q7), speculative=ESW.speculative_figures(net)))
+        log(f"model {label}: validation loss {fig.val_loss:.4f}")
     path = _write(out, points, getattr(args, "argv", []))
-    losses = ", ".join(f"{p['model']} {p['val_loss']:.4f}" for p in points)
+    losses = ", ".join(f"{p.model} {p.val_loss:.4f}" for p in points)
     print(f"{out / SWEEP_FILE}, {path}: {len(points)} checkpoints ({losses})")
     return 0
 
 
-def _ledgers(claims_json: list[str]) -> dict[str, Ledger]:
+def _ledgers(claims_json: list[str]) -> dict[str, LedgerFile]:
     """The ledgers of ``--claims-json`` by their checkpoint's SHA-256, else by
     their model's label (a ledger without metadata)."""
     from aftertrain.report.multimodel import model_label
@@ -138,7 +127,7 @@ def _ledgers(claims_json: list[str]) -> dict[str, Ledger]:
     return ledgers
 
 
-def _write(out: Path, points: list[dict], argv: list[str]) -> Path:
+def _write(out: Path, points: list, argv: list[str]) -> Path:
     """Write sweep.json, then sweep.md and its plots rendered from it (the
     file as the report reads it); the path of sweep.md."""
     from aftertrain.report import sweep as sweep_section
@@ -146,7 +135,7 @@ def _write(out: Path, points: list[dict], argv: list[str]) -> Path:
 
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / SWEEP_FILE, sweep_section.sweep_json(points))
-    doc = Document(Ledger({}, {}, {}, {}, str(out / SWEEP_FILE)))
+    doc = Document(LedgerFile((), source=str(out / SWEEP_FILE)))
     doc.add(f"# {sweep_section.TITLE}")
     doc.add("Written by `aftertrain sweep " + " ".join(shlex.quote(a) for a in argv) + "`.")
     sweep_section.section(doc, sweep_section.read_sweep(out / SWEEP_FILE))

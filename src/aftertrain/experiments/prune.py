@@ -16,7 +16,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from aftertrain.claims.tables import TableRow
+from aftertrain.claims import tables as TB
+from aftertrain.claims.tables import Shape, TableRow, table
 from aftertrain.core.tolerances import MATCHING_RESOLUTION
 from aftertrain.core.validation import check_real, is_real
 from aftertrain.lm.evaluation import val_loss
@@ -46,6 +47,7 @@ TABLE_SPARSITIES: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9)
 RANDOM_SPARSITIES: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1, 0.2)
 
 
+@table(TB.P1, ("P1", "P3"))
 @dataclass(frozen=True)
 class LossRow(TableRow):
     """P1: validation loss at ``sparsity`` by global and per-layer magnitude,
@@ -61,6 +63,7 @@ class LossRow(TableRow):
         return {Method.GLOBAL: self.global_, Method.LAYER: self.layer, Method.RANDOM: self.random}[method]
 
 
+@table(TB.P2, ("P2",))
 @dataclass(frozen=True)
 class RandomRow(TableRow):
     """P2: random-pruning loss at ``sparsity`` over the seeds: mean, sample std, min, max."""
@@ -72,6 +75,7 @@ class RandomRow(TableRow):
     max: float
 
 
+@table(TB.P4, ("P4",))
 @dataclass(frozen=True)
 class MatchingRow(TableRow):
     """P4: the global-magnitude sparsity whose loss reaches ``bits``-bit
@@ -82,6 +86,7 @@ class MatchingRow(TableRow):
     sparsity: float
 
 
+@table(TB.P5, ("P5",))
 @dataclass(frozen=True)
 class BytesRow(TableRow):
     """P5: bytes per element of the weights pruned to ``sparsity``, per format."""
@@ -93,6 +98,7 @@ class BytesRow(TableRow):
     csr: float
 
 
+@table(TB.P6, ("P6",))
 @dataclass(frozen=True)
 class CompressionRow(TableRow):
     """P6: compression (4 bytes / bytes per element) and loss of one storage."""
@@ -102,6 +108,7 @@ class CompressionRow(TableRow):
     loss: float
 
 
+@table(TB.X5, ("P8", "X5"), Shape.ONE)
 @dataclass(frozen=True)
 class TwoFour(TableRow):
     """X5: losses of 2:4 and unstructured 50% pruning; bytes per element of

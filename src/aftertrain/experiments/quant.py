@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from aftertrain.claims.tables import TableRow
+from aftertrain.claims import tables as TB
+from aftertrain.claims.tables import Shape, TableRow, table
 from aftertrain.core.validation import check_int, check_seed, is_real
 from aftertrain.core.weights import weight_matrices
 from aftertrain.quant.api import quantized_model
@@ -51,6 +52,7 @@ class BitsRow(TableRow):
         return self.per_tensor if granularity is Granularity.PER_TENSOR else self.per_channel
 
 
+@table(TB.Q4, ("Q2", "Q4", "Q5", "Q6"), Shape.ONE)
 @dataclass(frozen=True)
 class BitsTable(TableRow):
     """Q4's record: the float32 loss and the rows of :func:`bits_table`."""
@@ -59,6 +61,7 @@ class BitsTable(TableRow):
     rows: tuple[BitsRow, ...]
 
 
+@table(TB.Q3, ("Q3",), Shape.BY_KEY)
 @dataclass(frozen=True)
 class StorageRow(TableRow):
     """Q3: the byte counts of :func:`aftertrain.quant.storage_bytes`."""
@@ -72,6 +75,14 @@ class StorageRow(TableRow):
     parameters_quantized_bytes: int
 
 
+def storage_key(granularity: Granularity, bits: int) -> str:
+    """The key of one :class:`StorageRow` in Q3's table: ``per-tensor_8``."""
+    if not isinstance(granularity, Granularity):
+        raise ValueError(f"granularity must be a Granularity, got {granularity!r}")
+    return f"{granularity.value}_{bits}"
+
+
+@table(TB.Q6, ("Q6",), Shape.BY_KEY)
 @dataclass(frozen=True)
 class Reconstruction(TableRow):
     """Q6: fraction of elements quantized to 0, and ``mean|w - w_hat|``."""
@@ -80,6 +91,7 @@ class Reconstruction(TableRow):
     mean_abs_error: float
 
 
+@table(TB.Q7, ("Q7",))
 @dataclass(frozen=True)
 class SensitivityRow(TableRow):
     """Q7: one matrix quantized alone; ``penalty = loss - float32 loss``."""
@@ -89,6 +101,7 @@ class SensitivityRow(TableRow):
     penalty: float
 
 
+@table(TB.Q8, ("Q8",), Shape.ONE)
 @dataclass(frozen=True)
 class Compounding(TableRow):
     """Q8: ``excess = all_at_once - sum_of_penalties`` (> 0: the errors compound)."""
@@ -98,6 +111,7 @@ class Compounding(TableRow):
     excess: float
 
 
+@table(TB.Q9, ("Q9",), Shape.ONE)
 @dataclass(frozen=True)
 class Divergence(TableRow):
     """Q9: the 1-based position where the texts part (None: they never do)."""
@@ -124,6 +138,7 @@ class ActivationPeak(TableRow):
     max: float
 
 
+@table(TB.Q10, ("Q10",), Shape.ONE)
 @dataclass(frozen=True)
 class Outliers(TableRow):
     """Q10's record: weight ranges, activation peaks by site, and the int8 loss

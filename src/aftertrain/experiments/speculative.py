@@ -13,12 +13,13 @@ and record them, the report renders them. The timed steps (:func:`plain_step`,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import torch
 
-from aftertrain.claims.tables import TableRow
+from aftertrain.claims import tables as TB
+from aftertrain.claims.tables import TableRow, table
 from aftertrain.core.validation import check_int, check_real
 from aftertrain.lm import text as _text
 from aftertrain.lm.decoding import (
@@ -52,6 +53,7 @@ S2_SAMPLES = 20_000
 X1_N_NEW = 1000
 
 
+@table(TB.SPEC_FIRST_TOKEN, ("S2",))
 @dataclass(frozen=True)
 class FirstTokenRow(TableRow):
     """S2: one draft's TV distance and chi-square p-value, beside direct sampling's
@@ -67,6 +69,7 @@ class FirstTokenRow(TableRow):
     tv_threshold: float
 
 
+@table(TB.SPEC_ACCEPTANCE, ("S4", "S8"))
 @dataclass(frozen=True)
 class AcceptanceRow(TableRow):
     """S4 / X1: one run of a draft (a DraftKind value) at ``k``; ``acceptance =
@@ -81,6 +84,12 @@ class AcceptanceRow(TableRow):
     acceptance: float
     chars_per_pass: float
     predicted_acceptance: float | None
+
+
+@table(TB.SPEC_X1, ("X1",))
+@dataclass(frozen=True)
+class LongRunRow(AcceptanceRow):
+    """X1: an :class:`AcceptanceRow` of the longer runs (:data:`X1_N_NEW` characters)."""
 
 
 def _check_count(name: str, value: object, minimum: int) -> None:
@@ -253,6 +262,14 @@ def acceptance_table(
                 predicted_acceptance=None if a1 is None else predicted_acceptance(a1, k),
             ))
     return rows
+
+
+def long_run_table(target: NextTokenModel, drafts: dict[str, NextTokenModel],
+                   ks: tuple[int, ...] = (1, 8), seed: int = SEED) -> list[LongRunRow]:
+    """X1's runs: :func:`acceptance_table` over :data:`X1_N_NEW` characters, as
+    :class:`LongRunRow` (the table the ledger records them as)."""
+    return [LongRunRow(**{f.name: getattr(r, f.name) for f in fields(r)})
+            for r in acceptance_table(target, drafts, ks=ks, n_new=X1_N_NEW, seed=seed)]
 
 
 # --- timed steps (S5, X8): experiments.speedup times them against each other ---------------

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from aftertrain.claims.tables import TableRow
+from aftertrain.claims import tables as TB
+from aftertrain.claims.tables import TableRow, table
 from aftertrain.core.tolerances import TIMING_ALPHA, TIMING_LOOKS
 from aftertrain.core.validation import check_real
 from aftertrain.experiments import speculative as XS
@@ -55,6 +56,7 @@ COST_CALLS = 5  # a step is ~0.1-1 ms: 5 calls per timing
 COST_FIRST_LOOKS = 4
 
 
+@table(TB.SPEC_DRAFT_COST, ("S5",))
 @dataclass(frozen=True)
 class CostRow(TableRow):
     """S5: c of one draft (median and interval), and the medians of one plain
@@ -68,6 +70,7 @@ class CostRow(TableRow):
     draft_us: float
 
 
+@table(TB.SPEC_VERIFY_COST, ("X8",))
 @dataclass(frozen=True)
 class VerifyRow(TableRow):
     """X8: v_k (median and interval), and the medians of one verification pass
@@ -81,6 +84,7 @@ class VerifyRow(TableRow):
     step_us: float
 
 
+@table(TB.SPEC_SPEEDUP, ("S6", "S7", "X2"))
 @dataclass(frozen=True)
 class SpeedupRow(TableRow):
     """S6 / S7 / X2: plain / speculative time of one draft at ``k`` (median and

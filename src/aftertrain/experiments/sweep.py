@@ -10,25 +10,39 @@ against validation loss shows where each claim flips.
 :func:`key_figures` measures one model with the experiments of
 :mod:`aftertrain.experiments.quant`, :mod:`.prune` and :mod:`.speculative`;
 :func:`figures_from_tables` takes the same figures from a claims ledger's
-tables instead (a model whose suite has run is not measured again);
-:func:`margins` turns them into one number per claim whose sign (against
-:data:`THRESHOLDS`) says whether the claim holds. No printing, no global
-seeding: the experiments seed their own generators.
+tables instead (a model whose suite has run is not measured again); both
+return :class:`KeyFigures`, the experiments' own rows. :func:`margins` turns
+them into one number per :class:`Margin` whose side of its threshold
+(:data:`THRESHOLDS`, a :class:`Side`) says whether the claim holds, and a
+:class:`SweepPoint` is one checkpoint's line of the sweep file. No printing,
+no global seeding: the experiments seed their own generators.
 """
 
 from __future__ import annotations
 
+import enum
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 
 import torch
 from torch import nn
 
-from aftertrain.claims import tables as TB
+from aftertrain.claims.ledgerfile import LedgerFile
+from aftertrain.claims.tables import TableRow
 from aftertrain.core import tolerances as TOL
 from aftertrain.core.validation import check_int
 from aftertrain.core.weights import weight_matrices
-from aftertrain.speculative.drafts import DraftKind
+from aftertrain.experiments import prune as EP
+from aftertrain.experiments import quant as EQ
+from aftertrain.experiments import speculative as XS
+from aftertrain.experiments import tables as ET
+from aftertrain.experiments.article import ARTICLE, PublishedAcceptance
+from aftertrain.lm.evaluation import val_loss
+from aftertrain.lm.model import GPT
+from aftertrain.lm.ngram import Bigram
+from aftertrain.quant import Granularity
+from aftertrain.speculative.drafts import DraftKind, draft_model
 
 #: Bit widths of the bits table (Q4-Q6).
 BITS = (8, 6, 4, 3, 2)
@@ -43,26 +57,207 @@ KS = (1, 8)
 TOKEN_EMBEDDING = "tok.weight"
 POSITION_EMBEDDING = "pos.weight"
 
-#: margin name -> (claim, what it is, threshold, "above"/"below": where the claim holds).
-THRESHOLDS: dict[str, tuple[str, str, float, str]] = {
-    "q5_4bit_pc_minus_bigram": ("Q5", "4-bit per-channel loss minus the bigram's (nats)", 0.0, "below"),
-    "q5_3bit_pc_minus_bigram": ("Q5", "3-bit per-channel loss minus the bigram's (nats)", 0.0, "above"),
-    "q6_2bit_pc_minus_pt": ("Q6", "2-bit loss, per-channel minus per-tensor (nats)", 0.0, "above"),
-    "q7_tok_over_block": ("Q7", "4-bit penalty of tok over the largest block matrix's (ratio)",
-                          TOL.EMBEDDING_DOMINANCE, "above"),
-    "q7_pos_minus_next": ("Q7", "4-bit penalty of pos minus the largest other matrix's but tok's "
-                          "(nats)", 0.0, "above"),
-    "p1_global_minus_layer_30": ("P1", "30% pruned loss, global minus per-layer magnitude (nats)",
-                                 0.0, "below"),
-    "p2_random5_minus_bigram": ("P2", "random 5% pruned loss minus the bigram's (nats)", 0.0, "above"),
-    "s4_bigram_k8_minus_k1": ("S4", "bigram draft acceptance, k=8 minus k=1", 0.0, "below"),
-    "s4_8bit_k8_minus_k1": ("S4", "8-bit draft acceptance, k=8 minus k=1", 0.0, "below"),
+class Side(enum.Enum):
+    """Where a claim holds against its margin's threshold."""
+
+    ABOVE = "above"
+    BELOW = "below"
+
+    def holds(self, value: float, threshold: float) -> bool:
+        """Whether ``value`` is on this side of ``threshold``."""
+        return value > threshold if self is Side.ABOVE else value < threshold
+
+
+class Margin(enum.Enum):
+    """One number per claim the sweep follows (the value is its name in the sweep file)."""
+
+    Q5_4BIT = "q5_4bit_pc_minus_bigram"
+    Q5_3BIT = "q5_3bit_pc_minus_bigram"
+    Q6_2BIT = "q6_2bit_pc_minus_pt"
+    Q7_TOK = "q7_tok_over_block"
+    Q7_POS = "q7_pos_minus_next"
+    P1_GLOBAL = "p1_global_minus_layer_30"
+    P2_RANDOM = "p2_random5_minus_bigram"
+    S4_BIGRAM = "s4_bigram_k8_minus_k1"
+    S4_INT8 = "s4_8bit_k8_minus_k1"
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """A margin's claim, what it measures, and the side of ``threshold`` where the claim holds."""
+
+    claim: str
+    what: str
+    threshold: float
+    side: Side
+
+    def holds(self, value: float) -> bool:
+        return self.side.holds(value, self.threshold)
+
+
+#: Each margin's threshold.
+THRESHOLDS: dict[Margin, Threshold] = {
+    Margin.Q5_4BIT: Threshold("Q5", "4-bit per-channel loss minus the bigram's (nats)", 0.0, Side.BELOW),
+    Margin.Q5_3BIT: Threshold("Q5", "3-bit per-channel loss minus the bigram's (nats)", 0.0, Side.ABOVE),
+    Margin.Q6_2BIT: Threshold("Q6", "2-bit loss, per-channel minus per-tensor (nats)", 0.0, Side.ABOVE),
+    Margin.Q7_TOK: Threshold("Q7", "4-bit penalty of tok over the largest block matrix's (ratio)",
+                             TOL.EMBEDDING_DOMINANCE, Side.ABOVE),
+    Margin.Q7_POS: Threshold("Q7", "4-bit penalty of pos minus the largest other matrix's but tok's "
+                             "(nats)", 0.0, Side.ABOVE),
+    Margin.P1_GLOBAL: Threshold("P1", "30% pruned loss, global minus per-layer magnitude (nats)",
+                                0.0, Side.BELOW),
+    Margin.P2_RANDOM: Threshold("P2", "random 5% pruned loss minus the bigram's (nats)", 0.0, Side.ABOVE),
+    Margin.S4_BIGRAM: Threshold("S4", "bigram draft acceptance, k=8 minus k=1", 0.0, Side.BELOW),
+    Margin.S4_INT8: Threshold("S4", "8-bit draft acceptance, k=8 minus k=1", 0.0, Side.BELOW),
 }
 
 
-def _check_model(model: object) -> None:
-    from aftertrain.lm.model import GPT
+@dataclass(frozen=True)
+class KeyFigures(TableRow):
+    """The key figures of one model, as the experiments' rows: the validation
+    loss, the bigram's, the bits table (Q4), the one-at-a-time 4-bit
+    sensitivity (Q7), the three methods at 30% (P1), random at 5% (P2) and
+    the acceptance of :data:`DRAFTS` at :data:`KS` (S4; the article's
+    figures hold its published rows, :func:`article_figures`)."""
 
+    val_loss: float
+    bigram: float
+    q4: tuple[EQ.BitsRow, ...]
+    q7: tuple[EQ.SensitivityRow, ...]
+    p1: tuple[EP.LossRow, ...]
+    p2: tuple[EP.RandomRow, ...]
+    s4: tuple[XS.AcceptanceRow | PublishedAcceptance, ...]
+
+    @classmethod
+    def from_record(cls, data: object) -> KeyFigures:
+        fig = super().from_record(data)
+        return replace(fig, s4=tuple(XS.AcceptanceRow.from_record(r) for r in fig.s4))
+
+
+@dataclass(frozen=True)
+class SpeculativeFigure(TableRow):
+    """S6/S7 without a clock, one draft at ``k`` (:func:`speculative_figures`)."""
+
+    draft: str
+    k: int
+    acceptance: float
+    chars_per_pass: float
+    formula_article_c: float
+    break_even_c: float
+
+
+@dataclass(frozen=True)
+class LargestWeight(TableRow):
+    """The largest ``|w|`` of a model and the matrix holding it."""
+
+    name: str
+    value: float
+
+
+@dataclass(frozen=True)
+class EmbeddingRms(TableRow):
+    """tok's and pos's RMS over the RMS of all the blocks' 2-D weights together."""
+
+    tok: float = field(metadata={"key": TOKEN_EMBEDDING})
+    pos: float = field(metadata={"key": POSITION_EMBEDDING})
+
+
+@dataclass(frozen=True)
+class Fragility(TableRow):
+    """What could make a model fragile under rounding and pruning (:func:`fragility`)."""
+
+    weight_range: EQ.WeightRanges
+    activations: dict[str, EQ.ActivationPeak]
+    #: matrix -> the RMS of its weights
+    rms: dict[str, float]
+    embedding_over_blocks: EmbeddingRms
+    max_abs: LargestWeight
+    #: matrix -> its share of the summed 4-bit penalties
+    q7_share: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Training(TableRow):
+    """How a checkpoint was trained, from its ``.pt.json`` (None where the file
+    does not say: ``recipe`` is absent from files written before the recipe
+    options, those are the reference recipe). ``recipe``: the recipe's knobs by
+    name; ``history``: ``(step, train loss, validation loss)`` per evaluation."""
+
+    command: str | None = None
+    recipe: dict[str, object] | None = None
+    steps: int | None = None
+    stop_at: int | None = None
+    best_step: int | None = None
+    train_loss: float | None = None
+    seed: int | None = None
+    threads: int | None = None
+    history: tuple[tuple[int, float, float], ...] | None = None
+
+    @classmethod
+    def of(cls, meta: object) -> Training:
+        """The training record of a checkpoint's metadata (its ``.pt.json``);
+        the keys it does not have read as None, others are not kept."""
+        if not isinstance(meta, dict):
+            raise ValueError(f"meta must be a checkpoint's metadata (a dict), got {type(meta).__name__}")
+        return cls.from_record({k: meta.get(k) for k in cls.keys()})
+
+
+@dataclass(frozen=True)
+class SweepPoint(TableRow):
+    """One checkpoint's entry of the sweep file: its name, validation loss,
+    where its figures came from, the figures and their margins; its recipe
+    and history, :func:`fragility` and :func:`speculative_figures` beside them
+    (None in a point written without them)."""
+
+    model: str
+    val_loss: float
+    figures: KeyFigures
+    margins: dict[Margin, float]
+    source: str = ""
+    sha256: str | None = None
+    training: Training | None = None
+    fragility: Fragility | None = None
+    speculative: tuple[SpeculativeFigure, ...] | None = None
+
+    def to_record(self) -> dict:
+        """The point as the sweep file stores it: a field that is None is left out."""
+        out = {"model": self.model, "val_loss": self.val_loss, "source": self.source,
+               "figures": self.figures.to_record(),
+               "margins": {m.value: v for m, v in self.margins.items()}}
+        if self.sha256 is not None:
+            out["sha256"] = self.sha256
+        if self.training is not None:
+            out["training"] = self.training.to_record()
+        if self.fragility is not None:
+            out["fragility"] = self.fragility.to_record()
+        if self.speculative is not None:
+            out["speculative"] = [r.to_record() for r in self.speculative]
+        return out
+
+    @classmethod
+    def from_record(cls, data: object) -> SweepPoint:
+        """The point a sweep file holds; ``ValueError`` naming what is missing or wrong."""
+        if not isinstance(data, dict) or not {"model", "val_loss", "margins", "figures"} <= set(data):
+            raise ValueError(f"data must be a sweep point (model, val_loss, margins, figures), "
+                             f"got {str(data)[:80]}")
+        training = data.get("training")
+        return cls(
+            model=str(data["model"]), val_loss=float(data["val_loss"]),
+            figures=KeyFigures.from_record(data["figures"]),
+            margins={Margin(k): float(v) for k, v in data["margins"].items()},
+            source=str(data.get("source", "")), sha256=data.get("sha256"),
+            training=None if training is None else Training.of(training),
+            fragility=None if data.get("fragility") is None else Fragility.from_record(data["fragility"]),
+            speculative=None if data.get("speculative") is None else tuple(
+                SpeculativeFigure.from_record(r) for r in data["speculative"]))
+
+    @property
+    def complete(self) -> bool:
+        """Whether the point has every part a sweep writes (what ``--reuse`` takes as it is)."""
+        return None not in (self.sha256, self.training, self.fragility, self.speculative)
+
+
+def _check_model(model: object) -> None:
     if not isinstance(model, GPT):
         raise ValueError(f"model must be an aftertrain.lm.model.GPT, got {type(model).__name__}")
 
@@ -90,7 +285,7 @@ def key_figures(
     seeds: Sequence[int] | None = None,
     n_new: int | None = None,
     tokens: torch.Tensor | None = None,
-) -> dict:
+) -> KeyFigures:
     """Measure the sweep's key figures on ``model``.
 
     ``bits`` (must include 2, 3, 4), ``names`` (the matrices tried one at a
@@ -98,18 +293,8 @@ def key_figures(
     ``pos.weight`` and one block matrix), ``seeds`` (random pruning; default the suite's five),
     ``n_new`` (characters per acceptance run; default the suite's 200) and
     ``tokens`` (the evaluation split; default the validation split) exist so a
-    test can run it small. Returns the tables in the ledger's shapes:
-    ``{"val_loss", "bigram", "q4", "q7", "p1", "p2", "s4"}``.
+    test can run it small.
     """
-    from aftertrain.experiments import prune as EP
-    from aftertrain.experiments import quant as EQ
-    from aftertrain.experiments import speculative as XS
-    from aftertrain.experiments.tables import record
-    from aftertrain.lm.evaluation import val_loss
-    from aftertrain.lm.ngram import Bigram
-    from aftertrain.quant import Granularity
-    from aftertrain.speculative.drafts import draft_model
-
     _check_model(model)
     bits = _check_ints("bits", bits, 2, 8, need=(2, 3, 4))
     seeds = EP.RANDOM_SEEDS if seeds is None else _check_ints("seeds", seeds, 0, 2**31 - 1)
@@ -132,46 +317,39 @@ def key_figures(
     p2 = EP.random_table(curve, (P2_SPARSITY,), seeds)
     drafts = {k.value: draft_model(k, model) for k in DRAFTS}
     s4 = XS.acceptance_table(model, drafts, KS, n_new)
-    return {"val_loss": evaluate(model), "bigram": val_loss(Bigram.fit(), tokens),
-            "q4": [r.to_record() for r in rows], "q7": record(TB.Q7, sens), "p1": record(TB.P1, p1),
-            "p2": record(TB.P2, p2), "s4": record(TB.SPEC_ACCEPTANCE, s4)}
+    return KeyFigures(evaluate(model), val_loss(Bigram.fit(), tokens), tuple(rows), tuple(sens),
+                      tuple(p1), tuple(p2), tuple(s4))
 
 
 #: S6/S7 without a clock: the drafts and k of the article's speedup table, and
 #: its measured draft costs c (a draft character over a target pass, S5).
-SPEC_DRAFTS = ("bigram", "8-bit", "4-bit")
+SPEC_DRAFTS = (DraftKind.BIGRAM, DraftKind.INT8, DraftKind.INT4)
 SPEC_KS = (2, 4, 8)
 
 
-def speculative_figures(model: nn.Module, *, n_new: int | None = None) -> list[dict]:
+def speculative_figures(model: nn.Module, *, n_new: int | None = None) -> tuple[SpeculativeFigure, ...]:
     """What S6 and S7 rest on that needs no timing, per draft and k of
     :data:`SPEC_DRAFTS` x :data:`SPEC_KS` (one ``n_new``-character run each,
     :func:`aftertrain.experiments.speculative.acceptance_table`).
 
-    Rows ``{"draft", "k", "acceptance", "chars_per_pass", "formula_article_c",
-    "break_even_c"}``: ``formula_article_c = cpp / (1 + k c)`` is S7's formula
-    with the article's measured cost ``c`` of that draft (so only the
-    acceptance is this model's), and ``break_even_c = (cpp - 1) / k`` the
-    largest draft cost at which the formula still predicts a speedup (> 1).
-    The speedup itself is a timing and is not measured here.
+    ``formula_article_c = cpp / (1 + k c)`` is S7's formula with the
+    article's measured cost ``c`` of that draft (so only the acceptance is
+    this model's), and ``break_even_c = (cpp - 1) / k`` the largest draft
+    cost at which the formula still predicts a speedup (> 1). The speedup
+    itself is a timing and is not measured here.
     """
-    from aftertrain.claims.catalogue import ARTICLE_TABLES
-    from aftertrain.experiments import speculative as XS
-    from aftertrain.speculative.drafts import DraftKind, draft_model
-
     _check_model(model)
     n_new = XS.N_NEW if n_new is None else n_new
     check_int("n_new", n_new, least=1)
-    drafts = {d: draft_model(DraftKind(d), model) for d in SPEC_DRAFTS}
+    drafts = {d.value: draft_model(d, model) for d in SPEC_DRAFTS}
     rows = XS.acceptance_table(model, drafts, SPEC_KS, n_new)
-    cost = {d: ARTICLE_TABLES["s5"][d][1] for d in SPEC_DRAFTS}
-    return [{"draft": r.draft, "k": r.k, "acceptance": r.acceptance,
-             "chars_per_pass": r.chars_per_pass,
-             "formula_article_c": r.chars_per_pass / (1 + r.k * cost[r.draft]),
-             "break_even_c": (r.chars_per_pass - 1) / r.k} for r in rows]
+    cost = {a.draft: a.c for a in ARTICLE.s5}
+    return tuple(SpeculativeFigure(r.draft, r.k, r.acceptance, r.chars_per_pass,
+                                   r.chars_per_pass / (1 + r.k * cost[r.draft]),
+                                   (r.chars_per_pass - 1) / r.k) for r in rows)
 
 
-def fragility(model: nn.Module, q7: Sequence[Mapping]) -> dict:
+def fragility(model: nn.Module, q7: Sequence[EQ.SensitivityRow]) -> Fragility:
     """What could make a model fragile under rounding and pruning.
 
     - ``weight_range``: Q10's max / median of the rows' ranges ``max|w|``,
@@ -187,108 +365,90 @@ def fragility(model: nn.Module, q7: Sequence[Mapping]) -> dict:
       all the penalties: the fraction of the summed 4-bit loss
       change it makes (noisy where the sum is near 0: penalties can be negative).
     """
-    from aftertrain.experiments import quant as EQ
-
     _check_model(model)
     weights = {n: p.detach() for n, p in weight_matrices(model).items()}
     rms = {n: float(w.double().pow(2).mean().sqrt()) for n, w in weights.items()}
     block = torch.cat([w.flatten() for n, w in weights.items() if n.startswith("blocks.")])
     block_rms = float(block.double().pow(2).mean().sqrt())
     peak = max(weights, key=lambda n: float(weights[n].abs().max()))
-    total = sum(r["penalty"] for r in q7)
-    return {
-        "weight_range": EQ.weight_range_ratios(model).to_record(),
-        "activations": {site: peak.to_record()
-                        for site, peak in EQ.activation_channel_ratios(model).items()},
-        "rms": rms,
-        "embedding_over_blocks": {n: rms[n] / block_rms
-                                  for n in (TOKEN_EMBEDDING, POSITION_EMBEDDING)},
-        "max_abs": {"name": peak, "value": float(weights[peak].abs().max())},
-        "q7_share": {r["name"]: (r["penalty"] / total if total else math.nan) for r in q7},
-    }
+    total = sum(r.penalty for r in q7)
+    return Fragility(
+        weight_range=EQ.weight_range_ratios(model),
+        activations=EQ.activation_channel_ratios(model),
+        rms=rms,
+        embedding_over_blocks=EmbeddingRms(rms[TOKEN_EMBEDDING] / block_rms,
+                                           rms[POSITION_EMBEDDING] / block_rms),
+        max_abs=LargestWeight(peak, float(weights[peak].abs().max())),
+        q7_share={r.name: (r.penalty / total if total else math.nan) for r in q7},
+    )
 
 
-def figures_from_tables(tables: Mapping[str, object]) -> dict | None:
+def _near(rows, sparsity: float) -> tuple:
+    return tuple(r for r in rows if math.isclose(r.sparsity, sparsity, abs_tol=1e-9))
+
+
+def figures_from_tables(ledger: LedgerFile) -> KeyFigures | None:
     """The key figures from a claims ledger's tables (the suite measured them
     already), or None when one of the tables is missing."""
-    from aftertrain.experiments.tables import read
-
-    q4, b1, q7 = read(TB.Q4, tables.get(TB.Q4)), tables.get(TB.B1), tables.get(TB.Q7)
-    p1, p2, s4 = tables.get(TB.P1), tables.get(TB.P2), tables.get(TB.SPEC_ACCEPTANCE)
+    q4, b1, q7 = ledger.table(ET.Q4), ledger.table(ET.B1), ledger.table(ET.Q7)
+    p1, p2, s4 = ledger.table(ET.P1), ledger.table(ET.P2), ledger.table(ET.SPEC_ACCEPTANCE)
     if any(t is None for t in (q4, b1, q7, p1, p2, s4)):
         return None
-
-    def near(rows, s):
-        return [r for r in rows if math.isclose(r["sparsity"], s, abs_tol=1e-9)]
-
-    p1, p2 = near(p1, P1_SPARSITY), near(p2, P2_SPARSITY)
-    s4 = [r for r in s4 if r["draft"] in {d.value for d in DRAFTS} and r["k"] in KS]
+    p1, p2 = _near(p1, P1_SPARSITY), _near(p2, P2_SPARSITY)
+    s4 = tuple(r for r in s4 if r.draft in {d.value for d in DRAFTS} and r.k in KS)
     if not p1 or not p2 or len(s4) != len(DRAFTS) * len(KS):
         return None
-    return {"val_loss": q4.float32, "bigram": b1["bigram"], "q4": [r.to_record() for r in q4.rows],
-            "q7": q7, "p1": p1, "p2": p2, "s4": s4}
+    return KeyFigures(q4.float32, b1.bigram, q4.rows, tuple(q7), p1, p2, s4)
 
 
-def margins(fig: Mapping) -> dict[str, float]:
-    """One number per claim (keys of :data:`THRESHOLDS`): the claim holds on
-    this model when the number lies on its side of the threshold."""
-    bits = {r["bits"]: r for r in fig["q4"]}
-    q7 = fig["q7"]
-    tok = next(r["penalty"] for r in q7 if r["name"] == TOKEN_EMBEDDING)
-    block = max(r["penalty"] for r in q7 if r["name"].startswith("blocks."))
-    pos = next((r["penalty"] for r in q7 if r["name"] == POSITION_EMBEDDING), math.nan)
-    others = [r["penalty"] for r in q7 if r["name"] not in (TOKEN_EMBEDDING, POSITION_EMBEDDING)]
-    acc = {(r["draft"], r["k"]): r["acceptance"] for r in fig["s4"]}
-    bigram, int8 = DraftKind.BIGRAM.value, DraftKind.INT8.value
+def margins(fig: KeyFigures) -> dict[Margin, float]:
+    """One number per claim (:class:`Margin`): the claim holds on this model
+    when the number lies on its side of the threshold (:data:`THRESHOLDS`)."""
+    bits = {r.bits: r for r in fig.q4}
+    tok = next(r.penalty for r in fig.q7 if r.name == TOKEN_EMBEDDING)
+    block = max(r.penalty for r in fig.q7 if r.name.startswith("blocks."))
+    pos = next((r.penalty for r in fig.q7 if r.name == POSITION_EMBEDDING), math.nan)
+    others = [r.penalty for r in fig.q7 if r.name not in (TOKEN_EMBEDDING, POSITION_EMBEDDING)]
+    acc = {(DraftKind(r.draft), r.k): r.acceptance for r in fig.s4}
+    bigram, int8 = DraftKind.BIGRAM, DraftKind.INT8
     lo, hi = min(KS), max(KS)
     return {
-        "q5_4bit_pc_minus_bigram": bits[4]["per_channel"] - fig["bigram"],
-        "q5_3bit_pc_minus_bigram": bits[3]["per_channel"] - fig["bigram"],
-        "q6_2bit_pc_minus_pt": bits[2]["per_channel"] - bits[2]["per_tensor"],
-        "q7_tok_over_block": tok / block if block > 0 else math.inf,
-        "q7_pos_minus_next": pos - max(others),
-        "p1_global_minus_layer_30": fig["p1"][0]["global"] - fig["p1"][0]["layer"],
-        "p2_random5_minus_bigram": fig["p2"][0]["mean"] - fig["bigram"],
-        "s4_bigram_k8_minus_k1": acc[(bigram, hi)] - acc[(bigram, lo)],
-        "s4_8bit_k8_minus_k1": acc[(int8, hi)] - acc[(int8, lo)],
+        Margin.Q5_4BIT: bits[4].per_channel - fig.bigram,
+        Margin.Q5_3BIT: bits[3].per_channel - fig.bigram,
+        Margin.Q6_2BIT: bits[2].per_channel - bits[2].per_tensor,
+        Margin.Q7_TOK: tok / block if block > 0 else math.inf,
+        Margin.Q7_POS: pos - max(others),
+        Margin.P1_GLOBAL: fig.p1[0].global_ - fig.p1[0].layer,
+        Margin.P2_RANDOM: fig.p2[0].mean - fig.bigram,
+        Margin.S4_BIGRAM: acc[(bigram, hi)] - acc[(bigram, lo)],
+        Margin.S4_INT8: acc[(int8, hi)] - acc[(int8, lo)],
     }
 
 
-def holds(name: str, value: float) -> bool:
-    """Whether margin ``name`` at ``value`` is on the claim's side."""
-    if name not in THRESHOLDS:
-        raise ValueError(f"name must be one of {', '.join(THRESHOLDS)}, got {name!r}")
-    _, _, threshold, side = THRESHOLDS[name]
-    return value > threshold if side == "above" else value < threshold
+def holds(margin: Margin, value: float) -> bool:
+    """Whether ``margin`` at ``value`` is on the claim's side."""
+    if not isinstance(margin, Margin):
+        raise ValueError(f"margin must be a Margin ({', '.join(m.name for m in Margin)}), got {margin!r}")
+    return THRESHOLDS[margin].holds(value)
 
 
-def sweep_point(model_name: str, val_loss: float, fig: Mapping, source: str,
-                **extra: object) -> dict:
-    """One checkpoint's entry of the sweep file: its name, validation loss,
-    where its figures came from, the figures and their margins; ``extra``
-    (the checkpoint's recipe and history, :func:`fragility`,
+def sweep_point(model_name: str, fig: KeyFigures, source: str, **extra: object) -> SweepPoint:
+    """One checkpoint's entry of the sweep file: its name, validation loss
+    (the figures'), where its figures came from, the figures and their
+    margins; ``extra`` (``sha256``, ``training``, ``fragility``,
+    ``speculative``: the checkpoint's recipe and history, :func:`fragility`,
     :func:`speculative_figures`) is stored beside them."""
-    return {"model": model_name, "val_loss": val_loss, "source": source,
-            "figures": dict(fig), "margins": margins(fig), **extra}
+    return SweepPoint(model_name, fig.val_loss, fig, margins(fig), source, **extra)
 
 
-def article_figures() -> dict:
-    """The article's own key figures, in :func:`key_figures`' shapes, from its
-    published tables (:data:`aftertrain.claims.catalogue.ARTICLE_TABLES`): its model's
-    point on the sweep's plots. Its sensitivity table lists five matrices
-    and the least harmful one; the largest block penalty among them is the
-    largest it published (blocks.2.f1, +0.0184)."""
-    from aftertrain.claims.catalogue import ARTICLE_TABLES as A
-    from aftertrain.experiments.quant import BitsRow
-
-    g, layer, r = A["p1"][P1_SPARSITY]
-    return {
-        "val_loss": A["b1"]["reference"], "bigram": A["b1"]["bigram"],
-        "q4": [BitsRow(b, pt, pc).to_record() for b, (pt, pc) in A["q4"].items()],
-        "q7": [{"name": n, "loss": math.nan, "penalty": p} for n, p in A["q7"].items()],
-        "p1": [{"sparsity": P1_SPARSITY, "global": g, "layer": layer, "random": r}],
-        "p2": [{"sparsity": P2_SPARSITY, "mean": A["p2"][P2_SPARSITY], "std": math.nan,
-                "min": math.nan, "max": math.nan}],
-        "s4": [{"draft": d.value, "k": k, "acceptance": A["s4"][(d.value, k)][0]}
-               for d in DRAFTS for k in KS],
-    }
+def article_figures() -> KeyFigures:
+    """The article's own key figures from its published tables
+    (:data:`aftertrain.experiments.article.ARTICLE`): its model's point on the
+    sweep's plots. Its sensitivity table lists five matrices and the least
+    harmful one; the largest block penalty among them is the largest it
+    published (blocks.2.f1, +0.0184); its S4 rows are the published ones
+    (acceptance without the drafted counts)."""
+    return KeyFigures(
+        ARTICLE.b1.reference, ARTICLE.b1.bigram, ARTICLE.q4.rows, ARTICLE.q7,
+        _near(ARTICLE.p1, P1_SPARSITY), _near(ARTICLE.p2, P2_SPARSITY),
+        tuple(r for d in DRAFTS for k in KS for r in ARTICLE.s4 if r.draft == d.value and r.k == k))

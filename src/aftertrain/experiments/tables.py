@@ -5,10 +5,10 @@ that says what it holds.
 The experiments own their row types (:mod:`.quant`, :mod:`.prune`,
 :mod:`.speculative`, :mod:`.speedup`); the rows of the tables that only a
 test or a benchmark measures (the baselines, the cache, the timed ratios)
-are defined here. A test records a table with
-``claim_record.table(TB.Q4, record(TB.Q4, table))``; the report and the sweep
-read it back with :func:`read`, so the three share one definition and the
-stored JSON is the rows' records.
+are defined here. Each row type names its table (``@table``); a test records
+it with ``claim_record.table(rows)`` and the report and the sweep read it back
+typed with ``ledger.table(Q4)`` (the constants below), so the three share one
+definition and the stored JSON is the rows' records.
 """
 
 from __future__ import annotations
@@ -16,13 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aftertrain.claims import tables as TB
-from aftertrain.claims.tables import Shape, TableRow, TableSpec
+from aftertrain.claims.tables import Shape, TableRow, TableSpec, table
 from aftertrain.experiments import prune as EP
 from aftertrain.experiments import quant as EQ
 from aftertrain.experiments import speculative as XS
 from aftertrain.experiments import speedup as XU
 
 
+@table(TB.B1, ("B1",), Shape.ONE)
 @dataclass(frozen=True)
 class Baselines(TableRow):
     """B1: validation loss (nats) of the uniform model, the bigram and the reference."""
@@ -32,6 +33,7 @@ class Baselines(TableRow):
     reference: float
 
 
+@table(TB.K1, ("K1",), Shape.ONE)
 @dataclass(frozen=True)
 class CacheDiff(TableRow):
     """K1: largest |cached - recomputed| logit over ``positions`` positions."""
@@ -48,6 +50,7 @@ class Ratio(TableRow):
     ci: tuple[float, float]
 
 
+@table(TB.Q11, ("Q11",), Shape.ONE)
 @dataclass(frozen=True)
 class FakeQuantSpeed(TableRow):
     """Q11: fake-quantized / float32 decoding step, and whether 1 lies in the interval."""
@@ -57,6 +60,7 @@ class FakeQuantSpeed(TableRow):
     holds_1: bool
 
 
+@table(TB.X3, ("X3",), Shape.ONE)
 @dataclass(frozen=True)
 class Int8Linear(TableRow):
     """X3: dynamic int8 Linear / float32 per number of rows multiplied at once,
@@ -79,6 +83,7 @@ class Int8Linear(TableRow):
                    data["crossover_rows"])
 
 
+@table(TB.P7_PREFIX, ("P7",), Shape.ONE, suffix="sparsity")
 @dataclass(frozen=True)
 class DenseZeros(TableRow):
     """P7: dense matmul with zeros / the original at ``sparsity``: median,
@@ -100,6 +105,7 @@ class CsrRatio(TableRow):
     ci: tuple[float, float]
 
 
+@table(TB.X4, ("X4",), Shape.ONE)
 @dataclass(frozen=True)
 class CsrTable(TableRow):
     """X4's record: the rows, and the lowest sparsity from which CSR pays (None: none)."""
@@ -108,33 +114,38 @@ class CsrTable(TableRow):
     crossover: float | None
 
 
+#: Each table's spec, by the name a reader passes to ``ledger.table(...)``.
+B1 = Baselines.SPEC
+K1 = CacheDiff.SPEC
+Q3 = EQ.StorageRow.SPEC
+Q4 = EQ.BitsTable.SPEC
+Q6 = EQ.Reconstruction.SPEC
+Q7 = EQ.SensitivityRow.SPEC
+Q8 = EQ.Compounding.SPEC
+Q9 = EQ.Divergence.SPEC
+Q10 = EQ.Outliers.SPEC
+Q11 = FakeQuantSpeed.SPEC
+X3 = Int8Linear.SPEC
+P1 = EP.LossRow.SPEC
+P2 = EP.RandomRow.SPEC
+P4 = EP.MatchingRow.SPEC
+P5 = EP.BytesRow.SPEC
+P6 = EP.CompressionRow.SPEC
+#: one table per sparsity: ``P7.at(0.5)``
+P7 = DenseZeros.SPEC
+X4 = CsrTable.SPEC
+X5 = EP.TwoFour.SPEC
+SPEC_FIRST_TOKEN = XS.FirstTokenRow.SPEC
+SPEC_ACCEPTANCE = XS.AcceptanceRow.SPEC
+SPEC_X1 = XS.LongRunRow.SPEC
+SPEC_DRAFT_COST = XU.CostRow.SPEC
+SPEC_VERIFY_COST = XU.VerifyRow.SPEC
+SPEC_SPEEDUP = XU.SpeedupRow.SPEC
+
 #: Every table by name (the P7 tables under :data:`aftertrain.claims.tables.P7_PREFIX`).
 SPECS: dict[str, TableSpec] = {s.name: s for s in (
-    TableSpec(TB.B1, ("B1",), Baselines, Shape.ONE),
-    TableSpec(TB.K1, ("K1",), CacheDiff, Shape.ONE),
-    TableSpec(TB.Q3, ("Q3",), EQ.StorageRow, Shape.BY_KEY),
-    TableSpec(TB.Q4, ("Q2", "Q4", "Q5", "Q6"), EQ.BitsTable, Shape.ONE),
-    TableSpec(TB.Q6, ("Q6",), EQ.Reconstruction, Shape.BY_KEY),
-    TableSpec(TB.Q7, ("Q7",), EQ.SensitivityRow),
-    TableSpec(TB.Q8, ("Q8",), EQ.Compounding, Shape.ONE),
-    TableSpec(TB.Q9, ("Q9",), EQ.Divergence, Shape.ONE),
-    TableSpec(TB.Q10, ("Q10",), EQ.Outliers, Shape.ONE),
-    TableSpec(TB.Q11, ("Q11",), FakeQuantSpeed, Shape.ONE),
-    TableSpec(TB.X3, ("X3",), Int8Linear, Shape.ONE),
-    TableSpec(TB.P1, ("P1", "P3"), EP.LossRow),
-    TableSpec(TB.P2, ("P2",), EP.RandomRow),
-    TableSpec(TB.P4, ("P4",), EP.MatchingRow),
-    TableSpec(TB.P5, ("P5",), EP.BytesRow),
-    TableSpec(TB.P6, ("P6",), EP.CompressionRow),
-    TableSpec(TB.P7_PREFIX, ("P7",), DenseZeros, Shape.ONE),
-    TableSpec(TB.X4, ("X4",), CsrTable, Shape.ONE),
-    TableSpec(TB.X5, ("P8", "X5"), EP.TwoFour, Shape.ONE),
-    TableSpec(TB.SPEC_FIRST_TOKEN, ("S2",), XS.FirstTokenRow),
-    TableSpec(TB.SPEC_ACCEPTANCE, ("S4", "S8"), XS.AcceptanceRow),
-    TableSpec(TB.SPEC_X1, ("X1",), XS.AcceptanceRow),
-    TableSpec(TB.SPEC_DRAFT_COST, ("S5",), XU.CostRow),
-    TableSpec(TB.SPEC_VERIFY_COST, ("X8",), XU.VerifyRow),
-    TableSpec(TB.SPEC_SPEEDUP, ("S6", "S7", "X2"), XU.SpeedupRow),
+    B1, K1, Q3, Q4, Q6, Q7, Q8, Q9, Q10, Q11, X3, P1, P2, P4, P5, P6, P7, X4, X5,
+    SPEC_FIRST_TOKEN, SPEC_ACCEPTANCE, SPEC_X1, SPEC_DRAFT_COST, SPEC_VERIFY_COST, SPEC_SPEEDUP,
 )}
 
 
@@ -146,14 +157,3 @@ def spec(name: str) -> TableSpec:
         raise ValueError(f"name must be a table of aftertrain.claims.tables ({', '.join(SPECS)}), "
                          f"got {name!r}")
     return SPECS[key]
-
-
-def record(name: str, table: object) -> object:
-    """The JSON-able record of ``table`` under ``name`` (what the ledger stores);
-    ``ValueError`` if ``table`` is not the spec's rows."""
-    return spec(name).to_record(table)
-
-
-def read(name: str, data: object | None) -> object | None:
-    """The typed table of a stored record (None stays None: a missing table)."""
-    return None if data is None else spec(name).from_record(data)

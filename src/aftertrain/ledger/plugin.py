@@ -180,8 +180,8 @@ def pytest_make_collect_report(collector: pytest.Collector):
 @pytest.fixture
 def claim_record(request: pytest.FixtureRequest) -> ClaimRecord:
     """What a test reports to the claims ledger: figures
-    (``claim_record.measured(text)``), tables (``claim_record.table(name,
-    rows)``, names from :mod:`aftertrain.claims.tables`) and timing decisions
+    (``claim_record.measured(text)``), tables (``claim_record.table(rows)``,
+    the name that of the rows' type: :mod:`aftertrain.claims.tables`) and timing decisions
     (``claim_record.decide(...)``, ``claim_record.conclude(decision)``)."""
     return ClaimRecord(request.node, request.config)
 

@@ -1,7 +1,8 @@
 """``ClaimRecord``: the type of the ``claim_record`` fixture.
 
 A test reports to the claims ledger through it, never through strings:
-figures, tables (names from :mod:`aftertrain.claims.tables`) and timing decisions.
+figures, tables (rows whose type names the table: :mod:`aftertrain.claims.tables`)
+and timing decisions.
 Everything goes into the test's ``user_properties``, so it reaches the
 ledger under pytest-xdist too.
 """
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from aftertrain.claims.tables import TableRow, spec_of
 from aftertrain.claims.verdicts import BROKEN, HOLDS, INCONCLUSIVE
 from aftertrain.ledger import benchmark
 from aftertrain.ledger.state import (
@@ -93,12 +95,14 @@ class ClaimRecord:
             raise ValueError(f"text must be a non-empty str, got {text!r}")
         self._node.user_properties.append((MEASURED_PROPERTY, text))
 
-    def table(self, name: str, rows: object) -> None:
-        """A table of figures (JSON-able) for the report, under ``name``
-        (a constant of :mod:`aftertrain.claims.tables`)."""
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"name must be a table name from aftertrain.claims.tables, got {name!r}")
-        self._node.user_properties.append((TABLE_PROPERTY, (name, rows)))
+    def table(self, table: TableRow | list[TableRow] | dict[str, TableRow]) -> None:
+        """A table of figures for the report: one row, a list of rows or a
+        dict of rows of a row type that names its table
+        (:func:`aftertrain.claims.tables.table`); stored under that table's
+        name as its record. ``ValueError`` for anything else
+        (:func:`aftertrain.claims.tables.spec_of`)."""
+        spec = spec_of(table)
+        self._node.user_properties.append((TABLE_PROPERTY, (spec.name_of(table), spec.to_record(table))))
 
     @property
     def timed(self) -> bool:

@@ -7,20 +7,21 @@ JSON. It does not import torch (the plugin loads with every pytest run).
 
 from __future__ import annotations
 
-import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from aftertrain.claims.catalogue import CLAIMS, Claim
-from aftertrain.claims.ledgerfile import FORMAT, LedgerFile
+from aftertrain.claims.ledgerfile import ClaimEntry, LedgerFile, TestEntry
 from aftertrain.claims.parts import (
     DECIDING,
     NOT_RUN,
+    NotRun,
     Part,
+    Undecided,
     beside_text,
-    details_text,
 )
 from aftertrain.claims.verdicts import (
     BROKEN,
@@ -29,11 +30,13 @@ from aftertrain.claims.verdicts import (
     INCONCLUSIVE,
     NOT_COVERED,
     NOT_DECIDED,
+    OUTCOMES,
     SKIPPED,
     VERDICTS,
+    Outcome,
+    Verdict,
 )
 from aftertrain.core import runmeta
-from aftertrain.core.enums import StrEnum
 from aftertrain.ledger.model import READS_MODEL_PROPERTY, ledger_meta
 
 # User properties a test sets (through the claim_record fixture); they travel
@@ -48,22 +51,6 @@ PART_PROPERTY = "aftertrain-part"  # the test's part when fixed at collection (i
 NOT_RUN_PROPERTY = "aftertrain-not-run"  # (part, reason): a part of the test that did not run
 
 
-# Test outcomes, strongest first: a test's outcome is the strongest of its
-# phases (setup, call, teardown), a passing setup or teardown not counting.
-class Outcome(StrEnum):
-    """A test's outcome, strongest first (str-valued: the JSON holds the name)."""
-
-    ERROR = "error"
-    FAILED = "failed"
-    XPASSED = "xpassed"
-    XFAILED = "xfailed"
-    INCONCLUSIVE = "inconclusive"
-    UNTIMED = "untimed"
-    PASSED = "passed"
-    SKIPPED = "skipped"
-
-
-OUTCOMES = tuple(Outcome)
 # A claim's verdict is that of its tests' strongest outcome among those that
 # ran; a test skipped or not timed did not run, and its part is named "not
 # run" beside the verdict (an untimed timing test beside a passing teeth test
@@ -158,9 +145,10 @@ class Ledger:
     """Claim-tagged test outcomes of one run, and the verdicts they give."""
 
     def __init__(self) -> None:
-        # nodeid -> {"claims", "outcome", "reason", "xfail_reason", "measured",
-        #            "part", "not_run", "reads_model"}
-        self.tests: dict[str, dict] = {}
+        #: nodeid -> the test's entry as it stands (its phases so far)
+        self.tests: dict[str, TestEntry] = {}
+        #: nodeid -> the IDs of the claims the test counts toward
+        self.claims_of: dict[str, tuple[str, ...]] = {}
         self.tables: dict[str, object] = {}
         #: the tables written by tests that do not read the model
         self.model_free_tables: list[str] = []
@@ -184,27 +172,27 @@ class Ledger:
         ids = props.get(CLAIM_PROPERTY)
         if not ids:
             return
-        test = self.tests.setdefault(report.nodeid, {
-            "claims": list(ids), "outcome": None, "reason": None, "xfail_reason": None,
-            "measured": [], "part": str(props.get(PART_PROPERTY, Part.ASSERTIONS)), "not_run": [],
-            "reads_model": reads,
-        })
+        self.claims_of.setdefault(report.nodeid, tuple(ids))
+        test = self.tests.get(report.nodeid) or TestEntry(
+            report.nodeid, None, part=Part(props.get(PART_PROPERTY, Part.ASSERTIONS)),
+            reads_model=reads)
+        change: dict = {}
         if reads:  # a phase may find the model shaped the outcome (a finding made lenient)
-            test["reads_model"] = True
-        if TIMED_PROPERTY in props and test["part"] == Part.ASSERTIONS:
-            test["part"] = str(Part.TIMED)
+            change["reads_model"] = True
+        if TIMED_PROPERTY in props and test.part == Part.ASSERTIONS:
+            change["part"] = Part.TIMED
         if not (report.when != "call" and report.passed):  # a passing setup/teardown is neutral
             outcome = phase_outcome(report)
-            current = test["outcome"]
+            current = test.outcome
             if current is None or OUTCOMES.index(outcome) < OUTCOMES.index(current):
-                test["outcome"] = outcome
-                test["reason"] = phase_reason(report)
+                change.update(outcome=outcome, reason=phase_reason(report))
         if hasattr(report, "wasxfail"):
-            test["xfail_reason"] = report.wasxfail
+            change["xfail_reason"] = report.wasxfail
         if report.when == "teardown":  # user properties are final by now
-            test["measured"] = [v for k, v in report.user_properties if k == MEASURED_PROPERTY]
-            test["not_run"] = [{"part": str(Part(v[0])), "reason": str(v[1])}
-                               for k, v in report.user_properties if k == NOT_RUN_PROPERTY]
+            change["measured"] = tuple(v for k, v in report.user_properties if k == MEASURED_PROPERTY)
+            change["not_run"] = tuple(NotRun(Part(v[0]), str(v[1]))
+                                      for k, v in report.user_properties if k == NOT_RUN_PROPERTY)
+        self.tests[report.nodeid] = replace(test, **change)
 
     def reuse(self, earlier: LedgerFile, source: str) -> int:
         """Take ``earlier``'s outcomes of the tests that do not read the model
@@ -214,19 +202,16 @@ class Ledger:
         lists them after this run's tests. Returns how many tests were taken;
         :attr:`model_free_from` says from where (the file's name, its model,
         commit and the count)."""
-        taken: dict[str, dict] = {}
+        taken: dict[str, TestEntry] = {}
+        claims: dict[str, list[str]] = {}
         for claim in earlier.claims:
             for t in claim.tests:
                 if t.reads_model is not False:
                     continue
-                record = taken.setdefault(t.nodeid, {
-                    "claims": [], "outcome": t.outcome, "reason": t.reason,
-                    "xfail_reason": t.xfail_reason, "measured": list(t.measured), "part": t.part,
-                    "not_run": [{"part": n.part, "reason": n.reason} for n in t.not_run],
-                    "reads_model": False,
-                })
-                record["claims"].append(claim.id)
+                taken.setdefault(t.nodeid, t)
+                claims.setdefault(t.nodeid, []).append(claim.id)
         self.tests.update(taken)
+        self.claims_of.update({nodeid: tuple(ids) for nodeid, ids in claims.items()})
         self._taken = frozenset(taken)
         for name in earlier.model_free_tables:
             if name in earlier.tables and name not in self.model_free_tables:
@@ -238,30 +223,12 @@ class Ledger:
                                 "commit": meta.get("commit"), "tests": len(taken)}
         return len(taken)
 
-    def entries(self) -> list[dict]:
-        """One dict per claim, in CLAIMS.md order: id, title, statement,
-        article, verdict (:func:`decide`), defining (the claim's defining
-        parts), undecided (part, what and reason of each defining part that
-        did not run), not_run (part and reason of each other part of its
-        deciding tests that did not run), parts (part -> its verdict, or
-        ``not run``; the parts beside the claim too), beside (part ->
-        outcome -> count, of the tests of the method and of other models),
-        reasons (of the deciding tests that gave the verdict), tests
-        (nodeid, outcome, reason, xfail_reason, measured, part, not_run) and
-        measured (every figure of its tests)."""
-        out = []
-        # this run's tests first, then those taken from an earlier run (reuse)
+    def entries(self) -> list[ClaimEntry]:
+        """One entry per claim, in CLAIMS.md order (:func:`decide`), with its
+        tests: this run's first, then those taken from an earlier run (:meth:`reuse`)."""
         ordered = sorted(self.tests.items(), key=lambda kv: kv[0] in self._taken)
-        for claim in CLAIMS.values():
-            tests = [{"nodeid": nodeid, **{k: v for k, v in t.items() if k != "claims"}}
-                     for nodeid, t in ordered if claim.id in t["claims"]]
-            out.append({
-                "id": claim.id, "title": claim.title, "statement": claim.statement,
-                "article": claim.article, **decide(claim, tests), "tests": tests,
-                # every figure once: several tests of a claim often quote one figure
-                "measured": list(dict.fromkeys(m for t in tests for m in t["measured"])),
-            })
-        return out
+        return [decide(claim, [t for nodeid, t in ordered if claim.id in self.claims_of[nodeid]])
+                for claim in CLAIMS.values()]
 
     def summary_lines(self) -> list[str]:
         """The end-of-run lines: one per claim (verdict, title, figures); then
@@ -273,51 +240,50 @@ class Ledger:
         entries = self.entries()
         lines = []
         for e in entries:
-            figures = "; ".join(map(str, e["measured"]))
-            line = f"{e['id']:<4} {verdict_text(e):<18} {e['title']}"
+            figures = "; ".join(e.measured)
+            line = f"{e.id:<4} {e.verdict_text():<18} {e.title}"
             lines.append(f"{line}  [{figures}]" if figures else line)
         for e in entries:
-            if e["verdict"] == NOT_COVERED:
+            if e.verdict == NOT_COVERED:
                 continue
             # a skip's reasons are those of the parts not run, said once below
-            why = ([] if e["verdict"] in (HOLDS, SKIPPED, NOT_DECIDED)
-                   else list(dict.fromkeys(e["reasons"])))
-            details = details_text(e["undecided"], e["not_run"], e["parts"], e["beside"])
-            if e["beside"]:  # said on a line of its own below
+            why = ([] if e.verdict in (HOLDS, SKIPPED, NOT_DECIDED)
+                   else list(dict.fromkeys(e.reasons)))
+            details = e.details()
+            if e.beside:  # said on a line of its own below
                 details.pop()
             why.extend(details)
-            lines.extend(f"{e['id']} {e['verdict']}: {r}" for r in why)
-            if e["beside"]:
-                lines.append(f"{e['id']} beside the claim: {beside_text(e['beside'])}")
-            failed = [t for t in e["tests"] if t["part"] not in deciding_parts(CLAIMS[e["id"]])
-                      and VERDICT_OF.get(t["outcome"]) == BROKEN]
-            lines.extend(f"{e['id']} {t['part']} failed (the check, not the claim): "
-                         f"{t['nodeid']}: {t['reason']}" for t in failed)
+            lines.extend(f"{e.id} {e.verdict}: {r}" for r in why)
+            if e.beside:
+                lines.append(f"{e.id} beside the claim: {beside_text(e.beside)}")
+            failed = [t for t in e.tests if t.part not in deciding_parts(CLAIMS[e.id])
+                      and VERDICT_OF.get(t.outcome) == BROKEN]
+            lines.extend(f"{e.id} {t.part} failed (the check, not the claim): "
+                         f"{t.nodeid}: {t.reason}" for t in failed)
         if self.model_free_from is not None:
             src = self.model_free_from
             lines.append(f"not run here: {src['tests']} claim tests that do not read the model; "
                          f"their outcomes are those of {src['ledger']} (model {src['model']}, "
                          f"the same code)")
-        uncovered = [e["id"] for e in entries if e["verdict"] == NOT_COVERED]
+        uncovered = [e.id for e in entries if e.verdict == NOT_COVERED]
         if uncovered and len(uncovered) < len(entries):
             lines.append(f"not covered (no test of this run carries the ID): {', '.join(uncovered)}")
-        counts = {v: sum(e["verdict"] == v for e in entries) for v in VERDICTS}
+        counts = {v: sum(e.verdict == v for e in entries) for v in VERDICTS}
         lines.append(", ".join(f"{n} {v}" for v, n in counts.items() if n))
         return lines
 
     def ledger_file(self, meta: dict) -> LedgerFile:
-        """This run as the one ledger file format (:mod:`aftertrain.claims.ledgerfile`)."""
+        """This run as the one ledger file (:mod:`aftertrain.claims.ledgerfile`)."""
         if self.model_free_from is not None:
             meta = {**meta, "model_free_from": self.model_free_from}
-        data = {"format": FORMAT, "meta": meta, "claims": self.entries(), "tables": self.tables,
-                "model_free_tables": self.model_free_tables}
-        return LedgerFile.from_json(json.loads(json.dumps(data, default=str)), "this run")
+        return LedgerFile(tuple(self.entries()), meta, dict(self.tables),
+                          tuple(self.model_free_tables), "this run")
 
     def write_json(self, path: str | os.PathLike, config: pytest.Config) -> None:
         self.ledger_file(run_meta(config)).write(path)
 
 
-def claim_verdict(outcomes: list[str]) -> str:
+def claim_verdict(outcomes: list[str]) -> Verdict:
     """The verdict of a claim whose tests had ``outcomes``: that of the
     strongest outcome, plain skips aside; ``skipped`` when all were plain
     skips; ``not covered`` when there were none."""
@@ -340,74 +306,70 @@ def deciding_parts(claim: Claim) -> frozenset[str]:
     return DECIDING | {d.part for d in claim.defining}
 
 
-def decide(claim: Claim, tests: list[dict]) -> dict:
-    """The verdict of ``claim`` from its ``tests`` (dicts with part, outcome,
-    reason, not_run), as the one rule of :mod:`aftertrain.claims.parts`
-    says: the deciding tests' verdict (:func:`claim_verdict`), but ``not
-    decided here`` where that is ``holds`` or ``does not reproduce`` and a
-    defining part did not run, or where none of the deciding tests ran and
-    a test beside the claim did (a teeth test alone decides nothing).
-    Returns ``{"verdict", "defining", "undecided", "not_run", "parts",
-    "beside", "reasons"}`` (see :meth:`Ledger.entries`)."""
-    deciding = [t for t in tests if t["part"] in deciding_parts(claim)]
-    beside_tests = [t for t in tests if t["part"] not in deciding_parts(claim)]
-    verdict = claim_verdict([t["outcome"] for t in deciding])
+def decide(claim: Claim, tests: list[TestEntry]) -> ClaimEntry:
+    """The entry of ``claim`` from its ``tests``, as the one rule of
+    :mod:`aftertrain.claims.parts` says: the deciding tests' verdict
+    (:func:`claim_verdict`), but ``not decided here`` where that is
+    ``holds`` or ``does not reproduce`` and a defining part did not run, or
+    where none of the deciding tests ran and a test beside the claim did (a
+    teeth test alone decides nothing). Beside the verdict: the claim's
+    defining parts, those that did not run (``undecided``, with why), the
+    other parts of its deciding tests that did not run, each part's own
+    verdict, the outcomes of the tests beside the claim (of the method, of
+    other models), the reasons of the deciding tests that gave the verdict,
+    and every figure of its tests once."""
+    deciding = [t for t in tests if t.part in deciding_parts(claim)]
+    beside_tests = [t for t in tests if t.part not in deciding_parts(claim)]
+    verdict = claim_verdict([t.outcome for t in deciding])
     undecided = []
     for d in claim.defining:
-        of_part = [t for t in deciding if t["part"] == d.part]
-        if not any(t["outcome"] not in NOT_RAN for t in of_part):
-            why = list(dict.fromkeys(t["reason"] or "skipped" for t in of_part))
-            undecided.append({"part": str(d.part), "what": d.what,
-                              "reason": "; ".join(why) or "no test of it ran here"})
-    beside_ran = any(t["outcome"] not in NOT_RAN for t in beside_tests)
+        of_part = [t for t in deciding if t.part == d.part]
+        if not any(t.outcome not in NOT_RAN for t in of_part):
+            why = list(dict.fromkeys(t.reason or "skipped" for t in of_part))
+            undecided.append(Undecided(Part(d.part), d.what, "; ".join(why) or "no test of it ran here"))
+    beside_ran = any(t.outcome not in NOT_RAN for t in beside_tests)
     if (verdict in (HOLDS, DOES_NOT_REPRODUCE) and undecided) or \
             (verdict in (SKIPPED, NOT_COVERED) and beside_ran):
         verdict = NOT_DECIDED
     if verdict == NOT_COVERED and beside_tests:  # only tests beside it, none of which ran
         verdict = SKIPPED
-    beside: dict[str, dict[str, int]] = {}
+    beside: dict[Part, dict[Outcome, int]] = {}
     for t in beside_tests:
-        counts = beside.setdefault(t["part"], {})
-        counts[str(t["outcome"])] = counts.get(str(t["outcome"]), 0) + 1
-    undecided_parts = {u["part"] for u in undecided}
-    return {
-        "verdict": verdict, "defining": [str(d.part) for d in claim.defining],
-        "undecided": undecided,
-        "not_run": [n for n in parts_not_run(deciding) if n["part"] not in undecided_parts],
-        "parts": part_verdicts(tests), "beside": beside,
-        "reasons": [t["reason"] for t in deciding
-                    if t["reason"] and VERDICT_OF[t["outcome"]] == verdict],
-    }
+        counts = beside.setdefault(t.part, {})
+        counts[t.outcome] = counts.get(t.outcome, 0) + 1
+    undecided_parts = {u.part for u in undecided}
+    return ClaimEntry(
+        id=claim.id, verdict=verdict, title=claim.title, statement=claim.statement,
+        article=claim.article,
+        not_run=tuple(n for n in parts_not_run(deciding) if n.part not in undecided_parts),
+        parts=part_verdicts(tests), defining=tuple(Part(d.part) for d in claim.defining),
+        undecided=tuple(undecided), beside=beside,
+        reasons=tuple(t.reason for t in deciding
+                      if t.reason and VERDICT_OF[t.outcome] == verdict),
+        # every figure once: several tests of a claim often quote one figure
+        measured=tuple(dict.fromkeys(m for t in tests for m in t.measured)),
+        tests=tuple(tests))
 
 
-def parts_not_run(tests: list[dict]) -> list[dict]:
-    """The parts of a claim that did not run, each ``{"part", "reason"}``
-    once: the part of every test that was skipped or not timed (its skip
-    reason), and the parts a test named as not run (a baseline comparison
-    with no baseline for this model)."""
-    found = [{"part": t["part"], "reason": t["reason"] or "skipped"}
-             for t in tests if t["outcome"] in NOT_RAN]
-    found += [n for t in tests for n in t["not_run"]]
-    return [dict(pair) for pair in dict.fromkeys(tuple(n.items()) for n in found)]
+def parts_not_run(tests: list[TestEntry]) -> list[NotRun]:
+    """The parts of a claim that did not run, each once: the part of every
+    test that was skipped or not timed (its skip reason), and the parts a
+    test named as not run (a baseline comparison with no baseline for this model)."""
+    found = [NotRun(t.part, t.reason or "skipped") for t in tests if t.outcome in NOT_RAN]
+    found += [n for t in tests for n in t.not_run]
+    return list(dict.fromkeys(found))
 
 
-def part_verdicts(tests: list[dict]) -> dict[str, str]:
+def part_verdicts(tests: list[TestEntry]) -> dict[Part, Verdict | str]:
     """Each part of a claim -> the verdict of its tests that ran (as
     :func:`claim_verdict`), or ``not run`` when none of them ran."""
-    parts: dict[str, list[str]] = {}
+    parts: dict[Part, list[Outcome]] = {}
     for t in tests:
-        parts.setdefault(t["part"], []).append(t["outcome"])
-        for n in t["not_run"]:
-            parts.setdefault(n["part"], [])
+        parts.setdefault(t.part, []).append(t.outcome)
+        for n in t.not_run:
+            parts.setdefault(n.part, [])
     return {part: (NOT_RUN if not [o for o in outcomes if o not in NOT_RAN]
                    else claim_verdict(outcomes)) for part, outcomes in parts.items()}
-
-
-def verdict_text(entry: dict) -> str:
-    """The verdict, marked when some part did not run: ``holds`` or
-    ``holds (part not run)``."""
-    partly = entry["not_run"] and entry["verdict"] not in (SKIPPED, NOT_COVERED, NOT_DECIDED)
-    return f"{entry['verdict']} (part not run)" if partly else entry["verdict"]
 
 
 #: The ledger meta's fingerprint of the tracked code (:func:`aftertrain.core.runmeta.worktree`),

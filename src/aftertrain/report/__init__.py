@@ -5,7 +5,7 @@ claims ledger (:mod:`aftertrain.ledger`) gives each claim's verdict, and the
 tests attach the tables they measured, which the ledger writes into its
 ``--claims-json`` file. The report never re-derives a verdict or re-measures
 a figure: it renders what the tests found, beside the article's figures
-(:data:`aftertrain.claims.catalogue.ARTICLE_TABLES`), as ``report.md`` and PNG plots.
+(:data:`aftertrain.experiments.article.ARTICLE`), as ``report.md`` and PNG plots.
 
 Layout: :mod:`.ledgerfile` reads the ledger (the only file input);
 :mod:`.markdown` formats; :mod:`.document` holds the report being built;
@@ -33,7 +33,7 @@ _NAMES = {
     "README_BEGIN": "assemble", "README_END": "assemble", "build": "assemble",
     "update_readme": "assemble",
     "claims_rows": "document", "claims_table": "document",
-    "Ledger": "ledgerfile", "ReportError": "ledgerfile", "read_ledger": "ledgerfile",
+    "LedgerFile": "ledgerfile", "ReportError": "ledgerfile", "read_ledger": "ledgerfile",
     "render": "rendering", "summary_counts": "rendering",
 }
 

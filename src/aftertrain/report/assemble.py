@@ -12,7 +12,7 @@ from aftertrain.report import multimodel
 from aftertrain.report import sweep as sweep_section
 from aftertrain.report.document import claims_table
 from aftertrain.report.ledgerfile import (
-    Ledger,
+    LedgerFile,
     ReportError,
     read_ledger,
 )
@@ -29,7 +29,7 @@ from aftertrain.report.rendering import render
 
 README_BEGIN = "<!-- claims table: written by `aftertrain report --update-committed` -->"
 README_END = "<!-- end of claims table -->"
-def read_report_ledgers(folder: str | os.PathLike) -> tuple[Ledger, dict[str, Ledger]]:
+def read_report_ledgers(folder: str | os.PathLike) -> tuple[LedgerFile, dict[str, LedgerFile]]:
     """The primary ledger of a report folder and the other models' (by label),
     as :func:`main` writes them (``claims.json``, ``claims-<label>.json``)."""
     folder = Path(folder)
@@ -47,9 +47,9 @@ def read_report_sweep(folder: str | os.PathLike) -> list[dict] | None:
     return sweep_section.read_sweep(path) if path.is_file() else None
 
 
-def build(ledger: Ledger, out: str | os.PathLike, checkout: Path | None = None,
+def build(ledger: LedgerFile, out: str | os.PathLike, checkout: Path | None = None,
           log: Callable[[str], None] = lambda s: None,
-          others: dict[str, Ledger] | None = None, sweep: list[dict] | None = None) -> Path:
+          others: dict[str, LedgerFile] | None = None, sweep: list[dict] | None = None) -> Path:
     """Write ``report.md`` and its plots into ``out`` (each file atomically);
     returns the report's path. ``others`` and ``sweep``: see :func:`render`."""
     out = Path(out)
@@ -61,7 +61,7 @@ def build(ledger: Ledger, out: str | os.PathLike, checkout: Path | None = None,
     return atomic_write(out / "report.md", doc.markdown())
 
 
-def update_readme(readme: Path, ledger: Ledger, others: dict[str, Ledger] | None = None) -> None:
+def update_readme(readme: Path, ledger: LedgerFile, others: dict[str, LedgerFile] | None = None) -> None:
     """Replace the claims table between the README's markers with this
     ledger's (atomically; a verdict column per model with ``others``); the
     markers must be there."""
@@ -75,7 +75,7 @@ def update_readme(readme: Path, ledger: Ledger, others: dict[str, Ledger] | None
     atomic_write(readme, head + README_BEGIN + "\n" + readme_table(ledger, others) + "\n" + README_END + tail)
 
 
-def readme_table(ledger: Ledger, others: dict[str, Ledger] | None = None) -> str:
+def readme_table(ledger: LedgerFile, others: dict[str, LedgerFile] | None = None) -> str:
     """The README's claims table: one verdict column per model with ``others``."""
     if not others:
         return claims_table(ledger)

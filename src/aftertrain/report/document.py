@@ -7,9 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from aftertrain.claims.catalogue import CLAIMS
-from aftertrain.claims.parts import details_text
+from aftertrain.claims.ledgerfile import LedgerFile
 from aftertrain.report import plots
-from aftertrain.report.ledgerfile import Ledger
 from aftertrain.report.markdown import DASH, figures_once, markdown_table, verdict_mark
 
 
@@ -25,7 +24,7 @@ class Plot:
 
 @dataclass
 class Document:
-    ledger: Ledger
+    ledger: LedgerFile
     parts: list[str] = field(default_factory=list)
     plots: dict[str, Plot] = field(default_factory=dict)
 
@@ -49,31 +48,30 @@ class Document:
         return "\n".join(self.parts)
 
 
-def verdict_cell(ledger: Ledger, *ids: str) -> str:
+def verdict_cell(ledger: LedgerFile, *ids: str) -> str:
     return ", ".join(f"{i} {verdict_mark(ledger.verdict(i))}" for i in ids)
 
 
-def ours_cell(ledger: Ledger, claim_id: str) -> str:
+def ours_cell(ledger: LedgerFile, claim_id: str) -> str:
     """The figures the tests recorded for a claim, each once."""
-    return figures_once(ledger.measured.get(claim_id, [])) or DASH
+    return figures_once(list(ledger.claim(claim_id).measured)) or DASH
 
 
-def verdict_details(ledger: Ledger, claim_id: str) -> list[str]:
-    """What stands beside a claim's verdict (:func:`aftertrain.claims.parts.details_text`):
+def verdict_details(ledger: LedgerFile, claim_id: str) -> list[str]:
+    """What stands beside a claim's verdict (:meth:`aftertrain.claims.ledgerfile.ClaimEntry.details`):
     the defining parts not run with the parts that ran, the other parts not
     run (``not run: baseline comparison (no baseline for this model)``), the
     tests of the method and of other models."""
-    return details_text(ledger.undecided.get(claim_id) or [], ledger.not_run.get(claim_id) or [],
-                        ledger.parts.get(claim_id) or {}, ledger.beside.get(claim_id) or {})
+    return ledger.claim(claim_id).details()
 
 
-def verdict_cell_text(ledger: Ledger, claim_id: str, note: str = "") -> str:
+def verdict_cell_text(ledger: LedgerFile, claim_id: str, note: str = "") -> str:
     """The verdict column of the claims table: the verdict, ``note``, then its details."""
     return "; ".join([verdict_mark(ledger.verdict(claim_id)) + note,
                       *verdict_details(ledger, claim_id)])
 
 
-def claims_rows(ledger: Ledger) -> list[list[str]]:
+def claims_rows(ledger: LedgerFile) -> list[list[str]]:
     """One row per claim: ID, the claim in a line, the article's figure,
     ours (as the tests recorded it), verdict (with what stands beside it:
     :func:`verdict_details`)."""
@@ -84,7 +82,7 @@ def claims_rows(ledger: Ledger) -> list[list[str]]:
 CLAIMS_HEADER = ["ID", "claim", "article", "ours", "verdict"]
 
 
-def claims_table(ledger: Ledger) -> str:
+def claims_table(ledger: LedgerFile) -> str:
     return markdown_table(CLAIMS_HEADER, claims_rows(ledger))
 
 

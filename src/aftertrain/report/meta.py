@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from aftertrain.core import runmeta
-from aftertrain.report.ledgerfile import META_FROM_LEDGER, META_FROM_REPORT_RUN, Ledger
+from aftertrain.report.ledgerfile import META_FROM_LEDGER, META_FROM_REPORT_RUN, LedgerFile
 
 BEGIN = "<!-- run metadata -->"
 END = "<!-- end of run metadata -->"
@@ -32,7 +32,7 @@ def collect(checkout: Path | None, model: str | None = None) -> dict:
     return runmeta.collect(checkout, model=model, model_sha256=sha, quick=False)
 
 
-def header(ledger: Ledger, checkout: Path | None) -> str:
+def header(ledger: LedgerFile, checkout: Path | None) -> str:
     """The metadata block of the report, between :data:`BEGIN` and :data:`END`."""
     if ledger.meta_source == META_FROM_LEDGER:
         meta, source = ledger.meta, "recorded in the ledger by the test run"

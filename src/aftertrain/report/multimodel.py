@@ -16,14 +16,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aftertrain.claims import tables as TB
 from aftertrain.claims import verdicts as V
-from aftertrain.claims.catalogue import ARTICLE_TABLES as A
 from aftertrain.claims.catalogue import CLAIMS
-from aftertrain.experiments.tables import read
+from aftertrain.experiments import tables as ET
+from aftertrain.experiments.article import ARTICLE
 from aftertrain.prune.masks import Method
 from aftertrain.report.document import Document, ours_cell, verdict_cell_text
-from aftertrain.report.ledgerfile import Ledger
+from aftertrain.report.ledgerfile import LedgerFile
 from aftertrain.report.markdown import DASH, markdown_table, verdict_mark
 from aftertrain.report.plots import UNTRAINED
 
@@ -33,7 +32,7 @@ FLIP_TITLE = "Does a model of the article's quality reproduce them?"
 MODEL_STYLES = ("o-", "s--", "^-.", "v-", "D--", "P-.")
 
 
-def model_label(ledger: Ledger) -> str:
+def model_label(ledger: LedgerFile) -> str:
     """A short name for a ledger's model: the bundled name its metadata
     gives, or a checkpoint path's file stem; without metadata, ``<label>``
     of a ledger file ``claims-<label>.json``, else ``reference`` (ledgers
@@ -49,10 +48,10 @@ def claims_header(labels: list[str]) -> list[str]:
     return ["ID", "claim", "article"] + [h for m in labels for h in (f"ours ({m})", f"verdict ({m})")]
 
 
-def claims_rows(ledgers: dict[str, Ledger]) -> list[list[str]]:
+def claims_rows(ledgers: dict[str, LedgerFile]) -> list[list[str]]:
     """One row per claim: ID, the claim, the article's figure, then per model
     its figures and its verdict (with the parts not run beside it)."""
-    def verdict(led: Ledger, claim_id: str) -> str:
+    def verdict(led: LedgerFile, claim_id: str) -> str:
         note = (f" ({led.model_free_from.get('model')}'s run: no test of it reads the model)"
                 if led.taken_whole(claim_id) else "")
         return verdict_cell_text(led, claim_id, note)
@@ -62,7 +61,7 @@ def claims_rows(ledgers: dict[str, Ledger]) -> list[list[str]]:
             for c in CLAIMS.values()]
 
 
-def claims_table(ledgers: dict[str, Ledger]) -> str:
+def claims_table(ledgers: dict[str, LedgerFile]) -> str:
     return markdown_table(claims_header(list(ledgers)), claims_rows(ledgers))
 
 
@@ -70,13 +69,13 @@ def _style(i: int) -> str:
     return MODEL_STYLES[i % len(MODEL_STYLES)]
 
 
-def section(doc: Document, ledgers: dict[str, Ledger]) -> None:
+def section(doc: Document, ledgers: dict[str, LedgerFile]) -> None:
     """The overlay plots: bits and sparsity, one line per model and configuration."""
     losses = ", ".join(
-        f"{m} {read(TB.B1, led.table(TB.B1)).reference:.4f}" if led.table(TB.B1) else f"{m} {DASH}"
+        f"{m} {led.table(ET.B1).reference:.4f}" if led.table(ET.B1) else f"{m} {DASH}"
         for m, led in ledgers.items())
     doc.add(f"Validation loss of each model (B1): {losses}; the article's model "
-            f"{A['b1']['reference']:.4f}. The verdict columns of *All claims* are each model's "
+            f"{ARTICLE.b1.reference:.4f}. The verdict columns of *All claims* are each model's "
             "own ledger; the sections above render the first model's.")
     for m, led in ledgers.items():
         if led.model_free_from:
@@ -85,7 +84,7 @@ def section(doc: Document, ledgers: dict[str, Ledger]) -> None:
     _sparsity_plot(doc, ledgers)
 
 
-def model_free_text(name: str, ledger: Ledger) -> str:
+def model_free_text(name: str, ledger: LedgerFile) -> str:
     """What a run that took its model-free outcomes from another says in the report."""
     src = ledger.model_free_from
     whole = [c for c in CLAIMS if ledger.taken_whole(c)]
@@ -96,8 +95,8 @@ def model_free_text(name: str, ledger: Ledger) -> str:
             + ".")
 
 
-def _bits_plot(doc: Document, ledgers: dict[str, Ledger]) -> None:
-    have = {m: read(TB.Q4, led.table(TB.Q4)) for m, led in ledgers.items() if led.table(TB.Q4)}
+def _bits_plot(doc: Document, ledgers: dict[str, LedgerFile]) -> None:
+    have = {m: led.table(ET.Q4) for m, led in ledgers.items() if led.table(ET.Q4)}
     if not have:
         return doc.missing("Q4 on any model")
 
@@ -108,15 +107,16 @@ def _bits_plot(doc: Document, ledgers: dict[str, Ledger]) -> None:
                     label=f"per-tensor ({m})")
             ax.plot(xs, [r.per_channel for r in q4.rows], _style(i), color="C1",
                     label=f"per-channel ({m})")
-        ax.plot(list(A["q4"]), [v[0] for v in A["q4"].values()], "x:", color="0.4",
+        art = ARTICLE.q4.rows
+        ax.plot([a.bits for a in art], [a.per_tensor for a in art], "x:", color="0.4",
                 label="per-tensor (published)")
-        ax.plot(list(A["q4"]), [v[1] for v in A["q4"].values()], "+:", color="0.2",
+        ax.plot([a.bits for a in art], [a.per_channel for a in art], "+:", color="0.2",
                 label="per-channel (published)")
-        b1 = next((read(TB.B1, led.table(TB.B1)) for led in ledgers.values() if led.table(TB.B1)), None)
+        b1 = next((led.table(ET.B1) for led in ledgers.values() if led.table(ET.B1)), None)
         if b1:
             ax.axhline(b1.bigram, color="gray", ls="--", lw=1, label="bigram")
         ax.axhline(UNTRAINED, color="r", ls=":", lw=1, label="untrained ln 100")
-        ticks = sorted({r.bits for q4 in have.values() for r in q4.rows} | set(A["q4"]),
+        ticks = sorted({r.bits for q4 in have.values() for r in q4.rows} | {a.bits for a in art},
                        reverse=True)
         ax.set_xticks(ticks, [str(b) for b in ticks])
         ax.invert_xaxis()
@@ -127,8 +127,8 @@ def _bits_plot(doc: Document, ledgers: dict[str, Ledger]) -> None:
     doc.plot("models_quant_bits", draw)
 
 
-def _sparsity_plot(doc: Document, ledgers: dict[str, Ledger]) -> None:
-    have = {m: read(TB.P1, led.table(TB.P1)) for m, led in ledgers.items() if led.table(TB.P1)}
+def _sparsity_plot(doc: Document, ledgers: dict[str, LedgerFile]) -> None:
+    have = {m: led.table(ET.P1) for m, led in ledgers.items() if led.table(ET.P1)}
     if not have:
         return doc.missing("P1 on any model")
     methods = (Method.GLOBAL, Method.LAYER, Method.RANDOM)
@@ -140,7 +140,7 @@ def _sparsity_plot(doc: Document, ledgers: dict[str, Ledger]) -> None:
                 ax.plot(xs, [r.loss(method) for r in p1], _style(i), color=f"C{j}",
                         label=f"{method.value} ({m})")
         for j, method in enumerate(methods):
-            ax.plot([100 * s for s in A["p1"]], [v[j] for v in A["p1"].values()], "x:",
+            ax.plot([100 * a.sparsity for a in ARTICLE.p1], [a.loss(method) for a in ARTICLE.p1], "x:",
                     color=f"C{j}", alpha=0.5, label=f"{method.value} (published)")
         ax.axhline(UNTRAINED, color="r", ls=":", lw=1, label="untrained ln 100")
         ax.set(xlabel="sparsity of the 2-D weights (%)", ylabel="validation loss (nats)",
@@ -150,7 +150,7 @@ def _sparsity_plot(doc: Document, ledgers: dict[str, Ledger]) -> None:
     doc.plot("models_prune_sparsity", draw)
 
 
-def flips(primary: Ledger, other: Ledger) -> tuple[list[str], list[str]]:
+def flips(primary: LedgerFile, other: LedgerFile) -> tuple[list[str], list[str]]:
     """``(not_on_primary, lost_on_other)``: the claims that do not reproduce
     on the primary model, and the claims that hold on the primary but not on
     the other model (does not reproduce or broken there)."""
@@ -160,7 +160,7 @@ def flips(primary: Ledger, other: Ledger) -> tuple[list[str], list[str]]:
     return not_on_primary, lost
 
 
-def flip_section(doc: Document, ledgers: dict[str, Ledger]) -> None:
+def flip_section(doc: Document, ledgers: dict[str, LedgerFile]) -> None:
     """For each claim that does not reproduce on the first model, whether it
     reproduces on each other model, with both figures; then the reverse."""
     (first, primary), *others = ledgers.items()

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from aftertrain.claims import tables as TB
-from aftertrain.claims.catalogue import ARTICLE_TABLES as A
-from aftertrain.experiments.tables import read
+import torch
+
+from aftertrain.experiments import tables as ET
+from aftertrain.experiments.article import ARTICLE
 from aftertrain.prune.formats import Format, break_even_sparsity, bytes_per_element_formula
 from aftertrain.prune.masks import Method
 from aftertrain.report.document import Document
@@ -16,17 +17,22 @@ TITLE = "Pruning (part 8)"
 METHODS = (Method.GLOBAL, Method.LAYER, Method.RANDOM)
 
 
+def _near(rows, sparsity: float):
+    """The row of ``rows`` at ``sparsity`` (to 1e-9), or None."""
+    return next((r for r in rows if abs(r.sparsity - sparsity) < 1e-9), None)
+
+
 def section(doc: Document) -> None:
     led = doc.ledger
-    p1, b1 = read(TB.P1, led.table(TB.P1)), read(TB.B1, led.table(TB.B1))
+    p1, b1 = led.table(ET.P1), led.table(ET.B1)
     if p1 is None:
         doc.missing("P1")
     else:
         doc.table("Validation loss by sparsity (global / per-layer magnitude / random)", ("P1", "P3"),
                   ["sparsity", "global (article / ours)", "per-layer (article / ours)",
                    "random (article / ours)"],
-                  [[pct(r.sparsity, 0)] + [f"{fmt(A['p1'][r.sparsity][i])} / {fmt(r.loss(m))}"
-                                          for i, m in enumerate(METHODS)]
+                  [[pct(r.sparsity, 0)] + [f"{fmt(_near(ARTICLE.p1, r.sparsity).loss(m))} / "
+                                           f"{fmt(r.loss(m))}" for m in METHODS]
                    for r in p1])
 
         def draw(ax):
@@ -34,7 +40,7 @@ def section(doc: Document) -> None:
             for i, m in enumerate(METHODS):
                 label = m.value
                 ax.plot(xs, [r.loss(m) for r in p1], "o-", color=f"C{i}", label=f"{label} (ours)")
-                ax.plot([100 * s for s in A["p1"]], [v[i] for v in A["p1"].values()], "o:",
+                ax.plot([100 * a.sparsity for a in ARTICLE.p1], [a.loss(m) for a in ARTICLE.p1], "o:",
                         color=f"C{i}", alpha=0.5, label=f"{label} (article)")
             if b1:
                 ax.axhline(b1.bigram, color="gray", ls="--", lw=1, label="bigram (ours)")
@@ -45,24 +51,26 @@ def section(doc: Document) -> None:
             return "Validation loss against sparsity for the three pruning methods"
 
         doc.plot("prune_sparsity", draw)
-    p2 = read(TB.P2, led.table(TB.P2))
+    p2 = led.table(ET.P2)
     if p2 is not None:
         doc.table("Random pruning (mean over seeds)", ("P2",),
                   ["sparsity", "article", "ours (mean)", "ours (min~max)"],
-                  [[pct(r.sparsity, 0), fmt(A["p2"].get(round(r.sparsity, 2))),
+                  [[pct(r.sparsity, 0), fmt(getattr(_near(ARTICLE.p2, r.sparsity), "mean", None)),
                     fmt(r.mean), f"{fmt(r.min)}~{fmt(r.max)}"] for r in p2])
-    p4 = read(TB.P4, led.table(TB.P4))
+    p4 = led.table(ET.P4)
     if p4 is not None:
         doc.table("Global-magnitude sparsity with the loss of per-channel quantization", ("P4",),
                   ["bits", "article", "ours", "our quantized loss"],
-                  [[r.bits, pct(A["p4"][r.bits]), pct(r.sparsity), fmt(r.loss)]
-                   for r in p4])
-    p5 = read(TB.P5, led.table(TB.P5))
+                  [[r.bits, pct(next(a.sparsity for a in ARTICLE.p4 if a.bits == r.bits)),
+                    pct(r.sparsity), fmt(r.loss)] for r in p4])
+    p5 = led.table(ET.P5)
     if p5 is not None:
-        rows = [["dense float32", "4.00", fmt(p5[0].dense, 2), "", ""], ["int8", "1.00", "1.00", "", ""]]
-        rows += [[pct(r.sparsity, 0) + " sparse", "", "",
-                  f"{A['p5'][r.sparsity][0]:.2f} / {A['p5'][r.sparsity][1]:.2f}",
-                  f"{r.coo:.3f} / {r.bitmask:.3f}"] for r in p5 if r.sparsity in A["p5"]]
+        int8 = float(torch.int8.itemsize)  # int8 dense: one byte per element
+        rows = [["dense float32", fmt(ARTICLE.p5[0].dense, 2), fmt(p5[0].dense, 2), "", ""],
+                ["int8", fmt(ARTICLE.p5_int8, 2), fmt(int8, 2), "", ""]]
+        rows += [[pct(r.sparsity, 0) + " sparse", "", "", f"{a.coo:.2f} / {a.bitmask:.2f}",
+                  f"{r.coo:.3f} / {r.bitmask:.3f}"]
+                 for r in p5 if (a := _near(ARTICLE.p5, r.sparsity)) is not None]
         doc.table("Bytes per element", ("P5",),
                   ["storage", "dense (article)", "dense (ours)", "COO / bitmask (article)",
                    "COO / bitmask (ours)"], rows)
@@ -74,7 +82,7 @@ def section(doc: Document) -> None:
             for fmt, label in ((Format.COO, "COO: 8(1-s)"), (Format.BITMASK, "bitmask: 4(1-s) + 1/8")):
                 ax.plot([100 * x for x in s], [float(bytes_per_element_formula(fmt, x)) for x in s],
                         label=label)
-            ax.axhline(1.0, color="C2", label="int8 dense")
+            ax.axhline(int8, color="C2", label="int8 dense")
             ax.axhline(float(bytes_per_element_formula(Format.DENSE, 0)), color="k", lw=1,
                        label="float32 dense")
             ax.plot([100 * r.sparsity for r in p5], [r.coo for r in p5], "o", color="C0",
@@ -88,28 +96,30 @@ def section(doc: Document) -> None:
                     f"(they cross at {100 * cross:g}%)")
 
         doc.plot("prune_bytes", draw_bytes)
-    p6 = read(TB.P6, led.table(TB.P6))
+    p6 = led.table(ET.P6)
     if p6 is not None:
-        art = list(A["p6"].values())
+        art = {a.name: a for a in ARTICLE.p6}
         doc.table("At equal size: int8 against sparse bitmask storage", ("P6",),
                   ["", "compression (article / ours)", "loss (article / ours)"],
-                  [[r.name, f"{art[i][0]:.2f}x / {r.compression:.2f}x",
-                    f"{fmt(art[i][1])} / {fmt(r.loss)}"] for i, r in enumerate(p6)])
-    p7 = [read(TB.p7(s), led.table(TB.p7(s))) for s in (0.5, 0.9, 0.99) if led.table(TB.p7(s)) is not None]
+                  [[r.name, f"{art[r.name].compression:.2f}x / {r.compression:.2f}x",
+                    f"{fmt(art[r.name].loss)} / {fmt(r.loss)}"] if r.name in art
+                   else [r.name, f"{DASH} / {r.compression:.2f}x", f"{DASH} / {fmt(r.loss)}"]
+                   for r in p6])
+    p7 = [t for t in (led.table(ET.P7.at(s)) for s in (0.5, 0.9, 0.99)) if t is not None]
     if p7:
         doc.table("Dense (128x128)@(128x512) with zeros against the original (time ratio)", ("P7",),
                   ["zeros", "article: median (quartiles)", "ours: median [interval]"],
                   [[pct(r.sparsity, 0),
-                    "{:.3f} ({:.3f}~{:.3f})".format(*A["p7"][r.sparsity])
-                    if r.sparsity in A["p7"] else DASH,
+                    f"{a.median:.3f} ({a.q1:.3f}~{a.q3:.3f})"
+                    if (a := _near(ARTICLE.p7, r.sparsity)) is not None else DASH,
                     ratio_cell(r)] for r in p7])
-    x4 = read(TB.X4, led.table(TB.X4))
+    x4 = led.table(ET.X4)
     if x4 is not None:
         doc.table("CSR sparse matmul against dense (time ratio, below 1 = sparse faster)", ("X4",),
                   ["sparsity", "ours: median [interval]"],
                   [[pct(r.sparsity), ratio_cell(r)] for r in x4.rows])
         doc.add(f"CSR starts to pay at: {pct(x4.crossover) if x4.crossover else 'no sparsity tried'}")
-    x5 = read(TB.X5, led.table(TB.X5))
+    x5 = led.table(ET.X5)
     if x5 is not None:
         doc.table("2:4 structured pruning against unstructured 50%", ("P8", "X5"), ["", "ours"],
                   [["loss, 2:4", fmt(x5.two_four)], ["loss, global 50%", fmt(x5.global_50)],

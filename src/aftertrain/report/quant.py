@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from aftertrain.claims import tables as TB
-from aftertrain.claims.catalogue import ARTICLE_TABLES as A
-from aftertrain.experiments.tables import read
+from aftertrain.experiments import tables as ET
+from aftertrain.experiments.article import ARTICLE
+from aftertrain.experiments.quant import storage_key
+from aftertrain.quant import Granularity
 from aftertrain.report.document import Document
 from aftertrain.report.markdown import fmt, pct, ratio_cell
 from aftertrain.report.plots import UNTRAINED
@@ -23,14 +24,15 @@ def section(doc: Document) -> None:
 
 
 def _bits(doc: Document) -> None:
-    q4, b1 = read(TB.Q4, doc.ledger.table(TB.Q4)), read(TB.B1, doc.ledger.table(TB.B1))
+    q4, b1 = doc.ledger.table(ET.Q4), doc.ledger.table(ET.B1)
     if q4 is None:
         return doc.missing("Q2/Q4")
     bits = q4.rows
-    rows = [[r.bits, fmt(A["q4"][r.bits][0]), fmt(r.per_tensor),
-             fmt(A["q4"][r.bits][1]), fmt(r.per_channel)] for r in bits]
-    rows.insert(0, ["float32", fmt(A["b1"]["reference"]), fmt(q4.float32),
-                    fmt(A["b1"]["reference"]), fmt(q4.float32)])
+    art = {a.bits: a for a in ARTICLE.q4.rows}
+    rows = [[r.bits, fmt(art[r.bits].per_tensor), fmt(r.per_tensor),
+             fmt(art[r.bits].per_channel), fmt(r.per_channel)] for r in bits]
+    rows.insert(0, ["float32", fmt(ARTICLE.q4.float32), fmt(q4.float32),
+                    fmt(ARTICLE.q4.float32), fmt(q4.float32)])
     doc.table("Validation loss by bit width", ("Q2", "Q4", "Q5", "Q6"),
               ["bits", "per-tensor (article)", "per-tensor (ours)",
                "per-channel (article)", "per-channel (ours)"], rows)
@@ -39,15 +41,15 @@ def _bits(doc: Document) -> None:
         xs = [r.bits for r in bits]
         ax.plot(xs, [r.per_tensor for r in bits], "o-", color="C0", label="per-tensor (ours)")
         ax.plot(xs, [r.per_channel for r in bits], "s-", color="C1", label="per-channel (ours)")
-        ax.plot(list(A["q4"]), [v[0] for v in A["q4"].values()], "o:", color="C0",
+        ax.plot(list(art), [a.per_tensor for a in art.values()], "o:", color="C0",
                 alpha=0.5, label="per-tensor (article)")
-        ax.plot(list(A["q4"]), [v[1] for v in A["q4"].values()], "s:", color="C1",
+        ax.plot(list(art), [a.per_channel for a in art.values()], "s:", color="C1",
                 alpha=0.5, label="per-channel (article)")
         ax.axhline(q4.float32, color="k", lw=1, label="float32 (ours)")
         if b1:
             ax.axhline(b1.bigram, color="gray", ls="--", lw=1, label="bigram (ours)")
         ax.axhline(UNTRAINED, color="r", ls=":", lw=1, label="untrained ln 100")
-        ticks = sorted(set(xs) | set(A["q4"]), reverse=True)
+        ticks = sorted(set(xs) | set(art), reverse=True)
         ax.set_xticks(ticks, [str(b) for b in ticks])  # only bit widths measured
         ax.invert_xaxis()
         ax.set(xlabel="bits per weight", ylabel="validation loss (nats)",
@@ -58,45 +60,46 @@ def _bits(doc: Document) -> None:
 
 
 def _storage(doc: Document) -> None:
-    st = read(TB.Q3, doc.ledger.table(TB.Q3))
+    st = doc.ledger.table(ET.Q3)
     if st is None:
         return
     mb = 2 ** 20
-    pt = st["per-tensor_8"]
+    pt = st[storage_key(Granularity.PER_TENSOR, 8)]
     doc.table("Storage of int8 (MB = 2^20 bytes; per-tensor scales)", ("Q3",),
               ["", "article", "ours"],
-              [["2-D weights float32", f"{A['q3']['weights_fp32_mb']:.2f}",
+              [["2-D weights float32", f"{ARTICLE.q3.weights_fp32_mb:.2f}",
                 f"{pt.weights_fp32_bytes / mb:.2f}"],
-               ["2-D weights int8", f"{A['q3']['weights_int8_mb']:.2f}",
+               ["2-D weights int8", f"{ARTICLE.q3.weights_int8_mb:.2f}",
                 f"{(pt.weight_code_bytes + pt.scale_bytes) / mb:.2f}"],
-               ["all parameters float32", f"{A['q3']['parameters_fp32_mb']:.2f}",
+               ["all parameters float32", f"{ARTICLE.q3.parameters_fp32_mb:.2f}",
                 f"{pt.parameters_fp32_bytes / mb:.2f}"],
-               ["all parameters int8", f"{A['q3']['parameters_int8_mb']:.2f}",
+               ["all parameters int8", f"{ARTICLE.q3.parameters_int8_mb:.2f}",
                 f"{pt.parameters_quantized_bytes / mb:.2f}"],
-               ["cut", pct(A["q3"]["cut"]),
+               ["cut", pct(ARTICLE.q3.cut),
                 pct(1 - pt.parameters_quantized_bytes / pt.parameters_fp32_bytes)]])
-    rec = read(TB.Q6, doc.ledger.table(TB.Q6))
+    rec = doc.ledger.table(ET.Q6)
     if rec is not None:
         doc.table("2 bits on blocks.0.f1: zeroed elements and mean absolute error", ("Q6",),
                   ["granularity", "zeroed (article)", "zeroed (ours)", "MAE (article)", "MAE (ours)"],
-                  [[g, pct(A["q6"][g]["zero_fraction"]), pct(rec[g].zero_fraction),
-                    fmt(A["q6"][g]["mean_abs_error"]), fmt(rec[g].mean_abs_error)]
-                   for g in ("per-tensor", "per-channel")])
+                  [[g.value, pct(ARTICLE.q6[g].zero_fraction), pct(rec[g.value].zero_fraction),
+                    fmt(ARTICLE.q6[g].mean_abs_error), fmt(rec[g.value].mean_abs_error)]
+                   for g in Granularity])
 
 
 def _sensitivity(doc: Document) -> None:
-    sens = read(TB.Q7, doc.ledger.table(TB.Q7))
+    sens = doc.ledger.table(ET.Q7)
+    art = {a.name: a.penalty for a in ARTICLE.q7}
     if sens is not None:
         doc.table("One matrix at a time at 4 bits (penalty in nats, most harmful first)", ("Q7",),
                   ["rank", "matrix", "article", "ours"],
-                  [[i + 1, r.name, fmt(A["q7"].get(r.name)), f"{r.penalty:+.4f}"]
+                  [[i + 1, r.name, fmt(art.get(r.name)), f"{r.penalty:+.4f}"]
                    for i, r in enumerate(sens)])
 
         def draw_sens(ax):
             names = [r.name.replace(".weight", "") for r in sens]
             ys = range(len(sens))
             ax.barh([y + 0.2 for y in ys], [r.penalty for r in sens], height=0.4, label="ours")
-            ax.barh([y - 0.2 for y in ys], [A["q7"].get(r.name, float("nan")) for r in sens],
+            ax.barh([y - 0.2 for y in ys], [art.get(r.name, float("nan")) for r in sens],
                     height=0.4, label="article (where published)")
             ax.set_yticks(list(ys), names, fontsize=7)
             ax.invert_yaxis()
@@ -104,12 +107,12 @@ def _sensitivity(doc: Document) -> None:
             return "4-bit sensitivity: loss penalty of quantizing one matrix at a time"
 
         doc.plot("quant_sensitivity", draw_sens)
-    comp = read(TB.Q8, doc.ledger.table(TB.Q8))
+    comp = doc.ledger.table(ET.Q8)
     if comp is not None:
         doc.table("Penalties compound at 4 bits", ("Q8",), ["", "article", "ours"],
-                  [["sum of one-at-a-time penalties", f"{A['q8']['sum_of_penalties']:+.4f}",
+                  [["sum of one-at-a-time penalties", f"{ARTICLE.q8.sum_of_penalties:+.4f}",
                     f"{comp.sum_of_penalties:+.4f}"],
-                   ["all at once", f"{A['q8']['all_at_once']:+.4f}", f"{comp.all_at_once:+.4f}"]])
+                   ["all at once", f"{ARTICLE.q8.all_at_once:+.4f}", f"{comp.all_at_once:+.4f}"]])
 
 
 def parting_excerpt(first: str, second: str, position: int | None,
@@ -132,33 +135,32 @@ def parting_excerpt(first: str, second: str, position: int | None,
 
 
 def _texts(doc: Document) -> None:
-    div = read(TB.Q9, doc.ledger.table(TB.Q9))
+    div = doc.ledger.table(ET.Q9)
     if div is None:
         return
     doc.table("Same seed, float32 against int8 text", ("Q9",), ["", "article", "ours"],
-              [["first differing character", A["q9"]["position"], div.position]])
+              [["first differing character", ARTICLE.q9_position, div.position]])
     doc.add("```\n" + parting_excerpt(div.float32, div.quantized, div.position) + "\n```")
 
 
 def _outliers_and_speed(doc: Document) -> None:
-    out = read(TB.Q10, doc.ledger.table(TB.Q10))
+    out = doc.ledger.table(ET.Q10)
     if out is not None:
-        w, acts = out.weights, out.activations
-        rows = [["weight range max/median, worst matrix", fmt(A["q10"]["worst"], 2), fmt(w.worst, 2)],
-                ["weight range max/median, median matrix", fmt(A["q10"]["median"], 2), fmt(w.median, 2)]]
-        for site in ("block0_ffn_input", "block2_ffn_input", "final_residual"):
-            ratio, peak = A["q10"][site]
-            rows.append([f"activation {site} max/median (max)", f"{ratio:.2f} ({peak:.2f})",
+        w, acts, aw = out.weights, out.activations, ARTICLE.q10.weights
+        rows = [["weight range max/median, worst matrix", fmt(aw.worst, 2), fmt(w.worst, 2)],
+                ["weight range max/median, median matrix", fmt(aw.median, 2), fmt(w.median, 2)]]
+        for site, art in ARTICLE.q10.activations.items():
+            rows.append([f"activation {site} max/median (max)", f"{art.ratio:.2f} ({art.max:.2f})",
                          f"{acts[site].ratio:.2f} ({acts[site].max:.2f})"])
-        rows.append(["int8 loss, per-tensor minus per-channel", fmt(A["q10"]["int8_granularity_gap"]),
+        rows.append(["int8 loss, per-tensor minus per-channel", fmt(ARTICLE.q10.int8_granularity_gap),
                      fmt(out.int8_granularity_gap)])
         doc.table("No outlier channels", ("Q10",), ["", "article", "ours"], rows)
-    speed = read(TB.Q11, doc.ledger.table(TB.Q11))
+    speed = doc.ledger.table(ET.Q11)
     if speed is not None:
         doc.table("Fake-quantized forward against float32 (time ratio)", ("Q11",),
                   ["", "ours: median [CI of the median]"],
                   [["fake-quantized / float32", ratio_cell(speed)]])
-    x3 = read(TB.X3, doc.ledger.table(TB.X3))
+    x3 = doc.ledger.table(ET.X3)
     if x3 is not None:
         sizes = sorted(x3.ratios)
         doc.table("Dynamic int8 Linear against float32 (time ratio, below 1 = int8 faster)",

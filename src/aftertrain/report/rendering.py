@@ -13,18 +13,18 @@ from pathlib import Path
 
 from aftertrain.claims import verdicts as V
 from aftertrain.claims.catalogue import CLAIMS
+from aftertrain.claims.ledgerfile import LedgerFile
 from aftertrain.report import baselines, meta, multimodel, prune, quant, speculative
 from aftertrain.report import sweep as sweep_section
 from aftertrain.report.document import Document, claims_table, ours_cell
-from aftertrain.report.ledgerfile import Ledger
 from aftertrain.report.markdown import DASH, figures
 
 SECTIONS = (baselines, quant, prune, speculative)
 
 
-def summary_counts(ledger: Ledger) -> dict[str, int]:
-    if not isinstance(ledger, Ledger):
-        raise ValueError(f"ledger must be a report Ledger (read_ledger), got {type(ledger).__name__}")
+def summary_counts(ledger: LedgerFile) -> dict[str, int]:
+    if not isinstance(ledger, LedgerFile):
+        raise ValueError(f"ledger must be a LedgerFile (read_ledger), got {type(ledger).__name__}")
     counts: dict[str, int] = {}
     for cid in CLAIMS:
         v = ledger.verdict(cid)
@@ -32,10 +32,10 @@ def summary_counts(ledger: Ledger) -> dict[str, int]:
     return counts
 
 
-def _note_fits_this_run(note: str, ledger: Ledger) -> bool:
+def _note_fits_this_run(note: str, ledger: LedgerFile) -> bool:
     """Whether every figure a test's note quotes is one of this run's figures
     or one of the articles' (a note written once may quote a stored run)."""
-    known = {f for ms in ledger.measured.values() for m in ms for f in figures(m)}
+    known = {f for c in ledger.claims for m in c.measured for f in figures(m)}
     known |= {f for c in CLAIMS.values() for f in figures(c.article)}
     return all(f in known for f in figures(note))
 
@@ -49,7 +49,7 @@ def _findings(doc: Document) -> None:
         for c in nonrepro:
             line = (f"- **{c}** ({CLAIMS[c].title}): article {CLAIMS[c].article or DASH}; "
                     f"this run {ours_cell(led, c)}.")
-            notes = [n for n in led.reasons.get(c, []) if _note_fits_this_run(n, led)]
+            notes = [n for n in led.claim(c).reasons if _note_fits_this_run(n, led)]
             lines.append(line + "".join(f" The test's note: {n}" for n in notes))
         doc.add("\n".join(lines))
     failing = [c for c in CLAIMS if led.verdict(c) in (V.BROKEN, V.INCONCLUSIVE)]
@@ -57,14 +57,14 @@ def _findings(doc: Document) -> None:
         doc.add("## Broken and inconclusive claims")
         doc.add("\n".join(
             f"- **{c}** ({CLAIMS[c].title}) {led.verdict(c)}: "
-            + (" / ".join(r.replace("\n", " ") for r in led.reasons.get(c, []))
+            + (" / ".join(r.replace("\n", " ") for r in led.claim(c).reasons)
                or "no reason recorded (a ledger written before reasons were recorded)")
             for c in failing))
 
 
-def render(ledger: Ledger, checkout: Path | None = None,
+def render(ledger: LedgerFile, checkout: Path | None = None,
            log: Callable[[str], None] = lambda s: None,
-           others: dict[str, Ledger] | None = None,
+           others: dict[str, LedgerFile] | None = None,
            sweep: list[dict] | None = None) -> Document:
     """The whole report as a :class:`Document` (markdown and plots), not written.
 

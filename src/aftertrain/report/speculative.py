@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from aftertrain.claims import tables as TB
-from aftertrain.claims.catalogue import ARTICLE_TABLES as A
+from aftertrain.experiments import tables as ET
+from aftertrain.experiments.article import ARTICLE
 from aftertrain.experiments.speedup import SpeedupRow
-from aftertrain.experiments.tables import read
 from aftertrain.report.document import Document
 from aftertrain.report.markdown import DASH, fmt
 from aftertrain.report.plots import dodge, draft_color, k_axis, style_legend
@@ -23,9 +22,14 @@ def by_draft(rows: list) -> dict[str, list]:
     return {d: out[d] for d in order}
 
 
-def article_points(table: dict, draft: str) -> list[tuple[int, float]]:
-    """The article's first figure per k for ``draft`` (tables keyed (draft, k))."""
-    return sorted((k, v[0]) for (d, k), v in table.items() if d == draft)
+def article_points(rows, draft: str, field: str) -> list[tuple[int, float]]:
+    """The article's ``field`` per k for ``draft`` (rows with ``draft`` and ``k``)."""
+    return sorted((r.k, getattr(r, field)) for r in rows if r.draft == draft)
+
+
+def by_draft_and_k(rows) -> dict[tuple[str, int], object]:
+    """Rows with ``draft`` and ``k``, by (draft, k)."""
+    return {(r.draft, r.k): r for r in rows}
 
 
 def section(doc: Document) -> None:
@@ -36,12 +40,14 @@ def section(doc: Document) -> None:
 
 
 def _first_token(doc: Document) -> None:
-    s2 = read(TB.SPEC_FIRST_TOKEN, doc.ledger.table(TB.SPEC_FIRST_TOKEN))
+    s2 = doc.ledger.table(ET.SPEC_FIRST_TOKEN)
     if s2 is None:
         return
-    rows = [[f"speculative, {r.draft} draft", fmt(A["s2"].get(r.draft)), fmt(r.tv),
+    art = {a.draft: a for a in ARTICLE.s2}
+    rows = [[f"speculative, {r.draft} draft", fmt(getattr(art.get(r.draft), "tv", None)), fmt(r.tv),
              f"{r.chi2_pvalue:.3g}"] for r in s2]
-    rows.append(["direct sampling (one draw)", fmt(A["s2"]["direct"]), fmt(s2[0].direct_tv), DASH])
+    rows.append(["direct sampling (one draw)", fmt(ARTICLE.s2[0].direct_tv), fmt(s2[0].direct_tv),
+                 DASH])
     doc.table("TV distance of 20,000 first characters to the target's law", ("S2",),
               ["sampler", "article", "ours", "chi-square p"], rows)
     doc.add(f"Same-sample-size baseline (direct sampling, simulated): median "
@@ -50,17 +56,18 @@ def _first_token(doc: Document) -> None:
 
 
 def _acceptance(doc: Document) -> None:
-    s4 = read(TB.SPEC_ACCEPTANCE, doc.ledger.table(TB.SPEC_ACCEPTANCE))
+    s4 = doc.ledger.table(ET.SPEC_ACCEPTANCE)
     if s4 is None:
         doc.missing("S4")
     else:
         rows = []
+        published = by_draft_and_k(ARTICLE.s4)
         for r in s4:
-            art = A["s4"].get((r.draft, r.k))
-            a = (lambda i, f, art=art: f.format(art[i]) if art else DASH)
-            rows.append([r.draft, r.k, a(0, "{:.3f}"), f"{r.acceptance:.3f}",
-                         f"{r.predicted_acceptance:.3f}", a(1, "{:.2f}"),
-                         f"{r.chars_per_pass:.2f}", a(2, "{}"), r.target_passes])
+            art = published.get((r.draft, r.k))
+            a = (lambda field, f, art=art: f.format(getattr(art, field)) if art else DASH)
+            rows.append([r.draft, r.k, a("acceptance", "{:.3f}"), f"{r.acceptance:.3f}",
+                         f"{r.predicted_acceptance:.3f}", a("chars_per_pass", "{:.2f}"),
+                         f"{r.chars_per_pass:.2f}", a("target_passes", "{}"), r.target_passes])
         doc.table("Acceptance follows draft quality (200 characters, seed fixed)", ("S4", "S8", "X1"),
                   ["draft", "k", "acceptance (article)", "acceptance (ours)",
                    "X1 prediction from k=1 (ours)", "chars/pass (article)", "chars/pass (ours)",
@@ -74,7 +81,7 @@ def _acceptance(doc: Document) -> None:
                 ax.plot(ks, [r.acceptance for r in rs], "o-", color=color, label=f"{d} measured")
                 ax.plot(ks, [r.predicted_acceptance for r in rs], ":", color=color,
                         label=f"{d} X1 prediction")
-                points = article_points(A["s4"], d)
+                points = article_points(ARTICLE.s4, d, "acceptance")
                 if points:
                     ax.plot(*zip(*points, strict=True), "x", color=color, ms=9, label=f"{d} article")
             k_axis(ax, [r.k for r in s4])
@@ -86,33 +93,37 @@ def _acceptance(doc: Document) -> None:
             return "Acceptance rate against k per draft, with the X1 prediction a(1-a^k)/(k(1-a))"
 
         doc.plot("spec_acceptance", draw)
-    x1 = read(TB.SPEC_X1, doc.ledger.table(TB.SPEC_X1))
+    x1 = doc.ledger.table(ET.SPEC_X1)
+    art = {a.draft: a for a in ARTICLE.x1}
     if x1 is not None:
         doc.table("Acceptance at k=8 predicted from k=1 (1,000-character runs)", ("X1",),
                   ["draft", "k=1", "predicted at k=8", "measured at k=8",
                    "article: k=1 / predicted / measured"],
                   [[d, f"{rs[0].acceptance:.3f}", f"{rs[-1].predicted_acceptance:.3f}",
                     f"{rs[-1].acceptance:.3f}",
-                    "{:.3f} / {:.3f} / {:.3f}".format(*A["x1"][d]) if d in A["x1"] else DASH]
+                    f"{art[d].acceptance_1:.3f} / {art[d].predicted_8:.3f} / {art[d].measured_8:.3f}"
+                    if d in art else DASH]
                    for d, rs in by_draft(x1).items()])
 
 
 def _costs(doc: Document) -> None:
-    s5 = read(TB.SPEC_DRAFT_COST, doc.ledger.table(TB.SPEC_DRAFT_COST))
+    s5 = doc.ledger.table(ET.SPEC_DRAFT_COST)
+    art = {a.draft: a for a in ARTICLE.s5}
     if s5 is not None:
         doc.table("Cost c of one draft character relative to one target step", ("S5",),
                   ["draft", "article: us (c)", "ours: us", "ours: c, median [CI of the median]"],
-                  [[r.draft, "{} ({:.3f})".format(*A["s5"][r.draft]) if r.draft in A["s5"] else DASH,
+                  [[r.draft, f"{art[r.draft].draft_us:.0f} ({art[r.draft].c:.3f})" if r.draft in art
+                    else DASH,
                     f"{r.draft_us:.0f}", f"{r.c:.3f} [{r.c_low:.3f}, {r.c_high:.3f}]"]
                    for r in s5])
         doc.add(f"One plain target step (ours): {s5[0].target_us:.0f} us; the article's: "
-                f"{A['s5']['target_us']} us.")
-    x8 = read(TB.SPEC_VERIFY_COST, doc.ledger.table(TB.SPEC_VERIFY_COST))
+                f"{ARTICLE.s5[0].target_us:.0f} us.")
+    x8 = doc.ledger.table(ET.SPEC_VERIFY_COST)
     if x8 is not None:
-        art_base = A["x8"][1]
+        ms = {a.positions: a.ms for a in ARTICLE.x8}
         doc.table("Verification pass over k+1 positions against one plain step", ("X8",),
                   ["k", "article (ms ratio to 1 position)", "ours: v_k, median [CI of the median]"],
-                  [[r.k, f"{A['x8'][r.k + 1] / art_base:.2f}" if r.k + 1 in A["x8"] else DASH,
+                  [[r.k, f"{ms[r.k + 1] / ms[1]:.2f}" if r.k + 1 in ms else DASH,
                     f"{r.v_k:.3f} [{r.v_low:.3f}, {r.v_high:.3f}]"] for r in x8])
 
 
@@ -123,18 +134,19 @@ def _decided(row: SpeedupRow) -> bool:
 
 
 def _speedup(doc: Document) -> None:
-    s6 = read(TB.SPEC_SPEEDUP, doc.ledger.table(TB.SPEC_SPEEDUP))
+    s6 = doc.ledger.table(ET.SPEC_SPEEDUP)
     if s6 is None:
         return doc.missing("S6/S7")
     rows = []
+    published6, published7 = by_draft_and_k(ARTICLE.s6), by_draft_and_k(ARTICLE.s7)
     for r in s6:
-        art6 = A["s6"].get((r.draft, r.k))
-        art7 = A["s7"].get((r.draft, r.k))
+        art6, art7 = published6.get((r.draft, r.k)), published7.get((r.draft, r.k))
         rows.append([r.draft, r.k,
-                     "{:.2f} ({:.2f}~{:.2f})".format(*art6) if art6 else DASH,
+                     f"{art6.speedup:.2f} ({art6.speedup_min:.2f}~{art6.speedup_max:.2f})"
+                     if art6 else DASH,
                      f"{r.speedup:.2f} [{r.speedup_min:.2f}, {r.speedup_max:.2f}]"
                      + ("" if _decided(r) else " (undecided)"),
-                     f"{art7[0]:.2f}" if art7 else DASH,
+                     f"{art7.predicted:.2f}" if art7 else DASH,
                      f"{r.predicted:.2f}", f"{r.predicted_vk:.2f}"])
     doc.table("Speedup over plain cached decoding (ours: median of alternating pairs "
               "[confidence interval of the median]; undecided: the interval contains 1)",
@@ -164,7 +176,7 @@ def _speedup(doc: Document) -> None:
                         zorder=3, label="_undecided")
             ax.plot(ks, [r.predicted_vk for r in rs], "_", color=color, ms=12, mew=2,
                     label=f"{d} predicted (v_k)")
-            points = article_points(A["s6"], d)
+            points = article_points(ARTICLE.s6, d, "speedup")
             if points:
                 ax.plot([k + dx for k, _ in points], [v for _, v in points], "x", color=color,
                         ms=8, label=f"{d} article")
