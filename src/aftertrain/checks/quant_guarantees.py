@@ -121,8 +121,13 @@ def check_case(report: Report, quantize: Quantizer, case: str, w: torch.Tensor,
         if scheme.mapping.idempotent:
             _check_idempotent(rows, case, quantize, scheme, ref, out)
     fits = None
-    if isinstance(out, Output) and any(not r.passed and r.severity == FAILURE for r in rows.rows):
-        fits = _fits_other(w, raw, scheme)
+    # a mismatch: the output is not the declared scheme's (a row judging the
+    # output alone failed) but another's; a failed odd or idempotent row
+    # alone is the declared scheme's property broken, a failure
+    if isinstance(out, Output) and any(not r.passed and r.severity == FAILURE
+                                       and r.check not in ("odd", "idempotent")
+                                       for r in rows.rows):
+        fits = _fits_other(w, raw, scheme, ref.edge)
     _merge(report, rows, fits)
 
 
@@ -438,10 +443,13 @@ def _describe(out) -> str:
     return f"raised {type(out).__name__}: {out}" if isinstance(out, Exception) else str(out)
 
 
-def _fits_other(w: torch.Tensor, raw: tuple, scheme: QuantScheme) -> tuple[str, QuantScheme] | None:
+def _fits_other(w: torch.Tensor, raw: tuple, scheme: QuantScheme,
+                edge: torch.Tensor) -> tuple[str, QuantScheme] | None:
     """``(what, scheme)`` for the first other scheme whose every judging row
     (round trip, grid, codes, scale, extremes, zero) the quantizer's answer
-    ``raw`` passes but at the format's edge, else None."""
+    ``raw`` passes but at the format's edge, else None. ``edge``: the
+    declared scheme's edge elements; another scheme that would excuse more
+    (a whole tensor holding float32's max as one group) is no fit."""
     others = [replace(scheme, mapping=m) for m in Mapping if m is not scheme.mapping]
     others += [replace(scheme, granularity=g) for g in (PerTensor(), PerAxis(0), PerAxis(1))
                if g != scheme.granularity]
@@ -449,7 +457,7 @@ def _fits_other(w: torch.Tensor, raw: tuple, scheme: QuantScheme) -> tuple[str, 
         others.append(replace(scheme, scale_floor=FLOAT32_EPS))
     for other in others:
         ref = Reference.of(w, other)
-        if not bool(ref.judged.any()):
+        if not bool(ref.judged.any()) or bool((ref.edge & ~edge).any()):
             continue
         out = _as_output(raw, w, other)
         scratch = Report("scratch")

@@ -134,7 +134,8 @@ def subnormal_rows(draw, max_rows: int = 6, max_cols: int = 8):
     normal row: a per-row scale below float32's smallest normal."""
     rows, cols = draw(st.integers(2, max_rows)), draw(st.integers(1, max_cols))
     a = _gaussian(draw, (rows, cols))
-    tiny = st.one_of(st.just(0.0), st.floats(-1.1e-38, 1.1e-38, width=32))
+    tiny = st.one_of(st.just(0.0), st.floats(-(2.0**-126), 2.0**-126, width=32,
+                                            exclude_min=True, exclude_max=True))
     for r in range(1, rows):
         if draw(st.booleans()):
             a[r] = draw(st.lists(tiny, min_size=cols, max_size=cols))
@@ -271,16 +272,24 @@ def _related(draw, relation: str, p: torch.Tensor) -> torch.Tensor:
     return draw(probability_vector(V))
 
 
-@st.composite
-def verification_case(draw, max_vocab: int = 6, max_k: int = 3, relations=RELATIONS):
+def verification_case(max_vocab: int = 6, max_k: int = 3, relations=RELATIONS):
     """``(p (k+1, V), q (k, V))`` float64 for one round of the verification
     rule: each drafted position's q related to p by one of ``relations``
     (module docstring; "disjoint" falls back to independent where p has no
-    zero)."""
-    unknown = set(relations) - set(ALL_RELATIONS)
-    if not relations or unknown:
+    zero). ValueError at once for an unknown relation or sizes below 2 and 1."""
+    relations = tuple(relations)
+    if not relations or set(relations) - set(ALL_RELATIONS):
         raise ValueError(f"relations must be a non-empty subset of {ALL_RELATIONS}, "
                          f"got {relations!r}")
+    if not (isinstance(max_vocab, int) and max_vocab >= 2 and isinstance(max_k, int)
+            and max_k >= 1):
+        raise ValueError(f"max_vocab must be an int >= 2 and max_k an int >= 1, got "
+                         f"{max_vocab!r}, {max_k!r}")
+    return _verification_case(max_vocab, max_k, relations)
+
+
+@st.composite
+def _verification_case(draw, max_vocab: int, max_k: int, relations: tuple):
     V = draw(st.integers(2, max_vocab))
     k = draw(st.integers(1, max_k))
     p = torch.stack([draw(probability_vector(V)) for _ in range(k + 1)])
