@@ -151,8 +151,8 @@ def test_usage_errors_exit_2_with_one_line(user_folder, capsys, argv, match):
 def test_scheme_and_pattern_words_are_the_kits():
     """--scheme's mapping names are repeated (a usage error needs no torch):
     they must be Mapping's; a scheme's printed form parses back to it."""
-    from aftertrain.checks.quant import Mapping, PerAxis, PerGroup, PerTensor, QuantScheme
     from aftertrain.checks.prune import NM, Scope, Structured, Unstructured
+    from aftertrain.checks.quant import Mapping, PerAxis, PerGroup, PerTensor, QuantScheme
 
     assert check_kits.MAPPINGS == tuple(m.name for m in Mapping)
     for scheme in (QuantScheme(4, Mapping.SYMMETRIC_FULL, PerGroup(32)),
