@@ -39,7 +39,7 @@ def test_the_uniforms_handed_to_a_rule_are_in_the_documented_dtype(dtype, unifor
 
 
 @pytest.mark.teeth
-def test_exact_at_bfloat16_draws_bfloat16_uniforms_and_finds_gpt_fasts_defect():
+def test_exact_bfloat16_battery_catches_gpt_fasts_rand_like_zero():
     """gpt-fast in bfloat16 accepts while ``rand_like(p) <= p/q``: bfloat16
     uniforms are 0 with probability ~2e-3, so drafts with p = 0 are
     accepted. With exact at bfloat16 the battery draws its uniforms in
@@ -79,7 +79,7 @@ def uniform_fallback(p, q, drafts, u, v):
 
 
 @pytest.mark.teeth
-def test_an_exact_verdict_is_the_same_at_every_seed():
+def test_exact_probes_catches_a_uniform_fallback_alike_at_every_seed():
     """Every input of an exact probe is forced (the batch probe's row v
     included), so a real defect gives the same failures at seeds 0 to 3
     through check_rule_exact, rule_reports and assert_rule; the batch probe's

@@ -227,3 +227,15 @@ def test_mask_creator_refuses_rows_that_are_not_whole_blocks():
     pattern = NM(2, 4)
     ragged = {"rows of 6": {"w": nm_battery(pattern)["rows not whole blocks"]["w"]}}
     check_pruner(mask_creator_2_4, pattern=pattern, cases=ragged).raise_for_failures()
+
+
+def test_mask_creator_masks_a_2_by_6_weight_across_rows_and_refuses_3_by_6():
+    """The figure of the xfail above: (2, 6) is masked (12 elements in
+    blocks of 4 straddling the rows: the kit's count row fails), (3, 6)
+    raised a ValueError (18 elements)."""
+    two = torch.arange(1.0, 13.0).reshape(2, 6)
+    mask = mask_creator(two, 2, 4).bool()
+    assert mask.shape == (2, 6) and int(mask.sum()) == 6
+    assert mask.reshape(-1, 4).sum(1).tolist() == [2, 2, 2]  # blocks of the flattened tensor
+    with pytest.raises(ValueError):
+        mask_creator(torch.arange(1.0, 19.0).reshape(3, 6), 2, 4)

@@ -37,7 +37,8 @@ def test_every_relation_draws_what_it_names(data):
             assert sorted(q[i].tolist())[-1] == 1.0 and int((q[i] > 0).sum()) == 1
 
 
-def test_a_property_test_with_distributions_finds_a_broken_rule():
+@pytest.mark.teeth
+def test_distributions_catches_a_nan_residual_read_by_argmax():
     """Teeth: ``distributions()`` reaches the zero residuals where the zoo's
     NaN-argmax rule emits token 0 with p(0) = 0 (forced rejection at
     u = 1 - eps); the correct rule holds on as many examples."""
@@ -77,7 +78,8 @@ def test_weights_are_finite_float32_matrices_and_the_reference_passes_on_them(w)
                            cases={"w": w}).passed
 
 
-def test_weights_reach_the_edges_and_catch_a_broken_quantizer():
+@pytest.mark.teeth
+def test_mixed_row_scales_catches_a_per_tensor_scale_claimed_per_row():
     """The strategies reach subnormal rows and mixed row scales, and a
     per-tensor scale claimed per row fails on a drawn matrix (teeth)."""
     settings_ = settings(max_examples=200, derandomize=True, database=None)

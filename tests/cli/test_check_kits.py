@@ -90,7 +90,7 @@ def test_a_quantizer_with_edge_findings_exits_0_and_1_with_strict(user_folder, c
 
 
 @pytest.mark.teeth
-def test_a_broken_quantizer_exits_1_and_json_classes_every_row(user_folder, capsys):
+def test_check_quantizer_catches_floor_rounding_with_exit_1_and_json_classes(user_folder, capsys):
     assert cli.main(["check", "quantizer", "my_kits:floor_int4", "--scheme", SCHEME,
                      "--json", "--quiet"]) == 1
     [report] = json.loads(capsys.readouterr().out)

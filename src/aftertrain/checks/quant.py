@@ -22,8 +22,11 @@ the group's ``max|w|`` (symmetric) or ``4 max|w|`` (asymmetric: the range
 ``hi - lo`` and the shift each reach ``2 max|w|``):
 
 * ``output``: no exception, shape kept, every value finite (a group size
-  that does not divide the row may be refused with a ValueError instead:
-  ``refused``);
+  that does not divide the row, undefined for the scheme, may be refused
+  with any exception that has a message: a passed ``refused`` row);
+* ``group size`` (``PerGroup(None)``, the library picks): the group size
+  the output shows (the returned scale's entries per row, else the smallest
+  dividing the row that ``w_hat`` fits), 1 for a longer row failing;
 * ``round-trip``: ``|w - w_hat| <= s/2 + 4 u R + 2**-149`` (for SYMMETRIC
   exactly the article's ``s/2 (1 + 8 qmax u) + 2**-149``, derivation in
   :mod:`aftertrain.core.tolerances`); a group whose scale is the declared floor is
@@ -49,8 +52,13 @@ the group's ``max|w|`` (symmetric) or ``4 max|w|`` (asymmetric: the range
 An element held at +-float32 max because its code's value lies past it
 (SYMMETRIC_FULL's ``qmin * s`` at ``w = -3.4e38``) is exempt from the grid.
 
-A failed ``round-trip``, ``grid`` or ``extremes`` line says which other
-scheme the output fits, if one does ("looks like SYMMETRIC_FULL").
+Each failed row is classed (:mod:`aftertrain.checks.report`): an edge
+finding when it fails only on groups at float32's edge (``max|w|`` above
+float32's max / 4, or a scale that would be subnormal; an exception on a
+case holding such a group), a mismatch when the case's output passes every
+row judging it alone under another scheme (the line says "looks like
+SYMMETRIC_FULL (declare ...)"), else a failure. Edge findings fail the
+report only with ``strict``.
 """
 
 from __future__ import annotations

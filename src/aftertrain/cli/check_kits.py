@@ -20,6 +20,8 @@ import math
 import re
 import sys
 
+from aftertrain.cli.check_common import MAX_SEED, add_common, add_target, run_reports, whole
+
 #: --scheme's mapping names (aftertrain.checks.schemes.Mapping), repeated so
 #: that a usage error needs no torch (tests/cli/test_check_kits.py keeps them equal).
 MAPPINGS = ("SYMMETRIC", "SYMMETRIC_FULL", "SYMMETRIC_NO_CLIPPING_ERR", "ASYMMETRIC",
@@ -123,47 +125,43 @@ def _sparsities(text: str) -> list[float]:
     return values
 
 
-def add_parsers(sub, target, common) -> None:
+def add_parsers(sub) -> None:
     """Add ``quantizer`` and ``pruner`` to ``check``'s subparsers."""
-    from aftertrain.cli.check import MAX_SEED, _whole
-
     q = sub.add_parser(
         "quantizer", help="a weight quantizer, against the scheme it claims",
         description="Judge quantize(w, scheme) (docs/checks.md, 'Quantizers') under each "
                     "--scheme. Exit 0 passed (edge findings printed), 1 failed (with --strict "
                     "also on an edge finding), 2 usage error.")
-    target(q, "the quantizer, quantize(w, scheme)")
+    add_target(q, "the quantizer, quantize(w, scheme)")
     q.add_argument("--scheme", type=parse_scheme, action="append", required=True,
                    metavar="'int4 SYMMETRIC_FULL PerGroup(32)'",
                    help="a scheme the quantizer claims (repeat for several): bits, mapping, "
                         "granularity, optional floor=X or floor=eps")
     q.add_argument("--strict", action="store_true",
                    help="edge findings (float32's max, subnormal scales) fail too")
-    q.add_argument("--seed", type=_whole(0, MAX_SEED), default=0,
+    q.add_argument("--seed", type=whole(0, MAX_SEED), default=0,
                    help="seed of the default battery (default 0)")
-    common(q)
+    add_common(q)
     q.set_defaults(func=cmd_quantizer)
 
     p = sub.add_parser(
         "pruner", help="a pruner, against the sparsity pattern it claims",
         description="Judge prune(weights, sparsity) -> masks (docs/checks.md, 'Pruners') "
                     "against --pattern. Exit 0 passed, 1 failed, 2 usage error.")
-    target(p, "the pruner, prune(weights, sparsity) -> masks")
+    add_target(p, "the pruner, prune(weights, sparsity) -> masks")
     p.add_argument("--pattern", type=parse_pattern, required=True, metavar="PATTERN",
                    help="N:M (e.g. 2:4), global, per-layer, rows[:NORM] or columns[:NORM]")
     p.add_argument("--random", action="store_true",
                    help="the pruner is not a magnitude pruner: check counts and structure only")
     p.add_argument("--sparsities", type=_sparsities, default=None, metavar="S1,S2,...",
                    help="sparsities to run (default the kit's nine; not with N:M)")
-    p.add_argument("--seed", type=_whole(0, MAX_SEED), default=0,
+    p.add_argument("--seed", type=whole(0, MAX_SEED), default=0,
                    help="seed of the default battery (default 0)")
-    common(p)
+    add_common(p)
     p.set_defaults(func=cmd_pruner)
 
 
 def cmd_quantizer(args: argparse.Namespace) -> int:
-    from aftertrain.cli.check import run_reports
-
     def reports_of(quantize, progress):
         from aftertrain.checks.quant import check_quantizer
 
@@ -174,8 +172,6 @@ def cmd_quantizer(args: argparse.Namespace) -> int:
 
 
 def cmd_pruner(args: argparse.Namespace) -> int:
-    from aftertrain.cli.check import run_reports
-
     if args.sparsities is not None and args.pattern[0] == "nm":
         print("aftertrain check pruner: error: --sparsities does not apply to an N:M pattern "
               "(its sparsity is 1 - N/M)", file=sys.stderr)

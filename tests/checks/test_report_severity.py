@@ -51,7 +51,7 @@ def classes(report: Report) -> set[str]:
 
 
 @pytest.mark.teeth
-def test_a_nan_at_float32s_max_is_an_edge_finding_and_elsewhere_a_failure():
+def test_severity_catches_a_nan_off_float32s_edge_as_a_failure():
     edge = check_quantizer(nan_at(0), schemes=[SYM], cases=HUGE)
     assert edge.passed and classes(edge) == {"edge"}, str(edge)
     assert str(edge).splitlines()[0].startswith(f"{edge.subject}: PASSED, ")
@@ -63,7 +63,7 @@ def test_a_nan_at_float32s_max_is_an_edge_finding_and_elsewhere_a_failure():
 
 
 @pytest.mark.teeth
-def test_garbage_on_a_subnormal_scale_group_is_an_edge_finding_and_elsewhere_a_failure():
+def test_severity_catches_garbage_off_a_subnormal_group_as_a_failure():
     edge = check_quantizer(garbage_at(0), schemes=[SYM], cases=TINY)
     assert edge.passed and classes(edge) == {"edge"}, str(edge)
     with pytest.raises(AssertionError, match="FAILED"):
@@ -74,7 +74,7 @@ def test_garbage_on_a_subnormal_scale_group_is_an_edge_finding_and_elsewhere_a_f
 
 
 @pytest.mark.teeth
-def test_an_all_zero_row_is_no_edge():
+def test_severity_catches_a_nan_zero_row_as_a_failure():
     """A zero row is a weight a trained (pruned) model has: NaN there fails."""
     zero = {"zero row": torch.tensor([[0.0, 0.0, 0.0], [0.5, -0.25, 1.0]])}
     report = check_quantizer(nan_at(0), schemes=[SYM], cases=zero)
@@ -82,7 +82,7 @@ def test_an_all_zero_row_is_no_edge():
 
 
 @pytest.mark.teeth
-def test_another_schemes_output_is_a_mismatch_naming_it_and_a_broken_one_a_failure():
+def test_mismatch_catches_another_schemes_output_and_not_floor_rounding():
     """SYMMETRIC_FULL's correct output declared as SYMMETRIC: every failed
     row is a mismatch whose ``fits`` is the scheme to declare; the report
     fails. Floor rounding fits no scheme: failures."""
@@ -122,7 +122,7 @@ def test_any_exception_with_a_message_on_an_undefined_input_is_a_refusal(exc):
 
 
 @pytest.mark.teeth
-def test_a_crash_on_a_defined_input_or_without_a_message_fails():
+def test_refusal_catches_a_crash_on_a_defined_input_or_without_a_message():
     def refuses(w, scheme):
         raise AssertionError("no")
     defined = {"rows of 8": torch.randn(2, 8, generator=torch.Generator().manual_seed(0))}
@@ -150,7 +150,7 @@ def two_four(raise_on_ragged: type[Exception] | None):
 
 
 @pytest.mark.teeth
-def test_a_pruner_may_refuse_rows_that_are_not_whole_blocks_with_any_exception():
+def test_pruner_refusal_catches_a_crash_on_whole_blocks():
     pattern = NM(2, 4)
     report = check_pruner(two_four(RuntimeError), pattern=pattern)
     assert report.passed and any(r.detail.startswith("refused (RuntimeError: ")
