@@ -141,3 +141,24 @@ def test_assert_rule_passes_sequential_through_to_the_checks():
     from aftertrain.checks.assertions import assert_rule
 
     assert assert_rule(_one_round_rule(), sequential=True, n=100) is None
+
+
+def test_every_kit_has_one_import_place_with_its_one_line_assertion():
+    """``from aftertrain.checks.<kit> import ...`` gives the kit's types, its
+    check and its one-line assertion, as ``torchao.quantization`` is
+    torchao's; ``aftertrain.checks.assertions`` gathers the three."""
+    from aftertrain.checks import assertions, prune, quant, speculative
+
+    for module, names in (
+        (speculative, ("check_rule", "check_rule_exact", "check_generator", "sequential",
+                       "drawing_uniforms", "assert_rule", "rule_reports")),
+        (quant, ("QuantScheme", "Mapping", "PerTensor", "PerAxis", "PerGroup", "check_quantizer",
+                 "assert_quantizer", "quantize_scheme", "Report", "Row")),
+        (prune, ("NM", "Scope", "Structured", "Unstructured", "check_pruner", "assert_pruner",
+                 "Report", "Row")),
+    ):
+        assert set(names) <= set(module.__all__), module.__name__
+        assert all(getattr(module, n) is not None for n in module.__all__), module.__name__
+    assert assertions.assert_quantizer is quant.assert_quantizer
+    assert assertions.assert_pruner is prune.assert_pruner
+    assert assertions.assert_rule is speculative.assert_rule
