@@ -17,12 +17,14 @@ MAX_SEED = 2**64 - 1
 
 
 def add_target(parser: argparse.ArgumentParser, what: str) -> None:
+    """The ``MODULE:FUNC`` positional argument; ``what`` names the function."""
     parser.add_argument("target", metavar="MODULE:FUNC",
                         help=f"{what}: an importable module (the current folder is searched "
                              "first) or a path to a .py file, and the function's name")
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
+    """``--json`` and ``--quiet``, on every check command."""
     parser.add_argument("--json", action="store_true", help="print the reports as JSON")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress lines on standard error")
@@ -76,13 +78,16 @@ def load_function(target: str):
             # the file's folder first on the path: it imports the modules beside it
             if str(path.parent) not in sys.path:
                 sys.path.insert(0, str(path.parent))
-            spec = importlib.util.spec_from_file_location(path.stem, path)
+            # registered under its name (dataclasses and pickle look it up), unless
+            # that name is taken (a file called json.py must not shadow json)
+            name = path.stem if path.stem not in sys.modules else f"_aftertrain_check_{path.stem}"
+            spec = importlib.util.spec_from_file_location(name, path)
             module = importlib.util.module_from_spec(spec)
-            sys.modules[path.stem] = module
+            sys.modules[name] = module
             try:
                 spec.loader.exec_module(module)
             except BaseException:
-                sys.modules.pop(path.stem, None)
+                sys.modules.pop(name, None)
                 raise
         else:
             if str(Path.cwd()) not in sys.path:
