@@ -167,3 +167,14 @@ def test_scheme_and_pattern_words_are_the_kits():
     assert build(check_kits.parse_pattern("2:4")) == NM(2, 4)
     assert build(check_kits.parse_pattern("global")) == Unstructured(Scope.GLOBAL)
     assert build(check_kits.parse_pattern("columns:inf")) == Structured(1, float("inf"))
+
+
+def test_a_file_named_like_a_loaded_module_does_not_shadow_it(user_folder, capsys):
+    """``lib/json.py:rule`` loads the file under another name: the json
+    module the command writes its output with stays the standard one."""
+    (user_folder / "lib" / "json.py").write_text(
+        "from aftertrain.checks import zoo\nrule = zoo.make_rule()\n")
+    assert cli.main(["check", "rule", "lib/json.py:rule", "--exact", "--n", "100", "--json",
+                     "--quiet"]) == 0
+    assert [r["passed"] for r in json.loads(capsys.readouterr().out)] == [True, True]
+    assert json.dumps is sys.modules["json"].dumps
