@@ -23,7 +23,7 @@ from aftertrain.checks.schemes import Mapping, PerAxis, PerGroup, QuantScheme
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
-    from optimum.quanto import qint2, qint4, qint8, quantize_weight
+    from optimum.quanto import freeze, qint2, qint4, qint8, quantize, quantize_weight
     from optimum.quanto.tensor.optimizers import AbsmaxOptimizer, MaxOptimizer
 
 QTYPES = {8: qint8, 4: qint4, 2: qint2}
@@ -88,8 +88,20 @@ def test_qint4_is_not_symmetric_and_the_kit_says_which_it_is():
     "fl(max / 127) rounds past the largest float), qint4 per group 32 gives inf or NaN for "
     "every value of the groups holding max and -max/3 (64 values: max - min overflows)"))
 def test_quanto_stays_finite_at_float32_max(scheme):
-    check_quantizer(quanto_weight, schemes=[scheme],
+    check_quantizer(quanto_weight, schemes=[scheme], strict=True,
                     cases=cases(scheme, "float32 max", keep=True)).raise_for_failures()
+
+
+@pytest.mark.parametrize("scheme, not_finite", [(QINT8, 2), (GROUPED[0], 64)], ids=str)
+def test_quanto_at_float32_max_is_an_edge_finding(scheme, not_finite):
+    """The figure of the xfail above (2 and 64 values not finite), classed
+    as edge findings: without ``strict`` the report passes."""
+    report = check_quantizer(quanto_weight, schemes=[scheme],
+                             cases=cases(scheme, "float32 max", keep=True))
+    failed = [r for r in report.rows if not r.passed]
+    assert report.passed and {r.severity for r in failed} == {"edge"}, str(report)
+    [output] = [r for r in failed if r.check == "output"]
+    assert output.value == not_finite, str(report)
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
@@ -109,3 +121,52 @@ def test_qint4_leaves_a_one_group_weight_unquantized():
     w_hat, _codes, scale, _shift = quanto_weight(w, GROUPED[0])
     assert torch.equal(w_hat, w) and scale.shape == (1, 32) and bool((scale == 0).all())
     assert len(torch.unique(w_hat)) == 32
+
+
+# --- the module path: quanto picks the group size ------------------------------------
+
+
+def quanto_module(w: torch.Tensor, scheme: QuantScheme) -> tuple[torch.Tensor, ...]:
+    """``quantize(model, weights=qint4)`` then ``freeze``, as a user does: quanto
+    picks the group size from the layer's in_features (128, else 96, 64 or 32
+    dividing it, else none: per row)."""
+    model = torch.nn.Sequential(torch.nn.Linear(w.shape[1], w.shape[0], bias=False))
+    model[0].weight.data = w.clone()
+    quantize(model, weights=QTYPES[scheme.bits])
+    freeze(model)
+    q = model[0].weight
+    return q.dequantize(), q._data.unpack().reshape(w.shape), q._scale, q._shift
+
+
+CHOSEN = QuantScheme(4, Mapping.ASYMMETRIC_FLOAT_SHIFT, PerGroup(None))
+
+
+def test_quanto_module_path_passes_at_the_group_size_it_picks():
+    """Declared ``PerGroup(None)`` (the library picks), quanto's module path
+    passes the battery (without float32's max and the one-group weight,
+    findings above), judged at the group size its scale shows: 128 for rows
+    of 256, 96 for rows of 192 (told ``PerGroup(128)`` those rows would fail)."""
+    report = check_quantizer(quanto_module, schemes=[CHOSEN],
+                             cases=cases(CHOSEN, "float32 max", "one group"))
+    report.raise_for_failures()
+    chosen = {r.case.split(",")[0]: r.value for r in report.rows if r.check == "group size"}
+    assert chosen["gaussian"] == 128 and chosen["group size does not divide the row"] == 96
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "quanto's module path leaves a one-group weight (1, 128) unquantized: in_features 128 "
+    "gives no group size (per row), the length-1 axis becomes None and its scale has one "
+    "entry per element (group size 1, scale 0, w_hat == w)"))
+def test_quanto_module_path_quantizes_a_weight_of_one_group():
+    check_quantizer(quanto_module, schemes=[CHOSEN],
+                    cases=cases(CHOSEN, "one group", keep=True)).raise_for_failures()
+
+
+def test_a_chosen_group_size_of_one_fails():
+    """The figure of the xfail above, and the kit's teeth: a chosen group
+    size of 1 is a failed ``group size`` row naming it."""
+    report = check_quantizer(quanto_module, schemes=[CHOSEN],
+                             cases=cases(CHOSEN, "one group", keep=True))
+    [row] = [r for r in report.rows if not r.passed]
+    assert row.check == "group size" and row.severity == "failure", str(report)
+    assert row.detail.startswith("the library chose 1 for rows of 128"), row.detail

@@ -123,29 +123,85 @@ def test_intx_weight_only_passes_the_kit_under_its_declared_scheme(mapping):
 @pytest.mark.parametrize("mapping", [Mapping.SYMMETRIC_FULL, Mapping.ASYMMETRIC],
                          ids=lambda m: m.name)
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "torchao at float32's max: SYMMETRIC gives -inf for w = -3.4028e38 (the code -8 times "
-    "the scale max / 7.5 overflows; int8: -128 x max / 127.5), ASYMMETRIC gives NaN for the "
-    "whole group (max - min overflows to inf); SYMMETRIC_NO_CLIPPING_ERR stays finite"))
+    "torchao at float32's max, with strict=True (edge findings fail): SYMMETRIC gives -inf "
+    "for w = -3.4028e38 (the code -8 times the scale max / 7.5 overflows; int8: -128 x max / "
+    "127.5), ASYMMETRIC gives NaN for the whole group (max - min overflows to inf)"))
 def test_intx_weight_only_stays_finite_at_float32_max(mapping):
     scheme = QuantScheme(4, mapping, PerGroup(32))
-    check_quantizer(intx_weight_only, schemes=[scheme],
+    check_quantizer(intx_weight_only, schemes=[scheme], strict=True,
                     cases=cases(scheme, "float32 max", keep=True)).raise_for_failures()
 
 
-def test_intx_weight_only_no_clipping_err_stays_finite_at_float32_max():
-    scheme = QuantScheme(4, Mapping.SYMMETRIC_NO_CLIPPING_ERR, PerGroup(32))
-    check_quantizer(intx_weight_only, schemes=[scheme],
-                    cases=cases(scheme, "float32 max", keep=True)).raise_for_failures()
+@pytest.mark.parametrize("mapping, not_finite", [(Mapping.SYMMETRIC_FULL, 1),
+                                                 (Mapping.ASYMMETRIC, 64)],
+                         ids=["SYMMETRIC_FULL", "ASYMMETRIC"])
+def test_intx_weight_only_at_float32_max_is_an_edge_finding(mapping, not_finite):
+    """The figure of the xfail above (one -inf; the 64 values of the two
+    groups holding max and -max/3 NaN), classed as edge findings: without
+    ``strict`` the report passes."""
+    scheme = QuantScheme(4, mapping, PerGroup(32))
+    report = check_quantizer(intx_weight_only, schemes=[scheme],
+                             cases=cases(scheme, "float32 max", keep=True))
+    failed = [r for r in report.rows if not r.passed]
+    assert report.passed and {r.severity for r in failed} == {"edge"}, str(report)
+    [output] = [r for r in failed if r.check == "output"]
+    assert output.value == not_finite, str(report)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "torchao refuses a row of 48 at group size 32 with an AssertionError ('Expecting input "
-    "size at 1 dimension: 48 to be divisible by block_size at 1 dimension: 32'), not a "
-    "ValueError: the refusal disappears under python -O"))
-def test_intx_weight_only_refuses_a_group_size_not_dividing_the_row_with_a_value_error():
+@pytest.mark.parametrize("bits, granularity, not_finite", [(4, PerGroup(32), 0),
+                                                            (8, PerAxis(0), 1)], ids=str)
+def test_intx_weight_only_no_clipping_err_at_float32_max(bits, granularity, not_finite):
+    """SYMMETRIC_NO_CLIPPING_ERR stays finite at float32's max per group of
+    32 at 4 bits, and not per row at 8 bits: the element at +max becomes
+    +inf (127 x fl(max / 127) rounds past the largest float), one value
+    (an earlier docs/checks.md said it stayed finite); an edge finding, so
+    the report passes without ``strict`` and fails with it."""
+    scheme = QuantScheme(bits, Mapping.SYMMETRIC_NO_CLIPPING_ERR, granularity)
+    edge_cases = cases(scheme, "float32 max", keep=True)
+    report = check_quantizer(intx_weight_only, schemes=[scheme], cases=edge_cases)
+    [output] = [r for r in report.rows if r.check == "output"]
+    assert output.value == not_finite and report.passed, str(report)
+    strict = check_quantizer(intx_weight_only, schemes=[scheme], cases=edge_cases, strict=True)
+    assert strict.passed is (not_finite == 0), str(strict)
+    if not_finite:
+        assert output.severity == "edge" and report.edges, str(report)
+
+
+def test_intx_weight_only_refuses_a_group_size_not_dividing_the_row():
+    """A row of 48 at group size 32 is undefined for the scheme: torchao
+    refuses it with an AssertionError and a message, which the kit records
+    as a refusal (a passed ``refused`` row), not a failure."""
     scheme = QuantScheme(4, Mapping.SYMMETRIC_FULL, PerGroup(32))
-    check_quantizer(intx_weight_only, schemes=[scheme],
-                    cases=cases(scheme, EDGES[1], keep=True)).raise_for_failures()
+    report = check_quantizer(intx_weight_only, schemes=[scheme],
+                             cases=cases(scheme, EDGES[1], keep=True))
+    [row] = report.rows
+    assert report.passed and row.check == "refused", str(report)
+    assert row.detail == ("refused (AssertionError: Expecting input size at 1 dimension: 48 "
+                          "to be divisible by block_size at 1 dimension: 32)"), row.detail
+
+
+@pytest.mark.slow
+def test_intx_weight_only_still_refuses_under_python_O(tmp_path):
+    """Under ``python -O`` the assertion is gone, and torchao still refuses
+    the row of 48 at group size 32: with a RuntimeError from a reshape (an
+    earlier docs/checks.md said the refusal disappeared). A subprocess: the
+    interpreter's -O cannot be switched on in this one."""
+    import subprocess
+    import sys
+
+    code = ("import torch\nfrom torchao.quantization import IntxWeightOnlyConfig, quantize_\n"
+            "from torchao.quantization.granularity import PerGroup\n"
+            "assert not __debug__\n"
+            "lin = torch.nn.Linear(48, 2, bias=False)\n"
+            "try:\n"
+            "    quantize_(lin, IntxWeightOnlyConfig(weight_dtype=torch.int4, "
+            "granularity=PerGroup(32)))\n"
+            "except Exception as e:\n"
+            "    print(type(e).__name__)\n")
+    out = subprocess.run([sys.executable, "-O", "-c", code], capture_output=True, text=True,
+                         timeout=300, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "RuntimeError", (out.stdout, out.stderr)
 
 
 # --- 2:4 --------------------------------------------------------------------
@@ -171,3 +227,15 @@ def test_mask_creator_refuses_rows_that_are_not_whole_blocks():
     pattern = NM(2, 4)
     ragged = {"rows of 6": {"w": nm_battery(pattern)["rows not whole blocks"]["w"]}}
     check_pruner(mask_creator_2_4, pattern=pattern, cases=ragged).raise_for_failures()
+
+
+def test_mask_creator_masks_a_2_by_6_weight_across_rows_and_refuses_3_by_6():
+    """The figure of the xfail above: (2, 6) is masked (12 elements in
+    blocks of 4 straddling the rows: the kit's count row fails), (3, 6)
+    raised a ValueError (18 elements)."""
+    two = torch.arange(1.0, 13.0).reshape(2, 6)
+    mask = mask_creator(two, 2, 4).bool()
+    assert mask.shape == (2, 6) and int(mask.sum()) == 6
+    assert mask.reshape(-1, 4).sum(1).tolist() == [2, 2, 2]  # blocks of the flattened tensor
+    with pytest.raises(ValueError):
+        mask_creator(torch.arange(1.0, 19.0).reshape(3, 6), 2, 4)

@@ -193,7 +193,8 @@ def test_check_quantizer_catches_a_negative_axis_read_as_rows():
                              cases={"columns": torch.tensor([[0.9, -1.3], [-0.1, 0.3]])})
     assert {"grid", "scale"} <= failed_checks(report), str(report)
     [grid] = rows_named(report, "grid")
-    assert grid.detail.endswith("; looks like PerAxis(0)")
+    assert "; looks like PerAxis(0) (declare int4 SYMMETRIC PerAxis(0))" in grid.detail
+    assert grid.severity == "mismatch" and grid.fits == "int4 SYMMETRIC PerAxis(0)"
 
 
 # --- the output row: what a quantizer returns and what it may refuse ----------------------

@@ -26,12 +26,23 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_kit_imports_without_pytest_or_hypothesis():
+    """Every kit (and its one-line assertions) imports without pytest and
+    hypothesis; aftertrain.checks.strategies, which needs hypothesis, says
+    how to get it (the ``strategies`` extra)."""
     code = ("import sys; sys.modules['pytest'] = None; sys.modules['hypothesis'] = None\n"
             "from aftertrain.checks.speculative import check_rule, check_rule_exact, "
-            "check_generator, sequential\nfrom aftertrain.checks import zoo\nprint('ok')")
+            "check_generator, sequential\nfrom aftertrain.checks import zoo\n"
+            "from aftertrain.checks.quant import QuantScheme, PerGroup, check_quantizer\n"
+            "from aftertrain.checks.prune import NM, check_pruner\n"
+            "from aftertrain.checks.assertions import assert_rule, assert_quantizer, "
+            "assert_pruner\nprint('ok')\n"
+            "try:\n    import aftertrain.checks.strategies\n"
+            "except ImportError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=ROOT, timeout=120)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+    lines = out.stdout.strip().splitlines()
+    assert out.returncode == 0 and lines[0] == "ok", out.stderr
+    assert "pip install 'aftertrain[strategies]'" in lines[1], out.stdout
 
 
 @pytest.mark.claim("X7")

@@ -42,7 +42,8 @@ def _options(help_text: str) -> set[str]:
                            if line.strip().startswith("-")))
 
 
-@pytest.mark.parametrize("argv", [[c] for c in SUBCOMMANDS] + [["check", "rule"]],
+@pytest.mark.parametrize("argv", [[c] for c in SUBCOMMANDS]
+                         + [["check", kit] for kit in ("rule", "quantizer", "pruner")],
                          ids=lambda a: " ".join(a))
 def test_the_readme_lists_every_option_of_every_command(argv, capsys):
     text = _help(argv, capsys)

@@ -16,8 +16,10 @@ fixes is checked: counts, shapes, the structure; nesting only if asked.
 The guarantees checked, per case of the battery and sparsity:
 
 * ``output``: no exception, one bool mask per weight, of its shape; the
-  input left unmodified (a 2:4 pruner may refuse a row length that ``m`` does
-  not divide with a ValueError: ``refused``);
+  input left unmodified (an N:M pruner may refuse rows that are not whole
+  blocks of ``m``, undefined for the pattern, with any exception that has a
+  message: a passed ``refused`` row, "refused (AssertionError: ...)"; an
+  exception on an input the pattern defines fails);
 * ``structure``: Structured: every slice along ``dim`` kept or removed whole;
 * ``count``: exactly the rounded count removed (globally, per matrix, in
   slices per matrix); NM: exactly ``n`` kept in every block of ``m``;
@@ -41,7 +43,10 @@ from aftertrain.checks.patterns import NM, Pattern, Scope, Structured, Unstructu
 from aftertrain.checks.report import Report, Row
 from aftertrain.core.validation import check_seed
 
-__all__ = ["NM", "Scope", "Structured", "Unstructured", "battery", "check_pruner"]
+#: The kit's one import place: ``from aftertrain.checks.prune import NM,
+#: Scope, Structured, Unstructured, check_pruner, assert_pruner``.
+__all__ = ["NM", "Pattern", "Report", "Row", "Scope", "Structured", "Unstructured",
+           "assert_pruner", "battery", "check_pruner", "nm_battery", "structured_battery"]
 
 Masks = dict[str, torch.Tensor]
 Pruner = Callable[[dict[str, torch.Tensor], float], Masks]
@@ -145,14 +150,12 @@ def nm_battery(pattern: NM, seed: int = 0) -> dict[str, dict[str, torch.Tensor]]
 
 
 def _call(prune: Pruner, weights: Mapping[str, torch.Tensor], s: float):
-    """(masks, None), (None, error line) or (None, the ValueError raised)."""
+    """(masks, None), (None, error line) or (None, the exception raised)."""
     copies = {n: w.clone() for n, w in weights.items()}
     try:
         masks = prune(copies, s)
-    except ValueError as e:
+    except Exception as e:  # a refusal where the pattern allows one, else a finding
         return None, e
-    except Exception as e:  # any exception is a finding
-        return None, f"raised {type(e).__name__}: {e}"
     if any(not torch.equal(copies[n].view(-1), weights[n].view(-1)) for n in weights):
         return None, "modified the weights it was given"
     if not isinstance(masks, Mapping) or set(masks) != set(weights):
@@ -223,11 +226,12 @@ def _check_case(report: Report, prune: Pruner, case: str, weights, sparsities: l
     for s in sparsities:
         where = f"{case}, sparsity {s}"
         masks, error = _call(prune, weights, s)
-        if isinstance(error, ValueError) and _refusable(pattern, weights) and str(error):
-            report.add(Row(where, "refused", True, detail=f"ValueError: {error}"))
+        if isinstance(error, Exception) and _refusable(pattern, weights) and str(error):
+            report.add(Row(where, "refused", True,
+                           detail=f"refused ({type(error).__name__}: {error})"))
             return
-        if isinstance(error, ValueError):
-            error = f"raised ValueError: {error}"
+        if isinstance(error, Exception):
+            error = f"raised {type(error).__name__}: {error}"
         report.add(Row(where, "output", error is None, detail=error or ""))
         if masks is None:
             previous = None
@@ -395,3 +399,10 @@ def _check_magnitude(report: Report, where: str, weights, masks, scope: Scope) -
         ok = removed <= kept
         report.add(Row(f"{where}, {group}", "magnitude", ok, value=removed, bound=kept,
                        detail="" if ok else f"removed |w| {removed:.4g} > kept |w| {kept:.4g}"))
+
+
+def assert_pruner(prune: Pruner, **kwargs) -> None:
+    """:func:`check_pruner` with the same arguments (``pattern=...``),
+    raising AssertionError with the report (its verdict first, one line per
+    failure) when it fails; None when it passes."""
+    check_pruner(prune, **kwargs).raise_for_failures()

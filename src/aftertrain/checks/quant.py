@@ -22,8 +22,11 @@ the group's ``max|w|`` (symmetric) or ``4 max|w|`` (asymmetric: the range
 ``hi - lo`` and the shift each reach ``2 max|w|``):
 
 * ``output``: no exception, shape kept, every value finite (a group size
-  that does not divide the row may be refused with a ValueError instead:
-  ``refused``);
+  that does not divide the row, undefined for the scheme, may be refused
+  with any exception that has a message: a passed ``refused`` row);
+* ``group size`` (``PerGroup(None)``, the library picks): the group size
+  the output shows (the returned scale's entries per row, else the smallest
+  dividing the row that ``w_hat`` fits), 1 for a longer row failing;
 * ``round-trip``: ``|w - w_hat| <= s/2 + 4 u R + 2**-149`` (for SYMMETRIC
   exactly the article's ``s/2 (1 + 8 qmax u) + 2**-149``, derivation in
   :mod:`aftertrain.core.tolerances`); a group whose scale is the declared floor is
@@ -49,8 +52,13 @@ the group's ``max|w|`` (symmetric) or ``4 max|w|`` (asymmetric: the range
 An element held at +-float32 max because its code's value lies past it
 (SYMMETRIC_FULL's ``qmin * s`` at ``w = -3.4e38``) is exempt from the grid.
 
-A failed ``round-trip``, ``grid`` or ``extremes`` line says which other
-scheme the output fits, if one does ("looks like SYMMETRIC_FULL").
+Each failed row is classed (:mod:`aftertrain.checks.report`): an edge
+finding when it fails only on groups at float32's edge (``max|w|`` above
+float32's max / 4, or a scale that would be subnormal; an exception on a
+case holding such a group), a mismatch when the case's output passes every
+row judging it alone under another scheme (the line says "looks like
+SYMMETRIC_FULL (declare ...)"), else a failure. Edge findings fail the
+report only with ``strict``.
 """
 
 from __future__ import annotations
@@ -63,12 +71,23 @@ import torch
 
 from aftertrain.checks.quant_battery import battery, group_battery, scheme_battery
 from aftertrain.checks.quant_guarantees import FLOAT32_EPS, check_case
-from aftertrain.checks.report import Report
-from aftertrain.checks.schemes import Mapping, PerAxis, PerTensor, QuantScheme
+from aftertrain.checks.report import EDGE, FAILURE, MISMATCH, Report, Row
+from aftertrain.checks.schemes import (
+    Mapping,
+    PerAxis,
+    PerGroup,
+    PerTensor,
+    QuantScheme,
+    quantize_scheme,
+)
 from aftertrain.core.validation import check_seed
 from aftertrain.quant.primitives import Granularity, check_bits, fake_quantize, quantize_codes
 
-__all__ = ["FLOAT32_EPS", "battery", "check_quantizer", "group_battery", "reference_quantizer",
+#: The kit's one import place: ``from aftertrain.checks.quant import
+#: QuantScheme, Mapping, PerGroup, check_quantizer, assert_quantizer``.
+__all__ = ["EDGE", "FAILURE", "FLOAT32_EPS", "MISMATCH", "Mapping", "PerAxis", "PerGroup",
+           "PerTensor", "QuantScheme", "Report", "Row", "assert_quantizer", "battery",
+           "check_quantizer", "group_battery", "quantize_scheme", "reference_quantizer",
            "scheme_battery"]
 
 QuantizerOutput = torch.Tensor | tuple[torch.Tensor, ...]
@@ -94,9 +113,15 @@ def check_quantizer(
     cases: MappingABC[str, torch.Tensor] | None = None,
     seed: int = 0,
     name: str | None = None,
+    strict: bool = False,
 ) -> Report:
     """Run the battery (or ``cases``) through ``quantize`` under every scheme
     and check every guarantee of the module docstring; a :class:`Report`.
+
+    Every failed row is classed (:mod:`aftertrain.checks.report`): a failure,
+    an edge finding (only on groups near float32's max or of subnormal
+    scale: the report still passes unless ``strict``), or a mismatch (the
+    output is another scheme's: the line names it).
 
     Args:
         quantize: ``quantize(w, scheme)`` with ``schemes``; without, the
@@ -113,6 +138,7 @@ def check_quantizer(
             group needs ``cases``.
         seed: seed of the default battery.
         name: the subject named in the report (default ``quantize``'s name).
+        strict: edge findings fail the report too.
     """
     if not callable(quantize):
         raise ValueError(f"quantize must be a callable (w, scheme) -> w_hat, got {quantize!r}")
@@ -129,11 +155,13 @@ def check_quantizer(
         raise ValueError(f"schemes must be a QuantScheme or a non-empty list of them, got "
                          f"{given!r}")
     check_seed(seed)
+    if not isinstance(strict, bool):
+        raise ValueError(f"strict must be a bool, got {strict!r}")
     if cases is not None:
         _check_cases(cases)
     # every scheme's cases before the first call: a battery too large is refused first
     batteries = [scheme_battery(s, seed) if cases is None else cases for s in schemes]
-    report = Report(name or getattr(quantize, "__name__", repr(quantize)))
+    report = Report(name or getattr(quantize, "__name__", repr(quantize)), strict=strict)
     for scheme, battery_ in zip(schemes, batteries, strict=True):
         for case, w in battery_.items():
             check_case(report, quantize, f"{case}, {scheme}", w, scheme)
@@ -168,3 +196,11 @@ def _check_cases(cases) -> None:
         if (not isinstance(w, torch.Tensor) or w.dtype != torch.float32 or w.dim() != 2
                 or w.numel() == 0 or not bool(torch.isfinite(w).all())):
             raise ValueError(f"cases: {case!r} must be a finite, non-empty 2-D float32 tensor")
+
+
+def assert_quantizer(quantize: Quantizer | ArticleQuantizer, **kwargs) -> None:
+    """:func:`check_quantizer` with the same arguments (``schemes=...``,
+    ``strict=...``), raising AssertionError with the report (its verdict
+    first, one line per failure) when it fails; None when it passes (edge
+    findings are then only in the report, ``strict=True`` fails on them)."""
+    check_quantizer(quantize, **kwargs).raise_for_failures()

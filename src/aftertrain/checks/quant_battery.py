@@ -15,6 +15,10 @@ from aftertrain.quant.primitives import FLOAT32_MAX, qmax_for
 #: to 256, and a group of a whole row of a large model is about 16,384. A
 #: larger group is judged on the user's own ``cases``.
 MAX_BATTERY_GROUP = 2**16
+#: The group size the default battery of ``PerGroup(None)`` (the library
+#: picks) is built for: optimum-quanto's default, so rows hold 256 and 192
+#: values (quanto picks 128 and 96) and one case is a single row of 128.
+CHOSEN_GROUP_BATTERY = 128
 #: Float32 values of the default battery per element of a group (at most).
 BATTERY_VALUES_PER_GROUP_ELEMENT = 42
 
@@ -72,6 +76,10 @@ def group_battery(bits: int, group_size: int, seed: int = 0) -> dict[str, torch.
     row; a subnormal group beside a normal one; float32's largest values;
     one group; rows of 1.5 groups (the group size does not divide the row).
     """
+    group_size = PerGroup(group_size).group_size  # validates it
+    if group_size is None:
+        raise ValueError("group_size must be an int >= 1 for the battery (PerGroup(None): "
+                         "scheme_battery builds it for the library's choice)")
     qmax = qmax_for(bits)
     check_seed(seed)
     g = torch.Generator().manual_seed(seed)
@@ -115,5 +123,6 @@ def scheme_battery(scheme: QuantScheme, seed: int = 0) -> dict[str, torch.Tensor
     """The default cases of ``scheme``: :func:`group_battery` per group,
     :func:`battery` otherwise."""
     if isinstance(scheme.granularity, PerGroup):
-        return group_battery(scheme.bits, scheme.granularity.group_size, seed)
+        size = scheme.granularity.group_size
+        return group_battery(scheme.bits, CHOSEN_GROUP_BATTERY if size is None else size, seed)
     return battery(scheme.bits, seed)

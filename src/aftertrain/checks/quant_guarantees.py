@@ -5,13 +5,12 @@ tolerances in :mod:`aftertrain.checks.quant`'s docstring."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import torch
 
-from aftertrain.checks.report import Report, Row
+from aftertrain.checks.report import EDGE, FAILURE, MISMATCH, Report, Row
 from aftertrain.checks.schemes import (
     Mapping,
     PerAxis,
@@ -29,6 +28,10 @@ from aftertrain.quant.primitives import FLOAT32_MAX, SCALE_FLOOR
 
 Quantizer = Callable[[torch.Tensor, QuantScheme], torch.Tensor | tuple[torch.Tensor, ...]]
 U = T.FLOAT32_UNIT_ROUNDOFF
+#: A group whose ``max|w|`` exceeds this is at float32's edge: its range
+#: ``hi - lo``, its shift or a code's value ``qmin * s`` can overflow (the
+#: asymmetric range and shift each reach ``2 max|w|``, with rounding room).
+OVERFLOW_EDGE = FLOAT32_MAX / 4
 #: torchao's scale floor for int8 weights (float32's machine epsilon, 1.19e-7).
 FLOAT32_EPS = torch.finfo(torch.float32).eps
 
@@ -57,6 +60,7 @@ class Reference:
     judged: torch.Tensor
     floored: torch.Tensor
     mapping: Mapping
+    edge: torch.Tensor
 
     @classmethod
     def of(cls, w: torch.Tensor, scheme: QuantScheme) -> Reference:
@@ -65,8 +69,15 @@ class Reference:
         # asymmetric: the range hi - lo and the shift each reach 2 amax
         R = p.amax * (1.0 if scheme.mapping.symmetric else 4.0)
         judged = (p.raw >= SCALE_FLOOR) | (scheme.scale_floor > SCALE_FLOOR)
+        # an all-zero group is no edge: its w_hat must be 0 (the ``edge`` row)
+        edge = (~judged & (p.amax > 0)) | (p.amax > OVERFLOW_EDGE)
         return cls(w.double(), p, p.scale[i], p.zero[i], R[i], judged[i],
-                   (judged & (p.raw < p.scale))[i], scheme.mapping)
+                   (judged & (p.raw < p.scale))[i], scheme.mapping, edge[i])
+
+    def severity(self, bad: torch.Tensor) -> str:
+        """EDGE when every element in ``bad`` (a mask of ``w``'s shape) lies
+        in a group at the format's edge, else FAILURE."""
+        return FAILURE if bool((bad & ~self.edge).any()) else EDGE
 
     def steps(self, x: torch.Tensor) -> torch.Tensor:
         """``x`` in code units on the reference grid."""
@@ -89,30 +100,63 @@ class Reference:
 
 def check_case(report: Report, quantize: Quantizer, case: str, w: torch.Tensor,
                scheme: QuantScheme) -> None:
-    """Every row of one case under one scheme."""
-    out = _call(quantize, w, scheme)
-    if not _check_output(report, case, out, w, scheme):
-        return
-    ref = Reference.of(w, scheme)
-    hint = functools.cache(lambda: _looks_like(w, out.w_hat, scheme))
-    _check_round_trip(report, case, ref, out, hint)
-    _check_grid(report, case, ref, out, scheme, hint)
+    """Every row of one case under one scheme, each failed row classed
+    (module :mod:`aftertrain.checks.report`): a row that fails only on
+    groups at the format's edge is an edge finding; when the output is
+    another scheme's correct output, the failed rows are a mismatch naming it."""
+    raw = _call(quantize, w, scheme)
+    rows = Report(case)
+    if isinstance(scheme.granularity, PerGroup) and scheme.granularity.group_size is None \
+            and not isinstance(raw, Exception | str):
+        scheme = _chosen_group(rows, case, raw, w, scheme)
+        if scheme is None:
+            _merge(report, rows, None)
+            return
+    out = raw if isinstance(raw, Exception | str) else _as_output(raw, w, scheme)
+    ref = Reference.of(w, scheme) if scheme.granularity_known else None
+    if _check_output(rows, case, out, w, scheme, ref):
+        _judge(rows, case, ref, out, scheme)
+        if scheme.mapping.odd:
+            _check_odd(rows, case, quantize, w, scheme, out, ref)
+        if scheme.mapping.idempotent:
+            _check_idempotent(rows, case, quantize, scheme, ref, out)
+    fits = None
+    # a mismatch: the output is not the declared scheme's (a row judging the
+    # output alone failed) but another's; a failed odd or idempotent row
+    # alone is the declared scheme's property broken, a failure
+    if isinstance(out, Output) and any(not r.passed and r.severity == FAILURE
+                                       and r.check not in ("odd", "idempotent")
+                                       for r in rows.rows):
+        fits = _fits_other(w, raw, scheme, ref.edge)
+    _merge(report, rows, fits)
+
+
+def _merge(report: Report, rows: Report, fits: tuple[str, QuantScheme] | None) -> None:
+    """Add ``rows`` to ``report``; with ``fits``, a failed row is a mismatch."""
+    for row in rows.rows:
+        if fits is not None and not row.passed and row.severity == FAILURE:
+            what, other = fits
+            row = replace(row, severity=MISMATCH, fits=str(other),
+                          detail=f"{row.detail}; looks like {what} (declare {other})")
+        report.add(row)
+
+
+def _judge(report: Report, case: str, ref: Reference, out: Output, scheme: QuantScheme) -> None:
+    """The rows that judge ``out`` alone (no further call of the quantizer)."""
+    _check_round_trip(report, case, ref, out)
+    _check_grid(report, case, ref, out, scheme)
     if out.codes is not None:
         _check_codes(report, case, ref, out, scheme)
-    _check_extremes(report, case, ref, out, scheme, hint)
+    _check_extremes(report, case, ref, out, scheme)
     if scheme.mapping.keeps_zero:
         _check_zero(report, case, ref, out)
     if (~ref.judged).any():
         _check_edge(report, case, ref, out, scheme)
-    if scheme.mapping.odd:
-        _check_odd(report, case, quantize, w, scheme, out)
-    if scheme.mapping.idempotent:
-        _check_idempotent(report, case, quantize, scheme, ref, out)
 
 
-def _call(quantize: Quantizer, w: torch.Tensor, scheme: QuantScheme) -> Output | Exception | str:
-    """The quantizer's output as an :class:`Output`, the exception it raised,
-    or a line saying what is wrong with what it returned."""
+def _call(quantize: Quantizer, w: torch.Tensor, scheme: QuantScheme):
+    """The quantizer's answer (a tensor or a tuple of 3 or 4), the exception
+    it raised, or a line saying what is wrong with what it returned."""
     try:
         out = quantize(w.clone(), scheme)
     except Exception as e:  # the kit reports any exception
@@ -127,16 +171,61 @@ def _call(quantize: Quantizer, w: torch.Tensor, scheme: QuantScheme) -> Output |
     if out.shape != w.shape:
         return f"returned shape {tuple(out.shape)} for {tuple(w.shape)}"
     if not extra:
-        return Output(out.detach().double())
+        return (out,)
     codes, scale, zero = (*extra, None)[:3]
     if not isinstance(codes, torch.Tensor) or codes.shape != w.shape:
         return "codes must be a tensor of w's shape"
+    return out, codes, scale, zero
+
+
+def _as_output(raw: tuple, w: torch.Tensor, scheme: QuantScheme) -> Output | str:
+    """``raw`` (from :func:`_call`) as an :class:`Output` per element."""
+    if len(raw) == 1:
+        return Output(raw[0].detach().double())
+    out, codes, scale, zero = raw
     parts = []
     for label, x in (("scale", scale), ("zero_point", zero)):
         parts.append(None if x is None else _per_element(x, w, scheme, label))
         if isinstance(parts[-1], str):
             return parts[-1]
     return Output(out.detach().double(), codes.detach().double(), *parts)
+
+
+def _chosen_group(report: Report, case: str, raw: tuple, w: torch.Tensor,
+                  scheme: QuantScheme) -> QuantScheme | None:
+    """``scheme`` at the group size the library chose (``PerGroup(None)``):
+    the one its returned scale shows (one entry per group), else the
+    smallest group size dividing the row whose output fits the scheme; a
+    ``group size`` row says which, or that none fits (None)."""
+    rows, cols = w.shape
+    scale = raw[2] if len(raw) == 4 else None
+    if isinstance(scale, torch.Tensor) and scale.numel() % rows == 0 \
+            and cols % max(1, scale.numel() // rows) == 0:
+        candidates = [cols // max(1, scale.numel() // rows)]
+        how = "its scale has one entry per group"
+    else:
+        candidates = [g for g in range(1, cols + 1) if cols % g == 0]
+        how = "the smallest dividing the row that fits"
+    if candidates == [1] and cols > 1:
+        report.add(Row(case, "group size", False, value=1.0,
+                       detail=f"the library chose 1 for rows of {cols} ({how}): every element "
+                              f"its own group, nothing is quantized"))
+        return None
+    for g in candidates:
+        chosen = replace(scheme, granularity=PerGroup(g))
+        out = _as_output(raw, w, chosen)
+        if isinstance(out, str):
+            continue
+        scratch = Report("scratch")
+        if _check_output(scratch, case, out, w, chosen, Reference.of(w, chosen)):
+            _judge(scratch, case, Reference.of(w, chosen), out, chosen)
+        if how.startswith("its") or all(r.passed or r.severity != FAILURE for r in scratch.rows):
+            report.add(Row(case, "group size", True, value=float(g),
+                           detail=f"the library chose {g} ({how})"))
+            return chosen
+    report.add(Row(case, "group size", False, detail=f"no group size dividing the row of "
+                                                     f"{cols} fits {scheme}"))
+    return None
 
 
 def _per_element(x, w: torch.Tensor, scheme: QuantScheme, label: str) -> torch.Tensor | str:
@@ -154,56 +243,71 @@ def _per_element(x, w: torch.Tensor, scheme: QuantScheme, label: str) -> torch.T
                 f"nor broadcasts to {tuple(w.shape)}")
 
 
-def _check_output(report: Report, case: str, out, w: torch.Tensor, scheme: QuantScheme) -> bool:
-    """Record the ``output`` (or ``refused``) row; True when ``out`` can be judged."""
+def _check_output(report: Report, case: str, out, w: torch.Tensor, scheme: QuantScheme,
+                  ref: Reference | None) -> bool:
+    """Record the ``output`` (or ``refused``) row; True when ``out`` can be
+    judged. A group size that does not divide the row is undefined: any
+    exception with a message there is a refusal. An exception on a case
+    holding groups at the format's edge is an edge finding; non-finite
+    values only in such groups are too (the other groups are then judged)."""
     g = scheme.granularity
-    ragged = isinstance(g, PerGroup) and w.shape[1] % g.group_size != 0
-    if isinstance(out, ValueError) and ragged and str(out):
-        report.add(Row(case, "refused", True, detail=f"ValueError: {out}"))
+    ragged = isinstance(g, PerGroup) and g.group_size is not None and w.shape[1] % g.group_size != 0
+    if isinstance(out, Exception) and ragged and str(out):
+        report.add(Row(case, "refused", True, detail=f"refused ({type(out).__name__}: {out})"))
         return False
     if isinstance(out, Exception):
-        report.add(Row(case, "output", False, detail=f"raised {type(out).__name__}: {out}"))
+        at_edge = ref is not None and bool(ref.edge.any())
+        report.add(Row(case, "output", False, detail=f"raised {type(out).__name__}: {out}"
+                       + (" (on a case reaching the format's edge)" if at_edge else ""),
+                       severity=EDGE if at_edge else FAILURE))
         return False
     if isinstance(out, str):
         report.add(Row(case, "output", False, detail=out))
         return False
-    bad = int((~torch.isfinite(out.w_hat)).sum())
-    report.add(Row(case, "output", bad == 0, value=float(bad), bound=0.0,
-                   detail=f"{bad} values not finite" if bad else ""))
-    return bad == 0
+    bad = ~torch.isfinite(out.w_hat)
+    n_bad = int(bad.sum())
+    severity = ref.severity(bad)
+    report.add(Row(case, "output", n_bad == 0, value=float(n_bad), bound=0.0,
+                   detail=f"{n_bad} values not finite" if n_bad else "", severity=severity))
+    return n_bad == 0 or severity == EDGE
+
 
 def _worst(x: torch.Tensor) -> float:
-    return float(x.max()) if x.numel() else 0.0
+    return float(x.nan_to_num(float("inf")).max()) if x.numel() else 0.0
 
 
-def _check_round_trip(report: Report, case: str, ref: Reference, out: Output, hint) -> None:
+def _check_round_trip(report: Report, case: str, ref: Reference, out: Output) -> None:
     err = (ref.w - out.w_hat).abs()
-    excess = (err / ref.round_trip_bound())[ref.judged]
-    ok = bool((excess <= 1).all())
-    report.add(Row(case, "round-trip", ok, value=_worst(excess), bound=1.0,
-                   detail="" if ok else f"|w - w_hat| reaches {_worst(excess):.4g} x the bound "
-                                        f"scale/2 + 4 u R{hint()}"))
+    excess = err / ref.round_trip_bound()
+    bad = ref.judged & ~(excess <= 1)
+    ok = not bool(bad.any())
+    worst = _worst(excess[ref.judged])
+    report.add(Row(case, "round-trip", ok, value=worst, bound=1.0, severity=ref.severity(bad),
+                   detail="" if ok else f"|w - w_hat| reaches {worst:.4g} x the bound "
+                                        f"scale/2 + 4 u R"))
     if ref.floored.any():
         cost = _worst((err / (ref.p.raw[ref.p.index] / 2))[ref.floored])
-        ok = bool((excess[ref.floored[ref.judged]] <= 1).all())
-        report.add(Row(case, "floor", ok, value=cost, detail=f"groups at the scale floor err up "
-                       f"to {cost:.4g} x their unfloored half step"))
+        bad = ref.floored & ~(excess <= 1)
+        report.add(Row(case, "floor", not bool(bad.any()), value=cost, severity=ref.severity(bad),
+                       detail=f"groups at the scale floor err up to {cost:.4g} x their "
+                              f"unfloored half step"))
 
 
-def _check_grid(report: Report, case: str, ref: Reference, out: Output, scheme: QuantScheme,
-                hint) -> None:
+def _check_grid(report: Report, case: str, ref: Reference, out: Output,
+                scheme: QuantScheme) -> None:
     lo, hi = scheme.code_range
     steps = ref.steps(out.w_hat)
     outward = torch.where(steps > 0, torch.ceil(steps), torch.floor(steps)).clamp(lo, hi)
     keep = ref.judged & ~ref.saturated(out.w_hat, outward)
-    steps = steps[keep]
     k = torch.round(steps)
     off = (steps - k).abs()
-    slack = ref.grid_slack()[keep]
-    ok = bool((off <= slack).all()) and bool(((k >= lo) & (k <= hi)).all())
-    report.add(Row(case, "grid", ok, value=_worst(off), bound=_worst(slack),
-                   detail="" if ok else f"w_hat in steps is {_worst(off):.4g} off an integer "
-                   f"or outside [{lo}, {hi}] (codes reach {_span(k)}){hint()}"))
+    slack = ref.grid_slack()
+    bad = keep & ~((off <= slack) & (k >= lo) & (k <= hi))
+    ok = not bool(bad.any())
+    report.add(Row(case, "grid", ok, value=_worst(off[keep]), bound=_worst(slack[keep]),
+                   severity=ref.severity(bad),
+                   detail="" if ok else f"w_hat in steps is {_worst(off[keep]):.4g} off an "
+                   f"integer or outside [{lo}, {hi}] (codes reach {_span(k[keep])})"))
 
 
 def _span(k: torch.Tensor) -> str:
@@ -214,37 +318,44 @@ def _check_codes(report: Report, case: str, ref: Reference, out: Output,
                  scheme: QuantScheme) -> None:
     codes = out.codes
     lo, hi = scheme.code_range
-    integral = bool((codes == torch.round(codes)).all())
-    fits = bool(((codes >= lo) & (codes <= hi)).all())
-    if not scheme.mapping.symmetric:  # stored signed or unsigned
-        fits = fits or bool(((codes >= 0) & (codes <= 2**scheme.bits - 1)).all())
-    report.add(Row(case, "codes", integral and fits, value=_worst(codes.abs()), bound=float(hi),
-                   detail="" if integral and fits else f"codes integral {integral}, span "
-                                                       f"{_span(codes)}, allowed [{lo}, {hi}]"))
+    integral = codes == torch.round(codes)
+    fits = (codes >= lo) & (codes <= hi)
+    if not scheme.mapping.symmetric and not bool(fits.all()):  # stored signed or unsigned
+        fits = (codes >= 0) & (codes <= 2**scheme.bits - 1)
+    bad = ~(integral & fits)
+    ok = not bool(bad.any())
+    report.add(Row(case, "codes", ok, value=_worst(codes.abs()), bound=float(hi),
+                   severity=ref.severity(bad),
+                   detail="" if ok else f"codes integral {bool(integral.all())}, span "
+                                        f"{_span(codes)}, allowed [{lo}, {hi}]"))
     if out.scale is None:
         return
     zero = torch.zeros(()) if out.zero is None else out.zero
     dequant = from_codes(codes, out.scale, zero, scheme.mapping)
     keep = ref.judged & ~ref.saturated(out.w_hat, codes)
-    gap = ((dequant - out.w_hat).abs() - ref.round_trip_bound() + ref.s / 2)[keep]
-    ok = bool((gap <= 0).all())
-    report.add(Row(case, "codes match w_hat", ok, detail="" if ok else
-                   f"w_hat is not (codes - zero_point) * scale (off by up to {_worst(gap):.4g} "
-                   f"beyond the float slack)"))
-    rel = ((out.scale - ref.s).abs() / ref.s)[ref.judged]
-    ok = bool((rel <= 4 * U).all())
-    report.add(Row(case, "scale", ok, value=_worst(rel), bound=4 * U, detail="" if ok else
+    gap = (dequant - out.w_hat).abs() - ref.round_trip_bound() + ref.s / 2
+    bad = keep & ~(gap <= 0)
+    ok = not bool(bad.any())
+    report.add(Row(case, "codes match w_hat", ok, severity=ref.severity(bad), detail="" if ok else
+                   f"w_hat is not (codes - zero_point) * scale (off by up to "
+                   f"{_worst(gap[keep]):.4g} beyond the float slack)"))
+    rel = (out.scale - ref.s).abs() / ref.s
+    bad = ref.judged & ~(rel <= 4 * U)
+    ok = not bool(bad.any())
+    report.add(Row(case, "scale", ok, value=_worst(rel[ref.judged]), bound=4 * U,
+                   severity=ref.severity(bad), detail="" if ok else
                    f"a scale differs from its own group's {scheme.mapping.name} scale by "
-                   f"{_worst(rel):.4g} (relative)"))
+                   f"{_worst(rel[ref.judged]):.4g} (relative)"))
     if scheme.mapping is Mapping.ASYMMETRIC and out.zero is not None:
-        ok = bool((out.zero == torch.round(out.zero)).all())
+        bad = out.zero != torch.round(out.zero)
         frac = _worst((out.zero - torch.round(out.zero)).abs())
-        report.add(Row(case, "zero point", ok, value=frac, bound=0.0, detail="" if ok else
-                       f"the zero point is {frac:.4g} off an integer (not rounded)"))
+        report.add(Row(case, "zero point", not bool(bad.any()), value=frac, bound=0.0,
+                       severity=ref.severity(bad), detail=f"the zero point is {frac:.4g} off "
+                                                          f"an integer (not rounded)"))
 
 
 def _check_extremes(report: Report, case: str, ref: Reference, out: Output,
-                    scheme: QuantScheme, hint) -> None:
+                    scheme: QuantScheme) -> None:
     """At each judged group's smallest and largest w: the nearest code in range."""
     p, n = ref.p, ref.p.scale.numel()
     flat = torch.arange(ref.w.numel())
@@ -261,87 +372,101 @@ def _check_extremes(report: Report, case: str, ref: Reference, out: Output,
     lo, hi = scheme.code_range
     want = ref.steps(ref.w).reshape(-1)[idx].clamp(lo, hi)
     got = torch.round(ref.steps(out.w_hat).reshape(-1)[idx])
-    miss = (got - want).abs() - 0.5 - ref.grid_slack().reshape(-1)[idx]
-    ok = bool((miss <= 0).all())
-    report.add(Row(case, "extremes", ok, detail="" if ok else
-                   f"group extremes map to codes {got[miss > 0][:3].tolist()}, not the nearest "
-                   f"of {want[miss > 0][:3].tolist()}{hint()}"))
+    miss = ~((got - want).abs() - 0.5 - ref.grid_slack().reshape(-1)[idx] <= 0)
+    bad = torch.zeros(ref.w.numel(), dtype=torch.bool)
+    bad[idx[miss]] = True
+    ok = not bool(miss.any())
+    report.add(Row(case, "extremes", ok, severity=ref.severity(bad.reshape(ref.w.shape)),
+                   detail="" if ok else f"group extremes map to codes {got[miss][:3].tolist()}, "
+                                        f"not the nearest of {want[miss][:3].tolist()}"))
 
 
 def _check_zero(report: Report, case: str, ref: Reference, out: Output) -> None:
-    zero_ok = bool((out.w_hat[ref.w == 0] == 0).all())
-    sign_ok = bool((torch.sign(out.w_hat) * torch.sign(ref.w) >= 0).all())
-    report.add(Row(case, "zero", zero_ok and sign_ok, detail="" if zero_ok and sign_ok else
-                   ("a zero weight became non-zero; " if not zero_ok else "")
-                   + ("a sign flipped" if not sign_ok else "")))
+    zero_bad = (ref.w == 0) & (out.w_hat != 0)
+    sign_bad = ~(torch.sign(out.w_hat) * torch.sign(ref.w) >= 0)
+    ok = not bool((zero_bad | sign_bad).any())
+    report.add(Row(case, "zero", ok, severity=ref.severity(zero_bad | sign_bad),
+                   detail="" if ok else
+                   ("a zero weight became non-zero; " if zero_bad.any() else "")
+                   + ("a sign flipped" if sign_bad.any() else "")))
 
 
 def _check_edge(report: Report, case: str, ref: Reference, out: Output,
                 scheme: QuantScheme) -> None:
+    """Groups whose scale would be subnormal (an edge finding at worst) or
+    zero (an all-zero group must stay 0: a failure)."""
     # symmetric: w_hat anywhere between 0 and 2w; asymmetric: within the group's range
     reach = ref.p.amax[ref.p.index] * (1.0 if scheme.mapping.symmetric else 2.0)
-    excess = ((ref.w - out.w_hat).abs() - reach).clamp_min(0)[~ref.judged]
-    ok = bool((excess <= T.QUANT_SUBNORMAL_HALF).all())
-    report.add(Row(case, "edge", ok, value=_worst(excess), bound=T.QUANT_SUBNORMAL_HALF,
-                   detail="" if ok else f"on a subnormal-scale group |w - w_hat| exceeds "
-                                        f"its reach by {_worst(excess):.4g}"))
+    excess = ((ref.w - out.w_hat).abs() - reach).clamp_min(0)
+    bad = ~ref.judged & ~(excess <= T.QUANT_SUBNORMAL_HALF)
+    ok = not bool(bad.any())
+    worst = _worst(excess[~ref.judged])
+    report.add(Row(case, "edge", ok, value=worst, bound=T.QUANT_SUBNORMAL_HALF,
+                   severity=ref.severity(bad), detail="" if ok else
+                   f"on a subnormal-scale or all-zero group |w - w_hat| exceeds its reach by "
+                   f"{worst:.4g}"))
 
 
 def _check_odd(report: Report, case: str, quantize: Quantizer, w: torch.Tensor,
-               scheme: QuantScheme, out: Output) -> None:
+               scheme: QuantScheme, out: Output, ref: Reference) -> None:
     neg = _call(quantize, -w, scheme)
+    neg = neg if isinstance(neg, Exception | str) else _as_output(neg, w, scheme)
     if not isinstance(neg, Output):
         report.add(Row(case, "odd", False, detail=f"on -w: {_describe(neg)}"))
         return
-    ok = torch.equal(neg.w_hat, -out.w_hat)
-    report.add(Row(case, "odd", ok, detail="" if ok else f"quantize(-w) != -quantize(w) at "
-                                                         f"{int((neg.w_hat != -out.w_hat).sum())} "
-                                                         f"elements"))
+    bad = neg.w_hat != -out.w_hat
+    ok = not bool(bad.any())
+    report.add(Row(case, "odd", ok, severity=ref.severity(bad),
+                   detail="" if ok else f"quantize(-w) != -quantize(w) at {int(bad.sum())} "
+                                        f"elements"))
 
 
 def _check_idempotent(report: Report, case: str, quantize: Quantizer, scheme: QuantScheme,
                       ref: Reference, out: Output) -> None:
     again = _call(quantize, out.w_hat.float(), scheme)
+    again = again if isinstance(again, Exception | str) else _as_output(again, ref.w, scheme)
     if not isinstance(again, Output):
-        report.add(Row(case, "idempotent", False, detail=f"on w_hat: {_describe(again)}"))
+        report.add(Row(case, "idempotent", False, detail=f"on w_hat: {_describe(again)}",
+                       severity=ref.severity(torch.ones_like(ref.edge))))
         return
     if not ref.judged.any():
         return
-    k = torch.round(ref.steps(out.w_hat)[ref.judged])
-    k2 = torch.round(ref.steps(again.w_hat)[ref.judged])
-    ok = torch.equal(k2, k)
-    report.add(Row(case, "idempotent", ok, detail="" if ok else
-                   f"re-quantizing w_hat moves {int((k2 != k).sum())} codes"))
+    k = torch.round(ref.steps(out.w_hat))
+    k2 = torch.round(ref.steps(again.w_hat))
+    bad = ref.judged & (k2 != k)
+    ok = not bool(bad.any())
+    report.add(Row(case, "idempotent", ok, severity=ref.severity(bad), detail="" if ok else
+                   f"re-quantizing w_hat moves {int(bad.sum())} codes"))
 
 
 def _describe(out) -> str:
     return f"raised {type(out).__name__}: {out}" if isinstance(out, Exception) else str(out)
 
 
-def _fits(w: torch.Tensor, w_hat: torch.Tensor, scheme: QuantScheme) -> bool:
-    """``w_hat`` passes ``scheme``'s round trip and grid on its judged groups."""
-    ref = Reference.of(w, scheme)
-    if not ref.judged.any():
-        return False
-    steps = ref.steps(w_hat)[ref.judged]
-    k = torch.round(steps)
-    lo, hi = scheme.code_range
-    return (bool(((ref.w - w_hat).abs() <= ref.round_trip_bound())[ref.judged].all())
-            and bool(((steps - k).abs() <= ref.grid_slack()[ref.judged]).all())
-            and bool(((k >= lo) & (k <= hi)).all()))
-
-
-def _looks_like(w: torch.Tensor, w_hat: torch.Tensor, scheme: QuantScheme) -> str:
-    """``"; looks like X"`` for the first other scheme ``w_hat`` fits, else ``""``."""
+def _fits_other(w: torch.Tensor, raw: tuple, scheme: QuantScheme,
+                edge: torch.Tensor) -> tuple[str, QuantScheme] | None:
+    """``(what, scheme)`` for the first other scheme whose every judging row
+    (round trip, grid, codes, scale, extremes, zero) the quantizer's answer
+    ``raw`` passes but at the format's edge, else None. ``edge``: the
+    declared scheme's edge elements; another scheme that would excuse more
+    (a whole tensor holding float32's max as one group) is no fit."""
     others = [replace(scheme, mapping=m) for m in Mapping if m is not scheme.mapping]
     others += [replace(scheme, granularity=g) for g in (PerTensor(), PerAxis(0), PerAxis(1))
                if g != scheme.granularity]
     if scheme.scale_floor != FLOAT32_EPS:
         others.append(replace(scheme, scale_floor=FLOAT32_EPS))
     for other in others:
-        if _fits(w, w_hat, other):
+        ref = Reference.of(w, other)
+        if not bool(ref.judged.any()) or bool((ref.edge & ~edge).any()):
+            continue
+        out = _as_output(raw, w, other)
+        scratch = Report("scratch")
+        if isinstance(out, str) or not _check_output(scratch, "", out, w, other, ref):
+            continue
+        _judge(scratch, "", ref, out, other)
+        if all(r.passed or r.severity != FAILURE for r in scratch.rows):
             what = (other.mapping.name if other.mapping is not scheme.mapping else
                     str(other.granularity) if other.granularity != scheme.granularity else
                     f"a scale floor of {other.scale_floor:.3g}")
-            return f"; looks like {what}"
-    return ""
+            return what, other
+    return None

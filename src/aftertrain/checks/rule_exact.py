@@ -235,6 +235,16 @@ def _batch_consistency(rule, case: rule_battery.Case, dtype, g, report: Report, 
                        detail=f"rows {bad[:5]} differ from the same rounds run alone"))
 
 
+#: The v forced at the all-zero-residual row of the batch probe: the inverse
+#: CDF of any law over the whole vocabulary of 4 picks token 0 (p(0) = 0) there.
+ROW_V = 0.125
+#: The seed of the batch probes' ordinary rounds: fixed, so that every input
+#: of an exact probe is forced and the same rule gives the same failures
+#: whatever seed a caller passes (issue 33: vLLM's defect read 7 failures at
+#: seed 3 and 6 at seed 0 when row 5's v and the rounds came from the seed).
+BATCH_SEED = 3
+
+
 def _batch_with_one_zero_residual(rule, dtype, g, report: Report, n: int = 16,
                                   row: int = 5) -> None:
     """Ordinary rounds of the fixed case with row ``row`` replaced by a
@@ -250,6 +260,8 @@ def _batch_with_one_zero_residual(rule, dtype, g, report: Report, n: int = 16,
     inputs[1][row, 0] = torch.tensor([0.0, 0.5, 0.25, 0.25], dtype=_D).to(dtype)
     inputs[2][row, 0] = 2
     inputs[3][row, 0] = below_one(dtype)
+    inputs[4][row] = ROW_V  # forced too: a fallback that draws from the whole vocabulary
+    # (or reads a NaN residual by argmax) emits token 0, p(0) = 0, at this v
     case = rule_battery.Case(name, fixed.p, fixed.q)
     out = _call(rule, case, inputs, n, report)
     if out is None:
@@ -291,9 +303,12 @@ def check_rule_exact(rule_with_uniforms: Callable, *, cases=None, seed: int = 3,
     all-zero-residual round must not raise nor change the ordinary rounds,
     and 64 random rounds must equal the rounds run one by one (on the fixed
     case of the battery, or on each of ``cases``: ``(name, p, q)`` as for
-    :func:`check_rule`; ``seed`` draws those rounds). These are exact: a
-    correct rule never fails them (false-alarm rate 0). Each failure line
-    says what a correct rule returns there.
+    :func:`check_rule`). Every input of every probe is forced: the batches'
+    rounds are drawn from the fixed :data:`BATCH_SEED` and the zero-residual
+    row's v is :data:`ROW_V`, so the verdict is the same at every ``seed``
+    (kept, validated, so that existing calls work; it no longer changes
+    anything). These are exact: a correct rule never fails them (false-alarm
+    rate 0). Each failure line says what a correct rule returns there.
 
     ``renormalise``: the rule's own map from a row of probabilities it is
     handed (in ``dtype``) to those it compares, where it recomputes them
@@ -320,7 +335,7 @@ def check_rule_exact(rule_with_uniforms: Callable, *, cases=None, seed: int = 3,
     for probe in probes(dtype, renormalise):
         _run_probe(rule, probe, dtype, report)
     say(f"check_rule_exact: single-round probes, {time.perf_counter() - start:.1f} s")
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed(BATCH_SEED)
     _batch_with_one_zero_residual(rule, dtype, g, report)
     batch_cases = cases or [rule_battery.Case("fixed V=4 k=3", torch.from_numpy(rule_battery.FIXED_P),
                                           torch.from_numpy(rule_battery.FIXED_Q))]

@@ -106,14 +106,24 @@ class PerAxis:
 class PerGroup:
     """One scale per ``group_size`` consecutive elements of a row (groups
     along the last axis, as torchao's and quanto's). A row whose length
-    ``group_size`` does not divide ends in a shorter group."""
+    ``group_size`` does not divide ends in a shorter group.
 
-    group_size: int
+    ``PerGroup(None)``: the library picks the group size per weight
+    (optimum-quanto's module path: 128, else 96, 64 or 32 dividing the row,
+    else the whole row); the kit reads it from the output (the returned
+    scale's entries per row, else the smallest group size dividing the row
+    that the output fits), says which in a ``group size`` row, and judges
+    the case at it."""
+
+    group_size: int | None
 
     def __post_init__(self) -> None:
+        if self.group_size is None:
+            return
         if isinstance(self.group_size, bool) or not isinstance(self.group_size, int) \
                 or self.group_size < 1:
-            raise ValueError(f"group_size must be an int >= 1, got {self.group_size!r}")
+            raise ValueError(f"group_size must be an int >= 1, or None (the library picks it), "
+                             f"got {self.group_size!r}")
 
     def __str__(self) -> str:
         return f"PerGroup({self.group_size})"
@@ -157,6 +167,11 @@ class QuantScheme:
         return f"int{self.bits} {self.mapping.name} {self.granularity}{floor}"
 
     @property
+    def granularity_known(self) -> bool:
+        """False for ``PerGroup(None)``, whose group size the output shows."""
+        return not (isinstance(self.granularity, PerGroup) and self.granularity.group_size is None)
+
+    @property
     def qmax(self) -> int:
         return qmax_for(self.bits)
 
@@ -175,6 +190,9 @@ def group_index(shape: tuple[int, ...], granularity: SchemeGranularity) -> tuple
     """``(index, n_groups)``: the group of every element of a 2-D weight,
     int64 of ``shape``, numbered row-major (row, then group along the row)."""
     rows, cols = shape
+    if isinstance(granularity, PerGroup) and granularity.group_size is None:
+        raise ValueError("PerGroup(None) has no group index until the library's group size "
+                         "is known (check_quantizer reads it from the output)")
     r = torch.arange(rows).unsqueeze(1).expand(rows, cols)
     c = torch.arange(cols).unsqueeze(0).expand(rows, cols)
     if isinstance(granularity, PerTensor):

@@ -25,8 +25,8 @@ randomness from torch's global generator; the kit seeds it inside
 ``torch.random.fork_rng``, so the caller's global state is left as it was.
 :func:`sequential` wraps a rule that handles one round at a time;
 ``aftertrain.checks.adapters`` wraps transformers' rule and assisted
-generation; ``aftertrain.checks.assertions.assert_rule`` is the one-line
-form for a test suite.
+generation; :func:`assert_rule` is the one-line form for a test suite
+(:func:`rule_reports` what ``aftertrain check rule`` runs).
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ from aftertrain.stats import ALPHA
 
 __all__ = [
     "DEFAULT_N",
+    "assert_rule",
+    "rule_reports",
     "DTYPES",
     "MAX_N",
     "ToyTable",
@@ -180,8 +182,8 @@ def sequential(rule_one: Callable) -> Callable:
 
     The loop runs with one torch thread (restored afterwards): a round is a
     few dozen tiny tensor operations, which several threads on a busy
-    machine slow down twentyfold. HuggingFace's rule takes 15-18 CPU s for the
-    default battery (200,000 rounds) this way.
+    machine slow down many times over. The default battery is 200,000 calls
+    (HuggingFace's rule: 34.9 CPU s on a loaded 2-core machine, docs/checks.md).
     """
     if not callable(rule_one):
         raise ValueError(f"rule_one must be callable, got {type(rule_one).__name__}")
@@ -225,3 +227,50 @@ def drawing_uniforms(rule_with_uniforms: Callable, *,
 
     rule.__name__ = getattr(rule_with_uniforms, "__name__", "rule")
     return rule
+
+
+_sequential = sequential
+
+
+def rule_reports(rule: Callable, *, exact: bool = False, sequential: bool = False,
+                 dtype: torch.dtype = torch.float64, n: int = DEFAULT_N, seed: int = 0,
+                 uniforms: torch.dtype | None = None,
+                 progress: Callable[[str], None] | None = None) -> list[Report]:
+    """The reports of the checks that apply to ``rule``.
+
+    ``rule`` follows the batched protocol ``rule(p, q, drafts)`` (one round
+    per call ``rule(p (k+1, V), q (k, V), drafts (k,))`` with
+    ``sequential``): :func:`check_rule` at ``dtype``. With ``exact`` it is
+    written as a function of its uniforms, ``rule(p, q, drafts, u, v)``:
+    :func:`check_rule_exact` at ``dtype`` (its verdict is the same at every
+    seed), then :func:`check_rule` with its uniforms drawn by
+    :func:`drawing_uniforms` in ``uniforms``: by default ``dtype``, as the
+    rule's own ``torch.rand_like(p)`` draws them (bfloat16 uniforms are 0
+    with probability ~2e-3); a sampler that draws float32 uniforms for
+    bfloat16 probabilities passes ``uniforms=torch.float32``.
+    """
+    if not callable(rule):
+        raise ValueError(f"rule must be callable, got {type(rule).__name__}")
+    if uniforms is not None and not exact:
+        raise ValueError("uniforms applies only with exact=True (without it the rule draws "
+                         "its own)")
+    batched = _sequential(rule) if sequential else rule
+    if not exact:
+        return [check_rule(batched, n=n, seed=seed, dtype=dtype, progress=progress)]
+    uniforms = dtype if uniforms is None else uniforms
+    return [check_rule_exact(batched, dtype=dtype, progress=progress),
+            check_rule(drawing_uniforms(batched, dtype=uniforms), n=n, seed=seed,
+                          dtype=dtype, progress=progress)]
+
+
+def assert_rule(rule: Callable, *, exact: bool = False, sequential: bool = False,
+                dtype: torch.dtype = torch.float64, n: int = DEFAULT_N, seed: int = 0,
+                uniforms: torch.dtype | None = None) -> None:
+    """Raise AssertionError listing every failure line of :func:`rule_reports`
+    (one line per failure, each report's verdict first); return None when
+    ``rule`` passes them all. False-alarm rate: at most ``2 * alpha`` =
+    2e-6 with ``exact`` (the exact probes add none), 1e-6 without."""
+    failed = [str(r) for r in rule_reports(rule, exact=exact, sequential=sequential, dtype=dtype,
+                                           n=n, seed=seed, uniforms=uniforms) if not r.passed]
+    if failed:
+        raise AssertionError("\n".join(failed))

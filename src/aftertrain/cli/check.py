@@ -1,10 +1,15 @@
-"""``aftertrain check rule MODULE:FUNC``: the speculative checks on a user's
-rule from the command line. Exit status 0 when every check passed, 1 when
-one failed (one line per failure, or one line when the rule ended the
-process: ``sys.exit`` inside it), 2 on a usage error (one line; a module that
-raises or calls ``sys.exit`` on import is one, named with its file and line).
+"""``aftertrain check rule|quantizer|pruner MODULE:FUNC``: aftertrain's
+checks on a user's implementation from the command line. ``MODULE`` is an
+importable module (the current folder first) or a path to a ``.py`` file
+(its folder is put first on the path, so it imports the modules beside it).
 
-Standard output holds only the reports: what the user's module or rule
+Exit status 0 when every check passed (edge findings are printed and do not
+fail unless ``--strict``), 1 when one failed (one line per failure, or one
+line when the implementation ended the process: ``sys.exit`` inside it), 2
+on a usage error (one line; a module that raises or calls ``sys.exit`` on
+import is one, named with its file and line).
+
+Standard output holds only the reports: what the user's module or function
 prints goes to standard error, so ``--json`` output always parses. torch is
 imported only once the arguments are found good.
 """
@@ -12,14 +17,16 @@ imported only once the arguments are found good.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import dataclasses
-import importlib
-import importlib.util
-import json
 import sys
-from pathlib import Path
 
+from aftertrain.cli.check_common import (  # noqa: F401 (re-exported)
+    MAX_SEED,
+    CheckUsageError,
+    add_common,
+    add_target,
+    load_function,
+    run_reports,
+)
 from aftertrain.cli.options import int_in
 
 #: --dtype's choices: the precisions the kit hands p and q in, by their names in
@@ -31,25 +38,22 @@ DTYPES = ("float64", "float32", "bfloat16", "float16")
 #: once, about 260 MB at 200,000), repeated here so that a usage error needs
 #: no torch (tests/cli/test_check.py keeps them equal).
 MIN_N, MAX_N = 100, 200_000
-#: ``--seed`` at most (a torch.Generator seed).
-MAX_SEED = 2**64 - 1
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Add ``check`` (with its ``rule`` subcommand) to ``subparsers``."""
+    """Add ``check`` (with its ``rule``, ``quantizer`` and ``pruner``
+    subcommands) to ``subparsers``."""
     p = subparsers.add_parser(
         "check", help="run aftertrain's conformance checks on your own implementation",
         description="Run aftertrain.checks on an implementation of yours.")
-    sub = p.add_subparsers(dest="check_kind", required=True, metavar="{rule}",
+    sub = p.add_subparsers(dest="check_kind", required=True, metavar="{rule,quantizer,pruner}",
                            parser_class=type(p))
     r = sub.add_parser(
         "rule", help="a speculative sampler's verification rule",
         description="Judge a verification rule (docs/checks.md, 'The rule protocol'): "
                     "check_rule's statistical battery, and with --exact check_rule_exact's "
                     "forced-uniform probes. Exit 0 passed, 1 failed, 2 usage error.")
-    r.add_argument("target", metavar="MODULE:FUNC",
-                   help="the rule: an importable module (the current folder is searched first) "
-                        "or a .py file, and the function's name")
+    add_target(r, "the rule")
     r.add_argument("--exact", action="store_true",
                    help="FUNC takes its uniforms, rule(p, q, drafts, u, v): run the exact "
                         "probes too")
@@ -57,108 +61,40 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="FUNC handles one round per call: p (k+1, V), q (k, V), drafts (k,)")
     r.add_argument("--dtype", choices=DTYPES, default="float64",
                    help="the precision p and q are handed in (default float64)")
+    r.add_argument("--uniforms", choices=DTYPES, default=None,
+                   help="with --exact: the precision the battery draws u and v in (default "
+                        "--dtype, as the rule's own torch.rand_like(p) would)")
     r.add_argument("--n", type=int_in(MIN_N, MAX_N, grouped=True), default=None,
                    help=f"rounds per case, {MIN_N} to {MAX_N:,} (default 20000; fewer lose "
                         "power: the chi-square detects a TV bias of about 0.025 * sqrt(20000 / N))")
     r.add_argument("--seed", type=int_in(0, MAX_SEED, grouped=True), default=0,
-                   help="seed of the cases and draws (default 0)")
-    r.add_argument("--json", action="store_true", help="print the reports as JSON")
-    r.add_argument("--quiet", action="store_true", help="no progress lines on standard error")
+                   help="seed of the statistical battery's cases and draws (default 0; the exact "
+                        "probes are the same at every seed)")
+    add_common(r)
     r.set_defaults(func=run)
+
+    from aftertrain.cli import check_kits
+
+    check_kits.add_parsers(sub)
     return p
 
 
-class CheckUsageError(Exception):
-    """MODULE:FUNC cannot be loaded or is not a callable."""
-
-
-def _described(exc: BaseException) -> str:
-    """``"TypeName: message (at FILE:LINE)"``, the frame the innermost of the
-    user's code (:func:`aftertrain.checks.rule_battery.describe_exception`)."""
-    from aftertrain.checks.rule_battery import describe_exception
-
-    return describe_exception(exc)
-
-
-def _where(exc: BaseException) -> str:
-    """`` at FILE:LINE``: the innermost frame of ``exc`` in the user's code, or ''."""
-    text = _described(exc)
-    at = text.rfind(" (at ")
-    return f" at {text[at + 5:-1]}" if at >= 0 else ""
-
-
-def load_function(target: str):
-    """The callable ``FUNC`` of ``MODULE:FUNC``; MODULE is a dotted module
-    name (the current folder first on the path) or a path to a .py file."""
-    module_name, sep, func = target.rpartition(":")
-    if not sep or not module_name or not func:
-        raise CheckUsageError(f"expected MODULE:FUNC (e.g. my_rules:my_rule), got {target!r}")
-    try:
-        if module_name.endswith(".py"):
-            path = Path(module_name)
-            if not path.is_file():
-                raise CheckUsageError(f"{module_name}: no such file")
-            spec = importlib.util.spec_from_file_location(path.stem, path)
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-        else:
-            if str(Path.cwd()) not in sys.path:
-                sys.path.insert(0, str(Path.cwd()))
-            module = importlib.import_module(module_name)
-    except CheckUsageError:
-        raise
-    except ModuleNotFoundError as exc:
-        if exc.name != module_name:  # one the user's module imports: where it does
-            raise CheckUsageError(f"cannot import {module_name}: {_described(exc)}") from None
-        raise CheckUsageError(f"cannot import {module_name}: no module of that name in "
-                              f"{Path.cwd()} or on the path") from None
-    except (Exception, SystemExit) as exc:  # the user's module: its own error, or sys.exit
-        what = (f"called sys.exit({exc.code!r}) on import{_where(exc)}"
-                if isinstance(exc, SystemExit) else _described(exc))
-        raise CheckUsageError(f"cannot import {module_name}: {what}") from None
-    fn = getattr(module, func, None)
-    if not callable(fn):
-        raise CheckUsageError(f"{module_name} has no callable {func!r}")
-    return fn
-
-
 def run(args: argparse.Namespace) -> int:
-    """Run the checks; print one line per failure (or JSON); return 0/1/2."""
-    say = "aftertrain check rule"
-    progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
-    # The user's module and rule may print: that goes to standard error, so
-    # standard output holds the reports alone (--json parses).
-    with contextlib.redirect_stdout(sys.stderr):
-        try:
-            rule = load_function(args.target)
-        except CheckUsageError as err:
-            print(f"{say}: error: {err}", file=sys.stderr)
-            return 2
+    """``check rule``: run the checks; print one line per failure (or JSON); return 0/1/2."""
+    def reports_of(rule, progress):
         import torch
 
-        from aftertrain.checks.assertions import rule_reports
+        from aftertrain.checks import assertions
         from aftertrain.checks.speculative import DEFAULT_N
 
-        try:
-            reports = rule_reports(rule, exact=args.exact, sequential=args.sequential,
-                                   dtype=getattr(torch, args.dtype),
-                                   n=DEFAULT_N if args.n is None else args.n, seed=args.seed,
-                                   progress=progress)
-        except SystemExit as exc:  # the kit reports the rule's exceptions; an exit ends it
-            print(f"{say}: FAILED: {args.target} called sys.exit({exc.code!r}){_where(exc)} "
-                  f"instead of returning (accepted, token)", file=sys.stderr)
-            return 1
-    status = 0 if all(r.passed for r in reports) else 1
-    if args.json:
-        text = json.dumps([{"subject": r.subject, "passed": r.passed, "failures": r.failures,
-                            "rows": [dataclasses.asdict(row) for row in r.rows]}
-                           for r in reports], indent=1, default=str)
-    else:
-        text = "\n".join(str(r) for r in reports)
-    try:
-        print(text, flush=True)
-    except BrokenPipeError:  # `| head`: the reader has what it wanted; the verdict stands
-        from aftertrain.cli import silence_stdout
+        return assertions.rule_reports(
+            rule, exact=args.exact, sequential=args.sequential, dtype=getattr(torch, args.dtype),
+            n=DEFAULT_N if args.n is None else args.n, seed=args.seed,
+            uniforms=None if args.uniforms is None else getattr(torch, args.uniforms),
+            progress=progress)
 
-        silence_stdout()
-    return status
+    if args.uniforms is not None and not args.exact:
+        print("aftertrain check rule: error: --uniforms applies only with --exact (without it "
+              "the rule draws its own)", file=sys.stderr)
+        return 2
+    return run_reports(args, "aftertrain check rule", "(accepted, token)", reports_of)

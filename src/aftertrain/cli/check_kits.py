@@ -1,0 +1,188 @@
+"""``aftertrain check quantizer`` and ``aftertrain check pruner``: the
+quantizer and pruner kits from the command line, beside ``check rule``
+(:mod:`aftertrain.cli.check`, which registers them). ``--scheme`` and
+``--pattern`` are parsed here without torch, so a usage error answers
+before torch loads.
+
+``--scheme`` reads as a :class:`~aftertrain.checks.schemes.QuantScheme`
+prints: ``"int4 SYMMETRIC_FULL PerGroup(32)"``, ``"int8 SYMMETRIC PerAxis(0)"``,
+``"int4 ASYMMETRIC_FLOAT_SHIFT PerGroup(None)"`` (the library picks the group
+size), with an optional fourth word ``floor=X`` (a float, or ``eps`` for
+float32's machine epsilon, torchao's int8 floor). ``--pattern``: ``N:M``
+(e.g. ``2:4``), ``global``, ``per-layer``, ``rows`` or ``columns`` with an
+optional norm (``rows:1``, ``columns:inf``; default 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+
+from aftertrain.cli.check_common import MAX_SEED, add_common, add_target, run_reports
+from aftertrain.cli.options import int_in
+
+#: --scheme's mapping names (aftertrain.checks.schemes.Mapping), repeated so
+#: that a usage error needs no torch (tests/cli/test_check_kits.py keeps them equal).
+MAPPINGS = ("SYMMETRIC", "SYMMETRIC_FULL", "SYMMETRIC_NO_CLIPPING_ERR", "ASYMMETRIC",
+            "ASYMMETRIC_FLOAT_SHIFT")
+_GRANULARITY = re.compile(r"^(PerTensor)\(\)$|^(PerAxis)\((-1|0|1)\)$|^(PerGroup)\(([0-9]+|None)\)$")
+SCHEME_FORM = "'int<bits> <MAPPING> <PerTensor()|PerAxis(0)|PerGroup(g)|PerGroup(None)> [floor=X]'"
+
+
+def parse_scheme(text: str) -> tuple:
+    """``(bits, mapping name, (kind, arg), floor or None)`` of a ``--scheme``
+    value; argparse.ArgumentTypeError naming what is allowed."""
+    words = text.replace(",", " ").split()
+    bad = argparse.ArgumentTypeError
+    if len(words) not in (3, 4):
+        raise bad(f"expected {SCHEME_FORM}, got {text!r}")
+    m = re.fullmatch(r"int([0-9]+)", words[0])
+    if not m or not 2 <= int(m.group(1)) <= 8:
+        raise bad(f"bits must be int2 to int8, got {words[0]!r} in {text!r}")
+    mapping = words[1].upper().replace("-", "_")
+    if mapping not in MAPPINGS:
+        raise bad(f"mapping must be one of {', '.join(MAPPINGS)}, got {words[1]!r}")
+    g = _GRANULARITY.match(words[2])
+    if not g:
+        raise bad(f"granularity must be PerTensor(), PerAxis(0|1|-1), PerGroup(<size>) or "
+                  f"PerGroup(None), got {words[2]!r}")
+    if g.group(1):
+        granularity = ("PerTensor", None)
+    elif g.group(2):
+        granularity = ("PerAxis", int(g.group(3)))
+    else:
+        size = None if g.group(5) == "None" else int(g.group(5))
+        if size == 0:
+            raise bad(f"a group size must be at least 1, got {words[2]!r}")
+        granularity = ("PerGroup", size)
+    floor = None
+    if len(words) == 4:
+        f = re.fullmatch(r"floor=(.+)", words[3])
+        try:
+            floor = "eps" if f and f.group(1) == "eps" else float(f.group(1)) if f else None
+        except ValueError:
+            floor = None
+        if floor is None:
+            raise bad(f"the fourth word must be floor=<float> or floor=eps, got {words[3]!r}")
+    return int(m.group(1)), mapping, granularity, floor
+
+
+def build_scheme(parsed: tuple):
+    """The QuantScheme of :func:`parse_scheme`'s tuple (imports torch)."""
+    import torch
+
+    from aftertrain.checks import schemes as S
+
+    bits, mapping, (kind, arg), floor = parsed
+    granularity = {"PerTensor": lambda: S.PerTensor(), "PerAxis": lambda: S.PerAxis(arg),
+                   "PerGroup": lambda: S.PerGroup(arg)}[kind]()
+    extra = {} if floor is None else {
+        "scale_floor": torch.finfo(torch.float32).eps if floor == "eps" else floor}
+    return S.QuantScheme(bits, S.Mapping[mapping], granularity, **extra)
+
+
+def parse_pattern(text: str) -> tuple:
+    """``("nm", n, m)``, ``("unstructured", scope)`` or ``("structured",
+    dim, norm)`` of a ``--pattern`` value."""
+    bad = argparse.ArgumentTypeError(
+        f"expected N:M (e.g. 2:4), global, per-layer, rows[:NORM] or columns[:NORM] "
+        f"(NORM 1, 2 or inf), got {text!r}")
+    t = text.strip().lower()
+    if re.fullmatch(r"[0-9]+:[0-9]+", t):
+        n, m = (int(x) for x in t.split(":"))
+        if not 1 <= n < m:
+            raise argparse.ArgumentTypeError(f"N:M needs 1 <= N < M, got {text!r}")
+        return ("nm", n, m)
+    if t in ("global", "per-layer"):
+        return ("unstructured", t)
+    s = re.fullmatch(r"(rows|columns)(?::(1|2|inf))?", t)
+    if not s:
+        raise bad
+    norm = math.inf if s.group(2) == "inf" else int(s.group(2) or 2)
+    return ("structured", 0 if s.group(1) == "rows" else 1, norm)
+
+
+def build_pattern(parsed: tuple):
+    """The Pattern of :func:`parse_pattern`'s tuple (imports torch)."""
+    from aftertrain.checks import patterns as P
+
+    if parsed[0] == "nm":
+        return P.NM(parsed[1], parsed[2])
+    if parsed[0] == "unstructured":
+        return P.Unstructured(P.Scope.GLOBAL if parsed[1] == "global" else P.Scope.PER_LAYER)
+    return P.Structured(parsed[1], parsed[2])
+
+
+def _sparsities(text: str) -> list[float]:
+    try:
+        values = [float(x) for x in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or not all(0 <= v <= 1 for v in values):
+        raise argparse.ArgumentTypeError(f"expected comma-separated sparsities in [0, 1] "
+                                         f"(e.g. 0.5,0.9), got {text!r}")
+    return values
+
+
+def add_parsers(sub) -> None:
+    """Add ``quantizer`` and ``pruner`` to ``check``'s subparsers."""
+    q = sub.add_parser(
+        "quantizer", help="a weight quantizer, against the scheme it claims",
+        description="Judge quantize(w, scheme) (docs/checks.md, 'Quantizers') under each "
+                    "--scheme. Exit 0 passed (edge findings printed), 1 failed (with --strict "
+                    "also on an edge finding), 2 usage error.")
+    add_target(q, "the quantizer, quantize(w, scheme)")
+    q.add_argument("--scheme", type=parse_scheme, action="append", required=True,
+                   metavar="'int4 SYMMETRIC_FULL PerGroup(32)'",
+                   help="a scheme the quantizer claims (repeat for several): bits, mapping, "
+                        "granularity, optional floor=X or floor=eps")
+    q.add_argument("--strict", action="store_true",
+                   help="edge findings (float32's max, subnormal scales) fail too")
+    q.add_argument("--seed", type=int_in(0, MAX_SEED, grouped=True), default=0,
+                   help="seed of the default battery (default 0)")
+    add_common(q)
+    q.set_defaults(func=cmd_quantizer)
+
+    p = sub.add_parser(
+        "pruner", help="a pruner, against the sparsity pattern it claims",
+        description="Judge prune(weights, sparsity) -> masks (docs/checks.md, 'Pruners') "
+                    "against --pattern. Exit 0 passed, 1 failed, 2 usage error.")
+    add_target(p, "the pruner, prune(weights, sparsity) -> masks")
+    p.add_argument("--pattern", type=parse_pattern, required=True, metavar="PATTERN",
+                   help="N:M (e.g. 2:4), global, per-layer, rows[:NORM] or columns[:NORM]")
+    p.add_argument("--random", action="store_true",
+                   help="the pruner is not a magnitude pruner: check counts and structure only")
+    p.add_argument("--sparsities", type=_sparsities, default=None, metavar="S1,S2,...",
+                   help="sparsities to run (default the kit's nine; not with N:M)")
+    p.add_argument("--seed", type=int_in(0, MAX_SEED, grouped=True), default=0,
+                   help="seed of the default battery (default 0)")
+    add_common(p)
+    p.set_defaults(func=cmd_pruner)
+
+
+def cmd_quantizer(args: argparse.Namespace) -> int:
+    def reports_of(quantize, progress):
+        from aftertrain.checks.quant import check_quantizer
+
+        return [check_quantizer(quantize, schemes=[build_scheme(s) for s in args.scheme],
+                                seed=args.seed, strict=args.strict)]
+
+    return run_reports(args, "aftertrain check quantizer", "w_hat", reports_of)
+
+
+def cmd_pruner(args: argparse.Namespace) -> int:
+    if args.sparsities is not None and args.pattern[0] == "nm":
+        print("aftertrain check pruner: error: --sparsities does not apply to an N:M pattern "
+              "(its sparsity is 1 - N/M)", file=sys.stderr)
+        return 2
+
+    def reports_of(prune, progress):
+        from aftertrain.checks.prune import check_pruner
+
+        return [check_pruner(prune, pattern=build_pattern(args.pattern),
+                             magnitude=not args.random, sparsities=args.sparsities,
+                             seed=args.seed)]
+
+    return run_reports(args, "aftertrain check pruner", "masks", reports_of)
