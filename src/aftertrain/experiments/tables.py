@@ -142,11 +142,9 @@ SPEC_DRAFT_COST = XU.CostRow.SPEC
 SPEC_VERIFY_COST = XU.VerifyRow.SPEC
 SPEC_SPEEDUP = XU.SpeedupRow.SPEC
 
-#: Every table by name (the P7 tables under :data:`aftertrain.claims.tables.P7_PREFIX`).
-SPECS: dict[str, TableSpec] = {s.name: s for s in (
-    B1, K1, Q3, Q4, Q6, Q7, Q8, Q9, Q10, Q11, X3, P1, P2, P4, P5, P6, P7, X4, X5,
-    SPEC_FIRST_TOKEN, SPEC_ACCEPTANCE, SPEC_X1, SPEC_DRAFT_COST, SPEC_VERIFY_COST, SPEC_SPEEDUP,
-)}
+#: Every table by name: the specs above (the P7 tables under
+#: :data:`aftertrain.claims.tables.P7_PREFIX`).
+SPECS: dict[str, TableSpec] = {s.name: s for s in list(globals().values()) if isinstance(s, TableSpec)}
 
 
 def spec(name: str) -> TableSpec:
