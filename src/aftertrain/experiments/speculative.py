@@ -13,6 +13,7 @@ and record them, the report renders them. The timed steps (:func:`plain_step`,
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -30,8 +31,8 @@ from aftertrain.lm.decoding import (
     sample_token,
 )
 from aftertrain.lm.protocol import NextTokenModel, check_model
-from aftertrain.speculative.generator import draft_tokens, prompt_tokens, speculative_generate
-from aftertrain.speculative.rule import inverse_cdf_sample, verify_batch, verify_unchecked
+from aftertrain.speculative.generator import drafter, prompt_tokens, speculative_generate, verify_round
+from aftertrain.speculative.rule import inverse_cdf_sample, verify_batch
 
 #: The article generated 200 characters beyond a prompt, with one fixed seed.
 N_NEW = 200
@@ -297,40 +298,50 @@ def plain_step(target: NextTokenModel, temperature: float):
 
 
 def draft_step(draft: NextTokenModel, temperature: float):
-    """One drafted character exactly as the generator drafts it
-    (draft_tokens: distribution, inverse-CDF draw, feed), rolled back after."""
+    """One drafted character exactly as the generator drafts it (its
+    drafter: a table look-up for the bigram and the n-gram, a cached forward
+    for a run draft; one uniform drawn for it), rolled back after."""
     check_model(draft, "draft")
     check_temperature(temperature)
     ids = _text.encode(prompt_text()).tolist()[:_COST_CONTEXT]
-    dec = Decoder(draft)
+    d = drafter(draft, temperature)
+    d.prefill(ids[:-1])
     g = torch.Generator().manual_seed(SEED)
 
     def step() -> None:
-        draft_tokens(dec, ids[-1:], 1, temperature, g)
-        dec.truncate(len(ids) - 1)
+        d.draft(ids, 1, torch.rand(1, dtype=torch.float64, generator=g).tolist())
+        d.rollback(ids)
 
-    dec.feed(ids[:-1])
     return step
 
 
 def verify_step(target: NextTokenModel, k: int, temperature: float):
     """One verification pass over k+1 positions as the generator runs it
-    (feed k+1 tokens, distributions of every row, the rule), rolled back after."""
+    (:func:`aftertrain.speculative.generator.verify_round`: one cached
+    forward, the distributions, the rule; its k+1 uniforms drawn), rolled
+    back after. The rule takes its longest path: the first k-1 drafts are
+    accepted, the last is rejected and the next character is drawn from the
+    residual."""
     check_model(target, "target")
     check_temperature(temperature)
     ids = _text.encode(prompt_text()).tolist()[:_COST_CONTEXT]
-    dec = Decoder(target)
-    dec.feed(ids[:-1])
-    g = torch.Generator().manual_seed(SEED)
     check_int("k", k, least=1, most=len(ids) - 1)
     drafts = ids[-k - 1:-1]  # any k characters: the pass's cost does not depend on them
+    dec = Decoder(target)
+    dec.feed(ids[:-1])
+    p = probabilities(dec.feed(ids[-1:] + drafts), temperature)
+    dec.truncate(len(ids) - 1)
+    # q: the target's own rows (accepted at u = 0), the last one a point mass on its
+    # draft, rejected at u just below 1 unless p gives that draft all its mass
+    q = [p[i] for i in range(k - 1)] + [torch.nn.functional.one_hot(
+        torch.tensor(drafts[-1]), p.shape[-1]).double()]
+    qx = [float(row[x]) for row, x in zip(q, drafts, strict=True)]
+    u = [0.0] * (k - 1) + [math.nextafter(1.0, 0.0)]
+    g = torch.Generator().manual_seed(SEED)
 
     def step() -> None:
-        logits = dec.feed(ids[-1:] + drafts)
-        p = probabilities(logits, temperature)
-        # q = the target's own rows (positive wherever softmax is), so the rule
-        # runs its full path; the draft's cost is timed separately (c).
-        verify_unchecked(p[None], p[None, :-1], torch.tensor([drafts]), g)
+        v = torch.rand(k + 1, dtype=torch.float64, generator=g).tolist()[-1]
+        verify_round(dec, ids, drafts, q, qx, u, v, temperature)
         dec.truncate(len(ids) - 1)
 
     return step

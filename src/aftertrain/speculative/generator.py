@@ -21,9 +21,9 @@ from aftertrain.core.validation import check_int
 from aftertrain.lm import text as _text
 from aftertrain.lm.decoding import MAX_NEW, Decoder, check_generator, check_temperature, probabilities
 from aftertrain.lm.protocol import NextTokenModel, check_model
-from aftertrain.speculative.rule import inverse_cdf_sample, verify_unchecked
+from aftertrain.speculative.tables import TableDraft, draw_from_cdf, row_of, table_draft
 
-__all__ = ["SpeculativeResult", "speculative_generate"]
+__all__ = ["SpeculativeResult", "speculative_generate", "verify_round"]
 
 
 @dataclass(frozen=True)
@@ -73,36 +73,122 @@ class SpeculativeResult:
         }
 
 
-def draft_tokens(
-    decoder: Decoder,
-    pending: list[int],
-    k: int,
-    temperature: float,
-    generator: torch.Generator,
-) -> tuple[list[int], torch.Tensor]:
-    """Feed ``pending`` to the draft and sample ``k >= 1`` characters from it.
+class ModelDrafter:
+    """A draft that must be run (a GPT, the quantized references): one
+    cached forward per drafted character through a :class:`Decoder`."""
 
-    Returns the drafts and the distributions ``q`` (k, V) they were drawn
-    from: the very tensors the rule is then given (a draft scored with a
-    distribution other than the one it was sampled from breaks the law).
-    The draft is fed ``pending`` and the first k - 1 drafts: k draft passes.
-    """
-    logits = decoder.feed(pending)[-1]
-    drafts, qs = [], []
-    for i in range(k):
-        q = probabilities(logits, temperature)
-        x = int(inverse_cdf_sample(q[None], torch.rand(1, dtype=torch.float64, generator=generator))[0])
-        drafts.append(x)
-        qs.append(q)
-        if i < k - 1:
-            logits = decoder.feed([x])[-1]
-    return drafts, torch.stack(qs)
+    def __init__(self, model: NextTokenModel, temperature: float) -> None:
+        self.decoder = Decoder(model, name="draft")
+        self.temperature = temperature
+
+    def prefill(self, ids: list[int]) -> None:
+        self.decoder.feed(ids)
+
+    def draft(self, text: list[int], k: int, u: list[float]
+              ) -> tuple[list[int], list[torch.Tensor], list[float]]:
+        """``k >= 1`` characters after ``text`` from the uniforms ``u``: the
+        drafts, the rows ``q`` they were drawn from, and each draft's ``q``.
+
+        The draft is fed the text it has not seen and the first k - 1
+        drafts: k forward calls. The rows are the very tensors the rule is
+        then given (a draft scored with a distribution other than the one it
+        was sampled from breaks the law)."""
+        dec = self.decoder
+        logits = dec.feed(text[len(dec):])[-1]
+        drafts, qs, qx = [], [], []
+        for i in range(k):
+            q = probabilities(logits, self.temperature)
+            row = row_of(q)
+            x = row.draw(u[i])
+            drafts.append(x)
+            qs.append(q)
+            qx.append(row.q_list[x])
+            if i < k - 1:
+                logits = dec.feed([x])[-1]
+        return drafts, qs, qx
+
+    def rollback(self, text: list[int]) -> None:
+        """Keep what was fed of ``text``, minus its last character (fed next round)."""
+        dec = self.decoder
+        dec.truncate(min(len(dec), len(text) - 1))
+        assert dec.tokens == text[: len(dec)], "the draft holds text that was not emitted"
+
+
+class TableDrafter:
+    """A table draft (:class:`aftertrain.speculative.tables.TableDraft`):
+    per drafted character a row look-up, one uniform and a bisection; no
+    model call once the context's row is known."""
+
+    def __init__(self, table: TableDraft) -> None:
+        self.table = table
+
+    def prefill(self, ids: list[int]) -> None:
+        pass
+
+    def draft(self, text: list[int], k: int, u: list[float]
+              ) -> tuple[list[int], list[torch.Tensor], list[float]]:
+        """As :meth:`ModelDrafter.draft`, from the table's rows."""
+        table = self.table
+        seq = text[len(text) - table.context:] if table.context else []
+        drafts, qs, qx = [], [], []
+        for i in range(k):
+            row = table.row(table.key(seq))
+            x = row.draw(u[i])
+            drafts.append(x)
+            qs.append(row.q)
+            qx.append(row.q_list[x])
+            seq.append(x)
+        return drafts, qs, qx
+
+    def rollback(self, text: list[int]) -> None:
+        pass
+
+
+def drafter(draft: NextTokenModel | TableDraft, temperature: float) -> ModelDrafter | TableDrafter:
+    """The drafter of ``draft``: from tables when it reads a short context
+    (:func:`aftertrain.speculative.tables.table_draft`), else by running it."""
+    table = table_draft(draft, temperature)
+    return ModelDrafter(draft, temperature) if table is None else TableDrafter(table)
+
+
+_POSITIONS = torch.arange(64)
+
+
+def verify_round(target: Decoder, text: list[int], drafts: list[int], q: list[torch.Tensor],
+                 qx: list[float], u: list[float], v: float, temperature: float
+                 ) -> tuple[int, int, torch.Tensor]:
+    """One verification: the target scores what it has not seen of ``text``
+    and the ``k`` drafts in one cached pass, and the rule
+    (:func:`aftertrain.speculative.rule.verify_with_uniforms`, here on plain
+    floats for one round) keeps a prefix and draws one character.
+
+    Returns ``(accepted, token, logits)``: the logits (k+1, V) of the
+    drafted positions and the next. Same uniforms, same result as the
+    batched rule: ``u[i] * q_i(x_i) < p_i(x_i)`` accepts, the first
+    rejection draws from ``normalize(max(0, p_a - q_a))`` (from ``p_a`` if
+    that is all zero), a full acceptance from ``p_{k+1}``."""
+    k = len(drafts)
+    logits = target.feed(text[len(target):] + drafts)[-(k + 1):]
+    p = probabilities(logits, temperature)
+    n = 0
+    if k:
+        rows = _POSITIONS[:k] if k <= len(_POSITIONS) else torch.arange(k)
+        px = p[rows, torch.tensor(drafts)].tolist()
+        while n < k and u[n] * qx[n] < px[n]:
+            n += 1
+    p_n = p[n]
+    residual = p_n
+    if n < k:
+        residual = (p_n - q[n]).clamp_min(0)
+        if not residual.sum() > 0:  # p <= q everywhere up to rounding: see rule._rule
+            residual = p_n
+    return n, draw_from_cdf(residual[None].cumsum(-1)[0].tolist(), v), logits
 
 
 @torch.no_grad()
 def speculative_generate(
     target: NextTokenModel,
-    draft: NextTokenModel,
+    draft: NextTokenModel | TableDraft,
     prompt: str | torch.Tensor,
     n_new: int,
     k: int,
@@ -132,9 +218,10 @@ def speculative_generate(
     NaN or +inf logits from either model raise ValueError naming it.
     """
     V = check_model(target, "target").config.vocab_size
-    if check_model(draft, "draft").config.vocab_size != V:
+    draft_net = draft.model if isinstance(draft, TableDraft) else draft
+    if check_model(draft_net, "draft").config.vocab_size != V:
         raise ValueError(f"target and draft must share a vocabulary: target has {V} "
-                         f"characters, draft {draft.config.vocab_size}")
+                         f"characters, draft {draft_net.config.vocab_size}")
     prompt_ids = prompt_tokens(prompt, V)
     check_int("n_new", n_new, least=0, most=MAX_NEW)
     check_int("k", k, least=1)
@@ -143,35 +230,36 @@ def speculative_generate(
         generator = torch.Generator().manual_seed(0)
     check_generator(generator)
 
-    tdec, ddec = Decoder(target, name="target"), Decoder(draft, name="draft")
+    tdec, ddec = Decoder(target, name="target"), drafter(draft, temperature)
     text = list(prompt_ids)
     if len(text) > 1:  # prefill all but the last prompt character, not counted as a pass
         tdec.feed(text[:-1])
-        ddec.feed(text[:-1])
+        ddec.prefill(text[:-1])
     end = len(text) + n_new
     drafted = accepted = passes = draft_passes = 0
     used: list[torch.Tensor] = []
     while len(text) < end:
         kk = min(k, end - len(text) - 1)
+        # the round's uniforms in one draw, in the documented order: the kk drafts',
+        # the rule's kk acceptance uniforms, its one for the next character
+        uniforms = torch.rand(2 * kk + 1, dtype=torch.float64, generator=generator).tolist()
         if kk:
-            drafts, q = draft_tokens(ddec, text[len(ddec):], kk, temperature, generator)
+            drafts, q, qx = ddec.draft(text, kk, uniforms[:kk])
             draft_passes += kk
         else:
-            drafts, q = [], torch.zeros(0, V, dtype=torch.float64)
-        logits = tdec.feed(text[len(tdec):] + drafts)[-(kk + 1):]  # (kk+1, V)
-        p = probabilities(logits, temperature)
-        n, token = verify_unchecked(p[None], q[None], torch.tensor([drafts], dtype=torch.long), generator)
-        n, token = int(n[0]), int(token[0])
+            drafts, q, qx = [], [], []
+        n, token, logits = verify_round(tdec, text, drafts, q, qx, uniforms[kk:2 * kk],
+                                        uniforms[2 * kk], temperature)
         passes += 1
         drafted += kk
         accepted += n
         used.append(logits[: n + 1])
         text += drafts[:n] + [token]
-        # Each decoder keeps what it has fed of the new text, minus the last
-        # character (fed next round with the next drafts).
-        for dec in (tdec, ddec):
-            dec.truncate(min(len(dec), len(text) - 1))
-            assert dec.tokens == text[: len(dec)], "a decoder holds text that was not emitted"
+        # The target keeps what it has fed of the new text, minus the last
+        # character (fed next round with the next drafts); so does a run draft.
+        tdec.truncate(min(len(tdec), len(text) - 1))
+        assert tdec.tokens == text[: len(tdec)], "the target holds text that was not emitted"
+        ddec.rollback(text)
     target_logits = torch.cat(used) if used else torch.zeros(0, V)
     return SpeculativeResult(torch.tensor(text, dtype=torch.long), len(prompt_ids), drafted,
                              accepted, passes, draft_passes, target_logits)

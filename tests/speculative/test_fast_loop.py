@@ -1,0 +1,140 @@
+"""The fast loop is the previous loop, faster: same generator, same text.
+
+:func:`aftertrain.speculative.speculative_generate` drafts from tables for
+the bigram and the n-gram (:mod:`aftertrain.speculative.tables`), runs the
+rule on plain floats for one round and draws a round's uniforms in one call.
+The previous loop (tests/speculative/previous_loop.py: a draft forward per
+character, the batched tensor rule, a ``torch.rand`` call per uniform) is
+kept as the oracle: with the same generator both must give the same text,
+statistics and target logits, bit for bit. So every law test the previous
+loop passed (S1's battery is the rule's, S2's first-character simulation,
+X6's joint law, K1's cache) carries over; the kit's ``check_generator`` is
+also run on the table path directly, with a toy table draft.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from aftertrain import speculative as S
+from aftertrain.checks import speculative as CS
+from aftertrain.experiments import speculative as XS
+from aftertrain.lm.ngram import Bigram
+from aftertrain.speculative import drafts as D
+from aftertrain.speculative.generator import TableDrafter, drafter
+from aftertrain.speculative.tables import TableDraft, table_draft
+from aftertrain.stats import ALPHA
+from tests.common.toys import TOY_PROMPT, TOY_TEMPERATURE, toy_draft, toy_target
+from tests.speculative.previous_loop import previous_generate
+
+TABLES = (D.DraftKind.BIGRAM, D.DraftKind.NGRAM)
+
+
+def assert_same_run(a: S.SpeculativeResult, b: S.SpeculativeResult, label: str) -> None:
+    assert torch.equal(a.tokens, b.tokens), label
+    assert a.stats() == b.stats() and a.draft_passes == b.draft_passes, label
+    assert torch.equal(a.target_logits, b.target_logits), label
+
+
+@pytest.mark.claim("S8")
+@pytest.mark.parametrize("kind", TABLES, ids=lambda k: k.value)
+def test_fast_loop_equals_the_previous_loop_for_table_drafts(reference, speculative_drafts, kind):
+    """Bigram and n-gram drafts at four settings of k, temperature (0 too:
+    point masses) and seed: 130 characters after the validation prompt (the
+    run crosses the window's move at 129 characters) identical to the
+    previous loop's."""
+    draft, prompt = speculative_drafts[kind], XS.prompt_text()
+    for k, temperature, seed in ((1, 1.0, 0), (3, 0.7, 5), (4, 0.0, 0), (8, 1.0, 1)):
+        label = f"{kind.value} k={k} T={temperature} seed={seed}"
+        fast = S.speculative_generate(reference, draft, prompt, 130, k, temperature,
+                                      torch.Generator().manual_seed(seed))
+        old = previous_generate(reference, draft, prompt, 130, k, temperature,
+                                torch.Generator().manual_seed(seed))
+        assert_same_run(fast, old, label)
+
+
+@pytest.mark.claim("S8")
+@pytest.mark.parametrize("kind", (D.DraftKind.INT4, D.DraftKind.GPT), ids=lambda k: k.value)
+def test_fast_loop_equals_the_previous_loop_for_run_drafts(reference, speculative_drafts, kind):
+    """The drafts that are run (4-bit reference, draft GPT; the 8-bit takes
+    the same path): 40 characters at k = 3, temperature 0.7."""
+    draft, prompt = speculative_drafts[kind], XS.prompt_text()
+    for temperature in (0.7,):
+        fast = S.speculative_generate(reference, draft, prompt, 40, 3, temperature,
+                                      torch.Generator().manual_seed(2))
+        old = previous_generate(reference, draft, prompt, 40, 3, temperature,
+                                torch.Generator().manual_seed(2))
+        assert_same_run(fast, old, f"{kind.value} T={temperature}")
+
+
+@pytest.mark.parametrize("k", [1, 4])
+def test_fast_loop_equals_the_previous_loop_on_the_toys(k):
+    """The kit's toy target and draft (4 symbols, probability-0 entries, so
+    the residual's edge cases occur), the draft run and as a table draft on
+    its last symbol: 100 runs of 6 symbols each, identical to the previous
+    loop's."""
+    target, draft = toy_target(), toy_draft()
+    table = TableDraft(draft, context=1)
+    for seed in range(100):
+        old = previous_generate(target, draft, TOY_PROMPT, 6, k, TOY_TEMPERATURE,
+                                torch.Generator().manual_seed(seed))
+        for d in (draft, table):
+            fast = S.speculative_generate(target, d, TOY_PROMPT, 6, k, TOY_TEMPERATURE,
+                                          torch.Generator().manual_seed(seed))
+            assert_same_run(fast, old, f"seed {seed} {type(d).__name__}")
+
+
+@pytest.mark.claim("X6")
+def test_kit_check_generator_passes_on_the_table_path(claim_record):
+    """X6 on the table path itself: the kit's check_generator (joint law of
+    the first 3 symbols, alpha 1e-6; greedy equals plain greedy) on the fast
+    loop with the toy draft wrapped as a table on its last symbol."""
+    table = TableDraft(toy_draft(), context=1)
+
+    def generate(target, draft, prompt, n_new, k, temperature, generator):
+        assert draft is not None
+        return S.speculative_generate(target, table, prompt, n_new, k, temperature,
+                                      generator).generated
+
+    report = CS.check_generator(generate, toy_target(), toy_draft(), runs=1500, ks=(2,),
+                                length=3, temperatures=(TOY_TEMPERATURE,),
+                                prompt=TOY_PROMPT.tolist(), alpha=ALPHA, seed=0)
+    claim_record.measured(f"table path: {report}")
+    assert report.passed, str(report)
+
+
+def test_bundled_tables_take_the_table_path_and_models_are_run(speculative_drafts):
+    for kind, draft in speculative_drafts.items():
+        assert isinstance(drafter(draft, 1.0), TableDrafter) == (kind in TABLES), kind
+
+
+def test_a_table_is_kept_per_model_and_temperature_and_dropped_when_the_model_changes():
+    """Rows are cached between runs, per temperature; an in-place change of
+    the model's table starts a new one (the cache never serves stale rows)."""
+    bigram = Bigram.fit()
+    first = table_draft(bigram, 1.0)
+    assert table_draft(bigram, 1.0) is first and table_draft(bigram, 0.5) is not first
+    before = first.row((5,)).q.clone()
+    with torch.no_grad():
+        bigram.log_probs[5] = bigram.log_probs[5].roll(1)
+    fresh = table_draft(bigram, 1.0)
+    assert fresh is not first
+    assert not torch.equal(fresh.row((5,)).q, before)
+
+
+def test_a_rounds_uniforms_in_one_call_are_the_uniforms_drawn_one_by_one():
+    """What the equality with the previous loop rests on: torch's CPU
+    generator gives ``rand(n)`` as n successive ``rand(1)`` (float64)."""
+    for n in (1, 3, 17, 65):
+        g1, g2 = torch.Generator().manual_seed(n), torch.Generator().manual_seed(n)
+        batch = torch.rand(n, dtype=torch.float64, generator=g1).tolist()
+        assert batch == [float(torch.rand(1, dtype=torch.float64, generator=g2)) for _ in range(n)]
+        assert torch.equal(torch.rand(2, generator=g1), torch.rand(2, generator=g2))
+
+
+def test_table_draft_rejects_bad_input():
+    with pytest.raises(ValueError, match="context must be an int >= 0"):
+        TableDraft(Bigram.fit(), context=-1)
+    with pytest.raises(ValueError, match="temperature"):
+        TableDraft(Bigram.fit(), context=1, temperature=-1.0)
