@@ -26,6 +26,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="sampling temperature, 0 = greedy (default 1.0)")
     p.add_argument("--seed", type=int_in(0, MAX_SEED), default=0, help="random seed (default 0)")
     p.add_argument("--checkpoint", help="a checkpoint other than the bundled reference")
+    p.add_argument("--draft", choices=["bigram", "n-gram", "8-bit", "4-bit", "gpt"],
+                   help="sample by speculative decoding with this draft; prints characters per "
+                   "target pass and the speedup measured on the run")
+    p.add_argument("--k", type=int_in(1, 64), default=4,
+                   help="characters drafted per round with --draft (default 4)")
     p.set_defaults(func=run)
     return p
 
@@ -81,7 +86,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"sampling {args.length} characters (one model step each)...", file=sys.stderr,
               flush=True)
     try:
-        out = _decoding.sample_text(net, args.prompt, args.length, args.temperature, args.seed)
+        if args.draft:  # speculative decoding; its figures on standard error
+            from aftertrain.experiments.speculative import sample_with_draft
+
+            out, figures = sample_with_draft(net, args.draft, args.prompt, args.length, args.k,
+                                             args.temperature, args.seed)
+            print(figures, file=sys.stderr)
+        else:
+            out = _decoding.sample_text(net, args.prompt, args.length, args.temperature, args.seed)
     except ValueError as err:
         if not args.checkpoint:
             raise  # the bundled model refusing valid arguments is a bug
