@@ -50,7 +50,13 @@ from aftertrain.timing import Decision, Judgement, min_pairs, sequential_decisio
 
 SPEEDUP_KS = (2, 4, 8)
 SPEEDUP_CHARS = 30
-COST_CALLS = 5  # a step is ~0.1-1 ms: 5 calls per timing
+#: Calls per timing of a cost step. One: a plain step (~0.75 ms idle) and a
+#: verification pass are hundreds of timer ticks, and a table draft's
+#: character (~4 us) still ~40 of ``perf_counter``'s 0.1 us; one call keeps
+#: each timing under a scheduler slice (:func:`aftertrain.timing.paired_timing`'s
+#: note), where 5 calls (3.75 ms a side) left the cost decision no first look
+#: within its 40 s at load 10 on 2 cores.
+COST_CALLS = 1
 #: The cost decision's first look, in multiples of the fewest pairs its
 #: interval needs (28): its intervals are read by the speedup judgements too.
 COST_FIRST_LOOKS = 4
