@@ -3,7 +3,7 @@
 Everything is timed on the generator the library ships
 (:func:`aftertrain.speculative.speculative_generate`, the fast loop: table
 drafts, the rule on floats for one round); its output is the previous
-loop's, bit for bit (tests/speculative/test_fast_loop.py).
+loop's, bit for bit (tests/speculative/test_generator_fast_loop.py).
 
 The ratios (c per draft, v_k per k, the speedup per draft and k) are timed
 and every claim judged on their intervals by

@@ -3,7 +3,7 @@
 :func:`aftertrain.speculative.speculative_generate` drafts from tables for
 the bigram and the n-gram (:mod:`aftertrain.speculative.tables`), runs the
 rule on plain floats for one round and draws a round's uniforms in one call.
-The previous loop (tests/speculative/previous_loop.py: a draft forward per
+The previous loop (tests/common/previous_loop.py: a draft forward per
 character, the batched tensor rule, a ``torch.rand`` call per uniform) is
 kept as the oracle: with the same generator both must give the same text,
 statistics and target logits, bit for bit. So every law test the previous
@@ -25,8 +25,8 @@ from aftertrain.speculative import drafts as D
 from aftertrain.speculative.generator import TableDrafter, drafter
 from aftertrain.speculative.tables import TableDraft, table_draft
 from aftertrain.stats import ALPHA
+from tests.common.previous_loop import previous_generate
 from tests.common.toys import TOY_PROMPT, TOY_TEMPERATURE, toy_draft, toy_target
-from tests.speculative.previous_loop import previous_generate
 
 TABLES = (D.DraftKind.BIGRAM, D.DraftKind.NGRAM)
 
