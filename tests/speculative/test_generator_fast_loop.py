@@ -20,10 +20,8 @@ import torch
 from aftertrain import speculative as S
 from aftertrain.checks import speculative as CS
 from aftertrain.experiments import speculative as XS
-from aftertrain.lm.ngram import Bigram
 from aftertrain.speculative import drafts as D
-from aftertrain.speculative.generator import TableDrafter, drafter
-from aftertrain.speculative.tables import TableDraft, table_draft
+from aftertrain.speculative.tables import TableDraft
 from aftertrain.stats import ALPHA
 from tests.common.previous_loop import previous_generate
 from tests.common.toys import TOY_PROMPT, TOY_TEMPERATURE, toy_draft, toy_target
@@ -39,7 +37,7 @@ def assert_same_run(a: S.SpeculativeResult, b: S.SpeculativeResult, label: str) 
 
 @pytest.mark.claim("S8")
 @pytest.mark.parametrize("kind", TABLES, ids=lambda k: k.value)
-def test_fast_loop_equals_the_previous_loop_for_table_drafts(reference, speculative_drafts, kind):
+def test_fast_loop_equals_the_previous_loop_for_table_drafts(aftertrain_model, speculative_drafts, kind):
     """Bigram and n-gram drafts at four settings of k, temperature (0 too:
     point masses) and seed: 130 characters after the validation prompt (the
     run crosses the window's move at 129 characters) identical to the
@@ -47,23 +45,23 @@ def test_fast_loop_equals_the_previous_loop_for_table_drafts(reference, speculat
     draft, prompt = speculative_drafts[kind], XS.prompt_text()
     for k, temperature, seed in ((1, 1.0, 0), (3, 0.7, 5), (4, 0.0, 0), (8, 1.0, 1)):
         label = f"{kind.value} k={k} T={temperature} seed={seed}"
-        fast = S.speculative_generate(reference, draft, prompt, 130, k, temperature,
+        fast = S.speculative_generate(aftertrain_model, draft, prompt, 130, k, temperature,
                                       torch.Generator().manual_seed(seed))
-        old = previous_generate(reference, draft, prompt, 130, k, temperature,
+        old = previous_generate(aftertrain_model, draft, prompt, 130, k, temperature,
                                 torch.Generator().manual_seed(seed))
         assert_same_run(fast, old, label)
 
 
 @pytest.mark.claim("S8")
 @pytest.mark.parametrize("kind", (D.DraftKind.INT4, D.DraftKind.GPT), ids=lambda k: k.value)
-def test_fast_loop_equals_the_previous_loop_for_run_drafts(reference, speculative_drafts, kind):
-    """The drafts that are run (4-bit reference, draft GPT; the 8-bit takes
+def test_fast_loop_equals_the_previous_loop_for_run_drafts(aftertrain_model, speculative_drafts, kind):
+    """The drafts that are run (4-bit aftertrain_model, draft GPT; the 8-bit takes
     the same path): 40 characters at k = 3, temperature 0.7."""
     draft, prompt = speculative_drafts[kind], XS.prompt_text()
     for temperature in (0.7,):
-        fast = S.speculative_generate(reference, draft, prompt, 40, 3, temperature,
+        fast = S.speculative_generate(aftertrain_model, draft, prompt, 40, 3, temperature,
                                       torch.Generator().manual_seed(2))
-        old = previous_generate(reference, draft, prompt, 40, 3, temperature,
+        old = previous_generate(aftertrain_model, draft, prompt, 40, 3, temperature,
                                 torch.Generator().manual_seed(2))
         assert_same_run(fast, old, f"{kind.value} T={temperature}")
 
@@ -104,25 +102,6 @@ def test_kit_check_generator_passes_on_the_table_path(claim_record):
     assert report.passed, str(report)
 
 
-def test_bundled_tables_take_the_table_path_and_models_are_run(speculative_drafts):
-    for kind, draft in speculative_drafts.items():
-        assert isinstance(drafter(draft, 1.0), TableDrafter) == (kind in TABLES), kind
-
-
-def test_a_table_is_kept_per_model_and_temperature_and_dropped_when_the_model_changes():
-    """Rows are cached between runs, per temperature; an in-place change of
-    the model's table starts a new one (the cache never serves stale rows)."""
-    bigram = Bigram.fit()
-    first = table_draft(bigram, 1.0)
-    assert table_draft(bigram, 1.0) is first and table_draft(bigram, 0.5) is not first
-    before = first.row((5,)).q.clone()
-    with torch.no_grad():
-        bigram.log_probs[5] = bigram.log_probs[5].roll(1)
-    fresh = table_draft(bigram, 1.0)
-    assert fresh is not first
-    assert not torch.equal(fresh.row((5,)).q, before)
-
-
 def test_a_rounds_uniforms_in_one_call_are_the_uniforms_drawn_one_by_one():
     """What the equality with the previous loop rests on: torch's CPU
     generator gives ``rand(n)`` as n successive ``rand(1)`` (float64)."""
@@ -131,29 +110,3 @@ def test_a_rounds_uniforms_in_one_call_are_the_uniforms_drawn_one_by_one():
         batch = torch.rand(n, dtype=torch.float64, generator=g1).tolist()
         assert batch == [float(torch.rand(1, dtype=torch.float64, generator=g2)) for _ in range(n)]
         assert torch.equal(torch.rand(2, generator=g1), torch.rand(2, generator=g2))
-
-
-def test_table_draft_rejects_bad_input():
-    with pytest.raises(ValueError, match="context must be an int >= 0"):
-        TableDraft(Bigram.fit(), context=-1)
-    with pytest.raises(ValueError, match="temperature"):
-        TableDraft(Bigram.fit(), context=1, temperature=-1.0)
-
-
-def test_sample_with_a_draft_prints_its_text_and_the_runs_figures(capsys):
-    """``aftertrain sample --draft bigram --k 2``: the text the generator
-    gives for that seed on standard output, the characters per target pass
-    and the speedup measured on the run (a ratio with its interval, never a
-    time) on standard error; --length 0 times nothing."""
-    from aftertrain.cli import main
-    from aftertrain.lm.checkpoint import load_reference
-
-    assert main(["sample", "--draft", "bigram", "--k", "2", "--length", "20", "--seed", "3"]) == 0
-    out, err = capsys.readouterr()
-    expected = S.speculative_generate(load_reference(), Bigram.fit(), "The ", 20, 2, 1.0,
-                                      torch.Generator().manual_seed(3))
-    assert out == "The " + expected.text + "\n"
-    assert f"{expected.chars_per_pass:.2f} characters per target pass" in err
-    assert "speedup over plain decoding on this run" in err and "99% interval" in err
-    assert main(["sample", "--draft", "bigram", "--length", "0"]) == 0
-    assert "nothing timed" in capsys.readouterr().err

@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
               flush=True)
     try:
         if args.draft:  # speculative decoding; its figures on standard error
-            from aftertrain.experiments.speculative import sample_with_draft
+            from aftertrain.experiments.sample import sample_with_draft
 
             out, figures = sample_with_draft(net, args.draft, args.prompt, args.length, args.k,
                                              args.temperature, args.seed)

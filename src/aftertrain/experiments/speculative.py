@@ -32,7 +32,6 @@ from aftertrain.lm.decoding import (
 )
 from aftertrain.lm.protocol import NextTokenModel, check_model
 from aftertrain.speculative.generator import (
-    SpeculativeResult,
     drafter,
     prompt_tokens,
     speculative_generate,
@@ -352,78 +351,3 @@ def verify_step(target: NextTokenModel, k: int, temperature: float):
 
     return step
 
-
-# --- one sampled run with its measured speedup (aftertrain sample --draft) ---------------------
-
-#: Alternating pairs of plain and speculative runs behind ``aftertrain sample --draft``'s
-#: speedup (the fewest for a 99% interval of the median).
-SAMPLE_PAIRS = 8
-
-
-@dataclass(frozen=True)
-class SampleRun:
-    """A speculative run's text and figures, and its speedup timed as
-    paired ratios (plain / speculative time for the same characters and seed;
-    ``speedup_low``/``speedup_high``: the 99% interval of the median)."""
-
-    text: str
-    chars_per_pass: float | None
-    acceptance: float | None
-    speedup: float
-    speedup_low: float
-    speedup_high: float
-    pairs: int
-
-
-def sample_run(target: NextTokenModel, draft: NextTokenModel, prompt: str, length: int, k: int,
-               temperature: float = 1.0, seed: int = 0, pairs: int = SAMPLE_PAIRS) -> SampleRun:
-    """``length`` characters after ``prompt`` by speculative decoding with
-    ``draft`` at ``k`` (seeded by ``seed``), and the speedup of that run:
-    the same run and plain decoding of the same length and seed, timed
-    alternately in ``pairs`` pairs on one thread (:func:`aftertrain.timing.paired_timing`)."""
-    from aftertrain.lm.decoding import generate
-    from aftertrain.timing import paired_timing
-
-    check_int("length", length, least=1)
-    check_int("k", k, least=1)
-    check_int("seed", seed, least=0)
-
-    def spec() -> SpeculativeResult:
-        return speculative_generate(target, draft, prompt, length, k, temperature,
-                                    torch.Generator().manual_seed(seed))
-
-    r = spec()
-    ids = _text.encode(prompt)
-
-    def plain() -> None:
-        generate(target, ids, length, temperature, torch.Generator().manual_seed(seed))
-
-    t = paired_timing(plain, spec, pairs=pairs, warmup=1)
-    return SampleRun(r.text, r.chars_per_pass, r.acceptance_rate, 1.0 / t.median,
-                     1.0 / t.ci_high, 1.0 / t.ci_low, pairs)
-
-
-#: ``aftertrain sample --draft NAME``: the drafts by their command-line names.
-DRAFT_NAMES = {"bigram": "BIGRAM", "n-gram": "NGRAM", "8-bit": "INT8", "4-bit": "INT4",
-               "gpt": "GPT"}
-
-
-def sample_with_draft(target: NextTokenModel, name: str, prompt: str, length: int, k: int,
-                      temperature: float, seed: int) -> tuple[str, str]:
-    """``aftertrain sample --draft NAME --k K``: the generated text and one
-    line of its figures (characters per target pass, acceptance, the speedup
-    measured on the run, :func:`sample_run`)."""
-    from aftertrain.speculative import drafts as D
-
-    if name not in DRAFT_NAMES:
-        raise ValueError(f"draft must be one of {sorted(DRAFT_NAMES)}, got {name!r}")
-    draft = D.draft_model(D.DraftKind[DRAFT_NAMES[name]], target)
-    if length == 0:
-        return "", f"speculative ({name} draft, k={k}): no characters asked for, nothing timed"
-    r = sample_run(target, draft, prompt, length, k, temperature, seed)
-    acc = "n/a" if r.acceptance is None else f"{r.acceptance:.3f}"
-    cpp = "n/a" if r.chars_per_pass is None else f"{r.chars_per_pass:.2f}"
-    return r.text, (f"speculative ({name} draft, k={k}): {cpp} characters per target pass, "
-                    f"acceptance {acc}; speedup over plain decoding on this run {r.speedup:.2f}x "
-                    f"(99% interval {r.speedup_low:.2f}-{r.speedup_high:.2f}, {r.pairs} "
-                    f"alternating pairs, one thread)")
