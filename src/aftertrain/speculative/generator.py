@@ -9,6 +9,20 @@ whose window start is a function of the text length alone
 (:func:`aftertrain.lm.decoding.context_start`), so ``p_i`` is the distribution
 plain decoding (:func:`aftertrain.lm.decoding.generate`) would use for the same
 text: plain and speculative decoding sample the same law.
+
+The loop is built for speed without changing a draw. A draft that reads only
+its last few characters (the bigram, the n-gram) drafts from precomputed
+rows (:class:`TableDrafter`, :mod:`aftertrain.speculative.tables`): per
+character a look-up, one uniform and a bisection, no model call. Any other
+draft is run, one cached forward per character (:class:`ModelDrafter`).
+:func:`verify_round` scores the drafts in one cached target pass and runs
+the rule on plain floats for the one round. Each round draws its ``2k + 1``
+uniforms in one ``torch.rand`` call, in the order the rule documents (the
+k drafts', then the rule's k acceptance uniforms and its one for the next
+character): torch's CPU generator gives ``rand(n)`` as n successive
+``rand(1)``, so with the same generator the output is the earlier
+loop's (a model call per drafted character, the batched tensor rule) bit
+for bit (tests/speculative/test_generator_fast_loop.py).
 """
 
 from __future__ import annotations
