@@ -101,7 +101,7 @@ def run_benchmarks(files: list[str], budget: float | None
 
 def areas(durations: str) -> dict[str, float]:
     """Seconds per area from pytest's ``--durations`` lines (``1.23s call
-    tests/claims/test_quant.py::test_x``): the test's folder (``tests/claims``,
+    tests/claims_on_model/test_quant.py::test_x``): the test's folder (``tests/claims_on_model``,
     ``benchmarks``; a file directly under tests/ counts as ``tests``)."""
     total: dict[str, float] = collections.defaultdict(float)
     for line in durations.splitlines():

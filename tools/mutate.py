@@ -76,13 +76,14 @@ OUTCOMES = ("killed", "timeout", "survived", "stale", "error")
 #: ``pytest``); only the survivors go on to the full run (``--full``).
 _UNTIMED = ["--benchmark-disable"]
 _SPEC = ["tests/speculative/test_rule.py", "tests/speculative/test_generator.py",
-         "tests/claims/test_speculative.py", "tests/claims/test_teeth.py",
+         "tests/claims_on_model/test_speculative.py", "tests/claims_on_model/test_teeth.py",
          "tests/checks/test_speculative.py", "tests/speculative/test_bad_inputs.py",
          "tests/lm/test_decoding_laws.py"]
-_QUANT = ["tests/quant/test_primitives.py", "tests/claims/test_quant.py", "tests/checks/test_quant.py",
+_QUANT = ["tests/quant/test_primitives.py", "tests/claims_on_model/test_quant.py",
+          "tests/checks/test_quant.py",
           "tests/quant/test_bad_inputs.py", "tests/core/test_packing.py", "tests/checks/test_peer_torch.py",
           "tests/prune/test_masks.py"]
-_PRUNE = ["tests/prune/test_masks.py", "tests/claims/test_prune.py", "tests/checks/test_prune.py",
+_PRUNE = ["tests/prune/test_masks.py", "tests/claims_on_model/test_prune.py", "tests/checks/test_prune.py",
           "tests/prune/test_bad_inputs.py", "tests/core/test_packing.py", "tests/prune/test_masks.py"]
 _MODEL = ["tests/lm/test_model.py", "tests/lm/test_protocol.py", "tests/lm/test_bad_inputs.py",
           "tests/lm/test_decoding_laws.py", "tests/prune/test_masks.py"]
@@ -100,7 +101,7 @@ SUBSETS: dict[str, list[str]] = {
     "bigram": ["tests/lm/test_ngram.py", "tests/lm/test_protocol.py",
                "tests/lm/test_decoding_laws.py"] + _UNTIMED,
     "drafts": ["tests/lm/test_decoding_laws.py", "tests/prune/test_masks.py", "tests/lm/test_ngram.py",
-               "tests/lm/test_protocol.py", "tests/claims/test_speculative.py"] + _UNTIMED,
+               "tests/lm/test_protocol.py", "tests/claims_on_model/test_speculative.py"] + _UNTIMED,
     "protocol": ["tests/lm/test_protocol.py", "tests/lm/test_model.py", "tests/lm/test_ngram.py",
                  "tests/lm/test_decoding_laws.py"] + _UNTIMED,
     "packing": ["tests/core/test_packing.py", "tests/quant/test_primitives.py", "tests/prune/test_masks.py",
@@ -116,7 +117,7 @@ SUBSETS: dict[str, list[str]] = {
     "ledger": _TIMED + ["tests/report/test_assemble.py", "tests/cli/test_cli.py"],
     "report": ["tests/report/test_assemble.py", "tests/cli/test_cli.py"] + _UNTIMED,
     "checks": ["tests/checks/test_quant.py", "tests/checks/test_prune.py",
-               "tests/checks/test_speculative.py", "tests/claims/test_teeth.py"] + _UNTIMED,
+               "tests/checks/test_speculative.py", "tests/claims_on_model/test_teeth.py"] + _UNTIMED,
     "text": ["tests/lm/test_text.py", "tests/lm/test_model.py"] + _UNTIMED,
     "speedup": ["tests/experiments/test_speedup_rules.py"] + _UNTIMED,
 }
@@ -141,10 +142,10 @@ SUBSETS |= {
     "train": ["tests/lm/test_train.py", "tests/lm/test_model.py", "tests/lm/test_checkpoint.py"]
     + _UNTIMED,
     "ngram": ["tests/lm/test_ngram.py", "tests/lm/test_protocol.py", "tests/lm/test_decoding_laws.py",
-              "tests/claims/test_speculative.py"] + _UNTIMED,
+              "tests/claims_on_model/test_speculative.py"] + _UNTIMED,
     "core": ["tests/core", "tests/lm/test_bad_inputs.py", "tests/quant/test_bad_inputs.py",
              "tests/prune/test_bad_inputs.py", "tests/timing/test_bad_inputs.py"] + _UNTIMED,
-    "experiments": ["tests/experiments", "tests/claims"] + _UNTIMED,
+    "experiments": ["tests/experiments", "tests/claims_on_model"] + _UNTIMED,
     "claims": ["tests/claims/test_catalogue.py", "tests/claims/test_ledgerfile.py",
                "tests/claims/test_catalogue_figures.py", "tests/report/test_assemble.py",
                "tests/experiments/test_tables.py"] + _UNTIMED,

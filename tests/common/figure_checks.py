@@ -85,7 +85,7 @@ _add(("row:CacheDiff.max_diff", "row:CacheDiff.positions"),
      "the test recomputes every position's logits in full and takes the largest difference")
 _add([f"row:StorageRow.{f}" for f in ("weights", "parameters", "weights_fp32_bytes", "weight_code_bytes",
                                       "scale_bytes", "parameters_fp32_bytes", "parameters_quantized_bytes")],
-     ("tests/claims/test_quant.py::test_int8_storage_is_the_articles_figures_exactly",
+     ("tests/claims_on_model/test_quant.py::test_int8_storage_is_the_articles_figures_exactly",
       "tests/quant/test_primitives.py::test_storage_bytes_of_a_partly_quantized_model_counts_the_float32_rest"),
      "hand counts: 631,808 weights, 15 per-tensor / 3,784 per-channel float32 scales, 2 codes per byte at 4 bits")
 _add("row:BitsTable.float32", (QUANT_CELLS,
@@ -163,7 +163,7 @@ _add([f"row:{t}.{f}" for t in ("AcceptanceRow", "LongRunRow") for f in ("accepta
      f"{SF}::test_acceptance_and_chars_per_pass_are_the_counts_ratios", "accepted / drafted, n / passes")
 _add(("row:AcceptanceRow.predicted_acceptance", "row:LongRunRow.predicted_acceptance"),
      (f"{SF}::test_x1_prediction_is_the_sum_of_the_k1_rates_powers",
-      "tests/claims/test_speculative.py::test_predicted_acceptance_formula"),
+      "tests/claims_on_model/test_speculative.py::test_predicted_acceptance_formula"),
      "sum_{i<=k} a^i / k summed term by term; the article's worked example")
 _add([f"row:CostRow.{f}" for f in ("c", "c_low", "c_high", "target_us", "draft_us")],
      f"{UF}::test_cost_rows_are_each_drafts_ratio_and_median_times",
@@ -373,7 +373,7 @@ _add(("report.plot:sweep_* | *", "report.plot:recipe_* | *"),
 # (tests/common/measured.py resolves those that print a row's field, a constant or a label by
 # type; these are the rest: fixtures, locals computed in a test, counts of a check's report)
 MS = "measured:"
-SPEC_T, QUANT_T, PRUNE_T = "tests/claims/test_speculative.py", "tests/claims/test_quant.py", "tests/claims/test_prune.py"
+SPEC_T, QUANT_T, PRUNE_T = "tests/claims_on_model/test_speculative.py", "tests/claims_on_model/test_quant.py", "tests/claims_on_model/test_prune.py"
 GEN_T, KIT_T = "tests/speculative/test_generator.py", "tests/checks/test_speculative.py"
 PEER_T, BENCH_SPEC = "tests/checks/test_peer_transformers.py", "benchmarks/test_spec_speedup.py"
 EVAL_HAND = "tests/lm/test_evaluation.py::test_val_loss_of_varied_losses_is_the_float64_mean_of_float32_terms"
@@ -445,9 +445,9 @@ _add(f"{MS}{GEN_T}::test_verification_logits_equal_plain_decoding_across_window_
      f"{GEN_T}::test_verification_logits_equal_plain_decoding_across_window_moves",
      "torch's max |a - b| of the rule's logits and plain decoding's, recomputed in the test; "
      "assert_close bounds the same difference")
-_add((f"{MS}{'tests/claims/test_teeth.py'}::test_first_character_check_catches_always_accept_on_the_reference"
+_add((f"{MS}{'tests/claims_on_model/test_teeth.py'}::test_first_character_check_catches_always_accept_on_the_reference"
       " | first['tv'].tv",
-      f"{MS}{'tests/claims/test_teeth.py'}::test_first_character_check_catches_always_accept_on_the_reference"
+      f"{MS}{'tests/claims_on_model/test_teeth.py'}::test_first_character_check_catches_always_accept_on_the_reference"
       " | first['tv'].tv_threshold"),
      ("tests/test_stats.py::test_empirical_tv_of_known_samples",
       "tests/test_stats_skewed.py::test_tv_threshold_of_a_skewed_null_is_its_mean_plus_the_margin"),
@@ -506,8 +506,8 @@ _label(f"{MS}{GEN_T}::* | kind.value", "the parametrized draft's name")
 _label(f"{MS}{GEN_T}::* | k", "the parametrized k, a value of the test's grid")
 _label(f"{MS}{SPEC_T}::test_drafts_are_the_bigram_and_the_8bit_and_4bit_reference | k",
        "a draft's name (the DraftKind's value)")
-_label((f"{MS}{'tests/claims/test_teeth.py'}::test_exactness_check_catches_a_broken_sampler | bug",
-        f"{MS}{'tests/claims/test_teeth.py'}::test_exactness_check_catches_a_broken_sampler | check",
+_label((f"{MS}{'tests/claims_on_model/test_teeth.py'}::test_exactness_check_catches_a_broken_sampler | bug",
+        f"{MS}{'tests/claims_on_model/test_teeth.py'}::test_exactness_check_catches_a_broken_sampler | check",
         f"{MS}{KIT_T}::test_kit_catches_every_zoo_variant_at_the_default_settings | variant"),
        "the parametrized bug's and check's names")
 _label("measured:benchmarks/test_quant_fake_speed.py::* | 'contains' if holds_1 else 'excludes'",
@@ -520,6 +520,6 @@ _add((f"{MS}{PEER_T}::test_float32_logits_equal_up_to_rounding_often_give_p_belo
      f"{PEER_T}::test_float32_logits_equal_up_to_rounding_often_give_p_below_q_everywhere",
      "a property of torch's float32 softmax computed in the test itself (no project code in it): "
      "the pairs with p <= q everywhere and the largest sum(q - p)")
-_label(f"{MS}{'tests/claims/test_teeth.py'}::test_joint_law_check_catches_a_draft_scored_at_another_temperature"
+_label(f"{MS}{'tests/claims_on_model/test_teeth.py'}::test_joint_law_check_catches_a_draft_scored_at_another_temperature"
        " | 'q at temperature 1 for drafts sampled at 0.3: caught by joint law'",
        "the broken variant's settings (temperatures 1 and 0.3), written in the test; no measurement")

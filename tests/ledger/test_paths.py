@@ -156,8 +156,8 @@ def test_q4_and_p6_hold_on_a_checkpoint_without_baselines_naming_the_comparison(
     import json
 
     claims = places["tmp"] / "claims.json"
-    run = _pytest(ROOT, "tests/claims/test_quant.py::test_bits_table_matches_the_stored_baseline",
-                  "tests/claims/test_prune.py::test_int8_beats_75_and_50pct_sparse_bitmask_at_equal_"
+    run = _pytest(ROOT, "tests/claims_on_model/test_quant.py::test_bits_table_matches_the_stored_baseline",
+                  "tests/claims_on_model/test_prune.py::test_int8_beats_75_and_50pct_sparse_bitmask_at_equal_"
                   "or_better_compression", f"--aftertrain-model={places['mine']}",
                   f"--claims-json={claims}", "-q", tmp=places["tmp"], autoload=True)
     assert run.returncode == 0, run.stdout + run.stderr

@@ -56,7 +56,7 @@ def test_on_the_overfit_model_the_articles_assertions_decide_q5_to_q7(tmp_path, 
     """report/sweep.md: the overfit recipe reproduces Q5, Q6 and Q7. On it,
     without pins, the article's assertions alone decide them: all three
     hold; our reference's pinned figures are skipped beside them."""
-    proc, claims = _run(tmp_path, monkeypatch, "tests/claims/test_quant.py",
+    proc, claims = _run(tmp_path, monkeypatch, "tests/claims_on_model/test_quant.py",
                         "--aftertrain-model", "overfit")
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert {c: claims[c]["verdict"] for c in ("Q5", "Q6", "Q7")} == dict.fromkeys(

@@ -12,8 +12,11 @@
   ``src/aftertrain/<package>/<module>.py``, ``tests/test_<module>*.py`` for a
   top-level module), or is one of a few named kinds: a package's input policy
   table (``test_bad_inputs.py``), the kit's peers (``tests/checks/test_peer_*``),
-  the claims on a model (``tests/claims/``) and the suite's own tooling
-  (``tests/meta/``). docs/architecture.md says where a new test goes.
+  and the folders of one kind (:data:`FOLDERS_OF_A_KIND`: the claims on a
+  model, ``tests/claims_on_model/``, and the suite's own tooling,
+  ``tests/meta/``). docs/architecture.md says where a new test goes.
+- Each source module has a test file named after it, or a line in
+  :data:`TESTED_IN` naming the file that tests it.
 """
 
 from __future__ import annotations
@@ -71,6 +74,13 @@ def imported_test_modules(source: str) -> list[str]:
     return out
 
 
+#: Test folders that mirror no package, each holding one kind of test.
+FOLDERS_OF_A_KIND = {
+    "claims_on_model": "the claims on a model, by claim area (as benchmarks/ holds the timed ones)",
+    "meta": "the suite's own tooling",
+}
+
+
 def subject_problem(rel: Path, src: Path = SRC) -> str | None:
     """Why the test file ``rel`` (relative to the repository root) does not map
     to a subject; None when it does."""
@@ -83,9 +93,8 @@ def subject_problem(rel: Path, src: Path = SRC) -> str | None:
         where = "src/aftertrain/"
     else:
         package = parts[1]
-        if package in ("claims", "meta"):
-            if package == "meta" or not (src / "claims" / f"{name}.py").exists():
-                return None  # the claims on a model; the suite's tooling
+        if package in FOLDERS_OF_A_KIND:
+            return None
         if package == "common":
             return "tests/common/ holds helpers, not tests"
         if not (src / package).is_dir():
@@ -196,7 +205,9 @@ def test_subject_check_catches_a_file_named_after_no_module():
     assert subject_problem(Path("tests/quant/test_api.py")) is None
     assert subject_problem(Path("tests/quant/test_primitives_grid.py")) is None
     assert subject_problem(Path("tests/test_stats.py")) is None
-    assert subject_problem(Path("tests/claims/test_quant.py")) is None
+    assert subject_problem(Path("tests/claims_on_model/test_quant.py")) is None
+    assert subject_problem(Path("tests/claims/test_catalogue_figures.py")) is None
+    assert subject_problem(Path("tests/claims/test_quant.py")) is not None  # no claims/quant.py
     assert subject_problem(Path("tests/quant/test_edges.py")) is not None
     assert subject_problem(Path("tests/test_quant_edges.py")) is not None
     assert subject_problem(Path("tests/nowhere/test_x.py")) is not None

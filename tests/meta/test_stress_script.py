@@ -66,12 +66,12 @@ def test_areas_sum_each_folders_setup_call_and_teardown(stress):
     """The per-area seconds of the suite table, from pytest's --durations lines."""
     out = """
 ============================= slowest durations =============================
-2.50s setup    tests/claims/test_quant.py::test_a
-1.25s call     tests/claims/test_quant.py::test_a
-0.25s teardown tests/claims/test_prune.py::test_b[x-1]
+2.50s setup    tests/claims_on_model/test_quant.py::test_a
+1.25s call     tests/claims_on_model/test_quant.py::test_a
+0.25s teardown tests/claims_on_model/test_prune.py::test_b[x-1]
 3.00s call     benchmarks/test_spec_speedup.py::test_s5
 0.50s call     tests/test_stats.py::test_c
 (12 durations < 0.005s hidden.)
 1 passed in 9.00s
 """
-    assert stress.areas(out) == {"tests/claims": 4.0, "benchmarks": 3.0, "tests": 0.5}
+    assert stress.areas(out) == {"tests/claims_on_model": 4.0, "benchmarks": 3.0, "tests": 0.5}

@@ -12,7 +12,7 @@
 
 The joint-law check is the public kit's (aftertrain.checks.speculative.
 check_generator), with the shipped generator as a parameter;
-tests/claims/test_teeth.py passes broken samplers to it (X7).
+tests/claims_on_model/test_teeth.py passes broken samplers to it (X7).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def test_joint_law_of_first_three_symbols_is_the_targets(k, claim_record):
     enumerated target law (64 cells, chi-square, alpha 1e-6), and at
     temperature 0 the toy run equals plain greedy decoding. A sampler that
     emits the draft's law, takes its bonus from the wrong position or scores
-    q at another temperature fails this (tests/claims/test_teeth.py)."""
+    q at another temperature fails this (tests/claims_on_model/test_teeth.py)."""
     report = joint_law_report(shipped_generate, k, runs=JOINT_RUNS)
     fit = next(r for r in report.rows if r.check == "chi-square")
     claim_record.measured(f"k={k}: chi2 {fit.statistic:.1f} on {fit.dof} dof, "

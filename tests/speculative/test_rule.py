@@ -2,7 +2,7 @@
 character the rule emits at each position follows the target's p exactly.
 
 The checks are the public kit's (aftertrain.checks.speculative): the shipped
-rule is passed to it as a parameter, and tests/claims/test_teeth.py
+rule is passed to it as a parameter, and tests/claims_on_model/test_teeth.py
 passes broken rules (the bug zoo, aftertrain.checks.zoo) to the very same
 checks to show each fails them (X7).
 """

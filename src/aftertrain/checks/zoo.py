@@ -12,7 +12,7 @@ rate (tools/zoo_rates.py).
 
 ``make_rule()`` and ``make_generator()`` without a bug are the correct
 rule and loop; the rule equals :func:`aftertrain.speculative.verify_with_uniforms`
-bit for bit (tests/claims/test_teeth.py). The rule computes in the
+bit for bit (tests/claims_on_model/test_teeth.py). The rule computes in the
 dtype its inputs promote to (the inverse CDF's running sum in float32 at
 least), so handed bfloat16 p and q and float32 uniforms it is the correct
 rule of a bfloat16 sampler.

@@ -5,7 +5,7 @@ characters of the validation split, temperature 1, seed 0
 (aftertrain.experiments.speculative.acceptance_table), computed once per module. The
 figures are exact and deterministic (S8), so the table is guarded exactly
 against baselines/spec_acceptance.yml; regenerate it with
-``pytest tests/claims/test_speculative.py --force-regen``.
+``pytest tests/claims_on_model/test_speculative.py --force-regen``.
 """
 
 from __future__ import annotations

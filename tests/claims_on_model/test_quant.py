@@ -5,7 +5,7 @@ fixtures) through the library's experiment functions, the same ones the
 report calls. Relations the article states (an order, a bound) are asserted;
 values are reported with the ledger's ``claim_record`` and guarded against our stored
 baselines (``baselines/quant_*``; regenerate with
-``PYTHONPATH=src python -m pytest tests/claims/test_quant.py --force-regen``).
+``PYTHONPATH=src python -m pytest tests/claims_on_model/test_quant.py --force-regen``).
 
 Baseline tolerances. A quantized model's weights are exact functions of the
 stored float32 weights (the rule uses only max, division, round and a
