@@ -81,6 +81,7 @@ class LedgerFormatError(ValueError):
 class TestEntry:
     """One claim-tagged test of the run (its strongest phase outcome)."""
 
+    __test__ = False  # a record of a test, not one: pytest must not collect it where imported
     nodeid: str
     outcome: Outcome | None
     reason: str | None = None
