@@ -112,6 +112,7 @@ MUTANTS: tuple[Mutant, ...] = (
     M('r3-prune-09', 'r3-prune', 'nesting checked in the wrong direction',
       'bad = sum(int((~m0[n] & masks[n]).sum()) for n in weights)',
       'bad = sum(int((m0[n] & ~masks[n]).sum()) for n in weights)'),
+    # --- checks/prune_battery.py (moved out of checks/prune.py) ------------------------------
     M('r3-prune-10', 'r3-prune', 'the NM battery refuses exactly MAX_BATTERY_BLOCK',
       'if m > MAX_BATTERY_BLOCK:', 'if m >= MAX_BATTERY_BLOCK:'),
     # --- checks/rule_exact.py --------------------------------------------------------------
