@@ -121,6 +121,7 @@ TESTED_IN = {
     "cli/sweep.py": "tests/experiments/test_sweep.py",
     "cli/train.py": "tests/cli/test_cli.py",
     "experiments/article.py": "tests/claims/test_catalogue_figures.py",
+    "experiments/quant_outliers.py": "tests/experiments/test_quant_figures.py",
     "experiments/sweep_points.py": "tests/experiments/test_sweep.py",
     "ledger/benchmark.py": "tests/timing/test_compare_machines.py",
     "prune/formats.py": "tests/prune/test_masks.py",
