@@ -49,7 +49,7 @@ MUTANTS: tuple[Mutant, ...] = (
     M('r3-schemes-09', 'r3-quant', 'ASYMMETRIC judged idempotent too',
       'return self not in (Mapping.SYMMETRIC_FULL, Mapping.ASYMMETRIC)',
       'return self is not Mapping.SYMMETRIC_FULL'),
-    # --- checks/quant_guarantees.py --------------------------------------------------------
+    # --- checks/quant_guarantees.py (r3-guar-01, 03: now checks/quant_reference.py) ---------
     M('r3-guar-01', 'r3-quant', 'a declared scale floor is not judged (groups at the floor exempt)',
       'judged = (p.raw >= SCALE_FLOOR) | (scheme.scale_floor > SCALE_FLOOR)',
       'judged = p.raw >= SCALE_FLOOR'),
@@ -74,7 +74,8 @@ MUTANTS: tuple[Mutant, ...] = (
     M('r3-guar-09', 'r3-quant', 'odd row compares magnitudes only',
       'ok = torch.equal(neg.w_hat, -out.w_hat)', 'ok = torch.equal(neg.w_hat.abs(), out.w_hat.abs())'),
     M('r3-guar-10', 'r3-quant', 'idempotence re-quantizes w instead of w_hat',
-      'again = _call(quantize, out.w_hat.float(), scheme)', 'again = _call(quantize, ref.w.float(), scheme)'),
+      'again = call_quantizer(quantize, out.w_hat.float(), scheme)',
+      'again = call_quantizer(quantize, ref.w.float(), scheme)'),
     # --- checks/quant_battery.py -----------------------------------------------------------
     M('r3-qbat-01', 'r3-quant', 'the group battery refuses exactly MAX_BATTERY_GROUP',
       'if n > MAX_BATTERY_GROUP:', 'if n >= MAX_BATTERY_GROUP:'),
@@ -112,6 +113,7 @@ MUTANTS: tuple[Mutant, ...] = (
     M('r3-prune-09', 'r3-prune', 'nesting checked in the wrong direction',
       'bad = sum(int((~m0[n] & masks[n]).sum()) for n in weights)',
       'bad = sum(int((m0[n] & ~masks[n]).sum()) for n in weights)'),
+    # --- checks/prune_battery.py (moved out of checks/prune.py) ------------------------------
     M('r3-prune-10', 'r3-prune', 'the NM battery refuses exactly MAX_BATTERY_BLOCK',
       'if m > MAX_BATTERY_BLOCK:', 'if m >= MAX_BATTERY_BLOCK:'),
     # --- checks/rule_exact.py --------------------------------------------------------------

@@ -102,7 +102,7 @@ def test_the_group_battery_holds_at_most_42_values_per_group_element():
 
 
 def test_the_nm_battery_holds_at_most_75_values_per_block_element():
-    from aftertrain.checks.prune import BATTERY_VALUES_PER_BLOCK_ELEMENT, MAX_BATTERY_BLOCK
+    from aftertrain.checks.prune_battery import BATTERY_VALUES_PER_BLOCK_ELEMENT, MAX_BATTERY_BLOCK
 
     for m in (2, 3, 4, 16, 17):
         values = sum(w.numel() for case in nm_battery(NM(1, m)).values() for w in case.values())

@@ -329,7 +329,7 @@ def test_nm_count_catches_a_pruner_that_keeps_more_than_n():
 
 def test_nm_battery_is_built_up_to_its_largest_block_and_refused_past_it():
     """``MAX_BATTERY_BLOCK`` (2**16) itself is built; one more is refused."""
-    from aftertrain.checks.prune import MAX_BATTERY_BLOCK
+    from aftertrain.checks.prune_battery import MAX_BATTERY_BLOCK
 
     cases = nm_battery(NM(1, MAX_BATTERY_BLOCK))
     assert cases["single block"]["w"].shape == (1, MAX_BATTERY_BLOCK)

@@ -70,7 +70,8 @@ from collections.abc import Mapping as MappingABC
 import torch
 
 from aftertrain.checks.quant_battery import battery, group_battery, scheme_battery
-from aftertrain.checks.quant_guarantees import FLOAT32_EPS, check_case
+from aftertrain.checks.quant_guarantees import check_case
+from aftertrain.checks.quant_reference import FLOAT32_EPS
 from aftertrain.checks.report import EDGE, FAILURE, MISMATCH, Report, Row
 from aftertrain.checks.schemes import (
     Mapping,
@@ -140,6 +141,24 @@ def check_quantizer(
         name: the subject named in the report (default ``quantize``'s name).
         strict: edge findings fail the report too.
     """
+    schemes, quantize = _schemes(quantize, schemes, bits, granularities)
+    check_seed(seed)
+    if not isinstance(strict, bool):
+        raise ValueError(f"strict must be a bool, got {strict!r}")
+    if cases is not None:
+        _check_cases(cases)
+    # every scheme's cases before the first call: a battery too large is refused first
+    batteries = [scheme_battery(s, seed) if cases is None else cases for s in schemes]
+    report = Report(name or getattr(quantize, "__name__", repr(quantize)), strict=strict)
+    for scheme, battery_ in zip(schemes, batteries, strict=True):
+        for case, w in battery_.items():
+            check_case(report, quantize, f"{case}, {scheme}", w, scheme)
+    return report
+
+
+def _schemes(quantize, schemes, bits, granularities) -> tuple[list[QuantScheme], Quantizer]:
+    """The schemes to run and ``quantize`` in the scheme protocol (the
+    article's protocol adapted when ``schemes`` is None), each validated."""
     if not callable(quantize):
         raise ValueError(f"quantize must be a callable (w, scheme) -> w_hat, got {quantize!r}")
     if schemes is None:
@@ -154,18 +173,7 @@ def check_quantizer(
     if not schemes or not all(isinstance(s, QuantScheme) for s in schemes):
         raise ValueError(f"schemes must be a QuantScheme or a non-empty list of them, got "
                          f"{given!r}")
-    check_seed(seed)
-    if not isinstance(strict, bool):
-        raise ValueError(f"strict must be a bool, got {strict!r}")
-    if cases is not None:
-        _check_cases(cases)
-    # every scheme's cases before the first call: a battery too large is refused first
-    batteries = [scheme_battery(s, seed) if cases is None else cases for s in schemes]
-    report = Report(name or getattr(quantize, "__name__", repr(quantize)), strict=strict)
-    for scheme, battery_ in zip(schemes, batteries, strict=True):
-        for case, w in battery_.items():
-            check_case(report, quantize, f"{case}, {scheme}", w, scheme)
-    return report
+    return schemes, quantize
 
 
 def _article_schemes(quantize: ArticleQuantizer, bits, granularities):

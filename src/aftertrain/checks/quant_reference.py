@@ -1,0 +1,149 @@
+"""The two sides a guarantee of :func:`aftertrain.checks.quant.check_quantizer`
+compares (:mod:`aftertrain.checks.quant_guarantees`): the quantizer's answer
+(:func:`call_quantizer`, read per element as an :class:`Output` by
+:func:`as_output`) and the scheme's view of the weight (:class:`Reference`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from aftertrain.checks.report import EDGE, FAILURE
+from aftertrain.checks.schemes import (
+    Mapping,
+    QParams,
+    QuantScheme,
+    from_codes,
+    group_index,
+    qparams,
+    to_codes,
+)
+from aftertrain.core import tolerances as T
+from aftertrain.quant.primitives import FLOAT32_MAX, SCALE_FLOOR
+
+Quantizer = Callable[[torch.Tensor, QuantScheme], torch.Tensor | tuple[torch.Tensor, ...]]
+#: float32's unit roundoff (2**-24), the unit of the guarantees' float slack.
+U = T.FLOAT32_UNIT_ROUNDOFF
+#: A group whose ``max|w|`` exceeds this is at float32's edge: its range
+#: ``hi - lo``, its shift or a code's value ``qmin * s`` can overflow (the
+#: asymmetric range and shift each reach ``2 max|w|``, with rounding room).
+OVERFLOW_EDGE = FLOAT32_MAX / 4
+#: torchao's scale floor for int8 weights (float32's machine epsilon, 1.19e-7).
+FLOAT32_EPS = torch.finfo(torch.float32).eps
+
+
+@dataclass(frozen=True)
+class Output:
+    """A quantizer's answer in float64, ``scale`` and ``zero`` per element
+    (None where not returned)."""
+
+    w_hat: torch.Tensor
+    codes: torch.Tensor | None = None
+    scale: torch.Tensor | None = None
+    zero: torch.Tensor | None = None
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The scheme's view of ``w``, per element, float64: scale ``s``, zero
+    point ``z``, float slack scale ``R``, ``judged`` (a normal or declared
+    floored scale) and ``floored`` (the floor is in force)."""
+
+    w: torch.Tensor
+    p: QParams
+    s: torch.Tensor
+    z: torch.Tensor
+    R: torch.Tensor
+    judged: torch.Tensor
+    floored: torch.Tensor
+    mapping: Mapping
+    edge: torch.Tensor
+
+    @classmethod
+    def of(cls, w: torch.Tensor, scheme: QuantScheme) -> Reference:
+        p = qparams(w, scheme)
+        i = p.index
+        # asymmetric: the range hi - lo and the shift each reach 2 amax
+        R = p.amax * (1.0 if scheme.mapping.symmetric else 4.0)
+        judged = (p.raw >= SCALE_FLOOR) | (scheme.scale_floor > SCALE_FLOOR)
+        # an all-zero group is no edge: its w_hat must be 0 (the ``edge`` row)
+        edge = (~judged & (p.amax > 0)) | (p.amax > OVERFLOW_EDGE)
+        return cls(w.double(), p, p.scale[i], p.zero[i], R[i], judged[i],
+                   (judged & (p.raw < p.scale))[i], scheme.mapping, edge[i])
+
+    def severity(self, bad: torch.Tensor) -> str:
+        """EDGE when every element in ``bad`` (a mask of ``w``'s shape) lies
+        in a group at the format's edge, else FAILURE."""
+        return FAILURE if bool((bad & ~self.edge).any()) else EDGE
+
+    def steps(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` in code units on the reference grid."""
+        return to_codes(x, self.s, self.z, self.mapping)
+
+    def grid_slack(self) -> torch.Tensor:
+        return T.QUANT_GRID_SLACK_ULPS * U * self.R / self.s + T.QUANT_SUBNORMAL_HALF / self.s
+
+    def saturated(self, w_hat: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
+        """Elements held at +-float32 max because their code's value
+        ``(k - z) * s`` lies past it (SYMMETRIC_FULL's ``qmin * s`` at
+        ``w = -3.4e38``): exempt from the grid."""
+        value = from_codes(codes, self.s, self.z, self.mapping)
+        return (w_hat.abs() == FLOAT32_MAX) & (value.abs() > FLOAT32_MAX)
+
+    def round_trip_bound(self) -> torch.Tensor:
+        return self.s / 2 + T.QUANT_ROUND_TRIP_SLACK_ULPS / 2 * U * self.R \
+            + T.QUANT_SUBNORMAL_HALF
+
+
+def call_quantizer(quantize: Quantizer, w: torch.Tensor, scheme: QuantScheme):
+    """The quantizer's answer (a tensor or a tuple of 3 or 4), the exception
+    it raised, or a line saying what is wrong with what it returned."""
+    try:
+        out = quantize(w.clone(), scheme)
+    except Exception as e:  # the kit reports any exception
+        return e
+    extra: tuple = ()
+    if isinstance(out, tuple):
+        if len(out) not in (3, 4):
+            return f"returned a tuple of {len(out)}, not (w_hat, codes, scale, zero_point)"
+        out, *extra = out
+    if not isinstance(out, torch.Tensor) or not out.is_floating_point():
+        return f"returned {type(out).__name__}, not a floating-point tensor"
+    if out.shape != w.shape:
+        return f"returned shape {tuple(out.shape)} for {tuple(w.shape)}"
+    if not extra:
+        return (out,)
+    codes, scale, zero = (*extra, None)[:3]
+    if not isinstance(codes, torch.Tensor) or codes.shape != w.shape:
+        return "codes must be a tensor of w's shape"
+    return out, codes, scale, zero
+
+
+def as_output(raw: tuple, w: torch.Tensor, scheme: QuantScheme) -> Output | str:
+    """``raw`` (from :func:`call_quantizer`) as an :class:`Output` per element."""
+    if len(raw) == 1:
+        return Output(raw[0].detach().double())
+    out, codes, scale, zero = raw
+    parts = []
+    for label, x in (("scale", scale), ("zero_point", zero)):
+        parts.append(None if x is None else per_element(x, w, scheme, label))
+        if isinstance(parts[-1], str):
+            return parts[-1]
+    return Output(out.detach().double(), codes.detach().double(), *parts)
+
+
+def per_element(x, w: torch.Tensor, scheme: QuantScheme, label: str) -> torch.Tensor | str:
+    """``x`` (one entry per group, or broadcastable to ``w``) per element, float64."""
+    index, n = group_index(tuple(w.shape), scheme.granularity)
+    if not isinstance(x, torch.Tensor):
+        return f"{label} must be a tensor or None, got {type(x).__name__}"
+    x = x.detach().double()
+    if x.numel() == n:
+        return x.reshape(-1)[index]
+    try:
+        return x.broadcast_to(w.shape)
+    except RuntimeError:
+        return (f"{label} of shape {tuple(x.shape)} has neither one entry per group ({n}) "
+                f"nor broadcasts to {tuple(w.shape)}")
