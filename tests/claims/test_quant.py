@@ -23,6 +23,7 @@ tolerances come from :mod:`aftertrain.core.tolerances` (quantization section).
 from __future__ import annotations
 
 import copy
+import warnings
 
 import pytest
 import torch
@@ -596,8 +597,8 @@ def test_int8_text_parts_from_float32_text_after_a_shared_prefix(reference, dive
     replayed here along the stored texts (tests/common/sampled_paths.py);
     they pass only if this machine samples a stored character otherwise at
     a near tie, within the derived cross-machine bound (core/tolerances.py,
-    SAMPLED_LOGIT_DIFF); the tie is named and the live texts, another
-    sample, are not compared. Any other difference fails, as a character
+    SAMPLED_LOGIT_DIFF); the tie is named in a warning and the live texts,
+    another sample, are not compared. Any other difference fails, as a character
     sampled otherwise by more than the bound does."""
     claim_record.measured(f"parts at character {diverged.position} "
                                 f"(float32 {diverged.float32[:40]!r}, "
@@ -621,7 +622,8 @@ def test_int8_text_parts_from_float32_text_after_a_shared_prefix(reference, dive
     turned = [e for r in replay_q9_texts(reference, stored).values() for e in r.excused]
     assert turned, (f"the texts differ from {path}, though this machine samples every stored "
                     f"character as stored")
-    claim_record.measured(f"near tie taken otherwise on this machine (texts not compared): {turned[0]}")
+    warnings.warn(f"Q9: near tie taken otherwise on this machine, texts not compared: {turned[0]}",
+                  stacklevel=1)
 
 
 @pytest.mark.claim("Q9")

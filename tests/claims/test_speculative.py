@@ -13,6 +13,7 @@ machine's float32 sums turn is told from a change; regenerate both with
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import pytest
 import torch
@@ -129,8 +130,8 @@ def test_acceptance_table_matches_stored_baseline(acceptance_rows, reference, sp
     (tests/common/sampled_paths.py): it passes only if this machine takes a
     stored decision otherwise at a near tie, within the derived
     cross-machine bound of its boundary (core/tolerances.py,
-    SAMPLED_LOGIT_DIFF); the tie is named, and the row, another sample, is
-    not compared. Any other difference fails, as a decision taken otherwise
+    SAMPLED_LOGIT_DIFF); the tie is named in a warning, and the row, another
+    sample, is not compared. Any other difference fails, as a decision taken otherwise
     by more than the bound does."""
     claim_record.measured(fmt(r for r in acceptance_rows if r.draft in
                                     {k.value for k in ARTICLE_DRAFTS} and r.k in (1, 8)))
@@ -169,8 +170,9 @@ def test_acceptance_table_matches_stored_baseline(acceptance_rows, reference, sp
     unexplained = [key for key, r in replays.items() if not r.excused]
     assert not unexplained, (f"rows {unexplained} differ from {table_file}, though this machine takes "
                              f"every decision of their stored paths as stored")
-    claim_record.measured("near ties taken otherwise on this machine (rows not compared): "
-                          + "; ".join(f"{d} k={k}: {r.excused[0]}" for (d, k), r in replays.items()))
+    warnings.warn("S4: near ties taken otherwise on this machine, rows not compared: "
+                  + "; ".join(f"{name} k={k}: {r.excused[0]}" for (name, k), r in replays.items()),
+                  stacklevel=1)
 
 
 @pytest.fixture
