@@ -23,6 +23,7 @@ tolerances come from :mod:`aftertrain.core.tolerances` (quantization section).
 from __future__ import annotations
 
 import copy
+import warnings
 
 import pytest
 import torch
@@ -31,6 +32,7 @@ from aftertrain import quant as Q
 from aftertrain.core import tolerances as TOL
 from aftertrain.experiments import quant as EQ
 from aftertrain.quant import Granularity
+from tests.common import sampled_paths as SP
 from tests.common.quant_bugs import (
     clamp_past_qmax,
     floor_rounding,
@@ -566,22 +568,91 @@ def check_parts_after_a_shared_prefix(d: EQ.Divergence) -> None:
     assert d.float32[:n] == d.quantized[:n] and d.float32[n] != d.quantized[n]
 
 
+def replay_q9_texts(reference, stored: dict, temperature: float = EQ.DIVERGENCE_TEMPERATURE,
+                    seed: int = EQ.DIVERGENCE_SEED, models=None) -> dict[str, SP.Replay]:
+    """Q9's two stored texts replayed on this machine along themselves
+    (tests/common/sampled_paths.py): AssertionError at a character sampled
+    otherwise here by more than the cross-machine bound."""
+    if models is None:
+        models = {"float32": reference, "quantized": EQ.quantized_model(reference, 8, G.PER_TENSOR)}
+    return {name: SP.replay_plain(models[name], EQ.DIVERGENCE_PROMPT, EQ.DIVERGENCE_LENGTH, temperature,
+                                  seed, stored=stored[name])
+            for name in ("float32", "quantized")}
+
+
 @pytest.mark.claim("Q9")
-def test_int8_text_parts_from_float32_text_after_a_shared_prefix(diverged, claim_record,
-                                                                 data_regression, baselines_dir):
+def test_int8_text_parts_from_float32_text_after_a_shared_prefix(aftertrain_model, diverged, claim_record,
+                                                                 data_regression, baselines_dir, request):
     """Article: with one seed, the int8 model's text departs from the
     float32 text at the 22nd character. Method: aftertrain.lm.decoding.generate,
     prompt "\\n", 200 characters, temperature 1.0, seed 0, a fresh
     torch.Generator per model, int8 per-tensor (the article's +0.0017
     model). Asserted: a shared prefix of at least one character, then a
     difference; the position and both texts guarded exactly (sampling is
-    deterministic given the generator)."""
+    deterministic given the generator).
+
+    The same on every machine: texts that differ from the stored ones are
+    replayed here along the stored texts (tests/common/sampled_paths.py);
+    they pass only if this machine samples a stored character otherwise at
+    a near tie, within the derived cross-machine bound (core/tolerances.py,
+    SAMPLED_LOGIT_DIFF); the tie is named in a warning and the live texts,
+    another sample, are not compared. Any other difference fails, as a character
+    sampled otherwise by more than the bound does."""
     claim_record.measured(f"parts at character {diverged.position} "
                                 f"(float32 {diverged.float32[:40]!r}, "
                                 f"int8 {diverged.quantized[:40]!r})")
     claim_record.table(diverged)
     check_parts_after_a_shared_prefix(diverged)
-    data_regression.check(diverged.to_record(), fullpath=baselines_dir / "quant_q9_divergence.yml")
+    path = baselines_dir / "quant_q9_divergence.yml"
+    regen = request.config.getoption("force_regen") or request.config.getoption("regen_all")
+    if regen or not path.is_file():
+        data_regression.check(diverged.to_record(), fullpath=path)
+        return
+    import yaml
+
+    stored = yaml.safe_load(path.read_text())
+    parts = next((i + 1 for i, (x, y) in enumerate(zip(stored["float32"], stored["quantized"], strict=False))
+                  if x != y), None)
+    assert stored["position"] == parts, f"{path}: the stored position is not where its texts part"
+    if diverged.to_record() == stored:
+        data_regression.check(diverged.to_record(), fullpath=path)
+        return
+    turned = [e for r in replay_q9_texts(aftertrain_model, stored).values() for e in r.excused]
+    assert turned, (f"the texts differ from {path}, though this machine samples every stored "
+                    f"character as stored")
+    warnings.warn(f"Q9: near tie taken otherwise on this machine, texts not compared: {turned[0]}",
+                  stacklevel=1)
+
+
+@pytest.mark.claim("Q9")
+@pytest.mark.teeth
+@pytest.mark.parametrize("change", ["temperature 0.9", "seed 1", "the float32 model for the int8 one"])
+def test_q9_replay_catches_a_real_change(aftertrain_model, baselines_dir, change):
+    """Teeth of Q9's replay: a real change takes a character otherwise by far
+    more than the cross-machine bound, and fails."""
+    import yaml
+
+    path = baselines_dir / "quant_q9_divergence.yml"
+    if not path.is_file():
+        pytest.skip(f"no stored texts for this model ({path})")
+    stored = yaml.safe_load(path.read_text())
+    kwargs = {"temperature 0.9": {"temperature": 0.9}, "seed 1": {"seed": 1},
+              "the float32 model for the int8 one": {"models": {"float32": aftertrain_model,
+                                                                "quantized": aftertrain_model}}}[change]
+    with pytest.raises(AssertionError):
+        replay_q9_texts(aftertrain_model, stored, **kwargs)
+
+
+@pytest.mark.method
+def test_q9_free_replay_is_the_generators_own_text(aftertrain_model):
+    """The replay redoes generate's arithmetic (torch.multinomial's
+    exponential draws): run free, it samples generate's text bit for bit."""
+    from aftertrain.lm.decoding import generate
+    from aftertrain.lm.text import decode, encode
+
+    out = generate(aftertrain_model, encode(EQ.DIVERGENCE_PROMPT), 200, 1.0,
+                   torch.Generator().manual_seed(0))
+    assert SP.replay_plain(aftertrain_model, EQ.DIVERGENCE_PROMPT, 200, 1.0, 0).text == decode(out[1:])
 
 
 @pytest.mark.claim("Q9")

@@ -135,6 +135,51 @@ LOSS_ATOL = 1e-5
 #: 1e-7), and the float32 forward's summation order <= 1e-6 (measured, B1).
 LOSS_ATOL_SAME_THREADS = 1e-6
 
+# Sampled paths stored on one machine (S4's acceptance table, Q9's texts).
+# A sampled character is a discrete function of float32 logits: a logit moved
+# by ~1e-5 by another summation order moves a uniform's boundary by as much,
+# and a uniform that lands nearer than that to its boundary picks another
+# character there, after which the whole path differs. So a rerun that differs
+# from the stored path is replayed along it (tests/common/sampled_paths.py),
+# drawing the same uniforms from the same seed: it passes only if this machine
+# takes a stored decision otherwise at a near tie, nearer its boundary than
+# two machines' logits can differ (below); any other difference fails. The
+# verdict is then the same on every machine; the figures too, except on a
+# machine that meets such a tie, which the test names.
+
+#: Two machines' float32 logits for the same text and the same weights, the
+#: absolute difference a sampled decision is allowed to fall on either side
+#: of. LOSS_ATOL's probabilistic count (Higham & Mary 2019): a logit comes
+#: through about 20 chained float32 sums of n <= 512 terms, each within
+#: lambda sqrt(n) u of the exact sum relative to its terms' magnitudes with
+#: probability >= 1 - 2 exp(-lambda**2 / 2), lambda = 6 (3e-8 per sum); errors
+#: independent across the chain (sqrt(20)); terms of magnitude <= 24, the
+#: logits' range rounded up (measured |z| <= 22.6 on the reference, 10.3 on
+#: the article model): one machine within 24 sqrt(20) 6 sqrt(512) u = 8.7e-4
+#: of the exact logit, two machines within twice that, 1.7e-3. Measured: at
+#: most 1.1e-5 apart (232 positions x 100 logits of the reference and its
+#: 8-bit copy, decoded as the generators do, default, avx2 and avx512
+#: kernels pairwise), 150 times less.
+#: What it implies at temperature T: a log-probability (z_i / T minus a
+#: log-sum-exp, each moving by <= d / T) moves by <= 2 d / T, a probability
+#: by a factor within exp(+-2 d / T); so an acceptance u q(x) < p(x) is a
+#: near tie when |ln(u q(x)) - ln p(x)| <= 4 d / T, torch.multinomial's draw
+#: argmax_i p_i / E_i (E_i exponential: its "exponential trick") when the
+#: best and the stored cell's ln(p_i / E_i) are within 4 d / T, and an
+#: inverse-CDF draw when its uniform lies within the boundary's bound
+#: (sampled_paths.cdf_reaches: each cell's mass moved by expm1(2 d / T) of
+#: its p + q). The bound only excuses a stored decision this machine takes
+#: otherwise; a real change (another temperature, another draft character,
+#: another k, another model) takes decisions otherwise by margins of O(0.1),
+#: far outside (the teeth tests of tests/claims).
+SAMPLED_LOGIT_DIFF = 2 * 24 * 20**0.5 * 6 * 512**0.5 * FLOAT32_UNIT_ROUNDOFF
+#: Slack for the float64 arithmetic a decision is computed in from those
+#: logits (softmax, a 100-cell cumulative sum, products): a few hundred
+#: float64 roundings of values <= 1, each <= 2**-53 = 1.1e-16, on any kernel
+#: path: < 1e-13; 1e-12 is ten times that and 1e8 times below
+#: SAMPLED_LOGIT_DIFF's effect, so it never decides a margin alone.
+SAMPLED_FLOAT64_SLACK = 1e-12
+
 
 
 # --- quantization -------------------------------------------------------------
