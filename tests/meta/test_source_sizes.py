@@ -25,7 +25,6 @@ BEING_REWRITTEN = {
     "experiments/speedup.py:speedup_decisions",
     "report/prune.py:section",
     "report/speculative.py:_speedup",
-    "report/sweep.py:section",
     "speculative/generator.py:speculative_generate",
 }
 
