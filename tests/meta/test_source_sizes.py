@@ -23,7 +23,6 @@ BEING_REWRITTEN = {
     "checks/rule_exact.py:check_rule_exact",
     "checks/speculative.py:check_rule",
     "experiments/speedup.py:speedup_decisions",
-    "report/speculative.py:_speedup",
     "speculative/generator.py:speculative_generate",
 }
 
