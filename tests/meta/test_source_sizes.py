@@ -22,7 +22,6 @@ BEING_REWRITTEN = {
     "ledger/state.py",
     "checks/rule_exact.py:check_rule_exact",
     "checks/speculative.py:check_rule",
-    "experiments/speedup.py:speedup_decisions",
     "speculative/generator.py:speculative_generate",
 }
 
