@@ -21,7 +21,6 @@ FUNCTION_LINES = 60
 BEING_REWRITTEN = {
     "ledger/state.py",
     "checks/rule_exact.py:check_rule_exact",
-    "checks/speculative.py:check_rule",
     "speculative/generator.py:speculative_generate",
 }
 
