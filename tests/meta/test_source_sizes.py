@@ -20,7 +20,6 @@ FUNCTION_LINES = 60
 #: when it is rewritten.
 BEING_REWRITTEN = {
     "ledger/state.py",
-    "speculative/generator.py:speculative_generate",
 }
 
 
