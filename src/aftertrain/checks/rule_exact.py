@@ -275,6 +275,37 @@ def _batch_with_one_zero_residual(rule, dtype, g, report: Report, n: int = 16,
                    detail=f"ordinary rows {bad[:5]} differ from the same rounds run alone"))
 
 
+def _renormaliser(rule, renormalise: Callable[[torch.Tensor], torch.Tensor] | None
+                  ) -> Callable[[torch.Tensor], torch.Tensor] | None:
+    """The rule's map from the rows it is handed to those it compares:
+    ``renormalise``, else the rule's ``renormalise`` attribute, else None;
+    ValueError unless it is callable or None."""
+    renormalise = renormalise if renormalise is not None else getattr(rule, "renormalise", None)
+    if renormalise is not None and not callable(renormalise):
+        raise ValueError(f"renormalise must be callable or None, got {type(renormalise).__name__}")
+    return renormalise
+
+
+def _subject(rule, dtype: torch.dtype) -> str:
+    """The subject line of :func:`check_rule_exact`'s report when none is given."""
+    at = "" if dtype == _D else f", dtype={str(dtype).removeprefix('torch.')}"
+    return f"check_rule_exact({getattr(rule, '__name__', type(rule).__name__)}{at})"
+
+
+def _batches(rule, cases: list[rule_battery.Case] | None, dtype: torch.dtype,
+             report: Report) -> None:
+    """The batch probes, drawn from :data:`BATCH_SEED`: 16 ordinary rounds
+    with one all-zero-residual round, then 64 random rounds against the same
+    rounds one by one on each of ``cases`` (the battery's fixed case when
+    None)."""
+    g = torch.Generator().manual_seed(BATCH_SEED)
+    _batch_with_one_zero_residual(rule, dtype, g, report)
+    batch_cases = cases or [rule_battery.Case("fixed V=4 k=3", torch.from_numpy(rule_battery.FIXED_P),
+                                          torch.from_numpy(rule_battery.FIXED_Q))]
+    for case in batch_cases:
+        _batch_consistency(rule, case, dtype, g, report)
+
+
 def check_rule_exact(rule_with_uniforms: Callable, *, cases=None, seed: int = 3,
                      dtype: torch.dtype = _D, name: str | None = None,
                      progress: Callable[[str], None] | None = None,
@@ -325,21 +356,12 @@ def check_rule_exact(rule_with_uniforms: Callable, *, cases=None, seed: int = 3,
     say = rule_battery.check_progress(progress)
     cases = None if cases is None else rule_battery.as_cases(cases)
     rule = rule_with_uniforms
-    renormalise = renormalise if renormalise is not None else getattr(rule, "renormalise", None)
-    if renormalise is not None and not callable(renormalise):
-        raise ValueError(f"renormalise must be callable or None, got {type(renormalise).__name__}")
-    at = "" if dtype == _D else f", dtype={str(dtype).removeprefix('torch.')}"
-    report = Report(name or f"check_rule_exact({getattr(rule, '__name__', type(rule).__name__)}"
-                            f"{at})")
+    renormalise = _renormaliser(rule, renormalise)
+    report = Report(name or _subject(rule, dtype))
     start = time.perf_counter()
     for probe in probes(dtype, renormalise):
         _run_probe(rule, probe, dtype, report)
     say(f"check_rule_exact: single-round probes, {time.perf_counter() - start:.1f} s")
-    g = torch.Generator().manual_seed(BATCH_SEED)
-    _batch_with_one_zero_residual(rule, dtype, g, report)
-    batch_cases = cases or [rule_battery.Case("fixed V=4 k=3", torch.from_numpy(rule_battery.FIXED_P),
-                                          torch.from_numpy(rule_battery.FIXED_Q))]
-    for case in batch_cases:
-        _batch_consistency(rule, case, dtype, g, report)
+    _batches(rule, cases, dtype, report)
     say(f"check_rule_exact: batches, {time.perf_counter() - start:.1f} s")
     return report

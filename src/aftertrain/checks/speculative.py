@@ -100,6 +100,32 @@ def _run_case(rule: Rule, case: Case, n: int, dtype: torch.dtype, g: torch.Gener
         rule_battery.judge_case(law, drafts, out[0], out[1], alpha, tv_seed, report)
 
 
+def _check_arguments(rule: Rule, n: int, alpha: float, seed: int, dtype: torch.dtype,
+                     progress: Progress | None) -> Progress:
+    """Raise ValueError unless :func:`check_rule`'s arguments are what it
+    allows; return the progress callback to call (a no-op for None)."""
+    if not callable(rule):
+        raise ValueError(f"rule must be callable, got {type(rule).__name__}")
+    rule_battery.check_common(n, alpha, seed, n_min=100)
+    check_int("n", n, most=MAX_N, why=" (p and q of every round are held at once)")
+    rule_battery.check_dtype(dtype)
+    return rule_battery.check_progress(progress)
+
+
+def _subject(rule: Rule, n: int, alpha: float, seed: int, dtype: torch.dtype) -> str:
+    """The subject line of :func:`check_rule`'s report when none is given."""
+    at = "" if dtype == torch.float64 else f", dtype={str(dtype).removeprefix('torch.')}"
+    return f"check_rule({_name(rule)}, n={n}, alpha={alpha:g}, seed={seed}{at})"
+
+
+def _streams(seed: int) -> tuple[torch.Generator, int]:
+    """The generator of the kit's drafts and the seed of the rule's global
+    draws: independent streams (the same seed for both would hand the rule
+    the drafts' own uniforms)."""
+    draft_seed, rule_seed = (int(s) for s in np.random.SeedSequence([seed, 0x5bec]).generate_state(2))
+    return torch.Generator().manual_seed(draft_seed), rule_seed
+
+
 def check_rule(rule: Rule, *, n: int = DEFAULT_N, alpha: float = ALPHA, seed: int = 0,
                dtype: torch.dtype = torch.float64, cases=None, name: str | None = None,
                progress: Progress | None = None) -> Report:
@@ -149,20 +175,11 @@ def check_rule(rule: Rule, *, n: int = DEFAULT_N, alpha: float = ALPHA, seed: in
         name: the subject line of the report.
         progress: called with one line after each case (its time), e.g. ``print``.
     """
-    if not callable(rule):
-        raise ValueError(f"rule must be callable, got {type(rule).__name__}")
-    rule_battery.check_common(n, alpha, seed, n_min=100)
-    check_int("n", n, most=MAX_N, why=" (p and q of every round are held at once)")
-    rule_battery.check_dtype(dtype)
-    say = rule_battery.check_progress(progress)
+    say = _check_arguments(rule, n, alpha, seed, dtype, progress)
     battery = rule_battery.battery(seed) if cases is None else rule_battery.as_cases(cases)
     per_test = rule_battery.bonferroni(alpha, rule_battery.n_tests(battery))
-    at = "" if dtype == torch.float64 else f", dtype={str(dtype).removeprefix('torch.')}"
-    report = Report(name or f"check_rule({_name(rule)}, n={n}, alpha={alpha:g}, seed={seed}{at})")
-    # Independent streams for the kit's drafts and the rule's global draws
-    # (the same seed for both would hand the rule the drafts' own uniforms).
-    draft_seed, rule_seed = (int(s) for s in np.random.SeedSequence([seed, 0x5bec]).generate_state(2))
-    g = torch.Generator().manual_seed(draft_seed)
+    report = Report(name or _subject(rule, n, alpha, seed, dtype))
+    g, rule_seed = _streams(seed)
     for i, case in enumerate(battery):
         start = time.perf_counter()
         _run_case(rule, case, n, dtype, g, rule_seed + i, per_test, seed * 1000 + 17 * i, report)

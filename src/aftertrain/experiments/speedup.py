@@ -120,6 +120,33 @@ class SpeedupTables:
     speedups: list[SpeedupRow]
 
 
+def _check_inputs(target: NextTokenModel, drafts: Mapping[str, NextTokenModel],
+                  budget_s: float, alpha: float) -> None:
+    """Raise ValueError, naming the argument, unless :func:`speedup_decisions`'s
+    arguments are what it allows."""
+    check_model(target, "target")
+    names = {kind.value for kind in D.DraftKind}
+    if not isinstance(drafts, Mapping) or set(drafts) != names:
+        raise ValueError(f"drafts must map every draft kind {sorted(names)} to a model, got "
+                         f"{sorted(drafts) if isinstance(drafts, Mapping) else drafts!r}")
+    for name, draft in drafts.items():
+        check_model(draft, f"drafts[{name!r}]")
+    check_real("budget_s", budget_s, low=0, low_open=True, what="a number of seconds")
+    if not (isinstance(alpha, float) and 0.0 < alpha < 1.0):
+        raise ValueError(f"alpha must be a float in (0, 1), got {alpha!r}")
+
+
+def _cost_ratios(target: NextTokenModel, drafts: Mapping[str, NextTokenModel]) -> dict:
+    """The cost ratios, as (baseline, candidate) steps by ratio key: each
+    draft's step against the target's (c), and the target's verification of
+    k characters against its plain step (v_k) at each k of SPEEDUP_KS."""
+    costs = {str(RatioKey.cost(name)): (XS.plain_step(target, 1.0), XS.draft_step(draft, 1.0))
+             for name, draft in drafts.items()}
+    for k in SPEEDUP_KS:
+        costs[str(RatioKey.verify(k))] = (XS.plain_step(target, 1.0), XS.verify_step(target, k, 1.0))
+    return costs
+
+
 def speedup_decisions(target: NextTokenModel, drafts: Mapping[str, NextTokenModel], *,
                       budget_s: float, alpha: float = TIMING_ALPHA
                       ) -> tuple[dict[str, Decision], dict[tuple[str, int], float]]:
@@ -131,23 +158,11 @@ def speedup_decisions(target: NextTokenModel, drafts: Mapping[str, NextTokenMode
     value to its model; ``budget_s`` is seconds per rule. Returns the
     decisions by rule name (each carrying the costs' timings too) and the
     characters per target pass of each (draft, k)."""
-    check_model(target, "target")
-    names = {kind.value for kind in D.DraftKind}
-    if not isinstance(drafts, Mapping) or set(drafts) != names:
-        raise ValueError(f"drafts must map every draft kind {sorted(names)} to a model, got "
-                         f"{sorted(drafts) if isinstance(drafts, Mapping) else drafts!r}")
-    for name, draft in drafts.items():
-        check_model(draft, f"drafts[{name!r}]")
-    check_real("budget_s", budget_s, low=0, low_open=True, what="a number of seconds")
-    if not (isinstance(alpha, float) and 0.0 < alpha < 1.0):
-        raise ValueError(f"alpha must be a float in (0, 1), got {alpha!r}")
+    _check_inputs(target, drafts, budget_s, alpha)
     prompt = XS.prompt_text()
     ids = encode(prompt)
     half = alpha / 2
-    costs = {str(RatioKey.cost(name)): (XS.plain_step(target, 1.0), XS.draft_step(draft, 1.0))
-             for name, draft in drafts.items()}
-    for k in SPEEDUP_KS:
-        costs[str(RatioKey.verify(k))] = (XS.plain_step(target, 1.0), XS.verify_step(target, k, 1.0))
+    costs = _cost_ratios(target, drafts)
 
     def spec_run(draft: NextTokenModel, k: int):
         return speculative_generate(target, draft, prompt, SPEEDUP_CHARS, k, 1.0,

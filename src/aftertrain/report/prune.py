@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from aftertrain.claims.ledgerfile import LedgerFile
 from aftertrain.experiments import tables as ET
 from aftertrain.experiments.article import ARTICLE
 from aftertrain.prune.formats import Format, break_even_sparsity, bytes_per_element_formula
@@ -24,6 +25,18 @@ def _near(rows, sparsity: float):
 
 def section(doc: Document) -> None:
     led = doc.ledger
+    _loss_by_sparsity(doc, led)
+    _random_pruning(doc, led)
+    _with_quantization(doc, led)
+    _bytes_per_element(doc, led)
+    _equal_size(doc, led)
+    _dense_with_zeros(doc, led)
+    _csr(doc, led)
+    _two_four(doc, led)
+
+
+def _loss_by_sparsity(doc: Document, led: LedgerFile) -> None:
+    """P1: validation loss by sparsity for the three methods, and its plot."""
     p1, b1 = led.table(ET.P1), led.table(ET.B1)
     if p1 is None:
         doc.missing("P1")
@@ -51,18 +64,30 @@ def section(doc: Document) -> None:
             return "Validation loss against sparsity for the three pruning methods"
 
         doc.plot("prune_sparsity", draw)
+
+
+def _random_pruning(doc: Document, led: LedgerFile) -> None:
+    """P2: random pruning, the mean over seeds."""
     p2 = led.table(ET.P2)
     if p2 is not None:
         doc.table("Random pruning (mean over seeds)", ("P2",),
                   ["sparsity", "article", "ours (mean)", "ours (min~max)"],
                   [[pct(r.sparsity, 0), fmt(getattr(_near(ARTICLE.p2, r.sparsity), "mean", None)),
                     fmt(r.mean), f"{fmt(r.min)}~{fmt(r.max)}"] for r in p2])
+
+
+def _with_quantization(doc: Document, led: LedgerFile) -> None:
+    """P4: global-magnitude sparsity with the loss of per-channel quantization."""
     p4 = led.table(ET.P4)
     if p4 is not None:
         doc.table("Global-magnitude sparsity with the loss of per-channel quantization", ("P4",),
                   ["bits", "article", "ours", "our quantized loss"],
                   [[r.bits, pct(next(a.sparsity for a in ARTICLE.p4 if a.bits == r.bits)),
                     pct(r.sparsity), fmt(r.loss)] for r in p4])
+
+
+def _bytes_per_element(doc: Document, led: LedgerFile) -> None:
+    """P5: bytes per element of each storage, and its plot."""
     p5 = led.table(ET.P5)
     if p5 is not None:
         int8 = float(torch.int8.itemsize)  # int8 dense: one byte per element
@@ -96,6 +121,10 @@ def section(doc: Document) -> None:
                     f"(they cross at {100 * cross:g}%)")
 
         doc.plot("prune_bytes", draw_bytes)
+
+
+def _equal_size(doc: Document, led: LedgerFile) -> None:
+    """P6: int8 against sparse bitmask storage at equal size."""
     p6 = led.table(ET.P6)
     if p6 is not None:
         art = {a.name: a for a in ARTICLE.p6}
@@ -105,6 +134,10 @@ def section(doc: Document) -> None:
                     f"{fmt(art[r.name].loss)} / {fmt(r.loss)}"] if r.name in art
                    else [r.name, f"{DASH} / {r.compression:.2f}x", f"{DASH} / {fmt(r.loss)}"]
                    for r in p6])
+
+
+def _dense_with_zeros(doc: Document, led: LedgerFile) -> None:
+    """P7: a dense matmul with zeros against the original."""
     p7 = [t for t in (led.table(ET.P7.at(s)) for s in (0.5, 0.9, 0.99)) if t is not None]
     if p7:
         doc.table("Dense (128x128)@(128x512) with zeros against the original (time ratio)", ("P7",),
@@ -113,12 +146,20 @@ def section(doc: Document) -> None:
                     f"{a.median:.3f} ({a.q1:.3f}~{a.q3:.3f})"
                     if (a := _near(ARTICLE.p7, r.sparsity)) is not None else DASH,
                     ratio_cell(r)] for r in p7])
+
+
+def _csr(doc: Document, led: LedgerFile) -> None:
+    """X4: CSR sparse matmul against dense."""
     x4 = led.table(ET.X4)
     if x4 is not None:
         doc.table("CSR sparse matmul against dense (time ratio, below 1 = sparse faster)", ("X4",),
                   ["sparsity", "ours: median [interval]"],
                   [[pct(r.sparsity), ratio_cell(r)] for r in x4.rows])
         doc.add(f"CSR starts to pay at: {pct(x4.crossover) if x4.crossover else 'no sparsity tried'}")
+
+
+def _two_four(doc: Document, led: LedgerFile) -> None:
+    """P8 and X5: 2:4 structured pruning against unstructured 50%."""
     x5 = led.table(ET.X5)
     if x5 is not None:
         doc.table("2:4 structured pruning against unstructured 50%", ("P8", "X5"), ["", "ours"],

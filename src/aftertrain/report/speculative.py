@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from aftertrain.experiments import tables as ET
 from aftertrain.experiments.article import ARTICLE
 from aftertrain.experiments.speedup import SpeedupRow
@@ -137,17 +139,9 @@ def _speedup(doc: Document) -> None:
     s6 = doc.ledger.table(ET.SPEC_SPEEDUP)
     if s6 is None:
         return doc.missing("S6/S7")
-    rows = []
     published6, published7 = by_draft_and_k(ARTICLE.s6), by_draft_and_k(ARTICLE.s7)
-    for r in s6:
-        art6, art7 = published6.get((r.draft, r.k)), published7.get((r.draft, r.k))
-        rows.append([r.draft, r.k,
-                     f"{art6.speedup:.2f} ({art6.speedup_min:.2f}~{art6.speedup_max:.2f})"
-                     if art6 else DASH,
-                     f"{r.speedup:.2f} [{r.speedup_min:.2f}, {r.speedup_max:.2f}]"
-                     + ("" if _decided(r) else " (undecided)"),
-                     f"{art7.predicted:.2f}" if art7 else DASH,
-                     f"{r.predicted:.2f}", f"{r.predicted_vk:.2f}"])
+    rows = [_speedup_row(r, published6.get((r.draft, r.k)), published7.get((r.draft, r.k)))
+            for r in s6]
     doc.table("Speedup over plain cached decoding (ours: median of alternating pairs "
               "[confidence interval of the median]; undecided: the interval contains 1)",
               ("S6", "S7", "X8", "X2"),
@@ -160,39 +154,54 @@ def _speedup(doc: Document) -> None:
             f"{best.predicted:.2f} by the article's formula, {best.predicted_vk:.2f} "
             f"with the measured verification cost.")
 
-    def draw(ax):
-        groups = by_draft(s6)
-        n = len(groups)
-        for i, (d, rs) in enumerate(groups.items()):
-            color, dx = draft_color(d, i), dodge(i, n)
-            ks = [r.k + dx for r in rs]
-            med = [r.speedup for r in rs]
-            ax.errorbar(ks, med, yerr=[[m - r.speedup_min for m, r in zip(med, rs, strict=True)],
-                                       [r.speedup_max - m for m, r in zip(med, rs, strict=True)]],
-                        fmt="o-", color=color, capsize=3, ms=4, lw=1.2, label=f"{d} measured")
-            undecided = [(k, m) for k, m, r in zip(ks, med, rs, strict=True) if not _decided(r)]
-            if undecided:  # hollow: the interval contains 1, faster or slower not decided
-                ax.plot(*zip(*undecided, strict=True), "o", mfc="white", mec=color, ms=6,
-                        zorder=3, label="_undecided")
-            ax.plot(ks, [r.predicted_vk for r in rs], "_", color=color, ms=12, mew=2,
-                    label=f"{d} predicted (v_k)")
-            points = article_points(ARTICLE.s6, d, "speedup")
-            if points:
-                ax.plot([k + dx for k, _ in points], [v for _, v in points], "x", color=color,
-                        ms=8, label=f"{d} article")
-        ax.axhline(1.0, color="k", lw=1)
-        k_axis(ax, [r.k for r in s6])
-        style_legend(ax, list(groups), [("measured: median, CI of the median",
-                                         {"marker": "o", "ls": "-"}),
-                                        ("undecided (CI contains 1)",
-                                         {"marker": "o", "ls": "", "mfc": "white"}),
-                                        ("predicted with v_k", {"marker": "_", "ls": "", "ms": 12,
-                                                                "mew": 2}),
-                                        ("article", {"marker": "x", "ls": "", "ms": 8})])
-        ax.set(xlabel="draft length k", ylabel="speedup over plain decoding (x)",
-               title="Speedup against k (S6, S7, X8, X2)")
-        return ("Speedup against k per draft: median of alternating pairs with the confidence "
-                "interval of the median (hollow where it contains 1: undecided), and the "
-                "prediction with the measured verification cost")
+    doc.plot("spec_speedup", partial(_draw_speedup, s6=s6))
 
-    doc.plot("spec_speedup", draw)
+
+def _speedup_row(r: SpeedupRow, art6, art7) -> list:
+    """S6 and S7's table row of ``r``, beside the article's ``art6`` and
+    ``art7`` at its draft and k (None where it published none)."""
+    return [r.draft, r.k,
+            f"{art6.speedup:.2f} ({art6.speedup_min:.2f}~{art6.speedup_max:.2f})"
+            if art6 else DASH,
+            f"{r.speedup:.2f} [{r.speedup_min:.2f}, {r.speedup_max:.2f}]"
+            + ("" if _decided(r) else " (undecided)"),
+            f"{art7.predicted:.2f}" if art7 else DASH,
+            f"{r.predicted:.2f}", f"{r.predicted_vk:.2f}"]
+
+
+def _draw_speedup(ax, s6: list[SpeedupRow]) -> str:
+    """S6's plot: the measured speedup against k per draft, with S7's prediction
+    and the article's figures."""
+    groups = by_draft(s6)
+    n = len(groups)
+    for i, (d, rs) in enumerate(groups.items()):
+        color, dx = draft_color(d, i), dodge(i, n)
+        ks = [r.k + dx for r in rs]
+        med = [r.speedup for r in rs]
+        ax.errorbar(ks, med, yerr=[[m - r.speedup_min for m, r in zip(med, rs, strict=True)],
+                                   [r.speedup_max - m for m, r in zip(med, rs, strict=True)]],
+                    fmt="o-", color=color, capsize=3, ms=4, lw=1.2, label=f"{d} measured")
+        undecided = [(k, m) for k, m, r in zip(ks, med, rs, strict=True) if not _decided(r)]
+        if undecided:  # hollow: the interval contains 1, faster or slower not decided
+            ax.plot(*zip(*undecided, strict=True), "o", mfc="white", mec=color, ms=6,
+                    zorder=3, label="_undecided")
+        ax.plot(ks, [r.predicted_vk for r in rs], "_", color=color, ms=12, mew=2,
+                label=f"{d} predicted (v_k)")
+        points = article_points(ARTICLE.s6, d, "speedup")
+        if points:
+            ax.plot([k + dx for k, _ in points], [v for _, v in points], "x", color=color,
+                    ms=8, label=f"{d} article")
+    ax.axhline(1.0, color="k", lw=1)
+    k_axis(ax, [r.k for r in s6])
+    style_legend(ax, list(groups), [("measured: median, CI of the median",
+                                     {"marker": "o", "ls": "-"}),
+                                    ("undecided (CI contains 1)",
+                                     {"marker": "o", "ls": "", "mfc": "white"}),
+                                    ("predicted with v_k", {"marker": "_", "ls": "", "ms": 12,
+                                                            "mew": 2}),
+                                    ("article", {"marker": "x", "ls": "", "ms": 8})])
+    ax.set(xlabel="draft length k", ylabel="speedup over plain decoding (x)",
+           title="Speedup against k (S6, S7, X8, X2)")
+    return ("Speedup against k per draft: median of alternating pairs with the confidence "
+            "interval of the median (hollow where it contains 1: undecided), and the "
+            "prediction with the measured verification cost")

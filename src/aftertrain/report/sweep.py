@@ -189,6 +189,16 @@ def section(doc: Document, points: list[SweepPoint]) -> None:
             "unless said otherwise), best validation loss first. Figures measured by "
             "`aftertrain sweep`, or taken from a model's claims ledger when its suite ran "
             "(column *from*).")
+    _recipes(doc, points)
+    _key_figures(doc, points)
+    _margins(doc, points)
+    _fragility(doc, points)
+    _speculative(doc, points)
+    _plots(doc, points)
+
+
+def _recipes(doc: Document, points: list[SweepPoint]) -> None:
+    """The recipe and the validation history of each trained checkpoint."""
     with_training = [p for p in points if p.training]
     if with_training:
         doc.add("**Recipe of each checkpoint** (what differs from the reference recipe: AdamW lr "
@@ -202,12 +212,20 @@ def section(doc: Document, points: list[SweepPoint]) -> None:
         doc.add("**Validation history** (step, validation loss; the training loss of each "
                 "interval is in the sweep file)\n\n"
                 + "\n".join(f"- {p.model}: {_history(p)}" for p in with_training))
+
+
+def _key_figures(doc: Document, points: list[SweepPoint]) -> None:
+    """The key figures of each checkpoint, one row each."""
     bits = sorted({r.bits for p in points for r in p.figures.q4}, reverse=True)
     doc.add("**Key figures per checkpoint**\n\n" + markdown_table(
         ["model", "val loss", "bigram"] + [f"{b}-bit pt / pc" for b in bits]
         + ["Q7 tok / max block penalty", "P1 30% global / layer / random", "P2 random 5%",
            "S4 bigram k=1 / k=8", "S4 8-bit k=1 / k=8"],
         [_figure_row(p) for p in points]))
+
+
+def _margins(doc: Document, points: list[SweepPoint]) -> None:
+    """Each claim's margin on each checkpoint and on the article's model."""
     art_fig = article_figures()
     art = [("the article's model (published)", art_fig.val_loss, "the article", margins(art_fig))]
     doc.add("**Each claim's margin** (the claim holds where the margin is on its side of the "
@@ -219,6 +237,10 @@ def section(doc: Document, points: list[SweepPoint]) -> None:
                  + [f"{m[n]:+.4f} {'✓' if holds(n, m[n]) else '✗'}" for n in THRESHOLDS]
                  for model, loss, source, m in [*((p.model, p.val_loss, p.source, p.margins)
                                                   for p in points), *art]]))
+
+
+def _fragility(doc: Document, points: list[SweepPoint]) -> None:
+    """What could make each checkpoint fragile, where it was measured."""
     with_fragility = [p for p in points if p.fragility]
     if with_fragility:
         sites = sorted(with_fragility[0].fragility.activations)
@@ -234,6 +256,10 @@ def section(doc: Document, points: list[SweepPoint]) -> None:
                     + ["RMS tok / pos over blocks", "largest \\|w\\|", "sum of 4-bit penalties",
                        "4-bit share tok / pos / head / top block"],
                     [_fragility_row(p) for p in with_fragility]))
+
+
+def _speculative(doc: Document, points: list[SweepPoint]) -> None:
+    """S6 and S7's figures without a clock, where they were measured."""
     with_spec = [p for p in points if p.speculative]
     if with_spec:
         ks = sorted({r.k for r in with_spec[0].speculative})
@@ -251,6 +277,10 @@ def section(doc: Document, points: list[SweepPoint]) -> None:
                      f"bigram break-even c {kk}", f"8-bit acceptance {kk}",
                      f"8-bit formula, article's c {kk}", f"4-bit formula, article's c {kk}"],
                     [_speculative_row(p) for p in with_spec] + [_article_speculative_row(ks)]))
+
+
+def _plots(doc: Document, points: list[SweepPoint]) -> None:
+    """The sweep's plots, and the recipe plots where a recipe differs."""
     for name, title, keys, unit in PLOTS:
         doc.plot(name, _drawer(points, title, keys, unit))
     if any(recipe_label(p) != REFERENCE_RECIPE for p in points):

@@ -199,6 +199,47 @@ def verify_round(target: Decoder, text: list[int], drafts: list[int], q: list[to
     return n, draw_from_cdf(residual[None].cumsum(-1)[0].tolist(), v), logits
 
 
+def _checked(target: NextTokenModel, draft: NextTokenModel | TableDraft,
+             prompt: str | torch.Tensor, n_new: int, k: int, temperature: float,
+             generator: torch.Generator | None) -> tuple[int, list[int], torch.Generator]:
+    """Raise ValueError unless :func:`speculative_generate`'s arguments are
+    what it allows; return the vocabulary size, the prompt's indices and the
+    generator (seed 0 for None)."""
+    V = check_model(target, "target").config.vocab_size
+    draft_net = draft.model if isinstance(draft, TableDraft) else draft
+    if check_model(draft_net, "draft").config.vocab_size != V:
+        raise ValueError(f"target and draft must share a vocabulary: target has {V} "
+                         f"characters, draft {draft_net.config.vocab_size}")
+    prompt_ids = prompt_tokens(prompt, V)
+    check_int("n_new", n_new, least=0, most=MAX_NEW)
+    check_int("k", k, least=1)
+    check_temperature(temperature)
+    if generator is None:
+        generator = torch.Generator().manual_seed(0)
+    check_generator(generator)
+    return V, prompt_ids, generator
+
+
+def _prefilled(target: NextTokenModel, draft: NextTokenModel | TableDraft, prompt_ids: list[int],
+               temperature: float) -> tuple[Decoder, ModelDrafter | TableDrafter, list[int]]:
+    """The target's decoder and the draft's drafter, fed all but the last
+    prompt character (a prefill, not counted as a pass), and the text so far."""
+    tdec, ddec = Decoder(target, name="target"), drafter(draft, temperature)
+    text = list(prompt_ids)
+    if len(text) > 1:
+        tdec.feed(text[:-1])
+        ddec.prefill(text[:-1])
+    return tdec, ddec, text
+
+
+def _roll_back(tdec: Decoder, text: list[int]) -> None:
+    """After a round the target keeps what it has fed of the new ``text``,
+    minus the last character (fed next round with the next drafts); so does a
+    run draft (:meth:`ModelDrafter.rollback`)."""
+    tdec.truncate(min(len(tdec), len(text) - 1))
+    assert tdec.tokens == text[: len(tdec)], "the target holds text that was not emitted"
+
+
 @torch.no_grad()
 def speculative_generate(
     target: NextTokenModel,
@@ -231,24 +272,8 @@ def speculative_generate(
     text before it, exactly as :func:`aftertrain.lm.decoding.generate` samples it.
     NaN or +inf logits from either model raise ValueError naming it.
     """
-    V = check_model(target, "target").config.vocab_size
-    draft_net = draft.model if isinstance(draft, TableDraft) else draft
-    if check_model(draft_net, "draft").config.vocab_size != V:
-        raise ValueError(f"target and draft must share a vocabulary: target has {V} "
-                         f"characters, draft {draft_net.config.vocab_size}")
-    prompt_ids = prompt_tokens(prompt, V)
-    check_int("n_new", n_new, least=0, most=MAX_NEW)
-    check_int("k", k, least=1)
-    check_temperature(temperature)
-    if generator is None:
-        generator = torch.Generator().manual_seed(0)
-    check_generator(generator)
-
-    tdec, ddec = Decoder(target, name="target"), drafter(draft, temperature)
-    text = list(prompt_ids)
-    if len(text) > 1:  # prefill all but the last prompt character, not counted as a pass
-        tdec.feed(text[:-1])
-        ddec.prefill(text[:-1])
+    V, prompt_ids, generator = _checked(target, draft, prompt, n_new, k, temperature, generator)
+    tdec, ddec, text = _prefilled(target, draft, prompt_ids, temperature)
     end = len(text) + n_new
     drafted = accepted = passes = draft_passes = 0
     used: list[torch.Tensor] = []
@@ -269,10 +294,7 @@ def speculative_generate(
         accepted += n
         used.append(logits[: n + 1])
         text += drafts[:n] + [token]
-        # The target keeps what it has fed of the new text, minus the last
-        # character (fed next round with the next drafts); so does a run draft.
-        tdec.truncate(min(len(tdec), len(text) - 1))
-        assert tdec.tokens == text[: len(tdec)], "the target holds text that was not emitted"
+        _roll_back(tdec, text)
         ddec.rollback(text)
     target_logits = torch.cat(used) if used else torch.zeros(0, V)
     return SpeculativeResult(torch.tensor(text, dtype=torch.long), len(prompt_ids), drafted,
