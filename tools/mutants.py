@@ -472,8 +472,15 @@ MUTANTS: tuple[Mutant, ...] = (
       'if not (report.when != "call" and report.passed):',
       'if report.when == "call":'),
     M('ledger-06', 'ledger', 'an untimed timing claim reads as holds',
-      'Outcome.UNTIMED: SKIPPED, Outcome.PASSED: HOLDS,',
-      'Outcome.UNTIMED: HOLDS, Outcome.PASSED: HOLDS,'),
+      # ledger/state.py: an untimed test no longer has a verdict of its own (it is in
+      # NOT_RAN, filtered out before VERDICT_OF); the bug is untimed read as a run
+      # whose verdict is holds. (VERDICT_OF's entry alone reaches only the reasons.)
+      'NOT_RAN = (Outcome.UNTIMED, Outcome.SKIPPED)\nVERDICT_OF = {Outcome.ERROR: BROKEN, Outcome.FAILED: BROKEN,'
+      ' Outcome.XPASSED: BROKEN,\n              Outcome.XFAILED: DOES_NOT_REPRODUCE, Outcome.INCONCLUSIVE: INCONCLUSIVE,\n'
+      '              Outcome.UNTIMED: SKIPPED, Outcome.PASSED: HOLDS,',
+      'NOT_RAN = (Outcome.SKIPPED,)\nVERDICT_OF = {Outcome.ERROR: BROKEN, Outcome.FAILED: BROKEN,'
+      ' Outcome.XPASSED: BROKEN,\n              Outcome.XFAILED: DOES_NOT_REPRODUCE, Outcome.INCONCLUSIVE: INCONCLUSIVE,\n'
+      '              Outcome.UNTIMED: HOLDS, Outcome.PASSED: HOLDS,'),
     # --- report --------------------------------------------------------------------------
     M('report-01', 'report', 'percent cell without the factor 100',
       'return DASH if x is None else f"{100 * x:.{digits}f}%"',
