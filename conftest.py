@@ -184,3 +184,15 @@ def speculative_drafts(aftertrain_model):
     from aftertrain.speculative.drafts import DraftKind, draft_model
 
     return {kind: draft_model(kind, aftertrain_model) for kind in DraftKind}
+
+
+@pytest.fixture
+def no_png():
+    """The report's plots drawn and read back as series but not saved as PNG
+    (saving is most of a render's cost), for a test that reads only the
+    report's text and series (:func:`tests.common.figures.plots_without_png`);
+    the PNG bytes are tested in tests/report/test_assemble.py."""
+    from tests.common.figures import plots_without_png
+
+    with plots_without_png():
+        yield

@@ -60,7 +60,7 @@ def checkout(tmp_path):
 
 
 def test_report_on_a_checkout_where_a_claims_test_fails_shows_it_broken_and_exits_1(
-        checkout, tmp_path, capfd, monkeypatch):
+        checkout, tmp_path, capfd, monkeypatch, no_png):
     """On the bundled article model (no pinned expectations): Q3's failure
     (a property of the storage format) is broken, with its message in the
     report; Q2's failed assertion (a quality claim) does not reproduce on

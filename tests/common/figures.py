@@ -124,9 +124,12 @@ def plots_without_png():
         plots.render = saved
 
 
+@functools.cache
 def render_committed():
     """The report's document rendered from the committed ledgers and sweep
-    file, plots as series only."""
+    file, plots as series only: rendered once per process and shared by the
+    tests that read it (the inventory, the committed report's check, the
+    README's plot count), so none of them may change it."""
     from aftertrain import report as R
     from aftertrain.report.assemble import read_report_ledgers, read_report_sweep
 

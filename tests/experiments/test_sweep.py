@@ -171,7 +171,7 @@ def test_recipe_label_names_what_differs_from_the_reference_recipe(tiny_figures)
         "peak lr 0.003, the last step kept"
 
 
-def test_sweep_section_renders_the_recipe_sweep(small_gpt, tiny_figures):
+def test_sweep_section_renders_the_recipe_sweep(small_gpt, tiny_figures, no_png):
     """A recipe variant gets its recipe, SHA-256 and history, its fragility
     and S6/S7 rows, and a column in the recipe plots; the reference run's line
     holds only the reference recipe's checkpoints."""
@@ -202,7 +202,7 @@ def test_sweep_section_renders_the_recipe_sweep(small_gpt, tiny_figures):
 
 
 def test_sweep_reuses_a_complete_point_of_the_same_checkpoint(tmp_path, small_gpt, tiny_figures,
-                                                             monkeypatch):
+                                                             monkeypatch, no_png):
     """--reuse takes a point whose SHA-256 is the checkpoint's as it is:
     nothing is measured (the measuring functions here raise)."""
     import json

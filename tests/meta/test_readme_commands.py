@@ -76,10 +76,10 @@ def _number(pattern: str) -> int:
     return int(found.group(1))
 
 
-def test_the_plot_counts_the_readme_states_are_the_reports():
-    """Rendered (not written) from the committed ledgers: the reference's
-    alone, the reference's and the article model's (the default run's two
-    models), and those two with the committed sweep file."""
+def test_the_plot_counts_the_readme_states_are_the_reports(no_png):
+    """Rendered (not written, the plots not saved as PNG) from the committed
+    ledgers: the reference's alone, the reference's and the article model's
+    (the default run's two models), and those two with the committed sweep file."""
     from aftertrain.report import multimodel
     from aftertrain.report import sweep as sweep_section
     from aftertrain.report.ledgerfile import read_ledger

@@ -28,6 +28,7 @@ from aftertrain.report.document import TIMING_CLAIMS, deterministic_rows
 from aftertrain.report.markdown import figures, figures_once, fmt, read_table
 from aftertrain.report.quant import parting_excerpt
 from tests.common.committed import COMMITTED, ROOT, committed_data
+from tests.common.figures import plots_without_png, render_committed
 from tests.common.inner_runs import outside_any_run
 
 pytest_plugins = ["pytester"]
@@ -60,7 +61,11 @@ def committed() -> R.LedgerFile:
 
 @pytest.fixture(scope="module")
 def doc(committed):
-    return R.render(committed)
+    """The committed ledger's document, its plots drawn and read back as
+    series but not saved: what the tests of text and series read (the PNGs
+    are :func:`built`'s and :func:`test_png_bytes_depend_only_on_the_data`'s)."""
+    with plots_without_png():
+        return R.render(committed)
 
 
 @pytest.fixture(scope="module")
@@ -103,13 +108,14 @@ def test_report_plots_are_png_files_linked_from_the_report(built):
 # --- the committed report, the README table and the ledger agree --------------------
 
 
-def test_committed_report_is_the_rendering_of_its_committed_ledger(committed):
+def test_committed_report_is_the_rendering_of_its_committed_ledger():
     """The committed report.md is what the committed code renders from the
     committed ledger (its metadata block aside when that is taken at render
-    time): nobody edited one without the other."""
-    _, others = R.assemble.read_report_ledgers(COMMITTED)  # the other models' ledgers, if any
-    sweep = R.assemble.read_report_sweep(COMMITTED)
-    rendered = R.render(committed, ROOT, others=others, sweep=sweep).markdown()
+    time): nobody edited one without the other. The rendering is
+    :func:`render_committed`'s (the primary ledger, the other models' if any,
+    the sweep file; the plots' captions and links without their PNGs),
+    shared with the figures inventory."""
+    rendered = render_committed().markdown()
     assert meta.strip_header(rendered) == meta.strip_header((COMMITTED / "report.md").read_text())
 
 
@@ -174,7 +180,8 @@ def test_report_writes_an_ignored_folder_by_default(built):
     assert probe.returncode == 0, f"{R.DEFAULT_OUT} is not ignored by .gitignore"
 
 
-def test_update_committed_writes_report_ledger_and_readme_of_the_checkout(tmp_path, committed):
+def test_update_committed_writes_report_ledger_and_readme_of_the_checkout(tmp_path, committed,
+                                                                         no_png):
     checkout = tmp_path / "checkout"
     (checkout / "tests").mkdir(parents=True)
     (checkout / "pyproject.toml").write_text("")
@@ -246,7 +253,7 @@ def _with(data: dict, cid: str, verdict: str, reasons: list[str] | None) -> dict
     return data
 
 
-def test_broken_and_inconclusive_claims_show_their_reasons():
+def test_broken_and_inconclusive_claims_show_their_reasons(no_png):
     data = _with(committed_data(), "Q2", "broken", ["AssertionError: int8 +0.2000 nats > 0.01"])
     data = _with(data, "S6", "inconclusive", ["the interval [0.97, 1.04] holds 1.0: undecided"])
     data = _with(data, "P3", "broken", None)  # an older ledger: no reasons
@@ -258,7 +265,7 @@ def test_broken_and_inconclusive_claims_show_their_reasons():
     assert "| S6 | measured speedup:" in text and "*inconclusive*" in text
 
 
-def test_a_ledger_without_reasons_or_meta_still_renders(committed):
+def test_a_ledger_without_reasons_or_meta_still_renders(no_png):
     data = committed_data()
     data.pop("meta", None)
     for e in data["claims"]:
@@ -292,7 +299,7 @@ META = {"date": "2026-11-30T10:00:00+00:00", "commit": "abc123def456", "cpu": "T
         "model_sha256": "f" * 64, "quick": False}
 
 
-def test_header_shows_the_runs_metadata_from_the_ledger():
+def test_header_shows_the_runs_metadata_from_the_ledger(no_png):
     data = {**committed_data(), "meta": META}
     text = R.render(_ledger(data)).markdown()
     head = text.split(meta.BEGIN, 1)[1].split(meta.END, 1)[0]
@@ -302,7 +309,7 @@ def test_header_shows_the_runs_metadata_from_the_ledger():
     assert "**Quick run**" not in text
 
 
-def test_quick_label_comes_from_the_runs_own_metadata():
+def test_quick_label_comes_from_the_runs_own_metadata(no_png):
     quick = R.render(_ledger({**committed_data(), "meta": {**META, "quick": True}})).markdown()
     assert "**Quick run**" in quick and "quick run" in quick
     data = committed_data()
@@ -314,16 +321,20 @@ def test_quick_label_comes_from_the_runs_own_metadata():
 # --- plots: same data, same bytes; series equal to the ledger's tables ----------------
 
 
-def test_png_bytes_depend_only_on_the_data(doc, committed):
-    a, b = doc, R.render(committed)  # two renders of one ledger
+def test_png_bytes_depend_only_on_the_data(built, committed):
+    """Two renders of one ledger (the command's, written to files, and one
+    here) give the same bytes, with no software version in them; a changed
+    figure changes them."""
+    b = R.render(committed)
     for name in PLOTS:
-        assert a.plots[name].png == b.plots[name].png, name
-        assert b"matplotlib" not in a.plots[name].png.lower(), name
+        a = (built / f"{name}.png").read_bytes()
+        assert a == b.plots[name].png, name
+        assert b"matplotlib" not in a.lower(), name
     data = committed_data()
     for key in ("speedup", "speedup_min", "speedup_max"):
         data["tables"][TB.SPEC_SPEEDUP][0][key] += 0.05
     c = R.render(_ledger(data))
-    assert c.plots["spec_speedup"].png != a.plots["spec_speedup"].png
+    assert c.plots["spec_speedup"].png != b.plots["spec_speedup"].png
 
 
 def _near(xs, ys) -> bool:
@@ -378,7 +389,7 @@ def test_plot_series_are_the_ledgers_tables(doc, committed):
 
 
 @pytest.mark.teeth
-def test_plot_check_catches_a_series_drawn_from_the_wrong_column(committed):
+def test_plot_check_catches_a_series_drawn_from_the_wrong_column(committed, no_png):
     data = committed_data()
     s6 = data["tables"][TB.SPEC_SPEEDUP]
     first, last = s6[0]["draft"], s6[-1]["draft"]  # one draft's measurements drawn as another's
@@ -449,7 +460,8 @@ def test_zeros_do_not_speed_up_a_dense_matmul():
 
 
 def test_a_claim_made_to_fail_shows_as_broken_in_report_and_exit_status(pytester, tmp_path,
-                                                                        capsys, monkeypatch):
+                                                                        capsys, monkeypatch,
+                                                                        no_png):
     """Through the ledger: a pytest run whose Q2 test fails writes a ledger;
     the report built from it marks Q2 BROKEN, lists it with its reason, and
     exits with status 1."""

@@ -25,6 +25,7 @@ from aftertrain.report import multimodel as MM
 from aftertrain.report import sweep as SW
 from aftertrain.report.markdown import read_table
 from tests.common.committed import COMMITTED, ROOT, committed_data
+from tests.common.figures import plots_without_png
 
 
 def _set(data: dict, cid: str, verdict: str, measured: str | None = None) -> None:
@@ -56,8 +57,11 @@ def ledgers() -> tuple[R.LedgerFile, R.LedgerFile]:
 
 @pytest.fixture(scope="module")
 def doc(ledgers):
+    """The two ledgers' document, plots drawn and read back as series but
+    not saved (the command's PNGs: :func:`test_cli_reads_several_ledgers_and_exits_zero`)."""
     ref, art = ledgers
-    return R.render(ref, others={"article": art})
+    with plots_without_png():
+        return R.render(ref, others={"article": art})
 
 
 def test_claims_table_has_a_figure_and_verdict_column_per_model(doc, ledgers):
@@ -104,7 +108,7 @@ def test_overlay_plots_have_one_line_per_model_and_the_articles_points(doc, ledg
         assert sparsity[f"random ({m})"]["y"] == [r["random"] for r in ref.tables[TB.P1]]
 
 
-def test_single_model_report_has_no_multimodel_section(ledgers):
+def test_single_model_report_has_no_multimodel_section(ledgers, no_png):
     md = R.render(ledgers[0]).markdown()
     assert MM.FLIP_TITLE not in md and "verdict (article)" not in md
 
@@ -146,7 +150,7 @@ def test_cli_reads_several_ledgers_and_exits_zero(tmp_path, ledgers):
                  "--out", str(out)]) == 0
     md = (out / "report.md").read_text()
     assert "verdict (article)" in md and MM.FLIP_TITLE in md
-    assert (out / "models_quant_bits.png").is_file()
+    assert (out / "models_quant_bits.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -187,7 +191,7 @@ def _point(model: str, loss: float, q6: float, ratio: float) -> ESW.SweepPoint:
 SWEEP = [_point("worse", 2.5, +0.3, 8.0), _point("better", 1.55, -0.2, 2.0)]
 
 
-def test_sweep_section_marks_where_each_claim_flips(tmp_path):
+def test_sweep_section_marks_where_each_claim_flips(tmp_path, no_png):
     (tmp_path / "sweep.json").write_text(SW.sweep_json(SWEEP))
     points = SW.read_sweep(tmp_path / "sweep.json")
     assert [p.model for p in points] == ["better", "worse"]  # best first
@@ -211,7 +215,7 @@ def test_report_renders_the_sweep_file_of_its_output_folder(tmp_path):
     (out / "sweep.json").write_text(SW.sweep_json(SWEEP))
     assert main(["report", "--claims-json", str(COMMITTED / "claims.json"), "--out", str(out)]) == 0
     assert SW.TITLE in (out / "report.md").read_text()
-    assert (out / "sweep_loss_margins.png").is_file()
+    assert (out / "sweep_loss_margins.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.parametrize("content, message", [
@@ -228,7 +232,7 @@ def test_read_sweep_refuses_a_bad_file(tmp_path, content, message):
 @pytest.mark.parametrize("jobs", [None, 1, 2])  # None: the default, one model at a time
 @pytest.mark.parametrize("status, expected", [(0, 0), (1, 1)])
 def test_report_runs_each_model_and_fails_when_a_test_fails_on_any(tmp_path, monkeypatch, capsys,
-                                                                  status, expected, jobs):
+                                                                  status, expected, jobs, no_png):
     """Without --claims-json the report runs the suite once per model (here
     a stand-in for the run), says which model is running, writes each ledger
     to its own file, and exits 1 when pytest failed on any model (CI's
@@ -339,7 +343,8 @@ def test_a_run_that_took_its_model_free_outcomes_says_so():
     assert not R.LedgerFile.from_json(data, "x.json").taken_whole("S1")
 
 
-def test_a_later_model_runs_every_test_when_the_checkout_changed(tmp_path, monkeypatch, capsys):
+def test_a_later_model_runs_every_test_when_the_checkout_changed(tmp_path, monkeypatch, capsys,
+                                                                no_png):
     """The first model's outcomes stand for a later model's only on the same
     tracked code: when it changed between the runs (a commit, an edit of a
     tracked file), the later run is whole and the progress says why."""
@@ -369,7 +374,8 @@ def test_a_later_model_runs_every_test_when_the_checkout_changed(tmp_path, monke
             f"commit, now {runmeta.commit(ROOT)}): article's run runs every test") in err
 
 
-def test_outside_a_git_checkout_a_later_model_runs_every_test(tmp_path, monkeypatch, capsys):
+def test_outside_a_git_checkout_a_later_model_runs_every_test(tmp_path, monkeypatch, capsys,
+                                                              no_png):
     """Where the checkout's code has no fingerprint (``runmeta.worktree`` is
     None: a source tarball, a packager's build), the first run's ledger has
     none either; None equal to None is no proof of the same code, so the
