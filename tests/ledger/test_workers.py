@@ -164,8 +164,9 @@ def test_workers_refuse_a_benchmark_file_with_one_line(pytester, tmp_path, monke
     for name in XDIST_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     pytester.makepyfile(test_x="def test_x():\n    pass\n")
-    result = pytester.runpytest_subprocess("-p", "aftertrain.ledger", "-n", "2",
-                                           f"--benchmark-json={tmp_path / 'b.json'}")
+    # in process: the controller refuses as pytest configures, before any worker starts
+    result = pytester.runpytest("-p", "aftertrain.ledger", "-n", "2",
+                                f"--benchmark-json={tmp_path / 'b.json'}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--benchmark-json needs the run in one process*-n 0*"])
     assert not (tmp_path / "b.json").exists()
