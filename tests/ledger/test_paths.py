@@ -13,7 +13,9 @@ so these runs behave as an installed aftertrain does, whichever way this
 checkout is installed. Cost: about 2 CPU s per run (pytest, torch and the
 model load); the space form of a checkpoint outside runs twice (with and
 without a ledger already there), the other cases once; one more, marked
-slow, runs the real Q4 and P6 tests (~30-60 CPU s).
+slow, runs the real Q4 and P6 tests (~30-60 CPU s). An unwritable
+``--claims-json`` is refused in process (pytester): where pytest started
+does not matter to that check.
 """
 
 from __future__ import annotations
@@ -127,12 +129,18 @@ def test_space_form_alone_that_would_move_the_rootdir_is_one_clear_line(places):
     ("{proj}", "is a folder; give a file path"),
     ("{proj}/pyproject.toml/claims.json", "is a file, so the file cannot be written"),
 ])
-def test_an_unwritable_claims_json_is_refused_before_any_test_runs(places, bad, fragment):
-    bad = bad.format(**places)
-    run = _pytest(places["proj"], f"--claims-json={bad}", tmp=places["tmp"])
-    assert run.returncode == pytest.ExitCode.USAGE_ERROR, run.stdout + run.stderr
-    assert fragment in run.stderr, run.stderr
-    assert not (places["tmp"] / "ran").exists()
+def test_an_unwritable_claims_json_is_refused_before_any_test_runs(pytester, bad, fragment):
+    """In process, in the project itself: the ledger plugin refuses the file
+    as pytest loads its first conftests, whichever folder pytest started in
+    (a subprocess would add only an interpreter's start, a second each)."""
+    pytester.makefile(".toml", pyproject=PROJECT_TOML)
+    (pytester.path / "tests").mkdir()
+    (pytester.path / "tests" / "test_claim.py").write_text(TEST)
+    bad = bad.format(proj=pytester.path)
+    result = pytester.runpytest(f"--basetemp={pytester.path / 'base'}", f"--claims-json={bad}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + result.stderr.str()
+    assert fragment in result.stderr.str(), result.stderr.str()
+    assert not (pytester.path / "ran").exists()  # the test writes it there when it runs
 
 
 def test_without_the_switches_the_plugins_stay_inert(tmp_path):
