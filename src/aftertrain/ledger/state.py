@@ -37,7 +37,7 @@ from aftertrain.claims.verdicts import (
     Verdict,
 )
 from aftertrain.core import runmeta
-from aftertrain.ledger.model import READS_MODEL_PROPERTY, ledger_meta
+from aftertrain.ledger.model_under_test import READS_MODEL_PROPERTY, ledger_meta
 
 # User properties a test sets (through the claim_record fixture); they travel
 # with the reports to an xdist controller.
