@@ -137,7 +137,7 @@ TESTED_IN = {
     "quant/api.py": "tests/quant/test_primitives.py",
     "report/baselines.py": "tests/report/test_rendering_figures.py",
     "report/document.py": "tests/report/test_assemble.py",
-    "report/ledgerfile.py": "tests/report/test_assemble.py",
+    "report/reading.py": "tests/report/test_assemble.py",
     "report/markdown.py": "tests/report/test_rendering.py",
     "report/meta.py": "tests/report/test_assemble.py",
     "report/paths.py": "tests/ledger/test_paths.py",

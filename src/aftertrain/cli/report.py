@@ -17,7 +17,7 @@ from aftertrain.claims import verdicts as V
 from aftertrain.cli.options import UsageError
 from aftertrain.cli.suite import default_checkout, is_checkout, labelled, run_models
 from aftertrain.core.io import atomic_write
-from aftertrain.report.ledgerfile import LedgerFile, ReportError, read_ledger
+from aftertrain.report.reading import LedgerFile, ReportError, read_ledger
 from aftertrain.report.paths import (
     COMMITTED,
     DEFAULT_MODELS,

@@ -1,7 +1,7 @@
 """Running the claims' suite for ``aftertrain report``: one pytest subprocess
 per model, writing its ledger (``--claims-json``), one model after another or
 side by side under one timing lock. Nothing here parses arguments; a run
-that cannot be done is a :class:`~aftertrain.report.ledgerfile.ReportError`.
+that cannot be done is a :class:`~aftertrain.report.reading.ReportError`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from aftertrain.core import runmeta
-from aftertrain.report.ledgerfile import (
+from aftertrain.report.reading import (
     META_FROM_REPORT_RUN,
     META_NONE,
     QUICK_ENV,

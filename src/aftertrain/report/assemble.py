@@ -11,7 +11,7 @@ from aftertrain.core.io import atomic_write
 from aftertrain.report import multimodel
 from aftertrain.report import sweep as sweep_section
 from aftertrain.report.document import claims_table
-from aftertrain.report.ledgerfile import (
+from aftertrain.report.reading import (
     LedgerFile,
     ReportError,
     read_ledger,

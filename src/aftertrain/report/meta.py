@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from aftertrain.core import runmeta
-from aftertrain.report.ledgerfile import META_FROM_LEDGER, META_FROM_REPORT_RUN, LedgerFile
+from aftertrain.report.reading import META_FROM_LEDGER, META_FROM_REPORT_RUN, LedgerFile
 
 BEGIN = "<!-- run metadata -->"
 END = "<!-- end of run metadata -->"

@@ -2,7 +2,7 @@
 table, every section in order (:data:`SECTIONS`), then the claims that do
 not reproduce and the broken and inconclusive ones with their reasons.
 
-No file I/O here: :mod:`.ledgerfile` reads the ledger, :mod:`.assemble`
+No file I/O here: :mod:`.reading` reads the ledger, :mod:`.assemble`
 writes what this renders.
 """
 

@@ -29,7 +29,7 @@ from aftertrain.experiments.sweep import (
     margins,
 )
 from aftertrain.report.document import Document
-from aftertrain.report.ledgerfile import ReportError
+from aftertrain.report.reading import ReportError
 from aftertrain.report.markdown import DASH, fmt, markdown_table
 
 TITLE = "The quality and recipe sweeps: where each claim flips"
