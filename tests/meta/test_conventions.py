@@ -140,7 +140,7 @@ TESTED_IN = {
     "report/reading.py": "tests/report/test_assemble.py",
     "report/markdown.py": "tests/report/test_rendering.py",
     "report/meta.py": "tests/report/test_assemble.py",
-    "report/paths.py": "tests/ledger/test_paths.py",
+    "report/paths.py": "tests/ledger/test_path_options.py",
     "report/prune.py": "tests/report/test_rendering_figures.py",
     "report/quant.py": "tests/report/test_rendering_figures.py",
     "report/speculative.py": "tests/report/test_rendering_figures.py",

@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from aftertrain.claims.parts import Part
-from aftertrain.ledger.paths import path_option_problem
+from aftertrain.ledger.path_options import path_option_problem
 
 if TYPE_CHECKING:  # aftertrain.lm.registry imports torch: only once the plugin is switched on
     from aftertrain.lm.registry import ModelIdentity

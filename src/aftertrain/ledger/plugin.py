@@ -19,7 +19,7 @@ import pytest
 from aftertrain.core.tolerances import TIMING_BUDGET_S, TIMING_BUDGET_TOTAL_S
 from aftertrain.ledger import benchmark, reuse, workers
 from aftertrain.ledger.model_under_test import READS_MODEL_PROPERTY, marked_part, reads_model
-from aftertrain.ledger.paths import output_file_problem, path_option_problem
+from aftertrain.ledger.path_options import output_file_problem, path_option_problem
 from aftertrain.ledger.record import ClaimRecord, budget_left, start_total_budget, timing_enabled
 from aftertrain.ledger.state import (
     CLAIM_PROPERTY,
