@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from aftertrain.core import runmeta
+from aftertrain.report.paths import ledger_file
 from aftertrain.report.reading import (
     META_FROM_REPORT_RUN,
     META_NONE,
@@ -26,7 +27,6 @@ from aftertrain.report.reading import (
     ReportError,
     read_ledger,
 )
-from aftertrain.report.paths import ledger_file
 
 # aftertrain.ledger (the pytest plugin) imports pytest: it loads where a run
 # starts, so that ``aftertrain --version`` and a usage error answer at once.

@@ -22,9 +22,9 @@ from aftertrain.experiments import tables as ET
 from aftertrain.experiments.article import ARTICLE
 from aftertrain.prune.masks import Method
 from aftertrain.report.document import Document, ours_cell, verdict_cell_text
-from aftertrain.report.reading import LedgerFile
 from aftertrain.report.markdown import DASH, markdown_table, verdict_mark
 from aftertrain.report.plots import UNTRAINED
+from aftertrain.report.reading import LedgerFile
 
 TITLE = "The claims on several models"
 FLIP_TITLE = "Does a model of the article's quality reproduce them?"

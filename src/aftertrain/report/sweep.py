@@ -29,8 +29,8 @@ from aftertrain.experiments.sweep import (
     margins,
 )
 from aftertrain.report.document import Document
-from aftertrain.report.reading import ReportError
 from aftertrain.report.markdown import DASH, fmt, markdown_table
+from aftertrain.report.reading import ReportError
 
 TITLE = "The quality and recipe sweeps: where each claim flips"
 #: The recipe knobs a checkpoint's ``training.recipe`` records, their reference
