@@ -162,7 +162,7 @@ def run_models(models: list[str], checkout: Path, run_dir: Path, quick: bool,
             + (f"; those that do not read the model ran on {models[0]}: their outcomes are "
                f"taken from its ledger)" if earlier else ")"))
         output = logs / f"pytest-{i + 1}-{label}.log" if logs else None
-        led = run_ledger(checkout, run_path, quick, log, meta.collect(checkout, m), model=m,
+        led = run_ledger(checkout, run_path, quick, log, meta.collect_for_model(checkout, m), model=m,
                          timing_lock=logs / "timing.lock" if logs else None, output=output,
                          model_free_from=earlier)
         if output:  # pytest's last line: its summary ("... passed ... in 296.65s")
