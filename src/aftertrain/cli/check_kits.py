@@ -163,6 +163,9 @@ def add_parsers(sub) -> None:
 
 
 def cmd_quantizer(args: argparse.Namespace) -> int:
+    """``aftertrain check quantizer``: run :func:`aftertrain.checks.quant.check_quantizer` on the
+    function ``args.target`` names, at each ``--scheme``; print the report (or its JSON).
+    Returns the exit status: 0 passed, 1 failed, 2 usage error."""
     def reports_of(quantize, progress):
         from aftertrain.checks.quant import check_quantizer
 
@@ -173,6 +176,11 @@ def cmd_quantizer(args: argparse.Namespace) -> int:
 
 
 def cmd_pruner(args: argparse.Namespace) -> int:
+    """``aftertrain check pruner``: run :func:`aftertrain.checks.prune.check_pruner` on the
+    function ``args.target`` names, with ``--pattern``, ``--sparsities``, ``--seed`` and
+    magnitude (or ``--random``) scoring; print the report (or its JSON). Returns the exit
+    status: 0 passed, 1 failed, 2 usage error (``--sparsities`` with an N:M pattern: one line
+    on standard error)."""
     if args.sparsities is not None and args.pattern[0] == "nm":
         print("aftertrain check pruner: error: --sparsities does not apply to an N:M pattern "
               "(its sparsity is 1 - N/M)", file=sys.stderr)

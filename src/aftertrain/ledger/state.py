@@ -280,6 +280,8 @@ class Ledger:
                           tuple(self.model_free_tables), "this run")
 
     def write_json(self, path: str | os.PathLike, config: pytest.Config) -> None:
+        """Write this run's ledger file to ``path`` atomically (:meth:`LedgerFile.write`), with
+        the run's metadata (:func:`run_meta`) taken from ``config`` now."""
         self.ledger_file(run_meta(config)).write(path)
 
 

@@ -45,6 +45,8 @@ def model_label(ledger: LedgerFile) -> str:
 
 
 def claims_header(labels: list[str]) -> list[str]:
+    """The header of the claims table over models ``labels``: ID, claim, article, then
+    ``ours (m)`` and ``verdict (m)`` per model."""
     return ["ID", "claim", "article"] + [h for m in labels for h in (f"ours ({m})", f"verdict ({m})")]
 
 
@@ -62,6 +64,8 @@ def claims_rows(ledgers: dict[str, LedgerFile]) -> list[list[str]]:
 
 
 def claims_table(ledgers: dict[str, LedgerFile]) -> str:
+    """The claims table over ``ledgers`` (label to ledger) in markdown: :func:`claims_header` and
+    :func:`claims_rows`."""
     return markdown_table(claims_header(list(ledgers)), claims_rows(ledgers))
 
 

@@ -23,6 +23,8 @@ SECTIONS = (baselines, quant, prune, speculative)
 
 
 def summary_counts(ledger: LedgerFile) -> dict[str, int]:
+    """How many claims of the catalogue have each verdict in ``ledger`` (a claim with no test
+    counts as ``not covered``); ValueError when ``ledger`` is not a :class:`LedgerFile`."""
     if not isinstance(ledger, LedgerFile):
         raise ValueError(f"ledger must be a LedgerFile (read_ledger), got {type(ledger).__name__}")
     counts: dict[str, int] = {}
