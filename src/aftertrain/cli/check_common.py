@@ -1,5 +1,6 @@
 """What the ``check`` subcommands share (aftertrain.cli.check,
-aftertrain.cli.check_kits): loading ``MODULE:FUNC``, the argparse types, and
+aftertrain.cli.check_kits): each command's parser (:func:`add_check`, then
+its own options, then :func:`add_common`), loading ``MODULE:FUNC``, and
 running the reports with standard output kept for them alone."""
 
 from __future__ import annotations
