@@ -35,6 +35,8 @@ def by_draft_and_k(rows) -> dict[tuple[str, int], object]:
 
 
 def section(doc: Document) -> None:
+    """Add the speculative decoding section to ``doc``, from the tables its ledger holds: the
+    first token's law, acceptance, costs and speedups, beside the article's figures."""
     _first_token(doc)
     _acceptance(doc)
     _costs(doc)
