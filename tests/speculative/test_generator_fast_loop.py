@@ -66,6 +66,22 @@ def test_fast_loop_equals_the_previous_loop_for_run_drafts(aftertrain_model, spe
         assert_same_run(fast, old, f"{kind.value} T={temperature}")
 
 
+@pytest.mark.claim("S8")
+def test_fast_loop_equals_the_previous_loop_after_a_prompt_shorter_than_the_table_context(
+        aftertrain_model, speculative_drafts):
+    """The n-gram reads 4 characters; after a prompt of 1 to 3 the table's
+    key is the whole text until it grows to 4 (a key cut at len - 4 < 0
+    once took the last character alone, at a text of 3: another row than
+    the model's)."""
+    draft = speculative_drafts[D.DraftKind.NGRAM]
+    for prompt in ("T", "Th", "The"):
+        fast = S.speculative_generate(aftertrain_model, draft, prompt, 12, 4, 1.0,
+                                      torch.Generator().manual_seed(0))
+        old = previous_generate(aftertrain_model, draft, prompt, 12, 4, 1.0,
+                                torch.Generator().manual_seed(0))
+        assert_same_run(fast, old, f"prompt {prompt!r}")
+
+
 @pytest.mark.parametrize("k", [1, 4])
 def test_fast_loop_equals_the_previous_loop_on_the_toys(k):
     """The kit's toy target and draft (4 symbols, probability-0 entries, so

@@ -338,9 +338,9 @@ def verify_step(target: NextTokenModel, k: int, temperature: float):
     dec.truncate(len(ids) - 1)
     # q: the target's own rows (accepted at u = 0), the last one a point mass on its
     # draft, rejected at u just below 1 unless p gives that draft all its mass
-    q = [p[i] for i in range(k - 1)] + [torch.nn.functional.one_hot(
-        torch.tensor(drafts[-1]), p.shape[-1]).double()]
-    qx = [float(row[x]) for row, x in zip(q, drafts, strict=True)]
+    q = [p[i].tolist() for i in range(k - 1)] + [torch.nn.functional.one_hot(
+        torch.tensor(drafts[-1]), p.shape[-1]).double().tolist()]
+    qx = [row[x] for row, x in zip(q, drafts, strict=True)]
     u = [0.0] * (k - 1) + [math.nextafter(1.0, 0.0)]
     g = torch.Generator().manual_seed(SEED)
 

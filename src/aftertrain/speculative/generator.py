@@ -33,9 +33,16 @@ import torch
 
 from aftertrain.core.validation import check_int
 from aftertrain.lm import text as _text
-from aftertrain.lm.decoding import MAX_NEW, Decoder, check_generator, check_temperature, probabilities
+from aftertrain.lm.decoding import (
+    MAX_NEW,
+    Decoder,
+    check_generator,
+    check_temperature,
+    probabilities,
+    probabilities_unchecked,
+)
 from aftertrain.lm.protocol import NextTokenModel, check_model
-from aftertrain.speculative.tables import TableDraft, draw_from_cdf, row_of, table_draft
+from aftertrain.speculative.tables import TableDraft, cumulative, draw_from_cdf, row_of, table_draft
 
 __all__ = ["SpeculativeResult", "speculative_generate", "verify_round"]
 
@@ -99,23 +106,23 @@ class ModelDrafter:
         self.decoder.feed(ids)
 
     def draft(self, text: list[int], k: int, u: list[float]
-              ) -> tuple[list[int], list[torch.Tensor], list[float]]:
+              ) -> tuple[list[int], list[list[float]], list[float]]:
         """``k >= 1`` characters after ``text`` from the uniforms ``u``: the
-        drafts, the rows ``q`` they were drawn from, and each draft's ``q``.
+        drafts, the rows ``q`` they were drawn from (float64, as lists), and
+        each draft's ``q``.
 
         The draft is fed the text it has not seen and the first k - 1
-        drafts: k forward calls. The rows are the very tensors the rule is
+        drafts: k forward calls. The rows are the very values the rule is
         then given (a draft scored with a distribution other than the one it
         was sampled from breaks the law)."""
         dec = self.decoder
         logits = dec.feed(text[len(dec):])[-1]
         drafts, qs, qx = [], [], []
         for i in range(k):
-            q = probabilities(logits, self.temperature)
-            row = row_of(q)
+            row = row_of(probabilities(logits, self.temperature))
             x = row.draw(u[i])
             drafts.append(x)
-            qs.append(q)
+            qs.append(row.q_list)
             qx.append(row.q_list[x])
             if i < k - 1:
                 logits = dec.feed([x])[-1]
@@ -140,18 +147,24 @@ class TableDrafter:
         pass
 
     def draft(self, text: list[int], k: int, u: list[float]
-              ) -> tuple[list[int], list[torch.Tensor], list[float]]:
-        """As :meth:`ModelDrafter.draft`, from the table's rows."""
+              ) -> tuple[list[int], list[list[float]], list[float]]:
+        """As :meth:`ModelDrafter.draft`, from the table's rows: per
+        character a dictionary look-up by the last ``context`` characters
+        and a bisection (:meth:`aftertrain.speculative.tables.Row.draw`),
+        no tensor."""
         table = self.table
-        seq = text[len(text) - table.context:] if table.context else []
+        c = table.context
+        key = table.key(text)
         drafts, qs, qx = [], [], []
         for i in range(k):
-            row = table.row(table.key(seq))
+            row = table.row(key)
             x = row.draw(u[i])
             drafts.append(x)
-            qs.append(row.q)
-            qx.append(row.q_list[x])
-            seq.append(x)
+            q = row.q_list
+            qs.append(q)
+            qx.append(q[x])
+            if c:
+                key = (*key, x)[-c:]
         return drafts, qs, qx
 
     def rollback(self, text: list[int]) -> None:
@@ -165,10 +178,7 @@ def drafter(draft: NextTokenModel | TableDraft, temperature: float) -> ModelDraf
     return ModelDrafter(draft, temperature) if table is None else TableDrafter(table)
 
 
-_POSITIONS = torch.arange(64)
-
-
-def verify_round(target: Decoder, text: list[int], drafts: list[int], q: list[torch.Tensor],
+def verify_round(target: Decoder, text: list[int], drafts: list[int], q: list[list[float]],
                  qx: list[float], u: list[float], v: float, temperature: float
                  ) -> tuple[int, int, torch.Tensor]:
     """One verification: the target scores what it has not seen of ``text``
@@ -176,27 +186,29 @@ def verify_round(target: Decoder, text: list[int], drafts: list[int], q: list[to
     (:func:`aftertrain.speculative.rule.verify_with_uniforms`, here on plain
     floats for one round) keeps a prefix and draws one character.
 
-    Returns ``(accepted, token, logits)``: the logits (k+1, V) of the
-    drafted positions and the next. Same uniforms, same result as the
-    batched rule: ``u[i] * q_i(x_i) < p_i(x_i)`` accepts, the first
-    rejection draws from ``normalize(max(0, p_a - q_a))`` (from ``p_a`` if
-    that is all zero), a full acceptance from ``p_{k+1}``."""
+    ``q`` holds the draft's rows (float64 values as lists), ``qx`` each
+    draft's own ``q``. Returns ``(accepted, token, logits)``: the logits
+    (k+1, V) of the drafted positions and the next. Same uniforms, same
+    result as the batched rule: ``u[i] * q_i(x_i) < p_i(x_i)`` accepts, the
+    first rejection draws from ``normalize(max(0, p_a - q_a))`` (from
+    ``p_a`` if that is all zero), a full acceptance from ``p_{k+1}``.
+
+    The distributions are one softmax over the k+1 rows, read out as floats
+    once; the rule's arithmetic is then that of the tensor rule in the same
+    float64 operations (a difference, a clamp at 0, running sums in order),
+    so the draws are the same bit for bit."""
     k = len(drafts)
     logits = target.feed(text[len(target):] + drafts)[-(k + 1):]
-    p = probabilities(logits, temperature)
+    p = probabilities_unchecked(logits, temperature).tolist()
     n = 0
-    if k:
-        rows = _POSITIONS[:k] if k <= len(_POSITIONS) else torch.arange(k)
-        px = p[rows, torch.tensor(drafts)].tolist()
-        while n < k and u[n] * qx[n] < px[n]:
-            n += 1
+    while n < k and u[n] * qx[n] < p[n][drafts[n]]:
+        n += 1
     p_n = p[n]
-    residual = p_n
     if n < k:
-        residual = (p_n - q[n]).clamp_min(0)
-        if not residual.sum() > 0:  # p <= q everywhere up to rounding: see rule._rule
-            residual = p_n
-    return n, draw_from_cdf(residual[None].cumsum(-1)[0].tolist(), v), logits
+        residual = [a - b if a > b else 0.0 for a, b in zip(p_n, q[n], strict=True)]
+        if any(residual):  # else p <= q everywhere up to rounding: see rule._rule
+            p_n = residual
+    return n, draw_from_cdf(cumulative(p_n), v), logits
 
 
 def _checked(target: NextTokenModel, draft: NextTokenModel | TableDraft,
