@@ -16,11 +16,13 @@ rows (:class:`TableDrafter`, :mod:`aftertrain.speculative.tables`): per
 character a look-up, one uniform and a bisection, no model call. Any other
 draft is run, one cached forward per character (:class:`ModelDrafter`).
 :func:`verify_round` scores the drafts in one cached target pass and runs
-the rule on plain floats for the one round. Each round draws its ``2k + 1``
-uniforms in one ``torch.rand`` call, in the order the rule documents (the
-k drafts', then the rule's k acceptance uniforms and its one for the next
-character): torch's CPU generator gives ``rand(n)`` as n successive
-``rand(1)``, so with the same generator the output is the earlier
+the rule on plain floats for the one round. Each round takes its ``2k + 1``
+uniforms in the order the rule documents (the k drafts', then the rule's
+k acceptance uniforms and its one for the next character), taken from a
+run's :class:`Uniforms` (drawn a thousand at a time, no torch call per
+round): torch's CPU generator gives ``rand(n)`` as n successive
+``rand(1)``, and the caller's generator ends where one draw per uniform
+would leave it, so with the same generator the output is the earlier
 loop's (a model call per drafted character, the batched tensor rule) bit
 for bit (tests/speculative/test_generator_fast_loop.py).
 """
@@ -171,6 +173,44 @@ class TableDrafter:
         pass
 
 
+class Uniforms:
+    """The float64 uniforms of a run, in the generator's order, without a
+    tensor per round: drawn :data:`CHUNK` at a time from a copy of the
+    generator and handed out as floats (torch's CPU generator gives
+    ``rand(n)`` as n successive ``rand(1)``, so chunks change no value).
+    :meth:`settle` then advances the caller's generator by exactly the
+    uniforms taken, as drawing them one round at a time would have."""
+
+    CHUNK = 1024
+
+    def __init__(self, generator: torch.Generator) -> None:
+        self.generator = generator
+        self.source = torch.Generator()
+        self.source.set_state(generator.get_state())
+        self.buffer: list[float] = []
+        self.next = 0
+        self.taken = 0
+
+    def take(self, n: int) -> list[float]:
+        """The next ``n`` uniforms."""
+        if self.next + n > len(self.buffer):
+            self.buffer = self.buffer[self.next:] + torch.rand(
+                max(self.CHUNK, n), dtype=torch.float64, generator=self.source).tolist()
+            self.next = 0
+        out = self.buffer[self.next:self.next + n]
+        self.next += n
+        self.taken += n
+        return out
+
+    def settle(self) -> None:
+        """Advance the caller's generator past the uniforms taken (once, at the end)."""
+        left, self.taken = self.taken, 0
+        while left:
+            n = min(left, 1 << 20)
+            torch.rand(n, dtype=torch.float64, generator=self.generator)
+            left -= n
+
+
 def drafter(draft: NextTokenModel | TableDraft, temperature: float) -> ModelDrafter | TableDrafter:
     """The drafter of ``draft``: from tables when it reads a short context
     (:func:`aftertrain.speculative.tables.table_draft`), else by running it."""
@@ -289,25 +329,29 @@ def speculative_generate(
     end = len(text) + n_new
     drafted = accepted = passes = draft_passes = 0
     used: list[torch.Tensor] = []
-    while len(text) < end:
-        kk = min(k, end - len(text) - 1)
-        # the round's uniforms in one draw, in the documented order: the kk drafts',
-        # the rule's kk acceptance uniforms, its one for the next character
-        uniforms = torch.rand(2 * kk + 1, dtype=torch.float64, generator=generator).tolist()
-        if kk:
-            drafts, q, qx = ddec.draft(text, kk, uniforms[:kk])
-            draft_passes += kk
-        else:
-            drafts, q, qx = [], [], []
-        n, token, logits = verify_round(tdec, text, drafts, q, qx, uniforms[kk:2 * kk],
-                                        uniforms[2 * kk], temperature)
-        passes += 1
-        drafted += kk
-        accepted += n
-        used.append(logits[: n + 1])
-        text += drafts[:n] + [token]
-        _roll_back(tdec, text)
-        ddec.rollback(text)
+    source = Uniforms(generator)
+    try:
+        while len(text) < end:
+            kk = min(k, end - len(text) - 1)
+            # the round's uniforms in the documented order: the kk drafts', the
+            # rule's kk acceptance uniforms, its one for the next character
+            uniforms = source.take(2 * kk + 1)
+            if kk:
+                drafts, q, qx = ddec.draft(text, kk, uniforms[:kk])
+                draft_passes += kk
+            else:
+                drafts, q, qx = [], [], []
+            n, token, logits = verify_round(tdec, text, drafts, q, qx, uniforms[kk:2 * kk],
+                                            uniforms[2 * kk], temperature)
+            passes += 1
+            drafted += kk
+            accepted += n
+            used.append(logits[: n + 1])
+            text += drafts[:n] + [token]
+            _roll_back(tdec, text)
+            ddec.rollback(text)
+    finally:
+        source.settle()
     target_logits = torch.cat(used) if used else torch.zeros(0, V)
     return SpeculativeResult(torch.tensor(text, dtype=torch.long), len(prompt_ids), drafted,
                              accepted, passes, draft_passes, target_logits)
