@@ -30,7 +30,7 @@ from aftertrain.lm import registry
 from aftertrain.lm import text as _text
 from aftertrain.lm.decoding import Decoder, check_logits, probabilities, sample_token
 from aftertrain.speculative import drafts as D
-from aftertrain.speculative.generator import drafter, verify_round
+from aftertrain.speculative.generator import drafter, round_rule, verify_round
 from aftertrain.speculative.tables import draw_from_cdf
 
 
@@ -126,8 +126,8 @@ def verify_pieces(model, ids: list[int], repeats: int) -> None:
         logits = dec.feed(ids[-1:] + drafts)
         dec.truncate(n)
         p = probabilities(logits, 1.0)
-        q = [p[i] for i in range(k)]
-        qx = [float(r[t]) for r, t in zip(q, drafts, strict=True)]
+        q = [p[i].tolist() for i in range(k)]
+        qx = [r[t] for r, t in zip(q, drafts, strict=True)]
         u = [0.0] * (k - 1) + [math.nextafter(1.0, 0.0)]
 
         def feed(dec=dec, drafts=drafts, n=n):
@@ -138,21 +138,14 @@ def verify_pieces(model, ids: list[int], repeats: int) -> None:
             model(x, cache=cache)
             cache.truncate(n)
 
-        def rule(logits=logits, drafts=drafts, q=q, qx=qx, u=u, k=k):
-            # verify_round after the feed: the distributions and the rule
-            p = probabilities(logits, 1.0)
-            px = p[torch.arange(k), torch.tensor(drafts)].tolist()
-            m = 0
-            while m < k and u[m] * qx[m] < px[m]:
-                m += 1
-            residual = (p[m] - q[m]).clamp_min(0) if m < k else p[m]
-            return draw_from_cdf(residual[None].cumsum(-1)[0].tolist(), 0.5)
+        def rule(logits=logits, drafts=drafts, q=q, qx=qx, u=u):
+            return round_rule(logits, drafts, q, qx, u, 0.5, 1.0)
 
         pieces = {
             f"verify_step k={k} (as timed)": step,
             f"Decoder.feed(k+1) + truncate k={k}": feed,
             f"model(x, cache) k+1={k + 1} + truncate": forward,
-            f"distributions + rule k={k}": rule,
+            f"distributions + rule (round_rule) k={k}": rule,
             f"verify_round k={k} + truncate": lambda dec=dec, drafts=drafts, q=q, qx=qx, u=u, n=n: (
                 verify_round(dec, ids, drafts, q, qx, u, 0.5, 1.0), dec.truncate(n)),
         }

@@ -237,8 +237,16 @@ def verify_round(target: Decoder, text: list[int], drafts: list[int], q: list[li
     once; the rule's arithmetic is then that of the tensor rule in the same
     float64 operations (a difference, a clamp at 0, running sums in order),
     so the draws are the same bit for bit."""
+    logits = target.feed(text[len(target):] + drafts)[-(len(drafts) + 1):]
+    n, token = round_rule(logits, drafts, q, qx, u, v, temperature)
+    return n, token, logits
+
+
+def round_rule(logits: torch.Tensor, drafts: list[int], q: list[list[float]], qx: list[float],
+               u: list[float], v: float, temperature: float) -> tuple[int, int]:
+    """:func:`verify_round` after its forward: ``(accepted, token)`` from the
+    k+1 rows of checked logits."""
     k = len(drafts)
-    logits = target.feed(text[len(target):] + drafts)[-(k + 1):]
     p = probabilities_unchecked(logits, temperature).tolist()
     n = 0
     while n < k and u[n] * qx[n] < p[n][drafts[n]]:
@@ -248,7 +256,7 @@ def verify_round(target: Decoder, text: list[int], drafts: list[int], q: list[li
         residual = [a - b if a > b else 0.0 for a, b in zip(p_n, q[n], strict=True)]
         if any(residual):  # else p <= q everywhere up to rounding: see rule._rule
             p_n = residual
-    return n, draw_from_cdf(cumulative(p_n), v), logits
+    return n, draw_from_cdf(cumulative(p_n), v)
 
 
 def _checked(target: NextTokenModel, draft: NextTokenModel | TableDraft,
