@@ -178,8 +178,9 @@ class Uniforms:
     tensor per round: drawn :data:`CHUNK` at a time from a copy of the
     generator and handed out as floats (torch's CPU generator gives
     ``rand(n)`` as n successive ``rand(1)``, so chunks change no value).
-    :meth:`settle` then advances the caller's generator by exactly the
-    uniforms taken, as drawing them one round at a time would have."""
+    :meth:`settle` (at the end of a ``with`` block) then advances the
+    caller's generator by exactly the uniforms taken, as drawing them one
+    round at a time would have."""
 
     CHUNK = 1024
 
@@ -201,6 +202,12 @@ class Uniforms:
         self.next += n
         self.taken += n
         return out
+
+    def __enter__(self) -> Uniforms:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.settle()
 
     def settle(self) -> None:
         """Advance the caller's generator past the uniforms taken (once, at the end)."""
@@ -337,8 +344,7 @@ def speculative_generate(
     end = len(text) + n_new
     drafted = accepted = passes = draft_passes = 0
     used: list[torch.Tensor] = []
-    source = Uniforms(generator)
-    try:
+    with Uniforms(generator) as source:
         while len(text) < end:
             kk = min(k, end - len(text) - 1)
             # the round's uniforms in the documented order: the kk drafts', the
@@ -358,8 +364,6 @@ def speculative_generate(
             text += drafts[:n] + [token]
             _roll_back(tdec, text)
             ddec.rollback(text)
-    finally:
-        source.settle()
     target_logits = torch.cat(used) if used else torch.zeros(0, V)
     return SpeculativeResult(torch.tensor(text, dtype=torch.long), len(prompt_ids), drafted,
                              accepted, passes, draft_passes, target_logits)
