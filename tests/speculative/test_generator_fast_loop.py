@@ -21,6 +21,7 @@ from aftertrain import speculative as S
 from aftertrain.checks import speculative as CS
 from aftertrain.experiments import speculative as XS
 from aftertrain.speculative import drafts as D
+from aftertrain.speculative.generator import Uniforms
 from aftertrain.speculative.tables import TableDraft
 from aftertrain.stats import ALPHA
 from tests.common.previous_loop import previous_generate
@@ -45,11 +46,11 @@ def test_fast_loop_equals_the_previous_loop_for_table_drafts(aftertrain_model, s
     draft, prompt = speculative_drafts[kind], XS.prompt_text()
     for k, temperature, seed in ((1, 1.0, 0), (3, 0.7, 5), (4, 0.0, 0), (8, 1.0, 1)):
         label = f"{kind.value} k={k} T={temperature} seed={seed}"
-        fast = S.speculative_generate(aftertrain_model, draft, prompt, 130, k, temperature,
-                                      torch.Generator().manual_seed(seed))
-        old = previous_generate(aftertrain_model, draft, prompt, 130, k, temperature,
-                                torch.Generator().manual_seed(seed))
+        g_fast, g_old = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed)
+        fast = S.speculative_generate(aftertrain_model, draft, prompt, 130, k, temperature, g_fast)
+        old = previous_generate(aftertrain_model, draft, prompt, 130, k, temperature, g_old)
         assert_same_run(fast, old, label)
+        assert torch.equal(g_fast.get_state(), g_old.get_state()), f"{label}: generator state"
 
 
 @pytest.mark.claim("S8")
@@ -64,6 +65,22 @@ def test_fast_loop_equals_the_previous_loop_for_run_drafts(aftertrain_model, spe
         old = previous_generate(aftertrain_model, draft, prompt, 40, 3, temperature,
                                 torch.Generator().manual_seed(2))
         assert_same_run(fast, old, f"{kind.value} T={temperature}")
+
+
+@pytest.mark.claim("S8")
+def test_fast_loop_equals_the_previous_loop_after_a_prompt_shorter_than_the_table_context(
+        aftertrain_model, speculative_drafts):
+    """The n-gram reads 4 characters; after a prompt of 1 to 3 the table's
+    key is the whole text until it grows to 4 (a key cut at len - 4 < 0
+    once took the last character alone, at a text of 3: another row than
+    the model's)."""
+    draft = speculative_drafts[D.DraftKind.NGRAM]
+    for prompt in ("T", "Th", "The"):
+        fast = S.speculative_generate(aftertrain_model, draft, prompt, 12, 4, 1.0,
+                                      torch.Generator().manual_seed(0))
+        old = previous_generate(aftertrain_model, draft, prompt, 12, 4, 1.0,
+                                torch.Generator().manual_seed(0))
+        assert_same_run(fast, old, f"prompt {prompt!r}")
 
 
 @pytest.mark.parametrize("k", [1, 4])
@@ -81,6 +98,21 @@ def test_fast_loop_equals_the_previous_loop_on_the_toys(k):
             fast = S.speculative_generate(target, d, TOY_PROMPT, 6, k, TOY_TEMPERATURE,
                                           torch.Generator().manual_seed(seed))
             assert_same_run(fast, old, f"seed {seed} {type(d).__name__}")
+
+
+def test_uniforms_in_chunks_are_the_previous_loops_and_leave_the_generator_where_it_left_it(
+        monkeypatch):
+    """The loop takes its uniforms from chunks drawn ahead (Uniforms); with
+    chunks of 3 (a chunk boundary inside most rounds) the toys' runs and the
+    generator's state after them are the previous loop's."""
+    monkeypatch.setattr(Uniforms, "CHUNK", 3)
+    target, draft = toy_target(), toy_draft()
+    for seed in range(30):
+        g_fast, g_old = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed)
+        fast = S.speculative_generate(target, draft, TOY_PROMPT, 6, 4, TOY_TEMPERATURE, g_fast)
+        old = previous_generate(target, draft, TOY_PROMPT, 6, 4, TOY_TEMPERATURE, g_old)
+        assert_same_run(fast, old, f"seed {seed}")
+        assert torch.equal(g_fast.get_state(), g_old.get_state()), f"seed {seed}"
 
 
 @pytest.mark.claim("X6")
@@ -104,8 +136,9 @@ def test_kit_check_generator_passes_on_the_table_path():
 def test_a_rounds_uniforms_in_one_call_are_the_uniforms_drawn_one_by_one():
     """What the equality with the previous loop rests on: torch's CPU
     generator gives ``rand(n)`` as n successive ``rand(1)`` (float64)."""
-    for n in (1, 3, 17, 65):
+    for n in (1, 3, 17, 65, 1024, 2500):
         g1, g2 = torch.Generator().manual_seed(n), torch.Generator().manual_seed(n)
         batch = torch.rand(n, dtype=torch.float64, generator=g1).tolist()
         assert batch == [float(torch.rand(1, dtype=torch.float64, generator=g2)) for _ in range(n)]
+        assert torch.equal(g1.get_state(), g2.get_state())
         assert torch.equal(torch.rand(2, generator=g1), torch.rand(2, generator=g2))

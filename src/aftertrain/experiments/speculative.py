@@ -32,6 +32,7 @@ from aftertrain.lm.decoding import (
 )
 from aftertrain.lm.protocol import NextTokenModel, check_model
 from aftertrain.speculative.generator import (
+    Uniforms,
     drafter,
     prompt_tokens,
     speculative_generate,
@@ -305,16 +306,18 @@ def plain_step(target: NextTokenModel, temperature: float):
 def draft_step(draft: NextTokenModel, temperature: float):
     """One drafted character exactly as the generator drafts it (its
     drafter: a table look-up for the bigram and the n-gram, a cached forward
-    for a run draft; one uniform drawn for it), rolled back after."""
+    for a run draft; its uniform taken from a
+    :class:`aftertrain.speculative.generator.Uniforms`, as the loop takes
+    it), rolled back after."""
     check_model(draft, "draft")
     check_temperature(temperature)
     ids = _text.encode(prompt_text()).tolist()[:_COST_CONTEXT]
     d = drafter(draft, temperature)
     d.prefill(ids[:-1])
-    g = torch.Generator().manual_seed(SEED)
+    uniforms = Uniforms(torch.Generator().manual_seed(SEED))
 
     def step() -> None:
-        d.draft(ids, 1, torch.rand(1, dtype=torch.float64, generator=g).tolist())
+        d.draft(ids, 1, uniforms.take(1))
         d.rollback(ids)
 
     return step
@@ -323,7 +326,8 @@ def draft_step(draft: NextTokenModel, temperature: float):
 def verify_step(target: NextTokenModel, k: int, temperature: float):
     """One verification pass over k+1 positions as the generator runs it
     (:func:`aftertrain.speculative.generator.verify_round`: one cached
-    forward, the distributions, the rule; its k+1 uniforms drawn), rolled
+    forward, the distributions, the rule; its k+1 uniforms taken as the
+    loop takes them), rolled
     back after. The rule takes its longest path: the first k-1 drafts are
     accepted, the last is rejected and the next character is drawn from the
     residual."""
@@ -338,14 +342,14 @@ def verify_step(target: NextTokenModel, k: int, temperature: float):
     dec.truncate(len(ids) - 1)
     # q: the target's own rows (accepted at u = 0), the last one a point mass on its
     # draft, rejected at u just below 1 unless p gives that draft all its mass
-    q = [p[i] for i in range(k - 1)] + [torch.nn.functional.one_hot(
-        torch.tensor(drafts[-1]), p.shape[-1]).double()]
-    qx = [float(row[x]) for row, x in zip(q, drafts, strict=True)]
+    q = [p[i].tolist() for i in range(k - 1)] + [torch.nn.functional.one_hot(
+        torch.tensor(drafts[-1]), p.shape[-1]).double().tolist()]
+    qx = [row[x] for row, x in zip(q, drafts, strict=True)]
     u = [0.0] * (k - 1) + [math.nextafter(1.0, 0.0)]
-    g = torch.Generator().manual_seed(SEED)
+    uniforms = Uniforms(torch.Generator().manual_seed(SEED))
 
     def step() -> None:
-        v = torch.rand(k + 1, dtype=torch.float64, generator=g).tolist()[-1]
+        v = uniforms.take(k + 1)[-1]
         verify_round(dec, ids, drafts, q, qx, u, v, temperature)
         dec.truncate(len(ids) - 1)
 

@@ -16,11 +16,13 @@ rows (:class:`TableDrafter`, :mod:`aftertrain.speculative.tables`): per
 character a look-up, one uniform and a bisection, no model call. Any other
 draft is run, one cached forward per character (:class:`ModelDrafter`).
 :func:`verify_round` scores the drafts in one cached target pass and runs
-the rule on plain floats for the one round. Each round draws its ``2k + 1``
-uniforms in one ``torch.rand`` call, in the order the rule documents (the
-k drafts', then the rule's k acceptance uniforms and its one for the next
-character): torch's CPU generator gives ``rand(n)`` as n successive
-``rand(1)``, so with the same generator the output is the earlier
+the rule on plain floats for the one round. Each round takes its ``2k + 1``
+uniforms in the order the rule documents (the k drafts', then the rule's
+k acceptance uniforms and its one for the next character), taken from a
+run's :class:`Uniforms` (drawn a thousand at a time, no torch call per
+round): torch's CPU generator gives ``rand(n)`` as n successive
+``rand(1)``, and the caller's generator ends where one draw per uniform
+would leave it, so with the same generator the output is the earlier
 loop's (a model call per drafted character, the batched tensor rule) bit
 for bit (tests/speculative/test_generator_fast_loop.py).
 """
@@ -33,9 +35,16 @@ import torch
 
 from aftertrain.core.validation import check_int
 from aftertrain.lm import text as _text
-from aftertrain.lm.decoding import MAX_NEW, Decoder, check_generator, check_temperature, probabilities
+from aftertrain.lm.decoding import (
+    MAX_NEW,
+    Decoder,
+    check_generator,
+    check_temperature,
+    probabilities,
+    probabilities_unchecked,
+)
 from aftertrain.lm.protocol import NextTokenModel, check_model
-from aftertrain.speculative.tables import TableDraft, draw_from_cdf, row_of, table_draft
+from aftertrain.speculative.tables import TableDraft, cumulative, draw_from_cdf, row_of, table_draft
 
 __all__ = ["SpeculativeResult", "speculative_generate", "verify_round"]
 
@@ -99,23 +108,23 @@ class ModelDrafter:
         self.decoder.feed(ids)
 
     def draft(self, text: list[int], k: int, u: list[float]
-              ) -> tuple[list[int], list[torch.Tensor], list[float]]:
+              ) -> tuple[list[int], list[list[float]], list[float]]:
         """``k >= 1`` characters after ``text`` from the uniforms ``u``: the
-        drafts, the rows ``q`` they were drawn from, and each draft's ``q``.
+        drafts, the rows ``q`` they were drawn from (float64, as lists), and
+        each draft's ``q``.
 
         The draft is fed the text it has not seen and the first k - 1
-        drafts: k forward calls. The rows are the very tensors the rule is
+        drafts: k forward calls. The rows are the very values the rule is
         then given (a draft scored with a distribution other than the one it
         was sampled from breaks the law)."""
         dec = self.decoder
         logits = dec.feed(text[len(dec):])[-1]
         drafts, qs, qx = [], [], []
         for i in range(k):
-            q = probabilities(logits, self.temperature)
-            row = row_of(q)
+            row = row_of(probabilities(logits, self.temperature))
             x = row.draw(u[i])
             drafts.append(x)
-            qs.append(q)
+            qs.append(row.q_list)
             qx.append(row.q_list[x])
             if i < k - 1:
                 logits = dec.feed([x])[-1]
@@ -140,22 +149,73 @@ class TableDrafter:
         pass
 
     def draft(self, text: list[int], k: int, u: list[float]
-              ) -> tuple[list[int], list[torch.Tensor], list[float]]:
-        """As :meth:`ModelDrafter.draft`, from the table's rows."""
+              ) -> tuple[list[int], list[list[float]], list[float]]:
+        """As :meth:`ModelDrafter.draft`, from the table's rows: per
+        character a dictionary look-up by the last ``context`` characters
+        and a bisection (:meth:`aftertrain.speculative.tables.Row.draw`),
+        no tensor."""
         table = self.table
-        seq = text[len(text) - table.context:] if table.context else []
+        c = table.context
+        key = table.key(text)
         drafts, qs, qx = [], [], []
         for i in range(k):
-            row = table.row(table.key(seq))
+            row = table.row(key)
             x = row.draw(u[i])
             drafts.append(x)
-            qs.append(row.q)
-            qx.append(row.q_list[x])
-            seq.append(x)
+            q = row.q_list
+            qs.append(q)
+            qx.append(q[x])
+            if c:
+                key = (*key, x)[-c:]
         return drafts, qs, qx
 
     def rollback(self, text: list[int]) -> None:
         pass
+
+
+class Uniforms:
+    """The float64 uniforms of a run, in the generator's order, without a
+    tensor per round: drawn :data:`CHUNK` at a time from a copy of the
+    generator and handed out as floats (torch's CPU generator gives
+    ``rand(n)`` as n successive ``rand(1)``, so chunks change no value).
+    :meth:`settle` (at the end of a ``with`` block) then advances the
+    caller's generator by exactly the uniforms taken, as drawing them one
+    round at a time would have."""
+
+    CHUNK = 1024
+
+    def __init__(self, generator: torch.Generator) -> None:
+        self.generator = generator
+        self.source = torch.Generator()
+        self.source.set_state(generator.get_state())
+        self.buffer: list[float] = []
+        self.next = 0
+        self.taken = 0
+
+    def take(self, n: int) -> list[float]:
+        """The next ``n`` uniforms."""
+        if self.next + n > len(self.buffer):
+            self.buffer = self.buffer[self.next:] + torch.rand(
+                max(self.CHUNK, n), dtype=torch.float64, generator=self.source).tolist()
+            self.next = 0
+        out = self.buffer[self.next:self.next + n]
+        self.next += n
+        self.taken += n
+        return out
+
+    def __enter__(self) -> Uniforms:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.settle()
+
+    def settle(self) -> None:
+        """Advance the caller's generator past the uniforms taken (once, at the end)."""
+        left, self.taken = self.taken, 0
+        while left:
+            n = min(left, 1 << 20)
+            torch.rand(n, dtype=torch.float64, generator=self.generator)
+            left -= n
 
 
 def drafter(draft: NextTokenModel | TableDraft, temperature: float) -> ModelDrafter | TableDrafter:
@@ -165,10 +225,7 @@ def drafter(draft: NextTokenModel | TableDraft, temperature: float) -> ModelDraf
     return ModelDrafter(draft, temperature) if table is None else TableDrafter(table)
 
 
-_POSITIONS = torch.arange(64)
-
-
-def verify_round(target: Decoder, text: list[int], drafts: list[int], q: list[torch.Tensor],
+def verify_round(target: Decoder, text: list[int], drafts: list[int], q: list[list[float]],
                  qx: list[float], u: list[float], v: float, temperature: float
                  ) -> tuple[int, int, torch.Tensor]:
     """One verification: the target scores what it has not seen of ``text``
@@ -176,27 +233,37 @@ def verify_round(target: Decoder, text: list[int], drafts: list[int], q: list[to
     (:func:`aftertrain.speculative.rule.verify_with_uniforms`, here on plain
     floats for one round) keeps a prefix and draws one character.
 
-    Returns ``(accepted, token, logits)``: the logits (k+1, V) of the
-    drafted positions and the next. Same uniforms, same result as the
-    batched rule: ``u[i] * q_i(x_i) < p_i(x_i)`` accepts, the first
-    rejection draws from ``normalize(max(0, p_a - q_a))`` (from ``p_a`` if
-    that is all zero), a full acceptance from ``p_{k+1}``."""
+    ``q`` holds the draft's rows (float64 values as lists), ``qx`` each
+    draft's own ``q``. Returns ``(accepted, token, logits)``: the logits
+    (k+1, V) of the drafted positions and the next. Same uniforms, same
+    result as the batched rule: ``u[i] * q_i(x_i) < p_i(x_i)`` accepts, the
+    first rejection draws from ``normalize(max(0, p_a - q_a))`` (from
+    ``p_a`` if that is all zero), a full acceptance from ``p_{k+1}``.
+
+    The distributions are one softmax over the k+1 rows, read out as floats
+    once; the rule's arithmetic is then that of the tensor rule in the same
+    float64 operations (a difference, a clamp at 0, running sums in order),
+    so the draws are the same bit for bit."""
+    logits = target.feed(text[len(target):] + drafts)[-(len(drafts) + 1):]
+    n, token = round_rule(logits, drafts, q, qx, u, v, temperature)
+    return n, token, logits
+
+
+def round_rule(logits: torch.Tensor, drafts: list[int], q: list[list[float]], qx: list[float],
+               u: list[float], v: float, temperature: float) -> tuple[int, int]:
+    """:func:`verify_round` after its forward: ``(accepted, token)`` from the
+    k+1 rows of checked logits."""
     k = len(drafts)
-    logits = target.feed(text[len(target):] + drafts)[-(k + 1):]
-    p = probabilities(logits, temperature)
+    p = probabilities_unchecked(logits, temperature).tolist()
     n = 0
-    if k:
-        rows = _POSITIONS[:k] if k <= len(_POSITIONS) else torch.arange(k)
-        px = p[rows, torch.tensor(drafts)].tolist()
-        while n < k and u[n] * qx[n] < px[n]:
-            n += 1
+    while n < k and u[n] * qx[n] < p[n][drafts[n]]:
+        n += 1
     p_n = p[n]
-    residual = p_n
     if n < k:
-        residual = (p_n - q[n]).clamp_min(0)
-        if not residual.sum() > 0:  # p <= q everywhere up to rounding: see rule._rule
-            residual = p_n
-    return n, draw_from_cdf(residual[None].cumsum(-1)[0].tolist(), v), logits
+        residual = [a - b if a > b else 0.0 for a, b in zip(p_n, q[n], strict=True)]
+        if any(residual):  # else p <= q everywhere up to rounding: see rule._rule
+            p_n = residual
+    return n, draw_from_cdf(cumulative(p_n), v)
 
 
 def _checked(target: NextTokenModel, draft: NextTokenModel | TableDraft,
@@ -277,25 +344,26 @@ def speculative_generate(
     end = len(text) + n_new
     drafted = accepted = passes = draft_passes = 0
     used: list[torch.Tensor] = []
-    while len(text) < end:
-        kk = min(k, end - len(text) - 1)
-        # the round's uniforms in one draw, in the documented order: the kk drafts',
-        # the rule's kk acceptance uniforms, its one for the next character
-        uniforms = torch.rand(2 * kk + 1, dtype=torch.float64, generator=generator).tolist()
-        if kk:
-            drafts, q, qx = ddec.draft(text, kk, uniforms[:kk])
-            draft_passes += kk
-        else:
-            drafts, q, qx = [], [], []
-        n, token, logits = verify_round(tdec, text, drafts, q, qx, uniforms[kk:2 * kk],
-                                        uniforms[2 * kk], temperature)
-        passes += 1
-        drafted += kk
-        accepted += n
-        used.append(logits[: n + 1])
-        text += drafts[:n] + [token]
-        _roll_back(tdec, text)
-        ddec.rollback(text)
+    with Uniforms(generator) as source:
+        while len(text) < end:
+            kk = min(k, end - len(text) - 1)
+            # the round's uniforms in the documented order: the kk drafts', the
+            # rule's kk acceptance uniforms, its one for the next character
+            uniforms = source.take(2 * kk + 1)
+            if kk:
+                drafts, q, qx = ddec.draft(text, kk, uniforms[:kk])
+                draft_passes += kk
+            else:
+                drafts, q, qx = [], [], []
+            n, token, logits = verify_round(tdec, text, drafts, q, qx, uniforms[kk:2 * kk],
+                                            uniforms[2 * kk], temperature)
+            passes += 1
+            drafted += kk
+            accepted += n
+            used.append(logits[: n + 1])
+            text += drafts[:n] + [token]
+            _roll_back(tdec, text)
+            ddec.rollback(text)
     target_logits = torch.cat(used) if used else torch.zeros(0, V)
     return SpeculativeResult(torch.tensor(text, dtype=torch.long), len(prompt_ids), drafted,
                              accepted, passes, draft_passes, target_logits)

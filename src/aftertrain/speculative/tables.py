@@ -22,6 +22,7 @@ temperature, and drops them when the model's tensors change in place).
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 import weakref
 from dataclasses import dataclass
@@ -40,16 +41,21 @@ __all__ = ["TableDraft", "table_context", "table_draft"]
 @dataclass(frozen=True)
 class Row:
     """One context's draft law: ``q`` (float64 tensor, V), the same as a
-    list, and its cumulative sums for the inverse-CDF draw."""
+    list, its cumulative sums for the inverse-CDF draw, and the draw's
+    bounds (the total and the largest float below it), computed once."""
 
     q: torch.Tensor
     q_list: list[float]
     cdf: list[float]
+    total: float
+    below_total: float
 
     def draw(self, v: float) -> int:
         """The inverse-CDF draw of :func:`aftertrain.speculative.rule.inverse_cdf_sample`
-        for the uniform ``v``, in plain floats (the same float64 arithmetic)."""
-        return draw_from_cdf(self.cdf, v)
+        for the uniform ``v``, in plain floats (the same float64 arithmetic):
+        :func:`draw_from_cdf` with the row's bounds precomputed."""
+        x = v * self.total
+        return bisect.bisect_right(self.cdf, x if x < self.below_total else self.below_total)
 
 
 def draw_from_cdf(cdf: list[float], v: float) -> int:
@@ -59,9 +65,17 @@ def draw_from_cdf(cdf: list[float], v: float) -> int:
     return bisect.bisect_right(cdf, min(v * total, math.nextafter(total, 0.0)))
 
 
+def cumulative(values: list[float]) -> list[float]:
+    """The running sums of ``values``, left to right in float64: what
+    ``torch.cumsum`` gives for a 1-D float64 tensor on the CPU (it adds in
+    order, in float64), without a tensor."""
+    return list(itertools.accumulate(values))
+
+
 def row_of(q: torch.Tensor) -> Row:
     """The :class:`Row` of the float64 distribution ``q`` (V,)."""
-    return Row(q, q.tolist(), q[None].cumsum(-1)[0].tolist())
+    cdf = q[None].cumsum(-1)[0].tolist()
+    return Row(q, q.tolist(), cdf, cdf[-1], math.nextafter(cdf[-1], 0.0))
 
 
 class TableDraft:
@@ -90,17 +104,20 @@ class TableDraft:
         return TableDraft(self.model, self.context, temperature)
 
     def key(self, text: list[int]) -> tuple[int, ...]:
-        return tuple(text[len(text) - self.context:]) if self.context else ()
+        """The last ``context`` characters of ``text`` (all of it if shorter)."""
+        return tuple(text[max(0, len(text) - self.context):]) if self.context else ()
 
-    @torch.no_grad()
     def row(self, ctx: tuple[int, ...]) -> Row:
         hit = self._rows.get(ctx)
-        if hit is None:
-            # the empty text: the model has no row for it; one position is the least
-            # any draft reads, so this only happens with context 0 and no prompt
-            logits = self.model(torch.tensor([list(ctx) or [0]]))[0, -1]
-            check_logits(logits, "draft's logits")
-            hit = self._rows[ctx] = row_of(probabilities(logits, self.temperature))
+        return self._fill(ctx) if hit is None else hit
+
+    @torch.no_grad()
+    def _fill(self, ctx: tuple[int, ...]) -> Row:
+        # the empty text: the model has no row for it; one position is the least
+        # any draft reads, so this only happens with context 0 and no prompt
+        logits = self.model(torch.tensor([list(ctx) or [0]]))[0, -1]
+        check_logits(logits, "draft's logits")
+        hit = self._rows[ctx] = row_of(probabilities(logits, self.temperature))
         return hit
 
 

@@ -1,0 +1,223 @@
+"""Where the microseconds of the speculative loop go (docs/speculative.md).
+
+Times, on one thread, the pieces of the three steps the speedup experiment
+times against each other (:func:`aftertrain.experiments.speculative.plain_step`,
+``draft_step``, ``verify_step``): a drafted character from a table, a plain
+cached step, a verification pass over k+1 positions; and the model's cached
+forward over T = 1..9 new positions, fitted as ``a + b T``. Each figure is the
+median of ``--repeats`` single calls (``perf_counter_ns``), the pieces of a
+step interleaved round-robin so a drift in load touches them alike.
+
+    python tools/profile_spec.py [--model reference] [--repeats 3000] [--ops]
+
+Absolute microseconds are this machine's; the docs quote them with the
+machine and the load (``uptime``), and the ratios between them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import time
+
+import numpy as np
+import torch
+
+from aftertrain.experiments import speculative as XS
+from aftertrain.lm import registry
+from aftertrain.lm import text as _text
+from aftertrain.lm.decoding import Decoder, check_logits, probabilities, sample_token
+from aftertrain.speculative import drafts as D
+from aftertrain.speculative.generator import drafter, round_rule, verify_round
+from aftertrain.speculative.tables import draw_from_cdf
+
+
+def medians(pieces: dict, repeats: int) -> dict[str, float]:
+    """Median microseconds of one call of each piece, interleaved round-robin."""
+    clock = time.perf_counter_ns
+    times = {name: [] for name in pieces}
+    for fn in pieces.values():  # warm-up
+        for _ in range(50):
+            fn()
+    for _ in range(repeats):
+        for name, fn in pieces.items():
+            t0 = clock()
+            fn()
+            times[name].append(clock() - t0)
+    return {name: statistics.median(t) / 1000 for name, t in times.items()}
+
+
+def show(title: str, figures: dict[str, float]) -> None:
+    print(f"\n## {title}")
+    for name, us in figures.items():
+        print(f"  {us:9.2f} us  {name}")
+
+
+def draft_pieces(model, ids: list[int], repeats: int) -> None:
+    for kind in (D.DraftKind.BIGRAM, D.DraftKind.NGRAM):
+        draft = D.draft_model(kind, model)
+        got = one_draft(draft, ids, repeats)
+        show(f"a drafted character, {kind.value} (context {drafter(draft, 1.0).table.context})", got)
+
+
+def one_draft(draft, ids: list[int], repeats: int) -> dict[str, float]:
+    d = drafter(draft, 1.0)
+    table = d.table
+    g = torch.Generator().manual_seed(0)
+    key = table.key(ids)
+    row = table.row(key)
+    u1, u8 = [0.5], [0.5] * 8
+    pieces = {
+        "nothing (the clock's own cost)": lambda: None,
+        "draft_step (as timed: rand(1) + draft + rollback)": XS.draft_step(draft, 1.0),
+        "torch.rand(1, float64).tolist()": lambda: torch.rand(1, dtype=torch.float64,
+                                                              generator=g).tolist(),
+        "drafter.draft(ids, 1, u)": lambda: d.draft(ids, 1, u1),
+        "key + row look-up": lambda: table.row(table.key(ids)),
+        "draw_from_cdf (min, nextafter, bisect)": lambda: draw_from_cdf(row.cdf, 0.5),
+        "drafter.draft(ids, 8, u*8) / 8": lambda: d.draft(ids, 8, u8),
+    }
+    got = medians(pieces, repeats)
+    got["drafter.draft(ids, 8, u*8) / 8"] /= 8
+    return got
+
+
+def plain_pieces(model, ids: list[int], repeats: int) -> dict[str, float]:
+    dec = Decoder(model)
+    logits = dec.feed(ids)[-1]
+    n = len(ids)
+    g = torch.Generator().manual_seed(0)
+    cache = dec.cache
+    x1 = torch.tensor([[ids[-1]]])
+
+    def feed_one():
+        dec.feed([ids[-1]])
+        dec.truncate(n)
+
+    def forward_one():
+        model(x1, cache=cache)
+        cache.truncate(n)
+
+    pieces = {
+        "plain_step (as timed)": XS.plain_step(model, 1.0),
+        "sample_token (checks, softmax float64, multinomial)": lambda: sample_token(logits, 1.0, g),
+        "probabilities(logits, 1.0)": lambda: probabilities(logits, 1.0),
+        "check_logits": lambda: check_logits(logits),
+        "Decoder.feed([t]) + truncate": feed_one,
+        "model(x, cache) + cache.truncate": forward_one,
+        "cache.truncate alone": lambda: cache.truncate(n),
+    }
+    got = medians(pieces, repeats)
+    show("a plain step", got)
+    return got
+
+
+def verify_pieces(model, ids: list[int], repeats: int) -> None:
+    rows = {}
+    for k in (2, 4, 8):
+        step = XS.verify_step(model, k, 1.0)
+        dec = Decoder(model)
+        dec.feed(ids[:-1])
+        drafts = ids[-k - 1:-1]
+        n = len(ids) - 1
+        x = torch.tensor([ids[-1:] + drafts])
+        logits = dec.feed(ids[-1:] + drafts)
+        dec.truncate(n)
+        p = probabilities(logits, 1.0)
+        q = [p[i].tolist() for i in range(k)]
+        qx = [r[t] for r, t in zip(q, drafts, strict=True)]
+        u = [0.0] * (k - 1) + [math.nextafter(1.0, 0.0)]
+
+        def feed(dec=dec, drafts=drafts, n=n):
+            dec.feed(ids[-1:] + drafts)
+            dec.truncate(n)
+
+        def forward(x=x, n=n, cache=dec.cache):
+            model(x, cache=cache)
+            cache.truncate(n)
+
+        def rule(logits=logits, drafts=drafts, q=q, qx=qx, u=u):
+            return round_rule(logits, drafts, q, qx, u, 0.5, 1.0)
+
+        pieces = {
+            f"verify_step k={k} (as timed)": step,
+            f"Decoder.feed(k+1) + truncate k={k}": feed,
+            f"model(x, cache) k+1={k + 1} + truncate": forward,
+            f"distributions + rule (round_rule) k={k}": rule,
+            f"verify_round k={k} + truncate": lambda dec=dec, drafts=drafts, q=q, qx=qx, u=u, n=n: (
+                verify_round(dec, ids, drafts, q, qx, u, 0.5, 1.0), dec.truncate(n)),
+        }
+        rows[k] = medians(pieces, repeats)
+        show(f"a verification pass, k={k}", rows[k])
+
+
+def forward_fit(model, ids: list[int], repeats: int) -> None:
+    """The cached forward over T new positions after len(ids) - 9 cached ones, T = 1..9."""
+    n = len(ids) - 9
+    cache = model.new_cache()
+    model(torch.tensor([ids[:n]]), cache=cache)
+    pieces = {}
+    for T in range(1, 10):
+        x = torch.tensor([ids[n:n + T]])
+
+        def fwd(x=x):
+            model(x, cache=cache)
+            cache.truncate(n)
+        pieces[T] = fwd
+    got = medians(pieces, repeats)
+    T = np.array(list(got), dtype=float)
+    y = np.array(list(got.values()))
+    b, a = np.polyfit(T, y, 1)
+    show("cached forward over T positions", {f"T={t}": v for t, v in got.items()})
+    print(f"  fit: a = {a:.1f} us per call, b = {b:.2f} us per position; "
+          f"floor of v_k = (a + b (k+1)) / (a + b): "
+          + ", ".join(f"k={k} {(a + b * (k + 1)) / (a + b):.3f}" for k in (2, 4, 8)))
+
+
+def op_profile(model, ids: list[int]) -> None:
+    from torch.profiler import ProfilerActivity, profile
+    n = len(ids) - 9
+    for T in (1, 5, 9):
+        cache = model.new_cache()
+        model(torch.tensor([ids[:n]]), cache=cache)
+        x = torch.tensor([ids[n:n + T]])
+        for _ in range(50):
+            model(x, cache=cache)
+            cache.truncate(n)
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for _ in range(500):
+                model(x, cache=cache)
+                cache.truncate(n)
+        print(f"\n## ops of the cached forward, T={T} (500 calls; self CPU totals)")
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=14))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default="reference")
+    ap.add_argument("--repeats", type=int, default=3000)
+    ap.add_argument("--ops", action="store_true", help="also torch.profiler's per-op table")
+    ap.add_argument("--only", choices=("draft", "plain", "verify", "fit"), default=None)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    model, _ = registry.load_model(args.model)
+    ids = _text.encode(XS.prompt_text()).tolist()
+    print(f"torch {torch.__version__}, {torch.backends.cpu.get_cpu_capability()}, 1 thread, "
+          f"load {os.getloadavg()[0]:.2f}, {args.repeats} repeats, medians")
+    with torch.no_grad():
+        if args.only in (None, "draft"):
+            draft_pieces(model, ids, args.repeats)
+        if args.only in (None, "plain"):
+            plain_pieces(model, ids, args.repeats)
+        if args.only in (None, "verify"):
+            verify_pieces(model, ids, args.repeats)
+        if args.only in (None, "fit"):
+            forward_fit(model, ids, args.repeats)
+        if args.ops:
+            op_profile(model, ids)
+
+
+if __name__ == "__main__":
+    main()
