@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from aftertrain.checks.zoo import Check, RuleBug
 from aftertrain.experiments.prune import LossRow
 from aftertrain.experiments.quant import BitsRow, Reconstruction
 from aftertrain.experiments.speculative import AcceptanceRow, LongRunRow
@@ -70,6 +71,8 @@ def test_rows_values_labels_and_texts_are_written_as_the_f_strings_they_replace(
     assert shown("float32 {f:.4f}; {rows} ({text!r})", f=2.0272, rows=inner, text="ab'c") \
         == f"float32 {2.0272:.4f}; {inner} ({'ab' + chr(39) + 'c'!r})"
     assert shown("no figure") == "no figure" and shown("{BitsRow.bits}", []) == ""
+    bug = RuleBug.ALWAYS_ACCEPT
+    assert shown("{bug!s} ({check!s})", bug=bug, check=Check.RULE) == f"{bug} ({Check.RULE})"
 
 
 def test_a_text_names_the_figures_it_shows_as_the_inventory_reads_them_from_the_call():
@@ -105,7 +108,7 @@ def test_measured_records_the_text():
 
 @pytest.mark.teeth
 @pytest.mark.parametrize("call, message", [
-    (lambda: shown("{x!s}", x=1.5), r"\{x!s\} is a label and takes a str, got 1.5"),
+    (lambda: shown("{x!s}", x=1.5), r"\{x!s\} is a label and takes a str or an Enum member, got 1.5"),
     (lambda: shown("{x:.2f}", x="1.50"), r"\{x\} shows a figure and takes a number"),
     (lambda: shown("{x}", x=(1, "a")), r"\{x\} shows a figure"),
     (lambda: shown("{BitsRow.bits}"), r"no value for \{BitsRow.bits\}"),

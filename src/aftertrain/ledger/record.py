@@ -10,6 +10,7 @@ ledger under pytest-xdist too.
 
 from __future__ import annotations
 
+import enum
 import numbers
 import os
 import string
@@ -102,15 +103,15 @@ def _figure(name: str, value: object, conversion: str | None, template: str, nam
     """The figure a placeholder shows (None for a label), after checking
     that its value is of the kind the template says."""
     if conversion in ("s", "r"):
-        if not isinstance(value, str) or isinstance(value, Shown):
+        if not isinstance(value, enum.Enum) and (not isinstance(value, str) or isinstance(value, Shown)):
             raise ValueError(f"template {template!r}: {{{name}!{conversion}}} is a label and "
-                             f"takes a str, got {value!r}")
+                             f"takes a str or an Enum member, got {value!r}")
         return None
     if isinstance(value, Shown):
         return ""
-    numbers = (value.values() if isinstance(value, Mapping)
-               else value if isinstance(value, tuple) else (value,))
-    if not all(v is None or isinstance(v, _NUMBER) for v in numbers):
+    items = (value.values() if isinstance(value, Mapping)
+             else value if isinstance(value, tuple) else (value,))
+    if not all(v is None or isinstance(v, _NUMBER) for v in items):
         raise ValueError(f"template {template!r}: {{{name}}} shows a figure and takes a number "
                          f"(a tuple or dict of numbers, or None), a text of shown(...), or a "
                          f"label written {{{name}!s}}; got {value!r}")
@@ -136,7 +137,8 @@ def shown(template: str, /, *rows: object, sep: str = "; ", **values: object) ->
     - ``{name:.4f}``: the named value ``name=...`` (a number, a tuple or
       dict of numbers, or None); ``{name}`` may also be a text of
       :func:`shown` (its own figures);
-    - ``{name!s}`` or ``{name!r}``: a label (a str; a number is refused).
+    - ``{name!s}`` or ``{name!r}``: a label (a str or an Enum member; a
+      number is refused).
 
     At most one element of ``rows`` may be a collection (a list, tuple,
     generator or dict): the template is written once per element, joined
