@@ -385,8 +385,8 @@ NO_FIGURE = "no figure: "
 
 def _label(names, why: str) -> None:
     """A placeholder that prints no figure of the project (a parametrized
-    name the typing cannot tell is a str, the test's own CPU seconds): no
-    test, the reason instead, shown in docs/figures.md."""
+    k, the test's own CPU seconds, a text with no measurement): no test,
+    the reason instead, shown in docs/figures.md."""
     for name in ((names,) if isinstance(names, str) else names):
         assert name.startswith(MS), f"only a measured placeholder can be a label: {name}"
         assert name not in CHECKS, f"two entries for {name}"
