@@ -369,7 +369,7 @@ _add(("report.plot:sweep_* | *", "report.plot:recipe_* | *"),
       "tests/report/test_multimodel.py::test_sweep_section_marks_where_each_claim_flips"),
      "the lines and bars against each point's margins from their definitions; thresholds 0 and 5")
 
-# --- the values the tests print in their measured strings --------------------------------------
+# --- the values the tests show in their measured texts -----------------------------------------
 # (tests/common/measured.py resolves the placeholders that name a row's field ({BitsRow.per_tensor}),
 # a label ({kind!s}) or a constant; these are the named values: fixtures, locals computed in a
 # test, counts of a check's report)

@@ -152,6 +152,17 @@ def shown(template: str, /, *rows: object, sep: str = "; ", **values: object) ->
     if not isinstance(sep, str):
         raise ValueError(f"sep must be a str, got {sep!r}")
     parts = _parse(template)
+    fixed, each = _bind(rows)
+    figures: list[str] = []
+    texts = [_write(template, parts, {**fixed, **bound}, values, item, figures) for item, bound in each]
+    text = Shown(sep.join(texts))
+    text.figures = tuple(figures)
+    return text
+
+
+def _bind(rows: tuple[object, ...]) -> tuple[dict[str, object], list[tuple[object, dict[str, object]]]]:
+    """The single rows by their type's name, and per element of the one
+    collection what it binds (one empty binding when there is none)."""
     fixed: dict[str, object] = {}
     each: list[tuple[object, dict[str, object]]] | None = None
     for arg in rows:
@@ -166,35 +177,35 @@ def shown(template: str, /, *rows: object, sep: str = "; ", **values: object) ->
         for key, item in items:
             bound = {type(item).__name__: item} if isinstance(item, TableRow) else {"value": item}
             each.append((item, bound | ({} if key is None else {"key": key})))
-    figures: list[str] = []
-    texts = []
-    for row, bound in each if each is not None else [(None, {})]:
-        names = {**fixed, **bound}
-        out = []
-        for literal, name, spec, conversion in parts:
-            out.append(literal)
-            if name is None:
-                continue
-            head = _head(name)
-            if head in values:
-                value = values[head]
-                names[head] = value(row) if callable(value) else value
-            try:
-                value = _FORMATTER.get_field(name, (), names)[0]
-            except (KeyError, AttributeError, IndexError, TypeError) as exc:
-                given = sorted({*names, *values})
-                raise ValueError(f"template {template!r}: no value for {{{name}}} ({exc!r}); "
-                                 f"given {given}") from None
-            figure = _figure(name, value, conversion, template, head in values or head in ("key", "value"))
-            if figure and figure not in figures:
-                figures.append(figure)
-            if isinstance(value, Shown):
-                figures += [f for f in value.figures if f not in figures]
-            out.append(format(_FORMATTER.convert_field(value, conversion), spec))
-        texts.append("".join(out))
-    text = Shown(sep.join(texts))
-    text.figures = tuple(figures)
-    return text
+    return fixed, [(None, {})] if each is None else each
+
+
+def _write(template: str, parts: list, names: dict[str, object], values: dict[str, object],
+           item: object, figures: list[str]) -> str:
+    """The template written once (``item``: the collection's element, passed
+    to a callable value); the figures it shows are added to ``figures``."""
+    out = []
+    for literal, name, spec, conversion in parts:
+        out.append(literal)
+        if name is None:
+            continue
+        head = _head(name)
+        if head in values:
+            value = values[head]
+            names[head] = value(item) if callable(value) else value
+        try:
+            value = _FORMATTER.get_field(name, (), names)[0]
+        except (KeyError, AttributeError, IndexError, TypeError) as exc:
+            given = sorted({*names, *values})
+            raise ValueError(f"template {template!r}: no value for {{{name}}} ({exc!r}); "
+                             f"given {given}") from None
+        figure = _figure(name, value, conversion, template, head in values or head in ("key", "value"))
+        if figure and figure not in figures:
+            figures.append(figure)
+        if isinstance(value, Shown):
+            figures += [f for f in value.figures if f not in figures]
+        out.append(format(_FORMATTER.convert_field(value, conversion), spec))
+    return "".join(out)
 
 
 def record_not_run(node: pytest.Item, part: Part, reason: str) -> None:
