@@ -10,7 +10,7 @@ examples on every run), ``dev`` (few examples, fast feedback) and
 ``ci`` is used when the ``CI`` variable is set and otherwise too, so a plain
 ``pytest`` run is as reproducible as CI's.
 
-The model: ``aftertrain_model`` (the fixture of :mod:`aftertrain.ledger.model`)
+The model: ``aftertrain_model`` (the fixture of :mod:`aftertrain.ledger.model_under_test`)
 is the model the claims run on, chosen with ``--aftertrain-model
 NAME_OR_PATH`` or ``AFTERTRAIN_MODEL`` (default: the bundled reference); tests
 must not modify it. Its stored baselines
@@ -116,7 +116,7 @@ NO_BASELINE = "no baseline for this model"
 def baseline_folder(config) -> Path | None:
     """``--aftertrain-baselines DIR``, else ``baselines/<name>/`` for a bundled
     model, else none."""
-    from aftertrain.ledger.model import baseline_folder
+    from aftertrain.ledger.model_under_test import baseline_folder
 
     return baseline_folder(config, BASELINES)
 
@@ -168,7 +168,7 @@ class _StoredOnly:
 @pytest.fixture
 def num_regression(num_regression, request, model_identity):
     # model_identity: the stored file is the model's, so a test comparing with
-    # it reads the model (aftertrain.ledger.model.reads_model)
+    # it reads the model (aftertrain.ledger.model_under_test.reads_model)
     return _StoredOnly(num_regression, request.node)
 
 

@@ -25,6 +25,7 @@ from aftertrain import prune as P
 from aftertrain.checks.prune import NM, Scope, Structured, check_pruner, nm_battery
 from aftertrain.checks.quant import battery, check_quantizer
 from aftertrain.quant import Granularity
+from tests.common.kit import edge_findings
 
 G = Granularity
 EDGE_CASES = ("subnormal rows", "all subnormal", "float32 max")
@@ -80,8 +81,7 @@ def test_torch_fake_quantize_at_subnormal_scales_is_an_edge_finding(g):
     report = check_quantizer(torch_fake_quantize, granularities=[g],
                              cases=only("subnormal rows", "all subnormal", bits=8))
     assert report.passed and report.verdict().startswith("PASSED, "), str(report)
-    failed = [r for r in report.rows if not r.passed]
-    assert failed and {r.severity for r in failed} == {"edge"}, str(report)
+    failed = edge_findings(report)
     assert {"zero", "odd"} <= {r.check for r in failed}, str(report)
 
 
@@ -110,8 +110,7 @@ def test_torch_fake_quantize_at_float32_max_is_an_edge_finding(g):
     come at 6 and 8 bits only, and are edge findings (the report passes)."""
     report = check_quantizer(torch_fake_quantize, granularities=[g],
                              cases=only("float32 max", bits=8))
-    failed = [r for r in report.rows if not r.passed]
-    assert report.passed and failed and {r.severity for r in failed} == {"edge"}, str(report)
+    failed = edge_findings(report)
     assert {r.case.split("int")[1][0] for r in failed if r.check == "output"} == {"6", "8"}, \
         str(report)
 

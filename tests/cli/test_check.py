@@ -14,7 +14,7 @@ import pytest
 
 from aftertrain import cli
 
-ROOT = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 USER_RULES = '''
 import sys
@@ -51,17 +51,28 @@ def user_folder(tmp_path, monkeypatch):
     return tmp_path
 
 
+def _assert_broken_rules_lines(lines: list[str]) -> None:
+    assert lines[0].startswith("check_rule_exact(zoo rule (argmax of a NaN residual)): FAILED")
+    assert any("p(0) = 0" in line and "token 0" in line for line in lines)
+
+
+def test_a_broken_rule_exits_1_with_one_line_per_failure(user_folder, capsys):
+    """In a temporary folder holding the user's rules (the working folder,
+    outside the checkout): the zoo's NaN-residual rule fails the exact probes."""
+    assert cli.main(["check", "rule", "my_rules:broken", "--exact", "--n", "200", "--quiet"]) == 1
+    _assert_broken_rules_lines(capsys.readouterr().out.splitlines())
+
+
+@pytest.mark.e2e
 def test_a_broken_rule_exits_1_with_one_line_per_failure_from_outside_the_checkout(user_folder):
-    """The installed command line, run in a temporary folder holding the
-    user's rules: the zoo's NaN-residual rule fails the exact probes."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    """The same through the installed command line in a child process, run
+    in the temporary folder (the in-process test above stays in the default run)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     out = subprocess.run([sys.executable, "-m", "aftertrain", "check", "rule", "my_rules:broken",
                           "--exact", "--n", "200", "--quiet"], capture_output=True, text=True,
                          cwd=user_folder, env=env, timeout=300)
     assert out.returncode == 1, out.stderr
-    lines = out.stdout.splitlines()
-    assert lines[0].startswith("check_rule_exact(zoo rule (argmax of a NaN residual)): FAILED")
-    assert any("p(0) = 0" in line and "token 0" in line for line in lines)
+    _assert_broken_rules_lines(out.stdout.splitlines())
 
 
 def test_a_correct_rule_exits_0_and_json_lists_every_row(user_folder, capsys):
@@ -151,7 +162,7 @@ def test_a_closed_pipe_ends_quietly(user_folder):
     """``aftertrain check rule ... --json --quiet | head -c 50``: the reader
     goes before the reports are written; no traceback, and the exit status
     is still the verdict (0: the rule passed)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT.parent / "src")}
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     proc = subprocess.Popen([sys.executable, "-m", "aftertrain", "check", "rule",
                              "my_rules:correct", "--exact", "--n", "100", "--json", "--quiet"],
                             cwd=user_folder, env=env, stdout=subprocess.PIPE,

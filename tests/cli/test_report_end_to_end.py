@@ -23,7 +23,7 @@ from tests.common.inner_runs import outside_any_run
 PYPROJECT = '''
 [tool.pytest.ini_options]
 testpaths = ["tests"]
-addopts = "-p aftertrain.ledger -p aftertrain.ledger.model"
+addopts = "-p aftertrain.ledger -p aftertrain.ledger.model_under_test"
 '''
 
 CLAIM_TESTS = '''

@@ -172,11 +172,12 @@ _add([f"row:VerifyRow.{f}" for f in ("k", "v_k", "v_low", "v_high", "verify_us",
      f"{UF}::test_verify_rows_are_each_ks_ratio_and_median_times",
      "hand-made timings: each k's own ratio, medians of the times")
 _add([f"row:SpeedupRow.{f}" for f in ("k", "chars_per_pass", "speedup", "speedup_min", "speedup_max",
-                                      "predicted", "predicted_vk")],
+                                      "predicted", "predicted_vk", "c", "v_k")],
      (f"{UF}::test_speedup_rows_invert_the_ratio_and_apply_both_formulas",
-      f"{SPEC_CELLS}"),
-     "1 / ratio with the interval's ends swapped; cpp / (1 + k c) and cpp / (v_k + k c) written out, "
-     "and on the committed ledger against S5's c and X8's v_k")
+      f"{RF}::test_speedup_predictions_are_the_formulas_of_the_costs_they_name"),
+     "1 / ratio with the interval's ends swapped; cpp / (1 + k c) and cpp / (v_k + k c) written out "
+     "from the c and v_k of each draft's and k's own ratios, and on the committed ledger from the "
+     "row's c and v_k, one per draft and per k")
 
 # --- the ledger's run metadata ---------------------------------------------------------------------
 _add("ledger.meta:commit", f"{META}::test_commit_is_git_head_and_says_when_a_tracked_file_changed",
@@ -267,9 +268,11 @@ _add(("report.table:TV distance of 20,000 first characters to the target's law |
       "report.table:Verification pass over k+1 positions against one plain step | ours: v_k, median [CI of the median]",
       "report.table:Speedup over plain cached decoding (ours: median of alternating pairs [confidence "
       "interval of the median]; undecided: the interval contains 1) | ours: (chars/pass)/(1+kc)",
+      "report.table:Speedup over plain cached decoding (ours: median of alternating pairs [confidence "
+      "interval of the median]; undecided: the interval contains 1) | ours: c, v_k used",
       "report.text:Highest median speedup (X"),
      SPEC_CELLS, "the raw JSON written out; the X1 prediction as a sum of powers of the k=1 rate; "
-                 "the predictions from S5's c and X8's v_k")
+                 "the predictions from the row's own c and v_k")
 _add(("report.table:Acceptance follows draft quality (200 characters, seed fixed) | k",
       "report.table:Acceptance follows draft quality (200 characters, seed fixed) | acceptance (ours)",
       "report.table:Acceptance follows draft quality (200 characters, seed fixed) | chars/pass (ours)",

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.common.pytester_sources import BENCH
+
 #: The variables pytest-xdist sets in its workers and reads in a run it starts.
 XDIST_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID",
                    "PYTEST_XDIST_AUTO_NUM_WORKERS")
@@ -21,6 +23,21 @@ def outside_any_run(monkeypatch: pytest.MonkeyPatch) -> None:
     call, after the fixtures), which is what a pytester run inside needs."""
     for name in (*XDIST_VARIABLES, "PYTEST_CURRENT_TEST"):
         monkeypatch.delenv(name, raising=False)
+
+
+def saved_benchmark_run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> str:
+    """From outside any run (:func:`outside_any_run`), one pytest-benchmark run
+    of :data:`~tests.common.pytester_sources.BENCH` at ratio 1.0 (``RATIO``,
+    left set) saved as ``base`` in ``store/`` of ``pytester``'s folder; returns
+    the ``--benchmark-storage`` option naming that store, for the runs that
+    compare against it."""
+    outside_any_run(monkeypatch)
+    pytester.makepyfile(test_bench=BENCH)
+    store = f"--benchmark-storage=file://{pytester.path / 'store'}"
+    monkeypatch.setenv("RATIO", "1.0")
+    pytester.runpytest("-p", "aftertrain.ledger", store, "--benchmark-save=base").assert_outcomes(
+        passed=1)
+    return store
 
 
 def git(root: Path, *args: str) -> str:

@@ -95,7 +95,7 @@ def test_the_readme_table_update_keeps_the_readmes_mode(tmp_path, umask):
     """update_readme rewrites README.md in place: a group-writable README
     (umask 0o002 checkouts) stays 0o664."""
     from aftertrain.report.assemble import README_BEGIN, README_END, update_readme
-    from aftertrain.report.ledgerfile import read_ledger
+    from aftertrain.report.reading import read_ledger
 
     umask(0o022)
     readme = tmp_path / "README.md"

@@ -66,3 +66,4 @@ def test_speedup_rows_invert_the_ratio_and_apply_both_formulas(world):
                                                                rel=1e-12)
         assert r.predicted == pytest.approx(cpp / (1 + r.k * c), rel=1e-12)
         assert r.predicted_vk == pytest.approx(cpp / (world.v[r.k] + r.k * c), rel=1e-12)
+        assert (r.c, r.v_k) == (c, world.v[r.k])  # the costs the predictions used, by draft and k

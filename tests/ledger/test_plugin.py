@@ -478,7 +478,7 @@ def test_run_metadata_is_one_function_for_ledger_and_report(tmp_path: Path):
     assert tuple(here) == runmeta.KEYS
     assert here["commit"] is None and here["model"] is None  # tmp_path is no checkout
     assert here["load1"] is None or here["load1"] == round(here["load1"], 2)
-    report = meta.collect(tmp_path, "article")
+    report = meta.collect_for_model(tmp_path, "article")
     assert tuple(report) == runmeta.KEYS and report["model"] == "article"
     assert len(report["model_sha256"]) == 64 and report["commit"] is None
     head = runmeta.commit(Path(aftertrain.__file__).resolve().parents[2])

@@ -13,7 +13,7 @@ from aftertrain.claims.ledgerfile import LedgerFile
 from aftertrain.claims.verdicts import BROKEN, HOLDS
 from aftertrain.core import runmeta
 from aftertrain.ledger import reuse
-from aftertrain.ledger.model import MODEL_FIXTURES
+from aftertrain.ledger.model_under_test import MODEL_FIXTURES
 from aftertrain.ledger.state import Ledger
 from tests.common.inner_runs import commit_all, git, outside_any_run
 
@@ -81,7 +81,7 @@ def committed(root: Path) -> None:
 
 def _run(pytester, *args):
     """In this process, with the model plugin (the reference unless told)."""
-    return pytester.runpytest("-p", "aftertrain.ledger", "-p", "aftertrain.ledger.model",
+    return pytester.runpytest("-p", "aftertrain.ledger", "-p", "aftertrain.ledger.model_under_test",
                               "-p", "no:cacheprovider", "-n", "0", *args)
 
 
@@ -387,7 +387,7 @@ def test_a_finding_the_model_made_lenient_is_not_taken(pytester, tmp_path, monke
 
 
 def _teardown(nodeid: str, reads: bool, table: str) -> pytest.TestReport:
-    from aftertrain.ledger.model import READS_MODEL_PROPERTY
+    from aftertrain.ledger.model_under_test import READS_MODEL_PROPERTY
     from aftertrain.ledger.state import TABLE_PROPERTY
 
     return pytest.TestReport(nodeid=nodeid, location=("t.py", 1, nodeid), keywords={},

@@ -18,7 +18,8 @@ from tests.common.inner_runs import outside_any_run
 
 pytest_plugins = ["pytester"]
 
-PHASES = '''
+#: The fixtures both inner test files fail in: an error in setup, one in teardown.
+FAILING_FIXTURES = '''
 import pytest
 
 @pytest.fixture
@@ -29,7 +30,9 @@ def fails_in_setup():
 def fails_in_teardown():
     yield
     raise RuntimeError("teardown fails")
+'''
 
+PHASES = FAILING_FIXTURES + '''
 @pytest.mark.claim("Q1")
 def test_setup(fails_in_setup):
     pass
@@ -125,18 +128,7 @@ def test_setup_call_and_teardown_failures_are_recorded_with_their_outcome_and_re
     assert {k for k, e in claims.items() if e["tests"]} == set(expected)
 
 
-XFAIL_PHASES = '''
-import pytest
-
-@pytest.fixture
-def fails_in_setup():
-    raise RuntimeError("setup fails")
-
-@pytest.fixture
-def fails_in_teardown():
-    yield
-    raise RuntimeError("teardown fails")
-
+XFAIL_PHASES = FAILING_FIXTURES + '''
 @pytest.fixture
 def xfails_in_setup():
     pytest.xfail("known gap, said in setup")

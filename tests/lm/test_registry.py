@@ -1,5 +1,5 @@
 """The model registry (aftertrain.lm.registry) and the plugin choosing the model the
-claims run on (aftertrain.ledger.model: --aftertrain-model, per-model
+claims run on (aftertrain.ledger.model_under_test: --aftertrain-model, per-model
 expectations). Plugin behaviour is checked on small test files with
 pytester, which runs without this project's addopts, so each run switches the
 plugins on with ``-p``."""
@@ -116,7 +116,7 @@ def _run(pytester, *args):
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_expect=EXPECTATIONS)
     path = pytester.path / "claims.json"
-    result = pytester.runpytest("-p", "aftertrain.ledger", "-p", "aftertrain.ledger.model",
+    result = pytester.runpytest("-p", "aftertrain.ledger", "-p", "aftertrain.ledger.model_under_test",
                                 "--claims-json", str(path), *args)
     verdicts = {e["id"]: e["verdict"] for e in json.loads(path.read_text())["claims"]}
     return result, verdicts
@@ -140,8 +140,8 @@ def test_plugin_on_the_reference_a_claim_that_starts_to_hold_is_broken(pytester)
         def test_q5():
             pass
     ''')
-    pytester.runpytest("-p", "aftertrain.ledger.model").assert_outcomes(failed=1)
-    pytester.runpytest("-p", "aftertrain.ledger.model",
+    pytester.runpytest("-p", "aftertrain.ledger.model_under_test").assert_outcomes(failed=1)
+    pytester.runpytest("-p", "aftertrain.ledger.model_under_test",
                        "--aftertrain-model", "article").assert_outcomes(passed=1)
 
 
@@ -204,7 +204,7 @@ def test_on_a_model_without_pins_only_the_articles_assertions_decide(pytester):
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_beside=BESIDE)
     path = pytester.path / "claims.json"
-    result = pytester.runpytest("-p", "aftertrain.ledger", "-p", "aftertrain.ledger.model",
+    result = pytester.runpytest("-p", "aftertrain.ledger", "-p", "aftertrain.ledger.model_under_test",
                                 "--aftertrain-model", "article", "--claims-json", str(path), "-rs")
     result.assert_outcomes(passed=1, skipped=1, failed=2)
     e = {c["id"]: c for c in json.loads(path.read_text())["claims"]}
@@ -225,7 +225,7 @@ def test_plugin_refuses_an_on_model_marker_without_one_bundled_name(pytester):
         def test_x():
             pass
     ''')
-    result = pytester.runpytest("-p", "aftertrain.ledger.model")
+    result = pytester.runpytest("-p", "aftertrain.ledger.model_under_test")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*on_model takes one bundled model name*"])
 
@@ -234,10 +234,10 @@ def test_plugin_option_wins_over_the_environment_and_bad_names_are_usage_errors(
         pytester, monkeypatch):
     monkeypatch.setenv("AFTERTRAIN_MODEL", "no-such-model")
     pytester.makepyfile(test_one="def test_one():\n    pass\n")
-    result = pytester.runpytest("-p", "aftertrain.ledger.model")
+    result = pytester.runpytest("-p", "aftertrain.ledger.model_under_test")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*name_or_path 'no-such-model' is neither*"])
-    result = pytester.runpytest("-p", "aftertrain.ledger.model", "--aftertrain-model", "article")
+    result = pytester.runpytest("-p", "aftertrain.ledger.model_under_test", "--aftertrain-model", "article")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["aftertrain model: article (sha256 *"])
 
@@ -251,7 +251,7 @@ def test_plugin_refuses_a_marker_without_a_reason(pytester, marker):
         def test_x():
             pass
     ''')
-    result = pytester.runpytest("-p", "aftertrain.ledger.model")
+    result = pytester.runpytest("-p", "aftertrain.ledger.model_under_test")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{marker} takes model names and reason=*"])
 
@@ -285,7 +285,7 @@ def test_baselines_are_not_compared_for_a_checkpoint_unless_a_folder_is_named(py
     pytester.makeconftest((Path(__file__).resolve().parents[2] / "conftest.py").read_text())
     pytester.makepyfile(test_reg=REGRESSION)
     model = str(_checkpoint_copy(tmp_path))
-    run = ("-p", "aftertrain.ledger", "-p", "aftertrain.ledger.model", "-rs",
+    run = ("-p", "aftertrain.ledger", "-p", "aftertrain.ledger.model_under_test", "-rs",
            "--aftertrain-model", model)
     result = pytester.runpytest(*run, "-q")
     result.assert_outcomes(passed=1)
@@ -299,7 +299,7 @@ def test_baselines_are_not_compared_for_a_checkpoint_unless_a_folder_is_named(py
 
 
 def test_the_ledger_meta_names_the_model_of_this_run(pytestconfig, model_identity, aftertrain_model):
-    from aftertrain.ledger.model import ledger_meta
+    from aftertrain.ledger.model_under_test import ledger_meta
 
     assert ledger_meta(pytestconfig) == {"model": model_identity.name,
                                          "model_sha256": model_identity.sha256}

@@ -82,7 +82,7 @@ def test_the_plot_counts_the_readme_states_are_the_reports():
     models), and those two with the committed sweep file."""
     from aftertrain.report import multimodel
     from aftertrain.report import sweep as sweep_section
-    from aftertrain.report.ledgerfile import read_ledger
+    from aftertrain.report.reading import read_ledger
     from aftertrain.report.rendering import render
 
     reference = read_ledger(ROOT / "report" / "claims.json")

@@ -2,8 +2,9 @@
 computed a second way from the committed ledger's raw JSON (dicts, not the
 typed rows the report reads), with the formats written out here; and the
 figures one table derives from another checked across tables (Q8's sum
-against Q7's penalties, S6's predictions against S5's c and X8's v_k, X1's
-prediction against the k = 1 rate).
+against Q7's penalties, S6's predictions against the c and v_k they name,
+one per draft and per k, on every committed ledger; X1's prediction against
+the k = 1 rate).
 
 tests/report/test_assemble.py checks the bits, speedup, acceptance and
 sparsity tables' first columns and the plots; this file covers the rest.
@@ -231,19 +232,33 @@ def test_speculative_cells_and_prose(raw, text):
     assert [(int(r[0]), r[2]) for r in rows] == [
         (r["k"], f"{r['v_k']:.3f} [{r['v_low']:.3f}, {r['v_high']:.3f}]") for r in x8]
     rows = read_table(text, ["draft", "k", "article", "ours", "article's prediction",
-                             "ours: (chars/pass)/(1+kc)", "ours: (chars/pass)/(v_k+kc)"])
-    assert [r[5] for r in rows] == [f"{r['predicted']:.2f}" for r in s6]
-    c = {r["draft"]: r["c"] for r in s5}
-    v = {r["k"]: r["v_k"] for r in x8}
-    for r in s6:
-        assert r["predicted"] == pytest.approx(r["chars_per_pass"] / (1 + r["k"] * c[r["draft"]]),
-                                               rel=1e-12)
-        assert r["predicted_vk"] == pytest.approx(
-            r["chars_per_pass"] / (v[r["k"]] + r["k"] * c[r["draft"]]), rel=1e-12)
+                             "ours: (chars/pass)/(1+kc)", "ours: (chars/pass)/(v_k+kc)",
+                             "ours: c, v_k used"])
+    assert [(r[5], r[7]) for r in rows] == [(f"{r['predicted']:.2f}", f"{r['c']:.3f}, {r['v_k']:.3f}")
+                                            for r in s6]
+    assert ("Both predictions use the c and v_k of the last column: their medians at the cost "
+            "decision's last look") in text
     best = max(s6, key=lambda r: r["speedup"])
     assert (f"Highest median speedup (X2's verdict is in the claims table): {best['draft']} at "
             f"k={best['k']}, {best['speedup']:.2f} [{best['speedup_min']:.2f}, "
             f"{best['speedup_max']:.2f}]") in text
+
+
+@pytest.mark.parametrize("name", ["claims.json", "claims-article.json"])
+def test_speedup_predictions_are_the_formulas_of_the_costs_they_name(name):
+    """S6's two predictions from the row's own c and v_k (the cost decision's
+    last look, which S5's and X8's tables may show at an earlier one): one c
+    per draft and one v_k per k across the table, for S5's drafts and X8's k."""
+    t = committed_data(name)["tables"]
+    s5, x8, s6 = t[TB.SPEC_DRAFT_COST], t[TB.SPEC_VERIFY_COST], t[TB.SPEC_SPEEDUP]
+    for r in s6:
+        assert r["predicted"] == pytest.approx(r["chars_per_pass"] / (1 + r["k"] * r["c"]), rel=1e-12)
+        assert r["predicted_vk"] == pytest.approx(
+            r["chars_per_pass"] / (r["v_k"] + r["k"] * r["c"]), rel=1e-12)
+    assert len({(r["draft"], r["c"]) for r in s6}) == len({r["draft"] for r in s6}) == len(s5)
+    assert len({(r["k"], r["v_k"]) for r in s6}) == len({r["k"] for r in s6}) == len(x8)
+    assert {r["draft"] for r in s6} == {r["draft"] for r in s5}
+    assert {r["k"] for r in s6} == {r["k"] for r in x8}
 
 
 def test_header_shows_the_ledgers_metadata(raw, text):

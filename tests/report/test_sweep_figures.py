@@ -16,8 +16,8 @@ from aftertrain.experiments.article import ARTICLE
 from aftertrain.experiments.sweep import THRESHOLDS, SweepPoint, article_figures
 from aftertrain.report import sweep as SW
 from aftertrain.report.document import Document
-from aftertrain.report.ledgerfile import read_ledger
 from aftertrain.report.markdown import read_table
+from aftertrain.report.reading import read_ledger
 from tests.common.committed import COMMITTED
 from tests.common.figures import plots_without_png
 

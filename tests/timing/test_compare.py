@@ -11,8 +11,7 @@ import pytest
 
 from aftertrain.timing import Decision, paired_timing
 from aftertrain.timing.compare import RatioStatus, compare_ratios, machine, machine_difference, store_ratios
-from tests.common.inner_runs import outside_any_run
-from tests.common.pytester_sources import BENCH
+from tests.common.inner_runs import saved_benchmark_run
 
 pytest_plugins = ["pytester"]
 
@@ -106,12 +105,7 @@ def test_a_stored_run_of_another_machine_is_one_line_and_exit_0(pytester: pytest
     records does not appear."""
     import json
 
-    outside_any_run(monkeypatch)
-    pytester.makepyfile(test_bench=BENCH)
-    store = f"--benchmark-storage=file://{pytester.path / 'store'}"
-    monkeypatch.setenv("RATIO", "1.0")
-    pytester.runpytest("-p", "aftertrain.ledger", store, "--benchmark-save=base").assert_outcomes(
-        passed=1)
+    store = saved_benchmark_run(pytester, monkeypatch)
     [saved] = (pytester.path / "store").rglob("*.json")
     data = json.loads(saved.read_text())
     assert set(data["machine_info"]["aftertrain"]) == {"torch", "threads"}

@@ -32,8 +32,7 @@ from aftertrain.timing import (
     sequential_decisions,
 )
 from aftertrain.timing.compare import compare_ratios
-from tests.common.inner_runs import outside_any_run
-from tests.common.pytester_sources import BENCH
+from tests.common.inner_runs import saved_benchmark_run
 
 pytest_plugins = ["pytester"]
 
@@ -375,12 +374,7 @@ def test_ratio_regression_fails_the_run_with_one_line(pytester: pytest.Pytester,
                                                       monkeypatch: pytest.MonkeyPatch):
     """Stored ratio 1.0; the same ratio compares "same" and passes; twice it
     fails the run with one RATIO REGRESSION line and no traceback."""
-    outside_any_run(monkeypatch)
-    pytester.makepyfile(test_bench=BENCH)
-    store = f"--benchmark-storage=file://{pytester.path / 'store'}"
-    monkeypatch.setenv("RATIO", "1.0")
-    pytester.runpytest("-p", "aftertrain.ledger", store, "--benchmark-save=base").assert_outcomes(
-        passed=1)
+    store = saved_benchmark_run(pytester, monkeypatch)
     same = pytester.runpytest("-p", "aftertrain.ledger", store, "--benchmark-compare")
     assert same.ret == 0
     same.stdout.fnmatch_lines(["*paired ratios against the stored run*", "*test_bench*same"])

@@ -157,6 +157,8 @@ class CausalLM(nn.Module):
 
     @torch.no_grad()
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        """The wrapped model's logits for ``idx`` (int64, (1, L)), as float64 (1, L, V); no
+        gradient."""
         return self.hf(input_ids=idx).logits.double()
 
 

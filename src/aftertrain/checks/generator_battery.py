@@ -48,6 +48,11 @@ class ToyTable(nn.Module):
         self.register_buffer("table", logits.masked_fill(drop, float("-inf")))
 
     def forward(self, idx: torch.Tensor, cache: TokenCache | None = None) -> torch.Tensor:
+        """Logits (B, T, V) for ``idx`` (int64, (B, T), symbols below ``vocab_size``): row b,
+        position t reads the table at the symbol before and the symbol at t (the start index
+        before the first symbol; only the symbol at t when ``order`` is 1). With ``cache`` the
+        rows continue the cached text, which this call extends. ValueError when ``idx`` is not
+        such a tensor or ``cache`` is not a :class:`TokenCache`."""
         V = self.config.vocab_size
         T = check_idx(idx, V).shape[1]
         out = []
@@ -59,6 +64,8 @@ class ToyTable(nn.Module):
         return torch.stack(out)
 
     def new_cache(self) -> TokenCache:
+        """An empty :class:`TokenCache`: the text seen so far, which ``forward(idx, cache)``
+        continues and extends (aftertrain's Decoder interface)."""
         return TokenCache()
 
 

@@ -63,6 +63,14 @@ class Reference:
 
     @classmethod
     def of(cls, w: torch.Tensor, scheme: QuantScheme) -> Reference:
+        """The scheme's view of ``w`` (any shape) under ``scheme``, per element in float64: scale
+        and zero point from :func:`aftertrain.checks.schemes.qparams`, the slack scale ``R``
+        (``max|w|`` of the group; 4 times that for an asymmetric mapping, whose range and shift
+        each reach ``2 max|w|``), ``judged`` (the group's raw scale is a normal float32, at
+        least ``SCALE_FLOOR``, or the scheme declares a floor above that), ``floored`` (judged,
+        and the raw scale is below the scale in use: the floor is in force) and ``edge`` (a
+        group at float32's edge: a nonzero group whose raw scale is subnormal and not floored,
+        or ``max|w| > OVERFLOW_EDGE``)."""
         p = qparams(w, scheme)
         i = p.index
         # asymmetric: the range hi - lo and the shift each reach 2 amax
@@ -83,6 +91,11 @@ class Reference:
         return to_codes(x, self.s, self.z, self.mapping)
 
     def grid_slack(self) -> torch.Tensor:
+        """Per element, how far ``w_hat / s`` may lie from a whole code, in code units:
+        ``QUANT_GRID_SLACK_ULPS * u * R / s`` (the float32 roundings of the quantizer's divide
+        and multiply, relative to the group's range) plus half the smallest subnormal over
+        ``s``. Note: at 8 bits, ``R / s`` is about 127, so the slack is about
+        ``4 * 127 * 2**-24 = 3.0e-5`` of a step."""
         return T.QUANT_GRID_SLACK_ULPS * U * self.R / self.s + T.QUANT_SUBNORMAL_HALF / self.s
 
     def saturated(self, w_hat: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
@@ -93,6 +106,9 @@ class Reference:
         return (w_hat.abs() == FLOAT32_MAX) & (value.abs() > FLOAT32_MAX)
 
     def round_trip_bound(self) -> torch.Tensor:
+        """Per element, the largest ``|w_hat - w|`` a correct quantizer reaches: half a step
+        (``s / 2``) plus ``QUANT_ROUND_TRIP_SLACK_ULPS / 2 * u * R`` (float32 rounding,
+        relative to the group's range ``R``) plus half the smallest subnormal."""
         return self.s / 2 + T.QUANT_ROUND_TRIP_SLACK_ULPS / 2 * U * self.R \
             + T.QUANT_SUBNORMAL_HALF
 

@@ -40,10 +40,12 @@ class Case:
 
     @property
     def k(self) -> int:
+        """The number of drafted tokens: the rows of ``q``."""
         return self.q.shape[0]
 
     @property
     def vocab(self) -> int:
+        """The vocabulary size V: the columns of ``p``."""
         return self.p.shape[1]
 
 

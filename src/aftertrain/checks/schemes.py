@@ -75,6 +75,8 @@ class Mapping(enum.Enum):
 
     @property
     def symmetric(self) -> bool:
+        """Whether the mapping is one of the symmetric ones (SYMMETRIC, SYMMETRIC_FULL,
+        SYMMETRIC_NO_CLIPPING_ERR: zero point 0); False for the asymmetric ones."""
         return self in (Mapping.SYMMETRIC, Mapping.SYMMETRIC_FULL,
                         Mapping.SYMMETRIC_NO_CLIPPING_ERR)
 
@@ -173,6 +175,8 @@ class QuantScheme:
 
     @property
     def qmax(self) -> int:
+        """The largest code of the symmetric grid at ``bits``: ``2**(bits-1) - 1`` (127 at 8
+        bits)."""
         return qmax_for(self.bits)
 
     @property

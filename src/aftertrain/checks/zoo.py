@@ -254,9 +254,13 @@ class Variant:
 
     @property
     def name(self) -> str:
+        """The bug's description (its enum value), the entry's name in the zoo."""
         return self.bug.value
 
     def impl(self) -> Callable:
+        """A fresh implementation with this bug: a verification rule ``rule(p, q, drafts, u, v)``
+        (:func:`make_rule`) for a :class:`RuleBug`, a decoding loop (:func:`make_generator`)
+        for a :class:`GeneratorBug`."""
         return make_rule(self.bug) if isinstance(self.bug, RuleBug) else make_generator(self.bug)
 
 

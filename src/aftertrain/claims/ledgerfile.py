@@ -25,7 +25,7 @@ Layout (format 2)::
      "model_free_tables": [name, ...]}
 
 ``reads_model`` (a test's outcome may depend on the model:
-:func:`aftertrain.ledger.model.reads_model`) and ``model_free_tables`` (the
+:func:`aftertrain.ledger.model_under_test.reads_model`) and ``model_free_tables`` (the
 tables written by tests that do not read it) came later in format 2: a file
 without them reads as ``reads_model`` None (not known) and no such tables.
 ``meta["model_free_from"]`` is present when the run took the outcomes of

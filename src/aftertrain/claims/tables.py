@@ -101,6 +101,9 @@ class TableRow:
         return tuple(f.metadata.get("key", f.name) for f in dataclasses.fields(cls))
 
     def to_record(self) -> dict[str, Any]:
+        """The row as a JSON-ready dict: each field under its key (its name, or its
+        ``metadata["key"]``), nested rows as their records, tuples as lists;
+        :meth:`from_record` reads it back to an equal row."""
         return {f.metadata.get("key", f.name): _to_json(getattr(self, f.name))
                 for f in dataclasses.fields(self)}
 

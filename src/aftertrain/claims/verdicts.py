@@ -10,6 +10,13 @@ from aftertrain.core.enums import StrEnum
 
 
 class Verdict(StrEnum):
+    """A claim's verdict, strongest first (str-valued: the JSON and the README hold the name);
+    from its tests' outcomes (``aftertrain.ledger.state.VERDICT_OF``): ``broken`` (a test
+    failed or errored, or a strict xfail passed), ``does not reproduce`` (a test marked as a
+    strict xfail failed as expected: the claim does not hold here), ``inconclusive`` (a timing
+    could not decide), ``holds`` (its tests passed), ``not decided here`` (below), ``skipped``
+    (its tests were skipped or untimed), ``not covered`` (no test of the run carries the ID)."""
+
     BROKEN = "broken"
     DOES_NOT_REPRODUCE = "does not reproduce"
     INCONCLUSIVE = "inconclusive"

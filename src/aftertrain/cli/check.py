@@ -22,8 +22,8 @@ import sys
 from aftertrain.cli.check_common import (  # noqa: F401 (re-exported)
     MAX_SEED,
     CheckUsageError,
+    add_check,
     add_common,
-    add_target,
     load_function,
     run_reports,
 )
@@ -48,12 +48,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         description="Run aftertrain.checks on an implementation of yours.")
     sub = p.add_subparsers(dest="check_kind", required=True, metavar="{rule,quantizer,pruner}",
                            parser_class=type(p))
-    r = sub.add_parser(
-        "rule", help="a speculative sampler's verification rule",
+    r = add_check(
+        sub, "rule", help="a speculative sampler's verification rule",
         description="Judge a verification rule (docs/checks.md, 'The rule protocol'): "
                     "check_rule's statistical battery, and with --exact check_rule_exact's "
-                    "forced-uniform probes. Exit 0 passed, 1 failed, 2 usage error.")
-    add_target(r, "the rule")
+                    "forced-uniform probes. Exit 0 passed, 1 failed, 2 usage error.",
+        target="the rule")
     r.add_argument("--exact", action="store_true",
                    help="FUNC takes its uniforms, rule(p, q, drafts, u, v): run the exact "
                         "probes too")
@@ -67,11 +67,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     r.add_argument("--n", type=int_in(MIN_N, MAX_N, grouped=True), default=None,
                    help=f"rounds per case, {MIN_N} to {MAX_N:,} (default 20000; fewer lose "
                         "power: the chi-square detects a TV bias of about 0.025 * sqrt(20000 / N))")
-    r.add_argument("--seed", type=int_in(0, MAX_SEED, grouped=True), default=0,
-                   help="seed of the statistical battery's cases and draws (default 0; the exact "
-                        "probes are the same at every seed)")
-    add_common(r)
-    r.set_defaults(func=run)
+    add_common(r, run, seed_help="seed of the statistical battery's cases and draws (default 0; "
+                                 "the exact probes are the same at every seed)")
 
     from aftertrain.cli import check_kits
 

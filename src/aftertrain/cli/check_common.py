@@ -1,5 +1,6 @@
 """What the ``check`` subcommands share (aftertrain.cli.check,
-aftertrain.cli.check_kits): loading ``MODULE:FUNC``, the argparse types, and
+aftertrain.cli.check_kits): each command's parser (:func:`add_check`, then
+its own options, then :func:`add_common`), loading ``MODULE:FUNC``, and
 running the reports with standard output kept for them alone."""
 
 from __future__ import annotations
@@ -12,22 +13,35 @@ import json
 import sys
 from pathlib import Path
 
+from aftertrain.cli.options import int_in
+
 #: ``--seed`` at most (a torch.Generator seed).
 MAX_SEED = 2**64 - 1
 
 
-def add_target(parser: argparse.ArgumentParser, what: str) -> None:
-    """The ``MODULE:FUNC`` positional argument; ``what`` names the function."""
+def add_check(sub, name: str, *, help: str, description: str,
+              target: str) -> argparse.ArgumentParser:
+    """Add the check command ``name`` to ``check``'s subparsers ``sub`` with
+    ``help`` and ``description``, and its ``MODULE:FUNC`` positional argument
+    (``target`` names the function: "the rule"); return its parser, for the
+    command's own options, which :func:`add_common` then ends."""
+    parser = sub.add_parser(name, help=help, description=description)
     parser.add_argument("target", metavar="MODULE:FUNC",
-                        help=f"{what}: an importable module (the current folder is searched "
+                        help=f"{target}: an importable module (the current folder is searched "
                              "first) or a path to a .py file, and the function's name")
+    return parser
 
 
-def add_common(parser: argparse.ArgumentParser) -> None:
-    """``--json`` and ``--quiet``, on every check command."""
+def add_common(parser: argparse.ArgumentParser, func, seed_help: str) -> None:
+    """The options every check command ends with: ``--seed`` (0 to
+    :data:`MAX_SEED`, default 0; ``seed_help`` says what it seeds), ``--json``
+    and ``--quiet``; ``func(args) -> exit status`` runs the command."""
+    parser.add_argument("--seed", type=int_in(0, MAX_SEED, grouped=True), default=0,
+                        help=seed_help)
     parser.add_argument("--json", action="store_true", help="print the reports as JSON")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress lines on standard error")
+    parser.set_defaults(func=func)
 
 
 class CheckUsageError(Exception):

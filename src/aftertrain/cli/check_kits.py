@@ -20,8 +20,7 @@ import math
 import re
 import sys
 
-from aftertrain.cli.check_common import MAX_SEED, add_common, add_target, run_reports
-from aftertrain.cli.options import int_in
+from aftertrain.cli.check_common import add_check, add_common, run_reports
 
 #: --scheme's mapping names (aftertrain.checks.schemes.Mapping), repeated so
 #: that a usage error needs no torch (tests/cli/test_check_kits.py keeps them equal).
@@ -128,41 +127,38 @@ def _sparsities(text: str) -> list[float]:
 
 def add_parsers(sub) -> None:
     """Add ``quantizer`` and ``pruner`` to ``check``'s subparsers."""
-    q = sub.add_parser(
-        "quantizer", help="a weight quantizer, against the scheme it claims",
+    q = add_check(
+        sub, "quantizer", help="a weight quantizer, against the scheme it claims",
         description="Judge quantize(w, scheme) (docs/checks.md, 'Quantizers') under each "
                     "--scheme. Exit 0 passed (edge findings printed), 1 failed (with --strict "
-                    "also on an edge finding), 2 usage error.")
-    add_target(q, "the quantizer, quantize(w, scheme)")
+                    "also on an edge finding), 2 usage error.",
+        target="the quantizer, quantize(w, scheme)")
     q.add_argument("--scheme", type=parse_scheme, action="append", required=True,
                    metavar="'int4 SYMMETRIC_FULL PerGroup(32)'",
                    help="a scheme the quantizer claims (repeat for several): bits, mapping, "
                         "granularity, optional floor=X or floor=eps")
     q.add_argument("--strict", action="store_true",
                    help="edge findings (float32's max, subnormal scales) fail too")
-    q.add_argument("--seed", type=int_in(0, MAX_SEED, grouped=True), default=0,
-                   help="seed of the default battery (default 0)")
-    add_common(q)
-    q.set_defaults(func=cmd_quantizer)
+    add_common(q, cmd_quantizer, seed_help="seed of the default battery (default 0)")
 
-    p = sub.add_parser(
-        "pruner", help="a pruner, against the sparsity pattern it claims",
+    p = add_check(
+        sub, "pruner", help="a pruner, against the sparsity pattern it claims",
         description="Judge prune(weights, sparsity) -> masks (docs/checks.md, 'Pruners') "
-                    "against --pattern. Exit 0 passed, 1 failed, 2 usage error.")
-    add_target(p, "the pruner, prune(weights, sparsity) -> masks")
+                    "against --pattern. Exit 0 passed, 1 failed, 2 usage error.",
+        target="the pruner, prune(weights, sparsity) -> masks")
     p.add_argument("--pattern", type=parse_pattern, required=True, metavar="PATTERN",
                    help="N:M (e.g. 2:4), global, per-layer, rows[:NORM] or columns[:NORM]")
     p.add_argument("--random", action="store_true",
                    help="the pruner is not a magnitude pruner: check counts and structure only")
     p.add_argument("--sparsities", type=_sparsities, default=None, metavar="S1,S2,...",
                    help="sparsities to run (default the kit's nine; not with N:M)")
-    p.add_argument("--seed", type=int_in(0, MAX_SEED, grouped=True), default=0,
-                   help="seed of the default battery (default 0)")
-    add_common(p)
-    p.set_defaults(func=cmd_pruner)
+    add_common(p, cmd_pruner, seed_help="seed of the default battery (default 0)")
 
 
 def cmd_quantizer(args: argparse.Namespace) -> int:
+    """``aftertrain check quantizer``: run :func:`aftertrain.checks.quant.check_quantizer` on the
+    function ``args.target`` names, at each ``--scheme``; print the report (or its JSON).
+    Returns the exit status: 0 passed, 1 failed, 2 usage error."""
     def reports_of(quantize, progress):
         from aftertrain.checks.quant import check_quantizer
 
@@ -173,6 +169,11 @@ def cmd_quantizer(args: argparse.Namespace) -> int:
 
 
 def cmd_pruner(args: argparse.Namespace) -> int:
+    """``aftertrain check pruner``: run :func:`aftertrain.checks.prune.check_pruner` on the
+    function ``args.target`` names, with ``--pattern``, ``--sparsities``, ``--seed`` and
+    magnitude (or ``--random``) scoring; print the report (or its JSON). Returns the exit
+    status: 0 passed, 1 failed, 2 usage error (``--sparsities`` with an N:M pattern: one line
+    on standard error)."""
     if args.sparsities is not None and args.pattern[0] == "nm":
         print("aftertrain check pruner: error: --sparsities does not apply to an N:M pattern "
               "(its sparsity is 1 - N/M)", file=sys.stderr)

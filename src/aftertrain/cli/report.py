@@ -17,7 +17,6 @@ from aftertrain.claims import verdicts as V
 from aftertrain.cli.options import UsageError
 from aftertrain.cli.suite import default_checkout, is_checkout, labelled, run_models
 from aftertrain.core.io import atomic_write
-from aftertrain.report.ledgerfile import LedgerFile, ReportError, read_ledger
 from aftertrain.report.paths import (
     COMMITTED,
     DEFAULT_MODELS,
@@ -26,6 +25,7 @@ from aftertrain.report.paths import (
     check_output_folder,
     ledger_file,
 )
+from aftertrain.report.reading import LedgerFile, ReportError, read_ledger
 
 # The report's sections (aftertrain.report.meta, .multimodel, .sweep, .assemble,
 # .rendering) import the experiments and torch: they load inside the functions that

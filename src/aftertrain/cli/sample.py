@@ -35,7 +35,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-def load_checkpoint(path: str):
+def checkpoint_from_option(path: str):
     """The model of the checkpoint file ``path``; a UsageError naming why when
     it is missing, a folder, or not a checkpoint written by ``aftertrain train``."""
     p = Path(path)
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     if args.checkpoint:  # a missing file or a folder: before torch loads
         p = Path(args.checkpoint)
         if p.is_dir() or not p.is_file():
-            load_checkpoint(args.checkpoint)
+            checkpoint_from_option(args.checkpoint)
     from aftertrain.lm import checkpoint as _checkpoint
     from aftertrain.lm import decoding as _decoding
     from aftertrain.lm import text as _text
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     if args.checkpoint == "":
         raise UsageError("--checkpoint must name a checkpoint file, got '' (leave it out for "
                          "the bundled reference)")
-    net = load_checkpoint(args.checkpoint) if args.checkpoint else _checkpoint.load_reference()
+    net = checkpoint_from_option(args.checkpoint) if args.checkpoint else _checkpoint.load_reference()
     if len(args.prompt) > 500:
         print(f"reading the {len(args.prompt)}-character prompt (one model step per character "
               f"beyond the first)...", file=sys.stderr, flush=True)

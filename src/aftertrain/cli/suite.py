@@ -1,7 +1,7 @@
 """Running the claims' suite for ``aftertrain report``: one pytest subprocess
 per model, writing its ledger (``--claims-json``), one model after another or
 side by side under one timing lock. Nothing here parses arguments; a run
-that cannot be done is a :class:`~aftertrain.report.ledgerfile.ReportError`.
+that cannot be done is a :class:`~aftertrain.report.reading.ReportError`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from aftertrain.core import runmeta
-from aftertrain.report.ledgerfile import (
+from aftertrain.report.paths import ledger_file
+from aftertrain.report.reading import (
     META_FROM_REPORT_RUN,
     META_NONE,
     QUICK_ENV,
@@ -26,7 +27,6 @@ from aftertrain.report.ledgerfile import (
     ReportError,
     read_ledger,
 )
-from aftertrain.report.paths import ledger_file
 
 # aftertrain.ledger (the pytest plugin) imports pytest: it loads where a run
 # starts, so that ``aftertrain --version`` and a usage error answer at once.
@@ -162,7 +162,7 @@ def run_models(models: list[str], checkout: Path, run_dir: Path, quick: bool,
             + (f"; those that do not read the model ran on {models[0]}: their outcomes are "
                f"taken from its ledger)" if earlier else ")"))
         output = logs / f"pytest-{i + 1}-{label}.log" if logs else None
-        led = run_ledger(checkout, run_path, quick, log, meta.collect(checkout, m), model=m,
+        led = run_ledger(checkout, run_path, quick, log, meta.collect_for_model(checkout, m), model=m,
                          timing_lock=logs / "timing.lock" if logs else None, output=output,
                          model_free_from=earlier)
         if output:  # pytest's last line: its summary ("... passed ... in 296.65s")

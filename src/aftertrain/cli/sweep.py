@@ -17,8 +17,8 @@ from pathlib import Path
 from aftertrain.cli.options import UsageError
 from aftertrain.cli.report import check_output_folder, split_values
 from aftertrain.core.io import atomic_write
-from aftertrain.report.ledgerfile import LedgerFile, ReportError, read_ledger
 from aftertrain.report.paths import DEFAULT_OUT, SWEEP_FILE
+from aftertrain.report.reading import LedgerFile, ReportError, read_ledger
 
 # The sweep's sections and experiments import torch: they load in sweep_main
 # after the arguments are checked (issue 36).

@@ -35,14 +35,14 @@ MAX_BITS = 8
 def value_range(bits: int, signed: bool) -> tuple[int, int]:
     """Smallest and largest value that fits: ``[-2**(bits-1), 2**(bits-1) - 1]``
     signed, ``[0, 2**bits - 1]`` unsigned."""
-    check_bits(bits)
+    _check_bits(bits)
     _check_signed(signed)
     if signed:
         return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
     return 0, 2**bits - 1
 
 
-def check_bits(bits: int) -> None:
+def _check_bits(bits: int) -> None:
     """Refuse ``bits`` outside MIN_BITS..MAX_BITS (ValueError naming it)."""
     check_int("bits", bits, least=MIN_BITS, most=MAX_BITS)
 
@@ -59,7 +59,7 @@ def pack(values: torch.Tensor, bits: int, *, signed: bool) -> torch.Tensor:
     Raises ``ValueError`` naming ``values`` when one does not fit in ``bits``
     bits (see :func:`value_range`).
     """
-    check_bits(bits)
+    _check_bits(bits)
     _check_signed(signed)
     if (not isinstance(values, torch.Tensor) or values.dtype.is_floating_point
             or values.dtype.is_complex):
@@ -78,7 +78,7 @@ def pack(values: torch.Tensor, bits: int, *, signed: bool) -> torch.Tensor:
 
 def unpack(packed: torch.Tensor, bits: int, n: int, *, signed: bool) -> torch.Tensor:
     """Inverse of :func:`pack`: the first ``n`` values as a flat int64 tensor."""
-    check_bits(bits)
+    _check_bits(bits)
     _check_signed(signed)
     check_int("n", n, least=0)
     if not isinstance(packed, torch.Tensor) or packed.dtype != torch.uint8 or packed.dim() != 1:

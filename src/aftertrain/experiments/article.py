@@ -112,11 +112,11 @@ class Article(TableRow):
 
 
 def _s6(draft: str, k: int, median: float, low: float, high: float) -> XU.SpeedupRow:
-    return XU.SpeedupRow(draft, k, NAN, median, low, high, NAN, NAN)
+    return XU.SpeedupRow(draft, k, NAN, median, low, high, NAN, NAN, NAN, NAN)
 
 
 def _s7(draft: str, k: int, predicted: float, measured: float) -> XU.SpeedupRow:
-    return XU.SpeedupRow(draft, k, NAN, measured, NAN, NAN, predicted, NAN)
+    return XU.SpeedupRow(draft, k, NAN, measured, NAN, NAN, predicted, NAN, NAN, NAN)
 
 
 _BIGRAM, _INT8, _INT4 = DraftKind.BIGRAM.value, DraftKind.INT8.value, DraftKind.INT4.value

@@ -98,7 +98,10 @@ class VerifyRow(TableRow):
 class SpeedupRow(TableRow):
     """S6 / S7 / X2: plain / speculative time of one draft at ``k`` (median and
     the interval's ends), with the predictions ``cpp / (1 + k c)`` and
-    ``cpp / (v_k + k c)``."""
+    ``cpp / (v_k + k c)`` and the costs ``c`` and ``v_k`` they used: the
+    medians at the cost decision's last look, which the speedup judgements
+    read (S5's and X8's tables show their own decision's look, which may be
+    an earlier one)."""
 
     draft: str
     k: int
@@ -108,6 +111,8 @@ class SpeedupRow(TableRow):
     speedup_max: float
     predicted: float
     predicted_vk: float
+    c: float
+    v_k: float
 
 
 @dataclass(frozen=True)
@@ -226,5 +231,5 @@ def speedup_tables(decision: Decision, cpp: Mapping[tuple[str, int], float]) -> 
         med, low, high = speedup(t[str(RatioKey.speedup(d, k))])
         speedups.append(SpeedupRow(d, k, cpp[d, k], med, speedup_min=low, speedup_max=high,
                                    predicted=cpp[d, k] / (1 + k * c[d]),
-                                   predicted_vk=cpp[d, k] / (v[k] + k * c[d])))
+                                   predicted_vk=cpp[d, k] / (v[k] + k * c[d]), c=c[d], v_k=v[k]))
     return SpeedupTables(costs, verify, speedups)

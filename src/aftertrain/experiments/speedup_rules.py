@@ -65,14 +65,19 @@ class RatioKey(NamedTuple):
 
     @classmethod
     def cost(cls, draft: str) -> RatioKey:
+        """The key of c for ``draft``: one drafted character over one plain target step."""
         return cls(Quantity.COST, draft=draft)
 
     @classmethod
     def verify(cls, k: int) -> RatioKey:
+        """The key of v_k: one verification pass over ``k + 1`` positions over one plain target
+        step."""
         return cls(Quantity.VERIFY, k=k)
 
     @classmethod
     def speedup(cls, draft: str, k: int) -> RatioKey:
+        """The key of the speculative over plain time for the same characters, with ``draft``
+        drafting ``k`` tokens a round."""
         return cls(Quantity.SPEEDUP, draft=draft, k=k)
 
     def __str__(self) -> str:
@@ -171,24 +176,34 @@ class Cells:
         return self.t[str(key)]
 
     def c(self, draft: str) -> Range:
+        """The interval (low, high) of c for ``draft``; ValueError when not timed."""
         r = self.ratio(RatioKey.cost(draft))
         return r.ci_low, r.ci_high
 
     def v(self, k: int) -> Range:
+        """The interval (low, high) of v_k; ValueError when not timed."""
         r = self.ratio(RatioKey.verify(k))
         return r.ci_low, r.ci_high
 
     def s(self, draft: str, k: int) -> Range:
+        """The interval (low, high) of the speedup (plain over speculative time) of ``draft`` at
+        ``k``: the inverted interval of the timed ratio (:func:`speedup`); ValueError when not
+        timed."""
         return speedup(self.ratio(RatioKey.speedup(draft, k)))[1:]
 
     def cells(self, drafts: Iterable[str] | None = None) -> list[tuple[str, int]]:
+        """The (draft, k) cells of the run in ``cpp``'s order, only those of ``drafts`` when
+        given."""
         drafts = None if drafts is None else set(drafts)
         return [(d, k) for d, k in self.cpp if drafts is None or d in drafts]
 
     def ks(self) -> list[int]:
+        """The draft lengths k of the run, ascending, each once."""
         return sorted({k for _, k in self.cpp})
 
     def article(self, d: str, k: int) -> Range:
+        """The article's predicted speedup of draft ``d`` at ``k``: the range of
+        ``cpp / (1 + k c)`` over c's interval (:func:`predicted`)."""
         return predicted(self.cpp[d, k], k, self.c(d))
 
 
@@ -331,6 +346,8 @@ def fit_rows(cells: Cells) -> list[dict]:
 
 
 def x8_fit(cells: Cells) -> str | None:
+    """X8's fit on every cell of ``cells``: HOLDS, BROKEN or None (undecided), by
+    :func:`fit_verdict` on :func:`fit_rows`."""
     return fit_verdict(fit_rows(cells))
 
 

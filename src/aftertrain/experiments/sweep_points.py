@@ -57,6 +57,7 @@ class Threshold:
     side: Side
 
     def holds(self, value: float) -> bool:
+        """Whether the claim holds at ``value``: strictly on :attr:`side` of :attr:`threshold`."""
         return self.side.holds(value, self.threshold)
 
 
@@ -96,6 +97,10 @@ class KeyFigures(TableRow):
 
     @classmethod
     def from_record(cls, data: object) -> KeyFigures:
+        """The key figures ``data`` (a :meth:`to_record` dict) holds, S4's rows read back as
+        :class:`~aftertrain.experiments.speculative.AcceptanceRow` (the field's type is a
+        union, which the generic reading does not resolve); ValueError naming the missing and
+        unknown keys."""
         fig = super().from_record(data)
         return replace(fig, s4=tuple(XS.AcceptanceRow.from_record(r) for r in fig.s4))
 

@@ -71,11 +71,15 @@ class Int8Linear(TableRow):
 
     def to_record(self) -> dict:
         # The rows are top-level keys of the record, as the benchmark first stored them.
+        """The record: each row count (as a string) to its ratio's record, and ``crossover_rows``,
+        all top-level keys, as the benchmark first stored them."""
         return {str(r): t.to_record() for r, t in self.ratios.items()} | {
             "crossover_rows": self.crossover_rows}
 
     @classmethod
     def from_record(cls, data: object) -> Int8Linear:
+        """The X3 row ``data`` (a :meth:`to_record` dict) holds; ValueError when it is not a dict
+        with ``crossover_rows``."""
         if not isinstance(data, dict) or "crossover_rows" not in data:
             raise ValueError(f"data is not an Int8Linear record (row counts and "
                              f"'crossover_rows'), got {data!r:.200}")

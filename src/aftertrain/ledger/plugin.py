@@ -18,8 +18,8 @@ import pytest
 
 from aftertrain.core.tolerances import TIMING_BUDGET_S, TIMING_BUDGET_TOTAL_S
 from aftertrain.ledger import benchmark, reuse, workers
-from aftertrain.ledger.model import READS_MODEL_PROPERTY, marked_part, reads_model
-from aftertrain.ledger.paths import output_file_problem, path_option_problem
+from aftertrain.ledger.model_under_test import READS_MODEL_PROPERTY, marked_part, reads_model
+from aftertrain.ledger.path_options import output_file_problem, path_option_problem
 from aftertrain.ledger.record import ClaimRecord, budget_left, start_total_budget, timing_enabled
 from aftertrain.ledger.state import (
     CLAIM_PROPERTY,
@@ -205,7 +205,7 @@ class _Controller:
         tr = terminalreporter
         if self.ratio_changes is not None:
             benchmark.ratio_summary(tr, self.ratio_changes, self.machine_hooks.machines)
-        from aftertrain.ledger.model import ledger_meta
+        from aftertrain.ledger.model_under_test import ledger_meta
 
         model = ledger_meta(self.config)
         on = (f" on model {model['model']} (sha256 {model['model_sha256'][:12]})"

@@ -7,7 +7,7 @@ tensors, the checks' teeth, the command line, the report): 2,023 of the
 same whatever ``--aftertrain-model`` says, so ``aftertrain report`` runs
 them once, in the first model's run, and gives each later model's run that
 run's ledger: the later run deselects every test that does not read the
-model (:func:`aftertrain.ledger.model.reads_model`), and its ledger takes
+model (:func:`aftertrain.ledger.model_under_test.reads_model`), and its ledger takes
 the earlier outcomes of those that carry a claim, and the tables they wrote
 (:meth:`aftertrain.ledger.state.Ledger.reuse`). The verdicts are then
 decided from both, as one run would.
@@ -24,7 +24,7 @@ carried it).
 
 A test whose outcome the model did shape is not taken either: on a model
 without pinned expectations a failed quality assertion becomes "does not
-reproduce on MODEL" (:mod:`aftertrain.ledger.model`), and such a test is
+reproduce on MODEL" (:mod:`aftertrain.ledger.model_under_test`), and such a test is
 recorded as reading the model.
 """
 

@@ -37,7 +37,7 @@ from aftertrain.claims.verdicts import (
     Verdict,
 )
 from aftertrain.core import runmeta
-from aftertrain.ledger.model import READS_MODEL_PROPERTY, ledger_meta
+from aftertrain.ledger.model_under_test import READS_MODEL_PROPERTY, ledger_meta
 
 # User properties a test sets (through the claim_record fixture); they travel
 # with the reports to an xdist controller.
@@ -280,6 +280,8 @@ class Ledger:
                           tuple(self.model_free_tables), "this run")
 
     def write_json(self, path: str | os.PathLike, config: pytest.Config) -> None:
+        """Write this run's ledger file to ``path`` atomically (:meth:`LedgerFile.write`), with
+        the run's metadata (:func:`run_meta`) taken from ``config`` now."""
         self.ledger_file(run_meta(config)).write(path)
 
 

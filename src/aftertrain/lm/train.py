@@ -118,6 +118,11 @@ class TrainConfig:
 
 @dataclass(frozen=True)
 class Progress:
+    """One training step as :func:`train` reports it to ``on_progress``: ``step`` of ``steps``
+    (the last step the run can reach: ``stop_at``, else ``steps``), that step's training loss
+    (nats), the validation loss on an evaluation step (None on the others), the best validation
+    loss so far (None before the first evaluation) and the seconds since the loop started."""
+
     step: int
     steps: int
     train_loss: float
@@ -128,6 +133,12 @@ class Progress:
 
 @dataclass(frozen=True)
 class TrainResult:
+    """What :func:`train` returns: ``model``, the kept state (the best validation loss's, or the
+    last evaluation's with ``keep="last"``) in eval mode with dropout 0; ``best_step`` and
+    ``val_loss``, that state's step and validation loss (nats); ``train_loss``, the mean
+    training loss over the evaluation interval ending there; ``history``, (step, mean training
+    loss, validation loss) at every evaluation; ``seconds``, the loop's wall time."""
+
     model: torch.nn.Module
     best_step: int
     val_loss: float

@@ -7,13 +7,13 @@ tests attach the tables they measured, which the ledger writes into its
 a figure: it renders what the tests found, beside the article's figures
 (:data:`aftertrain.experiments.article.ARTICLE`), as ``report.md`` and PNG plots.
 
-Layout: :mod:`.ledgerfile` reads the ledger (the only file input);
+Layout: :mod:`.reading` reads the ledger (the only file input);
 :mod:`.markdown` formats; :mod:`.document` holds the report being built;
 :mod:`.plots` draws; one module per section (:mod:`.baselines`,
 :mod:`.quant`, :mod:`.prune`, :mod:`.speculative`); :mod:`.meta` the run's
 metadata; :mod:`.rendering` puts the sections together into one document (no
 file I/O); :mod:`.assemble` writes it; :mod:`.paths` names the folders and
-checks an output folder (torch-free, like :mod:`.ledgerfile`: the package
+checks an output folder (torch-free, like :mod:`.reading`: the package
 loads its sections on first use). The command that runs the tests and
 calls it is :mod:`aftertrain.cli.report`; nothing here starts a process,
 parses arguments or prints.
@@ -23,7 +23,7 @@ import importlib
 import importlib.util
 
 #: Each public name and the module that defines it: loaded on first use, so
-#: ``aftertrain.report.paths`` and ``.ledgerfile`` (what ``aftertrain
+#: ``aftertrain.report.paths`` and ``.reading`` (what ``aftertrain
 #: report`` checks its arguments with) load without the sections, which
 #: import the experiments and torch. No submodule is named like a name it
 #: exports (``render`` lives in ``.rendering``): importing a submodule binds
@@ -33,7 +33,7 @@ _NAMES = {
     "README_BEGIN": "assemble", "README_END": "assemble", "build": "assemble",
     "update_readme": "assemble",
     "claims_rows": "document", "claims_table": "document",
-    "LedgerFile": "ledgerfile", "ReportError": "ledgerfile", "read_ledger": "ledgerfile",
+    "LedgerFile": "reading", "ReportError": "reading", "read_ledger": "reading",
     "render": "rendering", "summary_counts": "rendering",
 }
 

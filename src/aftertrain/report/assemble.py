@@ -11,11 +11,6 @@ from aftertrain.core.io import atomic_write
 from aftertrain.report import multimodel
 from aftertrain.report import sweep as sweep_section
 from aftertrain.report.document import claims_table
-from aftertrain.report.ledgerfile import (
-    LedgerFile,
-    ReportError,
-    read_ledger,
-)
 from aftertrain.report.paths import (  # noqa: F401 (re-exported: the report's folders)
     COMMITTED,
     DEFAULT_MODELS,
@@ -24,6 +19,11 @@ from aftertrain.report.paths import (  # noqa: F401 (re-exported: the report's f
     SWEEP_FILE,
     check_output_folder,
     ledger_file,
+)
+from aftertrain.report.reading import (
+    LedgerFile,
+    ReportError,
+    read_ledger,
 )
 from aftertrain.report.rendering import render
 

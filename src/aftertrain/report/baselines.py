@@ -13,6 +13,9 @@ TITLE = "Baselines (B1, K1)"
 
 
 def section(doc: Document) -> None:
+    """Add the baselines' section to ``doc``: B1's validation losses beside the article's (a "no
+    figures" line when the test did not record them), then K1's largest cached-decoding
+    difference when recorded."""
     b1 = doc.ledger.table(ET.B1)
     if b1 is None:
         doc.missing("B1")

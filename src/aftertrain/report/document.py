@@ -24,31 +24,42 @@ class Plot:
 
 @dataclass
 class Document:
+    """The report being built from one ledger: markdown ``parts`` in order and the ``plots`` by
+    file name (PNG bytes and data series), which tests read back."""
+
     ledger: LedgerFile
     parts: list[str] = field(default_factory=list)
     plots: dict[str, Plot] = field(default_factory=dict)
 
     def add(self, text: str) -> None:
+        """Append the markdown ``text`` as one part (surrounding newlines trimmed)."""
         self.parts.append(text.strip("\n") + "\n")
 
     def table(self, title: str, claim_ids: tuple[str, ...], header: list[str], rows) -> None:
+        """Append a markdown table titled ``title``, the verdicts of ``claim_ids`` beside the
+        title, with ``header`` and ``rows`` (lists of cells)."""
         self.add(f"**{title}** ({verdict_cell(self.ledger, *claim_ids)})\n\n"
                  + markdown_table(header, rows))
 
     def missing(self, name: str) -> None:
+        """Append the line saying that the figures of ``name`` were not recorded."""
         self.add(f"*No figures for {name}: the test that measures them did not run "
                  f"or failed before recording them.*")
 
     def plot(self, name: str, draw: Callable) -> None:
+        """Draw ``draw(ax) -> caption`` (:func:`aftertrain.report.plots.render`), keep the plot as
+        ``name`` and append its image link and caption."""
         png, data, caption = plots.render(draw)
         self.plots[name] = Plot(name, png, data, caption)
         self.add(f"![{caption}]({name}.png)\n\n*{caption}*")
 
     def markdown(self) -> str:
+        """The parts added so far, as one markdown text."""
         return "\n".join(self.parts)
 
 
 def verdict_cell(ledger: LedgerFile, *ids: str) -> str:
+    """The verdicts of the claims ``ids`` in ``ledger``, as ``"Q2 holds, Q3 **BROKEN**"``."""
     return ", ".join(f"{i} {verdict_mark(ledger.verdict(i))}" for i in ids)
 
 
@@ -83,6 +94,7 @@ CLAIMS_HEADER = ["ID", "claim", "article", "ours", "verdict"]
 
 
 def claims_table(ledger: LedgerFile) -> str:
+    """The claims table of ``ledger`` in markdown: :data:`CLAIMS_HEADER` and :func:`claims_rows`."""
     return markdown_table(CLAIMS_HEADER, claims_rows(ledger))
 
 

@@ -18,6 +18,7 @@ VERDICT_MARK = {V.HOLDS: "holds", V.DOES_NOT_REPRODUCE: "**does not reproduce**"
 
 
 def fmt(x, digits: int = 4) -> str:
+    """A number with ``digits`` decimals; :data:`DASH` for None or NaN; anything else as ``str``."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return DASH
     if isinstance(x, (int, float)):
@@ -26,6 +27,8 @@ def fmt(x, digits: int = 4) -> str:
 
 
 def pct(x, digits: int = 1) -> str:
+    """The fraction ``x`` as a percentage with ``digits`` decimals (0.305 -> "30.5%");
+    :data:`DASH` for None."""
     return DASH if x is None else f"{100 * x:.{digits}f}%"
 
 
@@ -41,6 +44,7 @@ def cell(value) -> str:
 
 
 def markdown_table(header: list[str], rows: Iterable[list]) -> str:
+    """A markdown table of ``header`` and ``rows``, each cell escaped by :func:`cell`."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rows:
         lines.append("| " + " | ".join(cell(c) for c in row) + " |")
@@ -48,6 +52,8 @@ def markdown_table(header: list[str], rows: Iterable[list]) -> str:
 
 
 def verdict_mark(verdict: str) -> str:
+    """How the report writes ``verdict`` (:data:`VERDICT_MARK`: the bad ones in bold); an unknown
+    one as it is."""
     return VERDICT_MARK.get(verdict, verdict)
 
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from aftertrain.core import runmeta
-from aftertrain.report.ledgerfile import META_FROM_LEDGER, META_FROM_REPORT_RUN, LedgerFile
+from aftertrain.report.reading import META_FROM_LEDGER, META_FROM_REPORT_RUN, LedgerFile
 
 BEGIN = "<!-- run metadata -->"
 END = "<!-- end of run metadata -->"
 
 
-def collect(checkout: Path | None, model: str | None = None) -> dict:
+def collect_for_model(checkout: Path | None, model: str | None = None) -> dict:
     """The metadata of this machine now (:func:`aftertrain.core.runmeta.collect`),
     for ``model`` (a bundled name or checkpoint path; its recorded SHA-256
     when it can be read)."""
@@ -39,7 +39,7 @@ def header(ledger: LedgerFile, checkout: Path | None) -> str:
     elif ledger.meta_source == META_FROM_REPORT_RUN:
         meta, source = ledger.meta, "taken by `aftertrain report` as it started the test run"
     else:
-        meta = collect(checkout)
+        meta = collect_for_model(checkout)
         source = ("**taken at render time**: the ledger carries no run metadata, so these "
                   "describe the machine that rendered this report, not necessarily the run")
     def known(key: str) -> object:

@@ -22,9 +22,9 @@ from aftertrain.experiments import tables as ET
 from aftertrain.experiments.article import ARTICLE
 from aftertrain.prune.masks import Method
 from aftertrain.report.document import Document, ours_cell, verdict_cell_text
-from aftertrain.report.ledgerfile import LedgerFile
 from aftertrain.report.markdown import DASH, markdown_table, verdict_mark
 from aftertrain.report.plots import UNTRAINED
+from aftertrain.report.reading import LedgerFile
 
 TITLE = "The claims on several models"
 FLIP_TITLE = "Does a model of the article's quality reproduce them?"
@@ -45,6 +45,8 @@ def model_label(ledger: LedgerFile) -> str:
 
 
 def claims_header(labels: list[str]) -> list[str]:
+    """The header of the claims table over models ``labels``: ID, claim, article, then
+    ``ours (m)`` and ``verdict (m)`` per model."""
     return ["ID", "claim", "article"] + [h for m in labels for h in (f"ours ({m})", f"verdict ({m})")]
 
 
@@ -62,6 +64,8 @@ def claims_rows(ledgers: dict[str, LedgerFile]) -> list[list[str]]:
 
 
 def claims_table(ledgers: dict[str, LedgerFile]) -> str:
+    """The claims table over ``ledgers`` (label to ledger) in markdown: :func:`claims_header` and
+    :func:`claims_rows`."""
     return markdown_table(claims_header(list(ledgers)), claims_rows(ledgers))
 
 

@@ -9,7 +9,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from aftertrain.report.ledgerfile import ReportError
+from aftertrain.report.reading import ReportError
 
 #: Where ``aftertrain report`` writes unless told otherwise: ignored by git.
 DEFAULT_OUT = Path("build") / "report"

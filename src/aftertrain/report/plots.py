@@ -17,6 +17,8 @@ UNTRAINED = math.log(100)
 
 
 def draft_color(draft: str, i: int) -> str:
+    """The colour of ``draft`` in every plot (:data:`DRAFT_COLORS`); a draft not listed gets one
+    of C5..C9 by its index ``i``."""
     return DRAFT_COLORS.get(draft, f"C{5 + i % 5}")
 
 

@@ -24,6 +24,9 @@ def _near(rows, sparsity: float):
 
 
 def section(doc: Document) -> None:
+    """Add the pruning section to ``doc``, from the tables its ledger holds: loss by sparsity,
+    random pruning, with quantization, bytes per element, equal size, dense with zeros, CSR and
+    2:4, beside the article's figures."""
     led = doc.ledger
     _loss_by_sparsity(doc, led)
     _random_pruning(doc, led)

@@ -16,6 +16,8 @@ Q9_CONTEXT = 30
 
 
 def section(doc: Document) -> None:
+    """Add the quantization section to ``doc``, from the tables its ledger holds: the bits table,
+    storage, sensitivity, sample texts, outliers and speed, beside the article's figures."""
     _bits(doc)
     _storage(doc)
     _sensitivity(doc)

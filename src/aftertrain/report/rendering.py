@@ -2,7 +2,7 @@
 table, every section in order (:data:`SECTIONS`), then the claims that do
 not reproduce and the broken and inconclusive ones with their reasons.
 
-No file I/O here: :mod:`.ledgerfile` reads the ledger, :mod:`.assemble`
+No file I/O here: :mod:`.reading` reads the ledger, :mod:`.assemble`
 writes what this renders.
 """
 
@@ -23,6 +23,8 @@ SECTIONS = (baselines, quant, prune, speculative)
 
 
 def summary_counts(ledger: LedgerFile) -> dict[str, int]:
+    """How many claims of the catalogue have each verdict in ``ledger`` (a claim with no test
+    counts as ``not covered``); ValueError when ``ledger`` is not a :class:`LedgerFile`."""
     if not isinstance(ledger, LedgerFile):
         raise ValueError(f"ledger must be a LedgerFile (read_ledger), got {type(ledger).__name__}")
     counts: dict[str, int] = {}

@@ -35,6 +35,8 @@ def by_draft_and_k(rows) -> dict[tuple[str, int], object]:
 
 
 def section(doc: Document) -> None:
+    """Add the speculative decoding section to ``doc``, from the tables its ledger holds: the
+    first token's law, acceptance, costs and speedups, beside the article's figures."""
     _first_token(doc)
     _acceptance(doc)
     _costs(doc)
@@ -146,7 +148,11 @@ def _speedup(doc: Document) -> None:
               "[confidence interval of the median]; undecided: the interval contains 1)",
               ("S6", "S7", "X8", "X2"),
               ["draft", "k", "article", "ours", "article's prediction",
-               "ours: (chars/pass)/(1+kc)", "ours: (chars/pass)/(v_k+kc)"], rows)
+               "ours: (chars/pass)/(1+kc)", "ours: (chars/pass)/(v_k+kc)", "ours: c, v_k used"],
+              rows)
+    doc.add("Both predictions use the c and v_k of the last column: their medians at the cost "
+            "decision's last look, which the speedup judgements read; S5's and X8's tables above "
+            "show each decision at its own look, which may be an earlier one.")
     best = max(s6, key=lambda r: r.speedup)
     doc.add(f"Highest median speedup (X2's verdict is in the claims table): {best.draft} at "
             f"k={best.k}, {best.speedup:.2f} [{best.speedup_min:.2f}, "
@@ -166,7 +172,7 @@ def _speedup_row(r: SpeedupRow, art6, art7) -> list:
             f"{r.speedup:.2f} [{r.speedup_min:.2f}, {r.speedup_max:.2f}]"
             + ("" if _decided(r) else " (undecided)"),
             f"{art7.predicted:.2f}" if art7 else DASH,
-            f"{r.predicted:.2f}", f"{r.predicted_vk:.2f}"]
+            f"{r.predicted:.2f}", f"{r.predicted_vk:.2f}", f"{r.c:.3f}, {r.v_k:.3f}"]
 
 
 def _draw_speedup(ax, s6: list[SpeedupRow]) -> str:

@@ -29,8 +29,8 @@ from aftertrain.experiments.sweep import (
     margins,
 )
 from aftertrain.report.document import Document
-from aftertrain.report.ledgerfile import ReportError
 from aftertrain.report.markdown import DASH, fmt, markdown_table
+from aftertrain.report.reading import ReportError
 
 TITLE = "The quality and recipe sweeps: where each claim flips"
 #: The recipe knobs a checkpoint's ``training.recipe`` records, their reference
@@ -181,6 +181,9 @@ def _figure_row(p: SweepPoint) -> list[str]:
 
 
 def section(doc: Document, points: list[SweepPoint]) -> None:
+    """Add the sweep's section to ``doc`` from ``points`` (:class:`SweepPoint`): the recipes, the
+    key figures, each claim's margin, what breaks first, the speculative figures and the plots;
+    a "no figures" line when there are no points."""
     if not points:
         return doc.missing("the sweep")
     doc.add("Checkpoints of the reference recipe's run (`aftertrain train`, stopped at several "

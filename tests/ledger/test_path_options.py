@@ -33,11 +33,11 @@ pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = str(Path(aftertrain.__file__).resolve().parents[1])
-PLUGINS = ("aftertrain.ledger", "aftertrain.ledger.model")
+PLUGINS = ("aftertrain.ledger", "aftertrain.ledger.model_under_test")
 
 PROJECT_TOML = """
 [tool.pytest.ini_options]
-addopts = "--strict-markers -p aftertrain.ledger -p aftertrain.ledger.model"
+addopts = "--strict-markers -p aftertrain.ledger -p aftertrain.ledger.model_under_test"
 """
 
 TEST = '''
@@ -177,7 +177,7 @@ def test_an_unknown_hypothesis_profile_is_one_line_before_any_test(pytester: pyt
     pytester.makeconftest((ROOT / "conftest.py").read_text())
     pytester.makepyfile(test_x="def test_x():\n    raise AssertionError('ran')\n")
     result = pytester.runpytest("--hypothesis-profile", "nope", "-p", "no:aftertrain.ledger",
-                                "-p", "no:aftertrain.ledger.model")
+                                "-p", "no:aftertrain.ledger.model_under_test")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --hypothesis-profile 'nope' is not a profile; known: *"])
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()

@@ -3,7 +3,7 @@
 Installed as a ``pytest11`` entry point (so its options are known before
 pytest reads its command line, whatever the folder), and inert unless
 switched on: by this project's pytest configuration (``-p
-aftertrain.ledger.model`` in ``addopts``), by ``--aftertrain-model`` /
+aftertrain.ledger.model_under_test`` in ``addopts``), by ``--aftertrain-model`` /
 ``--aftertrain-baselines``, or by ``AFTERTRAIN_MODEL``. Inert, it loads no
 model and changes no test.
 
@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from aftertrain.claims.parts import Part
-from aftertrain.ledger.paths import path_option_problem
+from aftertrain.ledger.path_options import path_option_problem
 
 if TYPE_CHECKING:  # aftertrain.lm.registry imports torch: only once the plugin is switched on
     from aftertrain.lm.registry import ModelIdentity
@@ -99,7 +99,7 @@ PROPERTY_CLAIMS = frozenset({"Q1", "Q3", "S1", "S2", "S3", "S8", "P5", "P7", "P8
 PINNED = frozenset({"reference"})
 
 #: The name ``-p`` and the entry point give this plugin.
-PLUGIN_NAME = "aftertrain.ledger.model"
+PLUGIN_NAME = "aftertrain.ledger.model_under_test"
 
 MODEL_KEY = pytest.StashKey["ModelIdentity"]()
 _NET = pytest.StashKey[object]()
@@ -143,7 +143,7 @@ def baseline_folder(config: pytest.Config, root: Path) -> Path | None:
 
 
 def switched_on(config: pytest.Config) -> bool:
-    """Whether this run asked for the plugin: ``-p aftertrain.ledger.model``
+    """Whether this run asked for the plugin: ``-p aftertrain.ledger.model_under_test``
     (this project's ``addopts``), one of its options, or ``$AFTERTRAIN_MODEL``."""
     return (PLUGIN_NAME in (config.getoption("plugins", None) or [])
             or config.getoption("aftertrain_model", None) is not None
@@ -170,17 +170,17 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         f"{MARKER}(*models, reason): the claim is measured not to hold on these models "
-        "(a strict xfail there; aftertrain.ledger.model)",
+        "(a strict xfail there; aftertrain.ledger.model_under_test)",
     )
     config.addinivalue_line(
         "markers",
         f"{EXPECTATION}(*models, reason): a figure or direction of these models, not the "
-        "claim: runs there beside the claim, skipped elsewhere (aftertrain.ledger.model)",
+        "claim: runs there beside the claim, skipped elsewhere (aftertrain.ledger.model_under_test)",
     )
     config.addinivalue_line(
         "markers",
         f"{ON_MODEL}(name): runs its claims on that bundled model whatever the run's model; "
-        "reported beside the claims, never deciding them (aftertrain.ledger.model)",
+        "reported beside the claims, never deciding them (aftertrain.ledger.model_under_test)",
     )
     if not switched_on(config):
         return

@@ -1,4 +1,4 @@
-"""The model plugin's options (aftertrain.ledger.model): an empty
+"""The model plugin's options (aftertrain.ledger.model_under_test): an empty
 ``--aftertrain-model`` or ``--aftertrain-baselines`` is a usage error naming
 the option and what it must name, before any model loads or test runs, not
 a silent run on the default reference model."""
