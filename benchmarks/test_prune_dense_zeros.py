@@ -50,11 +50,12 @@ def test_zeroed_weights_do_not_speed_up_a_dense_matmul(benchmark, claim_record, 
     decision = claim_record.ratio(lambda: x @ w, lambda: x @ pruned, SAME_SPEED)
     store_ratios(benchmark, decision)
     t = decision.timing
-    claim_record.measured(f"{sparsity:.0%} zeros: ratio {t.median:.3f} (interval {t.ci_low:.3f}-"
-                          f"{t.ci_high:.3f}, {len(t.ratios)} pairs, quartiles {t.q1:.3f}-"
-                          f"{t.q3:.3f}); article {ARTICLE[sparsity]:.3f}")
-    claim_record.table(DenseZeros(
-        sparsity, t.median, (t.ci_low, t.ci_high), t.q1, t.q3))
+    row = DenseZeros(sparsity, t.median, (t.ci_low, t.ci_high), t.q1, t.q3)
+    claim_record.measured("{DenseZeros.sparsity:.0%} zeros: ratio {DenseZeros.median:.3f} (interval "
+                          "{DenseZeros.ci[0]:.3f}-{DenseZeros.ci[1]:.3f}, {pairs} pairs, quartiles "
+                          "{DenseZeros.q1:.3f}-{DenseZeros.q3:.3f}); article {article:.3f}",
+                          row, pairs=len(t.ratios), article=ARTICLE[sparsity])
+    claim_record.table(row)
     benchmark.pedantic(lambda: x @ pruned, rounds=50, iterations=1)
     claim_record.conclude(decision)
 

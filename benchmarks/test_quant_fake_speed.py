@@ -76,11 +76,12 @@ def test_fake_quantized_forward_runs_at_float32_speed(benchmark, claim_record, m
     store_ratios(benchmark, decision)
     t = decision.timing
     holds_1 = t.ci_low <= 1.0 <= t.ci_high
-    claim_record.measured(f"decoding step, int8 fake-quantized / float32: median {t.median:.3f}, "
-                          f"interval [{t.ci_low:.3f}, {t.ci_high:.3f}] ({len(t.ratios)} pairs, "
-                          f"alpha {decision.alpha:g}), the interval "
-                          f"{'contains' if holds_1 else 'excludes'} 1.0")
-    claim_record.table(FakeQuantSpeed(t.median, (t.ci_low, t.ci_high), holds_1))
+    row = FakeQuantSpeed(t.median, (t.ci_low, t.ci_high), holds_1)
+    claim_record.measured("decoding step, int8 fake-quantized / float32: median {FakeQuantSpeed.median:.3f}, "
+                          "interval [{FakeQuantSpeed.ci[0]:.3f}, {FakeQuantSpeed.ci[1]:.3f}] ({pairs} pairs, "
+                          "alpha {alpha:g}), the interval {contains!s} 1.0", row, pairs=len(t.ratios),
+                          alpha=decision.alpha, contains="contains" if holds_1 else "excludes")
+    claim_record.table(row)
     benchmark.pedantic(cand, rounds=100, warmup_rounds=3)
     claim_record.conclude(decision)
 

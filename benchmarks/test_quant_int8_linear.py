@@ -25,6 +25,7 @@ from torch.ao.quantization import quantize_dynamic
 
 from aftertrain.claims.verdicts import BROKEN, HOLDS, INCONCLUSIVE
 from aftertrain.experiments.tables import Int8Linear, Ratio
+from aftertrain.ledger.record import shown
 from aftertrain.timing import Judgement, PairedTiming
 from aftertrain.timing.compare import store_ratios
 
@@ -95,12 +96,14 @@ def test_int8_gets_relatively_cheaper_as_rows_grow(benchmark, claim_record, line
     store_ratios(benchmark, decision)
     t = decision.timings
     cross = crossover(t)
-    claim_record.measured("; ".join(f"{r} rows {t[str(r)].median:.2f} [{t[str(r)].ci_low:.2f}, "
-                                    f"{t[str(r)].ci_high:.2f}]" for r in ROWS)
-                          + (f"; int8 pays from {cross} rows" if cross
-                             else "; no interval up to 1024 rows wholly below 1"))
-    claim_record.table(Int8Linear(
-        {r: Ratio(t[str(r)].median, (t[str(r)].ci_low, t[str(r)].ci_high)) for r in ROWS}, cross))
+    table = Int8Linear({r: Ratio(t[str(r)].median, (t[str(r)].ci_low, t[str(r)].ci_high)) for r in ROWS},
+                       cross)
+    claim_record.measured(
+        "{ratios}{crossover}", table,
+        ratios=shown("{key} rows {Ratio.median:.2f} [{Ratio.ci[0]:.2f}, {Ratio.ci[1]:.2f}]", table.ratios),
+        crossover=shown("; int8 pays from {Int8Linear.crossover_rows} rows", table) if cross
+        else shown("; no interval up to {largest} rows wholly below 1", largest=ROWS[-1]))
+    claim_record.table(table)
     benchmark.group = "quant-int8-linear-rows"
     benchmark.pedantic(call(q, inputs(1)), rounds=20, warmup_rounds=2)
     claim_record.conclude(decision)

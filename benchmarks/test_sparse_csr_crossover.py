@@ -24,6 +24,7 @@ from aftertrain import prune as P
 from aftertrain.claims.verdicts import BROKEN, HOLDS, INCONCLUSIVE
 from aftertrain.core.tolerances import CSR_MIN_SPEEDUP
 from aftertrain.experiments.tables import CsrRatio, CsrTable
+from aftertrain.ledger.record import shown
 from aftertrain.timing import Judgement, PairedTiming, RatioRule
 from aftertrain.timing.compare import store_ratios
 
@@ -78,12 +79,13 @@ def test_csr_matmul_crossover_against_dense(benchmark, claim_record):
     for d in decisions.values():
         store_ratios(benchmark, d)
     benchmark.extra_info["crossover"] = cross
-    claim_record.measured("; ".join(f"{s:.1%}: CSR/dense {t[str(s)].median:.3f} "
-                                    f"({t[str(s)].ci_low:.3f}-{t[str(s)].ci_high:.3f})"
-                                    for s in SPARSITIES) + f"; crossover {cross}")
-    claim_record.table(CsrTable(
+    table = CsrTable(
         tuple(CsrRatio(s, t[str(s)].median, (t[str(s)].ci_low, t[str(s)].ci_high)) for s in SPARSITIES),
-        cross))
+        cross)
+    claim_record.measured("{rows}; crossover {CsrTable.crossover}", table,
+                          rows=shown("{CsrRatio.sparsity:.1%}: CSR/dense {CsrRatio.median:.3f} "
+                                     "({CsrRatio.ci[0]:.3f}-{CsrRatio.ci[1]:.3f})", table.rows))
+    claim_record.table(table)
     benchmark.pedantic(sides["0.999"][1], rounds=50, iterations=1)
     for d in decisions.values():  # a broken one first, then an inconclusive one
         if d.verdict == BROKEN:

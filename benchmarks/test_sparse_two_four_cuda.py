@@ -49,6 +49,6 @@ def test_two_four_matmul_beats_dense_on_cuda(claim_record):
     decision = claim_record.ratio(run(lambda: torch.mm(w, x)), run(lambda: torch.mm(sparse, x)),
                                   RatioRule.at_most(1.0), calls=10)
     t = decision.timing
-    claim_record.measured(f"2:4 / dense {t.median:.3f} ({t.ci_low:.3f}-{t.ci_high:.3f}, "
-                          f"{len(t.ratios)} pairs)")
+    claim_record.measured("2:4 / dense {median:.3f} ({ci_low:.3f}-{ci_high:.3f}, {pairs} pairs)",
+                          median=t.median, ci_low=t.ci_low, ci_high=t.ci_high, pairs=len(t.ratios))
     claim_record.conclude(decision)

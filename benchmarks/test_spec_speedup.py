@@ -32,7 +32,7 @@ from aftertrain.experiments import speedup as XU
 from aftertrain.experiments import speedup_rules as SR
 from aftertrain.experiments.speedup import SPEEDUP_CHARS
 from aftertrain.experiments.speedup_rules import BIGRAM, CHEAP, QUANTIZED
-from aftertrain.ledger.record import budget_left, timing_budget, timing_enabled
+from aftertrain.ledger.record import Shown, budget_left, shown, timing_budget, timing_enabled
 from aftertrain.lm.decoding import generate
 from aftertrain.lm.text import encode
 from aftertrain.speculative import drafts as D
@@ -63,10 +63,10 @@ def spec(request, aftertrain_model, named_drafts):
     return {"decisions": decisions, "cpp": cpp}
 
 
-def _fmt(r: XU.SpeedupRow) -> str:
-    return (f"{r.draft} k={r.k}: {r.speedup:.2f} ({r.speedup_min:.2f}~"
-            f"{r.speedup_max:.2f}), predicted {r.predicted:.2f} / with v_k "
-            f"{r.predicted_vk:.2f}")
+def _fmt(rows: XU.SpeedupRow | list[XU.SpeedupRow]) -> Shown:
+    return shown("{SpeedupRow.draft!s} k={SpeedupRow.k}: {SpeedupRow.speedup:.2f} "
+                 "({SpeedupRow.speedup_min:.2f}~{SpeedupRow.speedup_max:.2f}), "
+                 "predicted {SpeedupRow.predicted:.2f} / with v_k {SpeedupRow.predicted_vk:.2f}", rows)
 
 
 def _one_run(aftertrain_model, draft, k=4):
@@ -105,9 +105,9 @@ def test_draft_cost_quantized_near_one_pass_bigram_a_small_fraction(benchmark, c
     article's bigram: 0.004, timed without the loop)."""
     decision, tabs = _judged(claim_record, spec, "S5", benchmark, (aftertrain_model, named_drafts[BIGRAM]))
     claim_record.table(tabs.costs)
-    claim_record.measured(", ".join(f"{r.draft} c={r.c:.3f} ({r.c_low:.3f}~"
-                                    f"{r.c_high:.3f})" for r in tabs.costs)
-                          + f"; target step {tabs.costs[0].target_us:.0f} us")
+    claim_record.measured("{costs}; target step {CostRow.target_us:.0f} us", tabs.costs[0],
+                          costs=shown("{CostRow.draft!s} c={CostRow.c:.3f} ({CostRow.c_low:.3f}~"
+                                      "{CostRow.c_high:.3f})", tabs.costs, sep=", "))
     claim_record.conclude(decision)
 
 
@@ -122,8 +122,8 @@ def test_verification_pass_costs_more_than_a_plain_pass_and_grows_with_k(benchma
     decision, tabs = _judged(claim_record, spec, "X8 cost", benchmark,
                              (aftertrain_model, named_drafts[BIGRAM]))
     claim_record.table(tabs.verify)
-    claim_record.measured(", ".join(f"v_{r.k}={r.v_k:.2f} ({r.v_low:.2f}~"
-                                    f"{r.v_high:.2f})" for r in tabs.verify))
+    claim_record.measured("v_{VerifyRow.k}={VerifyRow.v_k:.2f} ({VerifyRow.v_low:.2f}~"
+                          "{VerifyRow.v_high:.2f})", tabs.verify, sep=", ")
     claim_record.conclude(decision)
 
 
@@ -137,7 +137,7 @@ def test_speedup_table_quantized_drafts_are_slower_than_plain(benchmark, claim_r
     decision, tabs = _judged(claim_record, spec, "S6", benchmark,
                              (aftertrain_model, named_drafts[D.DraftKind.INT8.value]))
     claim_record.table(tabs.speedups)
-    claim_record.measured("; ".join(_fmt(r) for r in tabs.speedups))
+    claim_record.measured("{rows}", rows=_fmt(tabs.speedups))
     claim_record.conclude(decision)
 
 
@@ -159,9 +159,10 @@ def test_bigram_draft_is_faster_than_plain_decoding(benchmark, claim_record, aft
                              (aftertrain_model, named_drafts[BIGRAM]))
     # this judgement may decide at another look than S6's first test: its own figures, labelled
     # so (the report's cell would otherwise list "bigram k=2:" twice with different numbers)
-    claim_record.measured(f"the bigram at this judgement's look {decision.looks}: " + ", ".join(
-        f"k={r.k} {r.speedup:.2f} ({r.speedup_min:.2f}~{r.speedup_max:.2f})"
-        for r in tabs.speedups if r.draft == BIGRAM))
+    claim_record.measured("the bigram at this judgement's look {looks}: {rows}", looks=decision.looks,
+                          rows=shown("k={SpeedupRow.k} {SpeedupRow.speedup:.2f} "
+                                     "({SpeedupRow.speedup_min:.2f}~{SpeedupRow.speedup_max:.2f})",
+                                     [r for r in tabs.speedups if r.draft == BIGRAM], sep=", "))
     claim_record.conclude(decision)
 
 
@@ -176,8 +177,8 @@ def test_speedup_formula_never_underrates_the_measured_speedup(benchmark, claim_
     of the speedup and of c."""
     decision, tabs = _judged(claim_record, spec, "S7", benchmark,
                              (aftertrain_model, named_drafts[D.DraftKind.INT4.value]))
-    claim_record.measured("; ".join(f"{r.draft} k={r.k}: predicted {r.predicted:.2f} "
-                                    f"measured {r.speedup:.2f}" for r in tabs.speedups))
+    claim_record.measured("{SpeedupRow.draft!s} k={SpeedupRow.k}: predicted {SpeedupRow.predicted:.2f} "
+                          "measured {SpeedupRow.speedup:.2f}", tabs.speedups)
     claim_record.conclude(decision)
 
 
@@ -198,8 +199,8 @@ def test_speedup_formula_matches_quantized_drafts_within_0p05(benchmark, claim_r
                              (aftertrain_model, named_drafts[D.DraftKind.INT8.value]))
     quantized = [r for r in tabs.speedups if r.draft in QUANTIZED]
     worst = max(quantized, key=lambda r: abs(r.predicted - r.speedup))
-    claim_record.measured(f"largest |predicted - measured| "
-                          f"{abs(worst.predicted - worst.speedup):.2f} ({_fmt(worst)})")
+    claim_record.measured("largest |predicted - measured| {gap:.2f} ({worst})",
+                          gap=abs(worst.predicted - worst.speedup), worst=_fmt(worst))
     claim_record.conclude(decision)
 
 
@@ -215,11 +216,12 @@ def test_charging_verification_its_cost_fits_the_speedups_better(benchmark, clai
     err_article = sum(abs(r.predicted - r.speedup) for r in rows) / len(rows)
     err_vk = sum(abs(r.predicted_vk - r.speedup) for r in rows) / len(rows)
     gains = SR.fit_gain_sum(SR.fit_rows(SR.Cells(decision.timings, spec["cpp"])))
-    bounds = ("" if gains is None else
-              f"; error sum of v_k + k c minus that of 1 + k c, bounded over the intervals: "
-              f"{gains[0]:.2f} to {gains[1]:.2f}")
-    claim_record.measured(f"mean |error| at the medians: 1 + k c {err_article:.3f}, "
-                          f"v_k + k c {err_vk:.3f}{bounds}")
+    claim_record.measured(
+        "mean |error| at the medians: 1 + k c {err_article:.3f}, v_k + k c {err_vk:.3f}{bounds}",
+        err_article=err_article, err_vk=err_vk,
+        bounds=shown("") if gains is None else shown(
+            "; error sum of v_k + k c minus that of 1 + k c, bounded over the intervals: "
+            "{low:.2f} to {high:.2f}", low=gains[0], high=gains[1]))
     claim_record.conclude(decision)
 
 
@@ -239,8 +241,8 @@ def test_cheap_and_good_draft_beats_the_bigram_and_plain_decoding(benchmark, req
     bigram_best = max((r for r in tabs.speedups if r.draft == BIGRAM),
                       key=lambda r: r.speedup)
     c = {r.draft: r for r in tabs.costs}
-    claim_record.measured(f"best: {_fmt(best)}, c={c[best.draft].c:.3f}; "
-                          f"bigram best: {_fmt(bigram_best)}")
+    claim_record.measured("best: {best}, c={CostRow.c:.3f}; bigram best: {bigram_best}", c[best.draft],
+                          best=_fmt(best), bigram_best=_fmt(bigram_best))
     if request.config.getoption("force_regen"):
         data_regression.check(_record(tabs, best), fullpath=baselines_dir / "spec_speedup.yml")
     claim_record.conclude(decision)

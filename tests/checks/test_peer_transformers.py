@@ -51,8 +51,8 @@ def test_hf_rule_passes_the_statistical_battery(claim_record):
     default battery at 2,000 rounds per case (one call per round; the
     default power is the slow test below)."""
     report = CS.check_rule(adapters.transformers_rule(), n=2000)
-    claim_record.measured(f"HF: {len(report.rows)} checks at n = 2000, "
-                          f"{len(report.failures)} failures")
+    claim_record.measured("HF: {checks} checks at n = 2000, {failures} failures",
+                          checks=len(report.rows), failures=len(report.failures))
     assert report.passed, str(report)
 
 
@@ -65,8 +65,8 @@ def test_hf_rule_passes_the_statistical_battery_at_the_default_power(claim_recor
     start = time.process_time()
     report = CS.check_rule(adapters.transformers_rule())
     cpu = time.process_time() - start
-    claim_record.measured(f"HF: {len(report.rows)} checks at n = {CS.DEFAULT_N}, "
-                          f"{len(report.failures)} failures, {cpu:.1f} CPU s")
+    claim_record.measured("HF: {checks} checks at n = {n}, {failures} failures, {cpu:.1f} CPU s",
+                          checks=len(report.rows), n=CS.DEFAULT_N, failures=len(report.failures), cpu=cpu)
     assert report.passed, str(report)
 
 
@@ -140,8 +140,8 @@ def test_float32_logits_equal_up_to_rounding_often_give_p_below_q_everywhere(cla
     rejection there has probability sum(q - p) per round."""
     pairs = list(_float32_pairs())
     worst = max(r for *_, r in pairs)
-    claim_record.measured(f"{len(pairs)} of 200 shifted float32 pairs have p <= q "
-                                f"everywhere; rejection probability per round up to {worst:.2g}")
+    claim_record.measured("{pairs} of 200 shifted float32 pairs have p <= q everywhere; rejection "
+                          "probability per round up to {worst:.2g}", pairs=len(pairs), worst=worst)
     assert len(pairs) >= 10  # measured: 15 of 200, sum(q - p) median 1.9e-9, max 9.5e-8
 
 
@@ -199,8 +199,8 @@ def test_hf_assisted_generation_follows_the_target_law(claim_record):
         target, draft = tiny_llama(0, 2), tiny_llama(1, 1)
     report = CS.check_generator(adapters.assisted_generate, target, draft, runs=300, ks=(2,),
                                 temperatures=(1.0,), greedy_tokens=10)
-    claim_record.measured(f"HF assisted generation: {len(report.rows)} checks, "
-                          f"{len(report.failures)} failures")
+    claim_record.measured("HF assisted generation: {checks} checks, {failures} failures",
+                          checks=len(report.rows), failures=len(report.failures))
     assert report.passed, str(report)
 
 

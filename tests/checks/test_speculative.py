@@ -52,8 +52,9 @@ def test_kit_catches_every_zoo_variant_at_the_default_settings(variant, claim_re
     """X7. Each bug of the zoo fails the kit's check named in zoo.ZOO at the
     default settings, seed 0 (tools/zoo_rates.py measures 20 seeds)."""
     report = zoo.detect(variant, seed=0)
-    claim_record.measured(f"{variant}: {len(report.failures)} failures of "
-                                f"{len(report.rows)} checks ({zoo.ZOO[variant].caught_by})")
+    claim_record.measured("{variant!s}: {failures} failures of {checks} checks ({caught_by!s})",
+                          variant=variant, failures=len(report.failures), checks=len(report.rows),
+                          caught_by=zoo.ZOO[variant].caught_by)
     assert not report.passed, str(report)
 
 

@@ -19,6 +19,7 @@ from aftertrain import prune as P
 from aftertrain.core import tolerances as TOL
 from aftertrain.experiments import prune as EP
 from aftertrain.experiments.article import ARTICLE
+from aftertrain.ledger.record import shown
 
 UNTRAINED = EP.UNTRAINED_LOSS  # ln(100) = 4.6052, the report's "untrained" line
 
@@ -66,9 +67,9 @@ def test_loss_table_matches_stored_baseline(loss_rows, num_regression, baselines
     claim_record.table(loss_rows)
     """Global / per-layer / random (mean of RANDOM_SEEDS) at 10..90%, ours
     beside the article's; guarded against baselines/prune_loss_table.csv."""
-    claim_record.measured("; ".join(
-        f"{r.sparsity:.0%}: {r.global_:.4f}/{r.layer:.4f}/{r.random:.4f} "
-        f"(article {'/'.join(f'{v:.4f}' for v in ARTICLE_P1[r.sparsity])})" for r in loss_rows))
+    claim_record.measured("{LossRow.sparsity:.0%}: {LossRow.global_:.4f}/{LossRow.layer:.4f}/"
+                          "{LossRow.random:.4f} (article {article[0]:.4f}/{article[1]:.4f}/{article[2]:.4f})",
+                          loss_rows, article=lambda r: ARTICLE_P1[r.sparsity])
     num_regression.check(columns(loss_rows, ["sparsity", "global", "layer", "random"]),
                          fullpath=baselines_dir / "prune_loss_table.csv",
                          default_tolerance={"atol": TOL.LOSS_ATOL, "rtol": 0})
@@ -88,9 +89,8 @@ def test_magnitude_pruning_beats_random_from_10_to_70pct(loss_rows, claim_record
     """Article: at 10, 30, 50 and 70% both magnitude methods lose less than
     random (at 90% all three are past the untrained line and the order turns)."""
     rows = [r for r in loss_rows if r.sparsity <= 0.7]
-    claim_record.measured("; ".join(
-        f"{r.sparsity:.0%}: max(magnitude) {max(r.global_, r.layer):.4f} < random {r.random:.4f}"
-        for r in rows))
+    claim_record.measured("{LossRow.sparsity:.0%}: max(magnitude) {magnitude:.4f} < random "
+                          "{LossRow.random:.4f}", rows, magnitude=lambda r: max(r.global_, r.layer))
     for r in rows:
         assert max(r.global_, r.layer) < r.random, r
 
@@ -104,9 +104,8 @@ def test_random_pruning_table_matches_stored_baseline(random_rows, num_regressio
     """Random pruning at 1..20%, mean / std / min / max over RANDOM_SEEDS
     (5 seeds: the loss depends on which large weights a draw hits; the std
     shows how much), guarded against baselines/prune_random_table.csv."""
-    claim_record.measured("; ".join(
-        f"{r.sparsity:.0%}: {r.mean:.4f} +- {r.std:.4f} (article {ARTICLE_P2[r.sparsity]:.4f})"
-        for r in random_rows))
+    claim_record.measured("{RandomRow.sparsity:.0%}: {RandomRow.mean:.4f} +- {RandomRow.std:.4f} "
+                          "(article {article:.4f})", random_rows, article=lambda r: ARTICLE_P2[r.sparsity])
     claim_record.table(random_rows)
     num_regression.check(columns(random_rows, ["sparsity", "mean", "std", "min", "max"]),
                          fullpath=baselines_dir / "prune_random_table.csv",
@@ -131,8 +130,9 @@ def test_random_pruning_at_5pct_is_worse_than_the_bigram(random_rows_wide, bigra
     grids) where the mean loses to it."""
     first = EP.first_sparsity_above(random_rows_wide, "mean", bigram_loss)
     at5 = next(r for r in random_rows_wide if r.sparsity == 0.05)
-    claim_record.measured(f"random 5% {at5.mean:.4f} (max over seeds {at5.max:.4f}) vs "
-                                f"bigram {bigram_loss:.4f}; first worse at {first} (article 5%)")
+    claim_record.measured("random 5% {RandomRow.mean:.4f} (max over seeds {RandomRow.max:.4f}) vs "
+                          "bigram {bigram:.4f}; first worse at {first} (article 5%)",
+                          at5, bigram=bigram_loss, first=first)
     assert at5.mean > bigram_loss
 
 
@@ -147,7 +147,8 @@ def test_random_pruning_at_20pct_is_closer_to_untrained_than_to_bigram(random_ro
     nearer ln(100) than the bigram, i.e. above their midpoint."""
     at20 = next(r for r in random_rows if r.sparsity == 0.2)
     midpoint = (bigram_loss + UNTRAINED) / 2
-    claim_record.measured(f"random 20% {at20.mean:.4f}; midpoint bigram/untrained {midpoint:.4f}")
+    claim_record.measured("random 20% {RandomRow.mean:.4f}; midpoint bigram/untrained {midpoint:.4f}",
+                          at20, midpoint=midpoint)
     assert at20.mean > midpoint
 
 
@@ -159,7 +160,7 @@ def test_random_pruning_loses_more_with_every_step_of_sparsity(random_rows_wide,
     30% 4.4976, 50% 4.4543): the mean over seeds rises at every step of the
     1..90% grid, so more random pruning always costs more here."""
     means = [r.mean for r in random_rows_wide]
-    claim_record.measured(", ".join(f"{r.sparsity:.0%} {r.mean:.4f}" for r in random_rows_wide))
+    claim_record.measured("{RandomRow.sparsity:.0%} {RandomRow.mean:.4f}", random_rows_wide, sep=", ")
     assert all(a < b for a, b in zip(means, means[1:], strict=False)), means
 
 
@@ -170,7 +171,8 @@ def test_random_pruning_loses_more_with_every_step_of_sparsity(random_rows_wide,
 def test_global_magnitude_beats_per_layer_at_30pct(curve, claim_record):
     """Article: 2.2097 (global) < 2.3893 (per-layer) at 30%."""
     glob, layer = curve(P.Method.GLOBAL, 0.3), curve(P.Method.LAYER, 0.3)
-    claim_record.measured(f"global {glob:.4f} < per-layer {layer:.4f} (article 2.2097 < 2.3893)")
+    claim_record.measured("global {glob:.4f} < per-layer {layer:.4f} (article 2.2097 < 2.3893)",
+                          glob=glob, layer=layer)
     assert glob < layer
 
 
@@ -187,11 +189,10 @@ def test_sparsities_matching_quantization_losses(matching, quant_losses, curve, 
     element than the quantized weights (bits / 8): pruning to the same loss
     never stores as little. Guarded against baselines/prune_matching.csv to
     one grid step (a 1e-5 change of loss can move a crossing by 0.001)."""
-    claim_record.measured("; ".join(
-        f"{b}-bit ({quant_losses[b]:.4f}): {matching[b]:.1%} (article {ARTICLE_P4[b]:.1%})"
-        for b in (8, 6, 4)))
-    claim_record.table([EP.MatchingRow(b, quant_losses[b], matching[b])
-                                                     for b in (8, 6, 4)])
+    rows = [EP.MatchingRow(b, quant_losses[b], matching[b]) for b in (8, 6, 4)]
+    claim_record.measured("{MatchingRow.bits}-bit ({MatchingRow.loss:.4f}): {MatchingRow.sparsity:.1%} "
+                          "(article {article:.1%})", rows, article=lambda r: ARTICLE_P4[r.bits])
+    claim_record.table(rows)
     for b, s in matching.items():
         target = quant_losses[b]
         if s > 0:
@@ -219,9 +220,10 @@ def test_bytes_per_element_table_is_exact(aftertrain_model, claim_record):
     rows = EP.bytes_table(aftertrain_model)
     n, n_rows = 631_808, sum(w.shape[0] for w in P.prunable_weights(aftertrain_model).values())
     article = {r.sparsity: (r.coo, r.bitmask) for r in ARTICLE.p5}
-    claim_record.measured("; ".join(
-        f"{r.sparsity:.0%}: dense {r.dense:.2f} COO {r.coo:.4f} bitmask {r.bitmask:.4f} "
-        f"CSR {r.csr:.4f}" for r in rows) + f"; int8 {EP.int8_bytes_per_element(aftertrain_model)}")
+    claim_record.measured("{rows}; int8 {int8}", int8=EP.int8_bytes_per_element(aftertrain_model),
+                          rows=shown("{BytesRow.sparsity:.0%}: dense {BytesRow.dense:.2f} "
+                                     "COO {BytesRow.coo:.4f} bitmask {BytesRow.bitmask:.4f} "
+                                     "CSR {BytesRow.csr:.4f}", rows))
     claim_record.table(rows)
     for r in rows:
         z = n - round(r.sparsity * n)
@@ -248,8 +250,8 @@ def test_int8_beats_75_and_50pct_sparse_bitmask_at_equal_or_better_compression(
     """Article: int8 4.00x at 2.0280 vs 75% sparse 3.56x at 4.3935 and 50%
     sparse 1.88x at 3.1009. int8 must compress more AND lose less than both."""
     rows = EP.quantization_vs_pruning(curve, quant_losses[8])
-    claim_record.measured("; ".join(f"{r.name}: {r.compression:.2f}x loss {r.loss:.4f}"
-                                          for r in rows))
+    claim_record.measured("{CompressionRow.name!s}: {CompressionRow.compression:.2f}x loss "
+                          "{CompressionRow.loss:.4f}", rows)
     claim_record.table(rows)
     int8, *sparse = rows
     for r in sparse:
@@ -275,8 +277,8 @@ def test_two_four_pruning_loses_more_than_unstructured_50pct(two_four, num_regre
     constraint of groups; the price of the structure: its loss is above
     global 50% (unconstrained). Guarded against baselines/prune_two_four.csv."""
     claim_record.table(two_four)
-    claim_record.measured(f"2:4 {two_four.two_four:.4f}, global 50% {two_four.global_50:.4f}, "
-                                f"per-layer 50% {two_four.layer_50:.4f}")
+    claim_record.measured("2:4 {TwoFour.two_four:.4f}, global 50% {TwoFour.global_50:.4f}, "
+                          "per-layer 50% {TwoFour.layer_50:.4f}", two_four)
     assert two_four.two_four > two_four.global_50
     num_regression.check({k: [v] for k, v in two_four.to_record().items()},
                          fullpath=baselines_dir / "prune_two_four.csv",
@@ -289,7 +291,7 @@ def test_two_four_storage_is_values_plus_2_bit_positions(two_four, claim_record)
     """Regular zeros need less bookkeeping: 2:4 stores 2 + 1/8 bytes per
     element (half the values + 2 bits per kept value), against COO's 4.00 at
     the same 50%; exactly the bitmask's 4(1 - 0.5) + 1/8."""
-    claim_record.measured(f"2:4 {two_four.bytes_two_four} B/elem, bitmask "
-                                f"{two_four.bytes_bitmask}, COO {two_four.bytes_coo}")
+    claim_record.measured("2:4 {TwoFour.bytes_two_four} B/elem, bitmask {TwoFour.bytes_bitmask}, "
+                          "COO {TwoFour.bytes_coo}", two_four)
     assert two_four.bytes_two_four == 2.125 == two_four.bytes_bitmask
     assert two_four.bytes_coo == 4.0

@@ -31,6 +31,7 @@ import torch
 from aftertrain import quant as Q
 from aftertrain.core import tolerances as TOL
 from aftertrain.experiments import quant as EQ
+from aftertrain.ledger.record import Shown, shown
 from aftertrain.quant import Granularity
 from tests.common import sampled_paths as SP
 from tests.common.quant_bugs import (
@@ -56,8 +57,9 @@ def sensitivity(aftertrain_model) -> list[EQ.SensitivityRow]:
     return EQ.sensitivity_table(aftertrain_model, 4, G.PER_CHANNEL)
 
 
-def fmt_row(r: EQ.BitsRow) -> str:
-    return f"{r.bits} bits: per-tensor {r.per_tensor:.4f}, per-channel {r.per_channel:.4f}"
+def fmt_row(rows: EQ.BitsRow | list[EQ.BitsRow]) -> Shown:
+    return shown("{BitsRow.bits} bits: per-tensor {BitsRow.per_tensor:.4f}, "
+                 "per-channel {BitsRow.per_channel:.4f}", rows)
 
 
 # --- Q1 at model level: every 2-D weight, nothing else -----------------------
@@ -111,9 +113,10 @@ def test_int8_loss_within_0p01_of_float32(bits_rows, model_val_loss, claim_recor
     +0.0008). The claim's 0.01 nats is the issue's reading of "nearly free"
     (the third decimal); both granularities."""
     row = bits_rows[8]
-    claim_record.measured(f"float32 {model_val_loss:.4f}; {fmt_row(row)} "
-                                f"({row.per_tensor - model_val_loss:+.4f} / "
-                                f"{row.per_channel - model_val_loss:+.4f})")
+    claim_record.measured("float32 {float32:.4f}; {row} ({per_tensor:+.4f} / {per_channel:+.4f})",
+                          float32=model_val_loss, row=fmt_row(row),
+                          per_tensor=row.per_tensor - model_val_loss,
+                          per_channel=row.per_channel - model_val_loss)
     check_int8_nearly_free(row, model_val_loss)
 
 
@@ -169,12 +172,14 @@ def test_int8_storage_is_the_articles_figures_exactly(aftertrain_model, claim_re
     assert pc["parameters_fp32_bytes"] == 4 * 637_156
     assert pc["parameters_quantized_bytes"] == 631_808 + 4 * 3_784 + 4 * (637_156 - 631_808)
     assert round(100 * cut_pc, 1) == 73.8
-    claim_record.measured(f"{pt['weights']} weights {pt['weights_fp32_bytes'] / MB:.2f} MB -> "
-                    f"{(pt['weight_code_bytes'] + pt['scale_bytes']) / MB:.2f} MB; "
-                    f"{pt['parameters']} params {pt['parameters_fp32_bytes'] / MB:.2f} -> "
-                    f"{pt['parameters_quantized_bytes'] / MB:.2f} MB (per-tensor scales); "
-                    f"per-channel scales {pc['parameters_quantized_bytes'] / MB:.2f} MB, "
-                    f"{100 * cut_pc:.1f}%")
+    claim_record.measured(
+        "{weights} weights {weights_mb:.2f} MB -> {int8_mb:.2f} MB; {parameters} params "
+        "{parameters_mb:.2f} -> {quantized_mb:.2f} MB (per-tensor scales); "
+        "per-channel scales {per_channel_mb:.2f} MB, {cut_pc:.1f}%",
+        weights=pt["weights"], weights_mb=pt["weights_fp32_bytes"] / MB,
+        int8_mb=(pt["weight_code_bytes"] + pt["scale_bytes"]) / MB, parameters=pt["parameters"],
+        parameters_mb=pt["parameters_fp32_bytes"] / MB, quantized_mb=pt["parameters_quantized_bytes"] / MB,
+        per_channel_mb=pc["parameters_quantized_bytes"] / MB, cut_pc=100 * cut_pc)
     claim_record.table({k: EQ.StorageRow(**v) for k, v in figs.items()})
     data_regression.check(figs, fullpath=baselines_dir / "quant_storage.yml")
 
@@ -198,8 +203,8 @@ def test_bits_table_matches_the_stored_baseline(bits_rows, model_val_loss, claim
     4: 2.6380/2.3571; 3: 4.3960/3.4381; 2: 5.7894/6.3112. Ours are guarded
     at 1e-5 (module docstring). Loss rises monotonically as bits fall
     (asserted, both granularities, 8 to 3 bits)."""
-    claim_record.measured(f"float32 {model_val_loss:.4f}; "
-                    + "; ".join(fmt_row(bits_rows[b]) for b in EQ.ARTICLE_BITS))
+    claim_record.measured("float32 {float32:.4f}; {rows}", float32=model_val_loss,
+                          rows=fmt_row([bits_rows[b] for b in EQ.ARTICLE_BITS]))
     claim_record.table(EQ.BitsTable(
         model_val_loss, tuple(bits_rows[b] for b in EQ.ARTICLE_BITS)))
     for g in Granularity:
@@ -223,8 +228,8 @@ def test_down_to_6_bits_within_0p05_of_float32(bits_rows, model_val_loss, claim_
     """Article: "down to 6 bits the loss moves only in the second decimal"
     (6-bit +0.0327 / +0.0115); 0.05 nats is the issue's bound, both
     granularities, at 8 and 6 bits."""
-    claim_record.measured(f"float32 {model_val_loss:.4f}; {fmt_row(bits_rows[8])}; "
-                                f"{fmt_row(bits_rows[6])}")
+    claim_record.measured("float32 {float32:.4f}; {rows}", float32=model_val_loss,
+                          rows=fmt_row([bits_rows[8], bits_rows[6]]))
     for b in (8, 6):
         check_six_bits_hold(bits_rows[b], model_val_loss)
 
@@ -249,7 +254,7 @@ def check_worse_than_bigram(row: EQ.BitsRow, bigram: float, granularities=tuple(
 def test_3_bit_per_tensor_is_worse_than_the_bigram(bits_rows, bigram_loss, claim_record):
     """Article: 3 bits collapses (per-tensor 4.3960 against the bigram's
     2.6501). Asserted: 3-bit per-tensor loss above the bigram's, same split."""
-    claim_record.measured(f"bigram {bigram_loss:.4f}; {fmt_row(bits_rows[3])}")
+    claim_record.measured("bigram {bigram:.4f}; {row}", bigram=bigram_loss, row=fmt_row(bits_rows[3]))
     check_worse_than_bigram(bits_rows[3], bigram_loss, (G.PER_TENSOR,))
 
 
@@ -259,7 +264,7 @@ def test_3_bit_per_tensor_is_worse_than_the_bigram(bits_rows, bigram_loss, claim
     "(article 3.4381 vs 2.6501); our model (float32 1.5539) degrades more gently"))
 def test_3_bit_per_channel_is_worse_than_the_bigram(bits_rows, bigram_loss, claim_record):
     """Article: 3-bit per-channel 3.4381, above the bigram's 2.6501."""
-    claim_record.measured(f"bigram {bigram_loss:.4f}; {fmt_row(bits_rows[3])}")
+    claim_record.measured("bigram {bigram:.4f}; {row}", bigram=bigram_loss, row=fmt_row(bits_rows[3]))
     check_worse_than_bigram(bits_rows[3], bigram_loss, (G.PER_CHANNEL,))
 
 
@@ -267,7 +272,7 @@ def test_3_bit_per_channel_is_worse_than_the_bigram(bits_rows, bigram_loss, clai
 def test_4_bit_per_channel_beats_the_bigram(bits_rows, bigram_loss, claim_record):
     """Article: 4-bit per-channel (2.3571) "barely" beats the bigram (2.6501).
     Asserted: it beats it (by how much is reported: ours by far more)."""
-    claim_record.measured(f"bigram {bigram_loss:.4f}; {fmt_row(bits_rows[4])}")
+    claim_record.measured("bigram {bigram:.4f}; {row}", bigram=bigram_loss, row=fmt_row(bits_rows[4]))
     assert bits_rows[4].per_channel < bigram_loss
 
 
@@ -299,7 +304,7 @@ def check_per_channel_lower(rows: dict[int, EQ.BitsRow], widths) -> None:
 def test_per_channel_has_the_lower_loss_from_8_to_3_bits(bits_rows, claim_record):
     """Article: per-channel is better in loss at 8, 6, 4 and 3 bits
     (2.0280 < 2.0290 ... 3.4381 < 4.3960). A strict order at each width."""
-    claim_record.measured("; ".join(fmt_row(bits_rows[b]) for b in (8, 6, 4, 3)))
+    claim_record.measured("{rows}", rows=fmt_row([bits_rows[b] for b in (8, 6, 4, 3)]))
     check_per_channel_lower(bits_rows, (8, 6, 4, 3))
 
 
@@ -342,9 +347,9 @@ def check_per_channel_reconstructs_better(fig: dict[str, EQ.Reconstruction]) -> 
     assert pc.mean_abs_error < pt.mean_abs_error, fig
 
 
-def fmt_reconstruction(fig: dict[str, EQ.Reconstruction]) -> str:
-    return "; ".join(f"{g} zeroes {100 * f.zero_fraction:.1f}% MAE {f.mean_abs_error:.4f}"
-                     for g, f in fig.items())
+def fmt_reconstruction(fig: dict[str, EQ.Reconstruction]) -> Shown:
+    return shown("{key!s} zeroes {Reconstruction.zero_fraction:.1%} MAE "
+                 "{Reconstruction.mean_abs_error:.4f}", fig)
 
 
 @pytest.mark.claim("Q6")
@@ -354,7 +359,7 @@ def test_2_bit_per_channel_reconstructs_blocks_0_f1_better(f1_reconstruction, cl
     with mean absolute error 0.0519, per-channel 78.1% with 0.0419. Asserted:
     per-channel zeroes fewer and errs less. Figures guarded to 1e-12 absolute
     (a pure function of the stored weights; the mean is taken in double)."""
-    claim_record.measured(fmt_reconstruction(f1_reconstruction))
+    claim_record.measured("{rows}", rows=fmt_reconstruction(f1_reconstruction))
     claim_record.table(f1_reconstruction)
     check_per_channel_reconstructs_better(f1_reconstruction)
     num_regression.check({k: [f.to_record()[k] for f in f1_reconstruction.values()]
@@ -386,7 +391,7 @@ def test_reconstruction_check_catches_a_per_channel_that_ignores_rows(aftertrain
 def test_2_bit_per_channel_loss_on_our_model_is_the_lower(bits_rows, claim_record):
     """As it comes out on our model (the article's flip is the xfail below):
     at 2 bits per-channel still has the lower loss, 3.9503 against 4.0414."""
-    claim_record.measured(fmt_row(bits_rows[2]))
+    claim_record.measured("{row}", row=fmt_row(bits_rows[2]))
     check_per_channel_lower(bits_rows, (2,))
 
 
@@ -401,7 +406,8 @@ def test_2_bit_per_channel_has_the_worse_loss_despite_better_reconstruction(
     """Article: at 2 bits per-channel has the worse loss (6.3112 vs 5.7894)
     although it reconstructs blocks.0.f1 better. Asserted as the article
     states it: better reconstruction (the test above) and worse loss."""
-    claim_record.measured(f"{fmt_row(bits_rows[2])}; {fmt_reconstruction(f1_reconstruction)}")
+    claim_record.measured("{row}; {reconstruction}", row=fmt_row(bits_rows[2]),
+                          reconstruction=fmt_reconstruction(f1_reconstruction))
     check_per_channel_reconstructs_better(f1_reconstruction)
     assert bits_rows[2].per_channel > bits_rows[2].per_tensor, fmt_row(bits_rows[2])
 
@@ -409,8 +415,8 @@ def test_2_bit_per_channel_has_the_worse_loss_despite_better_reconstruction(
 # --- Q7 / Q8: sensitivity, one matrix at a time, and compounding -----------------
 
 
-def fmt_sensitivity(rows: list[EQ.SensitivityRow]) -> str:
-    return ", ".join(f"{r.name} {r.penalty:+.4f}" for r in rows)
+def fmt_sensitivity(rows: list[EQ.SensitivityRow]) -> Shown:
+    return shown("{SensitivityRow.name!s} {SensitivityRow.penalty:+.4f}", rows, sep=", ")
 
 
 def check_embeddings_most_sensitive(rows: list[EQ.SensitivityRow]) -> None:
@@ -439,7 +445,7 @@ def test_sensitivity_table_matches_the_stored_baseline(sensitivity, claim_record
     pos +0.0618, blocks.2.f1 +0.0184, blocks.0.f2 +0.0174, blocks.2.qkv
     +0.0132, ..., least blocks.2.f2 -0.0020. Every row guarded at 1e-5
     (module docstring); the order of names in the next test."""
-    claim_record.measured(fmt_sensitivity(sensitivity))
+    claim_record.measured("{rows}", rows=fmt_sensitivity(sensitivity))
     claim_record.table(sensitivity)
     num_regression.check(
         {"rank": list(range(1, len(sensitivity) + 1)),
@@ -502,7 +508,7 @@ def test_token_embedding_is_the_most_sensitive_matrix_at_4_bits(sensitivity, cla
     """Article: the two embeddings dominate; tok hurts more than five times
     any matrix inside a block (+0.0976 vs +0.0184). Asserted as stated: tok
     first, pos second, tok's penalty > 5 x the largest block matrix's."""
-    claim_record.measured(fmt_sensitivity(sensitivity[:5]))
+    claim_record.measured("{rows}", rows=fmt_sensitivity(sensitivity[:5]))
     check_embeddings_most_sensitive(sensitivity)
 
 
@@ -513,7 +519,7 @@ def test_most_sensitive_matrices_are_the_ones_kept_in_high_precision(sensitivity
     embeddings and the output layer at higher precision because they hurt
     most. Asserted: the two largest 4-bit penalties belong to tok, pos or
     head."""
-    claim_record.measured(fmt_sensitivity(sensitivity[:3]))
+    claim_record.measured("{rows}", rows=fmt_sensitivity(sensitivity[:3]))
     check_edge_matrices_most_sensitive(sensitivity)
 
 
@@ -547,8 +553,8 @@ def test_all_at_once_costs_more_than_the_sum_of_single_penalties(sensitivity, bi
     once costs +0.3299 (per-channel): the errors compound. Asserted: the
     all-at-once penalty exceeds the sum."""
     c = EQ.compounding(sensitivity, bits_rows[4].per_channel - model_val_loss)
-    claim_record.measured(f"sum of penalties {c.sum_of_penalties:+.4f}, all at once "
-                                f"{c.all_at_once:+.4f}, excess {c.excess:+.4f}")
+    claim_record.measured("sum of penalties {Compounding.sum_of_penalties:+.4f}, all at once "
+                          "{Compounding.all_at_once:+.4f}, excess {Compounding.excess:+.4f}", c)
     claim_record.table(c)
     check_penalties_compound(c)
 
@@ -598,9 +604,8 @@ def test_int8_text_parts_from_float32_text_after_a_shared_prefix(aftertrain_mode
     SAMPLED_LOGIT_DIFF); the tie is named in a warning and the live texts,
     another sample, are not compared. Any other difference fails, as a character
     sampled otherwise by more than the bound does."""
-    claim_record.measured(f"parts at character {diverged.position} "
-                                f"(float32 {diverged.float32[:40]!r}, "
-                                f"int8 {diverged.quantized[:40]!r})")
+    claim_record.measured("parts at character {Divergence.position} (float32 {float32!r}, int8 {int8!r})",
+                          diverged, float32=diverged.float32[:40], int8=diverged.quantized[:40])
     claim_record.table(diverged)
     check_parts_after_a_shared_prefix(diverged)
     path = baselines_dir / "quant_q9_divergence.yml"
@@ -689,12 +694,12 @@ def test_no_outlier_channels_in_weights_or_activations(aftertrain_model, activat
     guarded to 1e-6 relative (rows in weight_names order)."""
     weights = EQ.weight_range_ratios(aftertrain_model)
     gap = bits_rows[8].per_tensor - bits_rows[8].per_channel
-    claim_record.measured(f"weights worst {weights.worst:.2f} "
-                                f"median {weights.median:.2f}; "
-                    + "; ".join(f"{k} {a.ratio:.2f} (max {a.max:.2f})"
-                                for k, a in activation_ratios.items())
-                    + f"; 8-bit gap {gap:.4f}")
-    claim_record.table(EQ.Outliers(weights, activation_ratios, gap))
+    outliers = EQ.Outliers(weights, activation_ratios, gap)
+    claim_record.measured("weights worst {WeightRanges.worst:.2f} median {WeightRanges.median:.2f}; "
+                          "{activations}; 8-bit gap {Outliers.int8_granularity_gap:.4f}", weights, outliers,
+                          activations=shown("{key!s} {ActivationPeak.ratio:.2f} "
+                                            "(max {ActivationPeak.max:.2f})", activation_ratios))
+    claim_record.table(outliers)
     check_no_outliers(weights, activation_ratios)
     assert abs(gap) < TOL.INT8_LOSS_MARGIN
     num_regression.check({"ratio": list(weights.matrices.values())},
@@ -761,7 +766,8 @@ def test_3_bits_collapse_below_the_bigram_on_the_overfitted_recipe(overfit_bits,
     """Article: 3-bit per-tensor 4.3960 and per-channel 3.4381, both above the
     bigram's 2.6501. On `overfit` (measured: per-tensor 3.9524, per-channel
     2.6660 against the bigram's 2.5365) both granularities are above it."""
-    claim_record.measured(f"overfit recipe: bigram {bigram_loss:.4f}; {fmt_row(overfit_bits[3])}")
+    claim_record.measured("overfit recipe: bigram {bigram:.4f}; {row}", bigram=bigram_loss,
+                          row=fmt_row(overfit_bits[3]))
     check_worse_than_bigram(overfit_bits[3], bigram_loss)
 
 
@@ -774,7 +780,8 @@ def test_2_bit_loss_and_reconstruction_part_on_the_overfitted_recipe(overfit, ov
     per-channel 4.4898 against per-tensor 4.2077; blocks.0.f1 per-channel
     zeroes 84.0% with MAE 0.0281, per-tensor 98.3% with 0.0338) both hold."""
     fig = EQ.reconstruction_figures(dict(overfit.named_parameters())["blocks.0.f1.weight"], 2)
-    claim_record.measured(f"overfit recipe: {fmt_row(overfit_bits[2])}; {fmt_reconstruction(fig)}")
+    claim_record.measured("overfit recipe: {row}; {reconstruction}", row=fmt_row(overfit_bits[2]),
+                          reconstruction=fmt_reconstruction(fig))
     check_per_channel_reconstructs_better(fig)
     assert overfit_bits[2].per_channel > overfit_bits[2].per_tensor, fmt_row(overfit_bits[2])
 
@@ -787,5 +794,5 @@ def test_embeddings_dominate_the_4_bit_sensitivity_on_the_overfitted_recipe(over
     matrix (+0.0976 against +0.0184). On `overfit` (measured: tok +0.0497,
     pos +0.0148, tok 7.1 times the largest block matrix) the same."""
     rows = EQ.sensitivity_table(overfit)
-    claim_record.measured(f"overfit recipe: {fmt_sensitivity(rows[:4])}")
+    claim_record.measured("overfit recipe: {rows}", rows=fmt_sensitivity(rows[:4]))
     check_embeddings_most_sensitive(rows)

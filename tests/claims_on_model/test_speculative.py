@@ -23,6 +23,7 @@ from aftertrain import speculative as S
 from aftertrain.core.tolerances import LOSS_ATOL_SAME_THREADS, NGRAM_DOC_LOSS_ATOL
 from aftertrain.experiments import speculative as XS
 from aftertrain.experiments import tables as ET
+from aftertrain.ledger.record import Shown, shown
 from aftertrain.lm import ngram as B
 from aftertrain.lm.checkpoint import load_checkpoint
 from aftertrain.lm.decoding import Decoder
@@ -44,10 +45,9 @@ def rows_of(acceptance_rows, kind: D.DraftKind) -> list[XS.AcceptanceRow]:
     return [r for r in acceptance_rows if r.draft == kind.value]
 
 
-def fmt(rows: list[XS.AcceptanceRow]) -> str:
-    return "; ".join(f"{r.draft} k={r.k}: acc {r.acceptance:.3f}, "
-                     f"{r.chars_per_pass:.2f} chars/pass, {r.target_passes} passes"
-                     for r in rows)
+def fmt(rows: list[XS.AcceptanceRow]) -> Shown:
+    return shown("{AcceptanceRow.draft!s} k={AcceptanceRow.k}: acc {AcceptanceRow.acceptance:.3f}, "
+                 "{AcceptanceRow.chars_per_pass:.2f} chars/pass, {AcceptanceRow.target_passes} passes", rows)
 
 
 # --- S3: the drafts -----------------------------------------------------------------
@@ -72,7 +72,7 @@ def test_drafts_are_the_bigram_and_the_8bit_and_4bit_reference(aftertrain_model,
                         if w.dim() == 2 else ref_params[name])
             torch.testing.assert_close(w, expected, rtol=0, atol=0, msg=f"{kind.value} {name}")
     losses = {k.value: val_loss(m) for k, m in speculative_drafts.items()}
-    claim_record.measured(", ".join(f"{k} val loss {v:.4f}" for k, v in losses.items()))
+    claim_record.measured("{key!s} val loss {value:.4f}", losses, sep=", ")
 
 
 @pytest.mark.claim("S3")
@@ -132,8 +132,8 @@ def test_acceptance_table_matches_stored_baseline(acceptance_rows, aftertrain_mo
     SAMPLED_LOGIT_DIFF); the tie is named in a warning, and the row, another
     sample, is not compared. Any other difference fails, as a decision taken otherwise
     by more than the bound does."""
-    claim_record.measured(fmt(r for r in acceptance_rows if r.draft in
-                                    {k.value for k in ARTICLE_DRAFTS} and r.k in (1, 8)))
+    claim_record.measured("{rows}", rows=fmt([r for r in acceptance_rows if r.draft in
+                                              {k.value for k in ARTICLE_DRAFTS} and r.k in (1, 8)]))
     stored = [
         dataclasses.replace(r, acceptance=round(r.acceptance, 4), chars_per_pass=round(r.chars_per_pass, 4),
                             predicted_acceptance=round(r.predicted_acceptance, 4))
@@ -255,9 +255,9 @@ def test_statistics_add_up(acceptance_rows):
 def test_better_draft_has_higher_acceptance_at_every_k(acceptance_rows, claim_record):
     """S4. At each k the 8-bit draft's acceptance exceeds the 4-bit draft's,
     which exceeds the bigram's (the article: 0.896 > 0.653 > 0.290 at k = 1)."""
-    claim_record.measured("; ".join(
-        f"k={k}: " + " > ".join(f"{r.acceptance:.3f}" for kind in ARTICLE_DRAFTS
-                                for r in rows_of(acceptance_rows, kind) if r.k == k) for k in XS.KS))
+    claim_record.measured("k={value}: {acceptances}", XS.KS, acceptances=lambda k: shown(
+        "{AcceptanceRow.acceptance:.3f}",
+        [r for kind in ARTICLE_DRAFTS for r in rows_of(acceptance_rows, kind) if r.k == k], sep=" > "))
     for k in XS.KS:
         acc = [next(r.acceptance for r in rows_of(acceptance_rows, kind) if r.k == k)
                for kind in ARTICLE_DRAFTS]
@@ -273,8 +273,8 @@ def test_acceptance_at_k8_is_below_acceptance_at_k1(acceptance_rows, kind, claim
     200-character run the fall is not monotone step by step (4-bit 0.895 at
     k=1, 0.949 at k=2; 8-bit 0.985 at k=2, 0.994 at k=4)."""
     rows = rows_of(acceptance_rows, kind)
-    claim_record.measured(f"{kind.value}: " + ", ".join(
-        f"k={r.k} {r.acceptance:.3f}" for r in rows))
+    claim_record.measured("{kind!s}: {rows}", kind=kind.value,
+                          rows=shown("k={AcceptanceRow.k} {AcceptanceRow.acceptance:.3f}", rows, sep=", "))
     assert rows[-1].acceptance < rows[0].acceptance, rows
 
 
@@ -284,8 +284,9 @@ def test_chars_per_pass_rises_with_k(acceptance_rows, kind, claim_record):
     """S4. Characters per target pass rise with k = 1, 2, 4, 8 (the article:
     bigram 1.29 -> 1.47, 8-bit 1.89 -> 5.88, 4-bit 1.65 -> 3.77)."""
     rows = rows_of(acceptance_rows, kind)
-    claim_record.measured(f"{kind.value}: " + ", ".join(
-        f"k={r.k} {r.chars_per_pass:.2f}" for r in rows))
+    claim_record.measured("{kind!s}: {rows}", kind=kind.value,
+                          rows=shown("k={AcceptanceRow.k} {AcceptanceRow.chars_per_pass:.2f}", rows,
+                                     sep=", "))
     cpp = [r.chars_per_pass for r in rows]
     assert all(a < b for a, b in zip(cpp, cpp[1:], strict=False)), cpp
 
@@ -333,8 +334,9 @@ def test_truncation_explains_most_of_the_fall_in_acceptance(long_table, kind, cl
     MIN_FALL."""
     rows = rows_of(long_table, kind)
     a1, a8, pred = rows[0].acceptance, rows[-1].acceptance, rows[-1].predicted_acceptance
-    claim_record.measured(f"{kind.value}: k=1 {a1:.3f}; k=8 measured {a8:.3f}, "
-                                f"predicted {pred:.3f} (1,000 characters)")
+    claim_record.measured("{kind!s}: k=1 {k1}; k=8 measured {LongRunRow.acceptance:.3f}, "
+                          "predicted {LongRunRow.predicted_acceptance:.3f} (1,000 characters)", rows[-1],
+                          kind=kind.value, k1=shown("{LongRunRow.acceptance:.3f}", rows[0]))
     claim_record.table(long_table)
     if a1 - a8 < MIN_FALL:
         pytest.skip(f"{kind.value}: acceptance falls only {a1 - a8:.3f} from k=1 to 8: "
@@ -359,7 +361,7 @@ def test_same_seed_gives_same_text_and_statistics(aftertrain_model, speculative_
     a, b, other = run(7), run(7), run(8)
     assert torch.equal(a.tokens, b.tokens) and a.stats() == b.stats()
     assert not torch.equal(a.tokens, other.tokens)
-    claim_record.measured(f"seed 7 twice: identical ({a.target_passes} passes); seed 8 differs")
+    claim_record.measured("seed 7 twice: identical ({passes} passes); seed 8 differs", passes=a.target_passes)
 
 
 # --- bad input ---------------------------------------------------------------------------

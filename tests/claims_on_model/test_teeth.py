@@ -95,7 +95,7 @@ def test_exactness_check_catches_a_broken_sampler(bug, check, claim_record):
     k = 1 (the real test runs 1,500 at k = 1, 2, 4): the bugs move the law
     far more than that sample's noise."""
     assert check_fails(check, zoo.make_rule(bug)), f"{check} check did not catch '{bug}'"
-    claim_record.measured(f"'{bug}' caught by {check}")
+    claim_record.measured("'{bug!s}' caught by {check!s}", bug=bug, check=check)
 
 
 @pytest.mark.claim("X7")
@@ -129,8 +129,8 @@ def test_first_character_check_catches_always_accept_on_the_reference(aftertrain
     broken = CS.check_rule(CS.drawing_uniforms(zoo.make_rule("always accept")),
                            n=XS.S2_SAMPLES, cases=case, alpha=ALPHA, seed=XS.SEED)
     first = {r.check: r for r in broken.rows if r.position == 0}
-    claim_record.measured(f"always accept: TV {first['tv'].tv:.4f} "
-                                f"(bound {first['tv'].tv_threshold:.4f})")
+    claim_record.measured("always accept: TV {tv:.4f} (bound {bound:.4f})",
+                          tv=first["tv"].tv, bound=first["tv"].tv_threshold)
     assert not first["chi-square"].passed and not first["tv"].passed, str(broken)
     shipped = CS.check_rule(lambda p, q, d: S.verify_batch(p, q, d, torch.default_generator),
                             n=XS.S2_SAMPLES, cases=case, alpha=ALPHA, seed=XS.SEED)

@@ -372,9 +372,10 @@ _add(("report.plot:sweep_* | *", "report.plot:recipe_* | *"),
       "tests/report/test_multimodel.py::test_sweep_section_marks_where_each_claim_flips"),
      "the lines and bars against each point's margins from their definitions; thresholds 0 and 5")
 
-# --- the values the tests print in their measured strings --------------------------------------
-# (tests/common/measured.py resolves those that print a row's field, a constant or a label by
-# type; these are the rest: fixtures, locals computed in a test, counts of a check's report)
+# --- the values the tests show in their measured texts -----------------------------------------
+# (tests/common/measured.py resolves the placeholders that name a row's field ({BitsRow.per_tensor}),
+# a label ({kind!s}) or a constant; these are the named values: fixtures, locals computed in a
+# test, counts of a check's report)
 MS = "measured:"
 SPEC_T, QUANT_T, PRUNE_T = "tests/claims_on_model/test_speculative.py", "tests/claims_on_model/test_quant.py", "tests/claims_on_model/test_prune.py"
 GEN_T, KIT_T = "tests/speculative/test_generator.py", "tests/checks/test_speculative.py"
@@ -387,35 +388,34 @@ NO_FIGURE = "no figure: "
 
 def _label(names, why: str) -> None:
     """A placeholder that prints no figure of the project (a parametrized
-    name the typing cannot tell is a str, the test's own CPU seconds): no
-    test, the reason instead, shown in docs/figures.md."""
+    k, the test's own CPU seconds, a text with no measurement): no test,
+    the reason instead, shown in docs/figures.md."""
     for name in ((names,) if isinstance(names, str) else names):
         assert name.startswith(MS), f"only a measured placeholder can be a label: {name}"
         assert name not in CHECKS, f"two entries for {name}"
         CHECKS[name] = Check((), NO_FIGURE + why)
 
 
-_add((f"{MS}{QUANT_T}::* | bigram_loss", f"{MS}{PRUNE_T}::* | bigram_loss"), (BIGRAM_HAND, EVAL_HAND),
+_add((f"{MS}{QUANT_T}::* | bigram", f"{MS}{PRUNE_T}::* | bigram"), (BIGRAM_HAND, EVAL_HAND),
      "the bigram's val loss (the B1 fixture): its law against a hand count; val_loss against a hand float64 mean")
-_add(f"{MS}{QUANT_T}::* | model_val_loss", REFERENCE_LOSS,
+_add(f"{MS}{QUANT_T}::* | float32", REFERENCE_LOSS,
      "the reference's val loss (B1's reference, Q4's float32): val_loss against closed forms")
-_add((f"{MS}{QUANT_T}::test_int8_loss_within_0p01_of_float32 | row.per_tensor - model_val_loss",
-      f"{MS}{QUANT_T}::test_int8_loss_within_0p01_of_float32 | row.per_channel - model_val_loss"),
+_add((f"{MS}{QUANT_T}::test_int8_loss_within_0p01_of_float32 | per_tensor",
+      f"{MS}{QUANT_T}::test_int8_loss_within_0p01_of_float32 | per_channel"),
      (f"{QF}::test_bits_rows_are_the_losses_of_torch_fake_quantized_models", *REFERENCE_LOSS),
      "the 8-bit penalty: a row:BitsRow loss (torch fake-quantized models) minus the float32 loss, "
      "both checked; the difference is written in the test")
 _add([f"{MS}{QUANT_T}::test_int8_storage_is_the_articles_figures_exactly | {e}" for e in (
-    "pt['weights']", "pt['weights_fp32_bytes'] / MB", "(pt['weight_code_bytes'] + pt['scale_bytes']) / MB",
-    "pt['parameters']", "pt['parameters_fp32_bytes'] / MB", "pt['parameters_quantized_bytes'] / MB",
-    "pc['parameters_quantized_bytes'] / MB", "100 * cut_pc")],
+    "weights", "weights_mb", "int8_mb", "parameters", "parameters_mb", "quantized_mb", "per_channel_mb",
+    "cut_pc")],
     f"{QUANT_T}::test_int8_storage_is_the_articles_figures_exactly",
     "hand counts in the test: 631,808 weights, 637,156 parameters, 4 bytes each in float32, one code byte "
     "a weight plus 15 (per-tensor) or 3,784 (per-channel) float32 scales plus the float32 rest; "
     "the per-channel cut 73.8%")
-_add(f"{MS}{PRUNE_T}::test_bytes_per_element_table_is_exact | EP.int8_bytes_per_element(aftertrain_model)",
+_add(f"{MS}{PRUNE_T}::test_bytes_per_element_table_is_exact | int8",
      f"{PRUNE_T}::test_bytes_per_element_table_is_exact",
      "the hand count {values: 1, with_scales: 1 + 4 x 3,784 / 631,808} (one float32 scale per output row)")
-_add(f"{MS}{PRUNE_T}::test_magnitude_pruning_beats_random_from_10_to_70pct | max(r.global_, r.layer)",
+_add(f"{MS}{PRUNE_T}::test_magnitude_pruning_beats_random_from_10_to_70pct | magnitude",
      f"{PF}::test_loss_rows_are_the_losses_of_models_pruned_by_hand",
      "the larger of two row:LossRow losses (each a hand-pruned model's loss), Python's max")
 _add(f"{MS}{PRUNE_T}::test_random_pruning_at_20pct_is_closer_to_untrained_than_to_bigram | midpoint",
@@ -429,17 +429,17 @@ _add((f"{MS}{PRUNE_T}::test_global_magnitude_beats_per_layer_at_30pct | glob",
       f"{MS}{PRUNE_T}::test_global_magnitude_beats_per_layer_at_30pct | layer"),
      f"{PF}::test_loss_rows_are_the_losses_of_models_pruned_by_hand",
      "the loss curve at 30% global / per-layer: the curve's losses against models pruned by hand sorts")
-_add(f"{MS}{SPEC_T}::test_drafts_are_the_bigram_and_the_8bit_and_4bit_reference | v",
+_add(f"{MS}{SPEC_T}::test_drafts_are_the_bigram_and_the_8bit_and_4bit_reference | value",
      (EVAL_HAND, BIGRAM_HAND, f"{SPEC_T}::test_drafts_are_the_bigram_and_the_8bit_and_4bit_reference"),
      "each draft's val loss: val_loss against a hand float64 mean, of drafts the test rebuilds "
      "(the bigram's table, torch-checked fake-quantized weights)")
-_add(f"{MS}{SPEC_T}::test_same_seed_gives_same_text_and_statistics | a.target_passes",
+_add(f"{MS}{SPEC_T}::test_same_seed_gives_same_text_and_statistics | passes",
      "tests/speculative/test_generator.py::test_generator_bookkeeping_and_logits_hold_on_any_run",
      "the generator's passes: passes + accepted = characters on any run, and ceil(n / (k + 1)) "
      "when every draft is accepted")
-_add((f"{MS}{GEN_T}::test_joint_law_of_first_three_symbols_is_the_targets | fit.statistic",
-      f"{MS}{GEN_T}::test_joint_law_of_first_three_symbols_is_the_targets | fit.dof",
-      f"{MS}{GEN_T}::test_joint_law_of_first_three_symbols_is_the_targets | fit.p_value"),
+_add((f"{MS}{GEN_T}::test_joint_law_of_first_three_symbols_is_the_targets | statistic",
+      f"{MS}{GEN_T}::test_joint_law_of_first_three_symbols_is_the_targets | dof",
+      f"{MS}{GEN_T}::test_joint_law_of_first_three_symbols_is_the_targets | p_value"),
      ("tests/test_stats.py::test_chisquare_pooling_matches_a_hand_written_pooling",
       "tests/test_stats.py::test_chisquare_rejects_exactly_beyond_the_closed_form_critical_value"),
      "the kit's chi-square: pooling, statistic, dof and p-value against a hand-written pooling, "
@@ -449,14 +449,14 @@ _add(f"{MS}{GEN_T}::test_verification_logits_equal_plain_decoding_across_window_
      "torch's max |a - b| of the rule's logits and plain decoding's, recomputed in the test; "
      "assert_close bounds the same difference")
 _add((f"{MS}{'tests/claims_on_model/test_teeth.py'}::test_first_character_check_catches_always_accept_on_the_reference"
-      " | first['tv'].tv",
+      " | tv",
       f"{MS}{'tests/claims_on_model/test_teeth.py'}::test_first_character_check_catches_always_accept_on_the_reference"
-      " | first['tv'].tv_threshold"),
+      " | bound"),
      ("tests/test_stats.py::test_empirical_tv_of_known_samples",
       "tests/test_stats_skewed.py::test_tv_threshold_of_a_skewed_null_is_its_mean_plus_the_margin"),
      "the kit's TV of the samples (against known samples) and its threshold (mean of a skewed null "
      "plus sqrt(ln(1/alpha)/(2n)), hand-worked)")
-_add((f"{MS}{GEN_T}::test_greedy_speculative_text_equals_greedy_plain_text | len(D.DraftKind)",),
+_add((f"{MS}{GEN_T}::test_greedy_speculative_text_equals_greedy_plain_text | drafts",),
      f"{SPEC_T}::test_drafts_are_the_bigram_and_the_8bit_and_4bit_reference",
      "the drafts the suite builds: the test rebuilds each of them by hand")
 _add((f"{MS}{'tests/quant/test_primitives.py'}::"
@@ -468,57 +468,50 @@ _add((f"{MS}{'tests/quant/test_primitives.py'}::"
      "by element; the total is the hand count 631,808 x 7 widths x 2 granularities")
 # the kit's reports: "N checks, M failures"
 _add((f"{MS}{'tests/speculative/test_rule.py'}::test_each_emitted_character_follows_p_on_the_kits_battery"
-      " | len(report.failures)", f"{MS}{PEER_T}::* | len(report.failures)",
-      f"{MS}{KIT_T}::test_kit_catches_every_zoo_variant_at_the_default_settings | len(report.failures)"),
+      " | failures", f"{MS}{PEER_T}::* | failures",
+      f"{MS}{KIT_T}::test_kit_catches_every_zoo_variant_at_the_default_settings | failures"),
      ("tests/checks/test_rule_battery.py::test_a_failed_row_is_a_failure_with_or_without_a_detail",),
      "one failure line per failed row (a hand-made report); the tests assert passed (no failure) "
      "or not passed beside the figure")
 _add((f"{MS}{'tests/speculative/test_rule.py'}::test_each_emitted_character_follows_p_on_the_kits_battery"
-      " | len(report.rows)", f"{MS}{PEER_T}::* | len(report.rows)",
-      f"{MS}{KIT_T}::test_kit_catches_every_zoo_variant_at_the_default_settings | len(report.rows)"),
+      " | checks", f"{MS}{PEER_T}::* | checks",
+      f"{MS}{KIT_T}::test_kit_catches_every_zoo_variant_at_the_default_settings | checks"),
      (f"{KIT_T}::test_default_battery_splits_alpha_over_its_tests",
       "tests/checks/test_rule_battery.py::test_the_default_battery_runs_each_test_at_alpha_over_83"),
      "the rows' count against the battery's structure: an outputs row per case, an acceptance "
      "row per drafted position, support, chi-square and TV per position reached; 83 statistical "
      "tests by hand count")
 # timings: the pairs behind a paired timing, the decision's settings
-_add(("measured:benchmarks/test_*.py::* | len(t.ratios)", "measured:benchmarks/test_sparse_two_four_cuda.py::* | t.*"),
+_add(("measured:benchmarks/test_*.py::* | pairs",
+      *(f"measured:benchmarks/test_sparse_two_four_cuda.py::* | {f}" for f in ("median", "ci_low", "ci_high"))),
      PAIRED, PAIRED_HOW + "; the number of pairs is the ratios' count on the fake clock")
-_add("measured:benchmarks/test_quant_fake_speed.py::* | decision.alpha",
+_add("measured:benchmarks/test_quant_fake_speed.py::* | alpha",
      "tests/timing/test_sequential.py::test_each_interval_is_at_alpha_over_looks_times_ratios",
      "the decision's family alpha, split over looks and ratios as the test works out")
-_add(f"{MS}{BENCH_SPEC}::test_bigram_draft_is_faster_than_plain_decoding | decision.looks",
+_add(f"{MS}{BENCH_SPEC}::test_bigram_draft_is_faster_than_plain_decoding | looks",
      ("tests/timing/test_sequential.py::test_look_schedule_doubles",
       "tests/timing/test_sequential.py::test_a_judgement_keeps_its_first_verdict_while_another_needs_more_looks"),
      "the looks taken: the schedule and the stop worked out on fake clocks")
 _add((f"{MS}{BENCH_SPEC}::test_speedup_formula_matches_quantized_drafts_within_0p05 | "
-      "abs(worst.predicted - worst.speedup)",
+      "gap",
       f"{MS}{BENCH_SPEC}::test_charging_verification_its_cost_fits_the_speedups_better | err_article",
       f"{MS}{BENCH_SPEC}::test_charging_verification_its_cost_fits_the_speedups_better | err_vk"),
      f"{UF}::test_speedup_rows_invert_the_ratio_and_apply_both_formulas",
      "|prediction - speedup| of checked row:SpeedupRow figures, its mean over rows written in the test")
-_add((f"{MS}{BENCH_SPEC}::test_charging_verification_its_cost_fits_the_speedups_better | gains[0]",
-      f"{MS}{BENCH_SPEC}::test_charging_verification_its_cost_fits_the_speedups_better | gains[1]"),
+_add((f"{MS}{BENCH_SPEC}::test_charging_verification_its_cost_fits_the_speedups_better | low",
+      f"{MS}{BENCH_SPEC}::test_charging_verification_its_cost_fits_the_speedups_better | high"),
      ("tests/experiments/test_speedup_rules.py::test_fit_gain_sum_of_point_cells_is_the_hand_worked_error_difference",
       "tests/experiments/test_speedup_rules.py::test_fit_gain_range_bounds_the_gain_over_its_box"),
      "the summed gain bounds: exact on hand-worked point cells (0.5); each cell's range against "
      "400 points and the corners of its box")
 
-_label(f"{MS}{SPEC_T}::* | kind.value", "the parametrized draft's name")
-_label(f"{MS}{GEN_T}::* | kind.value", "the parametrized draft's name")
 _label(f"{MS}{GEN_T}::* | k", "the parametrized k, a value of the test's grid")
-_label(f"{MS}{SPEC_T}::test_drafts_are_the_bigram_and_the_8bit_and_4bit_reference | k",
-       "a draft's name (the DraftKind's value)")
-_label((f"{MS}{'tests/claims_on_model/test_teeth.py'}::test_exactness_check_catches_a_broken_sampler | bug",
-        f"{MS}{'tests/claims_on_model/test_teeth.py'}::test_exactness_check_catches_a_broken_sampler | check",
-        f"{MS}{KIT_T}::test_kit_catches_every_zoo_variant_at_the_default_settings | variant"),
-       "the parametrized bug's and check's names")
-_label("measured:benchmarks/test_quant_fake_speed.py::* | 'contains' if holds_1 else 'excludes'",
-       "a word for row:FakeQuantSpeed.holds_1, which is checked")
+_label("measured:benchmarks/test_quant_int8_linear.py::* | key",
+       "the number of rows of each ratio, a value of the benchmark's grid ROWS")
 _label(f"{MS}{PEER_T}::test_hf_rule_passes_the_statistical_battery_at_the_default_power | cpu",
        "the test's own CPU seconds (time.process_time), how long the battery took; not a figure "
        "of a model or a claim")
-_add((f"{MS}{PEER_T}::test_float32_logits_equal_up_to_rounding_often_give_p_below_q_everywhere | len(pairs)",
+_add((f"{MS}{PEER_T}::test_float32_logits_equal_up_to_rounding_often_give_p_below_q_everywhere | pairs",
       f"{MS}{PEER_T}::test_float32_logits_equal_up_to_rounding_often_give_p_below_q_everywhere | worst"),
      f"{PEER_T}::test_float32_logits_equal_up_to_rounding_often_give_p_below_q_everywhere",
      "a property of torch's float32 softmax computed in the test itself (no project code in it): "

@@ -13,11 +13,12 @@ A *figure* is a number that reaches one of the three places a reader sees:
   a column with a digit in any cell), every labelled series of every plot
   (``report.plot:<name> | <label>``) and every line of prose with a decimal
   figure (``report.text:<its words before the first digit>``);
-- the tests' ``claim_record.measured(...)`` strings, which the report's
-  "ours" column shows as they are: every value an f-string formats into one,
-  ``measured:<test file>::<function> | <expression>``
-  (:mod:`tests.common.measured` enumerates them and resolves those that
-  print a row's field; the rest need an entry like any other figure).
+- the tests' ``claim_record.measured(...)`` texts, which the report's
+  "ours" column shows as they are: every placeholder of their templates,
+  ``measured:<test file>::<function> | <placeholder>``
+  (:mod:`tests.common.measured` reads them from the calls; a placeholder
+  that names a row's field is covered by its entry, a label or a constant
+  needs none, a named value needs an entry like any other figure).
 
 Nothing here is listed by hand: a new field, table, column, series or line
 appears in :func:`enumerate_figures` by itself, and
@@ -202,8 +203,8 @@ def _placeholders(root: Path):
 
 
 def measured_figures(root: Path = ROOT) -> list[str]:
-    """``measured:<file>::<function> | <expression>`` for every formatted
-    value of every ``claim_record.measured`` string under tests/ and benchmarks/."""
+    """``measured:<file>::<function> | <placeholder>`` for every placeholder
+    of every ``claim_record.measured`` template under tests/ and benchmarks/."""
     return [p.figure for p in _placeholders(root)]
 
 
@@ -287,12 +288,12 @@ def markdown(figures: list[str], checks: dict, resolved: dict | None = None) -> 
             "`tests/common/figures.py` enumerates the figures (the numeric fields of every row "
             "type in `aftertrain.experiments.tables.SPECS`, the ledger's run metadata, the "
             "columns, plot series and prose figures of the report rendered from the committed "
-            "ledgers, every value formatted into a test's `claim_record.measured` string), "
+            "ledgers, every placeholder of a test's `claim_record.measured` template), "
             "`tests/common/figure_checks.py` maps each to the tests that compute it "
-            "independently; a measured value that prints a row's field (by the rules of "
-            "`tests/common/measured.py`) is covered by that field's entry. "
+            "independently; a measured placeholder that names a row's field (read from the call "
+            "by `tests/common/measured.py`) is covered by that field's entry. "
             "`tests/meta/test_figures.py` fails when this file is stale, when a "
             "figure has no entry, when an entry matches no figure or names a test that does "
             "not exist.", "", f"{len(figures)} figures, {len(resolved)} of them measured values "
-            "resolved by their code (a row's field, a constant, a label, a helper's parts).", ""]
+            "resolved by their call (a row's field, a constant, a label, a text of shown(...)).", ""]
     return "\n".join(head) + markdown_table(["figure", "tests", "how"], rows) + "\n"

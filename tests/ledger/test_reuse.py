@@ -41,7 +41,7 @@ def test_free(claim_record):
 @pytest.mark.claim("S1")
 def test_reads_the_model(model_identity, claim_record):
     ran("test_reads_the_model", model_identity.name)
-    claim_record.measured(f"model figure of {model_identity.name}")
+    claim_record.measured("model figure of {name!s}", name=model_identity.name)
 
 
 @pytest.mark.claim("Q1")

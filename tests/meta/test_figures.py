@@ -111,44 +111,37 @@ def test_report_enumeration_catches_a_new_column_plot_and_line():
 
 _NEW_TEST = '''
 from aftertrain.experiments import speculative as XS
+from aftertrain.ledger.record import Shown, shown
 
 SCALE = 100
+ARTICLE = {1: 0.9}
 threshold = compute_threshold()
 
 
-def fmt(r: XS.AcceptanceRow) -> str:
-    return f"{r.draft} {r.acceptance:.3f}"
-
-
-def test_other(claim_record, reference):
-    ks = compute(reference)
-    claim_record.measured(", ".join(f"{k}" for k in (1, 2)) + ", ".join(f"{k}" for k in ks))
-
-
-def test_third(claim_record, reference):
-    ks = compute(reference)
-    claim_record.table([XS.AcceptanceRow("d", k, 1, 1, 1, 1.0, 1.0, 1.0) for k in (1, 2)])
-    claim_record.measured(", ".join(f"{k}" for k in ks))
+def fmt(r: XS.AcceptanceRow) -> Shown:
+    return shown("{AcceptanceRow.draft!s} {AcceptanceRow.acceptance:.3f}", r)
 
 
 def test_new(claim_record, reference):
     x = compute(reference)
     r = XS.acceptance_table(reference, {})[0]
-    s = XS.acceptance_table(reference, {})[0]
-    s = compute(reference)
-    u = helper_without_hints(reference)
     GAP = x - 1
     ks = compute(reference)
-    text = f"{x:.2f} {u.mean:.1f}"
-    claim_record.table([XS.AcceptanceRow("d", k, 1, 1, 1, 1.0, 1.0, 1.0) for k in (1, 2)])
-    claim_record.measured(f"ratio {x:.3f}; {r.acceptance:.3f} {SCALE * r.chars_per_pass:.1f}; "
-                          f"{s.acceptance}; {u.acceptance}; {GAP}; {SCALE}; {r.draft}; "
-                          f"{threshold}; {XS.seed_of_the_day}; {x * r.acceptance}; "
-                          + "; ".join(f"k={k}" for k in (1, 2)) + "; "
-                          + "; ".join(f"k={k}" for k in (1, 2, 3)) + f"{fmt(r)}")
-    claim_record.measured(", ".join(f"{k}" for k in (1, 2)))
+    text = f"{x:.2f}"
+    row = fmt(r)
+    claim_record.measured(
+        "ratio {x:.3f}; {AcceptanceRow.acceptance:.3f} {AcceptanceRow.chars_per_pass:.1f}; {GAP}; "
+        "{SCALE}; {AcceptanceRow.draft!s}; {threshold}; {seed}; {label!s}; {built!s}; {parts}; "
+        "{local_parts}; {article}; {either}; {nowhere}", r,
+        x=x, GAP=GAP, SCALE=SCALE, threshold=threshold, seed=XS.seed_of_the_day, label=r.draft,
+        built=f"{x:.2f}", parts=fmt(r), local_parts=row, article=lambda r: ARTICLE[r.k],
+        either=shown("{x:.1f}", x=x) if x else shown("none"))
+    claim_record.measured("{value}", ks)
+    claim_record.measured("k={value}", XS.KS)
     claim_record.measured(text)
+    claim_record.measured(f"{x:.3f}")
     claim_record.measured(build(x))
+    claim_record.measured("{x}", **values)
     claim_record.measured("loss 2.0272, written by hand")
     claim_record.measured("no number here")
 '''
@@ -163,46 +156,53 @@ def _new_placeholders():
 
 @pytest.mark.teeth
 def test_measured_inventory_catches_a_new_placeholder_with_no_entry(figures, nodes, resolved):
-    """A test file whose measured string formats a local computed in the
-    test: the placeholder is a figure, and it has no entry."""
+    """A test file whose measured text shows a local computed in the test:
+    the placeholder is a figure, and it has no entry."""
     new = _new_placeholders()
     assert new["test_new | x"].kind == ""
     figure = "measured:tests/x/test_new.py::test_new | x"
     problems = F.inventory_problems([*figures, figure], CHECKS, nodes, resolved)
     assert problems == [f"{figure}: no entry in tests/common/figure_checks.py"]
-    # a string built elsewhere and passed whole is one figure, and so is a
-    # literal with a digit; an f-string assigned to a local shows its placeholders
-    assert new["test_new | build(x)"].kind == ""
-    assert new["test_new | 'loss 2.0272, written by hand'"].kind == ""
-    assert new["test_new | u.mean"].kind == ""
-    assert not any("no number here" in k or "| text" in k for k in new)
+    # a template built elsewhere (a name, an f-string, a call) and passed whole is one figure,
+    # and so is a literal with a digit and no placeholder, and **values; a text with no number is none
+    for name in ("text", "f'{x:.3f}'", "build(x)", "**values", "'loss 2.0272, written by hand'"):
+        assert new[f"test_new | {name}"].kind == "", name
+    assert not any("no number here" in k for k in new)
 
 
 @pytest.mark.teeth
 def test_measured_resolution_catches_a_local_posing_as_a_field():
-    """Only what the code declares resolves: a row read through a typed
-    call, an annotated helper, a constant and the table's own loop resolve;
-    a name bound twice (a typed binding first), a call of an unannotated
-    function, a name the test assigns in UPPER_CASE, a lower-case module
-    name and a loop variable of another loop do not."""
+    """Only what the call names resolves: a row's field by its type's name,
+    a label, a constant of the module, a text of shown(...) (its own
+    placeholders listed); a name the test assigns in UPPER_CASE, a
+    lower-case module name, a label the test builds with an f-string, a
+    local bound to a shown text and an element of a local collection do not."""
     new = _new_placeholders()
     resolved = {k: (p.kind, p.link) for k, p in new.items()}
-    assert resolved["test_new | r.acceptance"] == ("field", "row:AcceptanceRow.acceptance")
-    assert resolved["test_new | SCALE * r.chars_per_pass"] == ("field", "row:AcceptanceRow.chars_per_pass")
-    assert resolved["fmt | r.acceptance"] == ("field", "row:AcceptanceRow.acceptance")
-    assert resolved["test_new | r.draft"][0] == "text"
+    assert resolved["test_new | AcceptanceRow.acceptance"] == ("field", "row:AcceptanceRow.acceptance")
+    assert resolved["test_new | AcceptanceRow.chars_per_pass"] == ("field",
+                                                                   "row:AcceptanceRow.chars_per_pass")
+    assert resolved["fmt | AcceptanceRow.acceptance"] == ("field", "row:AcceptanceRow.acceptance")
+    assert resolved["fmt | AcceptanceRow.draft"][0] == "text"
+    assert resolved["test_new | AcceptanceRow.draft"][0] == "text"
+    assert resolved["test_new | label"][0] == "text"
     assert resolved["test_new | SCALE"][0] == "constant"
-    assert resolved["test_new | fmt(r)"][0] == "parts"
-    # k bound by the table's loop `for k in (1, 2)` is the row's k, and by a literal grid a
-    # constant; bound once more by a loop over a local, the same expression is unresolved
-    assert resolved["test_new | k"] == ("table", "row:AcceptanceRow.k")
-    assert resolved["test_other | k"] == ("", "")
-    # the table's `for k in (1, 2)` does not cover a k of the test's own loop over a local
-    assert resolved["test_third | k"] == ("", "")
-    for name in ("s.acceptance", "u.acceptance", "GAP", "x", "threshold", "XS.seed_of_the_day",
-                 "x * r.acceptance"):
+    assert resolved["test_new | article"][0] == "constant"
+    assert resolved["test_new | parts"][0] == "parts"
+    assert resolved["test_new | either"][0] == "parts"
+    assert resolved["test_new | value"] == ("", "")  # {value} of ks, a local, and of XS.KS: once unresolved
+    for name in ("GAP", "x", "threshold", "seed", "built", "local_parts", "nowhere"):
         assert resolved[f"test_new | {name}"] == ("", ""), name
+    constant = measured_of('def test_k(claim_record):\n    claim_record.measured("k={value}", XS.KS)\n')
+    assert constant == {"test_k | value": "constant"}
 
+
+def measured_of(source: str) -> dict[str, str]:
+    from tests.common.measured import measured_placeholders
+
+    header = "from aftertrain.experiments import speculative as XS\n"
+    return {p.figure.removeprefix("measured:tests/x/test_k.py::"): p.kind
+            for p in measured_placeholders(F.ROOT, {"tests/x/test_k.py": header + source})}
 
 
 @pytest.mark.teeth
@@ -238,6 +238,6 @@ def test_sign_check_catches_a_plus_written_before_a_signed_value():
     from tests.common.measured import sign_slips
 
     source = ('def test_x(claim_record):\n'
-              '    claim_record.measured(f"penalty +{d:.4f}, excess {e:+.4f}, a+b {n}")\n')
+              '    claim_record.measured("penalty +{d:.4f}, excess {e:+.4f}, a+b {n}", d=d, e=e, n=n)\n')
     slips = sign_slips({"tests/x/test_x.py": source})
     assert len(slips) == 1 and slips[0].startswith("tests/x/test_x.py:2: ")

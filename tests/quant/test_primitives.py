@@ -197,8 +197,9 @@ def test_fake_quantize_equals_pytorch_on_reference_weights_but_for_exact_ties(af
             for g in Granularity:
                 apart += check_agrees_with_pytorch(p.detach(), bits, g)
                 total += p.numel()
-    claim_record.measured(f"{apart} of {total} element-quantizations differ from PyTorch's "
-                                f"(division vs reciprocal at exact ties), each by one step")
+    claim_record.measured("{apart} of {total} element-quantizations differ from PyTorch's "
+                          "(division vs reciprocal at exact ties), each by one step",
+                          apart=apart, total=total)
     assert total == 631_808 * 7 * 2  # the 15 weights' elements, 7 widths, 2 granularities
     assert apart < total * TOL.TORCH_TIE_FRACTION
 

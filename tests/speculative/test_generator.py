@@ -24,6 +24,7 @@ from hypothesis import given
 from aftertrain import speculative as S
 from aftertrain.core.tolerances import LOGITS_ATOL
 from aftertrain.experiments import speculative as XS
+from aftertrain.ledger.record import shown
 from aftertrain.lm import decoding as DEC
 from aftertrain.lm.decoding import probabilities
 from aftertrain.lm.text import encode
@@ -55,8 +56,8 @@ def test_joint_law_of_first_three_symbols_is_the_targets(k, claim_record):
     q at another temperature fails this (tests/claims_on_model/test_teeth.py)."""
     report = joint_law_report(shipped_generate, k, runs=JOINT_RUNS)
     fit = next(r for r in report.rows if r.check == "chi-square")
-    claim_record.measured(f"k={k}: chi2 {fit.statistic:.1f} on {fit.dof} dof, "
-                                f"p-value {fit.p_value:.3g}")
+    claim_record.measured("k={k}: chi2 {statistic:.1f} on {dof} dof, p-value {p_value:.3g}",
+                          k=k, statistic=fit.statistic, dof=fit.dof, p_value=fit.p_value)
     assert report.passed, str(report)
 
 
@@ -86,7 +87,7 @@ def test_greedy_speculative_text_equals_greedy_plain_text(aftertrain_model, spec
     validation prompt equal plain greedy decoding's, character for character
     (a greedy run crosses the window moves at 129 and 193 characters)."""
     assert greedy_mismatches(aftertrain_model, speculative_drafts) == []
-    claim_record.measured(f"{len(D.DraftKind)} drafts x k {XS.KS}: identical to greedy")
+    claim_record.measured("{drafts} drafts x k {ks}: identical to greedy", drafts=len(D.DraftKind), ks=XS.KS)
 
 
 def plain_logits(model, tokens: torch.Tensor, prompt_length: int) -> torch.Tensor:
@@ -120,7 +121,8 @@ def test_verification_logits_equal_plain_decoding_across_window_moves(aftertrain
     expected = plain_logits(aftertrain_model, r.tokens, r.prompt_length)
     assert r.target_logits.shape == expected.shape == (XS.N_NEW, 100)
     diff = float((r.target_logits - expected).abs().max())
-    claim_record.measured(f"{kind.value} k={k}: max |logit diff| {diff:.2e} over 200 positions")
+    claim_record.measured("{kind!s} k={k}: max |logit diff| {diff:.2e} over 200 positions",
+                          kind=kind.value, k=k, diff=diff)
     torch.testing.assert_close(r.target_logits, expected, rtol=0, atol=LOGITS_ATOL)
 
 
@@ -141,10 +143,11 @@ def test_first_character_law_is_the_targets_with_bigram_and_4bit_drafts(first_to
     the TV distance stays under the McDiarmid bound of direct sampling at
     alpha 1e-6 (stats.tv_threshold). The article's figures: bigram 0.0158,
     4-bit 0.0095, direct 0.0134."""
-    claim_record.measured("; ".join(
-        f"{r.draft} TV {r.tv:.4f} (chi2 p {r.chi2_pvalue:.3g})" for r in first_token_rows)
-        + f"; direct draw TV {first_token_rows[0].direct_tv:.4f}, null median "
-          f"{first_token_rows[0].null_median:.4f}, q99 {first_token_rows[0].null_q99:.4f}")
+    claim_record.measured("{rows}; direct draw TV {FirstTokenRow.direct_tv:.4f}, null median "
+                          "{FirstTokenRow.null_median:.4f}, q99 {FirstTokenRow.null_q99:.4f}",
+                          first_token_rows[0], rows=shown("{FirstTokenRow.draft!s} TV {FirstTokenRow.tv:.4f} "
+                                                          "(chi2 p {FirstTokenRow.chi2_pvalue:.3g})",
+                                                          first_token_rows))
     claim_record.table(first_token_rows)
     for row in first_token_rows:
         assert row.chi2_pvalue >= ALPHA, row

@@ -64,8 +64,8 @@ def test_each_emitted_character_follows_p_on_the_kits_battery(claim_record):
     position law, TV and acceptance rate passes (83 tests, alpha 1e-6 in
     all)."""
     report = CS.check_rule(shipped_rule, alpha=ALPHA, seed=1)
-    claim_record.measured(f"{len(report.rows)} checks of the default battery, "
-                                f"{len(report.failures)} failures")
+    claim_record.measured("{checks} checks of the default battery, {failures} failures",
+                          checks=len(report.rows), failures=len(report.failures))
     assert report.passed, str(report)
 
 

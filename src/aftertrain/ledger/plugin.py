@@ -180,7 +180,7 @@ def pytest_make_collect_report(collector: pytest.Collector):
 @pytest.fixture
 def claim_record(request: pytest.FixtureRequest) -> ClaimRecord:
     """What a test reports to the claims ledger: figures
-    (``claim_record.measured(text)``), tables (``claim_record.table(rows)``,
+    (``claim_record.measured(template, *rows, **values)``), tables (``claim_record.table(rows)``,
     the name that of the rows' type: :mod:`aftertrain.claims.tables`) and timing decisions
     (``claim_record.decide(...)``, ``claim_record.conclude(decision)``)."""
     return ClaimRecord(request.node, request.config)

@@ -1,17 +1,21 @@
 """``ClaimRecord``: the type of the ``claim_record`` fixture.
 
 A test reports to the claims ledger through it, never through strings:
-figures, tables (rows whose type names the table: :mod:`aftertrain.claims.tables`)
-and timing decisions.
+figures (:meth:`ClaimRecord.measured`, a template whose placeholders name the
+figures they show: :func:`shown`), tables (rows whose type names the table:
+:mod:`aftertrain.claims.tables`) and timing decisions.
 Everything goes into the test's ``user_properties``, so it reaches the
 ledger under pytest-xdist too.
 """
 
 from __future__ import annotations
 
+import enum
+import numbers
 import os
+import string
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 import pytest
@@ -71,6 +75,139 @@ def timing_budget(config: pytest.Config) -> float:
     return budget / 3 if os.environ.get("AFTERTRAIN_QUICK") == "1" else budget
 
 
+class Shown(str):
+    """A text of figures written by :func:`shown`; :attr:`figures` names
+    what its placeholders showed (``row:<RowType>.<field>`` or
+    ``value:<name>``), in order, each once."""
+
+    figures: tuple[str, ...] = ()
+
+
+_NUMBER = numbers.Real
+_FORMATTER = string.Formatter()
+
+
+def _parse(template: str) -> list[tuple[str, str | None, str, str | None]]:
+    try:
+        parts = list(_FORMATTER.parse(template))
+    except ValueError as exc:
+        raise ValueError(f"template must be a format string, got {template!r}: {exc}") from None
+    for _, name, spec, _ in parts:
+        if name is not None and (not name or "{" in spec):
+            raise ValueError(f"template {template!r}: each placeholder names its figure "
+                             f"({{RowType.field}} or {{name}}), without nested fields")
+    return parts
+
+
+def _figure(name: str, value: object, conversion: str | None, template: str, named: bool) -> str | None:
+    """The figure a placeholder shows (None for a label), after checking
+    that its value is of the kind the template says."""
+    if conversion in ("s", "r"):
+        if not isinstance(value, enum.Enum) and (not isinstance(value, str) or isinstance(value, Shown)):
+            raise ValueError(f"template {template!r}: {{{name}!{conversion}}} is a label and "
+                             f"takes a str or an Enum member, got {value!r}")
+        return None
+    if isinstance(value, Shown):
+        return ""
+    items = (value.values() if isinstance(value, Mapping)
+             else value if isinstance(value, tuple) else (value,))
+    if not all(v is None or isinstance(v, _NUMBER) for v in items):
+        raise ValueError(f"template {template!r}: {{{name}}} shows a figure and takes a number "
+                         f"(a tuple or dict of numbers, or None), a text of shown(...), or a "
+                         f"label written {{{name}!s}}; got {value!r}")
+    head = _head(name)
+    if named:
+        return f"value:{head}"
+    return f"row:{head}.{_head(name[len(head) + 1:])}"
+
+
+def _head(name: str) -> str:
+    """``CsrRatio.ci[0]`` -> ``CsrRatio``; ``ci[0]`` -> ``ci``."""
+    return name.split(".", 1)[0].split("[", 1)[0]
+
+
+def shown(template: str, /, *rows: object, sep: str = "; ", **values: object) -> Shown:
+    """A text of figures: ``template`` (a literal :meth:`str.format` string)
+    with each placeholder naming what it shows, so the figure inventory reads
+    the figures from the call (``tests/common/measured.py``):
+
+    - ``{RowType.field:.4f}``: a field of a row given in ``rows`` (a
+      :class:`aftertrain.claims.tables.TableRow`, bound by its type's name;
+      ``{CsrRatio.ci[0]}`` indexes a field);
+    - ``{name:.4f}``: the named value ``name=...`` (a number, a tuple or
+      dict of numbers, or None); ``{name}`` may also be a text of
+      :func:`shown` (its own figures);
+    - ``{name!s}`` or ``{name!r}``: a label (a str or an Enum member; a
+      number is refused).
+
+    At most one element of ``rows`` may be a collection (a list, tuple,
+    generator or dict): the template is written once per element, joined
+    with ``sep``, a row bound by its type's name, anything else as
+    ``{value}`` (a dict also binds each key as ``{key}``); a single row is
+    bound in every one, and a callable value is called with the element.
+    ``ValueError`` naming the placeholder when a value is missing or of the
+    wrong kind."""
+    if not isinstance(template, str):
+        raise ValueError(f"template must be a str, got {template!r}")
+    if not isinstance(sep, str):
+        raise ValueError(f"sep must be a str, got {sep!r}")
+    parts = _parse(template)
+    fixed, each = _bind(rows)
+    figures: list[str] = []
+    texts = [_write(template, parts, {**fixed, **bound}, values, item, figures) for item, bound in each]
+    text = Shown(sep.join(texts))
+    text.figures = tuple(figures)
+    return text
+
+
+def _bind(rows: tuple[object, ...]) -> tuple[dict[str, object], list[tuple[object, dict[str, object]]]]:
+    """The single rows by their type's name, and per element of the one
+    collection what it binds (one empty binding when there is none)."""
+    fixed: dict[str, object] = {}
+    each: list[tuple[object, dict[str, object]]] | None = None
+    for arg in rows:
+        if isinstance(arg, TableRow):
+            fixed[type(arg).__name__] = arg
+            continue
+        if each is not None or isinstance(arg, (str, bytes)) or not isinstance(arg, Iterable):
+            raise ValueError(f"rows must be rows (TableRow) and at most one collection, "
+                             f"got {arg!r}")
+        items = arg.items() if isinstance(arg, Mapping) else ((None, r) for r in arg)
+        each = []
+        for key, item in items:
+            bound = {type(item).__name__: item} if isinstance(item, TableRow) else {"value": item}
+            each.append((item, bound | ({} if key is None else {"key": key})))
+    return fixed, [(None, {})] if each is None else each
+
+
+def _write(template: str, parts: list, names: dict[str, object], values: dict[str, object],
+           item: object, figures: list[str]) -> str:
+    """The template written once (``item``: the collection's element, passed
+    to a callable value); the figures it shows are added to ``figures``."""
+    out = []
+    for literal, name, spec, conversion in parts:
+        out.append(literal)
+        if name is None:
+            continue
+        head = _head(name)
+        if head in values:
+            value = values[head]
+            names[head] = value(item) if callable(value) else value
+        try:
+            value = _FORMATTER.get_field(name, (), names)[0]
+        except (KeyError, AttributeError, IndexError, TypeError) as exc:
+            given = sorted({*names, *values})
+            raise ValueError(f"template {template!r}: no value for {{{name}}} ({exc!r}); "
+                             f"given {given}") from None
+        figure = _figure(name, value, conversion, template, head in values or head in ("key", "value"))
+        if figure and figure not in figures:
+            figures.append(figure)
+        if isinstance(value, Shown):
+            figures += [f for f in value.figures if f not in figures]
+        out.append(format(_FORMATTER.convert_field(value, conversion), spec))
+    return "".join(out)
+
+
 def record_not_run(node: pytest.Item, part: Part, reason: str) -> None:
     """Name a part of ``node``'s claims that did not run (e.g. the baseline
     comparison, for a model with no stored baselines); the claim's verdict is
@@ -89,11 +226,16 @@ class ClaimRecord:
         self._node = node
         self._config = config
 
-    def measured(self, text: str) -> None:
-        """A measured figure, shown next to the claim's verdict."""
-        if not isinstance(text, str) or not text:
-            raise ValueError(f"text must be a non-empty str, got {text!r}")
-        self._node.user_properties.append((MEASURED_PROPERTY, text))
+    def measured(self, template: str, /, *rows: object, sep: str = "; ", **values: object) -> None:
+        """Measured figures, shown next to the claim's verdict as the text
+        ``shown(template, *rows, sep=sep, **values)`` writes (:func:`shown`:
+        each placeholder names the row field or value it shows). A template
+        with no placeholder is a text with no figure."""
+        text = shown(template, *rows, sep=sep, **values)
+        if not text:
+            raise ValueError(f"template must write a non-empty text, got {template!r} "
+                             f"with rows {rows!r}")
+        self._node.user_properties.append((MEASURED_PROPERTY, str(text)))
 
     def table(self, table: TableRow | list[TableRow] | dict[str, TableRow]) -> None:
         """A table of figures for the report: one row, a list of rows or a
