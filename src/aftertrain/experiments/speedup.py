@@ -55,7 +55,8 @@ SPEEDUP_KS = (2, 4, 8)
 SPEEDUP_CHARS = 30
 #: Calls per timing of a cost step. One: a plain step (~0.75 ms idle) and a
 #: verification pass are hundreds of timer ticks, and a table draft's
-#: character (~4 us) still ~40 of ``perf_counter``'s 0.1 us; one call keeps
+#: character (1.3-1.9 us warm, several us right after a forward with cold
+#: caches: docs/speculative.md) still 13 or more of ``perf_counter``'s 0.1 us; one call keeps
 #: each timing under a scheduler slice (:func:`aftertrain.timing.paired_timing`'s
 #: note), where 5 calls (3.75 ms a side) left the cost decision no first look
 #: within its 40 s at load 10 on 2 cores.
