@@ -52,11 +52,20 @@ def corpus():
 
 
 @pytest.fixture(scope="session")
-def model_val_loss(aftertrain_model) -> float:
-    """float32 validation loss of the model under test, computed once."""
-    from aftertrain.lm.evaluation import val_loss
+def evaluations():
+    """Validation losses of GPTs, each distinct model scored once per session
+    (aftertrain.lm.evaluation.LossMemo): the claims' tables, their teeth and
+    the drafts share the models they have in common (the unpruned curve
+    point, an "unchanged" quantizer's copy, the 8- and 4-bit drafts)."""
+    from aftertrain.lm.evaluation import LossMemo
 
-    return val_loss(aftertrain_model)
+    return LossMemo()
+
+
+@pytest.fixture(scope="session")
+def model_val_loss(aftertrain_model, evaluations) -> float:
+    """float32 validation loss of the model under test, computed once."""
+    return evaluations(aftertrain_model)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -90,12 +99,12 @@ def bigram_loss() -> float:
 
 
 @pytest.fixture(scope="session")
-def bits_rows(aftertrain_model) -> dict:
+def bits_rows(aftertrain_model, evaluations) -> dict:
     """Part 3's bits table on the model, ``{bits: row}``, computed once:
     the quantization claims and pruning's P4/P6 both read it."""
     from aftertrain.experiments.quant import bits_table
 
-    return {r.bits: r for r in bits_table(aftertrain_model)}
+    return {r.bits: r for r in bits_table(aftertrain_model, evaluate=evaluations)}
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ import math
 import pytest
 
 from aftertrain import prune as P
+from aftertrain import quant as Q
 from aftertrain.core import tolerances as TOL
 from aftertrain.experiments import prune as EP
 from aftertrain.experiments.article import ARTICLE
@@ -30,8 +31,9 @@ ARTICLE_P4 = {r.bits: r.sparsity for r in ARTICLE.p4}
 
 
 @pytest.fixture(scope="session")
-def curve(aftertrain_model) -> EP.LossCurve:
-    return EP.LossCurve(aftertrain_model)
+def curve(aftertrain_model, evaluations) -> EP.LossCurve:
+    # evaluations: the unpruned point is the model's own loss, scored once
+    return EP.LossCurve(aftertrain_model, evaluations)
 
 
 @pytest.fixture(scope="session")
@@ -45,9 +47,13 @@ def random_rows(curve):
 
 
 @pytest.fixture(scope="session")
-def quant_losses(bits_rows) -> dict[int, float]:
-    """Our own per-channel fake-quantized losses (aftertrain.quant's bits table) at 8/6/4 bits."""
-    return {b: bits_rows[b].per_channel for b in (8, 6, 4)}
+def quant_losses(aftertrain_model, evaluations) -> dict[int, float]:
+    """Our own per-channel fake-quantized losses at 8/6/4 bits: the bits
+    table's per-channel column (the same copies, aftertrain.quant.quantized_model,
+    scored by the session's memo: where the bits table ran they are its
+    figures; elsewhere only these three models are scored, not its ten)."""
+    return {b: evaluations(Q.quantized_model(aftertrain_model, b, Q.Granularity.PER_CHANNEL))
+            for b in (8, 6, 4)}
 
 
 @pytest.fixture(scope="session")

@@ -53,8 +53,8 @@ MB = 2**20  # the article's MB
 
 
 @pytest.fixture(scope="module")
-def sensitivity(aftertrain_model) -> list[EQ.SensitivityRow]:
-    return EQ.sensitivity_table(aftertrain_model, 4, G.PER_CHANNEL)
+def sensitivity(aftertrain_model, evaluations) -> list[EQ.SensitivityRow]:
+    return EQ.sensitivity_table(aftertrain_model, 4, G.PER_CHANNEL, evaluate=evaluations)
 
 
 def fmt_row(rows: EQ.BitsRow | list[EQ.BitsRow]) -> Shown:
@@ -278,7 +278,8 @@ def test_4_bit_per_channel_beats_the_bigram(bits_rows, bigram_loss, claim_record
 
 @pytest.mark.claim("Q5")
 @pytest.mark.teeth
-def test_3_bit_check_catches_an_unquantized_model(aftertrain_model, model_val_loss, bigram_loss):
+def test_3_bit_check_catches_an_unquantized_model(aftertrain_model, model_val_loss, bigram_loss,
+                                                  evaluations):
     """Teeth: a "quantizer" that leaves the weights float32 scores the
     model's own loss, below the bigram on a trained model. Precondition: the
     model beats the bigram; one already worse than it (a 100-step
@@ -287,7 +288,7 @@ def test_3_bit_check_catches_an_unquantized_model(aftertrain_model, model_val_lo
         pytest.skip(f"precondition not met on this model: its float32 loss "
                     f"{model_val_loss:.4f} does not beat the bigram's {bigram_loss:.4f}, so an "
                     f"unquantized model cannot show the check failing")
-    row = EQ.bits_table(aftertrain_model, (3,), quantize=unchanged)[0]
+    row = EQ.bits_table(aftertrain_model, (3,), quantize=unchanged, evaluate=evaluations)[0]
     with pytest.raises(AssertionError):
         check_worse_than_bigram(row, bigram_loss)
 
@@ -312,7 +313,7 @@ def test_per_channel_has_the_lower_loss_from_8_to_3_bits(bits_rows, claim_record
 @pytest.mark.claim("X7")
 @pytest.mark.parametrize("broken", [wrong_axis, ignores_granularity])
 @pytest.mark.teeth
-def test_per_channel_order_catches_broken_per_channel_scales(bundled_reference, broken):
+def test_per_channel_order_catches_broken_per_channel_scales(bundled_reference, broken, evaluations):
     """Teeth (X7's "per-channel scales on the wrong axis"): one scale per
     input column instead of per output row loses the per-channel advantage
     at 6 bits (measured 1.5602 against per-tensor 1.5589); a "per-channel"
@@ -322,7 +323,8 @@ def test_per_channel_order_catches_broken_per_channel_scales(bundled_reference, 
     teeth test shows the check can fail, which must not depend on the model
     under test (on ``article`` the wrong axis happens to beat per-tensor at
     6 bits, so there it would show nothing)."""
-    row = EQ.bits_table(bundled_reference, (6,), quantize=model_quantizer(broken))[0]
+    row = EQ.bits_table(bundled_reference, (6,), quantize=model_quantizer(broken),
+                        evaluate=evaluations)[0]
     with pytest.raises(AssertionError):
         check_per_channel_lower({6: row}, (6,))
 
@@ -525,12 +527,12 @@ def test_most_sensitive_matrices_are_the_ones_kept_in_high_precision(sensitivity
 
 @pytest.mark.claim("Q7")
 @pytest.mark.teeth
-def test_sensitivity_check_catches_skipped_embeddings(aftertrain_model, sensitivity):
+def test_sensitivity_check_catches_skipped_embeddings(aftertrain_model, sensitivity, evaluations):
     """Teeth: a quantizer that silently leaves tok and pos float32 gives
     them a penalty of exactly 0, so a block matrix joins head in the top two."""
     embeddings = ["tok.weight", "pos.weight"]
     broken = EQ.sensitivity_table(aftertrain_model, 4, G.PER_CHANNEL, quantize=skip_embeddings,
-                                 names=embeddings)
+                                 names=embeddings, evaluate=evaluations)
     assert {r.penalty for r in broken} == {0.0}
     # The broken quantizer is the real one on every other matrix: reuse those rows.
     rows = sorted(broken + [r for r in sensitivity if r.name not in embeddings],
@@ -755,8 +757,8 @@ def overfit():
 
 
 @pytest.fixture(scope="module")
-def overfit_bits(overfit) -> dict[int, EQ.BitsRow]:
-    return {r.bits: r for r in EQ.bits_table(overfit, bits=(3, 2))}
+def overfit_bits(overfit, evaluations) -> dict[int, EQ.BitsRow]:
+    return {r.bits: r for r in EQ.bits_table(overfit, bits=(3, 2), evaluate=evaluations)}
 
 
 @pytest.mark.claim("Q5")

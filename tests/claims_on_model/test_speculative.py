@@ -55,7 +55,7 @@ def fmt(rows: list[XS.AcceptanceRow]) -> Shown:
 
 @pytest.mark.claim("S3")
 def test_drafts_are_the_bigram_and_the_8bit_and_4bit_reference(aftertrain_model, speculative_drafts,
-                                                               claim_record):
+                                                               claim_record, evaluations):
     """S3. The bigram draft is the add-alpha bigram of the training split
     (same log-probability table); the 8- and 4-bit drafts are the reference
     with every 2-D weight fake-quantized per channel (Q1's rule) and every
@@ -71,7 +71,7 @@ def test_drafts_are_the_bigram_and_the_8bit_and_4bit_reference(aftertrain_model,
             expected = (Q.fake_quantize(ref_params[name], bits, Q.Granularity.PER_CHANNEL)
                         if w.dim() == 2 else ref_params[name])
             torch.testing.assert_close(w, expected, rtol=0, atol=0, msg=f"{kind.value} {name}")
-    losses = {k.value: val_loss(m) for k, m in speculative_drafts.items()}
+    losses = {k.value: evaluations(m) for k, m in speculative_drafts.items()}  # once per session
     claim_record.measured("{key!s} val loss {value:.4f}", losses, sep=", ")
 
 

@@ -10,8 +10,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from aftertrain.lm.evaluation import val_loss
-from aftertrain.lm.ngram import Uniform
+from aftertrain.lm.evaluation import LossMemo, val_loss
+from aftertrain.lm.model import GPT, GPTConfig
+from aftertrain.lm.ngram import Bigram, Uniform
 from aftertrain.lm.protocol import TokenCache
 
 
@@ -54,6 +55,50 @@ def test_val_loss_of_varied_losses_is_the_float64_mean_of_float32_terms():
     counts = np.bincount(tokens[1:].numpy(), minlength=100)
     exact = float((counts * losses.double().numpy()).sum() / 100_000)
     assert val_loss(_FixedRow(row), tokens) == pytest.approx(exact, rel=1e-13)
+
+
+# --- the memo: each distinct GPT scored once ---------------------------------------------
+
+
+def _tiny(seed: int) -> GPT:
+    torch.manual_seed(seed)  # a test-local model; the library never seeds
+    return GPT(GPTConfig(block_size=16, n_layer=1, n_head=2, n_embd=16)).eval()
+
+
+def test_loss_memo_scores_equal_copies_once_and_any_change_again():
+    """A copy with the same state gets the float val_loss gives, without a
+    second forward; one weight moved by one ulp, a bias moved by 1, another
+    GPT or a model of another class is scored again (the key is class,
+    config and every byte of the state)."""
+    import copy
+
+    tokens = torch.arange(50) % 100
+    memo = LossMemo(tokens)
+    net = _tiny(0)
+    first = memo(net)
+    assert first == val_loss(net, tokens) and memo.misses == 1
+    assert memo(copy.deepcopy(net)) == first and memo.misses == 1
+    nudged = copy.deepcopy(net)
+    with torch.no_grad():
+        w = nudged.head.weight
+        w[0, 0] = torch.nextafter(w[0, 0], torch.tensor(1.0))
+    assert memo(nudged) == val_loss(nudged, tokens) and memo.misses == 2
+    with torch.no_grad():
+        nudged.head.bias[3] += 1.0
+    assert memo(nudged) == val_loss(nudged, tokens) != first and memo.misses == 3
+    assert memo(_tiny(1)) == val_loss(_tiny(1), tokens) and memo.misses == 4
+    # not a GPT: its forward may read more than its state, so it is scored every time
+    bigram = Bigram.fit()
+    assert memo(bigram) == memo(bigram) == val_loss(bigram, tokens) and memo.misses == 6
+
+
+def test_loss_memo_scores_on_its_own_tokens_and_rejects_others():
+    net = _tiny(0)
+    assert LossMemo()(net) == val_loss(net)
+    short = torch.arange(40) % 100
+    assert LossMemo(short)(net) == val_loss(net, short) != val_loss(net)
+    with pytest.raises(ValueError, match="tokens must be a 1-D integer tensor"):
+        LossMemo([1, 2, 3])
 
 
 # --- the packing format, pinned by stored byte strings ------------------------------------

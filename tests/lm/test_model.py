@@ -165,18 +165,20 @@ def test_generate_rejects_bad_arguments(aftertrain_model, kwargs, message):
         DEC.generate(aftertrain_model, **args)
 
 
-def test_val_loss_is_the_same_bit_for_bit_on_every_call(aftertrain_model):
-    assert val_loss(aftertrain_model) == val_loss(aftertrain_model)
+def test_val_loss_is_the_same_bit_for_bit_on_every_call(aftertrain_model, model_val_loss):
+    """A fresh call equals the session's own earlier call (model_val_loss:
+    val_loss run once, whatever ran in between)."""
+    assert val_loss(aftertrain_model) == model_val_loss
 
 
-def test_committed_checkpoint_matches_its_recorded_sha256_and_loss():
+def test_committed_checkpoint_matches_its_recorded_sha256_and_loss(evaluations):
     """The checkpoint file hashes to what its metadata records, and its
     validation loss is the recorded one (to 1e-5: training evaluated it on two
     threads, the tests use one, so float32 sums may differ in the last bits)."""
     meta, reference = CK.reference_meta(), CK.load_reference()  # whatever --aftertrain-model
     assert CK.sha256_file(CK.reference_path()) == meta["sha256"]
     assert meta["command"].startswith("aftertrain train")
-    assert val_loss(reference) == pytest.approx(meta["val_loss"], abs=LOSS_ATOL)
+    assert evaluations(reference) == pytest.approx(meta["val_loss"], abs=LOSS_ATOL)
     assert not reference.training
 
 

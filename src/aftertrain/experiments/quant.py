@@ -132,10 +132,33 @@ class Divergence(TableRow):
     quantized: str
 
 
+#: Scores a model: ``model -> loss`` (e.g. :class:`aftertrain.lm.evaluation.LossMemo`).
+Evaluate = Callable[[nn.Module], float]
+
+
 def _val_loss(model: nn.Module, tokens: torch.Tensor | None) -> float:
     from aftertrain.lm.evaluation import val_loss
 
     return val_loss(model, tokens)
+
+
+def _scorer(tokens: torch.Tensor | None, evaluate: Evaluate | None) -> Evaluate:
+    """``evaluate`` checked, or val_loss on ``tokens``; the two are exclusive."""
+    if evaluate is None:
+        return lambda m: _val_loss(m, tokens)
+    if not callable(evaluate):
+        raise ValueError(f"evaluate must be a callable model -> loss or None, got {evaluate!r}")
+    if tokens is not None:
+        raise ValueError("evaluate and tokens: give one of them (evaluate scores on its own "
+                         "tokens)")
+
+    def checked(m: nn.Module) -> float:
+        loss = evaluate(m)
+        if not is_real(loss) or not math.isfinite(loss):
+            raise ValueError(f"evaluate must return a finite loss, got {loss!r}")
+        return float(loss)
+
+    return checked
 
 
 def _check_quantize(quantize: ModelQuantizer) -> None:
@@ -167,17 +190,21 @@ def bits_table(
     bits: Iterable[int] = ARTICLE_BITS,
     tokens: torch.Tensor | None = None,
     quantize: ModelQuantizer = quantized_model,
+    evaluate: Evaluate | None = None,
 ) -> list[BitsRow]:
     """Validation loss with every 2-D weight quantized, per width and granularity.
 
     One :class:`BitsRow` per width (mean cross-entropy in nats on ``tokens``, default the validation split).
-    ``quantize`` builds each quantized copy (default :func:`quantized_model`).
+    ``quantize`` builds each quantized copy (default :func:`quantized_model`);
+    ``evaluate`` scores it instead of ``val_loss`` on ``tokens`` (a
+    :class:`aftertrain.lm.evaluation.LossMemo` shares the scores of equal copies).
     """
     weight_matrices(model)
     _check_quantize(quantize)
+    score = _scorer(tokens, evaluate)
     rows = []
     for b in _check_bits_list(bits):
-        rows.append(BitsRow(b, *(_val_loss(_apply(quantize, model, b, g, None), tokens)
+        rows.append(BitsRow(b, *(score(_apply(quantize, model, b, g, None))
                                  for g in (Granularity.PER_TENSOR, Granularity.PER_CHANNEL))))
     return rows
 
@@ -208,22 +235,25 @@ def sensitivity_table(
     tokens: torch.Tensor | None = None,
     quantize: ModelQuantizer = quantized_model,
     names: Iterable[str] | None = None,
+    evaluate: Evaluate | None = None,
 ) -> list[SensitivityRow]:
     """One 2-D weight at a time quantized (the rest float32), most harmful first.
 
     Rows :class:`SensitivityRow` with ``penalty = loss - float32 loss``,
     sorted by penalty descending (ties by name). ``quantize`` builds each
     copy (default :func:`quantized_model`); ``names`` chooses the weights
-    tried (default every 2-D weight).
+    tried (default every 2-D weight); ``evaluate`` scores the models instead
+    of ``val_loss`` on ``tokens``, as in :func:`bits_table`.
     """
     check_bits(bits)
     check_granularity(granularity)
     _check_quantize(quantize)
     chosen = weight_matrices(model, names)
-    base = _val_loss(model, tokens)
+    score = _scorer(tokens, evaluate)
+    base = score(model)
     rows = []
     for name in chosen:
-        loss = _val_loss(_apply(quantize, model, bits, granularity, [name]), tokens)
+        loss = score(_apply(quantize, model, bits, granularity, [name]))
         rows.append(SensitivityRow(name, loss, loss - base))
     rows.sort(key=lambda r: (-r.penalty, r.name))
     return rows

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import torch
 import torch.nn.functional as F
 
@@ -66,3 +68,47 @@ def _nll_sum(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         raise NonFiniteLossError("model: it produced a non-finite loss (NaN or inf logits) "
                                  "on the validation split")
     return nll.double().sum()
+
+
+class LossMemo:
+    """:func:`val_loss` on ``tokens``, computed once per distinct GPT.
+
+    A GPT's loss is a function of its class, its config and its state (every
+    parameter and buffer: names, dtypes, shapes and bytes), the tokens and the
+    thread count; the memo keys it by a digest of those, so two copies with
+    the same weights (an "unchanged" quantizer's copy, the unpruned curve
+    point, a draft that is the 8-bit model) are scored once and get the same
+    float. Any other model (whose forward may read more than its state, such
+    as an n-gram's tables) is scored on every call. ``tokens``: as
+    :func:`val_loss` (default the validation split). ``misses``: how many
+    models it scored.
+    """
+
+    def __init__(self, tokens: torch.Tensor | None = None) -> None:
+        if tokens is not None and not isinstance(tokens, torch.Tensor):
+            raise ValueError(f"tokens must be a 1-D integer tensor or None, "
+                             f"got {type(tokens).__name__}")
+        self.tokens = None if tokens is None else tokens.clone()
+        self.misses = 0
+        self._losses: dict[tuple, float] = {}
+
+    def __call__(self, model: NextTokenModel) -> float:
+        from aftertrain.lm.model import GPT
+
+        if type(model) is not GPT:
+            self.misses += 1
+            return val_loss(model, self.tokens)
+        key = (model.config, torch.get_num_threads(), _state_digest(model))
+        if key not in self._losses:
+            self.misses += 1
+            self._losses[key] = val_loss(model, self.tokens)
+        return self._losses[key]
+
+
+def _state_digest(model: torch.nn.Module) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for name, t in model.state_dict().items():
+        t = t.detach().cpu().contiguous()
+        h.update(f"{name}:{t.dtype}:{tuple(t.shape)};".encode())
+        h.update(t.view(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()
