@@ -25,8 +25,8 @@ from aftertrain.core.validation import check_int, check_real
 from aftertrain.lm import text as _text
 from aftertrain.lm.decoding import (
     Decoder,
-    check_generator,
     check_temperature,
+    check_torch_generator,
     probabilities,
     sample_token,
 )
@@ -162,7 +162,7 @@ def first_token_samples(
         raise ValueError(f"context must be shorter than the block size {target.config.block_size}")
     check_int("n", n, least=1)
     check_temperature(temperature)
-    check_generator(generator)
+    check_torch_generator(generator)
     p1 = probabilities(Decoder(target, name="target").feed(ids)[-1], temperature)
     q1 = probabilities(Decoder(draft, name="draft").feed(ids)[-1], temperature)
     # Target after context + x, for every x at once: (V, V).

@@ -82,7 +82,7 @@ def check_temperature(temperature: object) -> float:
     return temperature
 
 
-def check_generator(generator: object) -> torch.Generator:
+def check_torch_generator(generator: object) -> torch.Generator:
     """``generator`` if it is a ``torch.Generator``, else ValueError."""
     if not isinstance(generator, torch.Generator):
         raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
@@ -210,7 +210,7 @@ def probabilities_unchecked(logits: torch.Tensor, temperature: float) -> torch.T
 def sample_token(logits: torch.Tensor, temperature: float, generator: torch.Generator) -> int:
     """One token from 1-D logits: argmax at temperature 0, else a draw from
     :func:`probabilities` with ``generator``."""
-    check_generator(generator)
+    check_torch_generator(generator)
     if not isinstance(logits, torch.Tensor) or logits.dim() != 1:
         raise ValueError("logits must be a 1-D tensor (vocab,)")
     if check_temperature(temperature) == 0:
@@ -241,7 +241,7 @@ def generate(
     check_temperature(temperature)
     if generator is None:
         generator = torch.Generator().manual_seed(0)
-    check_generator(generator)
+    check_torch_generator(generator)
     logits = decoder.feed(prompt)[-1]
     for _ in range(n_new):
         token = sample_token(logits, temperature, generator)

@@ -38,8 +38,8 @@ from aftertrain.lm import text as _text
 from aftertrain.lm.decoding import (
     MAX_NEW,
     Decoder,
-    check_generator,
     check_temperature,
+    check_torch_generator,
     probabilities,
     probabilities_unchecked,
 )
@@ -152,7 +152,7 @@ class TableDrafter:
               ) -> tuple[list[int], list[list[float]], list[float]]:
         """As :meth:`ModelDrafter.draft`, from the table's rows: per
         character a dictionary look-up by the last ``context`` characters
-        and a bisection (:meth:`aftertrain.speculative.tables.Row.draw`),
+        and a bisection (:meth:`aftertrain.speculative.tables.ContextLaw.draw`),
         no tensor."""
         table = self.table
         c = table.context
@@ -283,7 +283,7 @@ def _checked(target: NextTokenModel, draft: NextTokenModel | TableDraft,
     check_temperature(temperature)
     if generator is None:
         generator = torch.Generator().manual_seed(0)
-    check_generator(generator)
+    check_torch_generator(generator)
     return V, prompt_ids, generator
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import torch
 
 from aftertrain.core.tolerances import SUM_TOLERANCE
-from aftertrain.lm.decoding import check_generator
+from aftertrain.lm.decoding import check_torch_generator
 
 __all__ = ["verify", "verify_batch", "verify_with_uniforms"]
 
@@ -146,7 +146,7 @@ def verify_batch(
     """:func:`verify_with_uniforms` with uniforms drawn from ``generator``
     (first ``u`` as ``rand(N, k)``, then ``v`` as ``rand(N)``, float64)."""
     p, q, drafts = _check_rule_inputs(p, q, drafts)
-    check_generator(generator)
+    check_torch_generator(generator)
     return verify_unchecked(p, q, drafts, generator)
 
 

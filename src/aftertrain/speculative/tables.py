@@ -39,7 +39,7 @@ __all__ = ["TableDraft", "table_context", "table_draft"]
 
 
 @dataclass(frozen=True)
-class Row:
+class ContextLaw:
     """One context's draft law: ``q`` (float64 tensor, V), the same as a
     list, its cumulative sums for the inverse-CDF draw, and the draw's
     bounds (the total and the largest float below it), computed once."""
@@ -72,10 +72,10 @@ def cumulative(values: list[float]) -> list[float]:
     return list(itertools.accumulate(values))
 
 
-def row_of(q: torch.Tensor) -> Row:
-    """The :class:`Row` of the float64 distribution ``q`` (V,)."""
+def row_of(q: torch.Tensor) -> ContextLaw:
+    """The :class:`ContextLaw` of the float64 distribution ``q`` (V,)."""
     cdf = q[None].cumsum(-1)[0].tolist()
-    return Row(q, q.tolist(), cdf, cdf[-1], math.nextafter(cdf[-1], 0.0))
+    return ContextLaw(q, q.tolist(), cdf, cdf[-1], math.nextafter(cdf[-1], 0.0))
 
 
 class TableDraft:
@@ -95,7 +95,7 @@ class TableDraft:
         self.context = context
         self.temperature = check_temperature(temperature)
         self.config = model.config
-        self._rows: dict[tuple[int, ...], Row] = {}
+        self._rows: dict[tuple[int, ...], ContextLaw] = {}
 
     def at(self, temperature: float) -> TableDraft:
         """This table at ``temperature`` (itself when it is the same)."""
@@ -107,12 +107,12 @@ class TableDraft:
         """The last ``context`` characters of ``text`` (all of it if shorter)."""
         return tuple(text[max(0, len(text) - self.context):]) if self.context else ()
 
-    def row(self, ctx: tuple[int, ...]) -> Row:
+    def row(self, ctx: tuple[int, ...]) -> ContextLaw:
         hit = self._rows.get(ctx)
         return self._fill(ctx) if hit is None else hit
 
     @torch.no_grad()
-    def _fill(self, ctx: tuple[int, ...]) -> Row:
+    def _fill(self, ctx: tuple[int, ...]) -> ContextLaw:
         # the empty text: the model has no row for it; one position is the least
         # any draft reads, so this only happens with context 0 and no prompt
         logits = self.model(torch.tensor([list(ctx) or [0]]))[0, -1]
