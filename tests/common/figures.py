@@ -113,16 +113,16 @@ def plots_without_png():
 
     from aftertrain.report import plots
 
-    def render(draw):
+    def render_plot(draw):
         ax = Figure().subplots()
         caption = draw(ax)
         return b"", plots.series(ax), caption
 
-    saved, plots.render = plots.render, render
+    saved, plots.render_plot = plots.render_plot, render_plot
     try:
         yield
     finally:
-        plots.render = saved
+        plots.render_plot = saved
 
 
 @functools.cache

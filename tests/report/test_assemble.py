@@ -126,7 +126,7 @@ def _committed_rows() -> tuple[list[str], list[list[str]]]:
     if not others:
         return R.document.CLAIMS_HEADER, R.claims_rows(primary)
     ledgers = {MM.model_label(primary): primary, **others}
-    return MM.claims_header(list(ledgers)), MM.claims_rows(ledgers)
+    return MM.claims_header(list(ledgers)), MM.claims_rows_per_model(ledgers)
 
 
 def _readme_rows(header: list[str]) -> list[list[str]]:

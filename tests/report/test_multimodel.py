@@ -334,7 +334,7 @@ def test_a_run_that_took_its_model_free_outcomes_says_so():
     article = R.LedgerFile.from_json(data, "claims-article.json")
     assert article.taken_whole("S1") and not article.taken_whole("Q1")
     assert not reference.taken_whole("S1")  # no reads_model in the committed ledger
-    rows = {r[0]: r for r in MM.claims_rows({"reference": reference, "article": article})}
+    rows = {r[0]: r for r in MM.claims_rows_per_model({"reference": reference, "article": article})}
     assert rows["S1"][-1].endswith("(reference's run: no test of it reads the model)")
     assert "reference's run" not in rows["Q1"][-1] and "reference's run" not in rows["S1"][-3]
     text = MM.model_free_text("article", article)

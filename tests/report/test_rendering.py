@@ -49,5 +49,5 @@ def test_a_part_not_run_is_named_beside_the_verdict():
     rows = {r[0]: r for r in claims_rows(led)}
     assert rows["Q4"][-1] == "holds; not run: baseline comparison (no baseline for this model)"
     assert rows["Q5"][-1] == "holds"
-    multi = {r[0]: r for r in multimodel.claims_rows({"mine": led, "other": led})}
+    multi = {r[0]: r for r in multimodel.claims_rows_per_model({"mine": led, "other": led})}
     assert multi["Q4"][4] == multi["Q4"][6] == rows["Q4"][-1]

@@ -79,4 +79,4 @@ def readme_table(ledger: LedgerFile, others: dict[str, LedgerFile] | None = None
     """The README's claims table: one verdict column per model with ``others``."""
     if not others:
         return claims_table(ledger)
-    return multimodel.claims_table({multimodel.model_label(ledger): ledger, **others})
+    return multimodel.claims_table_per_model({multimodel.model_label(ledger): ledger, **others})

@@ -47,9 +47,9 @@ class Document:
                  f"or failed before recording them.*")
 
     def plot(self, name: str, draw: Callable) -> None:
-        """Draw ``draw(ax) -> caption`` (:func:`aftertrain.report.plots.render`), keep the plot as
+        """Draw ``draw(ax) -> caption`` (:func:`aftertrain.report.plots.render_plot`), keep the plot as
         ``name`` and append its image link and caption."""
-        png, data, caption = plots.render(draw)
+        png, data, caption = plots.render_plot(draw)
         self.plots[name] = Plot(name, png, data, caption)
         self.add(f"![{caption}]({name}.png)\n\n*{caption}*")
 

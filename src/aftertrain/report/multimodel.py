@@ -50,7 +50,7 @@ def claims_header(labels: list[str]) -> list[str]:
     return ["ID", "claim", "article"] + [h for m in labels for h in (f"ours ({m})", f"verdict ({m})")]
 
 
-def claims_rows(ledgers: dict[str, LedgerFile]) -> list[list[str]]:
+def claims_rows_per_model(ledgers: dict[str, LedgerFile]) -> list[list[str]]:
     """One row per claim: ID, the claim, the article's figure, then per model
     its figures and its verdict (with the parts not run beside it)."""
     def verdict(led: LedgerFile, claim_id: str) -> str:
@@ -63,10 +63,10 @@ def claims_rows(ledgers: dict[str, LedgerFile]) -> list[list[str]]:
             for c in CLAIMS.values()]
 
 
-def claims_table(ledgers: dict[str, LedgerFile]) -> str:
+def claims_table_per_model(ledgers: dict[str, LedgerFile]) -> str:
     """The claims table over ``ledgers`` (label to ledger) in markdown: :func:`claims_header` and
-    :func:`claims_rows`."""
-    return markdown_table(claims_header(list(ledgers)), claims_rows(ledgers))
+    :func:`claims_rows_per_model`."""
+    return markdown_table(claims_header(list(ledgers)), claims_rows_per_model(ledgers))
 
 
 def _style(i: int) -> str:

@@ -22,7 +22,7 @@ def draft_color(draft: str, i: int) -> str:
     return DRAFT_COLORS.get(draft, f"C{5 + i % 5}")
 
 
-def render(draw: Callable) -> tuple[bytes, dict[str, dict], str]:
+def render_plot(draw: Callable) -> tuple[bytes, dict[str, dict], str]:
     """Draw one figure with ``draw(ax) -> caption``; return its PNG bytes, its
     data series (:func:`series`) and the caption.
 

@@ -92,7 +92,7 @@ def render(ledger: LedgerFile, checkout: Path | None = None,
            "pairs; figures are a first look, not the committed measurement."
            if ledger.quick else "")
     )
-    doc.add("## All claims\n\n" + (multimodel.claims_table(ledgers) if others
+    doc.add("## All claims\n\n" + (multimodel.claims_table_per_model(ledgers) if others
                                      else claims_table(ledger)))
     for section in SECTIONS:
         log(f"writing section: {section.TITLE}")

@@ -33,6 +33,10 @@ DRAFT_REBUILD_HINT = "aftertrain train --draft --out src/aftertrain/data/draft.p
 
 
 class DraftKind(enum.Enum):
+    """The drafts of the articles and ours, by the name the tables and the
+    command line use (``--draft``): the bigram, the 8- and 4-bit quantized
+    target, the n-gram and the small draft GPT."""
+
     BIGRAM = "bigram"
     INT8 = "8-bit"
     INT4 = "4-bit"

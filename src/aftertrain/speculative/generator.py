@@ -67,6 +67,7 @@ class SpeculativeResult:
 
     @property
     def generated(self) -> torch.Tensor:
+        """The new characters' indices (``tokens`` after the prompt)."""
         return self.tokens[self.prompt_length:]
 
     @property
@@ -105,6 +106,7 @@ class ModelDrafter:
         self.temperature = temperature
 
     def prefill(self, ids: list[int]) -> None:
+        """Feed the prompt ``ids`` to the draft's cache before the first round."""
         self.decoder.feed(ids)
 
     def draft(self, text: list[int], k: int, u: list[float]
@@ -146,7 +148,7 @@ class TableDrafter:
         self.table = table
 
     def prefill(self, ids: list[int]) -> None:
-        pass
+        """Nothing: a table draft reads its context from the text each round."""
 
     def draft(self, text: list[int], k: int, u: list[float]
               ) -> tuple[list[int], list[list[float]], list[float]]:
@@ -170,7 +172,7 @@ class TableDrafter:
         return drafts, qs, qx
 
     def rollback(self, text: list[int]) -> None:
-        pass
+        """Nothing: a table draft keeps no cache to cut back to ``text``."""
 
 
 class Uniforms:
@@ -370,6 +372,10 @@ def speculative_generate(
 
 
 def prompt_tokens(prompt: str | torch.Tensor, V: int, name: str = "prompt") -> list[int]:
+    """``prompt`` as a list of indices below ``V``: a string in the project's
+    vocabulary (then ``V`` must be its size) or a 1-D integer tensor.
+    ``ValueError`` naming ``name`` for a character outside the vocabulary,
+    an index out of range or anything else."""
     if isinstance(prompt, str):
         bad = sorted({c for c in prompt if c not in _text.VOCAB})
         if bad:

@@ -95,6 +95,10 @@ def _draw_uniforms(n: int, k: int, generator: torch.Generator) -> tuple[torch.Te
 def verify_unchecked(
     p: torch.Tensor, q: torch.Tensor, drafts: torch.Tensor, generator: torch.Generator
 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The rule on a batch without checking its arguments (the callers have):
+    draws the uniforms in the documented order (all u (n, k), then v (n,))
+    from ``generator`` and returns ``(accepted, token)`` per row, as
+    :func:`verify` does."""
     u, v = _draw_uniforms(drafts.shape[0], drafts.shape[1], generator)
     return _rule(p, q, drafts, u, v)
 

@@ -108,6 +108,8 @@ class TableDraft:
         return tuple(text[max(0, len(text) - self.context):]) if self.context else ()
 
     def row(self, ctx: tuple[int, ...]) -> ContextLaw:
+        """The draft's law after the context ``ctx`` (a :meth:`key`), computed
+        by one forward of the draft the first time and kept."""
         hit = self._rows.get(ctx)
         return self._fill(ctx) if hit is None else hit
 
