@@ -31,7 +31,7 @@ from aftertrain.lm import text as _text
 from aftertrain.lm.decoding import Decoder, check_logits, probabilities, sample_token
 from aftertrain.speculative import drafts as D
 from aftertrain.speculative.generator import drafter, round_rule, verify_round
-from aftertrain.speculative.tables import draw_from_cdf
+from aftertrain.speculative.table_drafts import draw_from_cdf
 
 
 def medians(pieces: dict, repeats: int) -> dict[str, float]:

@@ -1,7 +1,7 @@
 """The fast loop is the previous loop, faster: same generator, same text.
 
 :func:`aftertrain.speculative.speculative_generate` drafts from tables for
-the bigram and the n-gram (:mod:`aftertrain.speculative.tables`), runs the
+the bigram and the n-gram (:mod:`aftertrain.speculative.table_drafts`), runs the
 rule on plain floats for one round and draws a round's uniforms in one call.
 The previous loop (tests/common/previous_loop.py: a draft forward per
 character, the batched tensor rule, a ``torch.rand`` call per uniform) is
@@ -22,7 +22,7 @@ from aftertrain.checks import speculative as CS
 from aftertrain.experiments import speculative as XS
 from aftertrain.speculative import drafts as D
 from aftertrain.speculative.generator import Uniforms
-from aftertrain.speculative.tables import TableDraft
+from aftertrain.speculative.table_drafts import TableDraft
 from aftertrain.stats import ALPHA
 from tests.common.previous_loop import previous_generate
 from tests.common.toys import TOY_PROMPT, TOY_TEMPERATURE, toy_draft, toy_target

@@ -12,7 +12,7 @@ text: plain and speculative decoding sample the same law.
 
 The loop is built for speed without changing a draw. A draft that reads only
 its last few characters (the bigram, the n-gram) drafts from precomputed
-rows (:class:`TableDrafter`, :mod:`aftertrain.speculative.tables`): per
+rows (:class:`TableDrafter`, :mod:`aftertrain.speculative.table_drafts`): per
 character a look-up, one uniform and a bisection, no model call. Any other
 draft is run, one cached forward per character (:class:`ModelDrafter`).
 :func:`verify_round` scores the drafts in one cached target pass and runs
@@ -44,7 +44,7 @@ from aftertrain.lm.decoding import (
     probabilities_unchecked,
 )
 from aftertrain.lm.protocol import NextTokenModel, check_model
-from aftertrain.speculative.tables import TableDraft, cumulative, draw_from_cdf, row_of, table_draft
+from aftertrain.speculative.table_drafts import TableDraft, cumulative, draw_from_cdf, row_of, table_draft
 
 __all__ = ["SpeculativeResult", "speculative_generate", "verify_round"]
 
@@ -140,7 +140,7 @@ class ModelDrafter:
 
 
 class TableDrafter:
-    """A table draft (:class:`aftertrain.speculative.tables.TableDraft`):
+    """A table draft (:class:`aftertrain.speculative.table_drafts.TableDraft`):
     per drafted character a row look-up, one uniform and a bisection; no
     model call once the context's row is known."""
 
@@ -154,7 +154,7 @@ class TableDrafter:
               ) -> tuple[list[int], list[list[float]], list[float]]:
         """As :meth:`ModelDrafter.draft`, from the table's rows: per
         character a dictionary look-up by the last ``context`` characters
-        and a bisection (:meth:`aftertrain.speculative.tables.ContextLaw.draw`),
+        and a bisection (:meth:`aftertrain.speculative.table_drafts.ContextLaw.draw`),
         no tensor."""
         table = self.table
         c = table.context
@@ -222,7 +222,7 @@ class Uniforms:
 
 def drafter(draft: NextTokenModel | TableDraft, temperature: float) -> ModelDrafter | TableDrafter:
     """The drafter of ``draft``: from tables when it reads a short context
-    (:func:`aftertrain.speculative.tables.table_draft`), else by running it."""
+    (:func:`aftertrain.speculative.table_drafts.table_draft`), else by running it."""
     table = table_draft(draft, temperature)
     return ModelDrafter(draft, temperature) if table is None else TableDrafter(table)
 

@@ -1,4 +1,4 @@
-"""Table drafts (aftertrain.speculative.tables): which drafts are tables,
+"""Table drafts (aftertrain.speculative.table_drafts): which drafts are tables,
 their rows kept between runs and dropped when the model changes, bad input.
 That drafting from a table gives the previous loop's output bit for bit is
 tests/speculative/test_generator_fast_loop.py's."""
@@ -10,7 +10,7 @@ import torch
 
 from aftertrain.lm.ngram import Bigram
 from aftertrain.speculative.generator import TableDrafter, drafter
-from aftertrain.speculative.tables import TableDraft, table_draft
+from aftertrain.speculative.table_drafts import TableDraft, table_draft
 
 TABLES = ("bigram", "n-gram")
 
