@@ -13,6 +13,7 @@ What it does wrong is a finding, kept as a strict xfail with the figure.
 
 from __future__ import annotations
 
+import types
 import warnings
 
 import pytest
@@ -25,9 +26,35 @@ from tests.common.kit import edge_findings
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from optimum.quanto import freeze, qint2, qint4, qint8, quantize, quantize_weight
+    from optimum.quanto.library.extensions import cpp as quanto_cpp
     from optimum.quanto.tensor.optimizers import AbsmaxOptimizer, MaxOptimizer
 
 QTYPES = {8: qint8, 4: qint4, 2: qint2}
+
+
+def quanto_python_unpack(packed: torch.Tensor, bits: int) -> torch.Tensor:
+    """quanto's own Python ``unpack``: the kernel it registers as
+    ``quanto::unpack``'s ``default`` (CompositeExplicitAutograd; the name in
+    its module is None, ``torch.library.impl`` returns nothing to keep)."""
+    return torch.ops.quanto.unpack.default._op_dk(
+        torch._C.DispatchKey.CompositeExplicitAutograd, packed, bits)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def quanto_unpack_without_compiling():
+    """quanto's CPU ``quanto::unpack`` (qint4 and qint2 codes) is a C++ kernel
+    that torch compiles on its first use, into quanto's folder in
+    site-packages: 50 s of a fresh environment's default run, once per
+    virtual environment (every CI runner). Its ``default`` implementation,
+    quanto's own Python ``unpack``, returns the same codes
+    (test_the_compiled_unpack_equals_quantos_python_unpack, marker
+    ``builds``), so the default run unpacks through it: the kernel's
+    ``lib`` answers with quanto's Python function."""
+    ext = quanto_cpp.ext
+    saved = ext._lib
+    ext._lib = types.SimpleNamespace(unpack=quanto_python_unpack)
+    yield
+    ext._lib = saved
 
 
 def quanto_weight(w: torch.Tensor, scheme: QuantScheme) -> tuple[torch.Tensor, ...]:
@@ -170,3 +197,25 @@ def test_a_chosen_group_size_of_one_fails():
     [row] = [r for r in report.rows if not r.passed]
     assert row.check == "group size" and row.severity == "failure", str(report)
     assert row.detail.startswith("the library chose 1 for rows of 128"), row.detail
+
+
+# --- the compiled kernel the default run stands in for (marker builds) -----------------
+
+
+@pytest.mark.builds
+def test_the_compiled_unpack_equals_quantos_python_unpack(monkeypatch):
+    """quanto's C++ ``unpack`` (compiled here on first use) returns the
+    codes of its Python ``default`` implementation, bit for bit, for 2 and 4
+    bits over every byte value and random packed rows; and a grouped scheme
+    passes the kit through the compiled kernel as it does through the
+    Python one."""
+    monkeypatch.setattr(quanto_cpp.ext, "_lib", None)  # compile (or load) the real kernel
+    compiled = quanto_cpp.ext.lib.unpack
+    g = torch.Generator().manual_seed(0)
+    every_byte = torch.arange(256, dtype=torch.uint8)
+    rows = torch.randint(0, 256, (64, 48), dtype=torch.uint8, generator=g)
+    for bits in (2, 4):
+        for packed in (every_byte, rows):
+            assert torch.equal(compiled(packed, bits), quanto_python_unpack(packed, bits))
+    check_quantizer(quanto_weight, schemes=[GROUPED[0]],
+                    cases=cases(GROUPED[0], "float32 max", "one group")).raise_for_failures()
