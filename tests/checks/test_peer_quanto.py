@@ -13,6 +13,7 @@ What it does wrong is a finding, kept as a strict xfail with the figure.
 
 from __future__ import annotations
 
+import functools
 import types
 import warnings
 
@@ -23,13 +24,21 @@ from aftertrain.checks.quant import check_quantizer, scheme_battery
 from aftertrain.checks.schemes import Mapping, PerAxis, PerGroup, QuantScheme
 from tests.common.kit import edge_findings
 
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    from optimum.quanto import freeze, qint2, qint4, qint8, quantize, quantize_weight
-    from optimum.quanto.library.extensions import cpp as quanto_cpp
-    from optimum.quanto.tensor.optimizers import AbsmaxOptimizer, MaxOptimizer
 
-QTYPES = {8: qint8, 4: qint4, 2: qint2}
+@functools.cache
+def quanto() -> types.SimpleNamespace:
+    """optimum-quanto's names, imported at the first test that uses them:
+    ``import optimum.quanto`` pulls in transformers' and torchao's
+    integrations, 4.3 CPU s that every xdist worker's collection paid."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import optimum.quanto as q
+        from optimum.quanto.library.extensions import cpp
+        from optimum.quanto.tensor.optimizers import AbsmaxOptimizer, MaxOptimizer
+    return types.SimpleNamespace(
+        freeze=q.freeze, quantize=q.quantize, quantize_weight=q.quantize_weight,
+        qtypes={8: q.qint8, 4: q.qint4, 2: q.qint2}, cpp=cpp,
+        AbsmaxOptimizer=AbsmaxOptimizer, MaxOptimizer=MaxOptimizer)
 
 
 def quanto_python_unpack(packed: torch.Tensor, bits: int) -> torch.Tensor:
@@ -50,7 +59,7 @@ def quanto_unpack_without_compiling():
     (test_the_compiled_unpack_equals_quantos_python_unpack, marker
     ``builds``), so the default run unpacks through it: the kernel's
     ``lib`` answers with quanto's Python function."""
-    ext = quanto_cpp.ext
+    ext = quanto().cpp.ext
     saved = ext._lib
     ext._lib = types.SimpleNamespace(unpack=quanto_python_unpack)
     yield
@@ -60,14 +69,15 @@ def quanto_unpack_without_compiling():
 def quanto_weight(w: torch.Tensor, scheme: QuantScheme) -> tuple[torch.Tensor, ...]:
     """quanto's weight quantization at the scheme's width (group size from
     the scheme below 8 bits)."""
-    qtype = QTYPES[scheme.bits]
+    Q = quanto()
+    qtype = Q.qtypes[scheme.bits]
     if scheme.bits == 8:
-        scale = AbsmaxOptimizer()(w, qtype=qtype, axis=0)
-        q = quantize_weight(w, qtype=qtype, axis=0, scale=scale)
+        scale = Q.AbsmaxOptimizer()(w, qtype=qtype, axis=0)
+        q = Q.quantize_weight(w, qtype=qtype, axis=0, scale=scale)
         return q.dequantize(), q._data, q._scale, None
     group_size = scheme.granularity.group_size
-    scale, shift = MaxOptimizer()(w, qtype=qtype, axis=0, group_size=group_size)
-    q = quantize_weight(w, qtype=qtype, axis=0, scale=scale, shift=shift, group_size=group_size)
+    scale, shift = Q.MaxOptimizer()(w, qtype=qtype, axis=0, group_size=group_size)
+    q = Q.quantize_weight(w, qtype=qtype, axis=0, scale=scale, shift=shift, group_size=group_size)
     return q.dequantize(), q._data.unpack().reshape(w.shape), q._scale, q._shift
 
 
@@ -159,8 +169,9 @@ def quanto_module(w: torch.Tensor, scheme: QuantScheme) -> tuple[torch.Tensor, .
     dividing it, else none: per row)."""
     model = torch.nn.Sequential(torch.nn.Linear(w.shape[1], w.shape[0], bias=False))
     model[0].weight.data = w.clone()
-    quantize(model, weights=QTYPES[scheme.bits])
-    freeze(model)
+    Q = quanto()
+    Q.quantize(model, weights=Q.qtypes[scheme.bits])
+    Q.freeze(model)
     q = model[0].weight
     return q.dequantize(), q._data.unpack().reshape(w.shape), q._scale, q._shift
 
@@ -209,8 +220,9 @@ def test_the_compiled_unpack_equals_quantos_python_unpack(monkeypatch):
     bits over every byte value and random packed rows; and a grouped scheme
     passes the kit through the compiled kernel as it does through the
     Python one."""
-    monkeypatch.setattr(quanto_cpp.ext, "_lib", None)  # compile (or load) the real kernel
-    compiled = quanto_cpp.ext.lib.unpack
+    ext = quanto().cpp.ext
+    monkeypatch.setattr(ext, "_lib", None)  # compile (or load) the real kernel
+    compiled = ext.lib.unpack
     g = torch.Generator().manual_seed(0)
     every_byte = torch.arange(256, dtype=torch.uint8)
     rows = torch.randint(0, 256, (64, 48), dtype=torch.uint8, generator=g)
