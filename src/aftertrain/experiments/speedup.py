@@ -44,9 +44,7 @@ from aftertrain.experiments.speedup_rules import (
     RatioKey,
     speedup,
 )
-from aftertrain.lm.decoding import generate
 from aftertrain.lm.protocol import NextTokenModel, check_model
-from aftertrain.lm.text import encode
 from aftertrain.speculative import drafts as D
 from aftertrain.speculative import speculative_generate
 from aftertrain.timing import Decision, Judgement, min_pairs, sequential_decisions
@@ -166,7 +164,6 @@ def speedup_decisions(target: NextTokenModel, drafts: Mapping[str, NextTokenMode
     characters per target pass of each (draft, k)."""
     _check_inputs(target, drafts, budget_s, alpha)
     prompt = XS.prompt_text()
-    ids = encode(prompt)
     half = alpha / 2
     costs = _cost_ratios(target, drafts)
 
@@ -197,10 +194,10 @@ def speedup_decisions(target: NextTokenModel, drafts: Mapping[str, NextTokenMode
     cost_timings = max((d.timings for d in decisions.values()),
                        key=lambda t: len(next(iter(t.values())).ratios))  # the last look
 
-    def plain() -> None:
-        generate(target, ids, SPEEDUP_CHARS, 1.0, torch.Generator().manual_seed(XS.SEED))
-
-    sides = {str(RatioKey.speedup(name, k)): (plain, lambda draft=draft, k=k: spec_run(draft, k))
+    # each side prefilled once, untimed: a timed call is the decoding after the prompt
+    plain = XS.plain_decoding(target, SPEEDUP_CHARS, 1.0)
+    sides = {str(RatioKey.speedup(name, k)): (plain, XS.speculative_decoding(target, draft, k,
+                                                                             SPEEDUP_CHARS, 1.0))
              for name, draft in drafts.items() for k in SPEEDUP_KS}
     rest = [n for n in RULES if n not in COST_RULES]
     decisions |= sequential_decisions(sides, judgements(rest, cost_timings), warmup=1,

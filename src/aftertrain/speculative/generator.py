@@ -46,7 +46,7 @@ from aftertrain.lm.decoding import (
 from aftertrain.lm.protocol import NextTokenModel, check_model
 from aftertrain.speculative.table_drafts import TableDraft, cumulative, draw_from_cdf, row_of, table_draft
 
-__all__ = ["SpeculativeResult", "speculative_generate", "verify_round"]
+__all__ = ["SpeculativeDecoder", "SpeculativeResult", "speculative_generate", "verify_round"]
 
 
 @dataclass(frozen=True)
@@ -289,16 +289,108 @@ def _checked(target: NextTokenModel, draft: NextTokenModel | TableDraft,
     return V, prompt_ids, generator
 
 
-def _prefilled(target: NextTokenModel, draft: NextTokenModel | TableDraft, prompt_ids: list[int],
-               temperature: float) -> tuple[Decoder, ModelDrafter | TableDrafter, list[int]]:
-    """The target's decoder and the draft's drafter, fed all but the last
-    prompt character (a prefill, not counted as a pass), and the text so far."""
-    tdec, ddec = Decoder(target, name="target"), drafter(draft, temperature)
-    text = list(prompt_ids)
-    if len(text) > 1:
-        tdec.feed(text[:-1])
-        ddec.prefill(text[:-1])
-    return tdec, ddec, text
+class SpeculativeDecoder:
+    """A target and a draft prefilled with a prompt, ready to decode from it
+    again and again: :func:`speculative_generate` is one such decoder's
+    :meth:`generate`; the speedup experiment
+    (:mod:`aftertrain.experiments.speedup`) prefills once and times
+    :meth:`decode`, so a timed call is the decoding after the prompt alone.
+
+    The prefill reads all but the last prompt character into the target's
+    decoder and, for a run draft, the draft's (not counted as a pass); the
+    first round feeds the last one with the drafts. After every call both
+    are rolled back to that prefill (prefilled afresh when a run past the
+    window's move rebuilt a cache), so each call starts from the same state
+    and, with the same generator, gives the same characters and logits.
+    """
+
+    def __init__(self, target: NextTokenModel, draft: NextTokenModel | TableDraft,
+                 prompt: str | torch.Tensor, temperature: float = 1.0) -> None:
+        V = check_model(target, "target").config.vocab_size
+        draft_net = draft.model if isinstance(draft, TableDraft) else draft
+        if check_model(draft_net, "draft").config.vocab_size != V:
+            raise ValueError(f"target and draft must share a vocabulary: target has {V} "
+                             f"characters, draft {draft_net.config.vocab_size}")
+        self.prompt = prompt_tokens(prompt, V)
+        self.temperature = check_temperature(temperature)
+        self.vocab_size = V
+        self.models = target, draft
+        self._prefill()
+
+    def _prefill(self) -> None:
+        """Fresh decoders fed all but the last prompt character, and what
+        their caches then hold (:meth:`_run` checks it is held again)."""
+        target, draft = self.models
+        self.target = Decoder(target, name="target")
+        self.drafter = drafter(draft, self.temperature)
+        if len(self.prompt) > 1:
+            self.target.feed(self.prompt[:-1])
+            self.drafter.prefill(self.prompt[:-1])
+        self.held = self._caches()
+
+    def _caches(self) -> tuple:
+        """Where each cache starts and how much it holds."""
+        decoders = [self.target] + ([self.drafter.decoder]
+                                    if isinstance(self.drafter, ModelDrafter) else [])
+        return tuple((d.start, d.cache.length) for d in decoders)
+
+    def generate(self, n_new: int, k: int, generator: torch.Generator | None = None
+                 ) -> SpeculativeResult:
+        """``n_new`` characters after the prompt, with the statistics and the
+        target logits the rule used (:func:`speculative_generate`)."""
+        used: list[torch.Tensor] = []
+        text, drafted, accepted, passes, draft_passes = self._run(n_new, k, generator, used)
+        target_logits = torch.cat(used) if used else torch.zeros(0, self.vocab_size)
+        return SpeculativeResult(torch.tensor(text, dtype=torch.long), len(self.prompt), drafted,
+                                 accepted, passes, draft_passes, target_logits)
+
+    def decode(self, n_new: int, k: int, generator: torch.Generator | None = None) -> list[int]:
+        """The ``n_new`` characters :meth:`generate` gives (same generator,
+        same characters, same generator state after), without the result's
+        statistics and logits: the work the speedup experiment times."""
+        return self._run(n_new, k, generator, None)[0][len(self.prompt):]
+
+    @torch.no_grad()
+    def _run(self, n_new: int, k: int, generator: torch.Generator | None,
+             used: list[torch.Tensor] | None) -> tuple[list[int], int, int, int, int]:
+        """The loop: the text (prompt included), drafted, accepted, target
+        and draft passes; the logits the rule used appended to ``used``
+        unless None. Rolls both models back to the prefill after."""
+        check_int("n_new", n_new, least=0, most=MAX_NEW)
+        check_int("k", k, least=1)
+        if generator is None:
+            generator = torch.Generator().manual_seed(0)
+        check_torch_generator(generator)
+        tdec, ddec, temperature = self.target, self.drafter, self.temperature
+        text = list(self.prompt)
+        end = len(text) + n_new
+        drafted = accepted = passes = draft_passes = 0
+        with Uniforms(generator) as source:
+            while len(text) < end:
+                kk = min(k, end - len(text) - 1)
+                # the round's uniforms in the documented order: the kk drafts', the
+                # rule's kk acceptance uniforms, its one for the next character
+                uniforms = source.take(2 * kk + 1)
+                if kk:
+                    drafts, q, qx = ddec.draft(text, kk, uniforms[:kk])
+                    draft_passes += kk
+                else:
+                    drafts, q, qx = [], [], []
+                n, token, logits = verify_round(tdec, text, drafts, q, qx, uniforms[kk:2 * kk],
+                                                uniforms[2 * kk], temperature)
+                passes += 1
+                drafted += kk
+                accepted += n
+                if used is not None:
+                    used.append(logits[: n + 1])
+                text += drafts[:n] + [token]
+                _roll_back(tdec, text)
+                ddec.rollback(text)
+        _roll_back(tdec, self.prompt)
+        ddec.rollback(self.prompt)
+        if self._caches() != self.held:  # a run past the window's move rebuilt a cache: the
+            self._prefill()  # next run must start from the prefill's own values, bit for bit
+        return text, drafted, accepted, passes, draft_passes
 
 
 def _roll_back(tdec: Decoder, text: list[int]) -> None:
@@ -309,7 +401,6 @@ def _roll_back(tdec: Decoder, text: list[int]) -> None:
     assert tdec.tokens == text[: len(tdec)], "the target holds text that was not emitted"
 
 
-@torch.no_grad()
 def speculative_generate(
     target: NextTokenModel,
     draft: NextTokenModel | TableDraft,
@@ -340,35 +431,11 @@ def speculative_generate(
     Every emitted character follows the target's next-character law for the
     text before it, exactly as :func:`aftertrain.lm.decoding.generate` samples it.
     NaN or +inf logits from either model raise ValueError naming it.
+    The checks, then a :class:`SpeculativeDecoder`'s prefill and its
+    :meth:`SpeculativeDecoder.generate`.
     """
-    V, prompt_ids, generator = _checked(target, draft, prompt, n_new, k, temperature, generator)
-    tdec, ddec, text = _prefilled(target, draft, prompt_ids, temperature)
-    end = len(text) + n_new
-    drafted = accepted = passes = draft_passes = 0
-    used: list[torch.Tensor] = []
-    with Uniforms(generator) as source:
-        while len(text) < end:
-            kk = min(k, end - len(text) - 1)
-            # the round's uniforms in the documented order: the kk drafts', the
-            # rule's kk acceptance uniforms, its one for the next character
-            uniforms = source.take(2 * kk + 1)
-            if kk:
-                drafts, q, qx = ddec.draft(text, kk, uniforms[:kk])
-                draft_passes += kk
-            else:
-                drafts, q, qx = [], [], []
-            n, token, logits = verify_round(tdec, text, drafts, q, qx, uniforms[kk:2 * kk],
-                                            uniforms[2 * kk], temperature)
-            passes += 1
-            drafted += kk
-            accepted += n
-            used.append(logits[: n + 1])
-            text += drafts[:n] + [token]
-            _roll_back(tdec, text)
-            ddec.rollback(text)
-    target_logits = torch.cat(used) if used else torch.zeros(0, V)
-    return SpeculativeResult(torch.tensor(text, dtype=torch.long), len(prompt_ids), drafted,
-                             accepted, passes, draft_passes, target_logits)
+    _, _, generator = _checked(target, draft, prompt, n_new, k, temperature, generator)
+    return SpeculativeDecoder(target, draft, prompt, temperature).generate(n_new, k, generator)
 
 
 def prompt_tokens(prompt: str | torch.Tensor, V: int, name: str = "prompt") -> list[int]:
