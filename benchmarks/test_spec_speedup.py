@@ -179,7 +179,8 @@ def test_speedup_formula_never_underrates_the_measured_speedup(benchmark, claim_
     decision, tabs = _judged(claim_record, spec, "S7", benchmark,
                              (aftertrain_model, named_drafts[D.DraftKind.INT4.value]))
     claim_record.measured("{SpeedupRow.draft!s} k={SpeedupRow.k}: predicted {SpeedupRow.predicted:.2f} "
-                          "measured {SpeedupRow.speedup:.2f}", tabs.speedups)
+                          "measured {SpeedupRow.speedup:.2f} (share of cpp / (v_k + k c) "
+                          "{share:.2f})", tabs.speedups, share=lambda r: r.share)
     claim_record.conclude(decision)
 
 
@@ -243,11 +244,33 @@ def test_cheap_and_good_draft_beats_the_bigram_and_plain_decoding(benchmark, req
     bigram_best = max((r for r in tabs.speedups if r.draft == BIGRAM),
                       key=lambda r: r.speedup)
     c = {r.draft: r for r in tabs.costs}
-    claim_record.measured("best: {best}, c={CostRow.c:.3f}; bigram best: {bigram_best}", c[best.draft],
-                          best=_fmt(best), bigram_best=_fmt(bigram_best))
+    claim_record.measured("best: {best}, c={CostRow.c:.3f}; bigram best: {bigram_best}; {targets}",
+                          c[best.draft], best=_fmt(best), bigram_best=_fmt(bigram_best),
+                          targets=_targets(SR.Cells(decision.timings, spec["cpp"]), tabs, best))
     if request.config.getoption("force_regen"):
         data_regression.check(_record(tabs, best), fullpath=baselines_dir / "spec_speedup.yml")
     claim_record.conclude(decision)
+
+
+def _targets(cells: SR.Cells, tabs, best: XU.SpeedupRow) -> Shown:
+    """Issue 32's targets, figures beside X2 (not its verdict): the best
+    cheap draft's share of cpp / (v_k + k c) and the n-gram's best speedup,
+    each with its range over the decision's intervals and whether the whole
+    range meets the target (:func:`aftertrain.experiments.speedup_rules.target_verdict`)."""
+    ngram = max((r for r in tabs.speedups if r.draft == D.DraftKind.NGRAM.value),
+                key=lambda r: r.speedup)
+    share = cells.share(best.draft, best.k)
+    return shown("issue 32's targets: {best}; {ngram}",
+                 best=shown("{SpeedupRow.draft!s} k={SpeedupRow.k} share of cpp / (v_k + k c) "
+                            "{share:.2f} ({share_low:.2f}~{share_high:.2f}) >= {SHARE_TARGET}: "
+                            "{met!s}", best, share=best.share, share_low=share[0],
+                            share_high=share[1], SHARE_TARGET=XU.SHARE_TARGET,
+                            met=XU.target_verdict(share, XU.SHARE_TARGET)),
+                 ngram=shown("n-gram k={SpeedupRow.k} speedup {SpeedupRow.speedup:.2f} "
+                             "({SpeedupRow.speedup_min:.2f}~{SpeedupRow.speedup_max:.2f}) >= "
+                             "{NGRAM_TARGET}: {met!s}", ngram, NGRAM_TARGET=XU.NGRAM_TARGET,
+                             met=XU.target_verdict((ngram.speedup_min, ngram.speedup_max),
+                                                   XU.NGRAM_TARGET)))
 
 
 def _record(tabs, best) -> dict:

@@ -9,6 +9,14 @@ median of ``--repeats`` single calls (``perf_counter_ns``), the pieces of a
 step interleaved round-robin so a drift in load touches them alike.
 
     python tools/profile_spec.py [--model reference] [--repeats 3000] [--ops]
+    python tools/profile_spec.py --only round [--repeats 300]
+
+``--only round`` times the speedup's two timed calls
+(:func:`aftertrain.experiments.speculative.plain_decoding` and
+``speculative_decoding``: the decoding after the prompt, 30 characters)
+beside the steps the formula charges, and splits a round's microseconds
+into ``v_k`` plain steps, ``k c`` plain steps and the rest (the round's
+bookkeeping); ``--chars`` sets the characters (default: the experiment's).
 
 Absolute microseconds are this machine's; the docs quote them with the
 machine and the load (``uptime``), and the ratios between them.
@@ -176,6 +184,56 @@ def forward_fit(model, ids: list[int], repeats: int) -> None:
           + ", ".join(f"k={k} {(a + b * (k + 1)) / (a + b):.3f}" for k in (2, 4, 8)))
 
 
+def round_pieces(model, repeats: int, chars: int) -> None:
+    """The timed calls of the speedup against what the formula charges: per
+    character of plain decoding, the plain step; per round of speculative
+    decoding, one verification pass of k+1 positions plus the k drafted
+    characters. What is left per round is the loop's own (bookkeeping, the
+    last rounds' shorter drafts, caches cold after a forward)."""
+    from aftertrain.speculative import speculative_generate
+
+    prompt = XS.prompt_text()
+    plain = XS.plain_decoding(model, chars, 1.0)
+    step = XS.plain_step(model, 1.0)
+    pieces = {"plain step": step, "plain decoding": plain}
+    runs = {}
+    for kind in (D.DraftKind.BIGRAM, D.DraftKind.NGRAM, D.DraftKind.GPT):
+        draft = D.draft_model(kind, model)
+        pieces[f"draft step {kind.value}"] = XS.draft_step(draft, 1.0)
+        for k in (2, 4, 8):
+            r = speculative_generate(model, draft, prompt, chars, k, 1.0,
+                                     torch.Generator().manual_seed(XS.SEED))
+            runs[kind.value, k] = r
+            pieces[f"spec {kind.value} k={k}"] = XS.speculative_decoding(model, draft, k, chars, 1.0)
+            pieces[f"spec {kind.value} k={k}, with logits (speculative_generate's loop)"] = (
+                lambda d=draft, k=k: speculative_generate(model, d, prompt, chars, k, 1.0,
+                                                          torch.Generator().manual_seed(XS.SEED)))
+    for k in (2, 4, 8):
+        pieces[f"verify step k={k}"] = XS.verify_step(model, k, 1.0)
+    got = medians(pieces, repeats)
+    show(f"the speedup's timed calls ({chars} characters) and the steps", got)
+    s_us = got["plain step"]
+    print(f"\n## per round (us; plain step {s_us:.1f} us; plain decoding "
+          f"{got['plain decoding'] / chars:.1f} us a character)")
+    print("  draft      k  passes  cpp   round  verify  drafts  rest  (rest/round)  speedup  "
+          "formula cpp/(v_k+kc)  share  logits' cost")
+    for (d, k), r in runs.items():
+        spec = got[f"spec {d} k={k}"]
+        per_round = spec / r.target_passes
+        verify = got[f"verify step k={k}"]
+        drafts = got[f"draft step {d}"] * r.drafted / r.target_passes
+        rest = per_round - verify - drafts
+        c = got[f"draft step {d}"] / s_us
+        v = verify / s_us
+        formula = r.chars_per_pass / (v + k * c)
+        speed = got["plain decoding"] / spec
+        logits = got[f"spec {d} k={k}, with logits (speculative_generate's loop)"] - spec
+        print(f"  {d:9s} {k:2d}  {r.target_passes:6d} {r.chars_per_pass:5.2f} {per_round:7.1f} "
+              f"{verify:7.1f} {drafts:7.1f} {rest:6.1f}  ({rest / per_round:5.1%})    "
+              f"{speed:5.2f}    {formula:5.2f}                 {speed / formula:5.2f}  "
+              f"{logits:7.1f}")
+
+
 def op_profile(model, ids: list[int]) -> None:
     from torch.profiler import ProfilerActivity, profile
     n = len(ids) - 9
@@ -199,7 +257,9 @@ def main() -> None:
     ap.add_argument("--model", default="reference")
     ap.add_argument("--repeats", type=int, default=3000)
     ap.add_argument("--ops", action="store_true", help="also torch.profiler's per-op table")
-    ap.add_argument("--only", choices=("draft", "plain", "verify", "fit"), default=None)
+    ap.add_argument("--only", choices=("draft", "plain", "verify", "fit", "round"), default=None)
+    ap.add_argument("--chars", type=int, default=None,
+                    help="characters of the timed calls (--only round; default SPEEDUP_CHARS)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     model, _ = registry.load_model(args.model)
@@ -215,6 +275,9 @@ def main() -> None:
             verify_pieces(model, ids, args.repeats)
         if args.only in (None, "fit"):
             forward_fit(model, ids, args.repeats)
+        if args.only in (None, "round"):
+            from aftertrain.experiments.speedup import SPEEDUP_CHARS
+            round_pieces(model, args.repeats, args.chars or SPEEDUP_CHARS)
         if args.ops:
             op_profile(model, ids)
 

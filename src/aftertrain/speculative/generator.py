@@ -12,14 +12,15 @@ text: plain and speculative decoding sample the same law.
 
 The loop is built for speed without changing a draw. A draft that reads only
 its last few characters (the bigram, the n-gram) drafts from precomputed
-rows (:class:`TableDrafter`, :mod:`aftertrain.speculative.table_drafts`): per
-character a look-up, one uniform and a bisection, no model call. Any other
-draft is run, one cached forward per character (:class:`ModelDrafter`).
+rows (:class:`~aftertrain.speculative.drafters.TableDrafter`,
+:mod:`aftertrain.speculative.table_drafts`): per character a look-up, one
+uniform and a bisection, no model call. Any other draft is run, one cached
+forward per character (:class:`~aftertrain.speculative.drafters.ModelDrafter`).
 :func:`verify_round` scores the drafts in one cached target pass and runs
 the rule on plain floats for the one round. Each round takes its ``2k + 1``
 uniforms in the order the rule documents (the k drafts', then the rule's
 k acceptance uniforms and its one for the next character), taken from a
-run's :class:`Uniforms` (drawn a thousand at a time, no torch call per
+run's :class:`~aftertrain.speculative.drafters.Uniforms` (drawn a thousand at a time, no torch call per
 round): torch's CPU generator gives ``rand(n)`` as n successive
 ``rand(1)``, and the caller's generator ends where one draw per uniform
 would leave it, so with the same generator the output is the earlier
@@ -40,11 +41,11 @@ from aftertrain.lm.decoding import (
     Decoder,
     check_temperature,
     check_torch_generator,
-    probabilities,
     probabilities_unchecked,
 )
 from aftertrain.lm.protocol import NextTokenModel, check_model
-from aftertrain.speculative.table_drafts import TableDraft, cumulative, draw_from_cdf, row_of, table_draft
+from aftertrain.speculative.drafters import ModelDrafter, Uniforms, drafter
+from aftertrain.speculative.table_drafts import TableDraft, cumulative, draw_from_cdf
 
 __all__ = ["SpeculativeDecoder", "SpeculativeResult", "speculative_generate", "verify_round"]
 
@@ -95,136 +96,6 @@ class SpeculativeResult:
             "acceptance_rate": self.acceptance_rate,
             "chars_per_pass": self.chars_per_pass,
         }
-
-
-class ModelDrafter:
-    """A draft that must be run (a GPT, the quantized references): one
-    cached forward per drafted character through a :class:`Decoder`."""
-
-    def __init__(self, model: NextTokenModel, temperature: float) -> None:
-        self.decoder = Decoder(model, name="draft")
-        self.temperature = temperature
-
-    def prefill(self, ids: list[int]) -> None:
-        """Feed the prompt ``ids`` to the draft's cache before the first round."""
-        self.decoder.feed(ids)
-
-    def draft(self, text: list[int], k: int, u: list[float]
-              ) -> tuple[list[int], list[list[float]], list[float]]:
-        """``k >= 1`` characters after ``text`` from the uniforms ``u``: the
-        drafts, the rows ``q`` they were drawn from (float64, as lists), and
-        each draft's ``q``.
-
-        The draft is fed the text it has not seen and the first k - 1
-        drafts: k forward calls. The rows are the very values the rule is
-        then given (a draft scored with a distribution other than the one it
-        was sampled from breaks the law)."""
-        dec = self.decoder
-        logits = dec.feed(text[len(dec):])[-1]
-        drafts, qs, qx = [], [], []
-        for i in range(k):
-            row = row_of(probabilities(logits, self.temperature))
-            x = row.draw(u[i])
-            drafts.append(x)
-            qs.append(row.q_list)
-            qx.append(row.q_list[x])
-            if i < k - 1:
-                logits = dec.feed([x])[-1]
-        return drafts, qs, qx
-
-    def rollback(self, text: list[int]) -> None:
-        """Keep what was fed of ``text``, minus its last character (fed next round)."""
-        dec = self.decoder
-        dec.truncate(min(len(dec), len(text) - 1))
-        assert dec.tokens == text[: len(dec)], "the draft holds text that was not emitted"
-
-
-class TableDrafter:
-    """A table draft (:class:`aftertrain.speculative.table_drafts.TableDraft`):
-    per drafted character a row look-up, one uniform and a bisection; no
-    model call once the context's row is known."""
-
-    def __init__(self, table: TableDraft) -> None:
-        self.table = table
-
-    def prefill(self, ids: list[int]) -> None:
-        """Nothing: a table draft reads its context from the text each round."""
-
-    def draft(self, text: list[int], k: int, u: list[float]
-              ) -> tuple[list[int], list[list[float]], list[float]]:
-        """As :meth:`ModelDrafter.draft`, from the table's rows: per
-        character a dictionary look-up by the last ``context`` characters
-        and a bisection (:meth:`aftertrain.speculative.table_drafts.ContextLaw.draw`),
-        no tensor."""
-        table = self.table
-        c = table.context
-        key = table.key(text)
-        drafts, qs, qx = [], [], []
-        for i in range(k):
-            row = table.row(key)
-            x = row.draw(u[i])
-            drafts.append(x)
-            q = row.q_list
-            qs.append(q)
-            qx.append(q[x])
-            if c:
-                key = (*key, x)[-c:]
-        return drafts, qs, qx
-
-    def rollback(self, text: list[int]) -> None:
-        """Nothing: a table draft keeps no cache to cut back to ``text``."""
-
-
-class Uniforms:
-    """The float64 uniforms of a run, in the generator's order, without a
-    tensor per round: drawn :data:`CHUNK` at a time from a copy of the
-    generator and handed out as floats (torch's CPU generator gives
-    ``rand(n)`` as n successive ``rand(1)``, so chunks change no value).
-    :meth:`settle` (at the end of a ``with`` block) then advances the
-    caller's generator by exactly the uniforms taken, as drawing them one
-    round at a time would have."""
-
-    CHUNK = 1024
-
-    def __init__(self, generator: torch.Generator) -> None:
-        self.generator = generator
-        self.source = torch.Generator()
-        self.source.set_state(generator.get_state())
-        self.buffer: list[float] = []
-        self.next = 0
-        self.taken = 0
-
-    def take(self, n: int) -> list[float]:
-        """The next ``n`` uniforms."""
-        if self.next + n > len(self.buffer):
-            self.buffer = self.buffer[self.next:] + torch.rand(
-                max(self.CHUNK, n), dtype=torch.float64, generator=self.source).tolist()
-            self.next = 0
-        out = self.buffer[self.next:self.next + n]
-        self.next += n
-        self.taken += n
-        return out
-
-    def __enter__(self) -> Uniforms:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.settle()
-
-    def settle(self) -> None:
-        """Advance the caller's generator past the uniforms taken (once, at the end)."""
-        left, self.taken = self.taken, 0
-        while left:
-            n = min(left, 1 << 20)
-            torch.rand(n, dtype=torch.float64, generator=self.generator)
-            left -= n
-
-
-def drafter(draft: NextTokenModel | TableDraft, temperature: float) -> ModelDrafter | TableDrafter:
-    """The drafter of ``draft``: from tables when it reads a short context
-    (:func:`aftertrain.speculative.table_drafts.table_draft`), else by running it."""
-    table = table_draft(draft, temperature)
-    return ModelDrafter(draft, temperature) if table is None else TableDrafter(table)
 
 
 def verify_round(target: Decoder, text: list[int], drafts: list[int], q: list[list[float]],
