@@ -14,9 +14,9 @@ step interleaved round-robin so a drift in load touches them alike.
 ``--only round`` times the speedup's two timed calls
 (:func:`aftertrain.experiments.speculative.plain_decoding` and
 ``speculative_decoding``: the decoding after the prompt, 30 characters)
-beside the steps the formula charges, and splits a round's microseconds
-into ``v_k`` plain steps, ``k c`` plain steps and the rest (the round's
-bookkeeping); ``--chars`` sets the characters (default: the experiment's).
+against the steps the formula charges run back to back (:func:`round_pieces`),
+and v_k as the cost decision times it against v_k back to back;
+``--chars`` sets the characters (default: the experiment's).
 
 Absolute microseconds are this machine's; the docs quote them with the
 machine and the load (``uptime``), and the ratios between them.
@@ -185,53 +185,80 @@ def forward_fit(model, ids: list[int], repeats: int) -> None:
 
 
 def round_pieces(model, repeats: int, chars: int) -> None:
-    """The timed calls of the speedup against what the formula charges: per
-    character of plain decoding, the plain step; per round of speculative
-    decoding, one verification pass of k+1 positions plus the k drafted
-    characters. What is left per round is the loop's own (bookkeeping, the
-    last rounds' shorter drafts, caches cold after a forward)."""
+    """Is a timed call of the speedup the sum of the steps the formula
+    charges? Per draft and k, four calls alternate in one process: the timed
+    plain call (:func:`aftertrain.experiments.speculative.plain_decoding`),
+    ``chars`` plain steps back to back, the timed speculative call
+    (``speculative_decoding``), and its rounds' steps back to back (``passes``
+    verification steps of k+1 positions and ``drafted`` drafted
+    characters); each ratio is the median of the per-repeat ratios. Then v_k
+    as the cost decision times it (single calls alternating with a plain
+    step) against v_k back to back (blocks of ten calls of each step in a
+    row, alternating, the median of the block ratios)."""
     from aftertrain.speculative import speculative_generate
 
     prompt = XS.prompt_text()
-    plain = XS.plain_decoding(model, chars, 1.0)
-    step = XS.plain_step(model, 1.0)
-    pieces = {"plain step": step, "plain decoding": plain}
-    runs = {}
+    plain, step = XS.plain_decoding(model, chars, 1.0), XS.plain_step(model, 1.0)
+    clock = time.perf_counter_ns
+    print(f"\n## the timed calls ({chars} characters) against their steps back to back "
+          f"(medians of {repeats} paired ratios)")
+    print("  draft      k  passes drafted  plain/steps  spec/steps  speedup  steps' speedup  "
+          "share of it")
     for kind in (D.DraftKind.BIGRAM, D.DraftKind.NGRAM, D.DraftKind.GPT):
         draft = D.draft_model(kind, model)
-        pieces[f"draft step {kind.value}"] = XS.draft_step(draft, 1.0)
+        dstep = XS.draft_step(draft, 1.0)
         for k in (2, 4, 8):
             r = speculative_generate(model, draft, prompt, chars, k, 1.0,
                                      torch.Generator().manual_seed(XS.SEED))
-            runs[kind.value, k] = r
-            pieces[f"spec {kind.value} k={k}"] = XS.speculative_decoding(model, draft, k, chars, 1.0)
-            pieces[f"spec {kind.value} k={k}, with logits (speculative_generate's loop)"] = (
-                lambda d=draft, k=k: speculative_generate(model, d, prompt, chars, k, 1.0,
-                                                          torch.Generator().manual_seed(XS.SEED)))
+            spec, verify = XS.speculative_decoding(model, draft, k, chars, 1.0), XS.verify_step(model, k, 1.0)
+
+            def steps(n=chars):
+                for _ in range(n):
+                    step()
+
+            def rounds(r=r, verify=verify, dstep=dstep):
+                for _ in range(r.target_passes):
+                    verify()
+                for _ in range(r.drafted):
+                    dstep()
+
+            fns = {"plain": plain, "steps": steps, "spec": spec, "rounds": rounds}
+            times = {n: [] for n in fns}
+            for fn in fns.values():
+                fn()
+            for _ in range(repeats):
+                for n, fn in fns.items():
+                    t0 = clock()
+                    fn()
+                    times[n].append(clock() - t0)
+
+            def ratio(a, b, times=times):
+                return statistics.median([x / y for x, y in zip(times[a], times[b], strict=True)])
+
+            print(f"  {kind.value:9s} {k:2d}  {r.target_passes:6d} {r.drafted:7d}  "
+                  f"{ratio('plain', 'steps'):11.3f} {ratio('spec', 'rounds'):11.3f}  "
+                  f"{ratio('plain', 'spec'):7.2f}  {ratio('steps', 'rounds'):14.2f}  "
+                  f"{ratio('plain', 'spec') / ratio('steps', 'rounds'):11.2f}")
+    vk = {}
     for k in (2, 4, 8):
-        pieces[f"verify step k={k}"] = XS.verify_step(model, k, 1.0)
-    got = medians(pieces, repeats)
-    show(f"the speedup's timed calls ({chars} characters) and the steps", got)
-    s_us = got["plain step"]
-    print(f"\n## per round (us; plain step {s_us:.1f} us; plain decoding "
-          f"{got['plain decoding'] / chars:.1f} us a character)")
-    print("  draft      k  passes  cpp   round  verify  drafts  rest  (rest/round)  speedup  "
-          "formula cpp/(v_k+kc)  share  logits' cost")
-    for (d, k), r in runs.items():
-        spec = got[f"spec {d} k={k}"]
-        per_round = spec / r.target_passes
-        verify = got[f"verify step k={k}"]
-        drafts = got[f"draft step {d}"] * r.drafted / r.target_passes
-        rest = per_round - verify - drafts
-        c = got[f"draft step {d}"] / s_us
-        v = verify / s_us
-        formula = r.chars_per_pass / (v + k * c)
-        speed = got["plain decoding"] / spec
-        logits = got[f"spec {d} k={k}, with logits (speculative_generate's loop)"] - spec
-        print(f"  {d:9s} {k:2d}  {r.target_passes:6d} {r.chars_per_pass:5.2f} {per_round:7.1f} "
-              f"{verify:7.1f} {drafts:7.1f} {rest:6.1f}  ({rest / per_round:5.1%})    "
-              f"{speed:5.2f}    {formula:5.2f}                 {speed / formula:5.2f}  "
-              f"{logits:7.1f}")
+        verify = XS.verify_step(model, k, 1.0)
+        alternating = [], []
+        for _ in range(repeats * 10):
+            for side, fn in zip(alternating, (step, verify), strict=True):
+                t0 = clock()
+                fn()
+                side.append(clock() - t0)
+        blocks = [], []  # ten calls of a step in a row, then ten of the other: paired blocks
+        for _ in range(repeats):
+            for side, fn in zip(blocks, (step, verify), strict=True):
+                t0 = clock()
+                for _ in range(10):
+                    fn()
+                side.append(clock() - t0)
+        vk[k] = (statistics.median([v / s for s, v in zip(*alternating, strict=True)]),
+                 statistics.median([v / s for s, v in zip(*blocks, strict=True)]))
+    print("  v_k as the cost decision times it (alternating single calls) / back to back: "
+          + ", ".join(f"k={k} {a:.3f} / {b:.3f}" for k, (a, b) in vk.items()))
 
 
 def op_profile(model, ids: list[int]) -> None:

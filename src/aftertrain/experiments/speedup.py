@@ -13,12 +13,20 @@ at alpha / 2, so a claim reading both errs with probability <= alpha;
 
 ``SPEEDUP_CHARS = 30`` (the article: 200): the per-character cost is what the
 claims compare, and the decision needs ~30 pairs of each of the 15 cells
-(5 drafts x 3 k) at its first look. Both decisions together took 80-110 s
-on an idle 2-core box; at 50 characters the first look alone took ~9
-minutes under load 9. What a first look costs at the floor (idle, one
-thread): the costs 8 ratios x 112 pairs x one call of a ~0.75-1.8 ms step
-a side (~1.5 s; 5 calls a timing before, ~6 s), the speedups 15 cells x 29
-pairs x (plain ~0.024 s + speculative ~0.01-0.035 s) ~ 19 s.
+(5 drafts x 3 k) at its first look. A timed call is the decoding after the
+prompt alone: each side is prefilled once, untimed
+(:func:`aftertrain.experiments.speculative.plain_decoding`,
+:func:`~aftertrain.experiments.speculative.speculative_decoding`), each call
+decodes the 30 characters and rolls back. (Until 2026-12-02 both calls
+first read the 32-character prompt, ~2 plain steps a side, which pulled a
+30-character speedup toward 1: the n-gram's at k=4 from ~2.6 to ~2.35.) A
+pair now costs plain ~30 steps (~0.016-0.025 s) + speculative
+~0.007-0.035 s; both decisions together took 55-60 s at load 1.5 and
+~100 s at load 4 on the shared 2-core box (main, reading the prompt: 55-78 s
+and ~70-75 s alike: the load decides, see docs/speculative.md). What a
+first look costs at the floor (idle, one thread): the costs 8 ratios x 112
+pairs x one call of a ~0.5-1.8 ms step a side (~1.5 s), the speedups 15
+cells x 29 pairs x (plain ~0.016 s + speculative ~0.007-0.035 s) ~ 15 s.
 """
 
 from __future__ import annotations
