@@ -38,7 +38,8 @@ from aftertrain.lm import registry
 from aftertrain.lm import text as _text
 from aftertrain.lm.decoding import Decoder, check_logits, probabilities, sample_token
 from aftertrain.speculative import drafts as D
-from aftertrain.speculative.generator import drafter, round_rule, verify_round
+from aftertrain.speculative.drafters import drafter
+from aftertrain.speculative.generator import round_rule, verify_round
 from aftertrain.speculative.table_drafts import draw_from_cdf
 
 

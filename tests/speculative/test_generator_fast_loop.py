@@ -21,7 +21,7 @@ from aftertrain import speculative as S
 from aftertrain.checks import speculative as CS
 from aftertrain.experiments import speculative as XS
 from aftertrain.speculative import drafts as D
-from aftertrain.speculative.generator import Uniforms
+from aftertrain.speculative.drafters import Uniforms
 from aftertrain.speculative.table_drafts import TableDraft
 from aftertrain.stats import ALPHA
 from tests.common.previous_loop import previous_generate

@@ -32,10 +32,9 @@ from aftertrain.lm.decoding import (
     sample_token,
 )
 from aftertrain.lm.protocol import NextTokenModel, check_model
+from aftertrain.speculative.drafters import Uniforms, drafter
 from aftertrain.speculative.generator import (
     SpeculativeDecoder,
-    Uniforms,
-    drafter,
     prompt_tokens,
     speculative_generate,
     verify_round,
@@ -309,7 +308,7 @@ def draft_step(draft: NextTokenModel, temperature: float):
     """One drafted character exactly as the generator drafts it (its
     drafter: a table look-up for the bigram and the n-gram, a cached forward
     for a run draft; its uniform taken from a
-    :class:`aftertrain.speculative.generator.Uniforms`, as the loop takes
+    :class:`aftertrain.speculative.drafters.Uniforms`, as the loop takes
     it), rolled back after."""
     check_model(draft, "draft")
     check_temperature(temperature)

@@ -20,8 +20,8 @@ forward per character (:class:`~aftertrain.speculative.drafters.ModelDrafter`).
 the rule on plain floats for the one round. Each round takes its ``2k + 1``
 uniforms in the order the rule documents (the k drafts', then the rule's
 k acceptance uniforms and its one for the next character), taken from a
-run's :class:`~aftertrain.speculative.drafters.Uniforms` (drawn a thousand at a time, no torch call per
-round): torch's CPU generator gives ``rand(n)`` as n successive
+run's :class:`~aftertrain.speculative.drafters.Uniforms` (drawn a thousand
+at a time, no torch call per round): torch's CPU generator gives ``rand(n)`` as n successive
 ``rand(1)``, and the caller's generator ends where one draw per uniform
 would leave it, so with the same generator the output is the earlier
 loop's (a model call per drafted character, the batched tensor rule) bit
