@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from aftertrain.lm.decoding import Decoder, probabilities
+from aftertrain.lm.decoding import Decoder, check_temperature, probabilities_unchecked
 from aftertrain.lm.protocol import NextTokenModel
 from aftertrain.speculative.table_drafts import TableDraft, row_of, table_draft
 
@@ -26,7 +26,7 @@ class ModelDrafter:
 
     def __init__(self, model: NextTokenModel, temperature: float) -> None:
         self.decoder = Decoder(model, name="draft")
-        self.temperature = temperature
+        self.temperature = check_temperature(temperature)
 
     def prefill(self, ids: list[int]) -> None:
         """Feed the prompt ``ids`` to the draft's cache before the first round."""
@@ -46,7 +46,8 @@ class ModelDrafter:
         logits = dec.feed(text[len(dec):])[-1]
         drafts, qs, qx = [], [], []
         for i in range(k):
-            row = row_of(probabilities(logits, self.temperature))
+            # unchecked: Decoder.feed has checked these logits, the caller the temperature
+            row = row_of(probabilities_unchecked(logits, self.temperature))
             x = row.draw(u[i])
             drafts.append(x)
             qs.append(row.q_list)
