@@ -487,7 +487,8 @@ _add(("measured:benchmarks/test_*.py::* | pairs",
 _add("measured:benchmarks/test_quant_fake_speed.py::* | alpha",
      "tests/timing/test_sequential.py::test_each_interval_is_at_alpha_over_looks_times_ratios",
      "the decision's family alpha, split over looks and ratios as the test works out")
-_add(f"{MS}{BENCH_SPEC}::test_bigram_draft_is_faster_than_plain_decoding | looks",
+_add((f"{MS}{BENCH_SPEC}::test_bigram_draft_is_faster_than_plain_decoding | looks",
+      f"{MS}{BENCH_SPEC}::_targets | looks"),
      ("tests/timing/test_sequential.py::test_look_schedule_doubles",
       "tests/timing/test_sequential.py::test_a_judgement_keeps_its_first_verdict_while_another_needs_more_looks"),
      "the looks taken: the schedule and the stop worked out on fake clocks")
