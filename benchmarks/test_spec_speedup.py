@@ -179,7 +179,8 @@ def test_speedup_formula_never_underrates_the_measured_speedup(benchmark, claim_
     decision, tabs = _judged(claim_record, spec, "S7", benchmark,
                              (aftertrain_model, named_drafts[D.DraftKind.INT4.value]))
     claim_record.measured("{SpeedupRow.draft!s} k={SpeedupRow.k}: predicted {SpeedupRow.predicted:.2f} "
-                          "measured {SpeedupRow.speedup:.2f}", tabs.speedups)
+                          "measured {SpeedupRow.speedup:.2f} (share of cpp / (v_k + k c) "
+                          "{share:.2f})", tabs.speedups, share=lambda r: r.share)
     claim_record.conclude(decision)
 
 
@@ -190,8 +191,11 @@ def test_speedup_formula_never_underrates_the_measured_speedup(benchmark, claim_
     "0.65; 4-bit k=2 0.93 vs 0.63; 4-bit k=8 0.68 vs 0.57); the article matched to ~0.05. It "
     "charges one plain pass per verification, but a pass over k+1 positions costs v_k = "
     "1.10-1.35 here (X8); with v_k the quantized drafts still measure 0.67-0.94 of "
-    "cpp / (v_k + k c): both runs first read the 32-character prompt (about 2 plain steps on "
-    "either side, which pulls a 30-character speedup toward 1), and the rounds' bookkeeping"))
+    "cpp / (v_k + k c) in that record, whose timed calls still read the 32-character prompt first "
+    "(about 2 plain steps on either side, pulling a 30-character speedup toward 1). The timed calls "
+    "now decode after the prompt; what is left (tools/profile_spec.py --only round, loaded): v_k "
+    "timed as single calls alternating with a plain step reads 5-9% below verifications back to "
+    "back, and the loop's own work is 1-12% of a speculative call"))
 def test_speedup_formula_matches_quantized_drafts_within_0p05(benchmark, claim_record, aftertrain_model,
                                                               named_drafts, spec):
     """S7. For the 8-bit and 4-bit drafts at k = 2, 4, 8 the prediction
@@ -243,11 +247,38 @@ def test_cheap_and_good_draft_beats_the_bigram_and_plain_decoding(benchmark, req
     bigram_best = max((r for r in tabs.speedups if r.draft == BIGRAM),
                       key=lambda r: r.speedup)
     c = {r.draft: r for r in tabs.costs}
-    claim_record.measured("best: {best}, c={CostRow.c:.3f}; bigram best: {bigram_best}", c[best.draft],
-                          best=_fmt(best), bigram_best=_fmt(bigram_best))
+    claim_record.measured("best: {best}, c={CostRow.c:.3f}; bigram best: {bigram_best}; {targets}",
+                          c[best.draft], best=_fmt(best), bigram_best=_fmt(bigram_best),
+                          targets=_targets(spec))
     if request.config.getoption("force_regen"):
         data_regression.check(_record(tabs, best), fullpath=baselines_dir / "spec_speedup.yml")
     claim_record.conclude(decision)
+
+
+def _targets(spec) -> Shown:
+    """Issue 32's targets, figures beside X2 (not its verdict), at the
+    speedup decision's last look (the narrowest intervals; every look's hold
+    together at the decision's alpha): the best cheap draft's share of
+    cpp / (v_k + k c) and the n-gram's best speedup, each with its range over
+    the intervals and whether the whole range meets the target
+    (:func:`aftertrain.experiments.speedup.target_verdict`)."""
+    last = max(spec["decisions"].values(), key=lambda d: d.looks if str(
+        SR.RatioKey.speedup(BIGRAM, XU.SPEEDUP_KS[0])) in d.timings else -1)
+    rows = XU.speedup_tables(last, spec["cpp"]).speedups
+    best = max((r for r in rows if r.draft in CHEAP), key=lambda r: r.speedup)
+    ngram = max((r for r in rows if r.draft == D.DraftKind.NGRAM.value), key=lambda r: r.speedup)
+    share = SR.Cells(last.timings, spec["cpp"]).share(best.draft, best.k)
+    return shown("issue 32's targets at look {looks}: {best}; {ngram}", looks=last.looks,
+                 best=shown("{SpeedupRow.draft!s} k={SpeedupRow.k} share of cpp / (v_k + k c) "
+                            "{share:.2f} ({share_low:.2f}~{share_high:.2f}) >= {SHARE_TARGET}: "
+                            "{met!s}", best, share=best.share, share_low=share[0],
+                            share_high=share[1], SHARE_TARGET=XU.SHARE_TARGET,
+                            met=XU.target_verdict(share, XU.SHARE_TARGET)),
+                 ngram=shown("n-gram k={SpeedupRow.k} speedup {SpeedupRow.speedup:.2f} "
+                             "({SpeedupRow.speedup_min:.2f}~{SpeedupRow.speedup_max:.2f}) >= "
+                             "{NGRAM_TARGET}: {met!s}", ngram, NGRAM_TARGET=XU.NGRAM_TARGET,
+                             met=XU.target_verdict((ngram.speedup_min, ngram.speedup_max),
+                                                   XU.NGRAM_TARGET)))
 
 
 def _record(tabs, best) -> dict:

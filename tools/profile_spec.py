@@ -9,6 +9,14 @@ median of ``--repeats`` single calls (``perf_counter_ns``), the pieces of a
 step interleaved round-robin so a drift in load touches them alike.
 
     python tools/profile_spec.py [--model reference] [--repeats 3000] [--ops]
+    python tools/profile_spec.py --only round [--repeats 300]
+
+``--only round`` times the speedup's two timed calls
+(:func:`aftertrain.experiments.speculative.plain_decoding` and
+``speculative_decoding``: the decoding after the prompt, 30 characters)
+against the steps the formula charges run back to back (:func:`round_pieces`),
+and v_k as the cost decision times it against v_k back to back;
+``--chars`` sets the characters (default: the experiment's).
 
 Absolute microseconds are this machine's; the docs quote them with the
 machine and the load (``uptime``), and the ratios between them.
@@ -30,7 +38,8 @@ from aftertrain.lm import registry
 from aftertrain.lm import text as _text
 from aftertrain.lm.decoding import Decoder, check_logits, probabilities, sample_token
 from aftertrain.speculative import drafts as D
-from aftertrain.speculative.generator import drafter, round_rule, verify_round
+from aftertrain.speculative.drafters import drafter
+from aftertrain.speculative.generator import round_rule, verify_round
 from aftertrain.speculative.table_drafts import draw_from_cdf
 
 
@@ -176,6 +185,83 @@ def forward_fit(model, ids: list[int], repeats: int) -> None:
           + ", ".join(f"k={k} {(a + b * (k + 1)) / (a + b):.3f}" for k in (2, 4, 8)))
 
 
+def round_pieces(model, repeats: int, chars: int) -> None:
+    """Is a timed call of the speedup the sum of the steps the formula
+    charges? Per draft and k, four calls alternate in one process: the timed
+    plain call (:func:`aftertrain.experiments.speculative.plain_decoding`),
+    ``chars`` plain steps back to back, the timed speculative call
+    (``speculative_decoding``), and its rounds' steps back to back (``passes``
+    verification steps of k+1 positions and ``drafted`` drafted
+    characters); each ratio is the median of the per-repeat ratios. Then v_k
+    as the cost decision times it (single calls alternating with a plain
+    step) against v_k back to back (blocks of ten calls of each step in a
+    row, alternating, the median of the block ratios)."""
+    from aftertrain.speculative import speculative_generate
+
+    prompt = XS.prompt_text()
+    plain, step = XS.plain_decoding(model, chars, 1.0), XS.plain_step(model, 1.0)
+    clock = time.perf_counter_ns
+    print(f"\n## the timed calls ({chars} characters) against their steps back to back "
+          f"(medians of {repeats} paired ratios)")
+    print("  draft      k  passes drafted  plain/steps  spec/steps  speedup  steps' speedup  "
+          "share of it")
+    for kind in (D.DraftKind.BIGRAM, D.DraftKind.NGRAM, D.DraftKind.GPT):
+        draft = D.draft_model(kind, model)
+        dstep = XS.draft_step(draft, 1.0)
+        for k in (2, 4, 8):
+            r = speculative_generate(model, draft, prompt, chars, k, 1.0,
+                                     torch.Generator().manual_seed(XS.SEED))
+            spec, verify = XS.speculative_decoding(model, draft, k, chars, 1.0), XS.verify_step(model, k, 1.0)
+
+            def steps(n=chars):
+                for _ in range(n):
+                    step()
+
+            def rounds(r=r, verify=verify, dstep=dstep):
+                for _ in range(r.target_passes):
+                    verify()
+                for _ in range(r.drafted):
+                    dstep()
+
+            fns = {"plain": plain, "steps": steps, "spec": spec, "rounds": rounds}
+            times = {n: [] for n in fns}
+            for fn in fns.values():
+                fn()
+            for _ in range(repeats):
+                for n, fn in fns.items():
+                    t0 = clock()
+                    fn()
+                    times[n].append(clock() - t0)
+
+            def ratio(a, b, times=times):
+                return statistics.median([x / y for x, y in zip(times[a], times[b], strict=True)])
+
+            print(f"  {kind.value:9s} {k:2d}  {r.target_passes:6d} {r.drafted:7d}  "
+                  f"{ratio('plain', 'steps'):11.3f} {ratio('spec', 'rounds'):11.3f}  "
+                  f"{ratio('plain', 'spec'):7.2f}  {ratio('steps', 'rounds'):14.2f}  "
+                  f"{ratio('plain', 'spec') / ratio('steps', 'rounds'):11.2f}")
+    vk = {}
+    for k in (2, 4, 8):
+        verify = XS.verify_step(model, k, 1.0)
+        alternating = [], []
+        for _ in range(repeats * 10):
+            for side, fn in zip(alternating, (step, verify), strict=True):
+                t0 = clock()
+                fn()
+                side.append(clock() - t0)
+        blocks = [], []  # ten calls of a step in a row, then ten of the other: paired blocks
+        for _ in range(repeats):
+            for side, fn in zip(blocks, (step, verify), strict=True):
+                t0 = clock()
+                for _ in range(10):
+                    fn()
+                side.append(clock() - t0)
+        vk[k] = (statistics.median([v / s for s, v in zip(*alternating, strict=True)]),
+                 statistics.median([v / s for s, v in zip(*blocks, strict=True)]))
+    print("  v_k as the cost decision times it (alternating single calls) / back to back: "
+          + ", ".join(f"k={k} {a:.3f} / {b:.3f}" for k, (a, b) in vk.items()))
+
+
 def op_profile(model, ids: list[int]) -> None:
     from torch.profiler import ProfilerActivity, profile
     n = len(ids) - 9
@@ -199,7 +285,9 @@ def main() -> None:
     ap.add_argument("--model", default="reference")
     ap.add_argument("--repeats", type=int, default=3000)
     ap.add_argument("--ops", action="store_true", help="also torch.profiler's per-op table")
-    ap.add_argument("--only", choices=("draft", "plain", "verify", "fit"), default=None)
+    ap.add_argument("--only", choices=("draft", "plain", "verify", "fit", "round"), default=None)
+    ap.add_argument("--chars", type=int, default=None,
+                    help="characters of the timed calls (--only round; default SPEEDUP_CHARS)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     model, _ = registry.load_model(args.model)
@@ -215,6 +303,9 @@ def main() -> None:
             verify_pieces(model, ids, args.repeats)
         if args.only in (None, "fit"):
             forward_fit(model, ids, args.repeats)
+        if args.only in (None, "round"):
+            from aftertrain.experiments.speedup import SPEEDUP_CHARS
+            round_pieces(model, args.repeats, args.chars or SPEEDUP_CHARS)
         if args.ops:
             op_profile(model, ids)
 

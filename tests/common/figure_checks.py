@@ -178,7 +178,6 @@ _add([f"row:SpeedupRow.{f}" for f in ("k", "chars_per_pass", "speedup", "speedup
      "1 / ratio with the interval's ends swapped; cpp / (1 + k c) and cpp / (v_k + k c) written out "
      "from the c and v_k of each draft's and k's own ratios, and on the committed ledger from the "
      "row's c and v_k, one per draft and per k")
-
 # --- the ledger's run metadata ---------------------------------------------------------------------
 _add("ledger.meta:commit", f"{META}::test_commit_is_git_head_and_says_when_a_tracked_file_changed",
      "git rev-parse HEAD of a repository made in the test; marked after a tracked file changes")
@@ -488,10 +487,22 @@ _add(("measured:benchmarks/test_*.py::* | pairs",
 _add("measured:benchmarks/test_quant_fake_speed.py::* | alpha",
      "tests/timing/test_sequential.py::test_each_interval_is_at_alpha_over_looks_times_ratios",
      "the decision's family alpha, split over looks and ratios as the test works out")
-_add(f"{MS}{BENCH_SPEC}::test_bigram_draft_is_faster_than_plain_decoding | looks",
+_add((f"{MS}{BENCH_SPEC}::test_bigram_draft_is_faster_than_plain_decoding | looks",
+      f"{MS}{BENCH_SPEC}::_targets | looks"),
      ("tests/timing/test_sequential.py::test_look_schedule_doubles",
       "tests/timing/test_sequential.py::test_a_judgement_keeps_its_first_verdict_while_another_needs_more_looks"),
      "the looks taken: the schedule and the stop worked out on fake clocks")
+_add((f"{MS}{BENCH_SPEC}::test_speedup_formula_never_underrates_the_measured_speedup | share",
+      f"{MS}{BENCH_SPEC}::_targets | share",
+      "report.table:Speedup over plain cached decoding (ours: median of alternating pairs "
+      "[confidence interval of the median]; undecided: the interval contains 1) | "
+      "ours: share (measured / (v_k+kc))"),
+     f"{UF}::test_share_is_the_speedup_over_the_prediction_with_v_k",
+     "SpeedupRow.share: the measured speedup over cpp / (v_k + k c) of checked figures, written out")
+_add((f"{MS}{BENCH_SPEC}::_targets | share_low", f"{MS}{BENCH_SPEC}::_targets | share_high"),
+     "tests/experiments/test_speedup_rules.py::test_share_range_is_the_speedups_over_the_predictions_ends",
+     "the share's range over hand-made intervals: the speedup's low end over the prediction's "
+     "high end (largest v_k and c) and the other way round, worked out in the test")
 _add((f"{MS}{BENCH_SPEC}::test_speedup_formula_matches_quantized_drafts_within_0p05 | "
       "gap",
       f"{MS}{BENCH_SPEC}::test_charging_verification_its_cost_fits_the_speedups_better | err_article",

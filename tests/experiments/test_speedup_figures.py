@@ -67,3 +67,10 @@ def test_speedup_rows_invert_the_ratio_and_apply_both_formulas(world):
         assert r.predicted == pytest.approx(cpp / (1 + r.k * c), rel=1e-12)
         assert r.predicted_vk == pytest.approx(cpp / (world.v[r.k] + r.k * c), rel=1e-12)
         assert (r.c, r.v_k) == (c, world.v[r.k])  # the costs the predictions used, by draft and k
+
+
+def test_share_is_the_speedup_over_the_prediction_with_v_k(world):
+    """SpeedupRow.share, written out from the world's own ratio, cpp, c and v_k."""
+    for r in world.tables.speedups:
+        ratio, cpp, c = world.ratio[r.draft, r.k], world.cpp[r.draft, r.k], world.c[r.draft]
+        assert r.share == pytest.approx((1 / ratio) / (cpp / (world.v[r.k] + r.k * c)), rel=1e-12)

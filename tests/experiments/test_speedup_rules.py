@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from aftertrain.claims.verdicts import BROKEN, HOLDS
+from aftertrain.experiments import speedup as XU
 from aftertrain.experiments import speedup_rules as SR
 from aftertrain.experiments.speedup import SPEEDUP_KS, speedup_decisions
 from aftertrain.experiments.speedup_rules import BIGRAM, Cells, Quantity, RatioKey
@@ -357,3 +358,29 @@ def test_the_two_speedup_decisions_share_alpha_between_them(monkeypatch):
     decisions, _ = XU.speedup_decisions(target, drafts, budget_s=1.0, alpha=1e-6)
     assert alphas == [5e-7, 5e-7]
     assert set(decisions) == set(SR.RULES)
+
+
+def test_share_range_is_the_speedups_over_the_predictions_ends():
+    """The n-gram at k=4 with c in [0.1, 0.14], v_4 in [1.0, 1.1] and a
+    speedup in [1.5, 2.0]: cpp = 3 gives predictions 3 / 1.66 to 3 / 1.4, so
+    the share spans 1.5 / (3 / 1.4) = 0.70 to 2.0 / (3 / 1.66) = 1.107."""
+    cells = world(c={NGRAM: Iv(0.12, 0.1, 0.14)}, v={4: Iv(1.05, 1.0, 1.1)},
+                  speedups={(NGRAM, 4): (1.5, 2.0)})
+    assert cells.with_vk(NGRAM, 4) == pytest.approx((3 / 1.66, 3 / 1.4), rel=1e-12)
+    assert cells.share(NGRAM, 4) == pytest.approx((0.70, 2.0 * 1.66 / 3), rel=1e-12)
+
+
+@pytest.mark.parametrize("r, verdict", [((0.9, 1.2), "met"), ((0.95, 0.97), "met"),
+                                        ((0.5, 0.899), "not met"), ((0.85, 0.95), "undecided")])
+def test_target_verdict_is_met_only_when_the_whole_range_reaches_the_target(r, verdict):
+    assert XU.target_verdict(r, XU.SHARE_TARGET) == verdict
+
+
+@pytest.mark.teeth
+def test_target_verdict_catches_a_range_reaching_below_the_target():
+    """A verdict read from the median (or the high end) would call a range
+    reaching below 0.90 met; the rule must not."""
+    assert XU.target_verdict((0.70, 1.10), XU.SHARE_TARGET) == "undecided"
+    assert XU.target_verdict((0.70, 0.89), XU.SHARE_TARGET) == "not met"
+    with pytest.raises(ValueError, match="r must be"):
+        XU.target_verdict((1.1, 0.7), XU.SHARE_TARGET)

@@ -425,7 +425,7 @@ def test_table_cells_are_the_ledgers_figures(doc, committed):
     s6 = committed.tables[TB.SPEC_SPEEDUP]
     rows = read_table(text, ["draft", "k", "article", "ours", "article's prediction",
                              "ours: (chars/pass)/(1+kc)", "ours: (chars/pass)/(v_k+kc)",
-                             "ours: c, v_k used"])
+                             "ours: share (measured / (v_k+kc))", "ours: c, v_k used"])
     assert [(r[0], int(r[1]), r[3], r[6]) for r in rows] == [
         (r["draft"], r["k"], f"{r['speedup']:.2f} [{r['speedup_min']:.2f}, {r['speedup_max']:.2f}]"
          + ("" if r["speedup_min"] > 1 or r["speedup_max"] < 1 else " (undecided)"),

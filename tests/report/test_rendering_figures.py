@@ -233,9 +233,12 @@ def test_speculative_cells_and_prose(raw, text):
         (r["k"], f"{r['v_k']:.3f} [{r['v_low']:.3f}, {r['v_high']:.3f}]") for r in x8]
     rows = read_table(text, ["draft", "k", "article", "ours", "article's prediction",
                              "ours: (chars/pass)/(1+kc)", "ours: (chars/pass)/(v_k+kc)",
-                             "ours: c, v_k used"])
-    assert [(r[5], r[7]) for r in rows] == [(f"{r['predicted']:.2f}", f"{r['c']:.3f}, {r['v_k']:.3f}")
+                             "ours: share (measured / (v_k+kc))", "ours: c, v_k used"])
+    assert [(r[5], r[8]) for r in rows] == [(f"{r['predicted']:.2f}", f"{r['c']:.3f}, {r['v_k']:.3f}")
                                             for r in s6]
+    # the share: the measured median over cpp / (v_k + k c), from the row's own figures
+    assert [r[7] for r in rows] == [
+        f"{r['speedup'] / (r['chars_per_pass'] / (r['v_k'] + r['k'] * r['c'])):.2f}" for r in s6]
     assert ("Both predictions use the c and v_k of the last column: their medians at the cost "
             "decision's last look") in text
     best = max(s6, key=lambda r: r["speedup"])

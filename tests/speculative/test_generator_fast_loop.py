@@ -21,7 +21,7 @@ from aftertrain import speculative as S
 from aftertrain.checks import speculative as CS
 from aftertrain.experiments import speculative as XS
 from aftertrain.speculative import drafts as D
-from aftertrain.speculative.generator import Uniforms
+from aftertrain.speculative.drafters import Uniforms
 from aftertrain.speculative.table_drafts import TableDraft
 from aftertrain.stats import ALPHA
 from tests.common.previous_loop import previous_generate
@@ -142,3 +142,33 @@ def test_a_rounds_uniforms_in_one_call_are_the_uniforms_drawn_one_by_one():
         assert batch == [float(torch.rand(1, dtype=torch.float64, generator=g2)) for _ in range(n)]
         assert torch.equal(g1.get_state(), g2.get_state())
         assert torch.equal(torch.rand(2, generator=g1), torch.rand(2, generator=g2))
+
+
+@pytest.mark.claim("S8")
+@pytest.mark.parametrize("kind", (D.DraftKind.NGRAM, D.DraftKind.INT8), ids=lambda k: k.value)
+def test_a_prefilled_decoder_decodes_again_as_speculative_generate(aftertrain_model,
+                                                                   speculative_drafts, kind):
+    """One SpeculativeDecoder, prefilled once, run again and again (the
+    speedup experiment times it so): each generate is speculative_generate's
+    run (text, statistics, logits, generator state after), decode its text,
+    also after a run that crossed the window's move at 129 characters."""
+    draft, prompt = speculative_drafts[kind], XS.prompt_text()
+    decoder = S.SpeculativeDecoder(aftertrain_model, draft, prompt, 0.7)
+    for n_new, k, seed in ((100, 4, 0), (30, 2, 1), (100, 4, 0), (12, 8, 2)):
+        label = f"{kind.value} n_new={n_new} k={k} seed={seed}"
+        g_one, g_again = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed)
+        one = S.speculative_generate(aftertrain_model, draft, prompt, n_new, k, 0.7, g_one)
+        assert_same_run(decoder.generate(n_new, k, g_again), one, label)
+        assert torch.equal(g_one.get_state(), g_again.get_state()), label
+        g_decode = torch.Generator().manual_seed(seed)
+        assert decoder.decode(n_new, k, g_decode) == one.generated.tolist(), label
+        assert torch.equal(g_decode.get_state(), g_one.get_state()), label
+
+
+def test_a_prefilled_decoder_names_a_bad_argument(aftertrain_model, speculative_drafts):
+    decoder = S.SpeculativeDecoder(aftertrain_model, speculative_drafts[D.DraftKind.NGRAM], "The ")
+    for args, match in (((-1, 2), "n_new"), ((5, 0), "k"), ((5, 2, "seed"), "generator")):
+        with pytest.raises(ValueError, match=match):
+            decoder.decode(*args)
+    with pytest.raises(ValueError, match="temperature"):
+        S.SpeculativeDecoder(aftertrain_model, speculative_drafts[D.DraftKind.NGRAM], "The ", -1.0)

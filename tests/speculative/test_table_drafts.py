@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from aftertrain.lm.ngram import Bigram
-from aftertrain.speculative.generator import TableDrafter, drafter
+from aftertrain.speculative.drafters import TableDrafter, drafter
 from aftertrain.speculative.table_drafts import TableDraft, table_draft
 
 TABLES = ("bigram", "n-gram")

@@ -27,13 +27,14 @@ from aftertrain.lm.decoding import (
     Decoder,
     check_temperature,
     check_torch_generator,
+    decode,
     probabilities,
     sample_token,
 )
 from aftertrain.lm.protocol import NextTokenModel, check_model
+from aftertrain.speculative.drafters import Uniforms, drafter
 from aftertrain.speculative.generator import (
-    Uniforms,
-    drafter,
+    SpeculativeDecoder,
     prompt_tokens,
     speculative_generate,
     verify_round,
@@ -279,7 +280,7 @@ def long_run_table(target: NextTokenModel, drafts: dict[str, NextTokenModel],
             for r in acceptance_table(target, drafts, ks=ks, n_new=X1_N_NEW, seed=seed)]
 
 
-# --- timed steps (S5, X8): experiments.speedup times them against each other ---------------
+# --- timed steps (S5, X8) and decodings (S6, S7, X2, X8): experiments.speedup times them ----
 
 #: Prefix the cost measurements decode after (the validation prompt's length).
 _COST_CONTEXT = 32
@@ -307,7 +308,7 @@ def draft_step(draft: NextTokenModel, temperature: float):
     """One drafted character exactly as the generator drafts it (its
     drafter: a table look-up for the bigram and the n-gram, a cached forward
     for a run draft; its uniform taken from a
-    :class:`aftertrain.speculative.generator.Uniforms`, as the loop takes
+    :class:`aftertrain.speculative.drafters.Uniforms`, as the loop takes
     it), rolled back after."""
     check_model(draft, "draft")
     check_temperature(temperature)
@@ -355,3 +356,42 @@ def verify_step(target: NextTokenModel, k: int, temperature: float):
 
     return step
 
+
+
+def plain_decoding(target: NextTokenModel, n_new: int, temperature: float):
+    """Plain decoding of ``n_new`` characters after the validation prompt as
+    :func:`aftertrain.lm.decoding.generate` runs it after its prefill
+    (:func:`aftertrain.lm.decoding.decode`: ``n_new`` cached passes of one
+    position), seed :data:`SEED`. The prompt but its last character is read
+    once, here, untimed; each call decodes, rolls back to it and returns the
+    characters (those of ``generate`` with the same seed)."""
+    check_model(target, "target")
+    check_int("n_new", n_new, least=1)
+    check_temperature(temperature)
+    ids = _text.encode(prompt_text()).tolist()
+    dec = Decoder(target)
+    dec.feed(ids[:-1])
+
+    def run() -> list[int]:
+        return decode(dec, ids[-1], n_new, temperature, torch.Generator().manual_seed(SEED))
+
+    return run
+
+
+def speculative_decoding(target: NextTokenModel, draft: NextTokenModel, k: int, n_new: int,
+                         temperature: float):
+    """Speculative decoding of ``n_new`` characters after the validation
+    prompt at ``k`` as :func:`aftertrain.speculative.speculative_generate`
+    runs it after its prefill (:meth:`SpeculativeDecoder.decode`), seed
+    :data:`SEED`. The target and a run draft read the prompt but its last
+    character once, here, untimed; each call decodes, rolls both back and
+    returns the characters (those of ``speculative_generate`` with the same
+    seed)."""
+    check_int("k", k, least=1)
+    check_int("n_new", n_new, least=1)
+    decoder = SpeculativeDecoder(target, draft, prompt_text(), temperature)
+
+    def run() -> list[int]:
+        return decoder.decode(n_new, k, torch.Generator().manual_seed(SEED))
+
+    return run

@@ -13,12 +13,20 @@ at alpha / 2, so a claim reading both errs with probability <= alpha;
 
 ``SPEEDUP_CHARS = 30`` (the article: 200): the per-character cost is what the
 claims compare, and the decision needs ~30 pairs of each of the 15 cells
-(5 drafts x 3 k) at its first look. Both decisions together took 80-110 s
-on an idle 2-core box; at 50 characters the first look alone took ~9
-minutes under load 9. What a first look costs at the floor (idle, one
-thread): the costs 8 ratios x 112 pairs x one call of a ~0.75-1.8 ms step
-a side (~1.5 s; 5 calls a timing before, ~6 s), the speedups 15 cells x 29
-pairs x (plain ~0.024 s + speculative ~0.01-0.035 s) ~ 19 s.
+(5 drafts x 3 k) at its first look. A timed call is the decoding after the
+prompt alone: each side is prefilled once, untimed
+(:func:`aftertrain.experiments.speculative.plain_decoding`,
+:func:`~aftertrain.experiments.speculative.speculative_decoding`), each call
+decodes the 30 characters and rolls back. (Until 2026-12-02 both calls
+first read the 32-character prompt, ~2 plain steps a side, which pulled a
+30-character speedup toward 1: the n-gram's at k=4 from ~2.6 to ~2.35.) A
+pair now costs plain ~30 steps (~0.016-0.025 s) + speculative
+~0.007-0.035 s; both decisions together took 55-60 s at load 1.5 and
+~100 s at load 4 on the shared 2-core box (main, reading the prompt: 55-78 s
+and ~70-75 s alike: the load decides, see docs/speculative.md). What a
+first look costs at the floor (idle, one thread): the costs 8 ratios x 112
+pairs x one call of a ~0.5-1.8 ms step a side (~1.5 s), the speedups 15
+cells x 29 pairs x (plain ~0.016 s + speculative ~0.007-0.035 s) ~ 15 s.
 """
 
 from __future__ import annotations
@@ -32,9 +40,11 @@ import torch
 
 from aftertrain.claims import tables as TB
 from aftertrain.claims.tables import TableRow, table
+from aftertrain.claims.verdicts import BROKEN, HOLDS
 from aftertrain.core.tolerances import TIMING_ALPHA, TIMING_LOOKS
 from aftertrain.core.validation import check_real
 from aftertrain.experiments import speculative as XS
+from aftertrain.experiments import speedup_rules as SR
 from aftertrain.experiments.speedup_rules import (
     BIGRAM,
     COST_RULES,
@@ -44,12 +54,10 @@ from aftertrain.experiments.speedup_rules import (
     RatioKey,
     speedup,
 )
-from aftertrain.lm.decoding import generate
 from aftertrain.lm.protocol import NextTokenModel, check_model
-from aftertrain.lm.text import encode
 from aftertrain.speculative import drafts as D
 from aftertrain.speculative import speculative_generate
-from aftertrain.timing import Decision, Judgement, min_pairs, sequential_decisions
+from aftertrain.timing import Decision, Judgement, RatioRule, min_pairs, sequential_decisions
 
 SPEEDUP_KS = (2, 4, 8)
 SPEEDUP_CHARS = 30
@@ -64,6 +72,22 @@ COST_CALLS = 1
 #: The cost decision's first look, in multiples of the fewest pairs its
 #: interval needs (28): its intervals are read by the speedup judgements too.
 COST_FIRST_LOOKS = 4
+
+
+#: Issue 32's targets for speculative decoding that pays: the best draft's
+#: speedup at least this share of ``cpp / (v_k + k c)``, and the n-gram's at
+#: least :data:`NGRAM_TARGET` over plain decoding. Engineering targets, not
+#: claims of the article: figures beside the claims (:func:`target_verdict`),
+#: deciding none of them.
+SHARE_TARGET = 0.90
+NGRAM_TARGET = 2.0
+
+
+def target_verdict(r: SR.Range, target: float) -> str:
+    """``met`` when the whole range ``r`` lies at or above ``target``, ``not
+    met`` when it lies below, else ``undecided`` (the interval holds it)."""
+    verdict = RatioRule.at_least(target).decide(*SR.check_range("r", r))
+    return {HOLDS: "met", BROKEN: "not met"}.get(verdict, "undecided")
 
 
 @table(TB.SPEC_DRAFT_COST, ("S5",))
@@ -114,6 +138,15 @@ class SpeedupRow(TableRow):
     predicted_vk: float
     c: float
     v_k: float
+
+    @property
+    def share(self) -> float:
+        """The measured speedup's share of the prediction with the
+        verification's cost, ``speedup / predicted_vk``: 1 when the loop
+        costs what the formula charges (a verification pass and k drafted
+        characters a round), below 1 by what else it pays (issue 32 asks
+        at least 0.90 for the best draft)."""
+        return self.speedup / self.predicted_vk
 
 
 @dataclass(frozen=True)
@@ -166,7 +199,6 @@ def speedup_decisions(target: NextTokenModel, drafts: Mapping[str, NextTokenMode
     characters per target pass of each (draft, k)."""
     _check_inputs(target, drafts, budget_s, alpha)
     prompt = XS.prompt_text()
-    ids = encode(prompt)
     half = alpha / 2
     costs = _cost_ratios(target, drafts)
 
@@ -197,10 +229,10 @@ def speedup_decisions(target: NextTokenModel, drafts: Mapping[str, NextTokenMode
     cost_timings = max((d.timings for d in decisions.values()),
                        key=lambda t: len(next(iter(t.values())).ratios))  # the last look
 
-    def plain() -> None:
-        generate(target, ids, SPEEDUP_CHARS, 1.0, torch.Generator().manual_seed(XS.SEED))
-
-    sides = {str(RatioKey.speedup(name, k)): (plain, lambda draft=draft, k=k: spec_run(draft, k))
+    # each side prefilled once, untimed: a timed call is the decoding after the prompt
+    plain = XS.plain_decoding(target, SPEEDUP_CHARS, 1.0)
+    sides = {str(RatioKey.speedup(name, k)): (plain, XS.speculative_decoding(target, draft, k,
+                                                                             SPEEDUP_CHARS, 1.0))
              for name, draft in drafts.items() for k in SPEEDUP_KS}
     rest = [n for n in RULES if n not in COST_RULES]
     decisions |= sequential_decisions(sides, judgements(rest, cost_timings), warmup=1,

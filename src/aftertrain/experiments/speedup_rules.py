@@ -110,7 +110,8 @@ class Interval(Protocol):
     ci_high: float
 
 
-def _check_range(name: str, r: object) -> Range:
+def check_range(name: str, r: object) -> Range:
+    """``r`` if it is a finite (low, high) tuple with low <= high, else ValueError naming ``name``."""
     if not (isinstance(r, tuple) and len(r) == 2
             and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in r)
             and all(math.isfinite(x) for x in r) and r[0] <= r[1]):
@@ -134,7 +135,7 @@ def predicted(cpp: float, k: int, c: Range, v: Range = (1.0, 1.0)) -> Range:
             and cpp > 0):
         raise ValueError(f"cpp (characters per target pass) must be finite and > 0, got {cpp!r}")
     check_int("k", k, least=1)
-    c, v = _check_range("c", c), _check_range("v", v)
+    c, v = check_range("c", c), check_range("v", v)
     if c[0] < 0 or v[0] <= 0:
         raise ValueError(f"c must be >= 0 and v > 0, got c={c!r}, v={v!r}")
     return cpp / (v[1] + k * c[1]), cpp / (v[0] + k * c[0])
@@ -142,7 +143,7 @@ def predicted(cpp: float, k: int, c: Range, v: Range = (1.0, 1.0)) -> Range:
 
 def abs_gap(a: Range, b: Range) -> Range:
     """Range of |x - y| for x in ``a`` and y in ``b``."""
-    a, b = _check_range("a", a), _check_range("b", b)
+    a, b = check_range("a", a), check_range("b", b)
     low = max(0.0, b[0] - a[1], a[0] - b[1])
     return low, max(a[1] - b[0], b[1] - a[0])
 
@@ -200,6 +201,18 @@ class Cells:
     def ks(self) -> list[int]:
         """The draft lengths k of the run, ascending, each once."""
         return sorted({k for _, k in self.cpp})
+
+    def with_vk(self, d: str, k: int) -> Range:
+        """The predicted speedup of draft ``d`` at ``k`` with the verification's
+        cost: the range of ``cpp / (v_k + k c)`` over the intervals of c and v_k."""
+        return predicted(self.cpp[d, k], k, self.c(d), self.v(k))
+
+    def share(self, d: str, k: int) -> Range:
+        """The range of the measured speedup over ``cpp / (v_k + k c)`` for draft
+        ``d`` at ``k``, over the intervals of the speedup, c and v_k (the
+        smallest speedup over the largest prediction, and the other way round)."""
+        (s_lo, s_hi), (p_lo, p_hi) = self.s(d, k), self.with_vk(d, k)
+        return s_lo / p_hi, s_hi / p_lo
 
     def article(self, d: str, k: int) -> Range:
         """The article's predicted speedup of draft ``d`` at ``k``: the range of
@@ -273,7 +286,7 @@ def fit_gain_range(cpp: float, k: int, c: Range, v: Range, s: Range) -> Range:
     bounds (``max|A - s| - min|B - s|`` and the other way) are kept where
     they are tighter: on 5,000 random boxes the joint bounds alone were a
     median 0.13 of the ranges' width, and this is never wider."""
-    _check_range("s", s)
+    check_range("s", s)
     with_vk = predicted(cpp, k, c, v)  # validates cpp, k, c >= 0, v > 0
     if v[0] < 1.0:
         raise ValueError(f"v must lie at or above 1 (verification costs at least a pass), "

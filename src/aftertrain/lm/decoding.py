@@ -228,7 +228,12 @@ def generate(
 ) -> torch.Tensor:
     """Prompt plus ``n_new`` sampled tokens (1-D), one cached pass per token.
 
-    Same generator state, same tokens. Temperature 0 is greedy decoding.
+    The prompt but its last token is read first (a prefill); then
+    :func:`decode` feeds the last prompt token and each sampled token but
+    the last (whose logits nothing would read): ``n_new`` passes of one
+    position, as speculative decoding counts them
+    (:func:`aftertrain.speculative.speculative_generate` prefills the same
+    way). Same generator state, same tokens. Temperature 0 is greedy decoding.
     """
     decoder = Decoder(model)
     V = decoder.vocab_size
@@ -242,11 +247,41 @@ def generate(
     if generator is None:
         generator = torch.Generator().manual_seed(0)
     check_torch_generator(generator)
-    logits = decoder.feed(prompt)[-1]
-    for _ in range(n_new):
+    ids = prompt.tolist()
+    if len(ids) > 1:
+        decoder.feed(ids[:-1])
+    new = decode(decoder, ids[-1], n_new, temperature, generator)
+    return torch.tensor(ids + new, dtype=torch.long)
+
+
+@torch.no_grad()
+def decode(decoder: Decoder, pending: int, n_new: int, temperature: float,
+           generator: torch.Generator) -> list[int]:
+    """``n_new`` tokens sampled after the text ``decoder`` holds plus
+    ``pending`` (a token not fed yet): :func:`generate`'s loop after its
+    prefill. One cached pass per token: ``pending``, then each sampled token
+    but the last. Returns the new tokens and rolls ``decoder`` back to the
+    text it held, so the same call may run again on the same prefill (the
+    speedup experiment times it so: :mod:`aftertrain.experiments.speedup`).
+    A run past the window's move (:func:`context_start`) leaves the cache
+    rebuilt: the next call reads the window afresh, the same law, logits
+    equal up to rounding rather than bit for bit.
+    """
+    if not isinstance(decoder, Decoder):
+        raise ValueError(f"decoder must be a Decoder, got {type(decoder).__name__}")
+    check_int("n_new", n_new, least=0, most=MAX_NEW)
+    check_temperature(temperature)
+    check_torch_generator(generator)
+    start = len(decoder)
+    logits = decoder.feed([pending])[-1]
+    new: list[int] = []
+    for i in range(n_new):
         token = sample_token(logits, temperature, generator)
-        logits = decoder.feed([token])[-1]
-    return torch.tensor(decoder.tokens, dtype=torch.long)
+        new.append(token)
+        if i < n_new - 1:
+            logits = decoder.feed([token])[-1]
+    decoder.truncate(start)
+    return new
 
 
 def sample_text(

@@ -148,7 +148,8 @@ def _speedup(doc: Document) -> None:
               "[confidence interval of the median]; undecided: the interval contains 1)",
               ("S6", "S7", "X8", "X2"),
               ["draft", "k", "article", "ours", "article's prediction",
-               "ours: (chars/pass)/(1+kc)", "ours: (chars/pass)/(v_k+kc)", "ours: c, v_k used"],
+               "ours: (chars/pass)/(1+kc)", "ours: (chars/pass)/(v_k+kc)",
+               "ours: share (measured / (v_k+kc))", "ours: c, v_k used"],
               rows)
     doc.add("Both predictions use the c and v_k of the last column: their medians at the cost "
             "decision's last look, which the speedup judgements read; S5's and X8's tables above "
@@ -172,7 +173,7 @@ def _speedup_row(r: SpeedupRow, art6, art7) -> list:
             f"{r.speedup:.2f} [{r.speedup_min:.2f}, {r.speedup_max:.2f}]"
             + ("" if _decided(r) else " (undecided)"),
             f"{art7.predicted:.2f}" if art7 else DASH,
-            f"{r.predicted:.2f}", f"{r.predicted_vk:.2f}", f"{r.c:.3f}, {r.v_k:.3f}"]
+            f"{r.predicted:.2f}", f"{r.predicted_vk:.2f}", f"{r.share:.2f}", f"{r.c:.3f}, {r.v_k:.3f}"]
 
 
 def _draw_speedup(ax, s6: list[SpeedupRow]) -> str:

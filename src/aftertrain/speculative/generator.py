@@ -12,15 +12,16 @@ text: plain and speculative decoding sample the same law.
 
 The loop is built for speed without changing a draw. A draft that reads only
 its last few characters (the bigram, the n-gram) drafts from precomputed
-rows (:class:`TableDrafter`, :mod:`aftertrain.speculative.table_drafts`): per
-character a look-up, one uniform and a bisection, no model call. Any other
-draft is run, one cached forward per character (:class:`ModelDrafter`).
+rows (:class:`~aftertrain.speculative.drafters.TableDrafter`,
+:mod:`aftertrain.speculative.table_drafts`): per character a look-up, one
+uniform and a bisection, no model call. Any other draft is run, one cached
+forward per character (:class:`~aftertrain.speculative.drafters.ModelDrafter`).
 :func:`verify_round` scores the drafts in one cached target pass and runs
 the rule on plain floats for the one round. Each round takes its ``2k + 1``
 uniforms in the order the rule documents (the k drafts', then the rule's
 k acceptance uniforms and its one for the next character), taken from a
-run's :class:`Uniforms` (drawn a thousand at a time, no torch call per
-round): torch's CPU generator gives ``rand(n)`` as n successive
+run's :class:`~aftertrain.speculative.drafters.Uniforms` (drawn a thousand
+at a time, no torch call per round): torch's CPU generator gives ``rand(n)`` as n successive
 ``rand(1)``, and the caller's generator ends where one draw per uniform
 would leave it, so with the same generator the output is the earlier
 loop's (a model call per drafted character, the batched tensor rule) bit
@@ -40,13 +41,13 @@ from aftertrain.lm.decoding import (
     Decoder,
     check_temperature,
     check_torch_generator,
-    probabilities,
     probabilities_unchecked,
 )
 from aftertrain.lm.protocol import NextTokenModel, check_model
-from aftertrain.speculative.table_drafts import TableDraft, cumulative, draw_from_cdf, row_of, table_draft
+from aftertrain.speculative.drafters import ModelDrafter, Uniforms, drafter
+from aftertrain.speculative.table_drafts import TableDraft, cumulative, draw_from_cdf
 
-__all__ = ["SpeculativeResult", "speculative_generate", "verify_round"]
+__all__ = ["SpeculativeDecoder", "SpeculativeResult", "speculative_generate", "verify_round"]
 
 
 @dataclass(frozen=True)
@@ -95,136 +96,6 @@ class SpeculativeResult:
             "acceptance_rate": self.acceptance_rate,
             "chars_per_pass": self.chars_per_pass,
         }
-
-
-class ModelDrafter:
-    """A draft that must be run (a GPT, the quantized references): one
-    cached forward per drafted character through a :class:`Decoder`."""
-
-    def __init__(self, model: NextTokenModel, temperature: float) -> None:
-        self.decoder = Decoder(model, name="draft")
-        self.temperature = temperature
-
-    def prefill(self, ids: list[int]) -> None:
-        """Feed the prompt ``ids`` to the draft's cache before the first round."""
-        self.decoder.feed(ids)
-
-    def draft(self, text: list[int], k: int, u: list[float]
-              ) -> tuple[list[int], list[list[float]], list[float]]:
-        """``k >= 1`` characters after ``text`` from the uniforms ``u``: the
-        drafts, the rows ``q`` they were drawn from (float64, as lists), and
-        each draft's ``q``.
-
-        The draft is fed the text it has not seen and the first k - 1
-        drafts: k forward calls. The rows are the very values the rule is
-        then given (a draft scored with a distribution other than the one it
-        was sampled from breaks the law)."""
-        dec = self.decoder
-        logits = dec.feed(text[len(dec):])[-1]
-        drafts, qs, qx = [], [], []
-        for i in range(k):
-            row = row_of(probabilities(logits, self.temperature))
-            x = row.draw(u[i])
-            drafts.append(x)
-            qs.append(row.q_list)
-            qx.append(row.q_list[x])
-            if i < k - 1:
-                logits = dec.feed([x])[-1]
-        return drafts, qs, qx
-
-    def rollback(self, text: list[int]) -> None:
-        """Keep what was fed of ``text``, minus its last character (fed next round)."""
-        dec = self.decoder
-        dec.truncate(min(len(dec), len(text) - 1))
-        assert dec.tokens == text[: len(dec)], "the draft holds text that was not emitted"
-
-
-class TableDrafter:
-    """A table draft (:class:`aftertrain.speculative.table_drafts.TableDraft`):
-    per drafted character a row look-up, one uniform and a bisection; no
-    model call once the context's row is known."""
-
-    def __init__(self, table: TableDraft) -> None:
-        self.table = table
-
-    def prefill(self, ids: list[int]) -> None:
-        """Nothing: a table draft reads its context from the text each round."""
-
-    def draft(self, text: list[int], k: int, u: list[float]
-              ) -> tuple[list[int], list[list[float]], list[float]]:
-        """As :meth:`ModelDrafter.draft`, from the table's rows: per
-        character a dictionary look-up by the last ``context`` characters
-        and a bisection (:meth:`aftertrain.speculative.table_drafts.ContextLaw.draw`),
-        no tensor."""
-        table = self.table
-        c = table.context
-        key = table.key(text)
-        drafts, qs, qx = [], [], []
-        for i in range(k):
-            row = table.row(key)
-            x = row.draw(u[i])
-            drafts.append(x)
-            q = row.q_list
-            qs.append(q)
-            qx.append(q[x])
-            if c:
-                key = (*key, x)[-c:]
-        return drafts, qs, qx
-
-    def rollback(self, text: list[int]) -> None:
-        """Nothing: a table draft keeps no cache to cut back to ``text``."""
-
-
-class Uniforms:
-    """The float64 uniforms of a run, in the generator's order, without a
-    tensor per round: drawn :data:`CHUNK` at a time from a copy of the
-    generator and handed out as floats (torch's CPU generator gives
-    ``rand(n)`` as n successive ``rand(1)``, so chunks change no value).
-    :meth:`settle` (at the end of a ``with`` block) then advances the
-    caller's generator by exactly the uniforms taken, as drawing them one
-    round at a time would have."""
-
-    CHUNK = 1024
-
-    def __init__(self, generator: torch.Generator) -> None:
-        self.generator = generator
-        self.source = torch.Generator()
-        self.source.set_state(generator.get_state())
-        self.buffer: list[float] = []
-        self.next = 0
-        self.taken = 0
-
-    def take(self, n: int) -> list[float]:
-        """The next ``n`` uniforms."""
-        if self.next + n > len(self.buffer):
-            self.buffer = self.buffer[self.next:] + torch.rand(
-                max(self.CHUNK, n), dtype=torch.float64, generator=self.source).tolist()
-            self.next = 0
-        out = self.buffer[self.next:self.next + n]
-        self.next += n
-        self.taken += n
-        return out
-
-    def __enter__(self) -> Uniforms:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.settle()
-
-    def settle(self) -> None:
-        """Advance the caller's generator past the uniforms taken (once, at the end)."""
-        left, self.taken = self.taken, 0
-        while left:
-            n = min(left, 1 << 20)
-            torch.rand(n, dtype=torch.float64, generator=self.generator)
-            left -= n
-
-
-def drafter(draft: NextTokenModel | TableDraft, temperature: float) -> ModelDrafter | TableDrafter:
-    """The drafter of ``draft``: from tables when it reads a short context
-    (:func:`aftertrain.speculative.table_drafts.table_draft`), else by running it."""
-    table = table_draft(draft, temperature)
-    return ModelDrafter(draft, temperature) if table is None else TableDrafter(table)
 
 
 def verify_round(target: Decoder, text: list[int], drafts: list[int], q: list[list[float]],
@@ -289,16 +160,108 @@ def _checked(target: NextTokenModel, draft: NextTokenModel | TableDraft,
     return V, prompt_ids, generator
 
 
-def _prefilled(target: NextTokenModel, draft: NextTokenModel | TableDraft, prompt_ids: list[int],
-               temperature: float) -> tuple[Decoder, ModelDrafter | TableDrafter, list[int]]:
-    """The target's decoder and the draft's drafter, fed all but the last
-    prompt character (a prefill, not counted as a pass), and the text so far."""
-    tdec, ddec = Decoder(target, name="target"), drafter(draft, temperature)
-    text = list(prompt_ids)
-    if len(text) > 1:
-        tdec.feed(text[:-1])
-        ddec.prefill(text[:-1])
-    return tdec, ddec, text
+class SpeculativeDecoder:
+    """A target and a draft prefilled with a prompt, ready to decode from it
+    again and again: :func:`speculative_generate` is one such decoder's
+    :meth:`generate`; the speedup experiment
+    (:mod:`aftertrain.experiments.speedup`) prefills once and times
+    :meth:`decode`, so a timed call is the decoding after the prompt alone.
+
+    The prefill reads all but the last prompt character into the target's
+    decoder and, for a run draft, the draft's (not counted as a pass); the
+    first round feeds the last one with the drafts. After every call both
+    are rolled back to that prefill (prefilled afresh when a run past the
+    window's move rebuilt a cache), so each call starts from the same state
+    and, with the same generator, gives the same characters and logits.
+    """
+
+    def __init__(self, target: NextTokenModel, draft: NextTokenModel | TableDraft,
+                 prompt: str | torch.Tensor, temperature: float = 1.0) -> None:
+        V = check_model(target, "target").config.vocab_size
+        draft_net = draft.model if isinstance(draft, TableDraft) else draft
+        if check_model(draft_net, "draft").config.vocab_size != V:
+            raise ValueError(f"target and draft must share a vocabulary: target has {V} "
+                             f"characters, draft {draft_net.config.vocab_size}")
+        self.prompt = prompt_tokens(prompt, V)
+        self.temperature = check_temperature(temperature)
+        self.vocab_size = V
+        self.models = target, draft
+        self._prefill()
+
+    def _prefill(self) -> None:
+        """Fresh decoders fed all but the last prompt character, and what
+        their caches then hold (:meth:`_run` checks it is held again)."""
+        target, draft = self.models
+        self.target = Decoder(target, name="target")
+        self.drafter = drafter(draft, self.temperature)
+        if len(self.prompt) > 1:
+            self.target.feed(self.prompt[:-1])
+            self.drafter.prefill(self.prompt[:-1])
+        self.held = self._caches()
+
+    def _caches(self) -> tuple:
+        """Where each cache starts and how much it holds."""
+        decoders = [self.target] + ([self.drafter.decoder]
+                                    if isinstance(self.drafter, ModelDrafter) else [])
+        return tuple((d.start, d.cache.length) for d in decoders)
+
+    def generate(self, n_new: int, k: int, generator: torch.Generator | None = None
+                 ) -> SpeculativeResult:
+        """``n_new`` characters after the prompt, with the statistics and the
+        target logits the rule used (:func:`speculative_generate`)."""
+        used: list[torch.Tensor] = []
+        text, drafted, accepted, passes, draft_passes = self._run(n_new, k, generator, used)
+        target_logits = torch.cat(used) if used else torch.zeros(0, self.vocab_size)
+        return SpeculativeResult(torch.tensor(text, dtype=torch.long), len(self.prompt), drafted,
+                                 accepted, passes, draft_passes, target_logits)
+
+    def decode(self, n_new: int, k: int, generator: torch.Generator | None = None) -> list[int]:
+        """The ``n_new`` characters :meth:`generate` gives (same generator,
+        same characters, same generator state after), without the result's
+        statistics and logits: the work the speedup experiment times."""
+        return self._run(n_new, k, generator, None)[0][len(self.prompt):]
+
+    @torch.no_grad()
+    def _run(self, n_new: int, k: int, generator: torch.Generator | None,
+             used: list[torch.Tensor] | None) -> tuple[list[int], int, int, int, int]:
+        """The loop: the text (prompt included), drafted, accepted, target
+        and draft passes; the logits the rule used appended to ``used``
+        unless None. Rolls both models back to the prefill after."""
+        check_int("n_new", n_new, least=0, most=MAX_NEW)
+        check_int("k", k, least=1)
+        if generator is None:
+            generator = torch.Generator().manual_seed(0)
+        check_torch_generator(generator)
+        tdec, ddec, temperature = self.target, self.drafter, self.temperature
+        text = list(self.prompt)
+        end = len(text) + n_new
+        drafted = accepted = passes = draft_passes = 0
+        with Uniforms(generator) as source:
+            while len(text) < end:
+                kk = min(k, end - len(text) - 1)
+                # the round's uniforms in the documented order: the kk drafts', the
+                # rule's kk acceptance uniforms, its one for the next character
+                uniforms = source.take(2 * kk + 1)
+                if kk:
+                    drafts, q, qx = ddec.draft(text, kk, uniforms[:kk])
+                    draft_passes += kk
+                else:
+                    drafts, q, qx = [], [], []
+                n, token, logits = verify_round(tdec, text, drafts, q, qx, uniforms[kk:2 * kk],
+                                                uniforms[2 * kk], temperature)
+                passes += 1
+                drafted += kk
+                accepted += n
+                if used is not None:
+                    used.append(logits[: n + 1])
+                text += drafts[:n] + [token]
+                _roll_back(tdec, text)
+                ddec.rollback(text)
+        _roll_back(tdec, self.prompt)
+        ddec.rollback(self.prompt)
+        if self._caches() != self.held:  # a run past the window's move rebuilt a cache: the
+            self._prefill()  # next run must start from the prefill's own values, bit for bit
+        return text, drafted, accepted, passes, draft_passes
 
 
 def _roll_back(tdec: Decoder, text: list[int]) -> None:
@@ -309,7 +272,6 @@ def _roll_back(tdec: Decoder, text: list[int]) -> None:
     assert tdec.tokens == text[: len(tdec)], "the target holds text that was not emitted"
 
 
-@torch.no_grad()
 def speculative_generate(
     target: NextTokenModel,
     draft: NextTokenModel | TableDraft,
@@ -340,35 +302,11 @@ def speculative_generate(
     Every emitted character follows the target's next-character law for the
     text before it, exactly as :func:`aftertrain.lm.decoding.generate` samples it.
     NaN or +inf logits from either model raise ValueError naming it.
+    The checks, then a :class:`SpeculativeDecoder`'s prefill and its
+    :meth:`SpeculativeDecoder.generate`.
     """
-    V, prompt_ids, generator = _checked(target, draft, prompt, n_new, k, temperature, generator)
-    tdec, ddec, text = _prefilled(target, draft, prompt_ids, temperature)
-    end = len(text) + n_new
-    drafted = accepted = passes = draft_passes = 0
-    used: list[torch.Tensor] = []
-    with Uniforms(generator) as source:
-        while len(text) < end:
-            kk = min(k, end - len(text) - 1)
-            # the round's uniforms in the documented order: the kk drafts', the
-            # rule's kk acceptance uniforms, its one for the next character
-            uniforms = source.take(2 * kk + 1)
-            if kk:
-                drafts, q, qx = ddec.draft(text, kk, uniforms[:kk])
-                draft_passes += kk
-            else:
-                drafts, q, qx = [], [], []
-            n, token, logits = verify_round(tdec, text, drafts, q, qx, uniforms[kk:2 * kk],
-                                            uniforms[2 * kk], temperature)
-            passes += 1
-            drafted += kk
-            accepted += n
-            used.append(logits[: n + 1])
-            text += drafts[:n] + [token]
-            _roll_back(tdec, text)
-            ddec.rollback(text)
-    target_logits = torch.cat(used) if used else torch.zeros(0, V)
-    return SpeculativeResult(torch.tensor(text, dtype=torch.long), len(prompt_ids), drafted,
-                             accepted, passes, draft_passes, target_logits)
+    _, _, generator = _checked(target, draft, prompt, n_new, k, temperature, generator)
+    return SpeculativeDecoder(target, draft, prompt, temperature).generate(n_new, k, generator)
 
 
 def prompt_tokens(prompt: str | torch.Tensor, V: int, name: str = "prompt") -> list[int]:

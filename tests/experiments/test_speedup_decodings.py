@@ -1,0 +1,101 @@
+"""The speedup's timed calls decode what the public functions decode.
+
+:func:`aftertrain.experiments.speedup.speedup_decisions` times
+:func:`aftertrain.experiments.speculative.plain_decoding` against
+:func:`~aftertrain.experiments.speculative.speculative_decoding`: each side
+prefilled once with the prompt (untimed), each call decoding
+SPEEDUP_CHARS characters and rolling back. The timed characters must be
+those of :func:`aftertrain.lm.decoding.generate` and
+:func:`aftertrain.speculative.speculative_generate` with the same seed, on
+every draft kind and k, call after call (a call that did not roll back, or
+a prefill that differs from the public functions', shows as other text).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from aftertrain import speculative as S
+from aftertrain.experiments import speculative as XS
+from aftertrain.experiments.speedup import SPEEDUP_CHARS, SPEEDUP_KS
+from aftertrain.lm.decoding import Decoder, decode, generate
+from aftertrain.lm.text import encode
+from aftertrain.speculative import drafts as D
+
+
+def _generated(aftertrain_model, n_new=SPEEDUP_CHARS):
+    prompt = encode(XS.prompt_text())
+    out = generate(aftertrain_model, prompt, n_new, 1.0, torch.Generator().manual_seed(XS.SEED))
+    return out[len(prompt):].tolist()
+
+
+def test_timed_plain_decoding_is_generate_call_after_call(aftertrain_model):
+    """Three calls of the timed plain side, each generate's SPEEDUP_CHARS
+    characters for seed SEED."""
+    run = XS.plain_decoding(aftertrain_model, SPEEDUP_CHARS, 1.0)
+    want = _generated(aftertrain_model)
+    assert len(want) == SPEEDUP_CHARS
+    for call in range(3):
+        assert run() == want, f"call {call}"
+
+
+@pytest.mark.claim("S8")
+@pytest.mark.parametrize("kind", list(D.DraftKind), ids=lambda k: k.value)
+def test_timed_speculative_decoding_is_speculative_generate_call_after_call(
+        aftertrain_model, speculative_drafts, kind):
+    """Every draft kind at every k of the experiment: two calls of the timed
+    speculative side, each speculative_generate's characters for seed SEED
+    (which are plain generate's law; greedy, they are its text)."""
+    draft, prompt = speculative_drafts[kind], XS.prompt_text()
+    for k in SPEEDUP_KS:
+        run = XS.speculative_decoding(aftertrain_model, draft, k, SPEEDUP_CHARS, 1.0)
+        want = S.speculative_generate(aftertrain_model, draft, prompt, SPEEDUP_CHARS, k, 1.0,
+                                      torch.Generator().manual_seed(XS.SEED)).generated.tolist()
+        assert len(want) == SPEEDUP_CHARS
+        for call in range(2):
+            assert run() == want, f"{kind.value} k={k} call {call}"
+
+
+def test_plain_decoding_makes_one_pass_per_character_and_none_wasted(aftertrain_model):
+    """generate reads the prompt but its last character (one pass), then
+    n_new passes of one position: the last prompt character and each
+    sampled one but the last, whose logits nothing reads (it used to feed
+    that one too); the same count speculative decoding charges a plain
+    step."""
+    calls = []
+    hook = aftertrain_model.register_forward_hook(lambda m, args, out: calls.append(args[0].shape[1]))
+    try:
+        generate(aftertrain_model, encode("The cat "), 5, 1.0, torch.Generator().manual_seed(0))
+    finally:
+        hook.remove()
+    assert calls == [7, 1, 1, 1, 1, 1]
+
+
+def test_decode_rolls_the_decoder_back_and_leaves_the_generator_as_generate(aftertrain_model):
+    """decode after a prefill: the decoder holds the prefill again after it,
+    and the generator ends where generate leaves it."""
+    ids = encode(XS.prompt_text()).tolist()
+    dec = Decoder(aftertrain_model)
+    dec.feed(ids[:-1])
+    g1, g2 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+    new = decode(dec, ids[-1], 20, 0.7, g1)
+    assert dec.tokens == ids[:-1] and dec.cache.length == len(ids) - 1
+    assert ids + new == generate(aftertrain_model, torch.tensor(ids), 20, 0.7, g2).tolist()
+    assert torch.equal(g1.get_state(), g2.get_state())
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(decoder="not a decoder"), "decoder must be a Decoder"),
+    (dict(n_new=-1), "n_new"),
+    (dict(temperature=-1.0), "temperature"),
+    (dict(generator=3), "generator"),
+    (dict(pending=10**6), "tokens must lie"),
+])
+def test_decode_names_a_bad_argument(aftertrain_model, bad, match):
+    dec = Decoder(aftertrain_model)
+    dec.feed([1, 2])
+    args = dict(decoder=dec, pending=3, n_new=2, temperature=1.0,
+                generator=torch.Generator().manual_seed(0)) | bad
+    with pytest.raises(ValueError, match=match):
+        decode(**args)
