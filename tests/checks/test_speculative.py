@@ -39,15 +39,19 @@ def aftertrain_imported_anew_without(*blocked: str):
     ``sys.modules`` (so importing one runs its package's code again, every
     module it imports included) and each of ``blocked`` made unimportable
     (None in ``sys.modules``, as in a child that sets it first); on exit
-    ``sys.modules`` is as it was, every module imported meanwhile dropped."""
-    saved = dict(sys.modules)
-    for name in [n for n in sys.modules if n == "aftertrain" or n.startswith("aftertrain.")]:
+    every ``aftertrain`` module and each of ``blocked`` is the one it was
+    (the anew ones dropped; another package first imported meanwhile stays)."""
+    def ours(name: str) -> bool:
+        return name == "aftertrain" or name.startswith("aftertrain.") or name in blocked
+
+    saved = {n: m for n, m in sys.modules.items() if ours(n)}
+    for name in saved:
         del sys.modules[name]
     sys.modules.update(dict.fromkeys(blocked))
     try:
         yield
     finally:
-        for name in [n for n in sys.modules if n not in saved]:
+        for name in [n for n in sys.modules if ours(n)]:
             del sys.modules[name]
         sys.modules.update(saved)
 
