@@ -16,6 +16,8 @@ What they do wrong is a finding, kept as a strict xfail with the figure.
 
 from __future__ import annotations
 
+import functools
+import types
 import warnings
 
 import pytest
@@ -27,41 +29,51 @@ from aftertrain.checks.quant import FLOAT32_EPS, check_quantizer, scheme_battery
 from aftertrain.checks.schemes import Mapping, PerAxis, PerGroup, QuantScheme
 from tests.common.kit import edge_findings
 
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    from torchao.quantization import Int8WeightOnlyConfig, IntxWeightOnlyConfig, quantize_
-    from torchao.quantization import granularity as ao_granularity
-    from torchao.quantization.quant_primitives import MappingType
-    from torchao.sparsity.utils import mask_creator
 
-#: The kit's mapping -> torchao's MappingType.
-AO_MAPPING = {Mapping.SYMMETRIC_FULL: MappingType.SYMMETRIC,
-              Mapping.SYMMETRIC_NO_CLIPPING_ERR: MappingType.SYMMETRIC_NO_CLIPPING_ERR,
-              Mapping.ASYMMETRIC: MappingType.ASYMMETRIC}
+@functools.cache
+def ao() -> types.SimpleNamespace:
+    """torchao's names this file uses, imported at the first test that runs
+    them, not at collection (importing torchao costs ~1.5 CPU s, in every
+    xdist worker that collects this file)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from torchao.quantization import Int8WeightOnlyConfig, IntxWeightOnlyConfig, granularity, quantize_
+        from torchao.quantization.quant_primitives import MappingType
+        from torchao.sparsity.utils import mask_creator
+    return types.SimpleNamespace(Int8WeightOnlyConfig=Int8WeightOnlyConfig,
+                                 IntxWeightOnlyConfig=IntxWeightOnlyConfig, quantize_=quantize_,
+                                 granularity=granularity, MappingType=MappingType,
+                                 mask_creator=mask_creator)
+
+
+#: The kit's mapping -> the name of torchao's MappingType.
+AO_MAPPING = {Mapping.SYMMETRIC_FULL: "SYMMETRIC",
+              Mapping.SYMMETRIC_NO_CLIPPING_ERR: "SYMMETRIC_NO_CLIPPING_ERR",
+              Mapping.ASYMMETRIC: "ASYMMETRIC"}
 EDGES = ("float32 max", "group size does not divide the row")
 
 
 def _quantize_linear(w: torch.Tensor, config) -> tuple[torch.Tensor, ...]:
     linear = torch.nn.Linear(w.shape[1], w.shape[0], bias=False)
     linear.weight.data = w.clone()
-    quantize_(linear, config)
+    ao().quantize_(linear, config)
     q = linear.weight
     return q.dequantize(), q.qdata, q.scale, q.zero_point
 
 
 def int8_weight_only(w: torch.Tensor, scheme: QuantScheme) -> tuple[torch.Tensor, ...]:
     """``Int8WeightOnlyConfig()`` (per row); the scheme only names the claim."""
-    return _quantize_linear(w, Int8WeightOnlyConfig())
+    return _quantize_linear(w, ao().Int8WeightOnlyConfig())
 
 
 def intx_weight_only(w: torch.Tensor, scheme: QuantScheme) -> tuple[torch.Tensor, ...]:
     """``IntxWeightOnlyConfig`` at the scheme's width, mapping and granularity."""
     g = scheme.granularity
-    granularity = (ao_granularity.PerGroup(g.group_size) if isinstance(g, PerGroup)
-                   else ao_granularity.PerAxis(g.axis))
-    config = IntxWeightOnlyConfig(weight_dtype=getattr(torch, f"int{scheme.bits}"),
-                                  granularity=granularity,
-                                  mapping_type=AO_MAPPING[scheme.mapping])
+    granularity = (ao().granularity.PerGroup(g.group_size) if isinstance(g, PerGroup)
+                   else ao().granularity.PerAxis(g.axis))
+    config = ao().IntxWeightOnlyConfig(weight_dtype=getattr(torch, f"int{scheme.bits}"),
+                                       granularity=granularity,
+                                       mapping_type=getattr(ao().MappingType, AO_MAPPING[scheme.mapping]))
     return _quantize_linear(w, config)
 
 
@@ -208,7 +220,7 @@ def test_intx_weight_only_still_refuses_under_python_O(tmp_path):
 
 
 def mask_creator_2_4(weights: dict[str, torch.Tensor], sparsity: float) -> dict[str, torch.Tensor]:
-    return {n: mask_creator(w, 2, 4).bool() for n, w in weights.items()}
+    return {n: ao().mask_creator(w, 2, 4).bool() for n, w in weights.items()}
 
 
 def test_mask_creator_passes_the_kit_as_2_of_4():
@@ -234,8 +246,8 @@ def test_mask_creator_masks_a_2_by_6_weight_across_rows_and_refuses_3_by_6():
     blocks of 4 straddling the rows: the kit's count row fails), (3, 6)
     raised a ValueError (18 elements)."""
     two = torch.arange(1.0, 13.0).reshape(2, 6)
-    mask = mask_creator(two, 2, 4).bool()
+    mask = ao().mask_creator(two, 2, 4).bool()
     assert mask.shape == (2, 6) and int(mask.sum()) == 6
     assert mask.reshape(-1, 4).sum(1).tolist() == [2, 2, 2]  # blocks of the flattened tensor
     with pytest.raises(ValueError):
-        mask_creator(torch.arange(1.0, 19.0).reshape(3, 6), 2, 4)
+        ao().mask_creator(torch.arange(1.0, 19.0).reshape(3, 6), 2, 4)

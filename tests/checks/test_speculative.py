@@ -6,6 +6,8 @@ the example of docs/checks.md runs."""
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import math
 import os
 import re
@@ -24,11 +26,57 @@ from aftertrain.stats import ALPHA
 
 ROOT = Path(__file__).resolve().parents[2]
 
+pytest_plugins = ["pytester"]
 
+
+KIT_MODULES = ("aftertrain.checks.speculative", "aftertrain.checks.zoo", "aftertrain.checks.quant",
+               "aftertrain.checks.prune", "aftertrain.checks.assertions")
+
+
+@contextlib.contextmanager
+def aftertrain_imported_anew_without(*blocked: str):
+    """In this process: every ``aftertrain`` module dropped from
+    ``sys.modules`` (so importing one runs its package's code again, every
+    module it imports included) and each of ``blocked`` made unimportable
+    (None in ``sys.modules``, as in a child that sets it first); on exit
+    every ``aftertrain`` module and each of ``blocked`` is the one it was
+    (the anew ones dropped; another package first imported meanwhile stays)."""
+    def ours(name: str) -> bool:
+        return name == "aftertrain" or name.startswith("aftertrain.") or name in blocked
+
+    saved = {n: m for n, m in sys.modules.items() if ours(n)}
+    for name in saved:
+        del sys.modules[name]
+    sys.modules.update(dict.fromkeys(blocked))
+    try:
+        yield
+    finally:
+        for name in [n for n in sys.modules if ours(n)]:
+            del sys.modules[name]
+        sys.modules.update(saved)
+
+
+def test_kit_imports_without_pytest_or_hypothesis_in_process():
+    """Every kit (and its one-line assertions) imports without pytest and
+    hypothesis, imported anew in this process with both unimportable;
+    aftertrain.checks.strategies, which needs hypothesis, says how to get it
+    (the ``strategies`` extra). The same in a child process: the e2e test
+    below."""
+    with aftertrain_imported_anew_without("pytest", "hypothesis"):
+        for name in KIT_MODULES:
+            importlib.import_module(name)
+        with pytest.raises(ImportError, match=re.escape("pip install 'aftertrain[strategies]'")):
+            importlib.import_module("aftertrain.checks.strategies")
+        fresh = sys.modules["aftertrain.checks.speculative"]
+    assert fresh is not CS and sys.modules["aftertrain.checks.speculative"] is CS
+    assert sys.modules["pytest"] is pytest
+
+
+@pytest.mark.e2e
 def test_kit_imports_without_pytest_or_hypothesis():
     """Every kit (and its one-line assertions) imports without pytest and
-    hypothesis; aftertrain.checks.strategies, which needs hypothesis, says
-    how to get it (the ``strategies`` extra)."""
+    hypothesis in a child Python; aftertrain.checks.strategies, which needs
+    hypothesis, says how to get it (the ``strategies`` extra)."""
     code = ("import sys; sys.modules['pytest'] = None; sys.modules['hypothesis'] = None\n"
             "from aftertrain.checks.speculative import check_rule, check_rule_exact, "
             "check_generator, sequential\nfrom aftertrain.checks import zoo\n"
@@ -409,10 +457,22 @@ def test_assert_rule_passes_a_correct_rule_and_lists_a_broken_ones_failures():
         assert_rule(zoo.make_rule(zoo.RuleBug.NAN_RESIDUAL_ARGMAX), exact=True, n=1000)
 
 
+def test_the_docs_pytest_example_passes_and_xfails_under_pytest(pytester):
+    """docs/checks.md's assert_rule example as a user's test file in a
+    temporary folder outside the checkout, run by pytest in this process
+    (pytester): its correct rule passes and its broken one fails with the
+    report's lines (strict xfail). The same file in a child pytest started
+    in that folder: the e2e test below."""
+    pytester.makepyfile(test_my_rule=docs_block("assert_rule"))
+    result = pytester.runpytest("-q", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, xfailed=1)
+
+
+@pytest.mark.e2e
 def test_the_docs_pytest_example_runs_from_a_folder_outside_the_checkout(tmp_path):
     """docs/checks.md's assert_rule example, saved as a user's test file in
-    a temporary folder and run by pytest there: its correct rule passes and
-    its broken one fails with the report's lines."""
+    a temporary folder and run by a child pytest there: its correct rule
+    passes and its broken one fails with the report's lines."""
     (tmp_path / "test_my_rule.py").write_text(docs_block("assert_rule"))
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",

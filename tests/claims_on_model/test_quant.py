@@ -790,11 +790,12 @@ def test_2_bit_loss_and_reconstruction_part_on_the_overfitted_recipe(overfit, ov
 
 @pytest.mark.claim("Q7")
 @pytest.mark.on_model("overfit")
-def test_embeddings_dominate_the_4_bit_sensitivity_on_the_overfitted_recipe(overfit,
+def test_embeddings_dominate_the_4_bit_sensitivity_on_the_overfitted_recipe(overfit, evaluations,
                                                                             claim_record):
     """Article: tok first, pos second, tok more than five times any block
     matrix (+0.0976 against +0.0184). On `overfit` (measured: tok +0.0497,
-    pos +0.0148, tok 7.1 times the largest block matrix) the same."""
-    rows = EQ.sensitivity_table(overfit)
+    pos +0.0148, tok 7.1 times the largest block matrix) the same. Its
+    float32 loss is the session's (``evaluations``: overfit_bits scored it)."""
+    rows = EQ.sensitivity_table(overfit, evaluate=evaluations)
     claim_record.measured("overfit recipe: {rows}", rows=fmt_sensitivity(rows[:4]))
     check_embeddings_most_sensitive(rows)

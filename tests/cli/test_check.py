@@ -158,10 +158,34 @@ def test_json_output_parses_when_the_rule_prints(user_folder, capsys):
     assert "chatty was called" in err and "chatty was called" not in out
 
 
+def test_a_closed_pipe_ends_quietly_in_process(user_folder, capsys, monkeypatch):
+    """Standard output a pipe whose reader has gone before the reports are
+    written (a real pipe, in this process): the write's BrokenPipeError ends
+    quietly, standard output then points at /dev/null (so Python's flush at
+    exit does not raise again), and the exit status is still the verdict (0:
+    the rule passed). Through a real ``| head`` in a child: the e2e test below."""
+    read, write = os.pipe()
+    os.close(read)
+    closed = open(write, "w")  # noqa: SIM115 (closed below, after main has written to it)
+    try:
+        monkeypatch.setattr(sys, "stdout", closed)
+        status = cli.main(["check", "rule", "my_rules:correct", "--exact", "--n", "100", "--json",
+                           "--quiet"])
+        monkeypatch.undo()
+        devnull = os.stat(os.devnull)
+        assert (os.fstat(write).st_dev, os.fstat(write).st_ino) == (devnull.st_dev, devnull.st_ino)
+    finally:
+        closed.close()
+    err = capsys.readouterr().err
+    assert status == 0, err
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+@pytest.mark.e2e
 def test_a_closed_pipe_ends_quietly(user_folder):
-    """``aftertrain check rule ... --json --quiet | head -c 50``: the reader
-    goes before the reports are written; no traceback, and the exit status
-    is still the verdict (0: the rule passed)."""
+    """``aftertrain check rule ... --json --quiet | head -c 50`` in a child
+    process: the reader goes before the reports are written; no traceback,
+    and the exit status is still the verdict (0: the rule passed)."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     proc = subprocess.Popen([sys.executable, "-m", "aftertrain", "check", "rule",
                              "my_rules:correct", "--exact", "--n", "100", "--json", "--quiet"],

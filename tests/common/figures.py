@@ -125,6 +125,28 @@ def plots_without_png():
         plots.render_plot = saved
 
 
+@contextlib.contextmanager
+def png_only_for(*names: str):
+    """Only the plots ``names`` saved as PNG; the others drawn and read back
+    as series (:func:`plots_without_png`): for a test that reads the PNG of
+    one plot of a whole report."""
+    from aftertrain.report.document import Document
+
+    plot = Document.plot
+
+    def plot_png_only_for_names(self, name, draw):
+        if name in names:
+            return plot(self, name, draw)
+        with plots_without_png():
+            return plot(self, name, draw)
+
+    Document.plot = plot_png_only_for_names
+    try:
+        yield
+    finally:
+        Document.plot = plot
+
+
 @functools.cache
 def render_committed():
     """The report's document rendered from the committed ledgers and sweep

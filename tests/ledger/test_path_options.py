@@ -15,7 +15,9 @@ model load); the space form of a checkpoint outside runs twice (with and
 without a ledger already there), the other cases once; one more, marked
 slow, runs the real Q4 and P6 tests (~30-60 CPU s). An unwritable
 ``--claims-json`` is refused in process (pytester): where pytest started
-does not matter to that check.
+does not matter to that check. The default run keeps one case of a
+checkpoint outside, the ``=`` form, in process (pytester, started from the
+third folder: 0.1 CPU s); its child-process runs are ``e2e``.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import pytest
 
 import aftertrain
 from aftertrain.lm import registry as _models
+from tests.common.inner_runs import outside_any_run
 
 pytest_plugins = ["pytester"]
 
@@ -86,7 +89,27 @@ def test_the_plugins_are_pytest11_entry_points_named_as_their_p_names():
     assert all(f"-p {p} " in addopts for p in PLUGINS)
 
 
-@pytest.mark.parametrize("form", [pytest.param("space", marks=pytest.mark.e2e), "equals"])
+def test_a_checkpoint_outside_from_a_folder_outside_in_process(places, pytester, monkeypatch):
+    """The ``=`` form of ``--aftertrain-model`` and ``--claims-json``, both
+    outside the project, from a third folder, with the project's tests as the
+    test path: pytest in this process (pytester; the plugins as installed
+    entry points load them) runs the test on the named checkpoint and writes
+    the ledger. In a child pytest started in that folder: the e2e test below."""
+    outside_any_run(monkeypatch)
+    monkeypatch.delenv("AFTERTRAIN_MODEL", raising=False)
+    monkeypatch.chdir(places["elsewhere"])
+    mine, claims = places["mine"], places["tmp"] / "out" / "claims.json"
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", f"--basetemp={places['tmp'] / 'base'}",
+                                          str(places["proj"] / "tests"), f"--aftertrain-model={mine}",
+                                          f"--claims-json={claims}")
+    assert result.ret == 0, str(result.stdout) + str(result.stderr)
+    assert (places["tmp"] / "ran").read_text() == str(mine.resolve())
+    assert f"claims ledger on model {mine}" in str(result.stdout)
+    assert claims.is_file()
+
+
+@pytest.mark.parametrize("form", [pytest.param("space", marks=pytest.mark.e2e),
+                                  pytest.param("equals", marks=pytest.mark.e2e)])
 def test_a_checkpoint_outside_from_a_folder_outside(places, form):
     mine = str(places["mine"])
     option = ["--aftertrain-model", mine] if form == "space" else [f"--aftertrain-model={mine}"]

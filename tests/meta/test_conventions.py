@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "aftertrain"
 TEST_MODULES = sorted([*ROOT.glob("tests/**/test_*.py"), *ROOT.glob("benchmarks/test_*.py")])
+
+
+@functools.cache
+def parsed(source: str) -> ast.Module:
+    """``ast.parse(source)``, once per text: three checks read each test
+    module's tree (none changes it)."""
+    return ast.parse(source)
 
 
 def _is_teeth_marker(decorator: ast.expr) -> bool:
@@ -49,7 +57,7 @@ def functions_under_test(tree: ast.Module):
 def teeth_naming_problems(source: str) -> list[str]:
     """Tests of ``source`` that break the teeth convention, one line each."""
     problems = []
-    for fn in functions_under_test(ast.parse(source)):
+    for fn in functions_under_test(parsed(source)):
         marked = any(_is_teeth_marker(d) for d in fn.decorator_list)
         named = "_catches_" in fn.name
         if marked and not named:
@@ -62,7 +70,7 @@ def teeth_naming_problems(source: str) -> list[str]:
 def imported_test_modules(source: str) -> list[str]:
     """Test modules (test_*, conftest) that ``source`` imports."""
     out = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(parsed(source)):
         names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                  else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
         for name in names:
@@ -234,7 +242,7 @@ def test_the_suite_has_teeth_tests():
     """The convention is not met vacuously: both folders hold teeth tests."""
     counts = {"tests": 0, "benchmarks": 0}
     for path in TEST_MODULES:
-        for fn in functions_under_test(ast.parse(path.read_text())):
+        for fn in functions_under_test(parsed(path.read_text())):
             counts[path.relative_to(ROOT).parts[0]] += any(_is_teeth_marker(d) for d in fn.decorator_list)
     assert counts["tests"] >= 30 and counts["benchmarks"] >= 4, counts
 

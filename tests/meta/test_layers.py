@@ -6,6 +6,7 @@ through any chain (no import cycle)."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -64,13 +65,19 @@ def resolve(module: str, name: str | None, known: set[str]) -> str:
 
 
 MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
-GRAPH = {m: {resolve(t, n, set(MODULES)) for t, n in imports_of(p)} - {m} for m, p in MODULES.items()}
+
+
+@functools.cache
+def graph() -> dict[str, set[str]]:
+    """Module -> the aftertrain modules it imports: parsed at the first test
+    that reads it, not at collection (in every xdist worker)."""
+    return {m: {resolve(t, n, set(MODULES)) for t, n in imports_of(p)} - {m} for m, p in MODULES.items()}
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_each_module_imports_only_the_layers_below_its_package(module):
     own = package_of(module)
-    bad = sorted(t for t in GRAPH[module]
+    bad = sorted(t for t in graph()[module]
                  if package_of(t) not in ALLOWED[own] | {own} and t != "aftertrain")
     assert bad == [], f"{module} ({own}) may import {sorted(ALLOWED[own])}, imports {bad}"
 
@@ -132,7 +139,7 @@ def package_inits_only(graph: dict[str, set[str]]) -> dict[str, set[str]]:
 
 
 def test_no_import_cycle():
-    assert cycles(package_inits_only(GRAPH)) == []
+    assert cycles(package_inits_only(graph())) == []
 
 
 @pytest.mark.teeth

@@ -100,7 +100,7 @@ def _acceptance(doc: Document) -> None:
     x1 = doc.ledger.table(ET.SPEC_X1)
     art = {a.draft: a for a in ARTICLE.x1}
     if x1 is not None:
-        doc.table("Acceptance at k=8 predicted from k=1 (1,000-character runs)", ("X1",),
+        doc.table("Acceptance at k=8 predicted from k=1 (300-character runs)", ("X1",),
                   ["draft", "k=1", "predicted at k=8", "measured at k=8",
                    "article: k=1 / predicted / measured"],
                   [[d, f"{rs[0].acceptance:.3f}", f"{rs[-1].predicted_acceptance:.3f}",
