@@ -10,12 +10,18 @@ step interleaved round-robin so a drift in load touches them alike.
 
     python tools/profile_spec.py [--model reference] [--repeats 3000] [--ops]
     python tools/profile_spec.py --only round [--repeats 300]
+    python tools/profile_spec.py --only blocks [--repeats 224] [--calls 1,2,4,8,16]
+    python tools/profile_spec.py --only decision [--configs 1:112,2:56,4:28] [--runs 3]
 
 ``--only round`` times the speedup's two timed calls
 (:func:`aftertrain.experiments.speculative.plain_decoding` and
 ``speculative_decoding``: the decoding after the prompt, 30 characters)
 against the steps the formula charges run back to back (:func:`round_pieces`),
-and v_k as the cost decision times it against v_k back to back;
+and v_k strictly alternating, as the cost decision times it, and back to
+back; ``--only blocks`` times the cost decision's ratios as paired blocks of
+``m`` calls (``--calls``) and every cell's share with the costs of each
+``m`` (:func:`cost_blocks`); ``--only decision`` runs the cost decision
+itself at ``calls=m`` (:func:`cost_decisions`);
 ``--chars`` sets the characters (default: the experiment's).
 
 Absolute microseconds are this machine's; the docs quote them with the
@@ -240,15 +246,19 @@ def round_pieces(model, repeats: int, chars: int) -> None:
                   f"{ratio('plain', 'steps'):11.3f} {ratio('spec', 'rounds'):11.3f}  "
                   f"{ratio('plain', 'spec'):7.2f}  {ratio('steps', 'rounds'):14.2f}  "
                   f"{ratio('plain', 'spec') / ratio('steps', 'rounds'):11.2f}")
+    from aftertrain.timing.paired import Pairs
+
     vk = {}
     for k in (2, 4, 8):
         verify = XS.verify_step(model, k, 1.0)
-        alternating = [], []
+        alternating = [], []  # step, verify, step, verify, ...: strictly alternating single calls
         for _ in range(repeats * 10):
             for side, fn in zip(alternating, (step, verify), strict=True):
                 t0 = clock()
                 fn()
                 side.append(clock() - t0)
+        pairs = Pairs(step, verify, 1, time.perf_counter)  # as the cost decision times it
+        pairs.extend(repeats * 10)
         blocks = [], []  # ten calls of a step in a row, then ten of the other: paired blocks
         for _ in range(repeats):
             for side, fn in zip(blocks, (step, verify), strict=True):
@@ -257,9 +267,11 @@ def round_pieces(model, repeats: int, chars: int) -> None:
                     fn()
                 side.append(clock() - t0)
         vk[k] = (statistics.median([v / s for s, v in zip(*alternating, strict=True)]),
+                 statistics.median([v / s for s, v in zip(pairs.base, pairs.cand, strict=True)]),
                  statistics.median([v / s for s, v in zip(*blocks, strict=True)]))
-    print("  v_k as the cost decision times it (alternating single calls) / back to back: "
-          + ", ".join(f"k={k} {a:.3f} / {b:.3f}" for k, (a, b) in vk.items()))
+    print("  v_k strictly alternating single calls / as the cost decision times it (Pairs, "
+          "calls=1: pairs b c, c b, ...) / back to back (blocks of ten): "
+          + ", ".join(f"k={k} {a:.3f} / {p:.3f} / {b:.3f}" for k, (a, p, b) in vk.items()))
 
 
 def cost_blocks(model, repeats: int, calls: tuple[int, ...], chars: int) -> None:
@@ -354,6 +366,37 @@ def cost_blocks(model, repeats: int, calls: tuple[int, ...], chars: int) -> None
               + "  ".join(f"{x:5.3f}" for x in shares))
 
 
+def cost_decisions(model, configs: tuple[tuple[int, int], ...], runs: int) -> None:
+    """The cost decision exactly as :func:`aftertrain.experiments.speedup.speedup_decisions`
+    runs it (its eight ratios, S5 and X8's cost rule at alpha / 2, every
+    ratio every look) at ``calls=m`` and a first look of ``first`` pairs for
+    each ``(m, first)`` of ``configs``, ``runs`` times, alternating: its
+    seconds, verdicts, looks and the medians and intervals it ends on."""
+    from aftertrain.core.tolerances import TIMING_ALPHA
+    from aftertrain.experiments import speedup as XU
+    from aftertrain.experiments.speedup_rules import COST_RULES, RULES, Cells
+    from aftertrain.timing import Judgement, sequential_decisions
+
+    drafts = {kind.value: D.draft_model(kind, model) for kind in D.DraftKind}
+    cpp = {(d, k): 1.0 for d in drafts for k in XU.SPEEDUP_KS}  # the cost rules read only the ks
+    print(f"\n## the cost decision at calls=m, first look of `first` pairs ({runs} runs, alternating)")
+    for run in range(runs):
+        for m, first in configs:
+            judgements = {n: Judgement(RULES[n][0], lambda t, f=RULES[n][1]: f(Cells(t, cpp)))
+                          for n in COST_RULES}
+            t0 = time.perf_counter()
+            got = sequential_decisions(XU._cost_ratios(model, drafts), judgements, calls=m,
+                                       alpha=TIMING_ALPHA / 2, budget_s=120.0 * len(COST_RULES),
+                                       every_ratio=True, first=first)
+            seconds = time.perf_counter() - t0
+            t = max(got.values(), key=lambda d: d.looks).timings
+            print(f"  run {run} m={m} first={first}: {seconds:.2f} s, load "
+                  f"{os.getloadavg()[0]:.2f}; "
+                  + ", ".join(f"{n} {d.verdict} at look {d.looks}" for n, d in got.items()))
+            print("    " + "  ".join(f"{n} {p.median:.3f} [{p.ci_low:.3f}, {p.ci_high:.3f}]"
+                                   for n, p in t.items()))
+
+
 def op_profile(model, ids: list[int]) -> None:
     from torch.profiler import ProfilerActivity, profile
     n = len(ids) - 9
@@ -377,11 +420,15 @@ def main() -> None:
     ap.add_argument("--model", default="reference")
     ap.add_argument("--repeats", type=int, default=3000)
     ap.add_argument("--ops", action="store_true", help="also torch.profiler's per-op table")
-    ap.add_argument("--only", choices=("draft", "plain", "verify", "fit", "round", "blocks"), default=None)
+    ap.add_argument("--only", default=None, choices=("draft", "plain", "verify", "fit", "round",
+                                                     "blocks", "decision"))
     ap.add_argument("--chars", type=int, default=None,
                     help="characters of the timed calls (--only round; default SPEEDUP_CHARS)")
     ap.add_argument("--calls", default="1,2,4,8,16",
                     help="block sizes m of the cost ratios (--only blocks)")
+    ap.add_argument("--configs", default="1:112,2:56,4:28",
+                    help="m:first of each cost decision (--only decision)")
+    ap.add_argument("--runs", type=int, default=3, help="runs of each (--only decision)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     model, _ = registry.load_model(args.model)
@@ -404,6 +451,9 @@ def main() -> None:
             from aftertrain.experiments.speedup import SPEEDUP_CHARS
             calls = tuple(int(m) for m in args.calls.split(","))
             cost_blocks(model, args.repeats, calls, args.chars or SPEEDUP_CHARS)
+        if args.only == "decision":
+            configs = tuple(tuple(int(x) for x in c.split(":")) for c in args.configs.split(","))
+            cost_decisions(model, configs, args.runs)
         if args.ops:
             op_profile(model, ids)
 
