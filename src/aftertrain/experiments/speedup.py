@@ -67,7 +67,14 @@ SPEEDUP_CHARS = 30
 #: caches: docs/speculative.md) still 13 or more of ``perf_counter``'s 0.1 us; one call keeps
 #: each timing under a scheduler slice (:func:`aftertrain.timing.paired_timing`'s
 #: note), where 5 calls (3.75 ms a side) left the cost decision no first look
-#: within its 40 s at load 10 on 2 cores.
+#: within its 40 s at load 10 on 2 cores. Blocks of m calls, as the loop runs
+#: its verifications and steps back to back, were tried for issue 32's share
+#: (docs/speculative.md, "Timing c and v_k as blocks of m calls"; lightly
+#: loaded, both models): m = 4 lifts v_4 by ~0.03 and v_8 by ~0.07 of the
+#: ~0.1-0.15 to back to back, and takes the decision from 2-5 s to 8-19 s
+#: (28 pairs give the widest intervals, S5 waits for look 4-5); m = 2 at 56
+#: pairs costs what one call at 112 does and lifts v_k by 1-4%. Neither brings
+#: the n-gram's share (0.82-0.89) to 0.90, so one call stays.
 COST_CALLS = 1
 #: The cost decision's first look, in multiples of the fewest pairs its
 #: interval needs (28): its intervals are read by the speedup judgements too.
