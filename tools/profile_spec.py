@@ -49,18 +49,25 @@ from aftertrain.speculative.generator import round_rule, verify_round
 from aftertrain.speculative.table_drafts import draw_from_cdf
 
 
-def medians(pieces: dict, repeats: int) -> dict[str, float]:
-    """Median microseconds of one call of each piece, interleaved round-robin."""
+def interleaved(pieces: dict, repeats: int, warmup: int) -> dict[str, list[int]]:
+    """Nanoseconds of each call of each piece, ``repeats`` rounds interleaved
+    round-robin after ``warmup`` untimed calls of each."""
     clock = time.perf_counter_ns
     times = {name: [] for name in pieces}
-    for fn in pieces.values():  # warm-up
-        for _ in range(50):
+    for fn in pieces.values():
+        for _ in range(warmup):
             fn()
     for _ in range(repeats):
         for name, fn in pieces.items():
             t0 = clock()
             fn()
             times[name].append(clock() - t0)
+    return times
+
+
+def medians(pieces: dict, repeats: int) -> dict[str, float]:
+    """Median microseconds of one call of each piece, interleaved round-robin."""
+    times = interleaved(pieces, repeats, warmup=50)
     return {name: statistics.median(t) / 1000 for name, t in times.items()}
 
 
@@ -229,15 +236,8 @@ def round_pieces(model, repeats: int, chars: int) -> None:
                 for _ in range(r.drafted):
                     dstep()
 
-            fns = {"plain": plain, "steps": steps, "spec": spec, "rounds": rounds}
-            times = {n: [] for n in fns}
-            for fn in fns.values():
-                fn()
-            for _ in range(repeats):
-                for n, fn in fns.items():
-                    t0 = clock()
-                    fn()
-                    times[n].append(clock() - t0)
+            times = interleaved({"plain": plain, "steps": steps, "spec": spec, "rounds": rounds},
+                                repeats, warmup=1)
 
             def ratio(a, b, times=times):
                 return statistics.median([x / y for x, y in zip(times[a], times[b], strict=True)])
