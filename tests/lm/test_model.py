@@ -266,6 +266,22 @@ def test_decoder_truncate_keeps_the_cache_so_refeeding_computes_only_new_positio
     assert spy.positions == [3]
 
 
+@pytest.mark.parametrize("n_new, passes", [(0, []), (1, [1]), (3, [1, 1, 1])])
+def test_decode_runs_one_pass_per_new_token_and_none_for_zero(aftertrain_model, n_new, passes):
+    """``decode`` feeds the pending token and each sampled token but the
+    last: ``n_new`` passes of one position, none at all for ``n_new = 0``
+    (whose logits nothing reads), and the decoder rolled back either way; a
+    pending token outside the vocabulary is refused by name."""
+    spy = CountingModel(aftertrain_model)
+    dec = DEC.Decoder(spy)
+    dec.feed(encode("Hello"))
+    spy.positions.clear()
+    new = DEC.decode(dec, int(encode("!")[0]), n_new, 1.0, torch.Generator().manual_seed(0))
+    assert len(new) == n_new and spy.positions == passes and len(dec) == 5
+    with pytest.raises(ValueError, match="pending"):
+        DEC.decode(dec, 100, 0, 1.0, torch.Generator())
+
+
 def test_val_loss_leaves_the_model_in_the_mode_it_found_it():
     """val_loss evaluates in eval mode (no dropout) and then restores the
     caller's mode: a model being trained stays in training mode, one in eval

@@ -265,13 +265,17 @@ def decode(decoder: Decoder, pending: int, n_new: int, temperature: float,
     speedup experiment times it so: :mod:`aftertrain.experiments.speedup`).
     A run past the window's move (:func:`context_start`) leaves the cache
     rebuilt: the next call reads the window afresh, the same law, logits
-    equal up to rounding rather than bit for bit.
+    equal up to rounding rather than bit for bit. ``n_new = 0`` runs no pass
+    (nothing would read its logits).
     """
     if not isinstance(decoder, Decoder):
         raise ValueError(f"decoder must be a Decoder, got {type(decoder).__name__}")
+    check_int("pending", pending, least=0, most=decoder.vocab_size - 1)
     check_int("n_new", n_new, least=0, most=MAX_NEW)
     check_temperature(temperature)
     check_torch_generator(generator)
+    if n_new == 0:
+        return []
     start = len(decoder)
     logits = decoder.feed([pending])[-1]
     new: list[int] = []
