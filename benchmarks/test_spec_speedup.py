@@ -27,6 +27,7 @@ import pytest
 import torch
 
 from aftertrain import speculative as S
+from aftertrain.core.tolerances import OTHER_TIMINGS_RESERVE_S
 from aftertrain.experiments import speculative as XS
 from aftertrain.experiments import speedup as XU
 from aftertrain.experiments import speedup_rules as SR
@@ -50,12 +51,13 @@ def spec(request, aftertrain_model, named_drafts):
     """The decisions of every speculative timing claim
     (:func:`aftertrain.experiments.speedup.speedup_decisions`, the
     ``--timing-budget`` per rule, at most an equal share of what is left of
-    ``--timing-budget-total``), or None when this run does not time:
-    ``{"decisions": name -> Decision, "cpp"}`` (``decisions`` None when
-    nothing is left of the run's timing budget)."""
+    ``--timing-budget-total`` less OTHER_TIMINGS_RESERVE_S for the cheaper
+    timing claims that may run after it), or None when this run does not
+    time: ``{"decisions": name -> Decision, "cpp"}`` (``decisions`` None
+    when nothing is left of the run's timing budget)."""
     if not timing_enabled(request.config):
         return None
-    share = budget_left(request.config) / len(SR.RULES)
+    share = (budget_left(request.config) - OTHER_TIMINGS_RESERVE_S) / len(SR.RULES)
     if share <= 0:
         return {"decisions": None, "cpp": None}
     decisions, cpp = XU.speedup_decisions(
@@ -81,8 +83,9 @@ def _one_run(aftertrain_model, draft, k=4):
 def _judged(claim_record, spec, name: str, benchmark, draft_module):
     """Check the timed work, record the decision's ratios, return (decision, tables)."""
     claim_record.require_timing()
-    if spec["decisions"] is None:
-        claim_record.budget_or_inconclusive()  # nothing left: ends the test as inconclusive
+    if spec["decisions"] is None:  # nothing left but the reserve: ends the test as inconclusive
+        claim_record.budget_or_inconclusive(reserve=OTHER_TIMINGS_RESERVE_S)
+        raise AssertionError("the fixture took no decisions with time left beyond the reserve")
     benchmark.group = "speculative"
     run = _one_run(*draft_module)
     decision = spec["decisions"][name]

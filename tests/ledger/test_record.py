@@ -173,3 +173,45 @@ def test_a_bad_total_budget_is_a_usage_error(pytester: pytest.Pytester, value):
     result = pytester.runpytest("-p", "aftertrain.ledger", f"--timing-budget-total={value}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--timing-budget-total must be a finite number of seconds > 0*"])
+
+
+RESERVE = '''
+import pytest
+
+
+@pytest.mark.claim("X2")
+def test_leaves_the_reserve(claim_record):
+    claim_record.budget_or_inconclusive(reserve=40.0)
+
+
+@pytest.mark.claim("X3")
+def test_has_more_than_the_reserve(claim_record):
+    assert claim_record.budget_or_inconclusive(reserve=5.0) == 20.0
+
+
+def test_a_bad_reserve_is_refused_by_name(claim_record):
+    with pytest.raises(ValueError, match="reserve must be a finite number of seconds >= 0.0, got -1"):
+        claim_record.budget_or_inconclusive(reserve=-1)
+'''
+
+
+def test_a_decision_leaves_the_reserve_it_is_asked_to_keep(pytester: pytest.Pytester,
+                                                         monkeypatch: pytest.MonkeyPatch):
+    """``budget_or_inconclusive(reserve=R)`` (the speculative fixture keeps
+    R s for the cheaper timing claims after it): with 30 s left of the run's
+    budget, a reserve of 40 s ends the test inconclusive, naming the reserve,
+    without timing; a reserve of 5 s gives the per-decision budget (20 s)."""
+    outside_any_run(monkeypatch)
+    monkeypatch.setattr(record, "clock", Clock())
+    pytester.makepyfile(test_reserve=RESERVE)
+    path = pytester.path / "claims.json"
+    result = pytester.runpytest("-p", "aftertrain.ledger", "--timing-budget-total", "30",
+                                "--claims-json", str(path))
+    assert result.ret == 0, result.stdout.str()
+    e = {c["id"]: c for c in json.loads(path.read_text())["claims"]}
+    assert e["X2"]["verdict"] == "inconclusive"
+    assert e["X2"]["reasons"] == [
+        "inconclusive: the run's timing budget is spent (--timing-budget-total 30 s, 40 s of it "
+        "kept for the timing claims after this one); not timed"]
+    assert e["X3"]["verdict"] != "inconclusive"
+    result.assert_outcomes(passed=2, skipped=1)

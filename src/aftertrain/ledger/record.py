@@ -22,6 +22,7 @@ import pytest
 
 from aftertrain.claims.tables import TableRow, spec_of
 from aftertrain.claims.verdicts import BROKEN, HOLDS, INCONCLUSIVE
+from aftertrain.core.validation import check_real
 from aftertrain.ledger import benchmark
 from aftertrain.ledger.state import (
     INCONCLUSIVE_PROPERTY,
@@ -257,15 +258,18 @@ class ClaimRecord:
         what is left of the run's whole budget when that is less."""
         return min(timing_budget(self._config), budget_left(self._config))
 
-    def budget_or_inconclusive(self) -> float:
+    def budget_or_inconclusive(self, reserve: float = 0.0) -> float:
         """:attr:`budget_s` (> 0); when nothing is left of the run's whole
-        budget, the test ends here as inconclusive (failed under
+        budget (no more than ``reserve`` seconds, kept for the timing claims
+        still to come), the test ends here as inconclusive (failed under
         ``--timing-strict``) without timing anything."""
+        check_real("reserve", reserve, low=0.0, what="a number of seconds")
         budget = self.budget_s
-        if budget <= 0:
+        if budget <= 0 or budget_left(self._config) <= reserve:
             total = self._config.getoption("timing_budget_total")
+            kept = f", {reserve:g} s of it kept for the timing claims after this one" if reserve else ""
             self._inconclusive(f"inconclusive: the run's timing budget is spent "
-                               f"(--timing-budget-total {total:g} s); not timed")
+                               f"(--timing-budget-total {total:g} s{kept}); not timed")
         return budget
 
     def _inconclusive(self, reason: str) -> None:
