@@ -90,7 +90,7 @@ def test_decode_rolls_the_decoder_back_and_leaves_the_generator_as_generate(afte
     (dict(n_new=-1), "n_new"),
     (dict(temperature=-1.0), "temperature"),
     (dict(generator=3), "generator"),
-    (dict(pending=10**6), "tokens must lie"),
+    (dict(pending=10**6), r"pending must be an int in \[0, 99\], got 1000000"),
 ])
 def test_decode_names_a_bad_argument(aftertrain_model, bad, match):
     dec = Decoder(aftertrain_model)
