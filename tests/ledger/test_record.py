@@ -12,7 +12,7 @@ import json
 import pytest
 
 from aftertrain.ledger import record
-from aftertrain.timing import RatioRule, decide_ratio
+from aftertrain.timing import RatioRule, decide_ratio, min_pairs
 from tests.common.inner_runs import outside_any_run
 
 pytest_plugins = ["pytester"]
@@ -45,6 +45,24 @@ def test_a_first_look_that_does_not_fit_is_cut_inconclusive_with_no_look():
     assert (d.verdict, d.looks, d.timings) == ("inconclusive", 0, {})
     assert clock.now <= 10.0 + 2.0
     assert "the budget ran out before the first look" in d.reason
+
+
+def test_a_first_look_the_warm_up_predicts_will_not_fit_is_not_started():
+    """One warm-up pair of 2 x 1 s predicts 2 s a pair: the first look (25+
+    pairs, 50+ s) would not fit 10 s, so no pair is timed after the warm-up
+    (the clock stands at its 2 s); inconclusive, no look, the prediction in
+    the reason. With 60 s the same look is started and decides."""
+    clock = Clock()
+    d = decide_ratio(_work(clock, 1.0), _work(clock, 1.0), SAME, budget_s=10.0, warmup=1,
+                     clock=clock)
+    assert (d.verdict, d.looks, d.timings, clock.now) == ("inconclusive", 0, {}, 2.0)
+    first = min_pairs(1 - 1e-6 / 8)
+    assert (f"the first look ({first} pairs of each of 1 ratio) would take about "
+            f"{2.0 * first:.1f} s at the warm-up's pace, more than the 8.0 s left; not timed"
+            in d.reason)
+    d = decide_ratio(_work(clock, 1.0), _work(clock, 1.0), SAME, budget_s=60.0, warmup=1,
+                     clock=clock)
+    assert (d.verdict, d.looks) == ("holds", 1)
 
 
 def test_a_first_look_over_two_ratios_is_cut_in_the_second():

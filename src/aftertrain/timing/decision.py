@@ -131,11 +131,11 @@ class Decision:
     @property
     def reason(self) -> str:
         """One line: the verdict, the rule, the intervals, pairs, seconds, load."""
+        note = f"; {self.note}" if self.note else ""
         if self.looks == 0:
             return (f"{self.verdict}: {self.rule}; the budget ran out before the first look "
                     f"(of {self.max_looks}, alpha {self.alpha:g}) in {self.seconds:.1f} s, "
-                    f"1-minute load {self.load1:.2f}")
-        note = f"; {self.note}" if self.note else ""
+                    f"1-minute load {self.load1:.2f}{note}")
         return (f"{self.verdict}: {self.rule}; {self.intervals()} after {self.pairs} pairs "
                 f"(look {self.looks} of {self.max_looks}, alpha {self.alpha:g}) in "
                 f"{self.seconds:.1f} s, 1-minute load {self.load1:.2f}{note}")

@@ -178,11 +178,14 @@ class Pairs:
         self.base: list[float] = []
         self.cand: list[float] = []
 
-    def warm(self, warmup: int) -> None:
-        """Run each side ``warmup`` times, untimed, alternating."""
+    def warm(self, warmup: int) -> float:
+        """Run each side ``warmup`` times, alternating, outside the pairs;
+        returns the seconds it took (on ``clock``)."""
+        start = self.clock()
         for _ in range(warmup):
             self.baseline()
             self.candidate()
+        return self.clock() - start
 
     def extend(self, n: int) -> None:
         """Time pairs until there are ``n``: baseline first in even pairs, candidate first in odd ones."""

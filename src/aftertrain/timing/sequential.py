@@ -91,6 +91,8 @@ def sequential_decisions(
     included: a round it cuts short is dropped (the look before it stands),
     and a first round cut short gives ``inconclusive`` with no look
     (``looks == 0``). So a decision ends within ``budget_s`` plus one pair.
+    A first look the warm-up pairs predict will not fit what is left is not
+    started: ``inconclusive``, no look, the prediction in the ``note``.
 
     Guarantee (Bonferroni over the scheduled looks and the ratios): if the
     pair ratios of each side are independent draws with median m, then with
@@ -139,8 +141,14 @@ def sequential_decisions(
     last, timings = 0, {}
     need = set(runs)
     with quiet:
-        for run in runs.values():
-            run.warm(warmup)
+        warm_s = {name: run.warm(warmup) for name, run in runs.items()}
+        first_s = _first_look_cost(warm_s, per_call, warmup, schedule[0])
+        if clock() - start + first_s > budget_s:
+            return {name: decision(INCONCLUSIVE, name, 0, {}, note=(
+                f"the first look ({schedule[0]} pairs of each of {len(runs)} "
+                f"ratio{'s' if len(runs) > 1 else ''}) would take "
+                f"about {first_s:.1f} s at the warm-up's pace, more than the "
+                f"{budget_s - (clock() - start):.1f} s left; not timed")) for name in judgements}
         for look, size in enumerate(schedule, start=1):
             before = {n: len(r.base) for n, r in runs.items()}
             if look > 1 and clock() - start + _round_cost(runs, need, size, clock() - start) \
@@ -251,6 +259,15 @@ def _projected(timings: dict[str, PairedTiming], names: set[str], pairs: float
             high = max(min(float(b), t.ci_high), t.median)
         out[n] = dataclasses.replace(t, ci_low=low, ci_high=high)
     return out
+
+
+def _first_look_cost(warm_s: dict[str, float], per_call: dict[str, int], warmup: int,
+                     first: int) -> float:
+    """Seconds of the first look's ``first`` pairs of every ratio at the
+    warm-up's pace (one call a side per warm-up pair); 0 without a warm-up."""
+    if warmup == 0:
+        return 0.0
+    return sum(first * per_call[n] * s / warmup for n, s in warm_s.items())
 
 
 def _round_cost(runs: dict[str, Pairs], names: set[str], size: int, elapsed: float) -> float:
