@@ -304,9 +304,10 @@ TIMING_BUDGET_TOTAL_S = 270.0
 #: timing part there instead of running on for tens of minutes).
 REPORT_TIMING_BUDGET_TOTAL_S = 540.0
 #: Seconds of the run's whole timing budget the speculative fixture leaves to
-#: the timing claims that may come after it (P7, Q11, X3, X4: 0.1-0.5 s each
-#: idle on the 2-core AVX2 machine, 1-2 s at load): the fixture's decisions
-#: take at most what is left less this.
+#: the timing claims that may come after it (P7, Q11, X3, X4: 0.0-0.5 s each
+#: idle on the 2-core AVX2 machine, docs/measurement.md "round five"; 10 s
+#: leaves them several times that): the fixture's decisions take at most
+#: what is left less this.
 OTHER_TIMINGS_RESERVE_S = 10.0
 
 #: Q11 and P7: equivalence band of "no difference" for the median ratio. A real
