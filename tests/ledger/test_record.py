@@ -159,6 +159,21 @@ def test_fourth_decides_several_with_nothing_left(claim_record):
 '''
 
 
+def _run_with_30_s_total(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+                         source: str) -> tuple[pytest.RunResult, dict[str, dict]]:
+    """Run ``source`` as a test file under ``--timing-budget-total 30`` on a
+    fake clock (this module's ``record.clock``); it must exit 0 (inconclusive
+    is not a failure). Returns the run and its ledger's claims by ID."""
+    outside_any_run(monkeypatch)
+    monkeypatch.setattr(record, "clock", Clock())
+    pytester.makepyfile(test_budget=source)
+    path = pytester.path / "claims.json"
+    result = pytester.runpytest("-p", "aftertrain.ledger", "--timing-budget-total", "30",
+                                "--claims-json", str(path))
+    assert result.ret == 0, result.stdout.str()
+    return result, {c["id"]: c for c in json.loads(path.read_text())["claims"]}
+
+
 def test_the_whole_run_budget_bounds_every_decision(pytester: pytest.Pytester,
                                                     monkeypatch: pytest.MonkeyPatch):
     """--timing-budget-total 30 on a fake clock: the first decision (10 s)
@@ -166,14 +181,7 @@ def test_the_whole_run_budget_bounds_every_decision(pytester: pytest.Pytester,
     fit (inconclusive, no look); the third has nothing left (inconclusive
     without timing), through ``claim_record.ratio`` and ``.decide`` alike.
     pytest passes: inconclusive is not a failure."""
-    outside_any_run(monkeypatch)
-    monkeypatch.setattr(record, "clock", Clock())
-    pytester.makepyfile(test_budget=RUN)
-    path = pytester.path / "claims.json"
-    result = pytester.runpytest("-p", "aftertrain.ledger", "--timing-budget-total", "30",
-                                "--claims-json", str(path))
-    assert result.ret == 0, result.stdout.str()
-    e = {c["id"]: c for c in json.loads(path.read_text())["claims"]}
+    _, e = _run_with_30_s_total(pytester, monkeypatch, RUN)
     assert e["Q11"]["verdict"] == "holds"
     assert e["P7"]["verdict"] == "inconclusive"
     assert "the budget ran out before the first look" in e["P7"]["reasons"][0]
@@ -219,14 +227,7 @@ def test_a_decision_leaves_the_reserve_it_is_asked_to_keep(pytester: pytest.Pyte
     R s for the cheaper timing claims after it): with 30 s left of the run's
     budget, a reserve of 40 s ends the test inconclusive, naming the reserve,
     without timing; a reserve of 5 s gives the per-decision budget (20 s)."""
-    outside_any_run(monkeypatch)
-    monkeypatch.setattr(record, "clock", Clock())
-    pytester.makepyfile(test_reserve=RESERVE)
-    path = pytester.path / "claims.json"
-    result = pytester.runpytest("-p", "aftertrain.ledger", "--timing-budget-total", "30",
-                                "--claims-json", str(path))
-    assert result.ret == 0, result.stdout.str()
-    e = {c["id"]: c for c in json.loads(path.read_text())["claims"]}
+    result, e = _run_with_30_s_total(pytester, monkeypatch, RESERVE)
     assert e["X2"]["verdict"] == "inconclusive"
     assert e["X2"]["reasons"] == [
         "inconclusive: the run's timing budget is spent (--timing-budget-total 30 s, 40 s of it "

@@ -265,7 +265,7 @@ class ClaimRecord:
         ``--timing-strict``) without timing anything."""
         check_real("reserve", reserve, low=0.0, what="a number of seconds")
         budget = self.budget_s
-        if budget <= 0 or budget_left(self._config) <= reserve:
+        if budget_left(self._config) <= reserve:  # budget_s <= 0 exactly when nothing is left
             total = self._config.getoption("timing_budget_total")
             kept = f", {reserve:g} s of it kept for the timing claims after this one" if reserve else ""
             self._inconclusive(f"inconclusive: the run's timing budget is spent "
