@@ -19,6 +19,7 @@ live in ``baselines/<name>/`` (or ``--aftertrain-baselines DIR``).
 
 from __future__ import annotations
 
+import gc
 import os
 from pathlib import Path
 
@@ -86,6 +87,16 @@ def pytest_configure(config):
             raise pytest.UsageError(f"--hypothesis-profile {name!r} is not a profile; known: "
                                     f"ci, dev, quick, thorough") from None
     torch.set_num_threads(1)
+
+
+def pytest_collection_finish(session):
+    """Collection leaves some hundred thousand long-lived objects (test items,
+    hypothesis strategies, parametrize ids); frozen, the garbage collector's
+    full passes during the run no longer walk them (about 2.5 s of a
+    worker's run on the 2-core AVX2 machine). Nothing is freed that would
+    have been: they live until the session ends."""
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture(scope="session")

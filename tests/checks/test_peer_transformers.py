@@ -20,6 +20,7 @@ What HF does wrong is kept as strict xfails with the figures.
 
 from __future__ import annotations
 
+import importlib.util
 import time
 
 import pytest
@@ -29,11 +30,18 @@ from aftertrain.checks import adapters
 from aftertrain.checks import speculative as CS
 from aftertrain.checks.adapters import forced_uniforms
 
-hf_utils = pytest.importorskip(
-    "transformers.generation.utils",
+# transformers is imported when the first test here runs, not at collection:
+# its import is ~3.5 s, which every xdist worker would pay while collecting.
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("transformers") is None,
     reason="transformers is not installed (the test extra installs 5.24.0 on Python >= 3.11 only: "
            "it needs 3.11)")
-_speculative_sampling = hf_utils._speculative_sampling
+
+
+def _speculative_sampling(*args):
+    from transformers.generation.utils import _speculative_sampling as rule
+
+    return rule(*args)
 
 
 @pytest.fixture(autouse=True, scope="module")
