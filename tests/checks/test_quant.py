@@ -182,22 +182,44 @@ def test_round_trip_check_catches_an_error_just_beyond_its_slack():
 GRANULARITIES = [PerTensor(), PerAxis(0), PerAxis(1), PerGroup(32), PerGroup(128)]
 
 
-def test_kit_passes_a_correct_quantizer_of_every_mapping_and_granularity_in_under_10_cpu_s():
+#: The kit's own CPU over the CPU of the quantizer's calls it makes, at most:
+#: measured 4.3-5.1 (175 schemes, quantize_scheme; native AVX2 and generic
+#: kernels, idle and with both cores busy; 2-core Zen 3), so a kit whose own
+#: work is three times today's fails (3 x 4.3 > 12). A ratio of two CPU times of the same process, both
+#: small torch ops: the same on a fast or slow machine, where an absolute
+#: budget (it was 10 CPU s: 1.5 s on the Zen 5 machine, 5.8 s on the Zen 3)
+#: would fail on a host 1.75 times slower than the second.
+KIT_OVER_QUANTIZER_CPU = 12.0
+
+
+def test_kit_passes_a_correct_quantizer_of_every_mapping_and_granularity_at_a_bounded_cost():
     """quantize_scheme (float32, the formulas of aftertrain.checks.schemes)
     under every mapping, per tensor, per row, per column and per group of 32
     and 128 (int4 per group is the ecosystem's weight-only default), at every
     width 2..8: 175 schemes, every guarantee on every case of the battery,
     the edge cases included (a group size that does not divide the row is a
-    shorter last group). The run is measured at 1.5 CPU s; 10 s is the
-    issue's budget for the kit (CPU time, so a loaded machine does not fail it)."""
+    shorter last group). The kit's own CPU (all but the quantizer's calls)
+    stays within KIT_OVER_QUANTIZER_CPU times the quantizer's (CPU time, so
+    a loaded machine does not fail it)."""
     import time
+
+    inside = []
+
+    def timed(w, scheme):
+        start = time.process_time()
+        out = quantize_scheme(w, scheme)
+        inside.append(time.process_time() - start)
+        return out
 
     schemes = [QuantScheme(b, m, g) for b in range(2, 9) for m in Mapping for g in GRANULARITIES]
     start = time.process_time()
-    report = check_quantizer(quantize_scheme, schemes=schemes)
+    report = check_quantizer(timed, schemes=schemes)
     spent = time.process_time() - start
     assert report.passed, str(report)
-    assert spent < 10, f"{spent:.1f} CPU s"
+    quantizer = sum(inside)
+    assert len(inside) >= len(schemes) and quantizer > 0, (len(inside), quantizer)
+    assert spent - quantizer <= KIT_OVER_QUANTIZER_CPU * quantizer, \
+        f"kit {spent - quantizer:.2f} CPU s, quantizer {quantizer:.2f} CPU s in {len(inside)} calls"
     for mapping in Mapping:
         checks = {r.check for r in report.rows if f" {mapping.name} " in r.case}
         assert {"output", "round-trip", "grid", "codes", "codes match w_hat", "scale",
