@@ -38,11 +38,6 @@ if importlib.util.find_spec("transformers") is None:
                 "only: it needs 3.11)", allow_module_level=True)
 
 
-def _speculative_sampling(*args):
-    from transformers.generation.utils import _speculative_sampling as rule
-
-    return rule(*args)
-
 
 @pytest.fixture(autouse=True, scope="module")
 def one_thread():
@@ -167,6 +162,8 @@ def test_hf_survives_a_rejection_when_p_and_q_agree_up_to_float32_rounding():
     largest value torch.rand_like returns in float32, which rejects every
     draft here (p/q < 1 - 2**-24 at the chosen cell). A correct rule emits a
     token of p's support; HF raises on every such pair."""
+    from transformers.generation.utils import _speculative_sampling
+
     failures = []
     for logits, shifted, x, _ in _float32_pairs():
         p = logits.softmax(-1)

@@ -143,12 +143,13 @@ def sequential_decisions(
     with quiet:
         warm_s = {name: run.warm(warmup) for name, run in runs.items()}
         first_s = _first_look_cost(warm_s, per_call, warmup, schedule[0])
-        if clock() - start + first_s > budget_s:
+        left = budget_s - (clock() - start)
+        if first_s > left:
             return {name: decision(INCONCLUSIVE, name, 0, {}, note=(
                 f"the first look ({schedule[0]} pairs of each of {len(runs)} "
                 f"ratio{'s' if len(runs) > 1 else ''}) would take "
                 f"about {first_s:.1f} s at the warm-up's pace, more than the "
-                f"{budget_s - (clock() - start):.1f} s left; not timed")) for name in judgements}
+                f"{left:.1f} s left; not timed")) for name in judgements}
         for look, size in enumerate(schedule, start=1):
             before = {n: len(r.base) for n, r in runs.items()}
             if look > 1 and clock() - start + _round_cost(runs, need, size, clock() - start) \
