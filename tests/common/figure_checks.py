@@ -488,21 +488,25 @@ _add("measured:benchmarks/test_quant_fake_speed.py::* | alpha",
      "tests/timing/test_sequential.py::test_each_interval_is_at_alpha_over_looks_times_ratios",
      "the decision's family alpha, split over looks and ratios as the test works out")
 _add((f"{MS}{BENCH_SPEC}::test_bigram_draft_is_faster_than_plain_decoding | looks",
-      f"{MS}{BENCH_SPEC}::_targets | looks"),
+      f"{MS}{BENCH_SPEC}::_picked | looks"),
      ("tests/timing/test_sequential.py::test_look_schedule_doubles",
       "tests/timing/test_sequential.py::test_a_judgement_keeps_its_first_verdict_while_another_needs_more_looks"),
      "the looks taken: the schedule and the stop worked out on fake clocks")
 _add((f"{MS}{BENCH_SPEC}::test_speedup_formula_never_underrates_the_measured_speedup | share",
-      f"{MS}{BENCH_SPEC}::_targets | share",
       "report.table:Speedup over plain cached decoding (ours: median of alternating pairs "
       "[confidence interval of the median]; undecided: the interval contains 1) | "
       "ours: share (measured / (v_k+kc))"),
      f"{UF}::test_share_is_the_speedup_over_the_prediction_with_v_k",
      "SpeedupRow.share: the measured speedup over cpp / (v_k + k c) of checked figures, written out")
-_add((f"{MS}{BENCH_SPEC}::_targets | share_low", f"{MS}{BENCH_SPEC}::_targets | share_high"),
-     "tests/experiments/test_speedup_rules.py::test_share_range_is_the_speedups_over_the_predictions_ends",
-     "the share's range over hand-made intervals: the speedup's low end over the prediction's "
-     "high end (largest v_k and c) and the other way round, worked out in the test")
+_add(tuple(f"{MS}{BENCH_SPEC}::_targets | {f}{end}" for f in ("share", "speedup")
+           for end in ("", "_low", "_high")),
+     f"{UF}::test_target_figures_invert_each_ratio_and_name_the_verdict",
+     "target_figure: one over the named ratio's median, its range one over the interval's high "
+     "end to one over its low end, on hand-made timings of two different ratios; the share's "
+     "ratio is the loop over its charge, whose calls tests/experiments/test_speedup_decodings.py "
+     "counts")
+_add((f"{MS}{BENCH_SPEC}::_targets | share_pairs", f"{MS}{BENCH_SPEC}::_targets | speedup_pairs"),
+     PAIRED, PAIRED_HOW + "; the number of pairs is the ratios' count on the fake clock")
 _add((f"{MS}{BENCH_SPEC}::test_speedup_formula_matches_quantized_drafts_within_0p05 | "
       "gap",
       f"{MS}{BENCH_SPEC}::test_charging_verification_its_cost_fits_the_speedups_better | err_article",
@@ -517,6 +521,8 @@ _add((f"{MS}{BENCH_SPEC}::test_charging_verification_its_cost_fits_the_speedups_
      "400 points and the corners of its box")
 
 _label(f"{MS}{GEN_T}::* | k", "the parametrized k, a value of the test's grid")
+_label((f"{MS}{BENCH_SPEC}::_picked | best_k", f"{MS}{BENCH_SPEC}::_picked | ngram_k"),
+       "the k the speedup decision's medians picked, a value of its grid (SPEEDUP_KS)")
 _label("measured:benchmarks/test_quant_int8_linear.py::* | key",
        "the number of rows of each ratio, a value of the benchmark's grid ROWS")
 _label(f"{MS}{PEER_T}::test_hf_rule_passes_the_statistical_battery_at_the_default_power | cpu",

@@ -18,6 +18,7 @@ import torch
 
 from aftertrain import speculative as S
 from aftertrain.experiments import speculative as XS
+from aftertrain.experiments import speedup as XU
 from aftertrain.experiments.speedup import SPEEDUP_CHARS, SPEEDUP_KS
 from aftertrain.lm.decoding import Decoder, decode, generate
 from aftertrain.lm.text import encode
@@ -99,3 +100,41 @@ def test_decode_names_a_bad_argument(aftertrain_model, bad, match):
                 generator=torch.Generator().manual_seed(0)) | bad
     with pytest.raises(ValueError, match=match):
         decode(**args)
+
+
+@pytest.mark.parametrize("kind, k", [(D.DraftKind.NGRAM, 4), (D.DraftKind.GPT, 2)],
+                         ids=["n-gram k=4", "draft GPT k=2"])
+def test_charged_decoding_is_the_runs_passes_as_drafts_and_verifications(
+        monkeypatch, aftertrain_model, speculative_drafts, kind, k):
+    """What cpp / (v_k + k c) charges for a timed run: as many rounds as the
+    seeded run makes target passes, each k drafted characters then one
+    verification over k+1 positions (the steps S5's c and X8's v_k time,
+    built for this draft and k), every call alike."""
+    draft, log = speculative_drafts[kind], []
+
+    def step(name):
+        def build(model, *args):
+            log.append(("built", name, model, args))
+            return lambda: log.append(name)
+        return build
+
+    monkeypatch.setattr(XS, "draft_step", step("draft"))
+    monkeypatch.setattr(XS, "verify_step", step("verify"))
+    run = XU.charged_decoding(aftertrain_model, draft, k, SPEEDUP_CHARS, 1.0)
+    assert log == [("built", "verify", aftertrain_model, (k, 1.0)), ("built", "draft", draft, (1.0,))]
+    passes = S.speculative_generate(aftertrain_model, draft, XS.prompt_text(), SPEEDUP_CHARS, k, 1.0,
+                                    torch.Generator().manual_seed(XS.SEED)).target_passes
+    assert 1 < passes < SPEEDUP_CHARS
+    for call in range(2):
+        log.clear()
+        assert run() == passes, f"call {call}"
+        assert log == (["draft"] * k + ["verify"]) * passes, f"call {call}"
+
+
+@pytest.mark.parametrize("bad, match", [(dict(k=0), "k must"), (dict(n_new=0), "n_new must"),
+                                        (dict(target="a model"), "target")])
+def test_charged_decoding_names_a_bad_argument(aftertrain_model, speculative_drafts, bad, match):
+    args = dict(target=aftertrain_model, draft=speculative_drafts[D.DraftKind.NGRAM], k=2,
+                n_new=5, temperature=1.0) | bad
+    with pytest.raises(ValueError, match=match):
+        XU.charged_decoding(**args)

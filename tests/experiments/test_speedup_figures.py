@@ -11,8 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from aftertrain.experiments.speedup import SPEEDUP_KS, speedup_tables
+from aftertrain.experiments.speedup import SPEEDUP_KS, speedup_tables, target_figure
 from aftertrain.experiments.speedup_rules import RatioKey
+from aftertrain.timing import Decision
 
 DRAFTS = ("bigram", "8-bit")
 
@@ -74,3 +75,19 @@ def test_share_is_the_speedup_over_the_prediction_with_v_k(world):
     for r in world.tables.speedups:
         ratio, cpp, c = world.ratio[r.draft, r.k], world.cpp[r.draft, r.k], world.c[r.draft]
         assert r.share == pytest.approx((1 / ratio) / (cpp / (world.v[r.k] + r.k * c)), rel=1e-12)
+
+
+def test_target_figures_invert_each_ratio_and_name_the_verdict():
+    """Issue 32's targets: the share (the loop over its charge) and the
+    n-gram's speedup (speculative over plain) are each one over its own
+    ratio's median, the range one over the interval's high end to one over
+    its low end; the decision's verdict in the targets' words."""
+    t = {"share": _timing(1.05, 1e-2), "n-gram": _timing(0.4, 2e-2)}
+    for verdict, words in (("holds", "met"), ("broken", "not met"), ("inconclusive", "undecided")):
+        decision = Decision(verdict, t, "rule", looks=2, max_looks=8, alpha=1e-6, confidence=0.99,
+                            seconds=1.0, load1=0.0)
+        for name, ratio in (("share", 1.05), ("n-gram", 0.4)):
+            *figures, said = target_figure(decision, name)
+            assert figures == pytest.approx([1 / ratio, 1 / (1.2 * ratio), 1 / (0.9 * ratio)],
+                                            rel=1e-12), name
+            assert said == words

@@ -360,27 +360,86 @@ def test_the_two_speedup_decisions_share_alpha_between_them(monkeypatch):
     assert set(decisions) == set(SR.RULES)
 
 
-def test_share_range_is_the_speedups_over_the_predictions_ends():
-    """The n-gram at k=4 with c in [0.1, 0.14], v_4 in [1.0, 1.1] and a
-    speedup in [1.5, 2.0]: cpp = 3 gives predictions 3 / 1.66 to 3 / 1.4, so
-    the share spans 1.5 / (3 / 1.4) = 0.70 to 2.0 / (3 / 1.66) = 1.107."""
-    cells = world(c={NGRAM: Iv(0.12, 0.1, 0.14)}, v={4: Iv(1.05, 1.0, 1.1)},
-                  speedups={(NGRAM, 4): (1.5, 2.0)})
-    assert cells.with_vk(NGRAM, 4) == pytest.approx((3 / 1.66, 3 / 1.4), rel=1e-12)
-    assert cells.share(NGRAM, 4) == pytest.approx((0.70, 2.0 * 1.66 / 3), rel=1e-12)
+class _Clock:
+    """A fake clock the fake sides advance: each call of a side takes its
+    seconds times a jitter of +-4% from a seeded generator (so pairs differ
+    and the intervals are order statistics, not points)."""
+
+    def __init__(self) -> None:
+        self.now, self.rng = 0.0, np.random.default_rng(7)
+
+    def __call__(self) -> float:
+        return self.now
+
+    def side(self, seconds: float):
+        def run() -> None:
+            self.now += seconds * (1.0 + 0.04 * self.rng.uniform(-1.0, 1.0))
+        return run
 
 
-@pytest.mark.parametrize("r, verdict", [((0.9, 1.2), "met"), ((0.95, 0.97), "met"),
-                                        ((0.5, 0.899), "not met"), ((0.85, 0.95), "undecided")])
-def test_target_verdict_is_met_only_when_the_whole_range_reaches_the_target(r, verdict):
-    assert XU.target_verdict(r, XU.SHARE_TARGET) == verdict
+def _targets(monkeypatch, *, charged=0.010, loop=0.0103, plain=0.030, ngram=0.012, alpha=1e-6):
+    """target_decisions on toy models with the timed sides replaced by fake
+    costs in seconds: the best draft's charge and loop, plain decoding and
+    the n-gram's loop."""
+    from aftertrain.experiments import speculative as XS
+    from aftertrain.lm.text import VOCAB_SIZE
+    from tests.common.toys import toy_gpt
+
+    clock = _Clock()
+    target, best, ng = (toy_gpt(VOCAB_SIZE, seed=s) for s in (1, 2, 3))
+    monkeypatch.setattr(XU, "charged_decoding", lambda t, d, k, n, temp: clock.side(charged))
+    monkeypatch.setattr(XS, "plain_decoding", lambda t, n, temp: clock.side(plain))
+    monkeypatch.setattr(XS, "speculative_decoding",
+                        lambda t, d, k, n, temp: clock.side(loop if d is best else ngram))
+    return XU.target_decisions(target, (best, 4), (ng, 2), budget_s=1e4, alpha=alpha, clock=clock)
+
+
+def test_targets_are_met_by_a_loop_that_costs_its_charge_and_an_ngram_at_2_5x(monkeypatch):
+    """A loop 3% dearer than its charge (share 0.97) and an n-gram 2.5x faster
+    than plain decoding meet both targets; each figure is the inverse of its
+    ratio, inside its interval, and the decision runs at the alpha given."""
+    decisions = _targets(monkeypatch, alpha=2e-6)
+    share, low, high, met = XU.target_figure(decisions["share"], "share")
+    assert met == "met" and low <= 1 / 1.03 <= high and low >= XU.SHARE_TARGET
+    speedup, low, high, met = XU.target_figure(decisions["n-gram"], "n-gram")
+    assert met == "met" and low <= 2.5 <= high and low >= XU.NGRAM_TARGET
+    assert {d.alpha for d in decisions.values()} == {2e-6}
 
 
 @pytest.mark.teeth
-def test_target_verdict_catches_a_range_reaching_below_the_target():
-    """A verdict read from the median (or the high end) would call a range
-    reaching below 0.90 met; the rule must not."""
-    assert XU.target_verdict((0.70, 1.10), XU.SHARE_TARGET) == "undecided"
-    assert XU.target_verdict((0.70, 0.89), XU.SHARE_TARGET) == "not met"
-    with pytest.raises(ValueError, match="r must be"):
-        XU.target_verdict((1.1, 0.7), XU.SHARE_TARGET)
+@pytest.mark.parametrize("costs, name", [(dict(loop=0.0125), "share"), (dict(ngram=0.0167), "n-gram")],
+                         ids=["loop pays 25% beyond its charge", "n-gram at 1.8x"])
+def test_targets_catches_a_loop_that_pays_more_than_it_is_charged_and_a_slow_ngram(monkeypatch,
+                                                                                 costs, name):
+    """A loop paying 25% beyond what the formula charges (share 0.80), or an
+    n-gram only 1.8x faster than plain decoding, is ``not met``; the other
+    target still ``met``."""
+    decisions = _targets(monkeypatch, **costs)
+    assert {n: XU.target_figure(d, n)[3] for n, d in decisions.items()} == {
+        n: "not met" if n == name else "met" for n in XU.TARGET_RULES}
+
+
+def test_a_target_figure_needs_a_look_and_a_known_name():
+    from aftertrain.timing import Decision
+
+    spent = Decision("inconclusive", {}, "r", looks=0, max_looks=8, alpha=1e-6, confidence=0.9,
+                     seconds=0.0, load1=0.0)
+    with pytest.raises(ValueError, match="decision must hold a look"):
+        XU.target_figure(spent, "share")
+    with pytest.raises(ValueError, match="name must be one of"):
+        XU.target_figure(spent, "speedup")
+
+
+@pytest.mark.parametrize("change, match", [(dict(best="n-gram"), "best must be a"),
+                                           (dict(ngram=(None, 2)), r"ngram\[0\]"),
+                                           (dict(best_k=0), r"best\[1\]"),
+                                           (dict(budget_s=0.0), "budget_s"),
+                                           (dict(alpha=1), "alpha")])
+def test_target_decisions_name_a_bad_argument(change, match):
+    from aftertrain.lm.text import VOCAB_SIZE
+    from tests.common.toys import toy_gpt
+
+    model = toy_gpt(VOCAB_SIZE, seed=1)
+    args = dict(best=(model, change.pop("best_k", 4)), ngram=(model, 2), budget_s=1.0) | change
+    with pytest.raises(ValueError, match=match):
+        XU.target_decisions(model, **args)

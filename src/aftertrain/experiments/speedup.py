@@ -9,7 +9,10 @@ on one thread), named by a
 :data:`SPEEDUP_CHARS` characters; S6, S7, X8, X2). :func:`speedup_decisions`
 times them in two sequential decisions (the costs, then the speedups), each
 at alpha / 2, so a claim reading both errs with probability <= alpha;
-:func:`speedup_tables` gives the claims' tables at a decision's look.
+:func:`speedup_tables` gives the claims' tables at a decision's look;
+:func:`target_decisions` times issue 32's two targets, figures beside X2:
+the loop against what ``cpp / (v_k + k c)`` charges for it
+(:func:`charged_decoding`) and the n-gram over plain decoding.
 
 ``SPEEDUP_CHARS = 30`` (the article: 200): the per-character cost is what the
 claims compare, and the decision needs ~30 pairs of each of the 15 cells
@@ -32,6 +35,7 @@ cells x 29 pairs x (plain ~0.016 s + speculative ~0.007-0.035 s) ~ 15 s.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -42,9 +46,8 @@ from aftertrain.claims import tables as TB
 from aftertrain.claims.tables import TableRow, table
 from aftertrain.claims.verdicts import BROKEN, HOLDS
 from aftertrain.core.tolerances import TIMING_ALPHA, TIMING_LOOKS
-from aftertrain.core.validation import check_real
+from aftertrain.core.validation import check_int, check_real
 from aftertrain.experiments import speculative as XS
-from aftertrain.experiments import speedup_rules as SR
 from aftertrain.experiments.speedup_rules import (
     BIGRAM,
     COST_RULES,
@@ -57,7 +60,14 @@ from aftertrain.experiments.speedup_rules import (
 from aftertrain.lm.protocol import NextTokenModel, check_model
 from aftertrain.speculative import drafts as D
 from aftertrain.speculative import speculative_generate
-from aftertrain.timing import Decision, Judgement, RatioRule, min_pairs, sequential_decisions
+from aftertrain.timing import (
+    Clock,
+    Decision,
+    Judgement,
+    RatioRule,
+    min_pairs,
+    sequential_decisions,
+)
 
 SPEEDUP_KS = (2, 4, 8)
 SPEEDUP_CHARS = 30
@@ -84,17 +94,116 @@ COST_FIRST_LOOKS = 4
 #: Issue 32's targets for speculative decoding that pays: the best draft's
 #: speedup at least this share of ``cpp / (v_k + k c)``, and the n-gram's at
 #: least :data:`NGRAM_TARGET` over plain decoding. Engineering targets, not
-#: claims of the article: figures beside the claims (:func:`target_verdict`),
+#: claims of the article: figures beside the claims (:func:`target_decisions`),
 #: deciding none of them.
 SHARE_TARGET = 0.90
 NGRAM_TARGET = 2.0
+#: The targets' ratios (:func:`target_decisions`): name -> (the rule on the
+#: timed ratio, what it decides in words).
+TARGET_RULES = {
+    "share": (RatioRule.at_most(1.0 / SHARE_TARGET),
+              f"share of cpp / (v_k + k c) >= {SHARE_TARGET:g}: the loop over the passes and "
+              f"drafts the formula charges for it <= 1 / {SHARE_TARGET:g}"),
+    "n-gram": (RatioRule.at_most(1.0 / NGRAM_TARGET),
+               f"the n-gram's speedup >= {NGRAM_TARGET:g}: speculative over plain time "
+               f"<= 1 / {NGRAM_TARGET:g}"),
+}
+#: A target decision's outcome in the targets' words.
+TARGET_OUTCOMES = {HOLDS: "met", BROKEN: "not met"}
 
 
-def target_verdict(r: SR.Range, target: float) -> str:
-    """``met`` when the whole range ``r`` lies at or above ``target``, ``not
-    met`` when it lies below, else ``undecided`` (the interval holds it)."""
-    verdict = RatioRule.at_least(target).decide(*SR.check_range("r", r))
-    return {HOLDS: "met", BROKEN: "not met"}.get(verdict, "undecided")
+def charged_decoding(target: NextTokenModel, draft: NextTokenModel, k: int, n_new: int,
+                     temperature: float):
+    """What the prediction ``cpp / (v_k + k c)`` charges for the run
+    :func:`aftertrain.experiments.speculative.speculative_decoding` times, as
+    one call: the seeded run's P target passes as P rounds of k drafted
+    characters (``XS.draft_step``, S5's c) and one verification pass over k+1
+    positions (``XS.verify_step``, X8's v_k), in the loop's order. P is
+    counted once, here, from :func:`speculative_generate` with seed
+    ``XS.SEED`` (the timed run's seed: every call makes the same passes).
+    Each call returns P.
+
+    Timed against the loop, the ratio loop / charged is
+    the inverse of the share ``speedup / (cpp / (v_k + k c))`` with c, v_k
+    and the speedup in one unit: ``speedup = N t / T``, ``cpp = N / P``,
+    ``v_k = t_v / t`` and ``c = t_d / t`` for a unit step t give
+    ``share = P (t_v + k t_d) / T``, t cancelled, so the share is one paired
+    ratio instead of three intervals combined. (The claims' tables take t as
+    one isolated plain step for c and v_k and the plain loop's time per
+    character for the speedup; their share is this one times the plain
+    loop's time over N isolated steps.)"""
+    check_model(target, "target")
+    check_int("k", k, least=1)
+    check_int("n_new", n_new, least=1)
+    passes = speculative_generate(target, draft, XS.prompt_text(), n_new, k, temperature,
+                                  torch.Generator().manual_seed(XS.SEED)).target_passes
+    verify, draft_one = XS.verify_step(target, k, temperature), XS.draft_step(draft, temperature)
+
+    def run() -> int:
+        for _ in range(passes):
+            for _ in range(k):
+                draft_one()
+            verify()
+        return passes
+
+    return run
+
+
+def target_decisions(target: NextTokenModel, best: tuple[NextTokenModel, int],
+                     ngram: tuple[NextTokenModel, int], *, budget_s: float,
+                     alpha: float = TIMING_ALPHA, clock: Clock = time.perf_counter
+                     ) -> dict[str, Decision]:
+    """Issue 32's two targets, each one paired ratio in one sequential
+    decision (:data:`TARGET_RULES`; alpha over both ratios and every look):
+
+    - ``"share"``: the best draft ``best = (draft, k)``'s loop
+      (:func:`aftertrain.experiments.speculative.speculative_decoding`) over
+      what ``cpp / (v_k + k c)`` charges for it
+      (:func:`charged_decoding`: its
+      passes as verifications and drafted characters, the unit step
+      cancelled), at most 1 / :data:`SHARE_TARGET`;
+    - ``"n-gram"``: the n-gram ``ngram = (draft, k)`` over plain decoding, at
+      most 1 / :data:`NGRAM_TARGET`.
+
+    Pick ``best`` and ``ngram`` on the speedup decision's figures, then
+    decide here on fresh pairs: the pick does not bias the intervals.
+    ``budget_s`` seconds for both (a first look predicted not to fit starts
+    none: ``looks == 0``); ``clock`` as :func:`aftertrain.timing.sequential_decisions`.
+    :func:`target_figure` reads a decision."""
+    check_model(target, "target")
+    for name, pick in (("best", best), ("ngram", ngram)):
+        if not (isinstance(pick, tuple) and len(pick) == 2):
+            raise ValueError(f"{name} must be a (draft, k) tuple, got {pick!r}")
+        check_model(pick[0], f"{name}[0]")
+        check_int(f"{name}[1]", pick[1], least=1)
+    check_real("budget_s", budget_s, low=0, low_open=True, what="a number of seconds")
+    if not (isinstance(alpha, float) and 0.0 < alpha < 1.0):
+        raise ValueError(f"alpha must be a float in (0, 1), got {alpha!r}")
+    (best_draft, best_k), (ngram_draft, ngram_k) = best, ngram
+    sides = {
+        "share": (charged_decoding(target, best_draft, best_k, SPEEDUP_CHARS, 1.0),
+                  XS.speculative_decoding(target, best_draft, best_k, SPEEDUP_CHARS, 1.0)),
+        "n-gram": (XS.plain_decoding(target, SPEEDUP_CHARS, 1.0),
+                   XS.speculative_decoding(target, ngram_draft, ngram_k, SPEEDUP_CHARS, 1.0)),
+    }
+    judgements = {name: Judgement(words, lambda t, n=name, r=rule: r.decide(t[n].ci_low,
+                                                                             t[n].ci_high))
+                  for name, (rule, words) in TARGET_RULES.items()}
+    return sequential_decisions(sides, judgements, warmup=1, alpha=alpha, budget_s=budget_s,
+                                clock=clock)
+
+
+def target_figure(decision: Decision, name: str) -> tuple[float, float, float, str]:
+    """The target ``name``'s figure from its decision (with a look): the
+    share or the speedup, the inverse of the timed ratio, as (median, low,
+    high) with the interval's ends swapped, and ``met``, ``not met`` or
+    ``undecided``."""
+    if name not in TARGET_RULES:
+        raise ValueError(f"name must be one of {sorted(TARGET_RULES)}, got {name!r}")
+    if decision.looks == 0 or name not in decision.timings:
+        raise ValueError(f"decision must hold a look with the ratio {name!r}, got looks="
+                         f"{decision.looks} and ratios {sorted(decision.timings)}")
+    return (*speedup(decision.timings[name]), TARGET_OUTCOMES.get(decision.verdict, "undecided"))
 
 
 @table(TB.SPEC_DRAFT_COST, ("S5",))

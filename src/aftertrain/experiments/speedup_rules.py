@@ -207,13 +207,6 @@ class Cells:
         cost: the range of ``cpp / (v_k + k c)`` over the intervals of c and v_k."""
         return predicted(self.cpp[d, k], k, self.c(d), self.v(k))
 
-    def share(self, d: str, k: int) -> Range:
-        """The range of the measured speedup over ``cpp / (v_k + k c)`` for draft
-        ``d`` at ``k``, over the intervals of the speedup, c and v_k (the
-        smallest speedup over the largest prediction, and the other way round)."""
-        (s_lo, s_hi), (p_lo, p_hi) = self.s(d, k), self.with_vk(d, k)
-        return s_lo / p_hi, s_hi / p_lo
-
     def article(self, d: str, k: int) -> Range:
         """The article's predicted speedup of draft ``d`` at ``k``: the range of
         ``cpp / (1 + k c)`` over c's interval (:func:`predicted`)."""
