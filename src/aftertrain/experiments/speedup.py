@@ -129,9 +129,11 @@ def charged_decoding(target: NextTokenModel, draft: NextTokenModel, k: int, n_ne
     ``v_k = t_v / t`` and ``c = t_d / t`` for a unit step t give
     ``share = P (t_v + k t_d) / T``, t cancelled, so the share is one paired
     ratio instead of three intervals combined. (The claims' tables take t as
-    one isolated plain step for c and v_k and the plain loop's time per
-    character for the speedup; their share is this one times the plain
-    loop's time over N isolated steps.)"""
+    one isolated plain step for c and v_k, each timed as single calls
+    alternating with that step, and the plain loop's time per character
+    for the speedup; so their share reads lower, by the plain loop's
+    economy over isolated steps and by the calls' context:
+    docs/speculative.md, "The share timed as one ratio".)"""
     check_model(target, "target")
     check_int("k", k, least=1)
     check_int("n_new", n_new, least=1)

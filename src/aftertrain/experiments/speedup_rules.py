@@ -202,11 +202,6 @@ class Cells:
         """The draft lengths k of the run, ascending, each once."""
         return sorted({k for _, k in self.cpp})
 
-    def with_vk(self, d: str, k: int) -> Range:
-        """The predicted speedup of draft ``d`` at ``k`` with the verification's
-        cost: the range of ``cpp / (v_k + k c)`` over the intervals of c and v_k."""
-        return predicted(self.cpp[d, k], k, self.c(d), self.v(k))
-
     def article(self, d: str, k: int) -> Range:
         """The article's predicted speedup of draft ``d`` at ``k``: the range of
         ``cpp / (1 + k c)`` over c's interval (:func:`predicted`)."""
