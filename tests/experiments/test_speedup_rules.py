@@ -401,8 +401,10 @@ def test_targets_are_met_by_a_loop_that_costs_its_charge_and_an_ngram_at_2_5x(mo
     decisions = _targets(monkeypatch, alpha=2e-6)
     share, low, high, met = XU.target_figure(decisions["share"], "share")
     assert met == "met" and low <= 1 / 1.03 <= high and low >= XU.SHARE_TARGET
+    assert share == pytest.approx(1 / 1.03, rel=0.02)
     speedup, low, high, met = XU.target_figure(decisions["n-gram"], "n-gram")
     assert met == "met" and low <= 2.5 <= high and low >= XU.NGRAM_TARGET
+    assert speedup == pytest.approx(2.5, rel=0.02)
     assert {d.alpha for d in decisions.values()} == {2e-6}
 
 
