@@ -178,9 +178,7 @@ def target_decisions(target: NextTokenModel, best: tuple[NextTokenModel, int],
             raise ValueError(f"{name} must be a (draft, k) tuple, got {pick!r}")
         check_model(pick[0], f"{name}[0]")
         check_int(f"{name}[1]", pick[1], least=1)
-    check_real("budget_s", budget_s, low=0, low_open=True, what="a number of seconds")
-    if not (isinstance(alpha, float) and 0.0 < alpha < 1.0):
-        raise ValueError(f"alpha must be a float in (0, 1), got {alpha!r}")
+    _check_budget_and_alpha(budget_s, alpha)
     (best_draft, best_k), (ngram_draft, ngram_k) = best, ngram
     sides = {
         "share": (charged_decoding(target, best_draft, best_k, SPEEDUP_CHARS, 1.0),
@@ -277,6 +275,14 @@ class SpeedupTables:
     speedups: list[SpeedupRow]
 
 
+def _check_budget_and_alpha(budget_s: float, alpha: float) -> None:
+    """Raise ValueError, naming the argument, unless ``budget_s`` is a number
+    of seconds > 0 and ``alpha`` a float in (0, 1)."""
+    check_real("budget_s", budget_s, low=0, low_open=True, what="a number of seconds")
+    if not (isinstance(alpha, float) and 0.0 < alpha < 1.0):
+        raise ValueError(f"alpha must be a float in (0, 1), got {alpha!r}")
+
+
 def _check_inputs(target: NextTokenModel, drafts: Mapping[str, NextTokenModel],
                   budget_s: float, alpha: float) -> None:
     """Raise ValueError, naming the argument, unless :func:`speedup_decisions`'s
@@ -288,9 +294,7 @@ def _check_inputs(target: NextTokenModel, drafts: Mapping[str, NextTokenModel],
                          f"{sorted(drafts) if isinstance(drafts, Mapping) else drafts!r}")
     for name, draft in drafts.items():
         check_model(draft, f"drafts[{name!r}]")
-    check_real("budget_s", budget_s, low=0, low_open=True, what="a number of seconds")
-    if not (isinstance(alpha, float) and 0.0 < alpha < 1.0):
-        raise ValueError(f"alpha must be a float in (0, 1), got {alpha!r}")
+    _check_budget_and_alpha(budget_s, alpha)
 
 
 def _cost_ratios(target: NextTokenModel, drafts: Mapping[str, NextTokenModel]) -> dict:
