@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from aftertrain.core import runmeta
-from aftertrain.core.tolerances import REPORT_TIMING_BUDGET_S, REPORT_TIMING_BUDGET_TOTAL_S
+from aftertrain.core.tolerances import REPORT_TIMING_BUDGET_TOTAL_S
 from aftertrain.report.paths import ledger_file
 from aftertrain.report.reading import (
     META_FROM_REPORT_RUN,
@@ -75,8 +75,7 @@ def run_ledger(checkout: Path, json_path: Path, quick: bool,
     # word outside the checkout would root it there.
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
            f"--rootdir={checkout}", f"--config-file={checkout / 'pyproject.toml'}",
-           f"--claims-json={json_path}", f"--timing-budget={REPORT_TIMING_BUDGET_S:g}",
-           f"--timing-budget-total={REPORT_TIMING_BUDGET_TOTAL_S:g}"]
+           f"--claims-json={json_path}", f"--timing-budget-total={REPORT_TIMING_BUDGET_TOTAL_S:g}"]
     if model is not None:
         cmd += [f"--aftertrain-model={model}"]
     if timing_lock is not None:  # side by side: one process each, the cores shared by the runs

@@ -303,21 +303,6 @@ TIMING_BUDGET_TOTAL_S = 270.0
 #: twice the default run's deadline (a run loaded past it still ends its
 #: timing part there instead of running on for tens of minutes).
 REPORT_TIMING_BUDGET_TOTAL_S = 540.0
-#: ``aftertrain report``'s --timing-budget (seconds per timing rule) for
-#: each suite it runs: twice TIMING_BUDGET_S, so the speedup decision
-#: (six rules: 240 s) gets past its first look on a 2-core AVX2 machine,
-#: where that look alone takes 60-72 s and 120 s left S6, S7 and X8's fit
-#: inconclusive in every report there. At 40 s (2026-12-02, Zen 3, idle,
-#: the reference) one run reached look 5 in 266 s with S7 (does not
-#: reproduce) and X8 (holds) decided, S6's bigram at k=8 on its 1.2 line
-#: (1.17 [1.12, 1.22]); in .ci/run's reports one reached look 2 at ~150 s
-#: and stopped (all three inconclusive), the next look 3-4 at 218-228 s
-#: (S7 and X8 decided on the reference, X8 on the article model); each
-#: model ~100-150 s dearer than at 20 s (docs/measurement.md "round
-#: seven"). A decision that decides early stops early: on a faster machine
-#: the report costs what it did. Every decision still ends by
-#: REPORT_TIMING_BUDGET_TOTAL_S.
-REPORT_TIMING_BUDGET_S = 2 * TIMING_BUDGET_S
 #: Seconds of the run's whole timing budget the speculative fixture leaves to
 #: the timing claims that may come after it (P7, Q11, X3, X4: 0.0-0.5 s each
 #: idle on the 2-core AVX2 machine, docs/measurement.md "round five"; 10 s

@@ -17,7 +17,6 @@ import time
 import pytest
 
 from aftertrain.core.tolerances import (
-    REPORT_TIMING_BUDGET_S,
     REPORT_TIMING_BUDGET_TOTAL_S,
     TIMING_BUDGET_S,
     TIMING_BUDGET_TOTAL_S,
@@ -52,7 +51,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--timing-budget", metavar="SECONDS", type=float, default=TIMING_BUDGET_S,
         help=f"seconds one timing decision may spend before it is inconclusive "
-             f"(default {TIMING_BUDGET_S:g}; `aftertrain report` passes {REPORT_TIMING_BUDGET_S:g})",
+             f"(default {TIMING_BUDGET_S:g})",
     )
     group.addoption(
         "--timing-lock", metavar="PATH", default=None,
