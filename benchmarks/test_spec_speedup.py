@@ -131,6 +131,11 @@ def test_verification_pass_costs_more_than_a_plain_pass_and_grows_with_k(benchma
 
 
 @pytest.mark.claim("S6")
+@pytest.mark.does_not_reproduce_on("reference", reason=(
+    "on some CPUs: on a 2-core Zen 3 (AVX2) the 8-bit draft at k=8 measured 0.97 [0.96, 0.97] "
+    "(.ci/run on 4e8e4a3, 2026-12-02 21:50 UTC, look 3; 0.957 with its interval above 0.95 at look "
+    "5 an hour before): slower than plain decoding, but not by the 5% margin; 0.81-0.85 on the "
+    "Zen 5 (baselines/reference/spec_speedup.yml)"))
 def test_speedup_table_quantized_drafts_are_slower_than_plain(benchmark, claim_record, aftertrain_model,
                                                              named_drafts, spec):
     """S6. Speedup = plain time / speculative time. The article's finding

@@ -29,7 +29,9 @@ on the command line), before any test runs.
   named model of :data:`PINNED` (the models whose expectations are written
   down test by test: the reference) the test is a strict
   ``xfail(raises=AssertionError)`` (it flips to broken the day the claim
-  holds); every unmarked test is plain there.
+  holds), unless the test is timed (:func:`timed`): then a failed assertion
+  is "does not reproduce" and a pass holds, as on an unpinned model; every
+  unmarked test is plain there.
 - ``@pytest.mark.expectation_of("reference", reason=...)``: the test states
   a figure or a direction measured on the models named (not the article's
   claim): it runs there, as a part beside its claims that never decides
@@ -238,6 +240,19 @@ def reads_model(item: pytest.Item) -> bool:
             or item.get_closest_marker(EXPECTATION) is not None)
 
 
+def timed(item: pytest.Item) -> bool:
+    """Whether ``item`` times its claim (it takes pytest-benchmark's
+    ``benchmark`` fixture): its verdict depends on the machine as much as on
+    the model, so a ``does_not_reproduce_on`` of a pinned model is not a
+    strict xfail there but a finding as on an unpinned model (a failed
+    assertion is "does not reproduce", a pass holds). Measured: S6 on the
+    reference, the bigram's best speedup below 1.2 on Zen 5 (the committed
+    report) and 1.20 [1.20, 1.21] at k=8 on a Zen 3 (AVX2), the 8-bit
+    draft's at k=8 0.81-0.85 and 0.97 [0.96, 0.97] (line 0.95): each on
+    either side of its line by CPU."""
+    return "benchmark" in getattr(item, "fixturenames", ())
+
+
 def _claims(item: pytest.Item) -> set[str]:
     return {a for m in item.iter_markers("claim") for a in m.args}
 
@@ -269,7 +284,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                     f"claim; this run's model is {ident.name}")))
         if ident.bundled and ident.name in PINNED:
             for m in listed:
-                if ident.name in m.args:
+                if ident.name in m.args and timed(item):  # the machine decides as much as the model
+                    item.stash[_LENIENT] = marked_part(item) is None
+                elif ident.name in m.args:
                     item.add_marker(pytest.mark.xfail(
                         strict=True, raises=AssertionError, reason=m.kwargs["reason"]))
         else:
