@@ -28,17 +28,27 @@ import torch
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
-    "ci", derandomize=True, deadline=None, database=None, max_examples=25,
+    "ci",
+    derandomize=True,
+    deadline=None,
+    database=None,
+    max_examples=25,
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile("dev", deadline=None, max_examples=10)
 # `aftertrain report --quick`: as reproducible as ci, fewer examples.
 settings.register_profile(
-    "quick", derandomize=True, deadline=None, database=None, max_examples=10,
+    "quick",
+    derandomize=True,
+    deadline=None,
+    database=None,
+    max_examples=10,
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile(
-    "thorough", deadline=None, max_examples=500,
+    "thorough",
+    deadline=None,
+    max_examples=500,
     suppress_health_check=[HealthCheck.too_slow],
 )
 # --hypothesis-profile (read by hypothesis' own pytest plugin) overrides this.
@@ -84,8 +94,9 @@ def pytest_configure(config):
         try:
             settings.get_profile(name)
         except Exception:  # hypothesis' InvalidArgument
-            raise pytest.UsageError(f"--hypothesis-profile {name!r} is not a profile; known: "
-                                    f"ci, dev, quick, thorough") from None
+            raise pytest.UsageError(
+                f"--hypothesis-profile {name!r} is not a profile; known: ci, dev, quick, thorough"
+            ) from None
     torch.set_num_threads(1)
 
 
@@ -181,8 +192,10 @@ class _StoredOnly:
             record_not_run(self._node, Part.BASELINE, NO_BASELINE)
             return None
         if fullpath is not None and not fullpath.is_file() and not writable:
-            pytest.fail(f"stored baseline {fullpath} is missing; create it deliberately with "
-                        f"`python -m pytest <this test> --force-regen` and commit it")
+            pytest.fail(
+                f"stored baseline {fullpath} is missing; create it deliberately with "
+                f"`python -m pytest <this test> --force-regen` and commit it"
+            )
         return self._fixture.check(*args, fullpath=fullpath, **kwargs)
 
 

@@ -28,4 +28,3 @@ def _pinned_threads():
     torch.set_num_threads(BENCHMARK_THREADS)
     yield
     torch.set_num_threads(before)
-

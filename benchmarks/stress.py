@@ -46,13 +46,20 @@ from aftertrain.claims.verdicts import BROKEN, HOLDS
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMING_CLAIMS = ("Q11", "S5", "S6", "S7", "P7", "X2", "X3", "X4", "X8")
-BENCHMARKS = ("benchmarks/test_quant_fake_speed.py", "benchmarks/test_prune_dense_zeros.py",
-              "benchmarks/test_quant_int8_linear.py", "benchmarks/test_sparse_csr_crossover.py",
-              "benchmarks/test_spec_speedup.py")
+BENCHMARKS = (
+    "benchmarks/test_quant_fake_speed.py",
+    "benchmarks/test_prune_dense_zeros.py",
+    "benchmarks/test_quant_int8_linear.py",
+    "benchmarks/test_sparse_csr_crossover.py",
+    "benchmarks/test_spec_speedup.py",
+)
 ORDER = ("holds", "broken", "does not reproduce", "inconclusive", "skipped")
 #: The teeth candidates against P7's matmul, and the verdict each must get.
-TEETH_EXPECT = {"same work (must hold)": HOLDS, "twice the work (must be broken)": BROKEN,
-                "half the work (must be broken)": BROKEN}
+TEETH_EXPECT = {
+    "same work (must hold)": HOLDS,
+    "twice the work (must be broken)": BROKEN,
+    "half the work (must be broken)": BROKEN,
+}
 #: The least share of a candidate's teeth decisions with its expected verdict
 #: (9 of 10 runs).
 TEETH_LEAST = 0.9
@@ -77,26 +84,41 @@ class Load:
             p.wait()
 
 
-def run_benchmarks(files: list[str], budget: float | None
-                   ) -> tuple[dict[str, str], list[str], float, int, dict[str, float]]:
+def run_benchmarks(
+    files: list[str], budget: float | None
+) -> tuple[dict[str, str], list[str], float, int, dict[str, float]]:
     """One pytest run: verdict per timing claim, every claim called broken,
     seconds, exit status, and seconds per area (setup, call and teardown of
     the tests under each folder, from ``--durations=0``)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "claims.json"
-        cmd = [sys.executable, "-m", "pytest", *files, "-p", "no:cacheprovider", "-q",
-               "--claims-json", str(out), "--durations=0", "--durations-min=0"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            *files,
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--claims-json",
+            str(out),
+            "--durations=0",
+            "--durations-min=0",
+        ]
         if budget is not None:
             cmd += ["--timing-budget", str(budget)]
         start = time.perf_counter()
-        proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                              text=True)
+        proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         seconds = time.perf_counter() - start
         claims = json.loads(out.read_text())["claims"] if out.is_file() else []
         claims = [e for e in claims if e["verdict"] != "not covered"]
-    return ({e["id"]: e["verdict"] for e in claims if e["id"] in TIMING_CLAIMS},
-            [e["id"] for e in claims if e["verdict"] == "broken"], seconds, proc.returncode,
-            areas(proc.stdout))
+    return (
+        {e["id"]: e["verdict"] for e in claims if e["id"] in TIMING_CLAIMS},
+        [e["id"] for e in claims if e["verdict"] == "broken"],
+        seconds,
+        proc.returncode,
+        areas(proc.stdout),
+    )
 
 
 def areas(durations: str) -> dict[str, float]:
@@ -106,8 +128,7 @@ def areas(durations: str) -> dict[str, float]:
     total: dict[str, float] = collections.defaultdict(float)
     for line in durations.splitlines():
         parts = line.split()
-        if len(parts) >= 3 and parts[0].endswith("s") and parts[1] in ("setup", "call",
-                                                                        "teardown"):
+        if len(parts) >= 3 and parts[0].endswith("s") and parts[1] in ("setup", "call", "teardown"):
             try:
                 secs = float(parts[0][:-1])
             except ValueError:
@@ -130,25 +151,31 @@ def teeth(runs: int) -> dict[str, collections.Counter]:
     candidates = dict(zip(TEETH_EXPECT, work, strict=True))
     rule = RatioRule.inside(SAME_SPEED_BAND)
     torch.set_num_threads(1)
-    return {name: collections.Counter(decide_ratio(lambda: x @ w, c, rule).verdict
-                                      for _ in range(runs))
-            for name, c in candidates.items()}
+    return {
+        name: collections.Counter(decide_ratio(lambda: x @ w, c, rule).verdict for _ in range(runs))
+        for name, c in candidates.items()
+    }
 
 
-def problems(outcomes: list[tuple[int, list[str]]], teeth_of: dict[str, collections.Counter],
-             least: float = TEETH_LEAST) -> list[str]:
+def problems(
+    outcomes: list[tuple[int, list[str]]],
+    teeth_of: dict[str, collections.Counter],
+    least: float = TEETH_LEAST,
+) -> list[str]:
     """What makes the stress run fail, a line each: a pytest run that exited
     non-zero or called a claim broken (``outcomes``: (exit status, broken
     claims) per run), a teeth candidate given its expected verdict in fewer
     than ``least`` of its decisions."""
-    lines = [f"run {i}: exit {status}" + (f", broken: {', '.join(broken)}" if broken else "")
-             for i, (status, broken) in enumerate(outcomes, start=1) if status or broken]
+    lines = [
+        f"run {i}: exit {status}" + (f", broken: {', '.join(broken)}" if broken else "")
+        for i, (status, broken) in enumerate(outcomes, start=1)
+        if status or broken
+    ]
     for name, counter in teeth_of.items():
         total = sum(counter.values())
         right = counter[TEETH_EXPECT[name]]
         if total == 0 or right < least * total:
-            lines.append(f"teeth {name!r}: {right} of {total} {TEETH_EXPECT[name]}, "
-                         f"fewer than {least:.0%}")
+            lines.append(f"teeth {name!r}: {right} of {total} {TEETH_EXPECT[name]}, fewer than {least:.0%}")
     return lines
 
 
@@ -159,15 +186,24 @@ def cell(counter: collections.Counter) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="runs per condition (default 5)")
-    parser.add_argument("--skip-spec", action="store_true",
-                        help="leave out benchmarks/test_spec_speedup.py (minutes per run)")
-    parser.add_argument("--suite", action="store_true",
-                        help="run the default pytest (every test) instead of the benchmarks")
-    parser.add_argument("--teeth-runs", type=int, default=None,
-                        help="decisions per teeth candidate and condition (default --runs; 0: none)")
+    parser.add_argument(
+        "--skip-spec", action="store_true", help="leave out benchmarks/test_spec_speedup.py (minutes per run)"
+    )
+    parser.add_argument(
+        "--suite", action="store_true", help="run the default pytest (every test) instead of the benchmarks"
+    )
+    parser.add_argument(
+        "--teeth-runs",
+        type=int,
+        default=None,
+        help="decisions per teeth candidate and condition (default --runs; 0: none)",
+    )
     parser.add_argument("--budget", type=float, default=None, help="--timing-budget per run")
-    parser.add_argument("--conditions", default="idle,loaded",
-                        help="comma-separated: idle (no load of ours), loaded (default both)")
+    parser.add_argument(
+        "--conditions",
+        default="idle,loaded",
+        help="comma-separated: idle (no load of ours), loaded (default both)",
+    )
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error(f"--runs must be >= 1, got {args.runs}")
@@ -176,8 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--teeth-runs must be >= 0 (0: no teeth), got {teeth_runs}")
     if args.suite and args.skip_spec:
         parser.error("--suite runs every test; it cannot be combined with --skip-spec")
-    files = [] if args.suite else [f for f in BENCHMARKS
-                                   if not (args.skip_spec and "spec" in f)]
+    files = [] if args.suite else [f for f in BENCHMARKS if not (args.skip_spec and "spec" in f)]
     verdicts: dict[str, dict[str, collections.Counter]] = {}
     summary: dict[str, list[str]] = {}
     teeth_of: dict[str, dict] = {}
@@ -205,9 +240,11 @@ def main(argv: list[str] | None = None) -> int:
                 outcomes.append((status, broken))
                 for cid, v in got.items():
                     per_claim[cid][v] += 1
-                rows.append(f"run {i + 1}: exit {status}, {seconds:.0f} s, load1 at start "
-                            f"{load1:.1f}, at end {os.getloadavg()[0]:.1f}, "
-                            f"broken: {', '.join(broken) or 'none'}")
+                rows.append(
+                    f"run {i + 1}: exit {status}, {seconds:.0f} s, load1 at start "
+                    f"{load1:.1f}, at end {os.getloadavg()[0]:.1f}, "
+                    f"broken: {', '.join(broken) or 'none'}"
+                )
                 timing = " ".join(f"{cid}={v}" for cid, v in sorted(got.items()))
                 print(f"{condition} {rows[-1]}; timing: {timing}", file=sys.stderr, flush=True)
             verdicts[condition] = per_claim
@@ -227,19 +264,26 @@ def main(argv: list[str] | None = None) -> int:
         print("| teeth: P7 matmul against | " + " | ".join(conditions) + " |")
         print("|---|" + "---|" * len(conditions))
         for name in next(iter(teeth_of.values())):
-            print(f"| {name} | " + " | ".join(cell(teeth_of[c][name]) for c in conditions)
-                  + " |")
+            print(f"| {name} | " + " | ".join(cell(teeth_of[c][name]) for c in conditions) + " |")
         print()
     print("| seconds (median of the runs) | " + " | ".join(conditions) + " |")
     print("|---|" + "---|" * len(conditions))
-    print("| whole run (wall) | " + " | ".join(f"{statistics.median(walls[c]):.0f}"
-                                             for c in conditions) + " |")
-    every = sorted({a for c in conditions for a in per_area[c]},
-                   key=lambda a: -statistics.median(per_area[conditions[0]].get(a, [0.0])))
+    print(
+        "| whole run (wall) | " + " | ".join(f"{statistics.median(walls[c]):.0f}" for c in conditions) + " |"
+    )
+    every = sorted(
+        {a for c in conditions for a in per_area[c]},
+        key=lambda a: -statistics.median(per_area[conditions[0]].get(a, [0.0])),
+    )
     for area in every:
-        print(f"| {area} | " + " | ".join(
-            f"{statistics.median(per_area[c][area]):.1f}" if per_area[c].get(area) else "-"
-            for c in conditions) + " |")
+        print(
+            f"| {area} | "
+            + " | ".join(
+                f"{statistics.median(per_area[c][area]):.1f}" if per_area[c].get(area) else "-"
+                for c in conditions
+            )
+            + " |"
+        )
     print()
     for c in conditions:
         print(f"- {c}: " + "; ".join(summary[c]))

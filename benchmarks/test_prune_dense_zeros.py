@@ -37,8 +37,7 @@ def operands():
 
 @pytest.mark.claim("P7")
 @pytest.mark.parametrize("sparsity", [0.5, 0.9, 0.99])
-def test_zeroed_weights_do_not_speed_up_a_dense_matmul(benchmark, claim_record, operands,
-                                                       sparsity):
+def test_zeroed_weights_do_not_speed_up_a_dense_matmul(benchmark, claim_record, operands, sparsity):
     x, w = operands
     keep = P.global_magnitude_masks({"w": w}, sparsity)["w"]
     pruned = torch.where(keep, w, torch.zeros(()))
@@ -51,10 +50,14 @@ def test_zeroed_weights_do_not_speed_up_a_dense_matmul(benchmark, claim_record, 
     store_ratios(benchmark, decision)
     t = decision.timing
     row = DenseZeros(sparsity, t.median, (t.ci_low, t.ci_high), t.q1, t.q3)
-    claim_record.measured("{DenseZeros.sparsity:.0%} zeros: ratio {DenseZeros.median:.3f} (interval "
-                          "{DenseZeros.ci[0]:.3f}-{DenseZeros.ci[1]:.3f}, {pairs} pairs, quartiles "
-                          "{DenseZeros.q1:.3f}-{DenseZeros.q3:.3f}); article {article:.3f}",
-                          row, pairs=len(t.ratios), article=ARTICLE[sparsity])
+    claim_record.measured(
+        "{DenseZeros.sparsity:.0%} zeros: ratio {DenseZeros.median:.3f} (interval "
+        "{DenseZeros.ci[0]:.3f}-{DenseZeros.ci[1]:.3f}, {pairs} pairs, quartiles "
+        "{DenseZeros.q1:.3f}-{DenseZeros.q3:.3f}); article {article:.3f}",
+        row,
+        pairs=len(t.ratios),
+        article=ARTICLE[sparsity],
+    )
     claim_record.table(row)
     benchmark.pedantic(lambda: x @ pruned, rounds=50, iterations=1)
     claim_record.conclude(decision)

@@ -54,6 +54,7 @@ def step_of(model, window):
         cache.truncate(T - 1)
         with torch.no_grad():
             return model(window[:, -1:], cache=cache)[0, -1]
+
     return step
 
 
@@ -65,8 +66,9 @@ def test_fake_quantized_forward_runs_at_float32_speed(benchmark, claim_record, m
     float32, quantized = models
     original = dict(float32.named_parameters())
     for name, p in quantized.named_parameters():
-        want = Q.fake_quantize(original[name], 8, Q.Granularity.PER_CHANNEL) if p.dim() == 2 \
-            else original[name]
+        want = (
+            Q.fake_quantize(original[name], 8, Q.Granularity.PER_CHANNEL) if p.dim() == 2 else original[name]
+        )
         assert torch.equal(p, want), name
     base, cand = step_of(float32, window), step_of(quantized, window)
     logits = cand()
@@ -77,10 +79,15 @@ def test_fake_quantized_forward_runs_at_float32_speed(benchmark, claim_record, m
     t = decision.timing
     holds_1 = t.ci_low <= 1.0 <= t.ci_high
     row = FakeQuantSpeed(t.median, (t.ci_low, t.ci_high), holds_1)
-    claim_record.measured("decoding step, int8 fake-quantized / float32: median {FakeQuantSpeed.median:.3f}, "
-                          "interval [{FakeQuantSpeed.ci[0]:.3f}, {FakeQuantSpeed.ci[1]:.3f}] ({pairs} pairs, "
-                          "alpha {alpha:g}), the interval {contains!s} 1.0", row, pairs=len(t.ratios),
-                          alpha=decision.alpha, contains="contains" if holds_1 else "excludes")
+    claim_record.measured(
+        "decoding step, int8 fake-quantized / float32: median {FakeQuantSpeed.median:.3f}, "
+        "interval [{FakeQuantSpeed.ci[0]:.3f}, {FakeQuantSpeed.ci[1]:.3f}] ({pairs} pairs, "
+        "alpha {alpha:g}), the interval {contains!s} 1.0",
+        row,
+        pairs=len(t.ratios),
+        alpha=decision.alpha,
+        contains="contains" if holds_1 else "excludes",
+    )
     claim_record.table(row)
     benchmark.pedantic(cand, rounds=100, warmup_rounds=3)
     claim_record.conclude(decision)

@@ -43,6 +43,7 @@ def call(layer, x):
     def run() -> torch.Tensor:
         with torch.no_grad():
             return layer(x)
+
     return run
 
 
@@ -91,18 +92,21 @@ def test_int8_gets_relatively_cheaper_as_rows_grow(benchmark, claim_record, line
     """The decision; recorded: every ratio and the crossover."""
     f1, q = linears
     sides = {str(r): (call(f1, inputs(r)), call(q, inputs(r))) for r in ROWS}
-    decision = claim_record.decide(sides, {"X3": CHEAPER},
-                                   calls={str(r): calls_for(r) for r in ROWS})["X3"]
+    decision = claim_record.decide(sides, {"X3": CHEAPER}, calls={str(r): calls_for(r) for r in ROWS})["X3"]
     store_ratios(benchmark, decision)
     t = decision.timings
     cross = crossover(t)
-    table = Int8Linear({r: Ratio(t[str(r)].median, (t[str(r)].ci_low, t[str(r)].ci_high)) for r in ROWS},
-                       cross)
+    table = Int8Linear(
+        {r: Ratio(t[str(r)].median, (t[str(r)].ci_low, t[str(r)].ci_high)) for r in ROWS}, cross
+    )
     claim_record.measured(
-        "{ratios}{crossover}", table,
+        "{ratios}{crossover}",
+        table,
         ratios=shown("{key} rows {Ratio.median:.2f} [{Ratio.ci[0]:.2f}, {Ratio.ci[1]:.2f}]", table.ratios),
-        crossover=shown("; int8 pays from {Int8Linear.crossover_rows} rows", table) if cross
-        else shown("; no interval up to {largest} rows wholly below 1", largest=ROWS[-1]))
+        crossover=shown("; int8 pays from {Int8Linear.crossover_rows} rows", table)
+        if cross
+        else shown("; no interval up to {largest} rows wholly below 1", largest=ROWS[-1]),
+    )
     claim_record.table(table)
     benchmark.group = "quant-int8-linear-rows"
     benchmark.pedantic(call(q, inputs(1)), rounds=20, warmup_rounds=2)

@@ -41,7 +41,7 @@ def monotone(t: dict[str, PairedTiming]) -> str | None:
     one decidedly slower (above 1); holds: no lower sparsity can be faster
     while a higher one is slower; None otherwise."""
     keys = [str(s) for s in SPARSITIES]
-    pairs = [(t[a], t[b]) for i, a in enumerate(keys) for b in keys[i + 1:]]
+    pairs = [(t[a], t[b]) for i, a in enumerate(keys) for b in keys[i + 1 :]]
     if any(lo.ci_high < 1.0 < hi.ci_low for lo, hi in pairs):
         return BROKEN
     if all(lo.ci_low >= 1.0 or hi.ci_high <= 1.0 for lo, hi in pairs):
@@ -81,11 +81,17 @@ def test_csr_matmul_crossover_against_dense(benchmark, claim_record):
         store_ratios(benchmark, d)
     benchmark.extra_info["crossover"] = cross
     table = CsrTable(
-        tuple(CsrRatio(s, t[str(s)].median, (t[str(s)].ci_low, t[str(s)].ci_high)) for s in SPARSITIES),
-        cross)
-    claim_record.measured("{rows}; crossover {CsrTable.crossover}", table,
-                          rows=shown("{CsrRatio.sparsity:.1%}: CSR/dense {CsrRatio.median:.3f} "
-                                     "({CsrRatio.ci[0]:.3f}-{CsrRatio.ci[1]:.3f})", table.rows))
+        tuple(CsrRatio(s, t[str(s)].median, (t[str(s)].ci_low, t[str(s)].ci_high)) for s in SPARSITIES), cross
+    )
+    claim_record.measured(
+        "{rows}; crossover {CsrTable.crossover}",
+        table,
+        rows=shown(
+            "{CsrRatio.sparsity:.1%}: CSR/dense {CsrRatio.median:.3f} "
+            "({CsrRatio.ci[0]:.3f}-{CsrRatio.ci[1]:.3f})",
+            table.rows,
+        ),
+    )
     claim_record.table(table)
     benchmark.pedantic(sides["0.999"][1], rounds=50, iterations=1)
     for d in decisions.values():  # a broken one first, then an inconclusive one

@@ -44,11 +44,18 @@ def test_two_four_matmul_beats_dense_on_cuda(claim_record):
         def timed():
             f()
             torch.cuda.synchronize()
+
         return timed
 
-    decision = claim_record.ratio(run(lambda: torch.mm(w, x)), run(lambda: torch.mm(sparse, x)),
-                                  RatioRule.at_most(1.0), calls=10)
+    decision = claim_record.ratio(
+        run(lambda: torch.mm(w, x)), run(lambda: torch.mm(sparse, x)), RatioRule.at_most(1.0), calls=10
+    )
     t = decision.timing
-    claim_record.measured("2:4 / dense {median:.3f} ({ci_low:.3f}-{ci_high:.3f}, {pairs} pairs)",
-                          median=t.median, ci_low=t.ci_low, ci_high=t.ci_high, pairs=len(t.ratios))
+    claim_record.measured(
+        "2:4 / dense {median:.3f} ({ci_low:.3f}-{ci_high:.3f}, {pairs} pairs)",
+        median=t.median,
+        ci_low=t.ci_low,
+        ci_high=t.ci_high,
+        pairs=len(t.ratios),
+    )
     claim_record.conclude(decision)

@@ -61,14 +61,18 @@ def spec(request, aftertrain_model, named_drafts):
     if share <= 0:
         return {"decisions": None, "cpp": None}
     decisions, cpp = XU.speedup_decisions(
-        aftertrain_model, named_drafts, budget_s=min(timing_budget(request.config), share))
+        aftertrain_model, named_drafts, budget_s=min(timing_budget(request.config), share)
+    )
     return {"decisions": decisions, "cpp": cpp}
 
 
 def _fmt(rows: XU.SpeedupRow | list[XU.SpeedupRow]) -> Shown:
-    return shown("{SpeedupRow.draft!s} k={SpeedupRow.k}: {SpeedupRow.speedup:.2f} "
-                 "({SpeedupRow.speedup_min:.2f}~{SpeedupRow.speedup_max:.2f}), "
-                 "predicted {SpeedupRow.predicted:.2f} / with v_k {SpeedupRow.predicted_vk:.2f}", rows)
+    return shown(
+        "{SpeedupRow.draft!s} k={SpeedupRow.k}: {SpeedupRow.speedup:.2f} "
+        "({SpeedupRow.speedup_min:.2f}~{SpeedupRow.speedup_max:.2f}), "
+        "predicted {SpeedupRow.predicted:.2f} / with v_k {SpeedupRow.predicted_vk:.2f}",
+        rows,
+    )
 
 
 def _one_run(aftertrain_model, draft, k=4):
@@ -76,8 +80,9 @@ def _one_run(aftertrain_model, draft, k=4):
     prompt = XS.prompt_text()
     r = S.speculative_generate(aftertrain_model, draft, prompt, SPEEDUP_CHARS, k, 0.0)
     assert torch.equal(r.tokens, generate(aftertrain_model, encode(prompt), SPEEDUP_CHARS, 0.0))
-    return lambda: S.speculative_generate(aftertrain_model, draft, prompt, SPEEDUP_CHARS, k, 1.0,
-                                          torch.Generator().manual_seed(0))
+    return lambda: S.speculative_generate(
+        aftertrain_model, draft, prompt, SPEEDUP_CHARS, k, 1.0, torch.Generator().manual_seed(0)
+    )
 
 
 def _judged(claim_record, spec, name: str, benchmark, draft_module):
@@ -97,8 +102,9 @@ def _judged(claim_record, spec, name: str, benchmark, draft_module):
 
 
 @pytest.mark.claim("S5")
-def test_draft_cost_quantized_near_one_pass_bigram_a_small_fraction(benchmark, claim_record,
-                                                                   aftertrain_model, named_drafts, spec):
+def test_draft_cost_quantized_near_one_pass_bigram_a_small_fraction(
+    benchmark, claim_record, aftertrain_model, named_drafts, spec
+):
     """S5. c = one drafted character (the generator's own drafter: for the
     bigram and the n-gram a table look-up, one uniform and a bisection, no
     model call; for the others a cached forward) / one plain target step
@@ -108,154 +114,210 @@ def test_draft_cost_quantized_near_one_pass_bigram_a_small_fraction(benchmark, c
     article's bigram: 0.004, timed without the loop)."""
     decision, tabs = _judged(claim_record, spec, "S5", benchmark, (aftertrain_model, named_drafts[BIGRAM]))
     claim_record.table(tabs.costs)
-    claim_record.measured("{costs}; target step {CostRow.target_us:.0f} us", tabs.costs[0],
-                          costs=shown("{CostRow.draft!s} c={CostRow.c:.3f} ({CostRow.c_low:.3f}~"
-                                      "{CostRow.c_high:.3f})", tabs.costs, sep=", "))
+    claim_record.measured(
+        "{costs}; target step {CostRow.target_us:.0f} us",
+        tabs.costs[0],
+        costs=shown(
+            "{CostRow.draft!s} c={CostRow.c:.3f} ({CostRow.c_low:.3f}~{CostRow.c_high:.3f})",
+            tabs.costs,
+            sep=", ",
+        ),
+    )
     claim_record.conclude(decision)
 
 
 @pytest.mark.claim("X8")
-def test_verification_pass_costs_more_than_a_plain_pass_and_grows_with_k(benchmark, claim_record,
-                                                                        aftertrain_model, named_drafts,
-                                                                        spec):
+def test_verification_pass_costs_more_than_a_plain_pass_and_grows_with_k(
+    benchmark, claim_record, aftertrain_model, named_drafts, spec
+):
     """X8. v_k = one verification pass over k+1 positions (feed,
     distributions, rule) / one plain step. Holds when every interval lies
     above 1 and v_8's lies above v_2's (the article measured 1.41, 1.63,
     1.83 ms for 2, 5, 9 positions against 1.09 ms for one)."""
-    decision, tabs = _judged(claim_record, spec, "X8 cost", benchmark,
-                             (aftertrain_model, named_drafts[BIGRAM]))
+    decision, tabs = _judged(
+        claim_record, spec, "X8 cost", benchmark, (aftertrain_model, named_drafts[BIGRAM])
+    )
     claim_record.table(tabs.verify)
-    claim_record.measured("v_{VerifyRow.k}={VerifyRow.v_k:.2f} ({VerifyRow.v_low:.2f}~"
-                          "{VerifyRow.v_high:.2f})", tabs.verify, sep=", ")
+    claim_record.measured(
+        "v_{VerifyRow.k}={VerifyRow.v_k:.2f} ({VerifyRow.v_low:.2f}~{VerifyRow.v_high:.2f})",
+        tabs.verify,
+        sep=", ",
+    )
     claim_record.conclude(decision)
 
 
 @pytest.mark.claim("S6")
-@pytest.mark.does_not_reproduce_on("reference", reason=(
-    "on some CPUs: on a 2-core Zen 3 (AVX2) the 8-bit draft at k=8 measured 0.97 [0.96, 0.97] "
-    "(.ci/run on 4e8e4a3, 2026-12-02 21:50 UTC, look 3; 0.957 with its interval above 0.95 at look "
-    "5 an hour before): slower than plain decoding, but not by the 5% margin; 0.81-0.85 on the "
-    "Zen 5 (baselines/reference/spec_speedup.yml)"))
-def test_speedup_table_quantized_drafts_are_slower_than_plain(benchmark, claim_record, aftertrain_model,
-                                                             named_drafts, spec):
+@pytest.mark.does_not_reproduce_on(
+    "reference",
+    reason=(
+        "on some CPUs: on a 2-core Zen 3 (AVX2) the 8-bit draft at k=8 measured 0.97 [0.96, 0.97] "
+        "(.ci/run on 4e8e4a3, 2026-12-02 21:50 UTC, look 3; 0.957 with its interval above 0.95 at look "
+        "5 an hour before): slower than plain decoding, but not by the 5% margin; 0.81-0.85 on the "
+        "Zen 5 (baselines/reference/spec_speedup.yml)"
+    ),
+)
+def test_speedup_table_quantized_drafts_are_slower_than_plain(
+    benchmark, claim_record, aftertrain_model, named_drafts, spec
+):
     """S6. Speedup = plain time / speculative time. The article's finding
     that a good but expensive draft loses: every 8-bit and 4-bit speedup's
     interval lies below QUANTIZED_SPEEDUP_BELOW (the article: 8-bit 0.80 at
     k=4, 0.56 at k=8; 4-bit 0.41 at k=8)."""
-    decision, tabs = _judged(claim_record, spec, "S6", benchmark,
-                             (aftertrain_model, named_drafts[D.DraftKind.INT8.value]))
+    decision, tabs = _judged(
+        claim_record, spec, "S6", benchmark, (aftertrain_model, named_drafts[D.DraftKind.INT8.value])
+    )
     claim_record.table(tabs.speedups)
     claim_record.measured("{rows}", rows=_fmt(tabs.speedups))
     claim_record.conclude(decision)
 
 
 @pytest.mark.claim("S6")
-@pytest.mark.does_not_reproduce_on("reference", reason=(
-    "measured on the fast loop, decoding after the prompt (baselines/reference/spec_speedup.yml, "
-    "2026-12-02 09:42 UTC, idle, one thread): the bigram draft is no faster than plain decoding: "
-    "1.07 [0.80, 1.38] at k=2, 0.92 [0.70, 1.17] at k=4, 1.00 [0.89, 1.25] at k=8; article 1.30 "
-    "at k=4. Its drafted character costs c = 0.007 (article 0.004: the article's cost "
-    "structure), but verifying k+1 positions costs v_k = 1.13 / 1.23 / 1.41 plain steps at k = "
-    "2 / 4 / 8 (X8: the forward's per-position arithmetic) and our bigram makes 1.25-1.58 "
-    "characters per pass, so cpp / (v_k + k c) is 1.19 at best (k=2), of which the run measures "
-    "90%. Before the fast loop (idle): 0.77 at k=2, c = 0.099"))
-def test_bigram_draft_is_faster_than_plain_decoding(benchmark, claim_record, aftertrain_model,
-                                                   named_drafts, spec):
+@pytest.mark.does_not_reproduce_on(
+    "reference",
+    reason=(
+        "measured on the fast loop, decoding after the prompt (baselines/reference/spec_speedup.yml, "
+        "2026-12-02 09:42 UTC, idle, one thread): the bigram draft is no faster than plain decoding: "
+        "1.07 [0.80, 1.38] at k=2, 0.92 [0.70, 1.17] at k=4, 1.00 [0.89, 1.25] at k=8; article 1.30 "
+        "at k=4. Its drafted character costs c = 0.007 (article 0.004: the article's cost "
+        "structure), but verifying k+1 positions costs v_k = 1.13 / 1.23 / 1.41 plain steps at k = "
+        "2 / 4 / 8 (X8: the forward's per-position arithmetic) and our bigram makes 1.25-1.58 "
+        "characters per pass, so cpp / (v_k + k c) is 1.19 at best (k=2), of which the run measures "
+        "90%. Before the fast loop (idle): 0.77 at k=2, c = 0.099"
+    ),
+)
+def test_bigram_draft_is_faster_than_plain_decoding(
+    benchmark, claim_record, aftertrain_model, named_drafts, spec
+):
     """S6. The cheap bigram draft gives a real speedup at its best k: some
     k's interval lies above REAL_SPEEDUP (the article: 1.30 at k = 4, 1.26 at
     k = 8, "only the worst draft is faster than plain decoding")."""
-    decision, tabs = _judged(claim_record, spec, "S6 bigram", benchmark,
-                             (aftertrain_model, named_drafts[BIGRAM]))
+    decision, tabs = _judged(
+        claim_record, spec, "S6 bigram", benchmark, (aftertrain_model, named_drafts[BIGRAM])
+    )
     # this judgement may decide at another look than S6's first test: its own figures, labelled
     # so (the report's cell would otherwise list "bigram k=2:" twice with different numbers)
-    claim_record.measured("the bigram at this judgement's look {looks}: {rows}", looks=decision.looks,
-                          rows=shown("k={SpeedupRow.k} {SpeedupRow.speedup:.2f} "
-                                     "({SpeedupRow.speedup_min:.2f}~{SpeedupRow.speedup_max:.2f})",
-                                     [r for r in tabs.speedups if r.draft == BIGRAM], sep=", "))
+    claim_record.measured(
+        "the bigram at this judgement's look {looks}: {rows}",
+        looks=decision.looks,
+        rows=shown(
+            "k={SpeedupRow.k} {SpeedupRow.speedup:.2f} "
+            "({SpeedupRow.speedup_min:.2f}~{SpeedupRow.speedup_max:.2f})",
+            [r for r in tabs.speedups if r.draft == BIGRAM],
+            sep=", ",
+        ),
+    )
     claim_record.conclude(decision)
 
 
 @pytest.mark.claim("S7")
-def test_speedup_formula_never_underrates_the_measured_speedup(benchmark, claim_record, aftertrain_model,
-                                                               named_drafts, spec):
+def test_speedup_formula_never_underrates_the_measured_speedup(
+    benchmark, claim_record, aftertrain_model, named_drafts, spec
+):
     """S7. The article's prediction cpp / (1 + k c) against the measured
     speedup, every draft and k. The formula leaves out costs the run pays
     (verifying k+1 positions costs v_k > 1 plain passes, X8; the rounds'
     bookkeeping), never costs it does not pay, so it may overrate but must
     not underrate: measured <= FORMULA_SLACK x predicted, on the intervals
     of the speedup and of c."""
-    decision, tabs = _judged(claim_record, spec, "S7", benchmark,
-                             (aftertrain_model, named_drafts[D.DraftKind.INT4.value]))
-    claim_record.measured("{SpeedupRow.draft!s} k={SpeedupRow.k}: predicted {SpeedupRow.predicted:.2f} "
-                          "measured {SpeedupRow.speedup:.2f} (share of cpp / (v_k + k c) "
-                          "{share:.2f})", tabs.speedups, share=lambda r: r.share)
+    decision, tabs = _judged(
+        claim_record, spec, "S7", benchmark, (aftertrain_model, named_drafts[D.DraftKind.INT4.value])
+    )
+    claim_record.measured(
+        "{SpeedupRow.draft!s} k={SpeedupRow.k}: predicted {SpeedupRow.predicted:.2f} "
+        "measured {SpeedupRow.speedup:.2f} (share of cpp / (v_k + k c) "
+        "{share:.2f})",
+        tabs.speedups,
+        share=lambda r: r.share,
+    )
     claim_record.conclude(decision)
 
 
 @pytest.mark.claim("S7")
-@pytest.mark.does_not_reproduce_on("reference", reason=(
-    "measured on the fast loop, decoding after the prompt (baselines/reference/spec_speedup.yml, "
-    "2026-12-02 09:42 UTC, idle): the article's formula overrates the quantized speedups by up to "
-    "0.21 (8-bit k=2 predicted 1.02, measured 0.84; 8-bit k=4 1.03 vs 0.82; 4-bit k=4 0.88 vs "
-    "0.72; 8-bit k=8 0.86 vs 0.85); the article matched to ~0.05. It charges one plain pass per "
-    "verification, but a pass over k+1 positions costs v_k = 1.13-1.41 here (X8); with v_k the "
-    "quantized drafts measure 0.83-1.04 of cpp / (v_k + k c). What v_k reads depends on the call "
-    "before it by 5-10% (single calls in the decision's alternating pairs against verifications "
-    "back to back: docs/speculative.md), and the loop's own work is 1-12% of a speculative call"))
-def test_speedup_formula_matches_quantized_drafts_within_0p05(benchmark, claim_record, aftertrain_model,
-                                                              named_drafts, spec):
+@pytest.mark.does_not_reproduce_on(
+    "reference",
+    reason=(
+        "measured on the fast loop, decoding after the prompt (baselines/reference/spec_speedup.yml, "
+        "2026-12-02 09:42 UTC, idle): the article's formula overrates the quantized speedups by up to "
+        "0.21 (8-bit k=2 predicted 1.02, measured 0.84; 8-bit k=4 1.03 vs 0.82; 4-bit k=4 0.88 vs "
+        "0.72; 8-bit k=8 0.86 vs 0.85); the article matched to ~0.05. It charges one plain pass per "
+        "verification, but a pass over k+1 positions costs v_k = 1.13-1.41 here (X8); with v_k the "
+        "quantized drafts measure 0.83-1.04 of cpp / (v_k + k c). What v_k reads depends on the call "
+        "before it by 5-10% (single calls in the decision's alternating pairs against verifications "
+        "back to back: docs/speculative.md), and the loop's own work is 1-12% of a speculative call"
+    ),
+)
+def test_speedup_formula_matches_quantized_drafts_within_0p05(
+    benchmark, claim_record, aftertrain_model, named_drafts, spec
+):
     """S7. For the 8-bit and 4-bit drafts at k = 2, 4, 8 the prediction
     cpp / (1 + k c) is within ARTICLE_MATCH of the measured speedup (the
     article's "match to about 0.05"), on the intervals."""
-    decision, tabs = _judged(claim_record, spec, "S7 match", benchmark,
-                             (aftertrain_model, named_drafts[D.DraftKind.INT8.value]))
+    decision, tabs = _judged(
+        claim_record, spec, "S7 match", benchmark, (aftertrain_model, named_drafts[D.DraftKind.INT8.value])
+    )
     quantized = [r for r in tabs.speedups if r.draft in QUANTIZED]
     worst = max(quantized, key=lambda r: abs(r.predicted - r.speedup))
-    claim_record.measured("largest |predicted - measured| {gap:.2f} ({worst})",
-                          gap=abs(worst.predicted - worst.speedup), worst=_fmt(worst))
+    claim_record.measured(
+        "largest |predicted - measured| {gap:.2f} ({worst})",
+        gap=abs(worst.predicted - worst.speedup),
+        worst=_fmt(worst),
+    )
     claim_record.conclude(decision)
 
 
 @pytest.mark.claim("X8")
-def test_charging_verification_its_cost_fits_the_speedups_better(benchmark, claim_record,
-                                                                 aftertrain_model, named_drafts, spec):
+def test_charging_verification_its_cost_fits_the_speedups_better(
+    benchmark, claim_record, aftertrain_model, named_drafts, spec
+):
     """X8. Mean absolute error, over every draft and k, of cpp / (v_k + k c)
     against the measured speedups is below that of cpp / (1 + k c), on the
     intervals of c, v_k and the speedups (:func:`aftertrain.experiments.speedup_rules.fit_verdict`)."""
-    decision, tabs = _judged(claim_record, spec, "X8 fit", benchmark,
-                             (aftertrain_model, named_drafts[D.DraftKind.NGRAM.value]))
+    decision, tabs = _judged(
+        claim_record, spec, "X8 fit", benchmark, (aftertrain_model, named_drafts[D.DraftKind.NGRAM.value])
+    )
     rows = tabs.speedups
     err_article = sum(abs(r.predicted - r.speedup) for r in rows) / len(rows)
     err_vk = sum(abs(r.predicted_vk - r.speedup) for r in rows) / len(rows)
     gains = SR.fit_gain_sum(SR.fit_rows(SR.Cells(decision.timings, spec["cpp"])))
     claim_record.measured(
         "mean |error| at the medians: 1 + k c {err_article:.3f}, v_k + k c {err_vk:.3f}{bounds}",
-        err_article=err_article, err_vk=err_vk,
-        bounds=shown("") if gains is None else shown(
+        err_article=err_article,
+        err_vk=err_vk,
+        bounds=shown("")
+        if gains is None
+        else shown(
             "; error sum of v_k + k c minus that of 1 + k c, bounded over the intervals: "
-            "{low:.2f} to {high:.2f}", low=gains[0], high=gains[1]))
+            "{low:.2f} to {high:.2f}",
+            low=gains[0],
+            high=gains[1],
+        ),
+    )
     claim_record.conclude(decision)
 
 
 @pytest.mark.claim("X2")
-def test_cheap_and_good_draft_beats_the_bigram_and_plain_decoding(benchmark, request, claim_record,
-                                                                  aftertrain_model, named_drafts, spec,
-                                                                  baselines_dir, data_regression):
+def test_cheap_and_good_draft_beats_the_bigram_and_plain_decoding(
+    benchmark, request, claim_record, aftertrain_model, named_drafts, spec, baselines_dir, data_regression
+):
     """X2. Some cheap, better draft (n-gram, draft GPT) gives a real speedup
     (interval above 1) and beats the bigram's best by BETTER_THAN_BIGRAM
     (its interval above 1.1 x every bigram interval). Under --force-regen
     the run's figures (c, v_k, every speedup with both predictions, the best
     draft) are written to baselines/spec_speedup.yml."""
-    decision, tabs = _judged(claim_record, spec, "X2", benchmark,
-                             (aftertrain_model, named_drafts[D.DraftKind.NGRAM.value]))
+    decision, tabs = _judged(
+        claim_record, spec, "X2", benchmark, (aftertrain_model, named_drafts[D.DraftKind.NGRAM.value])
+    )
     cheap = [r for r in tabs.speedups if r.draft in CHEAP]
     best = max(cheap, key=lambda r: r.speedup)
-    bigram_best = max((r for r in tabs.speedups if r.draft == BIGRAM),
-                      key=lambda r: r.speedup)
+    bigram_best = max((r for r in tabs.speedups if r.draft == BIGRAM), key=lambda r: r.speedup)
     c = {r.draft: r for r in tabs.costs}
-    claim_record.measured("best: {best}, c={CostRow.c:.3f}; bigram best: {bigram_best}; {targets}",
-                          c[best.draft], best=_fmt(best), bigram_best=_fmt(bigram_best),
-                          targets=_targets(request.config, aftertrain_model, named_drafts, spec))
+    claim_record.measured(
+        "best: {best}, c={CostRow.c:.3f}; bigram best: {bigram_best}; {targets}",
+        c[best.draft],
+        best=_fmt(best),
+        bigram_best=_fmt(bigram_best),
+        targets=_targets(request.config, aftertrain_model, named_drafts, spec),
+    )
     if request.config.getoption("force_regen"):
         data_regression.check(_record(tabs, best), fullpath=baselines_dir / "spec_speedup.yml")
     claim_record.conclude(decision)
@@ -270,49 +332,75 @@ def _targets(config, aftertrain_model, named_drafts, spec) -> Shown:
     decoding), within what is left of the run's timing budget beyond the
     reserve; each with its range and whether the whole range meets the
     target."""
-    last = max(spec["decisions"].values(), key=lambda d: d.looks if str(
-        SR.RatioKey.speedup(BIGRAM, XU.SPEEDUP_KS[0])) in d.timings else -1)
+    last = max(
+        spec["decisions"].values(),
+        key=lambda d: d.looks if str(SR.RatioKey.speedup(BIGRAM, XU.SPEEDUP_KS[0])) in d.timings else -1,
+    )
     rows = XU.speedup_tables(last, spec["cpp"]).speedups
     best = max((r for r in rows if r.draft in CHEAP), key=lambda r: r.speedup)
     ngram = max((r for r in rows if r.draft == D.DraftKind.NGRAM.value), key=lambda r: r.speedup)
     budget = min(timing_budget(config), budget_left(config) - OTHER_TIMINGS_RESERVE_S)
     if budget <= 0:
-        return shown("{picked}: not timed, the run's timing budget is spent",
-                     picked=_picked(best, ngram, last))
-    decision = XU.target_decisions(aftertrain_model, (named_drafts[best.draft], best.k),
-                                   (named_drafts[ngram.draft], ngram.k), budget_s=budget)
+        return shown(
+            "{picked}: not timed, the run's timing budget is spent", picked=_picked(best, ngram, last)
+        )
+    decision = XU.target_decisions(
+        aftertrain_model,
+        (named_drafts[best.draft], best.k),
+        (named_drafts[ngram.draft], ngram.k),
+        budget_s=budget,
+    )
     if decision["share"].looks == 0:
-        return shown("{picked}: not timed: {why!s}", picked=_picked(best, ngram, last),
-                     why=decision["share"].reason)
+        return shown(
+            "{picked}: not timed: {why!s}", picked=_picked(best, ngram, last), why=decision["share"].reason
+        )
     share, share_low, share_high, share_met = XU.target_figure(decision["share"], "share")
     speed, speed_low, speed_high, speed_met = XU.target_figure(decision["n-gram"], "n-gram")
-    return shown("{picked}: share of cpp / (v_k + k c), the loop against the passes and drafts it "
-                 "charges, {share:.2f} ({share_low:.2f}~{share_high:.2f}) >= {SHARE_TARGET}: "
-                 "{share_met!s} ({share_pairs} pairs); n-gram speedup {speedup:.2f} "
-                 "({speedup_low:.2f}~{speedup_high:.2f}) >= {NGRAM_TARGET}: {speedup_met!s} "
-                 "({speedup_pairs} pairs)", picked=_picked(best, ngram, last), share=share,
-                 share_low=share_low, share_high=share_high, SHARE_TARGET=XU.SHARE_TARGET,
-                 share_met=share_met,
-                 share_pairs=len(decision["share"].timings["share"].ratios), speedup=speed,
-                 speedup_low=speed_low, speedup_high=speed_high, NGRAM_TARGET=XU.NGRAM_TARGET,
-                 speedup_met=speed_met,
-                 speedup_pairs=len(decision["n-gram"].timings["n-gram"].ratios))
+    return shown(
+        "{picked}: share of cpp / (v_k + k c), the loop against the passes and drafts it "
+        "charges, {share:.2f} ({share_low:.2f}~{share_high:.2f}) >= {SHARE_TARGET}: "
+        "{share_met!s} ({share_pairs} pairs); n-gram speedup {speedup:.2f} "
+        "({speedup_low:.2f}~{speedup_high:.2f}) >= {NGRAM_TARGET}: {speedup_met!s} "
+        "({speedup_pairs} pairs)",
+        picked=_picked(best, ngram, last),
+        share=share,
+        share_low=share_low,
+        share_high=share_high,
+        SHARE_TARGET=XU.SHARE_TARGET,
+        share_met=share_met,
+        share_pairs=len(decision["share"].timings["share"].ratios),
+        speedup=speed,
+        speedup_low=speed_low,
+        speedup_high=speed_high,
+        NGRAM_TARGET=XU.NGRAM_TARGET,
+        speedup_met=speed_met,
+        speedup_pairs=len(decision["n-gram"].timings["n-gram"].ratios),
+    )
 
 
 def _picked(best, ngram, last) -> Shown:
     """What the targets time: the best cheap draft and the n-gram's best k
     at the speedup decision's look ``last``."""
-    return shown("issue 32's targets (the best cheap draft {best_draft!s} k={best_k}, the n-gram at "
-                 "k={ngram_k}; picked at look {looks}, timed again)", best_draft=best.draft,
-                 best_k=best.k, ngram_k=ngram.k, looks=last.looks)
+    return shown(
+        "issue 32's targets (the best cheap draft {best_draft!s} k={best_k}, the n-gram at "
+        "k={ngram_k}; picked at look {looks}, timed again)",
+        best_draft=best.draft,
+        best_k=best.k,
+        ngram_k=ngram.k,
+        looks=last.looks,
+    )
 
 
 def _record(tabs, best) -> dict:
     def rounded(row):
         return {k: round(v, 4) if isinstance(v, float) else v for k, v in row.to_record().items()}
 
-    return {"c": {r.draft: rounded(r) for r in tabs.costs},
-            "v_k": {int(r.k): rounded(r) for r in tabs.verify},
-            "speedups": [rounded(r) for r in tabs.speedups],
-            "best": rounded(best), "chars": SPEEDUP_CHARS,
-            "threads": 1, "torch": str(torch.__version__)}
+    return {
+        "c": {r.draft: rounded(r) for r in tabs.costs},
+        "v_k": {int(r.k): rounded(r) for r in tabs.verify},
+        "speedups": [rounded(r) for r in tabs.speedups],
+        "best": rounded(best),
+        "chars": SPEEDUP_CHARS,
+        "threads": 1,
+        "torch": str(torch.__version__),
+    }

@@ -52,8 +52,11 @@ def draw(p: np.ndarray, n: int, seed: int) -> np.ndarray:
 @st.composite
 def distributions(draw_, min_size: int = 1, max_size: int = 20) -> np.ndarray:
     """A probability vector with some exact zeros."""
-    w = draw_(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0, 7.0]), min_size=min_size,
-                       max_size=max_size).filter(lambda xs: sum(xs) > 0))
+    w = draw_(
+        st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0, 7.0]), min_size=min_size, max_size=max_size).filter(
+            lambda xs: sum(xs) > 0
+        )
+    )
     w = np.asarray(w)
     return w / w.sum()
 
@@ -61,13 +64,16 @@ def distributions(draw_, min_size: int = 1, max_size: int = 20) -> np.ndarray:
 # --- input validation -------------------------------------------------------
 
 
-@pytest.mark.parametrize("bad, message", [
-    ([0.5, 0.6], "sum to 1"),
-    ([1.2, -0.2], ">= 0"),
-    ([np.nan, 1.0], "finite"),
-    ([[0.5, 0.5]], "1-D"),
-    ([], "empty"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ([0.5, 0.6], "sum to 1"),
+        ([1.2, -0.2], ">= 0"),
+        ([np.nan, 1.0], "finite"),
+        ([[0.5, 0.5]], "1-D"),
+        ([], "empty"),
+    ],
+)
 def test_check_distribution_rejects_bad_input_naming_the_argument(bad, message):
     with pytest.raises(ValueError, match=rf"target .*{message}|target must"):
         check_distribution(np.asarray(bad, dtype=float), "target")
@@ -337,8 +343,7 @@ def test_tv_check_catches_bias_just_beyond_its_limit_that_a_2x_looser_check_miss
     0.0599) misses some of these very samples, so a check that loosens by a
     factor of two fails this test."""
     threshold = tv_threshold(tv_null_distribution(ZIPF, N, 1000, seed=0), N)
-    looser = float(np.mean(tv_null_distribution(ZIPF, N, 1000, seed=0))) \
-        + 2 * mcdiarmid_margin(N, ALPHA)
+    looser = float(np.mean(tv_null_distribution(ZIPF, N, 1000, seed=0))) + 2 * mcdiarmid_margin(N, ALPHA)
     q = biased(ZIPF, 0.04)
     tvs = np.array([empirical_tv(draw(q, N, 200 + seed), ZIPF) for seed in range(20)])
     assert (tvs > threshold).all(), (tvs.min(), threshold)
@@ -353,7 +358,7 @@ def test_chisquare_rejects_exactly_beyond_the_closed_form_critical_value():
     the decision flips within 0.5% of the closed-form threshold, so a
     p-value or alpha that is off by any factor that matters is caught."""
     z = scipy.stats.norm.isf(ALPHA / 2)
-    assert z ** 2 == pytest.approx(23.9282, abs=1e-4)
+    assert z**2 == pytest.approx(23.9282, abs=1e-4)
     p = np.array([0.5, 0.5])
     for d, rejects in ((244, False), (245, True)):
         g = chisquare_gof(np.array([5000 + d, 5000 - d]), p, counts=True)
@@ -389,8 +394,11 @@ def reference_pooled_chisquare(counts: np.ndarray, p: np.ndarray, min_expected: 
     cells = sorted((n * p[i] / mass, i) for i in range(p.size) if p[i] > 0)
     pool_e = pool_o = 0.0
     pooled = 0
-    while cells and pooled < len(cells) and (cells[pooled][0] < min_expected
-                                              or (pooled and pool_e < min_expected)):
+    while (
+        cells
+        and pooled < len(cells)
+        and (cells[pooled][0] < min_expected or (pooled and pool_e < min_expected))
+    ):
         pool_e += cells[pooled][0]
         pool_o += counts[cells[pooled][1]]
         pooled += 1
@@ -403,9 +411,13 @@ def reference_pooled_chisquare(counts: np.ndarray, p: np.ndarray, min_expected: 
     return stat, len(obs) - 1, (pooled if pooled else 0)
 
 
-@given(st.lists(st.sampled_from([0.0, 0.002, 0.01, 0.03, 0.1, 0.3]), min_size=2, max_size=12)
-       .filter(lambda w: sum(1 for x in w if x > 0) >= 2),
-       st.integers(30, 400), st.integers(0, 2**32 - 1))
+@given(
+    st.lists(st.sampled_from([0.0, 0.002, 0.01, 0.03, 0.1, 0.3]), min_size=2, max_size=12).filter(
+        lambda w: sum(1 for x in w if x > 0) >= 2
+    ),
+    st.integers(30, 400),
+    st.integers(0, 2**32 - 1),
+)
 def test_chisquare_pooling_matches_a_hand_written_pooling(weights, n, seed):
     """On laws with many small cells (expected counts from 0.06 to 120) and
     counts drawn from them, the statistic, degrees of freedom and pooled-cell
@@ -445,8 +457,7 @@ def test_s2_table_threshold_is_the_exact_one_at_its_own_sample_size():
     # Efron-Stein: one draw moves the TV by <= 1 / n, so Var(TV) <= 1 / (2 n)
     # for any p: sd <= 0.005 at n = 20,000; 6 standard errors of 1,000 trials.
     tolerance = 6 * np.sqrt(1 / (2 * n)) / np.sqrt(1000)
-    assert row.tv_threshold == pytest.approx(exact_mean_tv(p, n) + mcdiarmid_margin(n, ALPHA),
-                                                abs=tolerance)
+    assert row.tv_threshold == pytest.approx(exact_mean_tv(p, n) + mcdiarmid_margin(n, ALPHA), abs=tolerance)
 
 
 # --- edge inputs: the rejection is strict at alpha; cells at exactly min_expected ---

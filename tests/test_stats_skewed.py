@@ -36,8 +36,13 @@ def test_skewed_null_separates_its_summaries():
     """The input has the property the pins below rely on: each wrong summary
     is at least 6e-3 from the mean (the threshold's tolerance is 1e-7)."""
     mean = math.fsum(SKEWED_NULL) / SKEWED_NULL.size
-    for wrong in (np.median(SKEWED_NULL), np.quantile(SKEWED_NULL, 0.99), SKEWED_NULL.max(),
-                  SKEWED_NULL.min(), np.quantile(SKEWED_NULL, 0.5, method="lower")):
+    for wrong in (
+        np.median(SKEWED_NULL),
+        np.quantile(SKEWED_NULL, 0.99),
+        SKEWED_NULL.max(),
+        SKEWED_NULL.min(),
+        np.quantile(SKEWED_NULL, 0.5, method="lower"),
+    ):
         assert abs(wrong - mean) > 6e-3
 
 
@@ -86,8 +91,9 @@ def test_tv_null_matches_a_per_trial_reimplementation_on_a_skewed_law():
     null = tv_null_distribution(p, 500, 64, seed=11)
     rng = np.random.default_rng(11)
     q = p / p.sum()
-    expected = [0.5 * math.fsum(abs(c / 500 - pi) for c, pi in zip(rng.multinomial(500, q), q,
-                                                                  strict=True))
-                for _ in range(64)]
+    expected = [
+        0.5 * math.fsum(abs(c / 500 - pi) for c, pi in zip(rng.multinomial(500, q), q, strict=True))
+        for _ in range(64)
+    ]
     np.testing.assert_allclose(null, expected, rtol=0, atol=1e-12)
     assert np.mean(null) > np.median(null)

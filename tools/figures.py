@@ -44,8 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if problems else 0
     stale = not F.DOC.is_file() or F.DOC.read_text() != text
     if stale:
-        print(f"{F.DOC.relative_to(ROOT)} is stale: run python tools/figures.py --write",
-              file=sys.stderr)
+        print(f"{F.DOC.relative_to(ROOT)} is stale: run python tools/figures.py --write", file=sys.stderr)
     return 1 if stale or problems else 0
 
 

@@ -61,63 +61,122 @@ def bug_set(name: str) -> tuple[Mutant, ...]:
     if name == "project":
         return MUTANTS
     import importlib
+
     return importlib.import_module(SETS[name]).MUTANTS
+
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = Path("src") / "aftertrain"
 PYTEST = ["-m", "pytest", "-x", "-q", "-p", "no:cacheprovider"]
 #: Not copied: version control, environments, caches and generated output.
-IGNORE = shutil.ignore_patterns(".git", ".venv", "venv", "__pycache__", ".pytest_cache",
-                                ".hypothesis", "*.egg-info", ".mutation")
+IGNORE = shutil.ignore_patterns(
+    ".git", ".venv", "venv", "__pycache__", ".pytest_cache", ".hypothesis", "*.egg-info", ".mutation"
+)
 OUTCOMES = ("killed", "timeout", "survived", "stale", "error")
 
 #: ``--subset``: the test files of each module, run first (deterministic tests
 #: of the default suite, so a mutant they kill is killed by the default
 #: ``pytest``); only the survivors go on to the full run (``--full``).
 _UNTIMED = ["--benchmark-disable"]
-_SPEC = ["tests/speculative/test_rule.py", "tests/speculative/test_generator.py",
-         "tests/claims_on_model/test_speculative.py", "tests/claims_on_model/test_teeth.py",
-         "tests/checks/test_speculative.py", "tests/speculative/test_bad_inputs.py",
-         "tests/lm/test_decoding_laws.py"]
-_QUANT = ["tests/quant/test_primitives.py", "tests/claims_on_model/test_quant.py",
-          "tests/checks/test_quant.py",
-          "tests/quant/test_bad_inputs.py", "tests/core/test_packing.py", "tests/checks/test_peer_torch.py",
-          "tests/prune/test_masks.py"]
-_PRUNE = ["tests/prune/test_masks.py", "tests/claims_on_model/test_prune.py", "tests/checks/test_prune.py",
-          "tests/prune/test_bad_inputs.py", "tests/core/test_packing.py", "tests/prune/test_masks.py"]
-_MODEL = ["tests/lm/test_model.py", "tests/lm/test_protocol.py", "tests/lm/test_bad_inputs.py",
-          "tests/lm/test_decoding_laws.py", "tests/prune/test_masks.py"]
+_SPEC = [
+    "tests/speculative/test_rule.py",
+    "tests/speculative/test_generator.py",
+    "tests/claims_on_model/test_speculative.py",
+    "tests/claims_on_model/test_teeth.py",
+    "tests/checks/test_speculative.py",
+    "tests/speculative/test_bad_inputs.py",
+    "tests/lm/test_decoding_laws.py",
+]
+_QUANT = [
+    "tests/quant/test_primitives.py",
+    "tests/claims_on_model/test_quant.py",
+    "tests/checks/test_quant.py",
+    "tests/quant/test_bad_inputs.py",
+    "tests/core/test_packing.py",
+    "tests/checks/test_peer_torch.py",
+    "tests/prune/test_masks.py",
+]
+_PRUNE = [
+    "tests/prune/test_masks.py",
+    "tests/claims_on_model/test_prune.py",
+    "tests/checks/test_prune.py",
+    "tests/prune/test_bad_inputs.py",
+    "tests/core/test_packing.py",
+    "tests/prune/test_masks.py",
+]
+_MODEL = [
+    "tests/lm/test_model.py",
+    "tests/lm/test_protocol.py",
+    "tests/lm/test_bad_inputs.py",
+    "tests/lm/test_decoding_laws.py",
+    "tests/prune/test_masks.py",
+]
 #: Timing and ledger mutants: the fake-clock and ledger tests, with timing on
 #: (no --benchmark-disable), plus the benchmark that exercises a decision.
-_TIMED = ["tests/timing/test_paired.py", "tests/timing/test_bad_inputs.py", "tests/ledger/test_plugin.py",
-          "tests/claims/test_catalogue.py"]
+_TIMED = [
+    "tests/timing/test_paired.py",
+    "tests/timing/test_bad_inputs.py",
+    "tests/ledger/test_plugin.py",
+    "tests/claims/test_catalogue.py",
+]
 SUBSETS: dict[str, list[str]] = {
     "model": _MODEL + _UNTIMED,
     "decoding": _MODEL + ["tests/speculative/test_generator.py"] + _UNTIMED,
-    "evaluation": ["tests/lm/test_model.py", "tests/lm/test_ngram.py", "tests/lm/test_evaluation.py",
-                   "tests/lm/test_bad_inputs.py"] + _UNTIMED,
+    "evaluation": [
+        "tests/lm/test_model.py",
+        "tests/lm/test_ngram.py",
+        "tests/lm/test_evaluation.py",
+        "tests/lm/test_bad_inputs.py",
+    ]
+    + _UNTIMED,
     "checkpoint": ["tests/lm/test_model.py", "tests/lm/test_train.py", "tests/lm/test_bad_inputs.py"]
     + _UNTIMED,
-    "bigram": ["tests/lm/test_ngram.py", "tests/lm/test_protocol.py",
-               "tests/lm/test_decoding_laws.py"] + _UNTIMED,
-    "drafts": ["tests/lm/test_decoding_laws.py", "tests/prune/test_masks.py", "tests/lm/test_ngram.py",
-               "tests/lm/test_protocol.py", "tests/claims_on_model/test_speculative.py"] + _UNTIMED,
-    "protocol": ["tests/lm/test_protocol.py", "tests/lm/test_model.py", "tests/lm/test_ngram.py",
-                 "tests/lm/test_decoding_laws.py"] + _UNTIMED,
-    "packing": ["tests/core/test_packing.py", "tests/quant/test_primitives.py", "tests/prune/test_masks.py",
-                "tests/prune/test_masks.py"] + _UNTIMED,
+    "bigram": ["tests/lm/test_ngram.py", "tests/lm/test_protocol.py", "tests/lm/test_decoding_laws.py"]
+    + _UNTIMED,
+    "drafts": [
+        "tests/lm/test_decoding_laws.py",
+        "tests/prune/test_masks.py",
+        "tests/lm/test_ngram.py",
+        "tests/lm/test_protocol.py",
+        "tests/claims_on_model/test_speculative.py",
+    ]
+    + _UNTIMED,
+    "protocol": [
+        "tests/lm/test_protocol.py",
+        "tests/lm/test_model.py",
+        "tests/lm/test_ngram.py",
+        "tests/lm/test_decoding_laws.py",
+    ]
+    + _UNTIMED,
+    "packing": [
+        "tests/core/test_packing.py",
+        "tests/quant/test_primitives.py",
+        "tests/prune/test_masks.py",
+        "tests/prune/test_masks.py",
+    ]
+    + _UNTIMED,
     "quant": _QUANT + _UNTIMED,
     "prune": _PRUNE + _UNTIMED,
     "speculative-rule": _SPEC + _UNTIMED,
     # the S2 table's null (experiments/speculative.py) is pinned in test_stats.py
     "speculative-generator": _SPEC + ["tests/test_stats.py"] + _UNTIMED,
-    "stats": ["tests/test_stats.py", "tests/test_stats_bad_inputs.py", "tests/prune/test_masks.py",
-              "tests/lm/test_decoding_laws.py"] + _UNTIMED,
+    "stats": [
+        "tests/test_stats.py",
+        "tests/test_stats_bad_inputs.py",
+        "tests/prune/test_masks.py",
+        "tests/lm/test_decoding_laws.py",
+    ]
+    + _UNTIMED,
     "timing": _TIMED + ["benchmarks/test_forward_benchmark.py"],
     "ledger": _TIMED + ["tests/report/test_assemble.py", "tests/cli/test_cli.py"],
     "report": ["tests/report/test_assemble.py", "tests/cli/test_cli.py"] + _UNTIMED,
-    "checks": ["tests/checks/test_quant.py", "tests/checks/test_prune.py",
-               "tests/checks/test_speculative.py", "tests/claims_on_model/test_teeth.py"] + _UNTIMED,
+    "checks": [
+        "tests/checks/test_quant.py",
+        "tests/checks/test_prune.py",
+        "tests/checks/test_speculative.py",
+        "tests/claims_on_model/test_teeth.py",
+    ]
+    + _UNTIMED,
     "text": ["tests/lm/test_text.py", "tests/lm/test_model.py"] + _UNTIMED,
     "speedup": ["tests/experiments/test_speedup_rules.py"] + _UNTIMED,
 }
@@ -130,25 +189,47 @@ for _tag, _extra in {
     "speculative-rule": ["tests/experiments/test_speculative_figures.py"],
     "stats": ["tests/experiments/test_speculative_figures.py"],
     "speedup": ["tests/experiments/test_speedup_figures.py", "tests/experiments/test_speedup_rules.py"],
-    "timing": ["tests/timing/test_paired_figures.py", "tests/timing/test_sequential.py",
-               "tests/experiments/test_speedup_figures.py"],
-    "report": ["tests/report/test_rendering.py", "tests/report/test_rendering_figures.py",
-               "tests/report/test_sweep_figures.py", "tests/report/test_plots_figures.py",
-               "tests/report/test_multimodel.py"],
+    "timing": [
+        "tests/timing/test_paired_figures.py",
+        "tests/timing/test_sequential.py",
+        "tests/experiments/test_speedup_figures.py",
+    ],
+    "report": [
+        "tests/report/test_rendering.py",
+        "tests/report/test_rendering_figures.py",
+        "tests/report/test_sweep_figures.py",
+        "tests/report/test_plots_figures.py",
+        "tests/report/test_multimodel.py",
+    ],
 }.items():
     SUBSETS[_tag] = SUBSETS[_tag] + _extra  # pytest takes options and paths in any order
 # Tags of the independent set (tools/mutants_blind.py) that the project's set has not.
 SUBSETS |= {
-    "train": ["tests/lm/test_train.py", "tests/lm/test_model.py", "tests/lm/test_checkpoint.py"]
+    "train": ["tests/lm/test_train.py", "tests/lm/test_model.py", "tests/lm/test_checkpoint.py"] + _UNTIMED,
+    "ngram": [
+        "tests/lm/test_ngram.py",
+        "tests/lm/test_protocol.py",
+        "tests/lm/test_decoding_laws.py",
+        "tests/claims_on_model/test_speculative.py",
+    ]
     + _UNTIMED,
-    "ngram": ["tests/lm/test_ngram.py", "tests/lm/test_protocol.py", "tests/lm/test_decoding_laws.py",
-              "tests/claims_on_model/test_speculative.py"] + _UNTIMED,
-    "core": ["tests/core", "tests/lm/test_bad_inputs.py", "tests/quant/test_bad_inputs.py",
-             "tests/prune/test_bad_inputs.py", "tests/timing/test_bad_inputs.py"] + _UNTIMED,
+    "core": [
+        "tests/core",
+        "tests/lm/test_bad_inputs.py",
+        "tests/quant/test_bad_inputs.py",
+        "tests/prune/test_bad_inputs.py",
+        "tests/timing/test_bad_inputs.py",
+    ]
+    + _UNTIMED,
     "experiments": ["tests/experiments", "tests/claims_on_model"] + _UNTIMED,
-    "claims": ["tests/claims/test_catalogue.py", "tests/claims/test_ledgerfile.py",
-               "tests/claims/test_catalogue_figures.py", "tests/report/test_assemble.py",
-               "tests/experiments/test_tables.py"] + _UNTIMED,
+    "claims": [
+        "tests/claims/test_catalogue.py",
+        "tests/claims/test_ledgerfile.py",
+        "tests/claims/test_catalogue_figures.py",
+        "tests/report/test_assemble.py",
+        "tests/experiments/test_tables.py",
+    ]
+    + _UNTIMED,
     "cli": ["tests/cli", "tests/lm/test_train.py", "tests/report/test_multimodel.py"] + _UNTIMED,
 }
 
@@ -156,23 +237,28 @@ SUBSETS |= {
 # Tags of the third independent set (tools/mutants_round3.py): the module's own test files.
 _CB = "tests/checks/test_bad_inputs.py"
 SUBSETS |= {
-    "r3-quant": ["tests/checks/test_quant.py", "tests/checks/test_quant_guarantees.py", _CB]
-    + _UNTIMED,
+    "r3-quant": ["tests/checks/test_quant.py", "tests/checks/test_quant_guarantees.py", _CB] + _UNTIMED,
     "r3-prune": ["tests/checks/test_prune.py", _CB] + _UNTIMED,
     "r3-exact": ["tests/checks/test_rule_exact.py", "tests/checks/test_adapters.py", _CB] + _UNTIMED,
     "r3-adapters": ["tests/checks/test_adapters.py", _CB] + _UNTIMED,
     "r3-assertions": ["tests/checks/test_assertions.py", _CB] + _UNTIMED,
-    "r3-speculative": ["tests/checks/test_speculative.py", "tests/checks/test_assertions.py", _CB]
-    + _UNTIMED,
+    "r3-speculative": ["tests/checks/test_speculative.py", "tests/checks/test_assertions.py", _CB] + _UNTIMED,
     "r3-reuse": ["tests/ledger/test_reuse.py", "tests/ledger/test_reuse_unclaimed.py"] + _UNTIMED,
-    "r3-state": ["tests/ledger/test_state.py", "tests/ledger/test_state_parts.py",
-                 "tests/ledger/test_state_phases.py", "tests/ledger/test_reuse.py"] + _UNTIMED,
-    "r3-ledgerfile": ["tests/claims/test_ledgerfile.py", "tests/claims/test_ledgerfile_fields.py"]
+    "r3-state": [
+        "tests/ledger/test_state.py",
+        "tests/ledger/test_state_parts.py",
+        "tests/ledger/test_state_phases.py",
+        "tests/ledger/test_reuse.py",
+    ]
     + _UNTIMED,
-    "r3-compare": ["tests/timing/test_compare.py", "tests/timing/test_compare_intervals.py",
-                   "tests/timing/test_compare_machines.py"] + _UNTIMED,
-    "r3-cli": ["tests/cli/test_check.py", "tests/cli/test_cli.py", "tests/cli/test_cli_limits.py"]
+    "r3-ledgerfile": ["tests/claims/test_ledgerfile.py", "tests/claims/test_ledgerfile_fields.py"] + _UNTIMED,
+    "r3-compare": [
+        "tests/timing/test_compare.py",
+        "tests/timing/test_compare_intervals.py",
+        "tests/timing/test_compare_machines.py",
+    ]
     + _UNTIMED,
+    "r3-cli": ["tests/cli/test_check.py", "tests/cli/test_cli.py", "tests/cli/test_cli_limits.py"] + _UNTIMED,
 }
 
 
@@ -224,31 +310,48 @@ def run_pytest(tree: Path, extra: list[str], timeout: float) -> tuple[str, float
     (exit status in RED), error (any other status) or timeout."""
     # One process per run where the tree's addopts say -n auto (the mutants'
     # own --jobs share the cores); an explicit -n N in ``extra`` still wins.
-    env = {**os.environ, "PYTHONPATH": str(tree / "src"), "PYTHONDONTWRITEBYTECODE": "1",
-           "PYTEST_XDIST_AUTO_NUM_WORKERS": "0"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(tree / "src"),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTEST_XDIST_AUTO_NUM_WORKERS": "0",
+    }
     start = time.monotonic()
     try:
-        proc = subprocess.run([sys.executable, *PYTEST, *extra], cwd=tree, env=env, check=False,
-                              capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(
+            [sys.executable, *PYTEST, *extra],
+            cwd=tree,
+            env=env,
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     except subprocess.TimeoutExpired as err:
-        out = (err.stdout or b"")
+        out = err.stdout or b""
         out = out.decode(errors="replace") if isinstance(out, bytes) else out
         return "timeout", time.monotonic() - start, "\n".join(out.splitlines()[-5:])
     tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-5:])
-    outcome = ("passed" if proc.returncode == 0 else "failed" if proc.returncode in RED
-               else "error")
+    outcome = "passed" if proc.returncode == 0 else "failed" if proc.returncode in RED else "error"
     return outcome, time.monotonic() - start, tail
 
 
-def run_mutant(mutant: Mutant, tree: Path, extra: list[str], timeout: float,
-               subset: bool = False, full: list[str] | None = None) -> Result:
+def run_mutant(
+    mutant: Mutant,
+    tree: Path,
+    extra: list[str],
+    timeout: float,
+    subset: bool = False,
+    full: list[str] | None = None,
+) -> Result:
     """One mutant: with ``subset``, first its module's tests (SUBSETS); a
     survivor of those (and every mutant without ``subset``) runs ``extra``
     (the full suite), or ``full`` for the survivors when given."""
     path, where = locate(mutant, tree)
     if path is None:
-        return Result(mutant.id, mutant.module, mutant.description, "stale", mutant.equivalent,
-                      where, 0.0, "")
+        return Result(
+            mutant.id, mutant.module, mutant.description, "stale", mutant.equivalent, where, 0.0, ""
+        )
     original = path.read_text()
     path.write_text(original.replace(mutant.find, mutant.replace, 1))
     spent, stage = 0.0, "full"
@@ -267,8 +370,9 @@ def run_mutant(mutant: Mutant, tree: Path, extra: list[str], timeout: float,
     finally:
         path.write_text(original)
     outcome = {"passed": "survived", "failed": "killed"}.get(outcome, outcome)
-    return Result(mutant.id, mutant.module, mutant.description, outcome, mutant.equivalent,
-                  where, spent, tail, stage)
+    return Result(
+        mutant.id, mutant.module, mutant.description, outcome, mutant.equivalent, where, spent, tail, stage
+    )
 
 
 def source_of(r: Result) -> str:
@@ -285,18 +389,35 @@ def table(results: list[Result], key=lambda r: r.module, title: str = "module") 
     kill rate over the mutants that ran and are not equivalent ((killed +
     timeout) / run)."""
     modules = sorted({key(r) for r in results})
-    header = [title, "mutants", "equivalent", "stale", "killed", "of them by the subset",
-              "timeout", "survived", "kill rate"]
+    header = [
+        title,
+        "mutants",
+        "equivalent",
+        "stale",
+        "killed",
+        "of them by the subset",
+        "timeout",
+        "survived",
+        "kill rate",
+    ]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
 
     def row(name: str, rs: list[Result]) -> str:
         c = Counter(r.outcome for r in rs if not r.equivalent)
         ran = c["killed"] + c["timeout"] + c["survived"]
         rate = f"{100 * (c['killed'] + c['timeout']) / ran:.1f}%" if ran else "-"
-        by_subset = sum(1 for r in rs if not r.equivalent and r.outcome == "killed"
-                        and r.stage == "subset")
-        cells = [name, len(rs), sum(1 for r in rs if r.equivalent), c["stale"], c["killed"],
-                 by_subset, c["timeout"], c["survived"], rate]
+        by_subset = sum(1 for r in rs if not r.equivalent and r.outcome == "killed" and r.stage == "subset")
+        cells = [
+            name,
+            len(rs),
+            sum(1 for r in rs if r.equivalent),
+            c["stale"],
+            c["killed"],
+            by_subset,
+            c["timeout"],
+            c["survived"],
+            rate,
+        ]
         return "| " + " | ".join(map(str, cells)) + " |"
 
     for m in modules:
@@ -307,16 +428,23 @@ def table(results: list[Result], key=lambda r: r.module, title: str = "module") 
 
 def details(results: list[Result]) -> str:
     parts = []
-    for title, keep in (("Survived", lambda r: r.outcome == "survived" and not r.equivalent),
-                        ("Stale", lambda r: r.outcome == "stale"),
-                        ("Timeout", lambda r: r.outcome == "timeout"),
-                        ("Equivalent (excluded from the rate)", lambda r: bool(r.equivalent))):
+    for title, keep in (
+        ("Survived", lambda r: r.outcome == "survived" and not r.equivalent),
+        ("Stale", lambda r: r.outcome == "stale"),
+        ("Timeout", lambda r: r.outcome == "timeout"),
+        ("Equivalent (excluded from the rate)", lambda r: bool(r.equivalent)),
+    ):
         rs = [r for r in results if keep(r)]
         if rs:
-            parts.append(f"**{title}**\n\n" + "\n".join(
-                f"- `{r.id}` ({r.where}): {r.description}"
-                + (f" (equivalent: {r.equivalent})" if r.equivalent else "")
-                + (f" [{r.outcome}]" if title.startswith("Equivalent") else "") for r in rs))
+            parts.append(
+                f"**{title}**\n\n"
+                + "\n".join(
+                    f"- `{r.id}` ({r.where}): {r.description}"
+                    + (f" (equivalent: {r.equivalent})" if r.equivalent else "")
+                    + (f" [{r.outcome}]" if title.startswith("Equivalent") else "")
+                    for r in rs
+                )
+            )
     return "\n\n".join(parts)
 
 
@@ -339,13 +467,18 @@ def main(argv: list[str] | None = None) -> int:
     extra: list[str] = []
     if "--" in argv:
         i = argv.index("--")
-        argv, extra = argv[:i], argv[i + 1:]
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--set", choices=sorted(SETS), default="project",
-                    help="the bug set: project (tools/mutants.py, default), blind "
-                         "(tools/mutants_blind.py, written from src/ and docs/ alone) or round3 "
-                         "(tools/mutants_round3.py, the code of issues 35-37)")
+        argv, extra = argv[:i], argv[i + 1 :]
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--set",
+        choices=sorted(SETS),
+        default="project",
+        help="the bug set: project (tools/mutants.py, default), blind "
+        "(tools/mutants_blind.py, written from src/ and docs/ alone) or round3 "
+        "(tools/mutants_round3.py, the code of issues 35-37)",
+    )
     ap.add_argument("--list", action="store_true", help="locate every snippet; run nothing")
     ap.add_argument("--only", nargs="+", metavar="ID", help="run these mutant ids")
     ap.add_argument("--module", nargs="+", metavar="TAG", help="run the mutants of these modules")
@@ -353,18 +486,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per mutant (default 900)")
     ap.add_argument("--jobs", type=int, default=1, help="mutants run at once, each in its own copy")
     ap.add_argument("--no-baseline", action="store_true", help="skip the unmutated run")
-    ap.add_argument("--subset", action="store_true",
-                    help="run each mutant's module tests first (SUBSETS); only survivors run the "
-                         "full suite")
-    ap.add_argument("--full", nargs=argparse.REMAINDER, metavar="ARG",
-                    help="with --subset: rerun the survivors with these pytest arguments (the full "
-                         "suite: '--full' alone, or '--full -n 2'); last on the line: every "
-                         "argument after it goes to pytest. '-n N' is dropped for "
-                         "timing/ledger mutants. Without it a subset survivor is reported "
-                         "as survived (stage subset)")
-    ap.add_argument("--merge", nargs="+", type=Path, metavar="JSON",
-                    help="run nothing: merge result files of earlier runs (a later file's "
-                         "result of a mutant replaces an earlier one), print and --out the table")
+    ap.add_argument(
+        "--subset",
+        action="store_true",
+        help="run each mutant's module tests first (SUBSETS); only survivors run the full suite",
+    )
+    ap.add_argument(
+        "--full",
+        nargs=argparse.REMAINDER,
+        metavar="ARG",
+        help="with --subset: rerun the survivors with these pytest arguments (the full "
+        "suite: '--full' alone, or '--full -n 2'); last on the line: every "
+        "argument after it goes to pytest. '-n N' is dropped for "
+        "timing/ledger mutants. Without it a subset survivor is reported "
+        "as survived (stage subset)",
+    )
+    ap.add_argument(
+        "--merge",
+        nargs="+",
+        type=Path,
+        metavar="JSON",
+        help="run nothing: merge result files of earlier runs (a later file's "
+        "result of a mutant replaces an earlier one), print and --out the table",
+    )
     ap.add_argument("--out", type=Path, help="write the markdown table and lists here")
     ap.add_argument("--json", type=Path, help="write every result as JSON here")
     args = ap.parse_args(argv)
@@ -388,10 +532,17 @@ def main(argv: list[str] | None = None) -> int:
                 r.description, r.equivalent, r.module = m.description, m.equivalent, m.module
                 results.append(r)
         missing = [m.id for m in mutants if m.id not in by_id]
-        report = (f"Merged from {', '.join(str(f) for f in args.merge)}"
-                  + (f"; not run: {', '.join(missing)}" if missing else "") + "\n\n"
-                  + table(results) + "\n\nBy the file the bug is in:\n\n"
-                  + table(results, source_of, "source") + "\n\n" + details(results) + "\n")
+        report = (
+            f"Merged from {', '.join(str(f) for f in args.merge)}"
+            + (f"; not run: {', '.join(missing)}" if missing else "")
+            + "\n\n"
+            + table(results)
+            + "\n\nBy the file the bug is in:\n\n"
+            + table(results, source_of, "source")
+            + "\n\n"
+            + details(results)
+            + "\n"
+        )
         print(report)
         if args.out:
             args.out.write_text(report)
@@ -404,8 +555,10 @@ def main(argv: list[str] | None = None) -> int:
         for m in mutants:
             path, where = locate(m, ROOT)
             state = "ok   " if path else "STALE"
-            print(f"{state} {m.id:<12} {m.module:<22} {where:<40} {m.description}"
-                  + (f"  [equivalent: {m.equivalent}]" if m.equivalent else ""))
+            print(
+                f"{state} {m.id:<12} {m.module:<22} {where:<40} {m.description}"
+                + (f"  [equivalent: {m.equivalent}]" if m.equivalent else "")
+            )
         print(f"{len(mutants)} mutants: " + ", ".join(f"{k} {v}" for k, v in sorted(by_module.items())))
         return 0
 
@@ -414,12 +567,14 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_baseline:
             commands = [extra]
             if args.subset:  # every subset the selection uses must pass unmutated
-                commands = list({tuple(SUBSETS[m.module]): SUBSETS[m.module] for m in mutants
-                                 if m.module in SUBSETS}.values()) or [extra]
+                commands = list(
+                    {
+                        tuple(SUBSETS[m.module]): SUBSETS[m.module] for m in mutants if m.module in SUBSETS
+                    }.values()
+                ) or [extra]
             for command in commands:
                 outcome, seconds, tail = run_pytest(trees[0], command, args.timeout)
-                print(f"baseline (unmutated) {' '.join(command)}: {outcome} in {seconds:.0f} s",
-                      flush=True)
+                print(f"baseline (unmutated) {' '.join(command)}: {outcome} in {seconds:.0f} s", flush=True)
                 if outcome != "passed":
                     print(tail, file=sys.stderr)
                     print("the unmutated tree does not pass: fix that first", file=sys.stderr)
@@ -433,21 +588,30 @@ def main(argv: list[str] | None = None) -> int:
                 r = run_mutant(m, tree, extra, args.timeout, args.subset, args.full)
             finally:
                 free.append(tree)
-            print(f"{r.outcome:<8} {r.id:<14} {r.stage:<6} {r.seconds:6.0f} s  {r.description}",
-                  flush=True)
+            print(f"{r.outcome:<8} {r.id:<14} {r.stage:<6} {r.seconds:6.0f} s  {r.description}", flush=True)
             return r
 
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
             results = list(pool.map(work, mutants))
 
-    command = ("Command: `python -m pytest -x -q -p no:cacheprovider "
-               + " ".join(extra) + "`")
+    command = "Command: `python -m pytest -x -q -p no:cacheprovider " + " ".join(extra) + "`"
     if args.subset:
-        command = ("Each mutant first against its module's tests (tools/mutate.py SUBSETS); "
-                   "survivors against `python -m pytest -x -q -p no:cacheprovider "
-                   + " ".join(args.full if args.full is not None else extra) + "`")
-    report = (command + "\n\n" + table(results) + "\n\nBy the file the bug is in:\n\n"
-              + table(results, source_of, "source") + "\n\n" + details(results) + "\n")
+        command = (
+            "Each mutant first against its module's tests (tools/mutate.py SUBSETS); "
+            "survivors against `python -m pytest -x -q -p no:cacheprovider "
+            + " ".join(args.full if args.full is not None else extra)
+            + "`"
+        )
+    report = (
+        command
+        + "\n\n"
+        + table(results)
+        + "\n\nBy the file the bug is in:\n\n"
+        + table(results, source_of, "source")
+        + "\n\n"
+        + details(results)
+        + "\n"
+    )
     print("\n" + report)
     if args.out:
         args.out.write_text(report)

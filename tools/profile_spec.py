@@ -94,8 +94,7 @@ def one_draft(draft, ids: list[int], repeats: int) -> dict[str, float]:
     pieces = {
         "nothing (the clock's own cost)": lambda: None,
         "draft_step (as timed: rand(1) + draft + rollback)": XS.draft_step(draft, 1.0),
-        "torch.rand(1, float64).tolist()": lambda: torch.rand(1, dtype=torch.float64,
-                                                              generator=g).tolist(),
+        "torch.rand(1, float64).tolist()": lambda: torch.rand(1, dtype=torch.float64, generator=g).tolist(),
         "drafter.draft(ids, 1, u)": lambda: d.draft(ids, 1, u1),
         "key + row look-up": lambda: table.row(table.key(ids)),
         "draw_from_cdf (min, nextafter, bisect)": lambda: draw_from_cdf(row.cdf, 0.5),
@@ -142,7 +141,7 @@ def verify_pieces(model, ids: list[int], repeats: int) -> None:
         step = XS.verify_step(model, k, 1.0)
         dec = Decoder(model)
         dec.feed(ids[:-1])
-        drafts = ids[-k - 1:-1]
+        drafts = ids[-k - 1 : -1]
         n = len(ids) - 1
         x = torch.tensor([ids[-1:] + drafts])
         logits = dec.feed(ids[-1:] + drafts)
@@ -169,7 +168,9 @@ def verify_pieces(model, ids: list[int], repeats: int) -> None:
             f"model(x, cache) k+1={k + 1} + truncate": forward,
             f"distributions + rule (round_rule) k={k}": rule,
             f"verify_round k={k} + truncate": lambda dec=dec, drafts=drafts, q=q, qx=qx, u=u, n=n: (
-                verify_round(dec, ids, drafts, q, qx, u, 0.5, 1.0), dec.truncate(n)),
+                verify_round(dec, ids, drafts, q, qx, u, 0.5, 1.0),
+                dec.truncate(n),
+            ),
         }
         rows[k] = medians(pieces, repeats)
         show(f"a verification pass, k={k}", rows[k])
@@ -182,20 +183,23 @@ def forward_fit(model, ids: list[int], repeats: int) -> None:
     model(torch.tensor([ids[:n]]), cache=cache)
     pieces = {}
     for T in range(1, 10):
-        x = torch.tensor([ids[n:n + T]])
+        x = torch.tensor([ids[n : n + T]])
 
         def fwd(x=x):
             model(x, cache=cache)
             cache.truncate(n)
+
         pieces[T] = fwd
     got = medians(pieces, repeats)
     T = np.array(list(got), dtype=float)
     y = np.array(list(got.values()))
     b, a = np.polyfit(T, y, 1)
     show("cached forward over T positions", {f"T={t}": v for t, v in got.items()})
-    print(f"  fit: a = {a:.1f} us per call, b = {b:.2f} us per position; "
-          f"floor of v_k = (a + b (k+1)) / (a + b): "
-          + ", ".join(f"k={k} {(a + b * (k + 1)) / (a + b):.3f}" for k in (2, 4, 8)))
+    print(
+        f"  fit: a = {a:.1f} us per call, b = {b:.2f} us per position; "
+        f"floor of v_k = (a + b (k+1)) / (a + b): "
+        + ", ".join(f"k={k} {(a + b * (k + 1)) / (a + b):.3f}" for k in (2, 4, 8))
+    )
 
 
 def round_pieces(model, repeats: int, chars: int) -> None:
@@ -214,16 +218,18 @@ def round_pieces(model, repeats: int, chars: int) -> None:
     prompt = XS.prompt_text()
     plain, step = XS.plain_decoding(model, chars, 1.0), XS.plain_step(model, 1.0)
     clock = time.perf_counter_ns
-    print(f"\n## the timed calls ({chars} characters) against their steps back to back "
-          f"(medians of {repeats} paired ratios)")
-    print("  draft      k  passes drafted  plain/steps  spec/steps  speedup  steps' speedup  "
-          "share of it")
+    print(
+        f"\n## the timed calls ({chars} characters) against their steps back to back "
+        f"(medians of {repeats} paired ratios)"
+    )
+    print("  draft      k  passes drafted  plain/steps  spec/steps  speedup  steps' speedup  share of it")
     for kind in (D.DraftKind.BIGRAM, D.DraftKind.NGRAM, D.DraftKind.GPT):
         draft = D.draft_model(kind, model)
         dstep = XS.draft_step(draft, 1.0)
         for k in (2, 4, 8):
-            r = speculative_generate(model, draft, prompt, chars, k, 1.0,
-                                     torch.Generator().manual_seed(XS.SEED))
+            r = speculative_generate(
+                model, draft, prompt, chars, k, 1.0, torch.Generator().manual_seed(XS.SEED)
+            )
             spec, verify = XS.speculative_decoding(model, draft, k, chars, 1.0), XS.verify_step(model, k, 1.0)
 
             def steps(n=chars):
@@ -236,16 +242,19 @@ def round_pieces(model, repeats: int, chars: int) -> None:
                 for _ in range(r.drafted):
                     dstep()
 
-            times = interleaved({"plain": plain, "steps": steps, "spec": spec, "rounds": rounds},
-                                repeats, warmup=1)
+            times = interleaved(
+                {"plain": plain, "steps": steps, "spec": spec, "rounds": rounds}, repeats, warmup=1
+            )
 
             def ratio(a, b, times=times):
                 return statistics.median([x / y for x, y in zip(times[a], times[b], strict=True)])
 
-            print(f"  {kind.value:9s} {k:2d}  {r.target_passes:6d} {r.drafted:7d}  "
-                  f"{ratio('plain', 'steps'):11.3f} {ratio('spec', 'rounds'):11.3f}  "
-                  f"{ratio('plain', 'spec'):7.2f}  {ratio('steps', 'rounds'):14.2f}  "
-                  f"{ratio('plain', 'spec') / ratio('steps', 'rounds'):11.2f}")
+            print(
+                f"  {kind.value:9s} {k:2d}  {r.target_passes:6d} {r.drafted:7d}  "
+                f"{ratio('plain', 'steps'):11.3f} {ratio('spec', 'rounds'):11.3f}  "
+                f"{ratio('plain', 'spec'):7.2f}  {ratio('steps', 'rounds'):14.2f}  "
+                f"{ratio('plain', 'spec') / ratio('steps', 'rounds'):11.2f}"
+            )
     from aftertrain.timing.paired import Pairs
 
     vk = {}
@@ -266,12 +275,16 @@ def round_pieces(model, repeats: int, chars: int) -> None:
                 for _ in range(10):
                     fn()
                 side.append(clock() - t0)
-        vk[k] = (statistics.median([v / s for s, v in zip(*alternating, strict=True)]),
-                 statistics.median([v / s for s, v in zip(pairs.base, pairs.cand, strict=True)]),
-                 statistics.median([v / s for s, v in zip(*blocks, strict=True)]))
-    print("  v_k strictly alternating single calls / as the cost decision times it (Pairs, "
-          "calls=1: pairs b c, c b, ...) / back to back (blocks of ten): "
-          + ", ".join(f"k={k} {a:.3f} / {p:.3f} / {b:.3f}" for k, (a, p, b) in vk.items()))
+        vk[k] = (
+            statistics.median([v / s for s, v in zip(*alternating, strict=True)]),
+            statistics.median([v / s for s, v in zip(pairs.base, pairs.cand, strict=True)]),
+            statistics.median([v / s for s, v in zip(*blocks, strict=True)]),
+        )
+    print(
+        "  v_k strictly alternating single calls / as the cost decision times it (Pairs, "
+        "calls=1: pairs b c, c b, ...) / back to back (blocks of ten): "
+        + ", ".join(f"k={k} {a:.3f} / {p:.3f} / {b:.3f}" for k, (a, p, b) in vk.items())
+    )
 
 
 def cost_blocks(model, repeats: int, calls: tuple[int, ...], chars: int) -> None:
@@ -296,15 +309,21 @@ def cost_blocks(model, repeats: int, calls: tuple[int, ...], chars: int) -> None
     clock = time.perf_counter
     drafts = {kind.value: D.draft_model(kind, model) for kind in D.DraftKind}
     sides = {f"c:{n}": (XS.plain_step(model, 1.0), XS.draft_step(d, 1.0)) for n, d in drafts.items()}
-    sides |= {f"v:{k}": (XS.plain_step(model, 1.0), XS.verify_step(model, k, 1.0))
-              for k in SPEEDUP_KS}
+    sides |= {f"v:{k}": (XS.plain_step(model, 1.0), XS.verify_step(model, k, 1.0)) for k in SPEEDUP_KS}
     costs = {(m, n): Pairs(b, c, m, clock) for m in calls for n, (b, c) in sides.items()}
     plain = XS.plain_decoding(model, chars, 1.0)
-    cells = {(n, k): Pairs(plain, XS.speculative_decoding(model, d, k, chars, 1.0), 1, clock)
-             for n, d in drafts.items() for k in SPEEDUP_KS}
-    cpp = {(n, k): speculative_generate(model, d, prompt, chars, k, 1.0,
-                                        torch.Generator().manual_seed(XS.SEED)).chars_per_pass
-           for n, d in drafts.items() for k in SPEEDUP_KS}
+    cells = {
+        (n, k): Pairs(plain, XS.speculative_decoding(model, d, k, chars, 1.0), 1, clock)
+        for n, d in drafts.items()
+        for k in SPEEDUP_KS
+    }
+    cpp = {
+        (n, k): speculative_generate(
+            model, d, prompt, chars, k, 1.0, torch.Generator().manual_seed(XS.SEED)
+        ).chars_per_pass
+        for n, d in drafts.items()
+        for k in SPEEDUP_KS
+    }
     runs = list(costs.values()) + list(cells.values())
     seconds = dict.fromkeys(calls, 0.0)
     gc.disable()
@@ -328,21 +347,27 @@ def cost_blocks(model, repeats: int, calls: tuple[int, ...], chars: int) -> None
         q1, q3 = np.percentile(np.asarray(run.cand) / np.asarray(run.base), [25, 75])
         return float(q3 - q1)
 
-    print(f"\n## the costs as paired blocks of m calls a side ({repeats} pairs each, medians; "
-          f"load {os.getloadavg()[0]:.2f} at the end)")
+    print(
+        f"\n## the costs as paired blocks of m calls a side ({repeats} pairs each, medians; "
+        f"load {os.getloadavg()[0]:.2f} at the end)"
+    )
     print("  m  " + "  ".join(f"{n:>14s}" for n in sides) + "   s/pair of all 8")
     for m in calls:
-        print(f"  {m:2d} " + "  ".join(f"{med(costs[m, n]):6.3f} iqr{iqr(costs[m, n]):5.3f}"
-                                     for n in sides)
-              + f"   {seconds[m] / repeats:.4f}")
+        print(
+            f"  {m:2d} "
+            + "  ".join(f"{med(costs[m, n]):6.3f} iqr{iqr(costs[m, n]):5.3f}" for n in sides)
+            + f"   {seconds[m] / repeats:.4f}"
+        )
     from aftertrain.core.tolerances import TIMING_ALPHA, TIMING_LOOKS
     from aftertrain.timing.paired import median_interval, min_pairs
 
     confidence = 1.0 - TIMING_ALPHA / 2 / (TIMING_LOOKS * len(sides))  # the cost decision's
     n1 = 4 * min_pairs(confidence)  # the default first look (COST_CALLS = 1, COST_FIRST_LOOKS = 4)
-    print(f"\n## each ratio's interval at the cost decision's confidence, at the pairs that cost "
-          f"what {n1} single pairs cost (n = {n1} / m, at least {min_pairs(confidence)}) and at "
-          f"twice that (the first {n1 // calls[0]} pairs of each m)")
+    print(
+        f"\n## each ratio's interval at the cost decision's confidence, at the pairs that cost "
+        f"what {n1} single pairs cost (n = {n1} / m, at least {min_pairs(confidence)}) and at "
+        f"twice that (the first {n1 // calls[0]} pairs of each m)"
+    )
     print("  m  n  " + "  ".join(f"{n:>13s}" for n in sides))
     for m in calls:
         for n in (max(n1 // m, min_pairs(confidence)), 2 * max(n1 // m, min_pairs(confidence))):
@@ -351,19 +376,18 @@ def cost_blocks(model, repeats: int, calls: tuple[int, ...], chars: int) -> None
             line = []
             for name in sides:
                 r = costs[m, name]
-                lo, hi, _ = median_interval(np.asarray(r.cand[:n]) / np.asarray(r.base[:n]),
-                                            confidence)
+                lo, hi, _ = median_interval(np.asarray(r.cand[:n]) / np.asarray(r.base[:n]), confidence)
                 line.append(f"{lo:6.3f}-{hi:6.3f}")
             print(f"  {m:2d} {n:3d} " + "  ".join(line))
-    print(f"\n## each cell's share of cpp / (v_k + k c) with the costs of each m "
-          f"(speedup: plain / speculative, {chars} characters, {repeats} pairs)")
+    print(
+        f"\n## each cell's share of cpp / (v_k + k c) with the costs of each m "
+        f"(speedup: plain / speculative, {chars} characters, {repeats} pairs)"
+    )
     print("  draft      k   cpp  speedup  " + "  ".join(f"m={m:<3d}" for m in calls))
     for (n, k), run in cells.items():
         s = float(np.median(np.asarray(run.base) / np.asarray(run.cand)))
-        shares = [s * (med(costs[m, f"v:{k}"]) + k * med(costs[m, f"c:{n}"])) / cpp[n, k]
-                  for m in calls]
-        print(f"  {n:9s} {k:2d}  {cpp[n, k]:4.2f}  {s:7.3f}  "
-              + "  ".join(f"{x:5.3f}" for x in shares))
+        shares = [s * (med(costs[m, f"v:{k}"]) + k * med(costs[m, f"c:{n}"])) / cpp[n, k] for m in calls]
+        print(f"  {n:9s} {k:2d}  {cpp[n, k]:4.2f}  {s:7.3f}  " + "  ".join(f"{x:5.3f}" for x in shares))
 
 
 def cost_decisions(model, configs: tuple[tuple[int, int], ...], runs: int) -> None:
@@ -382,28 +406,40 @@ def cost_decisions(model, configs: tuple[tuple[int, int], ...], runs: int) -> No
     print(f"\n## the cost decision at calls=m, first look of `first` pairs ({runs} runs, alternating)")
     for run in range(runs):
         for m, first in configs:
-            judgements = {n: Judgement(RULES[n][0], lambda t, f=RULES[n][1]: f(Cells(t, cpp)))
-                          for n in COST_RULES}
+            judgements = {
+                n: Judgement(RULES[n][0], lambda t, f=RULES[n][1]: f(Cells(t, cpp))) for n in COST_RULES
+            }
             t0 = time.perf_counter()
-            got = sequential_decisions(XU._cost_ratios(model, drafts), judgements, calls=m,
-                                       alpha=TIMING_ALPHA / 2, budget_s=120.0 * len(COST_RULES),
-                                       every_ratio=True, first=first)
+            got = sequential_decisions(
+                XU._cost_ratios(model, drafts),
+                judgements,
+                calls=m,
+                alpha=TIMING_ALPHA / 2,
+                budget_s=120.0 * len(COST_RULES),
+                every_ratio=True,
+                first=first,
+            )
             seconds = time.perf_counter() - t0
             t = max(got.values(), key=lambda d: d.looks).timings
-            print(f"  run {run} m={m} first={first}: {seconds:.2f} s, load "
-                  f"{os.getloadavg()[0]:.2f}; "
-                  + ", ".join(f"{n} {d.verdict} at look {d.looks}" for n, d in got.items()))
-            print("    " + "  ".join(f"{n} {p.median:.3f} [{p.ci_low:.3f}, {p.ci_high:.3f}]"
-                                   for n, p in t.items()))
+            print(
+                f"  run {run} m={m} first={first}: {seconds:.2f} s, load "
+                f"{os.getloadavg()[0]:.2f}; "
+                + ", ".join(f"{n} {d.verdict} at look {d.looks}" for n, d in got.items())
+            )
+            print(
+                "    "
+                + "  ".join(f"{n} {p.median:.3f} [{p.ci_low:.3f}, {p.ci_high:.3f}]" for n, p in t.items())
+            )
 
 
 def op_profile(model, ids: list[int]) -> None:
     from torch.profiler import ProfilerActivity, profile
+
     n = len(ids) - 9
     for T in (1, 5, 9):
         cache = model.new_cache()
         model(torch.tensor([ids[:n]]), cache=cache)
-        x = torch.tensor([ids[n:n + T]])
+        x = torch.tensor([ids[n : n + T]])
         for _ in range(50):
             model(x, cache=cache)
             cache.truncate(n)
@@ -420,21 +456,28 @@ def main() -> None:
     ap.add_argument("--model", default="reference")
     ap.add_argument("--repeats", type=int, default=3000)
     ap.add_argument("--ops", action="store_true", help="also torch.profiler's per-op table")
-    ap.add_argument("--only", default=None, choices=("draft", "plain", "verify", "fit", "round",
-                                                     "blocks", "decision"))
-    ap.add_argument("--chars", type=int, default=None,
-                    help="characters of the timed calls (--only round; default SPEEDUP_CHARS)")
-    ap.add_argument("--calls", default="1,2,4,8,16",
-                    help="block sizes m of the cost ratios (--only blocks)")
-    ap.add_argument("--configs", default="1:112,2:56,4:28",
-                    help="m:first of each cost decision (--only decision)")
+    ap.add_argument(
+        "--only", default=None, choices=("draft", "plain", "verify", "fit", "round", "blocks", "decision")
+    )
+    ap.add_argument(
+        "--chars",
+        type=int,
+        default=None,
+        help="characters of the timed calls (--only round; default SPEEDUP_CHARS)",
+    )
+    ap.add_argument("--calls", default="1,2,4,8,16", help="block sizes m of the cost ratios (--only blocks)")
+    ap.add_argument(
+        "--configs", default="1:112,2:56,4:28", help="m:first of each cost decision (--only decision)"
+    )
     ap.add_argument("--runs", type=int, default=3, help="runs of each (--only decision)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     model, _ = registry.load_model(args.model)
     ids = _text.encode(XS.prompt_text()).tolist()
-    print(f"torch {torch.__version__}, {torch.backends.cpu.get_cpu_capability()}, 1 thread, "
-          f"load {os.getloadavg()[0]:.2f}, {args.repeats} repeats, medians")
+    print(
+        f"torch {torch.__version__}, {torch.backends.cpu.get_cpu_capability()}, 1 thread, "
+        f"load {os.getloadavg()[0]:.2f}, {args.repeats} repeats, medians"
+    )
     with torch.no_grad():
         if args.only in (None, "draft"):
             draft_pieces(model, ids, args.repeats)
@@ -446,9 +489,11 @@ def main() -> None:
             forward_fit(model, ids, args.repeats)
         if args.only in (None, "round"):
             from aftertrain.experiments.speedup import SPEEDUP_CHARS
+
             round_pieces(model, args.repeats, args.chars or SPEEDUP_CHARS)
         if args.only == "blocks":
             from aftertrain.experiments.speedup import SPEEDUP_CHARS
+
             calls = tuple(int(m) for m in args.calls.split(","))
             cost_blocks(model, args.repeats, calls, args.chars or SPEEDUP_CHARS)
         if args.only == "decision":

@@ -76,8 +76,7 @@ def same_figure(a: str, b: str) -> bool:
 
 def comparable(test: dict) -> bool:
     """A test whose outcome and figures are deterministic and were produced."""
-    return (test.get("part") != TIMED and test.get("outcome") not in DID_NOT_RUN
-            and not test.get("not_run"))
+    return test.get("part") != TIMED and test.get("outcome") not in DID_NOT_RUN and not test.get("not_run")
 
 
 def differences(reference: dict[str, dict], other: dict[str, dict]) -> tuple[list[str], int]:
@@ -99,16 +98,16 @@ def differences(reference: dict[str, dict], other: dict[str, dict]) -> tuple[lis
             lines.append(f"{nodeid}: outcome {a['outcome']} in the reference, {b['outcome']} here")
         ma, mb = a.get("measured", []), b.get("measured", [])
         if len(ma) != len(mb) or not all(same_figure(x, y) for x, y in zip(ma, mb, strict=True)):
-            lines.append(f"{nodeid}: measured {a.get('measured')} in the reference, "
-                         f"{b.get('measured')} here")
+            lines.append(f"{nodeid}: measured {a.get('measured')} in the reference, {b.get('measured')} here")
     return lines, compared
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) < 2:
-        print("usage: python tools/same_verdicts.py REFERENCE.json OTHER.json [OTHER.json ...]",
-              file=sys.stderr)
+        print(
+            "usage: python tools/same_verdicts.py REFERENCE.json OTHER.json [OTHER.json ...]", file=sys.stderr
+        )
         return 2
     try:
         reference, *others = [load(Path(a)) for a in args]
@@ -124,8 +123,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"same_verdicts: {name} differs from {args[0]} in {len(lines)} of {compared} tests:")
             print("\n".join(f"  {line}" for line in lines))
         else:
-            print(f"same_verdicts: {name} agrees with {args[0]}: {compared} tests, outcomes and "
-                  f"figures equal ({timed} timed tests left out)")
+            print(
+                f"same_verdicts: {name} agrees with {args[0]}: {compared} tests, outcomes and "
+                f"figures equal ({timed} timed tests left out)"
+            )
     return status
 
 

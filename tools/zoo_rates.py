@@ -45,18 +45,22 @@ def _one(job):
     dtype = getattr(torch, dtype_name)
     t = time.process_time()
     if label == "correct generator":
+
         def generate(*args):
             return S.speculative_generate(*args).generated
+
         report = CS.check_generator(generate, seed=seed)
     elif label.startswith("correct rule"):
         rule = S.verify_with_uniforms if dtype == torch.float64 else zoo.make_rule()
         # A low-precision sampler's uniforms are float32 (zoo.Variant.uniforms).
         uniforms = torch.promote_types(dtype, torch.float32)
-        report = (CS.check_rule(CS.drawing_uniforms(rule, dtype=uniforms), seed=seed, dtype=dtype)
-                  if check == "check_rule" else CS.check_rule_exact(rule, seed=seed, dtype=dtype))
+        report = (
+            CS.check_rule(CS.drawing_uniforms(rule, dtype=uniforms), seed=seed, dtype=dtype)
+            if check == "check_rule"
+            else CS.check_rule_exact(rule, seed=seed, dtype=dtype)
+        )
     elif (label, check, dtype_name) == SEEN_BY_RULE:
-        report = CS.check_rule(CS.drawing_uniforms(zoo.make_rule(zoo.RuleBug.ACCEPT_U_LE)),
-                               seed=seed)
+        report = CS.check_rule(CS.drawing_uniforms(zoo.make_rule(zoo.RuleBug.ACCEPT_U_LE)), seed=seed)
     elif label.startswith("power"):  # "power runs=R: bug"
         runs, bug = label.removeprefix("power runs=").split(": ", 1)
         generate = zoo.make_generator(bug or None)
@@ -74,22 +78,29 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--rules-only", action="store_true", help="skip the generator rows")
-    ap.add_argument("--generator-power", metavar="RUNS,...", default="",
-                    help="instead: check_generator's detection rate of each generator bug "
-                         "(and the correct loop's pass rate) at these numbers of runs")
+    ap.add_argument(
+        "--generator-power",
+        metavar="RUNS,...",
+        default="",
+        help="instead: check_generator's detection rate of each generator bug "
+        "(and the correct loop's pass rate) at these numbers of runs",
+    )
     ap.add_argument("--only", default="", help="run the rows whose label, check or dtype contains this")
     args = ap.parse_args()
     if args.seeds < 1 or args.jobs < 1:
         ap.error("--seeds and --jobs must be >= 1")
-    bugs = [(f"zoo: {v.name}", v.caught_by.value, str(v.dtype).removeprefix("torch."))
-            for v in zoo.ZOO.values()]
+    bugs = [
+        (f"zoo: {v.name}", v.caught_by.value, str(v.dtype).removeprefix("torch.")) for v in zoo.ZOO.values()
+    ]
     rows = CORRECT + bugs + [SEEN_BY_RULE]
     if args.rules_only:
         rows = [r for r in rows if r[1] != "check_generator"]
     if args.generator_power:
-        rows = [(f"power runs={int(r)}: {b}", "check_generator", "float64")
-                for r in args.generator_power.split(",")
-                for b in ["", *(g.value for g in zoo.GeneratorBug)]]
+        rows = [
+            (f"power runs={int(r)}: {b}", "check_generator", "float64")
+            for r in args.generator_power.split(",")
+            for b in ["", *(g.value for g in zoo.GeneratorBug)]
+        ]
     rows = [r for r in rows if any(args.only in field for field in r)]
     jobs = [(r, s) for r in rows for s in range(args.seeds)]
     with Pool(args.jobs) as pool:

@@ -11,8 +11,21 @@ __version__ = "0.1.0"
 
 #: Every package and module of the package (tests/cli/test_cli_imports.py checks
 #: the list against the folder).
-_SUBMODULES = {"core", "claims", "lm", "quant", "prune", "speculative", "stats", "timing",
-               "experiments", "checks", "ledger", "report", "cli"}
+_SUBMODULES = {
+    "core",
+    "claims",
+    "lm",
+    "quant",
+    "prune",
+    "speculative",
+    "stats",
+    "timing",
+    "experiments",
+    "checks",
+    "ledger",
+    "report",
+    "cli",
+}
 
 
 def __getattr__(name: str):

@@ -83,8 +83,9 @@ def _as_1d(x: ArrayLike, name: str) -> np.ndarray:
 def _real_1d(x: ArrayLike, name: str) -> np.ndarray:
     """``x`` as a 1-D float64 array; bool, int and float inputs only."""
     arr = _as_1d(x, name)
-    if not (arr.dtype == np.bool_ or np.issubdtype(arr.dtype, np.integer)
-            or np.issubdtype(arr.dtype, np.floating)):
+    if not (
+        arr.dtype == np.bool_ or np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
+    ):
         raise ValueError(f"{name} must be numeric (real), got dtype {arr.dtype}")
     return arr.astype(np.float64)
 
@@ -94,8 +95,7 @@ MAX_NULL_CELLS = 10**9  # int64 counts of tv_null_distribution: 8 GB; more canno
 
 def _check_count(value, name: str, least: int) -> int:
     """``value`` as an int after checking it is an integer (not a bool) >= ``least``."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
-            or value < least:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < least:
         raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
     return int(value)
 
@@ -122,9 +122,7 @@ def check_distribution(p: ArrayLike, name: str = "p") -> np.ndarray:
         raise ValueError(f"{name} must be >= 0 everywhere, got min {arr.min()!r}")
     total = float(arr.sum())
     if abs(total - 1.0) > SUM_TOLERANCE:
-        raise ValueError(
-            f"{name} must sum to 1 within {SUM_TOLERANCE:g}, got {total!r}"
-        )
+        raise ValueError(f"{name} must sum to 1 within {SUM_TOLERANCE:g}, got {total!r}")
     return arr
 
 
@@ -148,9 +146,7 @@ def _check_samples(samples: ArrayLike, size: int) -> np.ndarray:
         raise ValueError(f"samples must be integer indices, got dtype {arr.dtype}")
     lo, hi = int(arr.min()), int(arr.max())
     if lo < 0 or hi >= size:
-        raise ValueError(
-            f"samples must be indices in [0, {size}), got values in [{lo}, {hi}]"
-        )
+        raise ValueError(f"samples must be indices in [0, {size}), got values in [{lo}, {hi}]")
     return arr.astype(np.int64)
 
 
@@ -196,8 +192,10 @@ def tv_null_distribution(p: ArrayLike, n: int, trials: int, seed: int) -> np.nda
     _check_count(trials, "trials", 1)
     _check_count(seed, "seed", 0)
     if trials * p.size > MAX_NULL_CELLS:
-        raise ValueError(f"trials * len(p) must be at most {MAX_NULL_CELLS:,} (the count matrix "
-                         f"held in memory), got {trials} * {p.size}")
+        raise ValueError(
+            f"trials * len(p) must be at most {MAX_NULL_CELLS:,} (the count matrix "
+            f"held in memory), got {trials} * {p.size}"
+        )
     p = p / p.sum()  # multinomial needs sum(p[:-1]) <= 1 exactly
     counts = np.random.default_rng(seed).multinomial(n, p, size=trials)  # (trials, K)
     return 0.5 * np.abs(counts / n - p).sum(axis=1)
@@ -236,8 +234,9 @@ def tv_threshold(null: ArrayLike, n: int, alpha: float = ALPHA) -> float:
     arr = _real_1d(null, "null")
     outside = ~((arr >= 0.0) & (arr <= 1.0))  # NaN is outside too
     if outside.any():
-        raise ValueError(f"null must hold TV distances in [0, 1] (no NaN), got "
-                         f"{arr[outside][0]!r} among its values")
+        raise ValueError(
+            f"null must hold TV distances in [0, 1] (no NaN), got {arr[outside][0]!r} among its values"
+        )
     _check_count(n, "n", 1)
     alpha = _check_alpha(alpha)
     return float(arr.mean() + math.sqrt(math.log(1.0 / alpha) / (2.0 * n)))
@@ -269,21 +268,15 @@ def _observed(samples_or_counts: ArrayLike, p: np.ndarray, counts: bool) -> np.n
         if not (np.issubdtype(obs.dtype, np.integer) or np.issubdtype(obs.dtype, np.floating)):
             raise ValueError(f"samples_or_counts (counts) must be numeric, got dtype {obs.dtype}")
         if obs.shape != p.shape:
-            raise ValueError(
-                f"samples_or_counts (counts) must have len(p) = {p.size} cells, "
-                f"got {obs.size}"
-            )
-        if not np.all(np.isfinite(obs.astype(np.float64))) or np.any(obs < 0) or np.any(
-            obs != np.round(obs)
-        ):
+            raise ValueError(f"samples_or_counts (counts) must have len(p) = {p.size} cells, got {obs.size}")
+        if not np.all(np.isfinite(obs.astype(np.float64))) or np.any(obs < 0) or np.any(obs != np.round(obs)):
             raise ValueError("samples_or_counts (counts) must be non-negative integers")
         return obs.astype(np.float64)
     obs = np.bincount(_check_samples(samples_or_counts, p.size), minlength=p.size)
     return obs.astype(np.float64)
 
 
-def _pooled(obs: np.ndarray, expected: np.ndarray, min_expected: float
-            ) -> tuple[np.ndarray, np.ndarray, int]:
+def _pooled(obs: np.ndarray, expected: np.ndarray, min_expected: float) -> tuple[np.ndarray, np.ndarray, int]:
     """(observed, expected, cells pooled): every cell expecting fewer than
     ``min_expected`` pooled into one, the last; if together they still fall
     short, the next smallest cells join until they do not."""
@@ -340,15 +333,16 @@ def chisquare_gof(
 
     impossible = p == 0
     if np.any(obs[impossible] > 0):
-        return GoodnessOfFit(statistic=math.inf, dof=int((~impossible).sum()) - 1,
-                             pvalue=0.0, pooled_cells=0)
+        return GoodnessOfFit(statistic=math.inf, dof=int((~impossible).sum()) - 1, pvalue=0.0, pooled_cells=0)
     obs, expected = obs[~impossible], n * p[~impossible] / p[~impossible].sum()
     if min_expected > max(n, MIN_EXPECTED):
         # Raised above the default past the samples themselves: no cell, not even
         # all of them pooled, could expect it, so the test could never run.
-        raise ValueError(f"min_expected must be at most the number of samples ({int(n)}): no cell "
-                         f"can expect {min_expected:g}, so nothing would be tested (default "
-                         f"{MIN_EXPECTED:g})")
+        raise ValueError(
+            f"min_expected must be at most the number of samples ({int(n)}): no cell "
+            f"can expect {min_expected:g}, so nothing would be tested (default "
+            f"{MIN_EXPECTED:g})"
+        )
 
     obs, expected, pooled = _pooled(obs, expected, min_expected)
     if obs.size < 2:
@@ -356,5 +350,6 @@ def chisquare_gof(
         # the mass into two cells of min_expected): nothing to test.
         return GoodnessOfFit(statistic=0.0, dof=0, pvalue=1.0, pooled_cells=pooled)
     stat, pvalue = scipy.stats.chisquare(obs, expected)
-    return GoodnessOfFit(statistic=float(stat), dof=int(obs.size - 1),
-                         pvalue=float(pvalue), pooled_cells=pooled)
+    return GoodnessOfFit(
+        statistic=float(stat), dof=int(obs.size - 1), pvalue=float(pvalue), pooled_cells=pooled
+    )

@@ -19,14 +19,17 @@ def _draw(row: list[float], v: float, dtype=torch.float64) -> int:
     return int(inverse_cdf(torch.tensor([row], dtype=dtype), torch.tensor([v], dtype=torch.float64)))
 
 
-@pytest.mark.parametrize("v, index", [
-    (0.0, 0),
-    (0.25 - 2**-30, 0),
-    (0.25, 1),  # cumsum_0 = 0.25 is not > 0.25: strictly greater
-    (0.5, 2),
-    (0.5 - 2**-30, 1),
-    (1 - 2**-53, 2),
-])
+@pytest.mark.parametrize(
+    "v, index",
+    [
+        (0.0, 0),
+        (0.25 - 2**-30, 0),
+        (0.25, 1),  # cumsum_0 = 0.25 is not > 0.25: strictly greater
+        (0.5, 2),
+        (0.5 - 2**-30, 1),
+        (1 - 2**-53, 2),
+    ],
+)
 def test_inverse_cdf_takes_the_first_cell_whose_cumulative_mass_exceeds_v(v, index):
     """[0.25, 0.25, 0.5]: cumsum 0.25, 0.5, 1; at v equal to a cumsum the next cell."""
     assert _draw([0.25, 0.25, 0.5], v) == index

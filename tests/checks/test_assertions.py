@@ -16,13 +16,17 @@ from aftertrain.checks.assertions import assert_rule, rule_reports
 from aftertrain.checks.speculative import check_rule_exact
 
 
-@pytest.mark.parametrize("dtype, uniforms, drawn", [
-    (torch.float64, None, torch.float64),
-    (torch.float32, None, torch.float32),
-    (torch.bfloat16, None, torch.bfloat16),
-    (torch.bfloat16, torch.float32, torch.float32),
-    (torch.float16, torch.float32, torch.float32),
-], ids=str)
+@pytest.mark.parametrize(
+    "dtype, uniforms, drawn",
+    [
+        (torch.float64, None, torch.float64),
+        (torch.float32, None, torch.float32),
+        (torch.bfloat16, None, torch.bfloat16),
+        (torch.bfloat16, torch.float32, torch.float32),
+        (torch.float16, torch.float32, torch.float32),
+    ],
+    ids=str,
+)
 def test_the_uniforms_handed_to_a_rule_are_in_the_documented_dtype(dtype, uniforms, drawn):
     """With exact: the probes hand p, q, u, v in dtype; the battery hands p, q
     in dtype and u, v in ``uniforms`` (default dtype); the correct rule passes both."""
@@ -32,6 +36,7 @@ def test_the_uniforms_handed_to_a_rule_are_in_the_documented_dtype(dtype, unifor
     def spy(p, q, drafts, u, v):
         seen.append((p.dtype, q.dtype, u.dtype, v.dtype))
         return rule(p, q, drafts, u, v)
+
     exact, battery = rule_reports(spy, exact=True, dtype=dtype, n=100, uniforms=uniforms)
     assert exact.passed and battery.passed, (str(exact), str(battery))
     # check_rule_exact hands everything in dtype; check_rule draws its own uniforms
@@ -51,10 +56,8 @@ def test_exact_bfloat16_battery_catches_gpt_fasts_rand_like_zero():
     _, battery = rule_reports(gpt_fast, exact=True, dtype=torch.bfloat16, n=5000)
     failed = [r for r in battery.rows if not r.passed]
     assert {r.check for r in failed} == {"support", "acceptance"}, str(battery)
-    assert any(r.case.startswith("disjoint") and r.check == "support" for r in failed), \
-        str(battery)
-    _, float32 = rule_reports(gpt_fast, exact=True, dtype=torch.bfloat16, n=5000,
-                              uniforms=torch.float32)
+    assert any(r.case.startswith("disjoint") and r.check == "support" for r in failed), str(battery)
+    _, float32 = rule_reports(gpt_fast, exact=True, dtype=torch.bfloat16, n=5000, uniforms=torch.float32)
     assert not [r for r in float32.rows if not r.passed and r.check == "support"], str(float32)
 
 
@@ -72,8 +75,10 @@ def uniform_fallback(p, q, drafts, u, v):
     r = (p_n - q_n).clamp_min(0)
     r = torch.where(r.sum(-1, keepdim=True) > 0, r, torch.ones_like(r))
     cdf = r.cumsum(-1)
-    x = torch.minimum(v.unsqueeze(-1).to(cdf.dtype) * cdf[:, -1:],
-                      torch.nextafter(cdf[:, -1:], torch.zeros_like(cdf[:, -1:])))
+    x = torch.minimum(
+        v.unsqueeze(-1).to(cdf.dtype) * cdf[:, -1:],
+        torch.nextafter(cdf[:, -1:], torch.zeros_like(cdf[:, -1:])),
+    )
     token = torch.searchsorted(cdf, x, right=True).squeeze(-1).clamp_max(r.shape[-1] - 1)
     return accepted, token
 
@@ -84,11 +89,12 @@ def test_exact_probes_catches_a_uniform_fallback_alike_at_every_seed():
     included), so a real defect gives the same failures at seeds 0 to 3
     through check_rule_exact, rule_reports and assert_rule; the batch probe's
     zero-residual row catches it (its v is forced onto token 0, p(0) = 0)."""
+
     def failed(report):
         return sorted(r.line() for r in report.rows if not r.passed)
+
     sets = {tuple(failed(check_rule_exact(uniform_fallback, seed=s))) for s in range(4)}
-    sets |= {tuple(failed(rule_reports(uniform_fallback, exact=True, n=100, seed=s)[0]))
-             for s in (0, 3)}
+    sets |= {tuple(failed(rule_reports(uniform_fallback, exact=True, n=100, seed=s)[0])) for s in (0, 3)}
     assert len(sets) == 1, sets
     [lines] = sets
     assert any(line.startswith("batch of 16, row 5") for line in lines), lines
@@ -117,6 +123,7 @@ def test_without_exact_the_rule_takes_p_q_and_drafts_in_the_dtype():
         u = torch.rand(n, k, dtype=torch.float32, generator=g)
         v = torch.rand(n, dtype=torch.float32, generator=g)
         return rule(p, q, drafts, u, v)
+
     [report] = rule_reports(spy, dtype=torch.bfloat16, n=100)
     assert seen == {(torch.bfloat16, torch.bfloat16)} and "dtype=bfloat16" in report.subject
 
@@ -131,6 +138,7 @@ def _one_round_rule():
         v = torch.rand(1, dtype=torch.float64)
         a, t = rule(p[None], q[None], drafts[None], u, v)
         return int(a[0]), int(t[0])
+
     return one
 
 
@@ -150,12 +158,37 @@ def test_every_kit_has_one_import_place_with_its_one_line_assertion():
     from aftertrain.checks import assertions, prune, quant, speculative
 
     for module, names in (
-        (speculative, ("check_rule", "check_rule_exact", "check_generator", "sequential",
-                       "drawing_uniforms", "assert_rule", "rule_reports")),
-        (quant, ("QuantScheme", "Mapping", "PerTensor", "PerAxis", "PerGroup", "check_quantizer",
-                 "assert_quantizer", "quantize_scheme", "Report", "Row")),
-        (prune, ("NM", "Scope", "Structured", "Unstructured", "check_pruner", "assert_pruner",
-                 "Report", "Row")),
+        (
+            speculative,
+            (
+                "check_rule",
+                "check_rule_exact",
+                "check_generator",
+                "sequential",
+                "drawing_uniforms",
+                "assert_rule",
+                "rule_reports",
+            ),
+        ),
+        (
+            quant,
+            (
+                "QuantScheme",
+                "Mapping",
+                "PerTensor",
+                "PerAxis",
+                "PerGroup",
+                "check_quantizer",
+                "assert_quantizer",
+                "quantize_scheme",
+                "Report",
+                "Row",
+            ),
+        ),
+        (
+            prune,
+            ("NM", "Scope", "Structured", "Unstructured", "check_pruner", "assert_pruner", "Report", "Row"),
+        ),
     ):
         assert set(names) <= set(module.__all__), module.__name__
         assert all(getattr(module, n) is not None for n in module.__all__), module.__name__

@@ -36,9 +36,14 @@ def quanto() -> types.SimpleNamespace:
         from optimum.quanto.library.extensions import cpp
         from optimum.quanto.tensor.optimizers import AbsmaxOptimizer, MaxOptimizer
     return types.SimpleNamespace(
-        freeze=q.freeze, quantize=q.quantize, quantize_weight=q.quantize_weight,
-        qtypes={8: q.qint8, 4: q.qint4, 2: q.qint2}, cpp=cpp,
-        AbsmaxOptimizer=AbsmaxOptimizer, MaxOptimizer=MaxOptimizer)
+        freeze=q.freeze,
+        quantize=q.quantize,
+        quantize_weight=q.quantize_weight,
+        qtypes={8: q.qint8, 4: q.qint4, 2: q.qint2},
+        cpp=cpp,
+        AbsmaxOptimizer=AbsmaxOptimizer,
+        MaxOptimizer=MaxOptimizer,
+    )
 
 
 def quanto_python_unpack(packed: torch.Tensor, bits: int) -> torch.Tensor:
@@ -46,7 +51,8 @@ def quanto_python_unpack(packed: torch.Tensor, bits: int) -> torch.Tensor:
     ``quanto::unpack``'s ``default`` (CompositeExplicitAutograd; the name in
     its module is None, ``torch.library.impl`` returns nothing to keep)."""
     return torch.ops.quanto.unpack.default._op_dk(
-        torch._C.DispatchKey.CompositeExplicitAutograd, packed, bits)
+        torch._C.DispatchKey.CompositeExplicitAutograd, packed, bits
+    )
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -82,8 +88,7 @@ def quanto_weight(w: torch.Tensor, scheme: QuantScheme) -> tuple[torch.Tensor, .
 
 
 QINT8 = QuantScheme(8, Mapping.SYMMETRIC, PerAxis(0))
-GROUPED = [QuantScheme(b, Mapping.ASYMMETRIC_FLOAT_SHIFT, PerGroup(g))
-           for b in (4, 2) for g in (32, 128)]
+GROUPED = [QuantScheme(b, Mapping.ASYMMETRIC_FLOAT_SHIFT, PerGroup(g)) for b in (4, 2) for g in (32, 128)]
 
 
 def cases(scheme: QuantScheme, *names: str, keep: bool = False) -> dict[str, torch.Tensor]:
@@ -93,8 +98,7 @@ def cases(scheme: QuantScheme, *names: str, keep: bool = False) -> dict[str, tor
 def test_qint8_passes_the_kit_as_the_articles_symmetric_per_row():
     """qint8 is the article's rule: every guarantee (odd symmetry and
     idempotence included) on the battery but float32's max."""
-    check_quantizer(quanto_weight, schemes=[QINT8],
-                    cases=cases(QINT8, "float32 max")).raise_for_failures()
+    check_quantizer(quanto_weight, schemes=[QINT8], cases=cases(QINT8, "float32 max")).raise_for_failures()
 
 
 @pytest.mark.parametrize("scheme", GROUPED, ids=str)
@@ -103,8 +107,7 @@ def test_qint4_and_qint2_pass_the_kit_as_asymmetric_float_shift_per_group(scheme
     codes, scale, extremes (min and max exact), idempotence; a row the group
     size does not divide is refused with a ValueError. Without the float32
     max and one-group cases (findings below)."""
-    report = check_quantizer(quanto_weight, schemes=[scheme],
-                             cases=cases(scheme, "float32 max", "one group"))
+    report = check_quantizer(quanto_weight, schemes=[scheme], cases=cases(scheme, "float32 max", "one group"))
     report.raise_for_failures()
     assert any(r.check == "refused" for r in report.rows)
 
@@ -113,43 +116,52 @@ def test_qint4_is_not_symmetric_and_the_kit_says_which_it_is():
     """Claimed as the article's SYMMETRIC, quanto's qint4 fails (zero not
     kept, signs flip) and the failure lines name ASYMMETRIC_FLOAT_SHIFT."""
     scheme = QuantScheme(4, Mapping.SYMMETRIC, PerGroup(32))
-    report = check_quantizer(quanto_weight, schemes=[scheme],
-                             cases=cases(scheme, "gaussian", keep=True))
+    report = check_quantizer(quanto_weight, schemes=[scheme], cases=cases(scheme, "gaussian", keep=True))
     assert not report.passed
-    assert any("looks like ASYMMETRIC_FLOAT_SHIFT" in line for line in report.failures), \
-        str(report)
+    assert any("looks like ASYMMETRIC_FLOAT_SHIFT" in line for line in report.failures), str(report)
 
 
 @pytest.mark.parametrize("scheme", [QINT8, GROUPED[0]], ids=str)
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "quanto at float32's max: qint8 gives inf for w = +-3.4028e38 (2 values: 127 x "
-    "fl(max / 127) rounds past the largest float), qint4 per group 32 gives inf or NaN for "
-    "every value of the groups holding max and -max/3 (64 values: max - min overflows)"))
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason=(
+        "quanto at float32's max: qint8 gives inf for w = +-3.4028e38 (2 values: 127 x "
+        "fl(max / 127) rounds past the largest float), qint4 per group 32 gives inf or NaN for "
+        "every value of the groups holding max and -max/3 (64 values: max - min overflows)"
+    ),
+)
 def test_quanto_stays_finite_at_float32_max(scheme):
-    check_quantizer(quanto_weight, schemes=[scheme], strict=True,
-                    cases=cases(scheme, "float32 max", keep=True)).raise_for_failures()
+    check_quantizer(
+        quanto_weight, schemes=[scheme], strict=True, cases=cases(scheme, "float32 max", keep=True)
+    ).raise_for_failures()
 
 
 @pytest.mark.parametrize("scheme, not_finite", [(QINT8, 2), (GROUPED[0], 64)], ids=str)
 def test_quanto_at_float32_max_is_an_edge_finding(scheme, not_finite):
     """The figure of the xfail above (2 and 64 values not finite), classed
     as edge findings: without ``strict`` the report passes."""
-    report = check_quantizer(quanto_weight, schemes=[scheme],
-                             cases=cases(scheme, "float32 max", keep=True))
+    report = check_quantizer(quanto_weight, schemes=[scheme], cases=cases(scheme, "float32 max", keep=True))
     failed = edge_findings(report)
     [output] = [r for r in failed if r.check == "output"]
     assert output.value == not_finite, str(report)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "quanto does not quantize a weight that is one group: (1, 32) grouped is (1, 32), the "
-    "length-1 axis becomes None and MaxOptimizer reduces over dim 0, per element: scale 0, "
-    "shift -w, w_hat == w (32 distinct values from a 4-bit quantizer); the grid and scale "
-    "rows fail (scale off by 100%)"))
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason=(
+        "quanto does not quantize a weight that is one group: (1, 32) grouped is (1, 32), the "
+        "length-1 axis becomes None and MaxOptimizer reduces over dim 0, per element: scale 0, "
+        "shift -w, w_hat == w (32 distinct values from a 4-bit quantizer); the grid and scale "
+        "rows fail (scale off by 100%)"
+    ),
+)
 def test_qint4_quantizes_a_weight_of_one_group():
     scheme = GROUPED[0]
-    check_quantizer(quanto_weight, schemes=[scheme],
-                    cases=cases(scheme, "one group", keep=True)).raise_for_failures()
+    check_quantizer(
+        quanto_weight, schemes=[scheme], cases=cases(scheme, "one group", keep=True)
+    ).raise_for_failures()
 
 
 def test_qint4_leaves_a_one_group_weight_unquantized():
@@ -184,27 +196,31 @@ def test_quanto_module_path_passes_at_the_group_size_it_picks():
     passes the battery (without float32's max and the one-group weight,
     findings above), judged at the group size its scale shows: 128 for rows
     of 256, 96 for rows of 192 (told ``PerGroup(128)`` those rows would fail)."""
-    report = check_quantizer(quanto_module, schemes=[CHOSEN],
-                             cases=cases(CHOSEN, "float32 max", "one group"))
+    report = check_quantizer(quanto_module, schemes=[CHOSEN], cases=cases(CHOSEN, "float32 max", "one group"))
     report.raise_for_failures()
     chosen = {r.case.split(",")[0]: r.value for r in report.rows if r.check == "group size"}
     assert chosen["gaussian"] == 128 and chosen["group size does not divide the row"] == 96
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "quanto's module path leaves a one-group weight (1, 128) unquantized: in_features 128 "
-    "gives no group size (per row), the length-1 axis becomes None and its scale has one "
-    "entry per element (group size 1, scale 0, w_hat == w)"))
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason=(
+        "quanto's module path leaves a one-group weight (1, 128) unquantized: in_features 128 "
+        "gives no group size (per row), the length-1 axis becomes None and its scale has one "
+        "entry per element (group size 1, scale 0, w_hat == w)"
+    ),
+)
 def test_quanto_module_path_quantizes_a_weight_of_one_group():
-    check_quantizer(quanto_module, schemes=[CHOSEN],
-                    cases=cases(CHOSEN, "one group", keep=True)).raise_for_failures()
+    check_quantizer(
+        quanto_module, schemes=[CHOSEN], cases=cases(CHOSEN, "one group", keep=True)
+    ).raise_for_failures()
 
 
 def test_a_chosen_group_size_of_one_fails():
     """The figure of the xfail above, and the kit's teeth: a chosen group
     size of 1 is a failed ``group size`` row naming it."""
-    report = check_quantizer(quanto_module, schemes=[CHOSEN],
-                             cases=cases(CHOSEN, "one group", keep=True))
+    report = check_quantizer(quanto_module, schemes=[CHOSEN], cases=cases(CHOSEN, "one group", keep=True))
     [row] = [r for r in report.rows if not r.passed]
     assert row.check == "group size" and row.severity == "failure", str(report)
     assert row.detail.startswith("the library chose 1 for rows of 128"), row.detail
@@ -229,5 +245,6 @@ def test_the_compiled_unpack_equals_quantos_python_unpack(monkeypatch):
     for bits in (2, 4):
         for packed in (every_byte, rows):
             assert torch.equal(compiled(packed, bits), quanto_python_unpack(packed, bits))
-    check_quantizer(quanto_weight, schemes=[GROUPED[0]],
-                    cases=cases(GROUPED[0], "float32 max", "one group")).raise_for_failures()
+    check_quantizer(
+        quanto_weight, schemes=[GROUPED[0]], cases=cases(GROUPED[0], "float32 max", "one group")
+    ).raise_for_failures()

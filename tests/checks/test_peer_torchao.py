@@ -40,16 +40,22 @@ def ao() -> types.SimpleNamespace:
         from torchao.quantization import Int8WeightOnlyConfig, IntxWeightOnlyConfig, granularity, quantize_
         from torchao.quantization.quant_primitives import MappingType
         from torchao.sparsity.utils import mask_creator
-    return types.SimpleNamespace(Int8WeightOnlyConfig=Int8WeightOnlyConfig,
-                                 IntxWeightOnlyConfig=IntxWeightOnlyConfig, quantize_=quantize_,
-                                 granularity=granularity, MappingType=MappingType,
-                                 mask_creator=mask_creator)
+    return types.SimpleNamespace(
+        Int8WeightOnlyConfig=Int8WeightOnlyConfig,
+        IntxWeightOnlyConfig=IntxWeightOnlyConfig,
+        quantize_=quantize_,
+        granularity=granularity,
+        MappingType=MappingType,
+        mask_creator=mask_creator,
+    )
 
 
 #: The kit's mapping -> the name of torchao's MappingType.
-AO_MAPPING = {Mapping.SYMMETRIC_FULL: "SYMMETRIC",
-              Mapping.SYMMETRIC_NO_CLIPPING_ERR: "SYMMETRIC_NO_CLIPPING_ERR",
-              Mapping.ASYMMETRIC: "ASYMMETRIC"}
+AO_MAPPING = {
+    Mapping.SYMMETRIC_FULL: "SYMMETRIC",
+    Mapping.SYMMETRIC_NO_CLIPPING_ERR: "SYMMETRIC_NO_CLIPPING_ERR",
+    Mapping.ASYMMETRIC: "ASYMMETRIC",
+}
 EDGES = ("float32 max", "group size does not divide the row")
 
 
@@ -69,11 +75,16 @@ def int8_weight_only(w: torch.Tensor, scheme: QuantScheme) -> tuple[torch.Tensor
 def intx_weight_only(w: torch.Tensor, scheme: QuantScheme) -> tuple[torch.Tensor, ...]:
     """``IntxWeightOnlyConfig`` at the scheme's width, mapping and granularity."""
     g = scheme.granularity
-    granularity = (ao().granularity.PerGroup(g.group_size) if isinstance(g, PerGroup)
-                   else ao().granularity.PerAxis(g.axis))
-    config = ao().IntxWeightOnlyConfig(weight_dtype=getattr(torch, f"int{scheme.bits}"),
-                                       granularity=granularity,
-                                       mapping_type=getattr(ao().MappingType, AO_MAPPING[scheme.mapping]))
+    granularity = (
+        ao().granularity.PerGroup(g.group_size)
+        if isinstance(g, PerGroup)
+        else ao().granularity.PerAxis(g.axis)
+    )
+    config = ao().IntxWeightOnlyConfig(
+        weight_dtype=getattr(torch, f"int{scheme.bits}"),
+        granularity=granularity,
+        mapping_type=getattr(ao().MappingType, AO_MAPPING[scheme.mapping]),
+    )
     return _quantize_linear(w, config)
 
 
@@ -94,17 +105,26 @@ def test_int8_weight_only_passes_as_symmetric_full_per_row_with_its_eps_floor():
     assert any(r.check == "floor" for r in report.rows)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "Int8WeightOnlyConfig floors the per-row scale at float32's eps (1.19e-7), not at the "
-    "smallest normal: measured on rows of max|w| 1e-6, 6e-8 and 1e-30: the first keeps 6 "
-    "distinct values, the second 3, the third becomes all zeros; the error reaches 255 x the "
-    "round-trip bound (all codes 0 where the row's half step is max|w| / 255); the kit's "
-    "failure lines say 'looks like a scale floor of 1.19e-07'"))
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason=(
+        "Int8WeightOnlyConfig floors the per-row scale at float32's eps (1.19e-7), not at the "
+        "smallest normal: measured on rows of max|w| 1e-6, 6e-8 and 1e-30: the first keeps 6 "
+        "distinct values, the second 3, the third becomes all zeros; the error reaches 255 x the "
+        "round-trip bound (all codes 0 where the row's half step is max|w| / 255); the kit's "
+        "failure lines say 'looks like a scale floor of 1.19e-07'"
+    ),
+)
 def test_int8_weight_only_keeps_tiny_rows_within_half_a_step():
     scheme = QuantScheme(8, Mapping.SYMMETRIC_FULL, PerAxis(0))
-    w = torch.tensor([[1e-6, -0.3e-6, 0.55e-6, 0.1e-6, -0.8e-6, 0.2e-6],
-                      [6e-8, -3e-8, 1e-8, 5.9e-8, 0.0, -6e-8],
-                      [1e-30, 0.5e-30, -1e-30, 0.0, 0.0, 0.0]])
+    w = torch.tensor(
+        [
+            [1e-6, -0.3e-6, 0.55e-6, 0.1e-6, -0.8e-6, 0.2e-6],
+            [6e-8, -3e-8, 1e-8, 5.9e-8, 0.0, -6e-8],
+            [1e-30, 0.5e-30, -1e-30, 0.0, 0.0, 0.0],
+        ]
+    )
     check_quantizer(int8_weight_only, schemes=[scheme], cases={"tiny rows": w}).raise_for_failures()
 
 
@@ -113,14 +133,19 @@ def test_int8_weight_only_is_not_the_articles_symmetric_and_the_kit_says_which_i
     int8 (scale max|w| / 127.5, codes down to -128) fails grid and extremes,
     and the failure lines name SYMMETRIC_FULL."""
     scheme = QuantScheme(8, Mapping.SYMMETRIC, PerAxis(0), scale_floor=FLOAT32_EPS)
-    report = check_quantizer(int8_weight_only, schemes=[scheme],
-                             cases=cases(scheme, "gaussian", "heavy-tailed", keep=True))
+    report = check_quantizer(
+        int8_weight_only, schemes=[scheme], cases=cases(scheme, "gaussian", "heavy-tailed", keep=True)
+    )
     assert {"grid", "extremes"} <= {r.check for r in report.rows if not r.passed}, str(report)
     assert any("looks like SYMMETRIC_FULL" in line for line in report.failures), str(report)
 
 
-SCHEMES = [QuantScheme(b, m, g) for m in AO_MAPPING for b in (2, 4, 8)
-           for g in (PerAxis(0), PerGroup(32), PerGroup(128))]
+SCHEMES = [
+    QuantScheme(b, m, g)
+    for m in AO_MAPPING
+    for b in (2, 4, 8)
+    for g in (PerAxis(0), PerGroup(32), PerGroup(128))
+]
 
 
 @pytest.mark.parametrize("mapping", list(AO_MAPPING), ids=lambda m: m.name)
@@ -129,39 +154,45 @@ def test_intx_weight_only_passes_the_kit_under_its_declared_scheme(mapping):
     guarantee on every case but float32's max and a row the group size does
     not divide (both findings below)."""
     for scheme in (s for s in SCHEMES if s.mapping is mapping):
-        check_quantizer(intx_weight_only, schemes=[scheme],
-                        cases=cases(scheme, *EDGES)).raise_for_failures()
+        check_quantizer(intx_weight_only, schemes=[scheme], cases=cases(scheme, *EDGES)).raise_for_failures()
 
 
-@pytest.mark.parametrize("mapping", [Mapping.SYMMETRIC_FULL, Mapping.ASYMMETRIC],
-                         ids=lambda m: m.name)
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "torchao at float32's max, with strict=True (edge findings fail): SYMMETRIC gives -inf "
-    "for w = -3.4028e38 (the code -8 times the scale max / 7.5 overflows; int8: -128 x max / "
-    "127.5), ASYMMETRIC gives NaN for the whole group (max - min overflows to inf)"))
+@pytest.mark.parametrize("mapping", [Mapping.SYMMETRIC_FULL, Mapping.ASYMMETRIC], ids=lambda m: m.name)
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason=(
+        "torchao at float32's max, with strict=True (edge findings fail): SYMMETRIC gives -inf "
+        "for w = -3.4028e38 (the code -8 times the scale max / 7.5 overflows; int8: -128 x max / "
+        "127.5), ASYMMETRIC gives NaN for the whole group (max - min overflows to inf)"
+    ),
+)
 def test_intx_weight_only_stays_finite_at_float32_max(mapping):
     scheme = QuantScheme(4, mapping, PerGroup(32))
-    check_quantizer(intx_weight_only, schemes=[scheme], strict=True,
-                    cases=cases(scheme, "float32 max", keep=True)).raise_for_failures()
+    check_quantizer(
+        intx_weight_only, schemes=[scheme], strict=True, cases=cases(scheme, "float32 max", keep=True)
+    ).raise_for_failures()
 
 
-@pytest.mark.parametrize("mapping, not_finite", [(Mapping.SYMMETRIC_FULL, 1),
-                                                 (Mapping.ASYMMETRIC, 64)],
-                         ids=["SYMMETRIC_FULL", "ASYMMETRIC"])
+@pytest.mark.parametrize(
+    "mapping, not_finite",
+    [(Mapping.SYMMETRIC_FULL, 1), (Mapping.ASYMMETRIC, 64)],
+    ids=["SYMMETRIC_FULL", "ASYMMETRIC"],
+)
 def test_intx_weight_only_at_float32_max_is_an_edge_finding(mapping, not_finite):
     """The figure of the xfail above (one -inf; the 64 values of the two
     groups holding max and -max/3 NaN), classed as edge findings: without
     ``strict`` the report passes."""
     scheme = QuantScheme(4, mapping, PerGroup(32))
-    report = check_quantizer(intx_weight_only, schemes=[scheme],
-                             cases=cases(scheme, "float32 max", keep=True))
+    report = check_quantizer(
+        intx_weight_only, schemes=[scheme], cases=cases(scheme, "float32 max", keep=True)
+    )
     failed = edge_findings(report)
     [output] = [r for r in failed if r.check == "output"]
     assert output.value == not_finite, str(report)
 
 
-@pytest.mark.parametrize("bits, granularity, not_finite", [(4, PerGroup(32), 0),
-                                                            (8, PerAxis(0), 1)], ids=str)
+@pytest.mark.parametrize("bits, granularity, not_finite", [(4, PerGroup(32), 0), (8, PerAxis(0), 1)], ids=str)
 def test_intx_weight_only_no_clipping_err_at_float32_max(bits, granularity, not_finite):
     """SYMMETRIC_NO_CLIPPING_ERR stays finite at float32's max per group of
     32 at 4 bits, and not per row at 8 bits: the element at +max becomes
@@ -184,12 +215,13 @@ def test_intx_weight_only_refuses_a_group_size_not_dividing_the_row():
     refuses it with an AssertionError and a message, which the kit records
     as a refusal (a passed ``refused`` row), not a failure."""
     scheme = QuantScheme(4, Mapping.SYMMETRIC_FULL, PerGroup(32))
-    report = check_quantizer(intx_weight_only, schemes=[scheme],
-                             cases=cases(scheme, EDGES[1], keep=True))
+    report = check_quantizer(intx_weight_only, schemes=[scheme], cases=cases(scheme, EDGES[1], keep=True))
     [row] = report.rows
     assert report.passed and row.check == "refused", str(report)
-    assert row.detail == ("refused (AssertionError: Expecting input size at 1 dimension: 48 "
-                          "to be divisible by block_size at 1 dimension: 32)"), row.detail
+    assert row.detail == (
+        "refused (AssertionError: Expecting input size at 1 dimension: 48 "
+        "to be divisible by block_size at 1 dimension: 32)"
+    ), row.detail
 
 
 @pytest.mark.slow
@@ -201,17 +233,20 @@ def test_intx_weight_only_still_refuses_under_python_O(tmp_path):
     import subprocess
     import sys
 
-    code = ("import torch\nfrom torchao.quantization import IntxWeightOnlyConfig, quantize_\n"
-            "from torchao.quantization.granularity import PerGroup\n"
-            "assert not __debug__\n"
-            "lin = torch.nn.Linear(48, 2, bias=False)\n"
-            "try:\n"
-            "    quantize_(lin, IntxWeightOnlyConfig(weight_dtype=torch.int4, "
-            "granularity=PerGroup(32)))\n"
-            "except Exception as e:\n"
-            "    print(type(e).__name__)\n")
-    out = subprocess.run([sys.executable, "-O", "-c", code], capture_output=True, text=True,
-                         timeout=300, cwd=tmp_path)
+    code = (
+        "import torch\nfrom torchao.quantization import IntxWeightOnlyConfig, quantize_\n"
+        "from torchao.quantization.granularity import PerGroup\n"
+        "assert not __debug__\n"
+        "lin = torch.nn.Linear(48, 2, bias=False)\n"
+        "try:\n"
+        "    quantize_(lin, IntxWeightOnlyConfig(weight_dtype=torch.int4, "
+        "granularity=PerGroup(32)))\n"
+        "except Exception as e:\n"
+        "    print(type(e).__name__)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-O", "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "RuntimeError", (out.stdout, out.stderr)
 
@@ -231,10 +266,15 @@ def test_mask_creator_passes_the_kit_as_2_of_4():
     check_pruner(mask_creator_2_4, pattern=pattern, cases=whole).raise_for_failures()
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "mask_creator blocks the flattened tensor, not the rows: a (2, 6) weight (12 elements, "
-    "divisible by 4) is masked in blocks that straddle the rows, where it should be refused "
-    "(rows of 6 are not whole blocks of 4); a (3, 6) one is refused with a ValueError"))
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason=(
+        "mask_creator blocks the flattened tensor, not the rows: a (2, 6) weight (12 elements, "
+        "divisible by 4) is masked in blocks that straddle the rows, where it should be refused "
+        "(rows of 6 are not whole blocks of 4); a (3, 6) one is refused with a ValueError"
+    ),
+)
 def test_mask_creator_refuses_rows_that_are_not_whole_blocks():
     pattern = NM(2, 4)
     ragged = {"rows of 6": {"w": nm_battery(pattern)["rows not whole blocks"]["w"]}}

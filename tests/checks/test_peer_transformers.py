@@ -34,9 +34,11 @@ from aftertrain.checks.adapters import forced_uniforms
 # its import took about 5 s of each xdist worker's collection (14 -> 9 s on the
 # 2-core AVX2 machine). Without it the module is one skip, as importorskip made it.
 if importlib.util.find_spec("transformers") is None:
-    pytest.skip("transformers is not installed (the test extra installs 5.24.0 on Python >= 3.11 "
-                "only: it needs 3.11)", allow_module_level=True)
-
+    pytest.skip(
+        "transformers is not installed (the test extra installs 5.24.0 on Python >= 3.11 "
+        "only: it needs 3.11)",
+        allow_module_level=True,
+    )
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -54,8 +56,11 @@ def test_hf_rule_passes_the_statistical_battery(claim_record):
     default battery at 2,000 rounds per case (one call per round; the
     default power is the slow test below)."""
     report = CS.check_rule(adapters.transformers_rule(), n=2000)
-    claim_record.measured("HF: {checks} checks at n = 2000, {failures} failures",
-                          checks=len(report.rows), failures=len(report.failures))
+    claim_record.measured(
+        "HF: {checks} checks at n = 2000, {failures} failures",
+        checks=len(report.rows),
+        failures=len(report.failures),
+    )
     assert report.passed, str(report)
 
 
@@ -68,8 +73,13 @@ def test_hf_rule_passes_the_statistical_battery_at_the_default_power(claim_recor
     start = time.process_time()
     report = CS.check_rule(adapters.transformers_rule())
     cpu = time.process_time() - start
-    claim_record.measured("HF: {checks} checks at n = {n}, {failures} failures, {cpu:.1f} CPU s",
-                          checks=len(report.rows), n=CS.DEFAULT_N, failures=len(report.failures), cpu=cpu)
+    claim_record.measured(
+        "HF: {checks} checks at n = {n}, {failures} failures, {cpu:.1f} CPU s",
+        checks=len(report.rows),
+        n=CS.DEFAULT_N,
+        failures=len(report.failures),
+        cpu=cpu,
+    )
     assert report.passed, str(report)
 
 
@@ -95,22 +105,28 @@ def test_hf_fails_exactly_the_u_zero_and_the_all_zero_residual_probes(dtype):
     assert len(failed - u_zero) == 3 and all(ALL_ZERO_RESIDUAL in c for c in failed - u_zero), failed
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="HF accepts a drafted token whose target probability is 0 when its "
-                          "uniform is exactly 0 (r <= p/q with p/q = 0): 7 of 63 exact probes "
-                          "fail (accepted 1 where 0 is required); with the 3 all-zero-residual "
-                          "crashes below, 10 of 63")
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="HF accepts a drafted token whose target probability is 0 when its "
+    "uniform is exactly 0 (r <= p/q with p/q = 0): 7 of 63 exact probes "
+    "fail (accepted 1 where 0 is required); with the 3 all-zero-residual "
+    "crashes below, 10 of 63",
+)
 def test_hf_rule_passes_the_forced_uniform_probes():
     CS.check_rule_exact(adapters.transformers_rule_with_uniforms()).raise_for_failures()
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="HF raises torch.multinomial's 'probability tensor contains either "
-                          "inf, nan or element < 0' on the 3 probes where q is p with one cell "
-                          "raised (by 1-4 ulps) until HF's own softmax leaves p <= q everywhere, "
-                          "and the draft is rejected: its residual max(0, p - q) is all zero and "
-                          "is divided by its zero sum; in float64 as in float32")
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="HF raises torch.multinomial's 'probability tensor contains either "
+    "inf, nan or element < 0' on the 3 probes where q is p with one cell "
+    "raised (by 1-4 ulps) until HF's own softmax leaves p <= q everywhere, "
+    "and the draft is rejected: its residual max(0, p - q) is all zero and "
+    "is divided by its zero sum; in float64 as in float32",
+)
 def test_hf_survives_an_all_zero_residual(dtype):
     """The probe is searched with HF's softmax on this CPU's kernels (the
     adapter's ``renormalise``), so it reaches the crash whatever SIMD path
@@ -132,7 +148,7 @@ def _float32_pairs(trials: int = 200, V: int = 46, seed: int = 0):
         logits = torch.randn(V, generator=g) * 3
         shifted = logits + float(torch.randn((), generator=g)) * 10
         p, q = logits.softmax(-1), shifted.softmax(-1)
-        if bool((p <= q).all()) and float((p / q).min()) < 1 - 2 ** -24:
+        if bool((p <= q).all()) and float((p / q).min()) < 1 - 2**-24:
             yield logits, shifted, int((p / q).argmin()), float((q - p).sum())
 
 
@@ -143,20 +159,27 @@ def test_float32_logits_equal_up_to_rounding_often_give_p_below_q_everywhere(cla
     rejection there has probability sum(q - p) per round."""
     pairs = list(_float32_pairs())
     worst = max(r for *_, r in pairs)
-    claim_record.measured("{pairs} of 200 shifted float32 pairs have p <= q everywhere; rejection "
-                          "probability per round up to {worst:.2g}", pairs=len(pairs), worst=worst)
+    claim_record.measured(
+        "{pairs} of 200 shifted float32 pairs have p <= q everywhere; rejection "
+        "probability per round up to {worst:.2g}",
+        pairs=len(pairs),
+        worst=worst,
+    )
     assert len(pairs) >= 10  # measured: 15 of 200, sum(q - p) median 1.9e-9, max 9.5e-8
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="HF crashes (torch.multinomial: 'probability tensor contains either "
-                          "inf, nan or element < 0') when target and draft logits agree up to "
-                          "float32 rounding and a rejection happens: the residual max(0, p - q) "
-                          "is all zero and is divided by its zero sum. Measured: 15 of 200 random "
-                          "float32 logit vectors (V = 46) shifted by a constant give p <= q "
-                          "everywhere after HF's softmax; HF raises on 15 of 15 when forced "
-                          "to reject; the per-round rejection probability there is "
-                          "sum(q - p): median 1.9e-9, up to 9.5e-8")
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="HF crashes (torch.multinomial: 'probability tensor contains either "
+    "inf, nan or element < 0') when target and draft logits agree up to "
+    "float32 rounding and a rejection happens: the residual max(0, p - q) "
+    "is all zero and is divided by its zero sum. Measured: 15 of 200 random "
+    "float32 logit vectors (V = 46) shifted by a constant give p <= q "
+    "everywhere after HF's softmax; HF raises on 15 of 15 when forced "
+    "to reject; the per-round rejection probability there is "
+    "sum(q - p): median 1.9e-9, up to 9.5e-8",
+)
 def test_hf_survives_a_rejection_when_p_and_q_agree_up_to_float32_rounding():
     """Float32 logits, as HF's models give them; r forced to 1 - 2**-24, the
     largest value torch.rand_like returns in float32, which rejects every
@@ -168,9 +191,10 @@ def test_hf_survives_a_rejection_when_p_and_q_agree_up_to_float32_rounding():
     for logits, shifted, x, _ in _float32_pairs():
         p = logits.softmax(-1)
         try:
-            with forced_uniforms(torch.tensor([1 - 2 ** -24]), torch.tensor(0.5)):
-                tokens, n = _speculative_sampling(torch.tensor([[x]]), shifted[None, None], 1,
-                                                  torch.stack([logits, logits])[None])
+            with forced_uniforms(torch.tensor([1 - 2**-24]), torch.tensor(0.5)):
+                tokens, n = _speculative_sampling(
+                    torch.tensor([[x]]), shifted[None, None], 1, torch.stack([logits, logits])[None]
+                )
         except RuntimeError as exc:
             failures.append(str(exc).splitlines()[0])
             continue
@@ -184,10 +208,19 @@ def tiny_llama(seed: int, layers: int):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(seed)
-    cfg = LlamaConfig(vocab_size=4, hidden_size=16, intermediate_size=32,
-                      num_hidden_layers=layers, num_attention_heads=2, num_key_value_heads=2,
-                      max_position_embeddings=128, initializer_range=0.2, bos_token_id=None,
-                      eos_token_id=None, pad_token_id=None)
+    cfg = LlamaConfig(
+        vocab_size=4,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        initializer_range=0.2,
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=None,
+    )
     return adapters.CausalLM(LlamaForCausalLM(cfg))
 
 
@@ -202,10 +235,14 @@ def test_hf_assisted_generation_follows_the_target_law(claim_record):
     below."""
     with torch.random.fork_rng(devices=[]):
         target, draft = tiny_llama(0, 2), tiny_llama(1, 1)
-    report = CS.check_generator(adapters.assisted_generate, target, draft, runs=300, ks=(2,),
-                                temperatures=(1.0,), greedy_tokens=10)
-    claim_record.measured("HF assisted generation: {checks} checks, {failures} failures",
-                          checks=len(report.rows), failures=len(report.failures))
+    report = CS.check_generator(
+        adapters.assisted_generate, target, draft, runs=300, ks=(2,), temperatures=(1.0,), greedy_tokens=10
+    )
+    claim_record.measured(
+        "HF assisted generation: {checks} checks, {failures} failures",
+        checks=len(report.rows),
+        failures=len(report.failures),
+    )
     assert report.passed, str(report)
 
 

@@ -31,9 +31,11 @@ from tests.common.prune_bugs import (
 )
 
 
-@pytest.mark.parametrize("prune, scope", [(P.global_magnitude_masks, Scope.GLOBAL),
-                                          (P.layer_magnitude_masks, Scope.PER_LAYER)],
-                         ids=["global", "per-layer"])
+@pytest.mark.parametrize(
+    "prune, scope",
+    [(P.global_magnitude_masks, Scope.GLOBAL), (P.layer_magnitude_masks, Scope.PER_LAYER)],
+    ids=["global", "per-layer"],
+)
 def test_kit_passes_aftertrains_magnitude_pruners(prune, scope):
     report = check_pruner(prune, scope=scope)
     assert report.passed, str(report)
@@ -42,8 +44,10 @@ def test_kit_passes_aftertrains_magnitude_pruners(prune, scope):
 
 def test_kit_passes_aftertrains_random_pruner_with_one_seed():
     """Random masks from one seed are nested across sparsities (one randperm)."""
+
     def seeded(weights, s):
         return P.random_masks(weights, s, torch.Generator().manual_seed(7))
+
     report = check_pruner(seeded, scope=Scope.GLOBAL, magnitude=False, nested=True)
     assert report.passed, str(report)
 
@@ -60,8 +64,9 @@ TEETH = [
 
 
 @pytest.mark.claim("X7")
-@pytest.mark.parametrize("broken, scope, caught_by", TEETH,
-                         ids=[f"{b.__name__}-as-{s.value}" for b, s, _ in TEETH])
+@pytest.mark.parametrize(
+    "broken, scope, caught_by", TEETH, ids=[f"{b.__name__}-as-{s.value}" for b, s, _ in TEETH]
+)
 @pytest.mark.teeth
 def test_kit_catches_broken_pruner(broken, scope, caught_by):
     """Signed ranking (X7's "magnitude threshold on signed values"), a
@@ -81,10 +86,8 @@ def test_count_check_catches_half_up_counts_only_at_exact_halves():
     weights removes round(2.5) = 2, half up would remove 3."""
     five = {"five": {"w": torch.tensor([[0.1, -0.2, 0.3, -0.4, 0.5]])}}
     assert P.n_removed(0.5, 5) == 2 and P.n_removed(0.3, 5) == 2
-    assert check_pruner(P.global_magnitude_masks, scope=Scope.GLOBAL, cases=five,
-                        sparsities=[0.5]).passed
-    report = check_pruner(half_up_count_global_masks, scope=Scope.GLOBAL, cases=five,
-                          sparsities=[0.5])
+    assert check_pruner(P.global_magnitude_masks, scope=Scope.GLOBAL, cases=five, sparsities=[0.5]).passed
+    report = check_pruner(half_up_count_global_masks, scope=Scope.GLOBAL, cases=five, sparsities=[0.5])
     assert failed_checks(report) == {"count"}
 
 
@@ -143,16 +146,17 @@ def test_kit_passes_a_correct_row_pruner():
     rows), norm order (tied norms included) and nesting."""
     report = check_pruner(l2_row_masks, pattern=Structured(dim=0, norm=2))
     assert report.passed, str(report)
-    assert {r.check for r in report.rows} == {"output", "structure", "count", "magnitude",
-                                              "nested"}
+    assert {r.check for r in report.rows} == {"output", "structure", "count", "magnitude", "nested"}
 
 
 @pytest.mark.claim("X7")
 @pytest.mark.teeth
 def test_magnitude_check_catches_a_2_4_pruner_keeping_the_largest_signed_values():
-    report = check_pruner(signed_two_four_masks, pattern=NM(2, 4),
-                          cases={k: v for k, v in nm_battery(NM(2, 4)).items()
-                                 if k != "rows not whole blocks"})
+    report = check_pruner(
+        signed_two_four_masks,
+        pattern=NM(2, 4),
+        cases={k: v for k, v in nm_battery(NM(2, 4)).items() if k != "rows not whole blocks"},
+    )
     assert failed_checks(report) == {"magnitude"}, str(report)
     assert any("negative extremes" in line for line in report.failures)
 
@@ -203,21 +207,28 @@ def test_structured_and_nm_batteries_are_deterministic():
                 assert torch.equal(a[case][n], b[case][n]), (case, n)
 
 
-@pytest.mark.parametrize("make, words", [
-    (lambda: Structured(dim=2), ["dim", "0 (rows) or 1"]),
-    (lambda: Structured(norm=3), ["norm", "1, 2 or math.inf"]),
-    (lambda: NM(4, 4), ["n must be below m"]),
-    (lambda: NM(0, 4), ["n", ">= 1"]),
-    (lambda: Unstructured("global"), ["scope", "GLOBAL"]),
-    (lambda: check_pruner(two_four), ["exactly one of pattern and scope"]),
-    (lambda: check_pruner(two_four, pattern=NM(2, 4), scope=Scope.GLOBAL),
-     ["exactly one of pattern and scope"]),
-    (lambda: check_pruner(two_four, pattern="2:4"), ["pattern", "NM(n, m)"]),
-    (lambda: check_pruner(two_four, pattern=NM(2, 4), sparsities=[0.5]),
-     ["sparsities", "1 - n/m"]),
-    (lambda: check_pruner(l2_row_masks, pattern=Structured(), cases={"x": {"w": torch.ones(4)}}),
-     ["cases", "2-D"]),
-], ids=lambda x: x[0] if isinstance(x, list) else None)
+@pytest.mark.parametrize(
+    "make, words",
+    [
+        (lambda: Structured(dim=2), ["dim", "0 (rows) or 1"]),
+        (lambda: Structured(norm=3), ["norm", "1, 2 or math.inf"]),
+        (lambda: NM(4, 4), ["n must be below m"]),
+        (lambda: NM(0, 4), ["n", ">= 1"]),
+        (lambda: Unstructured("global"), ["scope", "GLOBAL"]),
+        (lambda: check_pruner(two_four), ["exactly one of pattern and scope"]),
+        (
+            lambda: check_pruner(two_four, pattern=NM(2, 4), scope=Scope.GLOBAL),
+            ["exactly one of pattern and scope"],
+        ),
+        (lambda: check_pruner(two_four, pattern="2:4"), ["pattern", "NM(n, m)"]),
+        (lambda: check_pruner(two_four, pattern=NM(2, 4), sparsities=[0.5]), ["sparsities", "1 - n/m"]),
+        (
+            lambda: check_pruner(l2_row_masks, pattern=Structured(), cases={"x": {"w": torch.ones(4)}}),
+            ["cases", "2-D"],
+        ),
+    ],
+    ids=lambda x: x[0] if isinstance(x, list) else None,
+)
 def test_bad_pattern_arguments_raise_a_clear_value_error(make, words):
     with pytest.raises(ValueError) as e:
         make()
@@ -238,8 +249,10 @@ def test_check_pruner_catches_a_2_4_pruner_refusing_whole_blocks():
     whole = [c for c in nm_battery(NM(2, 4)) if c != "rows not whole blocks"]
     outputs = {r.case.split(", ")[0]: r for r in report.rows if r.check == "output"}
     assert sorted(outputs) == sorted(whole)
-    assert all(not r.passed and "raised ValueError: this pruner only takes rows of 8" in r.detail
-               for r in outputs.values())
+    assert all(
+        not r.passed and "raised ValueError: this pruner only takes rows of 8" in r.detail
+        for r in outputs.values()
+    )
     [refused] = [r for r in report.rows if r.check == "refused"]
     assert refused.passed and refused.case.startswith("rows not whole blocks")
 
@@ -254,10 +267,13 @@ def test_a_case_with_one_ragged_matrix_among_whole_ones_may_be_refused():
 
 def test_a_refusal_without_a_message_is_not_a_refusal():
     """The refusal must say why: an empty ValueError on a ragged case fails."""
+
     def mute(weights, sparsity):
         raise ValueError()
-    report = check_pruner(mute, pattern=NM(2, 4),
-                          cases={"ragged": nm_battery(NM(2, 4))["rows not whole blocks"]})
+
+    report = check_pruner(
+        mute, pattern=NM(2, 4), cases={"ragged": nm_battery(NM(2, 4))["rows not whole blocks"]}
+    )
     assert failed_checks(report) == {"output"}
 
 
@@ -319,6 +335,7 @@ def test_nm_cases_must_be_2d():
 def test_nm_count_catches_a_pruner_that_keeps_more_than_n():
     """Exactly n kept per block: a "2:4" pruner that keeps everything fails
     ``count`` (4 kept, not 2), even though no block removes a larger |w|."""
+
     def keeps_all(weights, sparsity):
         return {n: torch.ones_like(w, dtype=torch.bool) for n, w in weights.items()}
 

@@ -44,8 +44,17 @@ G = Granularity
 def test_kit_passes_aftertrains_quantizer_and_reports_every_row():
     report = check_quantizer(reference_quantizer)
     assert report.passed, str(report)
-    assert {r.check for r in report.rows} >= {"output", "round-trip", "grid", "codes", "extremes",
-                                               "zero", "edge", "odd", "idempotent"}
+    assert {r.check for r in report.rows} >= {
+        "output",
+        "round-trip",
+        "grid",
+        "codes",
+        "extremes",
+        "zero",
+        "edge",
+        "odd",
+        "idempotent",
+    }
     assert "PASSED" in str(report)
     report.raise_for_failures()
 
@@ -82,15 +91,19 @@ def test_kit_catches_broken_quantizer(broken, caught_by):
 
 
 @pytest.mark.claim("X7")
-@pytest.mark.parametrize("broken, caught_by", [(wrong_axis, {"round-trip", "extremes"}),
-                                               (clamp_past_qmax, {"grid"})],
-                         ids=["wrong_axis", "clamp_past_qmax"])
+@pytest.mark.parametrize(
+    "broken, caught_by",
+    [(wrong_axis, {"round-trip", "extremes"}), (clamp_past_qmax, {"grid"})],
+    ids=["wrong_axis", "clamp_past_qmax"],
+)
 @pytest.mark.teeth
 def test_kit_catches_broken_quantizer_from_w_hat_alone(broken, caught_by):
     """Without codes the grid check still sees a code past qmax: w_hat is off
     the article's grid max|w| / qmax."""
+
     def w_hat_only(w, bits, g):
         return broken(w, bits, g)[0]
+
     assert caught_by <= failed_checks(check_quantizer(w_hat_only))
 
 
@@ -101,11 +114,11 @@ def test_kit_catches_wrong_axis_per_channel_scales():
     fail the error bound and the largest-maps-to-qmax check on a 2 x 2 matrix
     whose row maxima (1.3, 0.3) differ from its column maxima (0.9, 1.3)."""
     w = torch.tensor([[0.9, -1.3], [-0.1, 0.3]])
-    report = check_quantizer(wrong_axis, bits=[4], granularities=[G.PER_CHANNEL],
-                             cases={"columns": w})
+    report = check_quantizer(wrong_axis, bits=[4], granularities=[G.PER_CHANNEL], cases={"columns": w})
     assert {"round-trip", "extremes"} <= failed_checks(report), str(report)
-    assert check_quantizer(reference_quantizer, bits=[4], granularities=[G.PER_CHANNEL],
-                           cases={"columns": w}).passed
+    assert check_quantizer(
+        reference_quantizer, bits=[4], granularities=[G.PER_CHANNEL], cases={"columns": w}
+    ).passed
 
 
 def test_a_quantizer_that_raises_or_returns_garbage_is_a_failure_not_a_crash():
@@ -146,11 +159,13 @@ def test_round_trip_bound_is_the_derived_slack():
     from aftertrain.core import tolerances as TOL
 
     assert TOL.QUANT_ROUND_TRIP_SLACK_ULPS * 127 * TOL.FLOAT32_UNIT_ROUNDOFF == pytest.approx(
-        6.0558e-5, rel=1e-4)
+        6.0558e-5, rel=1e-4
+    )
     scale = torch.tensor(1.0 / 127, dtype=torch.float32)
     w = torch.tensor([[1.0, float(scale / 2)]])
-    report = check_quantizer(reference_quantizer, bits=[8], granularities=[Granularity.PER_TENSOR],
-                             cases={"tie": w})
+    report = check_quantizer(
+        reference_quantizer, bits=[8], granularities=[Granularity.PER_TENSOR], cases={"tie": w}
+    )
     assert report.passed, str(report)
 
 
@@ -170,8 +185,7 @@ def test_round_trip_check_catches_an_error_just_beyond_its_slack():
         w_hat[0, 1] = -scale / 2 * 12 * qmax * u  # away from w: the error grows by 12 qmax u
         return w_hat, codes, s
 
-    report = check_quantizer(just_beyond, bits=[8], granularities=[Granularity.PER_TENSOR],
-                             cases={"tie": w})
+    report = check_quantizer(just_beyond, bits=[8], granularities=[Granularity.PER_TENSOR], cases={"tie": w})
     rows = [r for r in report.rows if r.check == "round-trip"]
     assert rows and not rows[0].passed, str(report)
     assert 1 < rows[0].value <= (1 + 16 * qmax * u) / (1 + 8 * qmax * u), rows[0]
@@ -219,18 +233,28 @@ def test_kit_passes_a_correct_quantizer_of_every_mapping_and_granularity_at_a_bo
     assert report.passed, str(report)
     quantizer = sum(inside)
     assert len(inside) >= len(schemes) and quantizer > 0, (len(inside), quantizer)
-    assert spent - quantizer <= KIT_OVER_QUANTIZER_CPU * quantizer, \
+    assert spent - quantizer <= KIT_OVER_QUANTIZER_CPU * quantizer, (
         f"kit {spent - quantizer:.2f} CPU s, quantizer {quantizer:.2f} CPU s in {len(inside)} calls"
+    )
     for mapping in Mapping:
         checks = {r.check for r in report.rows if f" {mapping.name} " in r.case}
-        assert {"output", "round-trip", "grid", "codes", "codes match w_hat", "scale",
-                "extremes", "edge"} <= checks, mapping
+        assert {
+            "output",
+            "round-trip",
+            "grid",
+            "codes",
+            "codes match w_hat",
+            "scale",
+            "extremes",
+            "edge",
+        } <= checks, mapping
         assert ("odd" in checks) is mapping.odd and ("zero" in checks) is mapping.keeps_zero
         assert ("idempotent" in checks) is mapping.idempotent
 
 
 def test_kit_accepts_a_quantizer_that_refuses_a_group_size_not_dividing_the_row():
     """'Refused clearly' is a ValueError with a message; the refusal is a row."""
+
     def strict(w, scheme):
         if w.shape[1] % scheme.granularity.group_size:
             raise ValueError(f"w has {w.shape[1]} columns, not a multiple of the group size")
@@ -239,7 +263,8 @@ def test_kit_accepts_a_quantizer_that_refuses_a_group_size_not_dividing_the_row(
     report = check_quantizer(strict, schemes=[QuantScheme(4, Mapping.SYMMETRIC, PerGroup(32))])
     assert report.passed, str(report)
     assert [r.case for r in report.rows if r.check == "refused"] == [
-        "group size does not divide the row, int4 SYMMETRIC PerGroup(32)"]
+        "group size does not divide the row, int4 SYMMETRIC PerGroup(32)"
+    ]
 
 
 SCHEME_TEETH = [
@@ -253,8 +278,9 @@ SCHEME_TEETH = [
 
 
 @pytest.mark.claim("X7")
-@pytest.mark.parametrize("broken, mapping, caught_by", SCHEME_TEETH,
-                         ids=[f"{b.__name__}-{m.name}" for b, m, _ in SCHEME_TEETH])
+@pytest.mark.parametrize(
+    "broken, mapping, caught_by", SCHEME_TEETH, ids=[f"{b.__name__}-{m.name}" for b, m, _ in SCHEME_TEETH]
+)
 @pytest.mark.parametrize("granularity", [PerAxis(0), PerGroup(32), PerGroup(128)], ids=str)
 @pytest.mark.teeth
 def test_kit_catches_broken_scheme_quantizer(broken, mapping, caught_by, granularity):
@@ -266,15 +292,20 @@ def test_kit_catches_broken_scheme_quantizer(broken, mapping, caught_by, granula
 
 
 @pytest.mark.claim("X7")
-@pytest.mark.parametrize("broken, mapping, caught_by", [
-    (zero_point_not_rounded, Mapping.ASYMMETRIC, {"zero", "grid"}),
-    (clamped_one_short, Mapping.SYMMETRIC_FULL, {"round-trip", "extremes"}),
-    (scale_from_next_group, Mapping.SYMMETRIC, {"round-trip", "grid"}),
-    (full_range_scale_restricted_clamp, Mapping.SYMMETRIC_FULL, {"round-trip", "grid"}),
-], ids=lambda x: getattr(x, "__name__", None) or getattr(x, "name", None))
+@pytest.mark.parametrize(
+    "broken, mapping, caught_by",
+    [
+        (zero_point_not_rounded, Mapping.ASYMMETRIC, {"zero", "grid"}),
+        (clamped_one_short, Mapping.SYMMETRIC_FULL, {"round-trip", "extremes"}),
+        (scale_from_next_group, Mapping.SYMMETRIC, {"round-trip", "grid"}),
+        (full_range_scale_restricted_clamp, Mapping.SYMMETRIC_FULL, {"round-trip", "grid"}),
+    ],
+    ids=lambda x: getattr(x, "__name__", None) or getattr(x, "name", None),
+)
 @pytest.mark.teeth
 def test_kit_catches_broken_scheme_quantizer_from_w_hat_alone(broken, mapping, caught_by):
     """Without codes, scale or zero point, w_hat alone still shows each bug."""
+
     def w_hat_only(w, scheme):
         return broken(w, scheme)[0]
 
@@ -282,18 +313,25 @@ def test_kit_catches_broken_scheme_quantizer_from_w_hat_alone(broken, mapping, c
     assert caught_by <= failed_checks(report), (caught_by, failed_checks(report))
 
 
-@pytest.mark.parametrize("actual, claimed", [(Mapping.SYMMETRIC_FULL, Mapping.SYMMETRIC),
-                                             (Mapping.SYMMETRIC, Mapping.SYMMETRIC_FULL),
-                                             (Mapping.ASYMMETRIC_FLOAT_SHIFT, Mapping.ASYMMETRIC)],
-                         ids=lambda m: m.name)
+@pytest.mark.parametrize(
+    "actual, claimed",
+    [
+        (Mapping.SYMMETRIC_FULL, Mapping.SYMMETRIC),
+        (Mapping.SYMMETRIC, Mapping.SYMMETRIC_FULL),
+        (Mapping.ASYMMETRIC_FLOAT_SHIFT, Mapping.ASYMMETRIC),
+    ],
+    ids=lambda m: m.name,
+)
 def test_a_convention_mismatch_names_the_scheme_the_figures_fit(actual, claimed):
     """A correct quantizer of one mapping claimed as another fails, and its
     failure lines say which mapping the output fits."""
+
     def other(w, scheme):
         return quantize_scheme(w, QuantScheme(scheme.bits, actual, scheme.granularity))[0]
 
-    report = check_quantizer(other, schemes=[QuantScheme(4, claimed, PerAxis(0))],
-                             cases={"gaussian": battery(4)["gaussian"]})
+    report = check_quantizer(
+        other, schemes=[QuantScheme(4, claimed, PerAxis(0))], cases={"gaussian": battery(4)["gaussian"]}
+    )
     assert not report.passed
     assert any(f"looks like {actual.name}" in line for line in report.failures), str(report)
 
@@ -302,8 +340,11 @@ def test_a_wrong_axis_names_the_axis_the_figures_fit():
     def columns(w, scheme):
         return quantize_scheme(w, QuantScheme(scheme.bits, scheme.mapping, PerAxis(1)))[0]
 
-    report = check_quantizer(columns, schemes=[QuantScheme(8, Mapping.SYMMETRIC, PerAxis(0))],
-                             cases={"gaussian": battery(8)["gaussian"]})
+    report = check_quantizer(
+        columns,
+        schemes=[QuantScheme(8, Mapping.SYMMETRIC, PerAxis(0))],
+        cases={"gaussian": battery(8)["gaussian"]},
+    )
     assert any("looks like PerAxis(1)" in line for line in report.failures), str(report)
 
 
@@ -328,11 +369,13 @@ def test_floor_check_catches_an_undeclared_floor():
     w = torch.tensor([[1e-6, -0.5e-6, 0.25e-6], [1e-8, -0.5e-8, 0.0]])
 
     def floored(x, scheme):
-        return quantize_scheme(x, QuantScheme(scheme.bits, scheme.mapping, scheme.granularity,
-                                              scale_floor=eps))
+        return quantize_scheme(
+            x, QuantScheme(scheme.bits, scheme.mapping, scheme.granularity, scale_floor=eps)
+        )
 
-    report = check_quantizer(floored, schemes=[QuantScheme(8, Mapping.SYMMETRIC, PerAxis(0))],
-                             cases={"tiny rows": w})
+    report = check_quantizer(
+        floored, schemes=[QuantScheme(8, Mapping.SYMMETRIC, PerAxis(0))], cases={"tiny rows": w}
+    )
     assert "round-trip" in failed_checks(report)
 
 
@@ -344,22 +387,31 @@ def test_group_battery_is_deterministic_and_holds_whole_and_partial_groups():
     assert all(w.shape[1] % 32 == 0 for n, w in a.items() if "divide" not in n)
 
 
-@pytest.mark.parametrize("make, words", [
-    (lambda: QuantScheme(9, Mapping.SYMMETRIC, PerTensor()), ["bits", "[2, 8]"]),
-    (lambda: QuantScheme(4, "symmetric", PerTensor()), ["mapping", "SYMMETRIC"]),
-    (lambda: QuantScheme(4, Mapping.SYMMETRIC, "per-tensor"), ["granularity", "PerGroup"]),
-    (lambda: QuantScheme(4, Mapping.SYMMETRIC, PerTensor(), scale_floor=0.0), ["scale_floor"]),
-    (lambda: PerAxis(2), ["axis", "0, 1 or -1"]),
-    (lambda: PerGroup(0), ["group_size", ">= 1"]),
-    (lambda: check_quantizer(quantize_scheme, schemes=[]), ["schemes", "QuantScheme"]),
-    (lambda: check_quantizer(quantize_scheme, schemes=["int4"]), ["schemes", "QuantScheme"]),
-    (lambda: check_quantizer(quantize_scheme, bits=[4],
-                             schemes=[QuantScheme(4, Mapping.SYMMETRIC, PerTensor())]),
-     ["either schemes", "bits"]),
-    (lambda: quantize_scheme(torch.zeros(2, 2), "int4"), ["scheme", "QuantScheme"]),
-    (lambda: quantize_scheme(torch.zeros(4), QuantScheme(4, Mapping.SYMMETRIC, PerTensor())),
-     ["w", "2-D float32"]),
-], ids=lambda x: x[0] if isinstance(x, list) else None)
+@pytest.mark.parametrize(
+    "make, words",
+    [
+        (lambda: QuantScheme(9, Mapping.SYMMETRIC, PerTensor()), ["bits", "[2, 8]"]),
+        (lambda: QuantScheme(4, "symmetric", PerTensor()), ["mapping", "SYMMETRIC"]),
+        (lambda: QuantScheme(4, Mapping.SYMMETRIC, "per-tensor"), ["granularity", "PerGroup"]),
+        (lambda: QuantScheme(4, Mapping.SYMMETRIC, PerTensor(), scale_floor=0.0), ["scale_floor"]),
+        (lambda: PerAxis(2), ["axis", "0, 1 or -1"]),
+        (lambda: PerGroup(0), ["group_size", ">= 1"]),
+        (lambda: check_quantizer(quantize_scheme, schemes=[]), ["schemes", "QuantScheme"]),
+        (lambda: check_quantizer(quantize_scheme, schemes=["int4"]), ["schemes", "QuantScheme"]),
+        (
+            lambda: check_quantizer(
+                quantize_scheme, bits=[4], schemes=[QuantScheme(4, Mapping.SYMMETRIC, PerTensor())]
+            ),
+            ["either schemes", "bits"],
+        ),
+        (lambda: quantize_scheme(torch.zeros(2, 2), "int4"), ["scheme", "QuantScheme"]),
+        (
+            lambda: quantize_scheme(torch.zeros(4), QuantScheme(4, Mapping.SYMMETRIC, PerTensor())),
+            ["w", "2-D float32"],
+        ),
+    ],
+    ids=lambda x: x[0] if isinstance(x, list) else None,
+)
 def test_bad_scheme_arguments_raise_a_clear_value_error(make, words):
     with pytest.raises(ValueError) as e:
         make()
@@ -374,9 +426,8 @@ def test_scale_check_catches_a_scale_three_eps_off(mapping):
     fails it, with that figure. Every scale row's verdict is its figure
     against its bound (a case whose scales the drift leaves within 4 u, e.g.
     a floor scale of an all-zero row, passes)."""
-    u = 2.0 ** -24
-    report = check_quantizer(scale_three_eps_off,
-                             schemes=[QuantScheme(8, mapping, PerAxis(0))])
+    u = 2.0**-24
+    report = check_quantizer(scale_three_eps_off, schemes=[QuantScheme(8, mapping, PerAxis(0))])
     rows = [r for r in report.rows if r.check == "scale"]
     assert all(r.bound == 4 * u and r.passed == (r.value <= 4 * u) for r in rows), str(report)
     assert sum(4 * u < r.value <= 8 * u and not r.passed for r in rows) >= 5, str(report)

@@ -68,10 +68,13 @@ def test_check_quantizer_catches_a_declared_floor_not_applied():
     to w) is off the floor's grid (3e-9 / 1.19e-7 = 0.025 steps) and its
     returned scale is not the floor: ``grid`` and ``scale`` fail; from w_hat
     alone, ``grid``."""
-    assert failed_checks(check_quantizer(_without_the_floor, schemes=[FLOORED],
-                                         cases={"tiny": TINY})) == {"grid", "scale"}
-    w_hat_only = check_quantizer(lambda w, s: _without_the_floor(w, s)[0], schemes=[FLOORED],
-                                 cases={"tiny": TINY})
+    assert failed_checks(check_quantizer(_without_the_floor, schemes=[FLOORED], cases={"tiny": TINY})) == {
+        "grid",
+        "scale",
+    }
+    w_hat_only = check_quantizer(
+        lambda w, s: _without_the_floor(w, s)[0], schemes=[FLOORED], cases={"tiny": TINY}
+    )
     assert failed_checks(w_hat_only) == {"grid"}, str(w_hat_only)
 
 
@@ -80,8 +83,9 @@ def test_a_declared_floor_judges_a_subnormal_group_that_the_default_leaves_to_ed
     is only held to the ``edge`` reach; with a declared floor it is judged
     (round trip, grid) at the floor and there is no ``edge`` row."""
     w = torch.tensor([[1.0, -0.5], [1e-40, -2e-40]])
-    default = check_quantizer(quantize_scheme, schemes=[replace(FLOORED, scale_floor=SCALE_FLOOR)],
-                              cases={"sub": w})
+    default = check_quantizer(
+        quantize_scheme, schemes=[replace(FLOORED, scale_floor=SCALE_FLOOR)], cases={"sub": w}
+    )
     declared = check_quantizer(quantize_scheme, schemes=[FLOORED], cases={"sub": w})
     assert default.passed and declared.passed
     assert rows_named(default, "edge") and not rows_named(declared, "edge")
@@ -119,8 +123,7 @@ def test_grid_check_catches_a_code_on_the_grid_outside_the_mapping_range():
     assert failed_checks(report) == {"grid", "codes", "extremes"}, str(report)
     [grid] = rows_named(report, "grid")
     assert "outside [-8, 7] (codes reach [-4, 8])" in grid.detail
-    w_hat_only = check_quantizer(lambda w, s: _unclipped(w, s)[0], schemes=[FULL],
-                                 cases={"top": TOP})
+    w_hat_only = check_quantizer(lambda w, s: _unclipped(w, s)[0], schemes=[FULL], cases={"top": TOP})
     assert failed_checks(w_hat_only) == {"grid", "extremes"}
 
 
@@ -135,6 +138,7 @@ def test_asymmetric_codes_may_be_stored_signed_or_unsigned_and_nothing_else(shif
     def stored(w, scheme):
         w_hat, codes, scale, zero = quantize_scheme(w, scheme)
         return w_hat, codes + shift, scale, zero + shift
+
     codes = quantize_scheme(w, scheme)[1]
     assert codes.min() == -8 and codes.max() == 7  # both ends of the signed range are used
     report = check_quantizer(stored, schemes=[scheme], cases={"w": w})
@@ -152,6 +156,7 @@ def test_codes_check_catches_symmetric_codes_stored_unsigned():
     def shifted(w, scheme):
         w_hat, codes, scale, _ = quantize_scheme(w, scheme)
         return w_hat, codes + 8, scale, None
+
     report = check_quantizer(shifted, schemes=[scheme], cases={"w": TOP})
     assert "codes" in failed_checks(report), str(report)
 
@@ -173,9 +178,12 @@ def test_the_kit_passes_a_correct_quantizer_under_a_negative_axis():
     w = torch.tensor([[0.9, -1.3, 0.05], [-0.1, 0.3, 2.0]])
     for mapping in Mapping:
         neg = QuantScheme(4, mapping, PerAxis(-1))
-        assert all(torch.equal(a, b) for a, b in zip(quantize_scheme(w, neg),
-                                                     quantize_scheme(w, replace(neg, granularity=PerAxis(1))),
-                                                     strict=True))
+        assert all(
+            torch.equal(a, b)
+            for a, b in zip(
+                quantize_scheme(w, neg), quantize_scheme(w, replace(neg, granularity=PerAxis(1))), strict=True
+            )
+        )
         report = check_quantizer(quantize_scheme, schemes=[neg])
         assert report.passed, str(report)
 
@@ -186,11 +194,14 @@ def test_check_quantizer_catches_a_negative_axis_read_as_rows():
     (row maxima 1.3, 0.3; column maxima 0.9, 1.3): its w_hat is off the
     per-column grid (``grid``, whose line says the output looks like
     PerAxis(0)) and its scales are not the columns' (``scale``)."""
+
     def rows(w, scheme):
         return quantize_scheme(w, replace(scheme, granularity=PerAxis(0)))
+
     scheme = QuantScheme(4, Mapping.SYMMETRIC, PerAxis(-1))
-    report = check_quantizer(rows, schemes=[scheme],
-                             cases={"columns": torch.tensor([[0.9, -1.3], [-0.1, 0.3]])})
+    report = check_quantizer(
+        rows, schemes=[scheme], cases={"columns": torch.tensor([[0.9, -1.3], [-0.1, 0.3]])}
+    )
     assert {"grid", "scale"} <= failed_checks(report), str(report)
     [grid] = rows_named(report, "grid")
     assert "; looks like PerAxis(0) (declare int4 SYMMETRIC PerAxis(0))" in grid.detail
@@ -224,6 +235,7 @@ def test_output_check_catches_a_valueerror_on_whole_groups_taken_for_a_refusal()
 def test_output_check_catches_a_tuple_other_than_three_or_four():
     """The protocol's tuple is (w_hat, codes, scale[, zero_point]): a pair
     (w_hat, codes) is refused by the output row, naming its length."""
+
     def pair(w, scheme):
         w_hat, codes, _, _ = quantize_scheme(w, scheme)
         return w_hat, codes
@@ -240,9 +252,11 @@ def test_odd_row_catches_a_quantizer_that_returns_the_same_output_for_minus_w():
     quantizes ``|sum(w)|``-signed input (w itself when sum(w) >= 0, else -w)
     gives the same w_hat for w and -w, of equal magnitude but not negated;
     on a case whose sum is positive only ``odd`` can see it."""
+
     def sign_blind(w, scheme):
         return quantize_scheme(w if float(w.sum()) >= 0 else -w, scheme)[0]
 
-    report = check_quantizer(sign_blind, schemes=[SYM8],
-                             cases={"positive sum": torch.tensor([[1.0, -0.5, 0.25]])})
+    report = check_quantizer(
+        sign_blind, schemes=[SYM8], cases={"positive sum": torch.tensor([[1.0, -0.5, 0.25]])}
+    )
     assert failed_checks(report) == {"odd"}, str(report)

@@ -30,19 +30,23 @@ TINY = {"tiny row": torch.tensor([[1e-40, -3e-41, 0.0], [0.5, -0.25, 1.0]])}
 
 def nan_at(row: int):
     """The reference quantizer with w_hat[row, 0] NaN."""
+
     def quantize(w, scheme):
         w_hat = quantize_scheme(w, scheme)[0].clone()
         w_hat[row, 0] = float("nan")
         return w_hat
+
     return quantize
 
 
 def garbage_at(row: int):
     """The reference quantizer with row ``row`` replaced by 5 x w."""
+
     def quantize(w, scheme):
         w_hat = quantize_scheme(w, scheme)[0].clone()
         w_hat[row] = 5 * w[row]
         return w_hat
+
     return quantize
 
 
@@ -109,12 +113,19 @@ RAGGED = QuantScheme(4, Mapping.SYMMETRIC_FULL, PerGroup(4))
 ROWS_OF_6 = {"rows of 6": torch.randn(2, 6, generator=torch.Generator().manual_seed(0))}
 
 
-@pytest.mark.parametrize("exc", [AssertionError("48 not divisible by 32"),
-                                 RuntimeError("shape '[2, -1, 4]' is invalid"),
-                                 ValueError("group size must divide the row")], ids=repr)
+@pytest.mark.parametrize(
+    "exc",
+    [
+        AssertionError("48 not divisible by 32"),
+        RuntimeError("shape '[2, -1, 4]' is invalid"),
+        ValueError("group size must divide the row"),
+    ],
+    ids=repr,
+)
 def test_any_exception_with_a_message_on_an_undefined_input_is_a_refusal(exc):
     def refuses(w, scheme):
         raise exc
+
     report = check_quantizer(refuses, schemes=[RAGGED], cases=ROWS_OF_6)
     [row] = report.rows
     assert report.passed and row.check == "refused", str(report)
@@ -125,11 +136,13 @@ def test_any_exception_with_a_message_on_an_undefined_input_is_a_refusal(exc):
 def test_refusal_catches_a_crash_on_a_defined_input_or_without_a_message():
     def refuses(w, scheme):
         raise AssertionError("no")
+
     defined = {"rows of 8": torch.randn(2, 8, generator=torch.Generator().manual_seed(0))}
     assert not check_quantizer(refuses, schemes=[RAGGED], cases=defined).passed
 
     def silent(w, scheme):
         raise AssertionError
+
     assert not check_quantizer(silent, schemes=[RAGGED], cases=ROWS_OF_6).passed
 
 
@@ -146,6 +159,7 @@ def two_four(raise_on_ragged: type[Exception] | None):
             keep.scatter_(1, blocks.topk(2, dim=1).indices, True)
             out[name] = keep.reshape(w.shape)
         return out
+
     return prune
 
 
@@ -153,8 +167,9 @@ def two_four(raise_on_ragged: type[Exception] | None):
 def test_pruner_refusal_catches_a_crash_on_whole_blocks():
     pattern = NM(2, 4)
     report = check_pruner(two_four(RuntimeError), pattern=pattern)
-    assert report.passed and any(r.detail.startswith("refused (RuntimeError: ")
-                                 for r in report.rows if r.check == "refused"), str(report)
+    assert report.passed and any(
+        r.detail.startswith("refused (RuntimeError: ") for r in report.rows if r.check == "refused"
+    ), str(report)
     assert assert_pruner(two_four(ValueError), pattern=pattern) is None
     whole = {k: v for k, v in nm_battery(pattern).items() if k == "single block"}
     with pytest.raises(AssertionError, match="raised AssertionError: a single block"):
@@ -180,6 +195,7 @@ def test_the_library_picks_the_group_size_and_the_kit_reads_it():
     def per_tensor(w, scheme):  # one scale for all 3 rows: no group size along a row
         one = QuantScheme(4, Mapping.ASYMMETRIC, PerGroup(w.numel()))
         return quantize_scheme(w.reshape(1, -1), one)[0].reshape(w.shape)
+
     report = check_quantizer(per_tensor, schemes=[chosen], cases=w)
     assert not report.passed and [r.check for r in report.rows] == ["group size"], str(report)
 

@@ -46,7 +46,6 @@ def test_the_default_battery_runs_each_test_at_alpha_over_83(correct_report):
     assert 0 < len(reached) <= sum(c.k + 1 for c in cases)
 
 
-
 def _swap_one(weights, s):
     """Per-layer magnitude pruning that removes the second-smallest |w| in
     place of the smallest: counts exact, magnitude order broken by the
@@ -69,9 +68,11 @@ def test_prune_magnitude_check_fails_a_swap_just_beyond_its_limit():
     (removed <= kept) by less than a factor of two, so a check loosened by
     two would pass it."""
     from aftertrain.checks.prune import Scope, check_pruner
+
     case = {"w": torch.tensor([[1.0, 1.5, 4.0, 5.0]])}
-    report = check_pruner(_swap_one, scope=Scope.PER_LAYER, nested=False, sparsities=[0.25],
-                          cases={"near tie": case})
+    report = check_pruner(
+        _swap_one, scope=Scope.PER_LAYER, nested=False, sparsities=[0.25], cases={"near tie": case}
+    )
     rows = [r for r in report.rows if r.check == "magnitude"]
     assert rows and not rows[0].passed and (rows[0].value, rows[0].bound) == (1.5, 1.0)
     assert not report.passed
@@ -80,6 +81,7 @@ def test_prune_magnitude_check_fails_a_swap_just_beyond_its_limit():
 @pytest.fixture(scope="module")
 def always_accept_report():
     from aftertrain.checks import zoo
+
     return CS.check_rule(CS.drawing_uniforms(zoo.make_rule("always accept")), n=100, seed=0)
 
 

@@ -53,5 +53,4 @@ def test_each_positions_tv_threshold_is_taken_at_the_rounds_that_reached_it():
         spread = stats.tv_null_distribution(FIXED_P[j], m, TV_NULL_TRIALS, j).std()
         tolerance = 6 * spread / math.sqrt(TV_NULL_TRIALS)
         margin = math.sqrt(math.log(1 / ALPHA) / (2 * m))
-        assert rows[j].tv_threshold == pytest.approx(exact_mean_tv(FIXED_P[j], m) + margin,
-                                                     abs=tolerance), j
+        assert rows[j].tv_threshold == pytest.approx(exact_mean_tv(FIXED_P[j], m) + margin, abs=tolerance), j

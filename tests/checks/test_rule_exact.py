@@ -16,12 +16,15 @@ from aftertrain.checks.rule_exact import below_one, margin
 LOW = [torch.float32, torch.bfloat16]
 
 
-@pytest.mark.parametrize("dtype, expected", [
-    (torch.float64, 1e-12),  # 4 eps = 8.9e-16 is below the floor 1e-12
-    (torch.float32, 4 * 2.0**-23),  # 4.77e-7
-    (torch.bfloat16, 4 * 2.0**-7),  # 3.1e-2
-    (torch.float16, 4 * 2.0**-10),
-])
+@pytest.mark.parametrize(
+    "dtype, expected",
+    [
+        (torch.float64, 1e-12),  # 4 eps = 8.9e-16 is below the floor 1e-12
+        (torch.float32, 4 * 2.0**-23),  # 4.77e-7
+        (torch.bfloat16, 4 * 2.0**-7),  # 3.1e-2
+        (torch.float16, 4 * 2.0**-10),
+    ],
+)
 def test_the_margin_is_four_ulps_of_the_dtype_and_at_least_1e_12(dtype, expected):
     """margin(dtype) = max(4 eps, 1e-12), as its docstring says."""
     assert margin(dtype) == expected
@@ -43,6 +46,7 @@ def _renormalising(dtype: torch.dtype):
     def renormalised(p, q, drafts, u, v):
         assert p.dtype == q.dtype == dtype
         return rule(torch.softmax(p.log(), -1), torch.softmax(q.log(), -1), drafts, u, v)
+
     return renormalised
 
 
@@ -60,6 +64,7 @@ def _threshold_off(factor: float):
 
     def off(p, q, drafts, u, v):
         return rule(p, q, drafts, u / factor, v)
+
     return off
 
 
@@ -72,8 +77,7 @@ def test_check_rule_exact_catches_a_threshold_off_by_twice_the_margin(dtype):
     report = CS.check_rule_exact(_threshold_off(1 + 2 * margin(dtype)), dtype=dtype)
     failed = {r.case for r in report.rows if not r.passed}
     m = f"{margin(dtype):.2g}"
-    assert {f"u {m} above p/q = 0.5 rejects", f"u {m} above p/q = 0.75 rejects"} <= failed, \
-        str(report)
+    assert {f"u {m} above p/q = 0.5 rejects", f"u {m} above p/q = 0.75 rejects"} <= failed, str(report)
 
 
 # --- each probe's verdict reads the whole answer --------------------------------------------
@@ -90,8 +94,9 @@ def test_probe_check_catches_the_right_count_with_the_wrong_token():
     alone."""
     report = CS.check_rule_exact(zoo.make_rule(zoo.RuleBug.SKIP_RENORMALISATION))
     failed = _failed_rows(report)
-    assert any(case.startswith("residual renormalised") and check == "forced uniforms"
-               for case, check in failed), str(report)
+    assert any(
+        case.startswith("residual renormalised") and check == "forced uniforms" for case, check in failed
+    ), str(report)
 
 
 @pytest.mark.teeth
@@ -128,6 +133,7 @@ def test_the_rules_renormalise_attribute_is_used_when_none_is_given():
     def spy(r):
         calls.append(r.shape)
         return r
+
     rule.renormalise = spy
     report = CS.check_rule_exact(rule)
     assert report.passed, str(report)

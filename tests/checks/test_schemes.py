@@ -28,11 +28,13 @@ def test_each_mappings_code_range_is_the_docstrings(bits):
     """Codes: SYMMETRIC [-qmax, qmax], ASYMMETRIC_FLOAT_SHIFT [0, 2**bits - 1],
     the others [qmin, qmax] (qmax = 2**(bits-1) - 1, qmin = -qmax - 1)."""
     qmax = 2 ** (bits - 1) - 1
-    want = {Mapping.SYMMETRIC: (-qmax, qmax),
-            Mapping.SYMMETRIC_FULL: (-qmax - 1, qmax),
-            Mapping.SYMMETRIC_NO_CLIPPING_ERR: (-qmax - 1, qmax),
-            Mapping.ASYMMETRIC: (-qmax - 1, qmax),
-            Mapping.ASYMMETRIC_FLOAT_SHIFT: (0, 2 ** bits - 1)}
+    want = {
+        Mapping.SYMMETRIC: (-qmax, qmax),
+        Mapping.SYMMETRIC_FULL: (-qmax - 1, qmax),
+        Mapping.SYMMETRIC_NO_CLIPPING_ERR: (-qmax - 1, qmax),
+        Mapping.ASYMMETRIC: (-qmax - 1, qmax),
+        Mapping.ASYMMETRIC_FLOAT_SHIFT: (0, 2**bits - 1),
+    }
     for mapping, codes in want.items():
         assert QuantScheme(bits, mapping, PerTensor()).code_range == codes, mapping
 
@@ -45,8 +47,9 @@ def test_a_scale_floor_outside_smallest_normal_to_below_1_is_refused(floor):
 
 
 def test_a_scale_floor_just_below_1_is_accepted():
-    below = float(torch.nextafter(torch.tensor(1.0, dtype=torch.float64),
-                                  torch.tensor(0.0, dtype=torch.float64)))
+    below = float(
+        torch.nextafter(torch.tensor(1.0, dtype=torch.float64), torch.tensor(0.0, dtype=torch.float64))
+    )
     assert QuantScheme(8, Mapping.SYMMETRIC, PerTensor(), scale_floor=below).scale_floor == below
 
 
@@ -55,7 +58,9 @@ def test_which_mappings_are_idempotent_keep_zero_and_are_odd():
     idempotent all but SYMMETRIC_FULL and ASYMMETRIC; zero kept by all but
     ASYMMETRIC_FLOAT_SHIFT; odd only SYMMETRIC."""
     assert {m for m in Mapping if m.idempotent} == {
-        Mapping.SYMMETRIC, Mapping.SYMMETRIC_NO_CLIPPING_ERR, Mapping.ASYMMETRIC_FLOAT_SHIFT}
+        Mapping.SYMMETRIC,
+        Mapping.SYMMETRIC_NO_CLIPPING_ERR,
+        Mapping.ASYMMETRIC_FLOAT_SHIFT,
+    }
     assert {m for m in Mapping if not m.keeps_zero} == {Mapping.ASYMMETRIC_FLOAT_SHIFT}
     assert {m for m in Mapping if m.odd} == {Mapping.SYMMETRIC}
-

@@ -29,8 +29,13 @@ ROOT = Path(__file__).resolve().parents[2]
 pytest_plugins = ["pytester"]
 
 
-KIT_MODULES = ("aftertrain.checks.speculative", "aftertrain.checks.zoo", "aftertrain.checks.quant",
-               "aftertrain.checks.prune", "aftertrain.checks.assertions")
+KIT_MODULES = (
+    "aftertrain.checks.speculative",
+    "aftertrain.checks.zoo",
+    "aftertrain.checks.quant",
+    "aftertrain.checks.prune",
+    "aftertrain.checks.assertions",
+)
 
 
 @contextlib.contextmanager
@@ -41,6 +46,7 @@ def aftertrain_imported_anew_without(*blocked: str):
     (None in ``sys.modules``, as in a child that sets it first); on exit
     every ``aftertrain`` module and each of ``blocked`` is the one it was
     (the anew ones dropped; another package first imported meanwhile stays)."""
+
     def ours(name: str) -> bool:
         return name == "aftertrain" or name.startswith("aftertrain.") or name in blocked
 
@@ -77,17 +83,18 @@ def test_kit_imports_without_pytest_or_hypothesis():
     """Every kit (and its one-line assertions) imports without pytest and
     hypothesis in a child Python; aftertrain.checks.strategies, which needs
     hypothesis, says how to get it (the ``strategies`` extra)."""
-    code = ("import sys; sys.modules['pytest'] = None; sys.modules['hypothesis'] = None\n"
-            "from aftertrain.checks.speculative import check_rule, check_rule_exact, "
-            "check_generator, sequential\nfrom aftertrain.checks import zoo\n"
-            "from aftertrain.checks.quant import QuantScheme, PerGroup, check_quantizer\n"
-            "from aftertrain.checks.prune import NM, check_pruner\n"
-            "from aftertrain.checks.assertions import assert_rule, assert_quantizer, "
-            "assert_pruner\nprint('ok')\n"
-            "try:\n    import aftertrain.checks.strategies\n"
-            "except ImportError as e:\n    print(e)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=ROOT, timeout=120)
+    code = (
+        "import sys; sys.modules['pytest'] = None; sys.modules['hypothesis'] = None\n"
+        "from aftertrain.checks.speculative import check_rule, check_rule_exact, "
+        "check_generator, sequential\nfrom aftertrain.checks import zoo\n"
+        "from aftertrain.checks.quant import QuantScheme, PerGroup, check_quantizer\n"
+        "from aftertrain.checks.prune import NM, check_pruner\n"
+        "from aftertrain.checks.assertions import assert_rule, assert_quantizer, "
+        "assert_pruner\nprint('ok')\n"
+        "try:\n    import aftertrain.checks.strategies\n"
+        "except ImportError as e:\n    print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     lines = out.stdout.strip().splitlines()
     assert out.returncode == 0 and lines[0] == "ok", out.stderr
     assert "pip install 'aftertrain[strategies]'" in lines[1], out.stdout
@@ -100,9 +107,13 @@ def test_kit_catches_every_zoo_variant_at_the_default_settings(variant, claim_re
     """X7. Each bug of the zoo fails the kit's check named in zoo.ZOO at the
     default settings, seed 0 (tools/zoo_rates.py measures 20 seeds)."""
     report = zoo.detect(variant, seed=0)
-    claim_record.measured("{variant!s}: {failures} failures of {checks} checks ({caught_by!s})",
-                          variant=variant, failures=len(report.failures), checks=len(report.rows),
-                          caught_by=zoo.ZOO[variant].caught_by)
+    claim_record.measured(
+        "{variant!s}: {failures} failures of {checks} checks ({caught_by!s})",
+        variant=variant,
+        failures=len(report.failures),
+        checks=len(report.rows),
+        caught_by=zoo.ZOO[variant].caught_by,
+    )
     assert not report.passed, str(report)
 
 
@@ -120,8 +131,9 @@ def test_check_generator_splits_alpha_over_every_k_and_temperature():
     """Bonferroni over the joint-law tests: with 2 ks and 2 temperatures each
     chi-square row is at alpha / 4 (not alpha / 2, which would hold the
     family only to 2 alpha)."""
-    report = CS.check_generator(zoo.make_generator(), runs=100, ks=(1, 2),
-                                temperatures=(1.0, 0.5), alpha=1e-3)
+    report = CS.check_generator(
+        zoo.make_generator(), runs=100, ks=(1, 2), temperatures=(1.0, 0.5), alpha=1e-3
+    )
     bounds = [r.bound for r in report.rows if r.check == "chi-square"]
     assert len(bounds) == 4 and set(bounds) == {1e-3 / 4}, str(report)
 
@@ -140,8 +152,7 @@ def test_default_battery_splits_alpha_over_its_tests():
     report = CS.check_rule(CS.drawing_uniforms(S.verify_with_uniforms), alpha=ALPHA)
     bounds = {r.bound for r in report.rows if r.check == "chi-square"}
     assert bounds == {ALPHA / m}
-    assert {r.check for r in report.rows} == {"outputs", "support", "chi-square", "tv",
-                                              "acceptance"}
+    assert {r.check for r in report.rows} == {"outputs", "support", "chi-square", "tv", "acceptance"}
     assert report.passed, str(report)
 
 
@@ -159,15 +170,18 @@ def test_an_exception_is_a_failure_line_not_a_crash():
         report.raise_for_failures()
 
 
-@pytest.mark.parametrize("bad, match", [
-    (lambda a, t: (a.double(), t), "accepted has dtype torch.float64"),
-    (lambda a, t: (a, t.float().fill_(math.nan)), "token has dtype torch.float32 holding NaN"),
-    (lambda a, t: (a, t[:-1]), "token has shape"),
-    (lambda a, t: (a, t + 1000), "token holds values"),
-    (lambda a, t: (a - 1, t), "accepted holds values"),
-    (lambda a, t: a, "must return \\(accepted, token\\)"),
-    (lambda a, t: (a.tolist(), t), "accepted is a list"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (lambda a, t: (a.double(), t), "accepted has dtype torch.float64"),
+        (lambda a, t: (a, t.float().fill_(math.nan)), "token has dtype torch.float32 holding NaN"),
+        (lambda a, t: (a, t[:-1]), "token has shape"),
+        (lambda a, t: (a, t + 1000), "token holds values"),
+        (lambda a, t: (a - 1, t), "accepted holds values"),
+        (lambda a, t: a, "must return \\(accepted, token\\)"),
+        (lambda a, t: (a.tolist(), t), "accepted is a list"),
+    ],
+)
 def test_bad_outputs_are_failures(bad, match):
     rule = CS.drawing_uniforms(S.verify_with_uniforms)
     report = CS.check_rule(lambda p, q, d: bad(*rule(p, q, d)), n=100)
@@ -190,6 +204,7 @@ def test_same_seed_same_report_and_the_seed_changes_the_cases():
 
 def test_sequential_equals_the_batched_rule_row_for_row():
     """sequential() calls the one-round rule per row, extra arguments included."""
+
     def one(p, q, d, u, v):
         a, t = S.verify_with_uniforms(p[None], q[None], d[None], u[None], v[None])
         return int(a[0]), int(t[0])
@@ -197,8 +212,7 @@ def test_sequential_equals_the_batched_rule_row_for_row():
     g = torch.Generator().manual_seed(0)
     n, p, q = 50, torch.from_numpy(zoo_fixed()[0]), torch.from_numpy(zoo_fixed()[1])
     d = torch.stack([torch.multinomial(r, n, True, generator=g) for r in q], 1)
-    u, v = torch.rand(n, 3, dtype=torch.float64, generator=g), torch.rand(n, dtype=torch.float64,
-                                                                           generator=g)
+    u, v = torch.rand(n, 3, dtype=torch.float64, generator=g), torch.rand(n, dtype=torch.float64, generator=g)
     P, Q = p.expand(n, -1, -1), q.expand(n, -1, -1)
     got = CS.sequential(one)(P, Q, d, u, v)
     want = S.verify_with_uniforms(P, Q, d, u, v)
@@ -209,6 +223,7 @@ def test_sequential_equals_the_batched_rule_row_for_row():
 
 def zoo_fixed():
     from aftertrain.checks.rule_battery import FIXED_P, FIXED_Q
+
     return FIXED_P, FIXED_Q
 
 
@@ -231,53 +246,60 @@ _RULE = CS.drawing_uniforms(S.verify_with_uniforms)
 _P2 = [[0.5, 0.5], [0.5, 0.5]]
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: CS.check_rule(None), "rule must be callable"),
-    (lambda: CS.check_rule(_RULE, n=0), "n must be an int >= 100"),
-    (lambda: CS.check_rule(_RULE, n=99), "n must be an int >= 100"),
-    (lambda: CS.check_rule(_RULE, n=1000.0), "n must be an int"),
-    (lambda: CS.check_rule(_RULE, n=True), "n must be an int"),
-    (lambda: CS.check_rule(_RULE, alpha=0.0), "alpha must be a number in \\(0, 1\\)"),
-    (lambda: CS.check_rule(_RULE, alpha=1.0), "alpha must be"),
-    (lambda: CS.check_rule(_RULE, alpha=math.nan), "alpha must be"),
-    (lambda: CS.check_rule(_RULE, alpha="0.01"), "alpha must be"),
-    (lambda: CS.check_rule(_RULE, seed=-1), r"seed must be an int in \[0, 2\*\*64\)"),
-    (lambda: CS.check_rule(_RULE, seed=1.5), "seed must be"),
-    (lambda: CS.check_rule(_RULE, cases=[]), "cases must be a non-empty"),
-    (lambda: CS.check_rule(_RULE, cases="abc"), "cases must be a non-empty"),
-    (lambda: CS.check_rule(_RULE, cases=[("x", _P2)]), "cases\\[0\\] must be a tuple"),
-    (lambda: CS.check_rule(_RULE, cases=[("x", _P2, _P2)]), "cases\\[0\\] must have p of shape"),
-    (lambda: CS.check_rule(_RULE, cases=[("x", [[math.nan, 1.0], [0.5, 0.5]], [[0.5, 0.5]])]),
-     "cases\\[0\\] p"),
-    (lambda: CS.check_rule(_RULE, cases=[("x", _P2, [[0.9, 0.2]])]), "cases\\[0\\] q"),
-    (lambda: CS.check_rule(_RULE, cases=[("x", _P2, [[-0.5, 1.5]])]), "cases\\[0\\] q"),
-    (lambda: CS.check_rule_exact(None), "rule_with_uniforms must be callable"),
-    (lambda: CS.check_rule_exact(S.verify_with_uniforms, seed=-2), "seed must be"),
-    (lambda: CS.check_rule_exact(S.verify_with_uniforms, cases=[("x", _P2)]), "cases\\[0\\]"),
-    (lambda: CS.sequential(3), "rule_one must be callable"),
-    (lambda: CS.drawing_uniforms("rule"), "rule_with_uniforms must be callable"),
-    (lambda: CS.check_generator(None), "generate must be callable"),
-    (lambda: CS.check_generator(zoo.make_generator(), runs=5), "runs must be an int >= 10"),
-    (lambda: CS.check_generator(zoo.make_generator(), length=0), "length must be"),
-    (lambda: CS.check_generator(zoo.make_generator(), greedy_tokens=0), "greedy_tokens must be"),
-    (lambda: CS.check_generator(zoo.make_generator(), ks=()), "ks must be"),
-    (lambda: CS.check_generator(zoo.make_generator(), ks=(0,)), "ks must be"),
-    (lambda: CS.check_generator(zoo.make_generator(), temperatures=(0.0,)), "temperatures must"),
-    (lambda: CS.check_generator(zoo.make_generator(), temperatures=(math.inf,)), "temperatures"),
-    (lambda: CS.check_generator(zoo.make_generator(), temperatures=(math.nan,)), "temperatures"),
-    (lambda: CS.check_generator(zoo.make_generator(), alpha=2.0), "alpha must be"),
-    (lambda: CS.check_generator(zoo.make_generator(), seed=-1), "seed must be"),
-    (lambda: CS.check_generator(zoo.make_generator(), prompt=()), "prompt must be a non-empty"),
-    (lambda: CS.check_generator(zoo.make_generator(), prompt=(9,)), "prompt ids must lie"),
-    (lambda: CS.check_generator(zoo.make_generator(), target=CS.toy_models()[0]),
-     "target and draft must be given together"),
-    (lambda: zoo.make_rule("no such bug"), "bug must be None or one of"),
-    (lambda: zoo.make_generator("no such bug"), "bug must be None or one of"),
-    (lambda: zoo.make_generator(rule=5), "rule must be callable"),
-    (lambda: zoo.detect("no such bug"), "variant must be None or one of"),
-    (lambda: CS.ToyTable(1, seed=0), "vocab_size must be an int >= 2"),
-    (lambda: CS.ToyTable(4, seed=0, order=3), "order must be 1 or 2"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: CS.check_rule(None), "rule must be callable"),
+        (lambda: CS.check_rule(_RULE, n=0), "n must be an int >= 100"),
+        (lambda: CS.check_rule(_RULE, n=99), "n must be an int >= 100"),
+        (lambda: CS.check_rule(_RULE, n=1000.0), "n must be an int"),
+        (lambda: CS.check_rule(_RULE, n=True), "n must be an int"),
+        (lambda: CS.check_rule(_RULE, alpha=0.0), "alpha must be a number in \\(0, 1\\)"),
+        (lambda: CS.check_rule(_RULE, alpha=1.0), "alpha must be"),
+        (lambda: CS.check_rule(_RULE, alpha=math.nan), "alpha must be"),
+        (lambda: CS.check_rule(_RULE, alpha="0.01"), "alpha must be"),
+        (lambda: CS.check_rule(_RULE, seed=-1), r"seed must be an int in \[0, 2\*\*64\)"),
+        (lambda: CS.check_rule(_RULE, seed=1.5), "seed must be"),
+        (lambda: CS.check_rule(_RULE, cases=[]), "cases must be a non-empty"),
+        (lambda: CS.check_rule(_RULE, cases="abc"), "cases must be a non-empty"),
+        (lambda: CS.check_rule(_RULE, cases=[("x", _P2)]), "cases\\[0\\] must be a tuple"),
+        (lambda: CS.check_rule(_RULE, cases=[("x", _P2, _P2)]), "cases\\[0\\] must have p of shape"),
+        (
+            lambda: CS.check_rule(_RULE, cases=[("x", [[math.nan, 1.0], [0.5, 0.5]], [[0.5, 0.5]])]),
+            "cases\\[0\\] p",
+        ),
+        (lambda: CS.check_rule(_RULE, cases=[("x", _P2, [[0.9, 0.2]])]), "cases\\[0\\] q"),
+        (lambda: CS.check_rule(_RULE, cases=[("x", _P2, [[-0.5, 1.5]])]), "cases\\[0\\] q"),
+        (lambda: CS.check_rule_exact(None), "rule_with_uniforms must be callable"),
+        (lambda: CS.check_rule_exact(S.verify_with_uniforms, seed=-2), "seed must be"),
+        (lambda: CS.check_rule_exact(S.verify_with_uniforms, cases=[("x", _P2)]), "cases\\[0\\]"),
+        (lambda: CS.sequential(3), "rule_one must be callable"),
+        (lambda: CS.drawing_uniforms("rule"), "rule_with_uniforms must be callable"),
+        (lambda: CS.check_generator(None), "generate must be callable"),
+        (lambda: CS.check_generator(zoo.make_generator(), runs=5), "runs must be an int >= 10"),
+        (lambda: CS.check_generator(zoo.make_generator(), length=0), "length must be"),
+        (lambda: CS.check_generator(zoo.make_generator(), greedy_tokens=0), "greedy_tokens must be"),
+        (lambda: CS.check_generator(zoo.make_generator(), ks=()), "ks must be"),
+        (lambda: CS.check_generator(zoo.make_generator(), ks=(0,)), "ks must be"),
+        (lambda: CS.check_generator(zoo.make_generator(), temperatures=(0.0,)), "temperatures must"),
+        (lambda: CS.check_generator(zoo.make_generator(), temperatures=(math.inf,)), "temperatures"),
+        (lambda: CS.check_generator(zoo.make_generator(), temperatures=(math.nan,)), "temperatures"),
+        (lambda: CS.check_generator(zoo.make_generator(), alpha=2.0), "alpha must be"),
+        (lambda: CS.check_generator(zoo.make_generator(), seed=-1), "seed must be"),
+        (lambda: CS.check_generator(zoo.make_generator(), prompt=()), "prompt must be a non-empty"),
+        (lambda: CS.check_generator(zoo.make_generator(), prompt=(9,)), "prompt ids must lie"),
+        (
+            lambda: CS.check_generator(zoo.make_generator(), target=CS.toy_models()[0]),
+            "target and draft must be given together",
+        ),
+        (lambda: zoo.make_rule("no such bug"), "bug must be None or one of"),
+        (lambda: zoo.make_generator("no such bug"), "bug must be None or one of"),
+        (lambda: zoo.make_generator(rule=5), "rule must be callable"),
+        (lambda: zoo.detect("no such bug"), "variant must be None or one of"),
+        (lambda: CS.ToyTable(1, seed=0), "vocab_size must be an int >= 2"),
+        (lambda: CS.ToyTable(4, seed=0, order=3), "order must be 1 or 2"),
+    ],
+)
 def test_bad_arguments_raise_value_error_naming_them(call, match):
     with pytest.raises(ValueError, match=match):
         call()
@@ -332,9 +354,12 @@ def test_the_rule_is_handed_p_and_q_in_the_dtype():
 
     CS.check_rule(spy, n=100, dtype=torch.bfloat16)
     seen_exact = set()
-    CS.check_rule_exact(lambda p, q, d, u, v: seen_exact.update({p.dtype, q.dtype, u.dtype,
-                                                                 v.dtype})
-                        or zoo.make_rule()(p, q, d, u, v), dtype=torch.float16)
+    CS.check_rule_exact(
+        lambda p, q, d, u, v: (
+            seen_exact.update({p.dtype, q.dtype, u.dtype, v.dtype}) or zoo.make_rule()(p, q, d, u, v)
+        ),
+        dtype=torch.float16,
+    )
     assert seen == {torch.bfloat16} and seen_exact == {torch.float16}
 
 
@@ -356,14 +381,16 @@ def test_check_rule_exact_catches_a_batch_that_one_bad_row_crashes():
     """The batch-wide fallback passes every single-round probe (it is right
     for N = 1) and fails only the batch holding one all-zero residual."""
     report = CS.check_rule_exact(zoo.make_rule(zoo.RuleBug.BATCH_WIDE_FALLBACK))
-    assert [f.split(":")[0] for f in report.failures] == \
-        ["batch of 16, row 5 an all-zero residual"], str(report)
+    assert [f.split(":")[0] for f in report.failures] == ["batch of 16, row 5 an all-zero residual"], str(
+        report
+    )
     assert "RuntimeError: probability tensor contains" in report.failures[0]
 
 
 def test_an_exception_line_names_the_users_frame():
     """type: message (at file:line of the innermost frame outside the kit,
     torch and the standard library)."""
+
     def inner(p):
         return torch.multinomial(p[0, 0] * float("nan"), 1)  # raises inside torch
 
@@ -373,8 +400,7 @@ def test_an_exception_line_names_the_users_frame():
     report = CS.check_rule(rule, n=100, cases=[("x", _P2, [[0.5, 0.5]])])
     line = report.failures[0]
     lineno = inner.__code__.co_firstlineno + 1
-    assert re.search(rf"raised RuntimeError: .* \(at .*checks/test_speculative\.py:{lineno}\)$",
-                     line), line
+    assert re.search(rf"raised RuntimeError: .* \(at .*checks/test_speculative\.py:{lineno}\)$", line), line
 
 
 def test_progress_lines_come_through_the_callback():
@@ -388,22 +414,26 @@ def test_progress_lines_come_through_the_callback():
 def test_check_generator_drafts_more_than_the_horizon_when_n_new_allows():
     """A horizon of 2 tokens with k = 4 drafts per round over n_new = 6
     tokens; k above n_new - 1 is refused, naming the fix."""
-    report = CS.check_generator(zoo.make_generator(), runs=100, ks=(4,), length=2, n_new=6,
-                                temperatures=(1.0,), greedy_tokens=6)
+    report = CS.check_generator(
+        zoo.make_generator(), runs=100, ks=(4,), length=2, n_new=6, temperatures=(1.0,), greedy_tokens=6
+    )
     assert report.passed and "n_new=6" in report.rows[0].case, str(report)
     with pytest.raises(ValueError, match=r"ks must be at most n_new - 1 = 5 .* got k = 6"):
         CS.check_generator(zoo.make_generator(), ks=(6,), length=2, n_new=6)
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: CS.check_rule(_RULE, dtype=torch.int64), "dtype must be one of"),
-    (lambda: CS.check_rule(_RULE, dtype="bfloat16"), "dtype must be one of"),
-    (lambda: CS.check_rule_exact(S.verify_with_uniforms, dtype=torch.float8_e4m3fn), "dtype"),
-    (lambda: CS.drawing_uniforms(S.verify_with_uniforms, dtype=torch.int32), "dtype must be"),
-    (lambda: CS.check_rule(_RULE, progress="print"), "progress must be None or a callable"),
-    (lambda: CS.check_generator(zoo.make_generator(), n_new=2, length=3), "n_new must be"),
-    (lambda: zoo.detect(zoo.GeneratorBug.TOP_K_DRAFT_UNFILTERED, progress=3), "progress"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: CS.check_rule(_RULE, dtype=torch.int64), "dtype must be one of"),
+        (lambda: CS.check_rule(_RULE, dtype="bfloat16"), "dtype must be one of"),
+        (lambda: CS.check_rule_exact(S.verify_with_uniforms, dtype=torch.float8_e4m3fn), "dtype"),
+        (lambda: CS.drawing_uniforms(S.verify_with_uniforms, dtype=torch.int32), "dtype must be"),
+        (lambda: CS.check_rule(_RULE, progress="print"), "progress must be None or a callable"),
+        (lambda: CS.check_generator(zoo.make_generator(), n_new=2, length=3), "n_new must be"),
+        (lambda: zoo.detect(zoo.GeneratorBug.TOP_K_DRAFT_UNFILTERED, progress=3), "progress"),
+    ],
+)
 def test_bad_precision_and_progress_arguments_raise_value_error(call, match):
     with pytest.raises(ValueError, match=match):
         call()
@@ -475,9 +505,14 @@ def test_the_docs_pytest_example_runs_from_a_folder_outside_the_checkout(tmp_pat
     passes and its broken one fails with the report's lines."""
     (tmp_path / "test_my_rule.py").write_text(docs_block("assert_rule"))
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                          "test_my_rule.py"], capture_output=True, text=True, cwd=tmp_path,
-                         env=env, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_my_rule.py"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
     assert "1 passed, 1 xfailed" in out.stdout, out.stdout + out.stderr
 
 
@@ -551,6 +586,7 @@ def test_check_rule_exact_reads_the_rules_renormalise_attribute():
     """The adapters declare their rule's arithmetic as ``rule.renormalise``;
     check_rule_exact uses it when no argument is given (a refusing map on
     the attribute is refused the same way)."""
+
     def rule(p, q, d, u, v):
         return S.verify_with_uniforms(p, q, d, u, v)
 
@@ -570,6 +606,7 @@ def test_sequential_restores_the_thread_count():
         def one(p, q, drafts, u, v):
             a, t = rule(p[None], q[None], drafts[None], u[None], v[None])
             return a[0], t[0]
+
         batched = CS.sequential(one)
         p = torch.full((3, 2, 4), 0.25, dtype=torch.float64)
         q = torch.full((3, 1, 4), 0.25, dtype=torch.float64)

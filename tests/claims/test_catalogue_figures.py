@@ -31,8 +31,9 @@ def _numbers(value):
     elif isinstance(value, tuple):
         for v in value:
             yield from _numbers(v)
-    elif isinstance(value, (int, float)) and not isinstance(value, (bool, enum.Enum)) \
-            and not math.isnan(value):
+    elif (
+        isinstance(value, (int, float)) and not isinstance(value, (bool, enum.Enum)) and not math.isnan(value)
+    ):
         yield value
 
 
@@ -49,8 +50,12 @@ def missing_figures(tables, texts: list[str]) -> list[str]:
     """``table: value`` for each number of ``tables`` (a row of tables, one
     field per table) that no text writes."""
     written = {m.lstrip("+-") for t in texts for m in re.findall(r"[-+]?[\d,]*\d(?:\.\d+)?(?:e-?\d+)?", t)}
-    return [f"{f.name}: {v}" for f in dataclasses.fields(tables)
-            for v in _numbers(getattr(tables, f.name)) if not _forms(v) & written]
+    return [
+        f"{f.name}: {v}"
+        for f in dataclasses.fields(tables)
+        for v in _numbers(getattr(tables, f.name))
+        if not _forms(v) & written
+    ]
 
 
 def test_every_article_table_figure_is_in_the_claims_article_texts():

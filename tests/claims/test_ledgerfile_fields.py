@@ -14,10 +14,22 @@ import pytest
 from aftertrain.claims.ledgerfile import FORMAT, LedgerFile
 from tests.common.committed import LEDGERS
 
-CLAIM_FIELDS = ("id", "verdict", "title", "statement", "article", "not_run", "parts", "defining",
-                "undecided", "beside", "reasons", "measured", "tests")
-TEST_FIELDS = ("nodeid", "outcome", "reason", "xfail_reason", "measured", "part", "not_run",
-               "reads_model")
+CLAIM_FIELDS = (
+    "id",
+    "verdict",
+    "title",
+    "statement",
+    "article",
+    "not_run",
+    "parts",
+    "defining",
+    "undecided",
+    "beside",
+    "reasons",
+    "measured",
+    "tests",
+)
+TEST_FIELDS = ("nodeid", "outcome", "reason", "xfail_reason", "measured", "part", "not_run", "reads_model")
 
 
 def _not_run(entries) -> list[dict]:
@@ -25,9 +37,16 @@ def _not_run(entries) -> list[dict]:
 
 
 def _test_as_read(t) -> dict:
-    return {"nodeid": t.nodeid, "outcome": t.outcome, "reason": t.reason,
-            "xfail_reason": t.xfail_reason, "measured": list(t.measured), "part": t.part,
-            "not_run": _not_run(t.not_run), "reads_model": t.reads_model}
+    return {
+        "nodeid": t.nodeid,
+        "outcome": t.outcome,
+        "reason": t.reason,
+        "xfail_reason": t.xfail_reason,
+        "measured": list(t.measured),
+        "part": t.part,
+        "not_run": _not_run(t.not_run),
+        "reads_model": t.reads_model,
+    }
 
 
 @pytest.mark.parametrize("path", LEDGERS, ids=lambda p: p.name)
@@ -42,13 +61,19 @@ def test_every_field_of_a_committed_ledger_is_read_as_written(path):
     assert len(file.claims) == len(raw["claims"])
     for claim, want in zip(file.claims, raw["claims"], strict=True):
         assert set(want) == set(CLAIM_FIELDS), claim.id
-        assert (claim.id, claim.verdict, claim.title, claim.statement, claim.article) == \
-            (want["id"], want["verdict"], want["title"], want["statement"], want["article"])
+        assert (claim.id, claim.verdict, claim.title, claim.statement, claim.article) == (
+            want["id"],
+            want["verdict"],
+            want["title"],
+            want["statement"],
+            want["article"],
+        )
         assert _not_run(claim.not_run) == want["not_run"], claim.id
         assert claim.parts == want["parts"], claim.id
         assert list(claim.defining) == want["defining"], claim.id
-        assert [{"part": u.part, "what": u.what, "reason": u.reason} for u in claim.undecided] \
-            == want["undecided"], claim.id
+        assert [{"part": u.part, "what": u.what, "reason": u.reason} for u in claim.undecided] == want[
+            "undecided"
+        ], claim.id
         assert claim.beside == want["beside"], claim.id
         assert list(claim.reasons) == want["reasons"] and list(claim.measured) == want["measured"]
         assert len(claim.tests) == len(want["tests"])
@@ -69,10 +94,13 @@ def test_a_committed_ledger_is_written_back_as_the_raw_json(path, tmp_path):
 
 
 # The least a format-2 file may hold: none of the optional fields.
-MINIMAL = {"format": FORMAT, "claims": [
-    {"id": "Q2", "verdict": "holds", "tests": [{"nodeid": "t.py::a", "outcome": "passed"}]},
-    {"id": "S1", "verdict": "skipped"},
-]}
+MINIMAL = {
+    "format": FORMAT,
+    "claims": [
+        {"id": "Q2", "verdict": "holds", "tests": [{"nodeid": "t.py::a", "outcome": "passed"}]},
+        {"id": "S1", "verdict": "skipped"},
+    ],
+}
 
 
 def test_a_ledger_without_the_optional_fields_reads_their_documented_defaults():
@@ -88,23 +116,60 @@ def test_a_ledger_without_the_optional_fields_reads_their_documented_defaults():
         assert (claim.not_run, claim.parts, claim.reasons, claim.measured) == ((), {}, (), ())
     assert (q2.id, q2.verdict, s1.id, s1.verdict, s1.tests) == ("Q2", "holds", "S1", "skipped", ())
     [t] = q2.tests
-    assert _test_as_read(t) == {"nodeid": "t.py::a", "outcome": "passed", "reason": None,
-                                "xfail_reason": None, "measured": [], "part": "assertions",
-                                "not_run": [], "reads_model": None}
+    assert _test_as_read(t) == {
+        "nodeid": "t.py::a",
+        "outcome": "passed",
+        "reason": None,
+        "xfail_reason": None,
+        "measured": [],
+        "part": "assertions",
+        "not_run": [],
+        "reads_model": None,
+    }
 
 
 def test_a_ledger_without_the_optional_fields_is_written_in_the_full_layout(tmp_path):
     """Written again, the minimal file holds every field of the layout with
     its default (compared with a hand-written JSON object, field by field)."""
     file = LedgerFile.from_json(json.loads(json.dumps(MINIMAL)), "minimal.json")
-    claim = {"title": "", "statement": "", "article": "", "not_run": [], "parts": {},
-             "defining": [], "undecided": [], "beside": {}, "reasons": [], "measured": []}
-    expected = {"format": FORMAT, "meta": {}, "tables": {}, "model_free_tables": [], "claims": [
-        {"id": "Q2", "verdict": "holds", **claim, "tests": [
-            {"nodeid": "t.py::a", "outcome": "passed", "reason": None, "xfail_reason": None,
-             "measured": [], "part": "assertions", "not_run": [], "reads_model": None}]},
-        {"id": "S1", "verdict": "skipped", **claim, "tests": []},
-    ]}
+    claim = {
+        "title": "",
+        "statement": "",
+        "article": "",
+        "not_run": [],
+        "parts": {},
+        "defining": [],
+        "undecided": [],
+        "beside": {},
+        "reasons": [],
+        "measured": [],
+    }
+    expected = {
+        "format": FORMAT,
+        "meta": {},
+        "tables": {},
+        "model_free_tables": [],
+        "claims": [
+            {
+                "id": "Q2",
+                "verdict": "holds",
+                **claim,
+                "tests": [
+                    {
+                        "nodeid": "t.py::a",
+                        "outcome": "passed",
+                        "reason": None,
+                        "xfail_reason": None,
+                        "measured": [],
+                        "part": "assertions",
+                        "not_run": [],
+                        "reads_model": None,
+                    }
+                ],
+            },
+            {"id": "S1", "verdict": "skipped", **claim, "tests": []},
+        ],
+    }
     assert file.to_json() == expected
     assert json.loads(file.write(tmp_path / "minimal.json").read_text()) == expected
 
@@ -114,20 +179,40 @@ def test_each_optional_field_given_is_written_where_it_was_read():
     each comes back under its own name (a swap of two string fields, of the
     claim's and the test's ``not_run``, or of ``reasons`` and ``measured``
     would show)."""
-    data = {"format": FORMAT, "meta": {"model": "m", "model_free_from": {"ledger": "a.json"}},
-            "tables": {"q3": [{"bits": 8}], "p7": []}, "model_free_tables": ["p7"],
-            "claims": [{
-                "id": "Q3", "verdict": "broken", "title": "T", "statement": "S", "article": "A",
+    data = {
+        "format": FORMAT,
+        "meta": {"model": "m", "model_free_from": {"ledger": "a.json"}},
+        "tables": {"q3": [{"bits": 8}], "p7": []},
+        "model_free_tables": ["p7"],
+        "claims": [
+            {
+                "id": "Q3",
+                "verdict": "broken",
+                "title": "T",
+                "statement": "S",
+                "article": "A",
                 "not_run": [{"part": "timed part", "reason": "claim's"}],
                 "parts": {"assertions": "broken", "timed part": "not run"},
                 "defining": ["assertions", "timed part"],
                 "undecided": [{"part": "timed part", "what": "W", "reason": "R"}],
                 "beside": {"teeth": {"passed": 2}, "method": {"failed": 1}},
-                "reasons": ["why"], "measured": ["figure 1"],
-                "tests": [{"nodeid": "t.py::b", "outcome": "failed", "reason": "r",
-                           "xfail_reason": "x", "measured": ["figure 2"], "part": "teeth",
-                           "not_run": [{"part": "baseline comparison", "reason": "test's"}],
-                           "reads_model": False}]}]}
+                "reasons": ["why"],
+                "measured": ["figure 1"],
+                "tests": [
+                    {
+                        "nodeid": "t.py::b",
+                        "outcome": "failed",
+                        "reason": "r",
+                        "xfail_reason": "x",
+                        "measured": ["figure 2"],
+                        "part": "teeth",
+                        "not_run": [{"part": "baseline comparison", "reason": "test's"}],
+                        "reads_model": False,
+                    }
+                ],
+            }
+        ],
+    }
     file = LedgerFile.from_json(json.loads(json.dumps(data)), "full.json")
     [claim] = file.claims
     assert (claim.title, claim.statement, claim.article) == ("T", "S", "A")

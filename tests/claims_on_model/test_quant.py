@@ -58,8 +58,10 @@ def sensitivity(aftertrain_model, evaluations) -> list[EQ.SensitivityRow]:
 
 
 def fmt_row(rows: EQ.BitsRow | list[EQ.BitsRow]) -> Shown:
-    return shown("{BitsRow.bits} bits: per-tensor {BitsRow.per_tensor:.4f}, "
-                 "per-channel {BitsRow.per_channel:.4f}", rows)
+    return shown(
+        "{BitsRow.bits} bits: per-tensor {BitsRow.per_tensor:.4f}, per-channel {BitsRow.per_channel:.4f}",
+        rows,
+    )
 
 
 # --- Q1 at model level: every 2-D weight, nothing else -----------------------
@@ -89,10 +91,17 @@ def test_quantized_model_quantizes_every_2d_weight_and_nothing_else(aftertrain_m
 
 
 @pytest.mark.claim("Q1")
-@pytest.mark.parametrize("broken", [skip_embeddings, model_quantizer(wrong_axis),
-                                    model_quantizer(floor_rounding), model_quantizer(mean_scale),
-                                    model_quantizer(clamp_past_qmax)],
-                         ids=["skip_embeddings", "wrong_axis", "floor", "mean_scale", "clamp"])
+@pytest.mark.parametrize(
+    "broken",
+    [
+        skip_embeddings,
+        model_quantizer(wrong_axis),
+        model_quantizer(floor_rounding),
+        model_quantizer(mean_scale),
+        model_quantizer(clamp_past_qmax),
+    ],
+    ids=["skip_embeddings", "wrong_axis", "floor", "mean_scale", "clamp"],
+)
 @pytest.mark.teeth
 def test_model_check_catches_broken_quantizers(aftertrain_model, broken):
     with pytest.raises(AssertionError):
@@ -113,10 +122,13 @@ def test_int8_loss_within_0p01_of_float32(bits_rows, model_val_loss, claim_recor
     +0.0008). The claim's 0.01 nats is the issue's reading of "nearly free"
     (the third decimal); both granularities."""
     row = bits_rows[8]
-    claim_record.measured("float32 {float32:.4f}; {row} ({per_tensor:+.4f} / {per_channel:+.4f})",
-                          float32=model_val_loss, row=fmt_row(row),
-                          per_tensor=row.per_tensor - model_val_loss,
-                          per_channel=row.per_channel - model_val_loss)
+    claim_record.measured(
+        "float32 {float32:.4f}; {row} ({per_tensor:+.4f} / {per_channel:+.4f})",
+        float32=model_val_loss,
+        row=fmt_row(row),
+        per_tensor=row.per_tensor - model_val_loss,
+        per_channel=row.per_channel - model_val_loss,
+    )
     check_int8_nearly_free(row, model_val_loss)
 
 
@@ -152,8 +164,9 @@ def check_article_storage(s: dict) -> None:
 
 
 @pytest.mark.claim("Q3")
-def test_int8_storage_is_the_articles_figures_exactly(aftertrain_model, claim_record, data_regression,
-                                                      baselines_dir):
+def test_int8_storage_is_the_articles_figures_exactly(
+    aftertrain_model, claim_record, data_regression, baselines_dir
+):
     """Exact byte accounting from real packed tensors: 631,808 weights,
     2.41 MB -> 0.60 MB; 637,156 parameters, 2.43 MB -> 0.62 MB, 74.4% cut.
     The article's figures hold counting one float32 scale per matrix (15
@@ -176,10 +189,15 @@ def test_int8_storage_is_the_articles_figures_exactly(aftertrain_model, claim_re
         "{weights} weights {weights_mb:.2f} MB -> {int8_mb:.2f} MB; {parameters} params "
         "{parameters_mb:.2f} -> {quantized_mb:.2f} MB (per-tensor scales); "
         "per-channel scales {per_channel_mb:.2f} MB, {cut_pc:.1f}%",
-        weights=pt["weights"], weights_mb=pt["weights_fp32_bytes"] / MB,
-        int8_mb=(pt["weight_code_bytes"] + pt["scale_bytes"]) / MB, parameters=pt["parameters"],
-        parameters_mb=pt["parameters_fp32_bytes"] / MB, quantized_mb=pt["parameters_quantized_bytes"] / MB,
-        per_channel_mb=pc["parameters_quantized_bytes"] / MB, cut_pc=100 * cut_pc)
+        weights=pt["weights"],
+        weights_mb=pt["weights_fp32_bytes"] / MB,
+        int8_mb=(pt["weight_code_bytes"] + pt["scale_bytes"]) / MB,
+        parameters=pt["parameters"],
+        parameters_mb=pt["parameters_fp32_bytes"] / MB,
+        quantized_mb=pt["parameters_quantized_bytes"] / MB,
+        per_channel_mb=pc["parameters_quantized_bytes"] / MB,
+        cut_pc=100 * cut_pc,
+    )
     claim_record.table({k: EQ.StorageRow(**v) for k, v in figs.items()})
     data_regression.check(figs, fullpath=baselines_dir / "quant_storage.yml")
 
@@ -197,16 +215,19 @@ def test_storage_check_catches_skipped_embeddings(aftertrain_model):
 
 
 @pytest.mark.claim("Q4")
-def test_bits_table_matches_the_stored_baseline(bits_rows, model_val_loss, claim_record,
-                                                 num_regression, baselines_dir):
+def test_bits_table_matches_the_stored_baseline(
+    bits_rows, model_val_loss, claim_record, num_regression, baselines_dir
+):
     """Article (per-tensor / per-channel): 8: 2.0290/2.0280; 6: 2.0599/2.0387;
     4: 2.6380/2.3571; 3: 4.3960/3.4381; 2: 5.7894/6.3112. Ours are guarded
     at 1e-5 (module docstring). Loss rises monotonically as bits fall
     (asserted, both granularities, 8 to 3 bits)."""
-    claim_record.measured("float32 {float32:.4f}; {rows}", float32=model_val_loss,
-                          rows=fmt_row([bits_rows[b] for b in EQ.ARTICLE_BITS]))
-    claim_record.table(EQ.BitsTable(
-        model_val_loss, tuple(bits_rows[b] for b in EQ.ARTICLE_BITS)))
+    claim_record.measured(
+        "float32 {float32:.4f}; {rows}",
+        float32=model_val_loss,
+        rows=fmt_row([bits_rows[b] for b in EQ.ARTICLE_BITS]),
+    )
+    claim_record.table(EQ.BitsTable(model_val_loss, tuple(bits_rows[b] for b in EQ.ARTICLE_BITS)))
     for g in Granularity:
         losses = [bits_rows[b].loss(g) for b in (8, 6, 4, 3)]
         assert losses == sorted(losses), (g, losses)
@@ -228,8 +249,9 @@ def test_down_to_6_bits_within_0p05_of_float32(bits_rows, model_val_loss, claim_
     """Article: "down to 6 bits the loss moves only in the second decimal"
     (6-bit +0.0327 / +0.0115); 0.05 nats is the issue's bound, both
     granularities, at 8 and 6 bits."""
-    claim_record.measured("float32 {float32:.4f}; {rows}", float32=model_val_loss,
-                          rows=fmt_row([bits_rows[8], bits_rows[6]]))
+    claim_record.measured(
+        "float32 {float32:.4f}; {rows}", float32=model_val_loss, rows=fmt_row([bits_rows[8], bits_rows[6]])
+    )
     for b in (8, 6):
         check_six_bits_hold(bits_rows[b], model_val_loss)
 
@@ -259,9 +281,13 @@ def test_3_bit_per_tensor_is_worse_than_the_bigram(bits_rows, bigram_loss, claim
 
 
 @pytest.mark.claim("Q5")
-@pytest.mark.does_not_reproduce_on("reference", reason=(
-    "does not reproduce: 3-bit per-channel 1.7418 stays far below the bigram's 2.5365 "
-    "(article 3.4381 vs 2.6501); our model (float32 1.5539) degrades more gently"))
+@pytest.mark.does_not_reproduce_on(
+    "reference",
+    reason=(
+        "does not reproduce: 3-bit per-channel 1.7418 stays far below the bigram's 2.5365 "
+        "(article 3.4381 vs 2.6501); our model (float32 1.5539) degrades more gently"
+    ),
+)
 def test_3_bit_per_channel_is_worse_than_the_bigram(bits_rows, bigram_loss, claim_record):
     """Article: 3-bit per-channel 3.4381, above the bigram's 2.6501."""
     claim_record.measured("bigram {bigram:.4f}; {row}", bigram=bigram_loss, row=fmt_row(bits_rows[3]))
@@ -278,16 +304,17 @@ def test_4_bit_per_channel_beats_the_bigram(bits_rows, bigram_loss, claim_record
 
 @pytest.mark.claim("Q5")
 @pytest.mark.teeth
-def test_3_bit_check_catches_an_unquantized_model(aftertrain_model, model_val_loss, bigram_loss,
-                                                  evaluations):
+def test_3_bit_check_catches_an_unquantized_model(aftertrain_model, model_val_loss, bigram_loss, evaluations):
     """Teeth: a "quantizer" that leaves the weights float32 scores the
     model's own loss, below the bigram on a trained model. Precondition: the
     model beats the bigram; one already worse than it (a 100-step
     checkpoint) cannot show the check failing, and is skipped saying so."""
     if not model_val_loss < bigram_loss:
-        pytest.skip(f"precondition not met on this model: its float32 loss "
-                    f"{model_val_loss:.4f} does not beat the bigram's {bigram_loss:.4f}, so an "
-                    f"unquantized model cannot show the check failing")
+        pytest.skip(
+            f"precondition not met on this model: its float32 loss "
+            f"{model_val_loss:.4f} does not beat the bigram's {bigram_loss:.4f}, so an "
+            f"unquantized model cannot show the check failing"
+        )
     row = EQ.bits_table(aftertrain_model, (3,), quantize=unchanged, evaluate=evaluations)[0]
     with pytest.raises(AssertionError):
         check_worse_than_bigram(row, bigram_loss)
@@ -323,8 +350,7 @@ def test_per_channel_order_catches_broken_per_channel_scales(bundled_reference, 
     teeth test shows the check can fail, which must not depend on the model
     under test (on ``article`` the wrong axis happens to beat per-tensor at
     6 bits, so there it would show nothing)."""
-    row = EQ.bits_table(bundled_reference, (6,), quantize=model_quantizer(broken),
-                        evaluate=evaluations)[0]
+    row = EQ.bits_table(bundled_reference, (6,), quantize=model_quantizer(broken), evaluate=evaluations)[0]
     with pytest.raises(AssertionError):
         check_per_channel_lower({6: row}, (6,))
 
@@ -350,13 +376,15 @@ def check_per_channel_reconstructs_better(fig: dict[str, EQ.Reconstruction]) -> 
 
 
 def fmt_reconstruction(fig: dict[str, EQ.Reconstruction]) -> Shown:
-    return shown("{key!s} zeroes {Reconstruction.zero_fraction:.1%} MAE "
-                 "{Reconstruction.mean_abs_error:.4f}", fig)
+    return shown(
+        "{key!s} zeroes {Reconstruction.zero_fraction:.1%} MAE {Reconstruction.mean_abs_error:.4f}", fig
+    )
 
 
 @pytest.mark.claim("Q6")
-def test_2_bit_per_channel_reconstructs_blocks_0_f1_better(f1_reconstruction, claim_record,
-                                                           num_regression, baselines_dir):
+def test_2_bit_per_channel_reconstructs_blocks_0_f1_better(
+    f1_reconstruction, claim_record, num_regression, baselines_dir
+):
     """Article, blocks.0.f1 at 2 bits: per-tensor zeroes 95.2% of elements
     with mean absolute error 0.0519, per-channel 78.1% with 0.0419. Asserted:
     per-channel zeroes fewer and errs less. Figures guarded to 1e-12 absolute
@@ -364,10 +392,11 @@ def test_2_bit_per_channel_reconstructs_blocks_0_f1_better(f1_reconstruction, cl
     claim_record.measured("{rows}", rows=fmt_reconstruction(f1_reconstruction))
     claim_record.table(f1_reconstruction)
     check_per_channel_reconstructs_better(f1_reconstruction)
-    num_regression.check({k: [f.to_record()[k] for f in f1_reconstruction.values()]
-                          for k in EQ.Reconstruction.keys()},
-                         fullpath=baselines_dir / "quant_q6_reconstruction.csv",
-                         default_tolerance=dict(atol=TOL.RECONSTRUCTION_ATOL, rtol=0))
+    num_regression.check(
+        {k: [f.to_record()[k] for f in f1_reconstruction.values()] for k in EQ.Reconstruction.keys()},
+        fullpath=baselines_dir / "quant_q6_reconstruction.csv",
+        default_tolerance=dict(atol=TOL.RECONSTRUCTION_ATOL, rtol=0),
+    )
 
 
 @pytest.mark.claim("Q6")
@@ -381,15 +410,17 @@ def test_reconstruction_check_catches_a_per_channel_that_ignores_rows(aftertrain
     for g in Granularity:
         w_hat, q, _ = ignores_granularity(w, 2, g)
         err = (w.double() - w_hat.double()).abs()
-        fig[g.value] = EQ.Reconstruction(zero_fraction=float((q == 0).double().mean()),
-                                         mean_abs_error=float(err.mean()))
+        fig[g.value] = EQ.Reconstruction(
+            zero_fraction=float((q == 0).double().mean()), mean_abs_error=float(err.mean())
+        )
     with pytest.raises(AssertionError):
         check_per_channel_reconstructs_better(fig)
 
 
 @pytest.mark.claim("Q6")
-@pytest.mark.expectation_of("reference", "article", reason=(
-    "at 2 bits per-channel keeps the lower loss on both bundled models"))
+@pytest.mark.expectation_of(
+    "reference", "article", reason=("at 2 bits per-channel keeps the lower loss on both bundled models")
+)
 def test_2_bit_per_channel_loss_on_our_model_is_the_lower(bits_rows, claim_record):
     """As it comes out on our model (the article's flip is the xfail below):
     at 2 bits per-channel still has the lower loss, 3.9503 against 4.0414."""
@@ -398,18 +429,25 @@ def test_2_bit_per_channel_loss_on_our_model_is_the_lower(bits_rows, claim_recor
 
 
 @pytest.mark.claim("Q6")
-@pytest.mark.does_not_reproduce_on("reference", reason=(
-    "does not reproduce: at 2 bits per-channel keeps the lower loss, 3.9503 against "
-    "per-tensor 4.0414 (article 6.3112 against 5.7894); reconstruction and loss do not "
-    "part on our model"))
+@pytest.mark.does_not_reproduce_on(
+    "reference",
+    reason=(
+        "does not reproduce: at 2 bits per-channel keeps the lower loss, 3.9503 against "
+        "per-tensor 4.0414 (article 6.3112 against 5.7894); reconstruction and loss do not "
+        "part on our model"
+    ),
+)
 def test_2_bit_per_channel_has_the_worse_loss_despite_better_reconstruction(
     bits_rows, f1_reconstruction, claim_record
 ):
     """Article: at 2 bits per-channel has the worse loss (6.3112 vs 5.7894)
     although it reconstructs blocks.0.f1 better. Asserted as the article
     states it: better reconstruction (the test above) and worse loss."""
-    claim_record.measured("{row}; {reconstruction}", row=fmt_row(bits_rows[2]),
-                          reconstruction=fmt_reconstruction(f1_reconstruction))
+    claim_record.measured(
+        "{row}; {reconstruction}",
+        row=fmt_row(bits_rows[2]),
+        reconstruction=fmt_reconstruction(f1_reconstruction),
+    )
     check_per_channel_reconstructs_better(f1_reconstruction)
     assert bits_rows[2].per_channel > bits_rows[2].per_tensor, fmt_row(bits_rows[2])
 
@@ -441,8 +479,9 @@ def check_edge_matrices_most_sensitive(rows: list[EQ.SensitivityRow]) -> None:
 
 
 @pytest.mark.claim("Q7")
-def test_sensitivity_table_matches_the_stored_baseline(sensitivity, claim_record,
-                                                       num_regression, baselines_dir):
+def test_sensitivity_table_matches_the_stored_baseline(
+    sensitivity, claim_record, num_regression, baselines_dir
+):
     """Article (4 bits, one matrix at a time, rest float32): tok +0.0976,
     pos +0.0618, blocks.2.f1 +0.0184, blocks.0.f2 +0.0174, blocks.2.qkv
     +0.0132, ..., least blocks.2.f2 -0.0020. Every row guarded at 1e-5
@@ -450,9 +489,11 @@ def test_sensitivity_table_matches_the_stored_baseline(sensitivity, claim_record
     claim_record.measured("{rows}", rows=fmt_sensitivity(sensitivity))
     claim_record.table(sensitivity)
     num_regression.check(
-        {"rank": list(range(1, len(sensitivity) + 1)),
-         "loss": [r.loss for r in sensitivity],
-         "penalty": [r.penalty for r in sensitivity]},
+        {
+            "rank": list(range(1, len(sensitivity) + 1)),
+            "loss": [r.loss for r in sensitivity],
+            "penalty": [r.penalty for r in sensitivity],
+        },
         fullpath=baselines_dir / "quant_sensitivity.csv",
         default_tolerance=dict(atol=TOL.LOSS_ATOL, rtol=0),
     )
@@ -464,15 +505,16 @@ def order_swaps(stored: list[str], stored_loss: list[float], measured: list[str]
     losses within that of each other may rank either way on another
     machine: each may move by LOSS_ATOL)."""
     rank = {name: i for i, name in enumerate(measured)}
-    return [f"{a} ({la:.6f}) before {b} ({lb:.6f})"
-            for i, (a, la) in enumerate(zip(stored, stored_loss, strict=True))
-            for b, lb in zip(stored[i + 1:], stored_loss[i + 1:], strict=True)
-            if la - lb > 2 * TOL.LOSS_ATOL and rank[a] > rank[b]]
+    return [
+        f"{a} ({la:.6f}) before {b} ({lb:.6f})"
+        for i, (a, la) in enumerate(zip(stored, stored_loss, strict=True))
+        for b, lb in zip(stored[i + 1 :], stored_loss[i + 1 :], strict=True)
+        if la - lb > 2 * TOL.LOSS_ATOL and rank[a] > rank[b]
+    ]
 
 
 @pytest.mark.claim("Q7")
-def test_sensitivity_order_matches_the_stored_baseline(sensitivity, data_regression,
-                                                       baselines_dir, request):
+def test_sensitivity_order_matches_the_stored_baseline(sensitivity, data_regression, baselines_dir, request):
     """The ranking of the 15 matrices as stored, up to pairs whose stored
     losses lie within 2 LOSS_ATOL of each other (order_swaps: the smallest
     gap on the reference is 6.6e-6, ranks 9 and 10). Written by
@@ -502,10 +544,14 @@ def test_sensitivity_order_check_catches_a_swap_beyond_the_tolerance():
 
 
 @pytest.mark.claim("Q7")
-@pytest.mark.does_not_reproduce_on("reference", reason=(
-    "does not reproduce: head.weight ranks first (+0.0108), tok.weight second (+0.0096), "
-    "pos.weight fourth (+0.0045, behind blocks.2.f1 +0.0045); tok is 2.1 times the largest "
-    "block matrix, not more than 5 (article: tok +0.0976, pos +0.0618, blocks.2.f1 +0.0184)"))
+@pytest.mark.does_not_reproduce_on(
+    "reference",
+    reason=(
+        "does not reproduce: head.weight ranks first (+0.0108), tok.weight second (+0.0096), "
+        "pos.weight fourth (+0.0045, behind blocks.2.f1 +0.0045); tok is 2.1 times the largest "
+        "block matrix, not more than 5 (article: tok +0.0976, pos +0.0618, blocks.2.f1 +0.0184)"
+    ),
+)
 def test_token_embedding_is_the_most_sensitive_matrix_at_4_bits(sensitivity, claim_record):
     """Article: the two embeddings dominate; tok hurts more than five times
     any matrix inside a block (+0.0976 vs +0.0184). Asserted as stated: tok
@@ -515,8 +561,7 @@ def test_token_embedding_is_the_most_sensitive_matrix_at_4_bits(sensitivity, cla
 
 
 @pytest.mark.claim("Q7")
-def test_most_sensitive_matrices_are_the_ones_kept_in_high_precision(sensitivity,
-                                                                     claim_record):
+def test_most_sensitive_matrices_are_the_ones_kept_in_high_precision(sensitivity, claim_record):
     """The article's conclusion from Q7: real implementations keep the
     embeddings and the output layer at higher precision because they hurt
     most. Asserted: the two largest 4-bit penalties belong to tok, pos or
@@ -531,12 +576,14 @@ def test_sensitivity_check_catches_skipped_embeddings(aftertrain_model, sensitiv
     """Teeth: a quantizer that silently leaves tok and pos float32 gives
     them a penalty of exactly 0, so a block matrix joins head in the top two."""
     embeddings = ["tok.weight", "pos.weight"]
-    broken = EQ.sensitivity_table(aftertrain_model, 4, G.PER_CHANNEL, quantize=skip_embeddings,
-                                 names=embeddings, evaluate=evaluations)
+    broken = EQ.sensitivity_table(
+        aftertrain_model, 4, G.PER_CHANNEL, quantize=skip_embeddings, names=embeddings, evaluate=evaluations
+    )
     assert {r.penalty for r in broken} == {0.0}
     # The broken quantizer is the real one on every other matrix: reuse those rows.
-    rows = sorted(broken + [r for r in sensitivity if r.name not in embeddings],
-                  key=lambda r: (-r.penalty, r.name))
+    rows = sorted(
+        broken + [r for r in sensitivity if r.name not in embeddings], key=lambda r: (-r.penalty, r.name)
+    )
     with pytest.raises(AssertionError):
         check_edge_matrices_most_sensitive(rows)
     with pytest.raises(AssertionError):
@@ -548,15 +595,18 @@ def check_penalties_compound(c: EQ.Compounding) -> None:
 
 
 @pytest.mark.claim("Q8")
-def test_all_at_once_costs_more_than_the_sum_of_single_penalties(sensitivity, bits_rows,
-                                                                 model_val_loss,
-                                                                 claim_record):
+def test_all_at_once_costs_more_than_the_sum_of_single_penalties(
+    sensitivity, bits_rows, model_val_loss, claim_record
+):
     """Article: the 15 one-at-a-time 4-bit penalties sum to +0.2830; all at
     once costs +0.3299 (per-channel): the errors compound. Asserted: the
     all-at-once penalty exceeds the sum."""
     c = EQ.compounding(sensitivity, bits_rows[4].per_channel - model_val_loss)
-    claim_record.measured("sum of penalties {Compounding.sum_of_penalties:+.4f}, all at once "
-                          "{Compounding.all_at_once:+.4f}, excess {Compounding.excess:+.4f}", c)
+    claim_record.measured(
+        "sum of penalties {Compounding.sum_of_penalties:+.4f}, all at once "
+        "{Compounding.all_at_once:+.4f}, excess {Compounding.excess:+.4f}",
+        c,
+    )
     claim_record.table(c)
     check_penalties_compound(c)
 
@@ -576,21 +626,30 @@ def check_parts_after_a_shared_prefix(d: EQ.Divergence) -> None:
     assert d.float32[:n] == d.quantized[:n] and d.float32[n] != d.quantized[n]
 
 
-def replay_q9_texts(reference, stored: dict, temperature: float = EQ.DIVERGENCE_TEMPERATURE,
-                    seed: int = EQ.DIVERGENCE_SEED, models=None) -> dict[str, SP.Replay]:
+def replay_q9_texts(
+    reference,
+    stored: dict,
+    temperature: float = EQ.DIVERGENCE_TEMPERATURE,
+    seed: int = EQ.DIVERGENCE_SEED,
+    models=None,
+) -> dict[str, SP.Replay]:
     """Q9's two stored texts replayed on this machine along themselves
     (tests/common/sampled_paths.py): AssertionError at a character sampled
     otherwise here by more than the cross-machine bound."""
     if models is None:
         models = {"float32": reference, "quantized": EQ.quantized_model(reference, 8, G.PER_TENSOR)}
-    return {name: SP.replay_plain(models[name], EQ.DIVERGENCE_PROMPT, EQ.DIVERGENCE_LENGTH, temperature,
-                                  seed, stored=stored[name])
-            for name in ("float32", "quantized")}
+    return {
+        name: SP.replay_plain(
+            models[name], EQ.DIVERGENCE_PROMPT, EQ.DIVERGENCE_LENGTH, temperature, seed, stored=stored[name]
+        )
+        for name in ("float32", "quantized")
+    }
 
 
 @pytest.mark.claim("Q9")
-def test_int8_text_parts_from_float32_text_after_a_shared_prefix(aftertrain_model, diverged, claim_record,
-                                                                 data_regression, baselines_dir, request):
+def test_int8_text_parts_from_float32_text_after_a_shared_prefix(
+    aftertrain_model, diverged, claim_record, data_regression, baselines_dir, request
+):
     """Article: with one seed, the int8 model's text departs from the
     float32 text at the 22nd character. Method: aftertrain.lm.decoding.generate,
     prompt "\\n", 200 characters, temperature 1.0, seed 0, a fresh
@@ -606,8 +665,12 @@ def test_int8_text_parts_from_float32_text_after_a_shared_prefix(aftertrain_mode
     SAMPLED_LOGIT_DIFF); the tie is named in a warning and the live texts,
     another sample, are not compared. Any other difference fails, as a character
     sampled otherwise by more than the bound does."""
-    claim_record.measured("parts at character {Divergence.position} (float32 {float32!r}, int8 {int8!r})",
-                          diverged, float32=diverged.float32[:40], int8=diverged.quantized[:40])
+    claim_record.measured(
+        "parts at character {Divergence.position} (float32 {float32!r}, int8 {int8!r})",
+        diverged,
+        float32=diverged.float32[:40],
+        int8=diverged.quantized[:40],
+    )
     claim_record.table(diverged)
     check_parts_after_a_shared_prefix(diverged)
     path = baselines_dir / "quant_q9_divergence.yml"
@@ -618,17 +681,25 @@ def test_int8_text_parts_from_float32_text_after_a_shared_prefix(aftertrain_mode
     import yaml
 
     stored = yaml.safe_load(path.read_text())
-    parts = next((i + 1 for i, (x, y) in enumerate(zip(stored["float32"], stored["quantized"], strict=False))
-                  if x != y), None)
+    parts = next(
+        (
+            i + 1
+            for i, (x, y) in enumerate(zip(stored["float32"], stored["quantized"], strict=False))
+            if x != y
+        ),
+        None,
+    )
     assert stored["position"] == parts, f"{path}: the stored position is not where its texts part"
     if diverged.to_record() == stored:
         data_regression.check(diverged.to_record(), fullpath=path)
         return
     turned = [e for r in replay_q9_texts(aftertrain_model, stored).values() for e in r.excused]
-    assert turned, (f"the texts differ from {path}, though this machine samples every stored "
-                    f"character as stored")
-    warnings.warn(f"Q9: near tie taken otherwise on this machine, texts not compared: {turned[0]}",
-                  stacklevel=1)
+    assert turned, (
+        f"the texts differ from {path}, though this machine samples every stored character as stored"
+    )
+    warnings.warn(
+        f"Q9: near tie taken otherwise on this machine, texts not compared: {turned[0]}", stacklevel=1
+    )
 
 
 @pytest.mark.claim("Q9")
@@ -643,9 +714,13 @@ def test_q9_replay_catches_a_real_change(aftertrain_model, baselines_dir, change
     if not path.is_file():
         pytest.skip(f"no stored texts for this model ({path})")
     stored = yaml.safe_load(path.read_text())
-    kwargs = {"temperature 0.9": {"temperature": 0.9}, "seed 1": {"seed": 1},
-              "the float32 model for the int8 one": {"models": {"float32": aftertrain_model,
-                                                                "quantized": aftertrain_model}}}[change]
+    kwargs = {
+        "temperature 0.9": {"temperature": 0.9},
+        "seed 1": {"seed": 1},
+        "the float32 model for the int8 one": {
+            "models": {"float32": aftertrain_model, "quantized": aftertrain_model}
+        },
+    }[change]
     with pytest.raises(AssertionError):
         replay_q9_texts(aftertrain_model, stored, **kwargs)
 
@@ -657,8 +732,7 @@ def test_q9_free_replay_is_the_generators_own_text(aftertrain_model):
     from aftertrain.lm.decoding import generate
     from aftertrain.lm.text import decode, encode
 
-    out = generate(aftertrain_model, encode(EQ.DIVERGENCE_PROMPT), 200, 1.0,
-                   torch.Generator().manual_seed(0))
+    out = generate(aftertrain_model, encode(EQ.DIVERGENCE_PROMPT), 200, 1.0, torch.Generator().manual_seed(0))
     assert SP.replay_plain(aftertrain_model, EQ.DIVERGENCE_PROMPT, 200, 1.0, 0).text == decode(out[1:])
 
 
@@ -672,6 +746,7 @@ def test_divergence_check_catches_a_quantizer_that_does_nothing(aftertrain_model
 
 # --- Q10: no outliers in this model ------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def activation_ratios(aftertrain_model) -> dict[str, EQ.ActivationPeak]:
     return EQ.activation_channel_ratios(aftertrain_model)
@@ -684,9 +759,9 @@ def check_no_outliers(weights: EQ.WeightRanges, activations: dict[str, EQ.Activa
 
 
 @pytest.mark.claim("Q10")
-def test_no_outlier_channels_in_weights_or_activations(aftertrain_model, activation_ratios, bits_rows,
-                                                      claim_record, num_regression,
-                                                      baselines_dir):
+def test_no_outlier_channels_in_weights_or_activations(
+    aftertrain_model, activation_ratios, bits_rows, claim_record, num_regression, baselines_dir
+):
     """Article: max/median of per-channel weight ranges, worst matrix 2.49,
     median 1.51; activation channels (max/median of per-channel max|x|):
     block 0 FFN input 1.50 (max 5.24), block 2 FFN input 1.54 (6.24), final
@@ -697,27 +772,37 @@ def test_no_outlier_channels_in_weights_or_activations(aftertrain_model, activat
     weights = EQ.weight_range_ratios(aftertrain_model)
     gap = bits_rows[8].per_tensor - bits_rows[8].per_channel
     outliers = EQ.Outliers(weights, activation_ratios, gap)
-    claim_record.measured("weights worst {WeightRanges.worst:.2f} median {WeightRanges.median:.2f}; "
-                          "{activations}; 8-bit gap {Outliers.int8_granularity_gap:.4f}", weights, outliers,
-                          activations=shown("{key!s} {ActivationPeak.ratio:.2f} "
-                                            "(max {ActivationPeak.max:.2f})", activation_ratios))
+    claim_record.measured(
+        "weights worst {WeightRanges.worst:.2f} median {WeightRanges.median:.2f}; "
+        "{activations}; 8-bit gap {Outliers.int8_granularity_gap:.4f}",
+        weights,
+        outliers,
+        activations=shown(
+            "{key!s} {ActivationPeak.ratio:.2f} (max {ActivationPeak.max:.2f})", activation_ratios
+        ),
+    )
     claim_record.table(outliers)
     check_no_outliers(weights, activation_ratios)
     assert abs(gap) < TOL.INT8_LOSS_MARGIN
-    num_regression.check({"ratio": list(weights.matrices.values())},
-                         fullpath=baselines_dir / "quant_q10_weight_ratios.csv",
-                         default_tolerance=dict(rtol=TOL.RATIO_RTOL, atol=0))
+    num_regression.check(
+        {"ratio": list(weights.matrices.values())},
+        fullpath=baselines_dir / "quant_q10_weight_ratios.csv",
+        default_tolerance=dict(rtol=TOL.RATIO_RTOL, atol=0),
+    )
 
 
 @pytest.mark.claim("Q10")
-def test_activation_ratios_match_the_stored_baseline(activation_ratios, num_regression,
-                                                     baselines_dir):
+def test_activation_ratios_match_the_stored_baseline(activation_ratios, num_regression, baselines_dir):
     """Per site (ACTIVATION_SITES order): max/median ratio and max, to 1e-6
     relative (activations pass through float32 sums)."""
-    num_regression.check({"ratio": [a.ratio for a in activation_ratios.values()],
-                          "max": [a.max for a in activation_ratios.values()]},
-                         fullpath=baselines_dir / "quant_q10_activation_ratios.csv",
-                         default_tolerance=dict(rtol=TOL.RATIO_RTOL, atol=0))
+    num_regression.check(
+        {
+            "ratio": [a.ratio for a in activation_ratios.values()],
+            "max": [a.max for a in activation_ratios.values()],
+        },
+        fullpath=baselines_dir / "quant_q10_activation_ratios.csv",
+        default_tolerance=dict(rtol=TOL.RATIO_RTOL, atol=0),
+    )
 
 
 @pytest.mark.claim("Q10")
@@ -763,35 +848,38 @@ def overfit_bits(overfit, evaluations) -> dict[int, EQ.BitsRow]:
 
 @pytest.mark.claim("Q5")
 @pytest.mark.on_model("overfit")
-def test_3_bits_collapse_below_the_bigram_on_the_overfitted_recipe(overfit_bits, bigram_loss,
-                                                                   claim_record):
+def test_3_bits_collapse_below_the_bigram_on_the_overfitted_recipe(overfit_bits, bigram_loss, claim_record):
     """Article: 3-bit per-tensor 4.3960 and per-channel 3.4381, both above the
     bigram's 2.6501. On `overfit` (measured: per-tensor 3.9524, per-channel
     2.6660 against the bigram's 2.5365) both granularities are above it."""
-    claim_record.measured("overfit recipe: bigram {bigram:.4f}; {row}", bigram=bigram_loss,
-                          row=fmt_row(overfit_bits[3]))
+    claim_record.measured(
+        "overfit recipe: bigram {bigram:.4f}; {row}", bigram=bigram_loss, row=fmt_row(overfit_bits[3])
+    )
     check_worse_than_bigram(overfit_bits[3], bigram_loss)
 
 
 @pytest.mark.claim("Q6")
 @pytest.mark.on_model("overfit")
-def test_2_bit_loss_and_reconstruction_part_on_the_overfitted_recipe(overfit, overfit_bits,
-                                                                     claim_record):
+def test_2_bit_loss_and_reconstruction_part_on_the_overfitted_recipe(overfit, overfit_bits, claim_record):
     """Article: at 2 bits per-channel has the worse loss (6.3112 vs 5.7894)
     although it reconstructs blocks.0.f1 better. On `overfit` (measured:
     per-channel 4.4898 against per-tensor 4.2077; blocks.0.f1 per-channel
     zeroes 84.0% with MAE 0.0281, per-tensor 98.3% with 0.0338) both hold."""
     fig = EQ.reconstruction_figures(dict(overfit.named_parameters())["blocks.0.f1.weight"], 2)
-    claim_record.measured("overfit recipe: {row}; {reconstruction}", row=fmt_row(overfit_bits[2]),
-                          reconstruction=fmt_reconstruction(fig))
+    claim_record.measured(
+        "overfit recipe: {row}; {reconstruction}",
+        row=fmt_row(overfit_bits[2]),
+        reconstruction=fmt_reconstruction(fig),
+    )
     check_per_channel_reconstructs_better(fig)
     assert overfit_bits[2].per_channel > overfit_bits[2].per_tensor, fmt_row(overfit_bits[2])
 
 
 @pytest.mark.claim("Q7")
 @pytest.mark.on_model("overfit")
-def test_embeddings_dominate_the_4_bit_sensitivity_on_the_overfitted_recipe(overfit, evaluations,
-                                                                            claim_record):
+def test_embeddings_dominate_the_4_bit_sensitivity_on_the_overfitted_recipe(
+    overfit, evaluations, claim_record
+):
     """Article: tok first, pos second, tok more than five times any block
     matrix (+0.0976 against +0.0184). On `overfit` (measured: tok +0.0497,
     pos +0.0148, tok 7.1 times the largest block matrix) the same. Its

@@ -46,16 +46,20 @@ def rows_of(acceptance_rows, kind: D.DraftKind) -> list[XS.AcceptanceRow]:
 
 
 def fmt(rows: list[XS.AcceptanceRow]) -> Shown:
-    return shown("{AcceptanceRow.draft!s} k={AcceptanceRow.k}: acc {AcceptanceRow.acceptance:.3f}, "
-                 "{AcceptanceRow.chars_per_pass:.2f} chars/pass, {AcceptanceRow.target_passes} passes", rows)
+    return shown(
+        "{AcceptanceRow.draft!s} k={AcceptanceRow.k}: acc {AcceptanceRow.acceptance:.3f}, "
+        "{AcceptanceRow.chars_per_pass:.2f} chars/pass, {AcceptanceRow.target_passes} passes",
+        rows,
+    )
 
 
 # --- S3: the drafts -----------------------------------------------------------------
 
 
 @pytest.mark.claim("S3")
-def test_drafts_are_the_bigram_and_the_8bit_and_4bit_reference(aftertrain_model, speculative_drafts,
-                                                               claim_record, evaluations):
+def test_drafts_are_the_bigram_and_the_8bit_and_4bit_reference(
+    aftertrain_model, speculative_drafts, claim_record, evaluations
+):
     """S3. The bigram draft is the add-alpha bigram of the training split
     (same log-probability table); the 8- and 4-bit drafts are the reference
     with every 2-D weight fake-quantized per channel (Q1's rule) and every
@@ -68,8 +72,11 @@ def test_drafts_are_the_bigram_and_the_8bit_and_4bit_reference(aftertrain_model,
         draft = speculative_drafts[kind]
         assert draft is not aftertrain_model
         for name, w in draft.named_parameters():
-            expected = (Q.fake_quantize(ref_params[name], bits, Q.Granularity.PER_CHANNEL)
-                        if w.dim() == 2 else ref_params[name])
+            expected = (
+                Q.fake_quantize(ref_params[name], bits, Q.Granularity.PER_CHANNEL)
+                if w.dim() == 2
+                else ref_params[name]
+            )
             torch.testing.assert_close(w, expected, rtol=0, atol=0, msg=f"{kind.value} {name}")
     losses = {k.value: evaluations(m) for k, m in speculative_drafts.items()}  # once per session
     claim_record.measured("{key!s} val loss {value:.4f}", losses, sep=", ")
@@ -99,8 +106,10 @@ PATHS_FILE = "spec_acceptance_paths.yml"
 def stored_paths(path) -> dict[tuple[str, int], SP.SpecPath]:
     import yaml
 
-    return {(r["draft"], r["k"]): SP.SpecPath(r["drafts"], r["accepted"], r["text"])
-            for r in yaml.safe_load(path.read_text())["runs"]}
+    return {
+        (r["draft"], r["k"]): SP.SpecPath(r["drafts"], r["accepted"], r["text"])
+        for r in yaml.safe_load(path.read_text())["runs"]
+    }
 
 
 def replay_stored(model, speculative_drafts, paths, temperature=1.0, k_of=lambda k: k):
@@ -108,14 +117,24 @@ def replay_stored(model, speculative_drafts, paths, temperature=1.0, k_of=lambda
     Raises AssertionError at a decision taken otherwise here by more than the
     cross-machine bound (aftertrain.core.tolerances.SAMPLED_LOGIT_DIFF)."""
     models = {kind.value: m for kind, m in speculative_drafts.items()}
-    return {(name, k): SP.replay_speculative(model, models[name], XS.prompt_text(), XS.N_NEW,
-                                             k_of(k), temperature, XS.SEED, stored=path)[1]
-            for (name, k), path in paths.items()}
+    return {
+        (name, k): SP.replay_speculative(
+            model, models[name], XS.prompt_text(), XS.N_NEW, k_of(k), temperature, XS.SEED, stored=path
+        )[1]
+        for (name, k), path in paths.items()
+    }
 
 
 @pytest.mark.claim("S4")
-def test_acceptance_table_matches_stored_baseline(acceptance_rows, aftertrain_model, speculative_drafts,
-                                                  data_regression, baselines_dir, claim_record, request):
+def test_acceptance_table_matches_stored_baseline(
+    acceptance_rows,
+    aftertrain_model,
+    speculative_drafts,
+    data_regression,
+    baselines_dir,
+    claim_record,
+    request,
+):
     """S4. Drafted, accepted and target passes for every draft and k equal the
     stored table exactly: they are integers, deterministic for a fixed seed
     (S8); any change in the rule, the drafts, the sampling or the reference
@@ -132,12 +151,21 @@ def test_acceptance_table_matches_stored_baseline(acceptance_rows, aftertrain_mo
     SAMPLED_LOGIT_DIFF); the tie is named in a warning, and the row, another
     sample, is not compared. Any other difference fails, as a decision taken otherwise
     by more than the bound does."""
-    claim_record.measured("{rows}", rows=fmt([r for r in acceptance_rows if r.draft in
-                                              {k.value for k in ARTICLE_DRAFTS} and r.k in (1, 8)]))
+    claim_record.measured(
+        "{rows}",
+        rows=fmt(
+            [r for r in acceptance_rows if r.draft in {k.value for k in ARTICLE_DRAFTS} and r.k in (1, 8)]
+        ),
+    )
     stored = [
-        dataclasses.replace(r, acceptance=round(r.acceptance, 4), chars_per_pass=round(r.chars_per_pass, 4),
-                            predicted_acceptance=round(r.predicted_acceptance, 4))
-        for r in acceptance_rows]
+        dataclasses.replace(
+            r,
+            acceptance=round(r.acceptance, 4),
+            chars_per_pass=round(r.chars_per_pass, 4),
+            predicted_acceptance=round(r.predicted_acceptance, 4),
+        )
+        for r in acceptance_rows
+    ]
     claim_record.table(stored)
     stored = ET.SPEC_ACCEPTANCE.to_record(stored)  # the rows as the baseline file holds them
     table_file, paths_file = baselines_dir / "spec_acceptance.yml", baselines_dir / PATHS_FILE
@@ -147,8 +175,9 @@ def test_acceptance_table_matches_stored_baseline(acceptance_rows, aftertrain_mo
             models = {kind.value: m for kind, m in speculative_drafts.items()}
             runs = []
             for r in acceptance_rows:
-                path, _ = SP.replay_speculative(aftertrain_model, models[r.draft], XS.prompt_text(),
-                                                XS.N_NEW, r.k, 1.0, XS.SEED)
+                path, _ = SP.replay_speculative(
+                    aftertrain_model, models[r.draft], XS.prompt_text(), XS.N_NEW, r.k, 1.0, XS.SEED
+                )
                 assert path.counts() == (r.drafted, r.accepted, r.target_passes), (r, path.counts())
                 runs.append({"draft": r.draft, "k": r.k, **dataclasses.asdict(path)})
             data_regression.check({"runs": runs}, fullpath=paths_file)
@@ -168,11 +197,15 @@ def test_acceptance_table_matches_stored_baseline(acceptance_rows, aftertrain_mo
         return
     replays = replay_stored(aftertrain_model, speculative_drafts, {key: paths[key] for key in differ})
     unexplained = [key for key, r in replays.items() if not r.excused]
-    assert not unexplained, (f"rows {unexplained} differ from {table_file}, though this machine takes "
-                             f"every decision of their stored paths as stored")
-    warnings.warn("S4: near ties taken otherwise on this machine, rows not compared: "
-                  + "; ".join(f"{name} k={k}: {r.excused[0]}" for (name, k), r in replays.items()),
-                  stacklevel=1)
+    assert not unexplained, (
+        f"rows {unexplained} differ from {table_file}, though this machine takes "
+        f"every decision of their stored paths as stored"
+    )
+    warnings.warn(
+        "S4: near ties taken otherwise on this machine, rows not compared: "
+        + "; ".join(f"{name} k={k}: {r.excused[0]}" for (name, k), r in replays.items()),
+        stacklevel=1,
+    )
 
 
 @pytest.fixture
@@ -185,10 +218,12 @@ def one_stored_path(baselines_dir) -> tuple[tuple[str, int], SP.SpecPath]:
 
 @pytest.mark.claim("S4")
 @pytest.mark.teeth
-@pytest.mark.parametrize("change", ["temperature 0.9", "a draft one character off", "k = 2 for 4",
-                                    "the 8-bit draft for the 4-bit"])
-def test_stored_path_replay_catches_a_real_change(aftertrain_model, speculative_drafts, one_stored_path,
-                                                 change):
+@pytest.mark.parametrize(
+    "change", ["temperature 0.9", "a draft one character off", "k = 2 for 4", "the 8-bit draft for the 4-bit"]
+)
+def test_stored_path_replay_catches_a_real_change(
+    aftertrain_model, speculative_drafts, one_stored_path, change
+):
     """Teeth of the acceptance table's replay: a real change is a decision
     taken otherwise by far more than the cross-machine bound, and fails;
     the unchanged replay passes (test above)."""
@@ -202,12 +237,13 @@ def test_stored_path_replay_catches_a_real_change(aftertrain_model, speculative_
     elif change == "a draft one character off":
         i = 0
         off = decode((encode(path.drafts[i]) + 1) % 100)
-        path = dataclasses.replace(path, drafts=path.drafts[:i] + off + path.drafts[i + 1:])
+        path = dataclasses.replace(path, drafts=path.drafts[:i] + off + path.drafts[i + 1 :])
     else:
         draft = speculative_drafts[D.DraftKind.INT8]
     with pytest.raises(AssertionError):
-        SP.replay_speculative(aftertrain_model, draft, XS.prompt_text(), XS.N_NEW, kk, temperature, XS.SEED,
-                              stored=path)
+        SP.replay_speculative(
+            aftertrain_model, draft, XS.prompt_text(), XS.N_NEW, kk, temperature, XS.SEED, stored=path
+        )
 
 
 @pytest.mark.method
@@ -231,12 +267,14 @@ def test_free_replay_is_the_generators_own_path(aftertrain_model, speculative_dr
     no decision otherwise."""
     draft, n = speculative_drafts[D.DraftKind.INT4], 60
     path, _ = SP.replay_speculative(aftertrain_model, draft, XS.prompt_text(), n, 4, 1.0, XS.SEED)
-    r = S.speculative_generate(aftertrain_model, draft, XS.prompt_text(), n, 4, 1.0,
-                               torch.Generator().manual_seed(XS.SEED))
+    r = S.speculative_generate(
+        aftertrain_model, draft, XS.prompt_text(), n, 4, 1.0, torch.Generator().manual_seed(XS.SEED)
+    )
     assert path.text == r.text
     assert path.counts() == (r.drafted, r.accepted, r.target_passes)
-    _, again = SP.replay_speculative(aftertrain_model, draft, XS.prompt_text(), n, 4, 1.0, XS.SEED,
-                                     stored=path)
+    _, again = SP.replay_speculative(
+        aftertrain_model, draft, XS.prompt_text(), n, 4, 1.0, XS.SEED, stored=path
+    )
     assert again.excused == [] and again.decisions > 0
 
 
@@ -255,12 +293,19 @@ def test_statistics_add_up(acceptance_rows):
 def test_better_draft_has_higher_acceptance_at_every_k(acceptance_rows, claim_record):
     """S4. At each k the 8-bit draft's acceptance exceeds the 4-bit draft's,
     which exceeds the bigram's (the article: 0.896 > 0.653 > 0.290 at k = 1)."""
-    claim_record.measured("k={value}: {acceptances}", XS.KS, acceptances=lambda k: shown(
-        "{AcceptanceRow.acceptance:.3f}",
-        [r for kind in ARTICLE_DRAFTS for r in rows_of(acceptance_rows, kind) if r.k == k], sep=" > "))
+    claim_record.measured(
+        "k={value}: {acceptances}",
+        XS.KS,
+        acceptances=lambda k: shown(
+            "{AcceptanceRow.acceptance:.3f}",
+            [r for kind in ARTICLE_DRAFTS for r in rows_of(acceptance_rows, kind) if r.k == k],
+            sep=" > ",
+        ),
+    )
     for k in XS.KS:
-        acc = [next(r.acceptance for r in rows_of(acceptance_rows, kind) if r.k == k)
-               for kind in ARTICLE_DRAFTS]
+        acc = [
+            next(r.acceptance for r in rows_of(acceptance_rows, kind) if r.k == k) for kind in ARTICLE_DRAFTS
+        ]
         assert acc[0] > acc[1] > acc[2], (k, acc)
 
 
@@ -273,8 +318,11 @@ def test_acceptance_at_k8_is_below_acceptance_at_k1(acceptance_rows, kind, claim
     200-character run the fall is not monotone step by step (4-bit 0.895 at
     k=1, 0.949 at k=2; 8-bit 0.985 at k=2, 0.994 at k=4)."""
     rows = rows_of(acceptance_rows, kind)
-    claim_record.measured("{kind!s}: {rows}", kind=kind.value,
-                          rows=shown("k={AcceptanceRow.k} {AcceptanceRow.acceptance:.3f}", rows, sep=", "))
+    claim_record.measured(
+        "{kind!s}: {rows}",
+        kind=kind.value,
+        rows=shown("k={AcceptanceRow.k} {AcceptanceRow.acceptance:.3f}", rows, sep=", "),
+    )
     assert rows[-1].acceptance < rows[0].acceptance, rows
 
 
@@ -284,9 +332,11 @@ def test_chars_per_pass_rises_with_k(acceptance_rows, kind, claim_record):
     """S4. Characters per target pass rise with k = 1, 2, 4, 8 (the article:
     bigram 1.29 -> 1.47, 8-bit 1.89 -> 5.88, 4-bit 1.65 -> 3.77)."""
     rows = rows_of(acceptance_rows, kind)
-    claim_record.measured("{kind!s}: {rows}", kind=kind.value,
-                          rows=shown("k={AcceptanceRow.k} {AcceptanceRow.chars_per_pass:.2f}", rows,
-                                     sep=", "))
+    claim_record.measured(
+        "{kind!s}: {rows}",
+        kind=kind.value,
+        rows=shown("k={AcceptanceRow.k} {AcceptanceRow.chars_per_pass:.2f}", rows, sep=", "),
+    )
     cpp = [r.chars_per_pass for r in rows]
     assert all(a < b for a, b in zip(cpp, cpp[1:], strict=False)), cpp
 
@@ -335,13 +385,16 @@ def test_truncation_explains_most_of_the_fall_in_acceptance(long_table, kind, cl
     MIN_FALL."""
     rows = rows_of(long_table, kind)
     a1, a8, pred = rows[0].acceptance, rows[-1].acceptance, rows[-1].predicted_acceptance
-    claim_record.measured("{kind!s}: k=1 {k1}; k=8 measured {LongRunRow.acceptance:.3f}, "
-                          "predicted {LongRunRow.predicted_acceptance:.3f} (300 characters)", rows[-1],
-                          kind=kind.value, k1=shown("{LongRunRow.acceptance:.3f}", rows[0]))
+    claim_record.measured(
+        "{kind!s}: k=1 {k1}; k=8 measured {LongRunRow.acceptance:.3f}, "
+        "predicted {LongRunRow.predicted_acceptance:.3f} (300 characters)",
+        rows[-1],
+        kind=kind.value,
+        k1=shown("{LongRunRow.acceptance:.3f}", rows[0]),
+    )
     claim_record.table(long_table)
     if a1 - a8 < MIN_FALL:
-        pytest.skip(f"{kind.value}: acceptance falls only {a1 - a8:.3f} from k=1 to 8: "
-                    "nothing to explain")
+        pytest.skip(f"{kind.value}: acceptance falls only {a1 - a8:.3f} from k=1 to 8: nothing to explain")
     assert (a1 - pred) >= 0.5 * (a1 - a8), (a1, a8, pred)
 
 
@@ -356,8 +409,9 @@ def test_same_seed_gives_same_text_and_statistics(aftertrain_model, speculative_
     draft = speculative_drafts[D.DraftKind.INT4]
 
     def run(seed):
-        return S.speculative_generate(aftertrain_model, draft, XS.prompt_text(), XS.N_NEW, 4, 1.0,
-                                      torch.Generator().manual_seed(seed))
+        return S.speculative_generate(
+            aftertrain_model, draft, XS.prompt_text(), XS.N_NEW, 4, 1.0, torch.Generator().manual_seed(seed)
+        )
 
     a, b, other = run(7), run(7), run(8)
     assert torch.equal(a.tokens, b.tokens) and a.stats() == b.stats()
@@ -368,19 +422,28 @@ def test_same_seed_gives_same_text_and_statistics(aftertrain_model, speculative_
 # --- bad input ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"k": 0}, "k must be an int >= 1"),
-    ({"n_new": -1}, r"n_new must be an int in \[0, "),
-    ({"temperature": -0.5}, "temperature must be a finite number >= 0"),
-    ({"temperature": float("nan")}, "temperature"),
-    ({"prompt": "caf\u00e9"}, "outside the vocabulary"),
-    ({"prompt": ""}, "at least one character"),
-    ({"generator": 3}, "generator"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"k": 0}, "k must be an int >= 1"),
+        ({"n_new": -1}, r"n_new must be an int in \[0, "),
+        ({"temperature": -0.5}, "temperature must be a finite number >= 0"),
+        ({"temperature": float("nan")}, "temperature"),
+        ({"prompt": "caf\u00e9"}, "outside the vocabulary"),
+        ({"prompt": ""}, "at least one character"),
+        ({"generator": 3}, "generator"),
+    ],
+)
 def test_speculative_generate_rejects_bad_input(speculative_drafts, aftertrain_model, kwargs, match):
-    args = {"target": aftertrain_model, "draft": speculative_drafts[D.DraftKind.BIGRAM],
-            "prompt": "The ", "n_new": 5, "k": 2, "temperature": 1.0,
-            "generator": torch.Generator()}
+    args = {
+        "target": aftertrain_model,
+        "draft": speculative_drafts[D.DraftKind.BIGRAM],
+        "prompt": "The ",
+        "n_new": 5,
+        "k": 2,
+        "temperature": 1.0,
+        "generator": torch.Generator(),
+    }
     with pytest.raises(ValueError, match=match):
         S.speculative_generate(**{**args, **kwargs})
 
@@ -407,12 +470,15 @@ def test_train_draft_flag_trains_the_draft_recipe(tmp_path):
     from aftertrain.lm import train as _train
 
     out = tmp_path / "d.pt"
-    assert main(["train", "--draft", "--steps", "4", "--eval-every", "2", "--threads", "1",
-                 "--out", str(out)]) == 0
+    assert (
+        main(["train", "--draft", "--steps", "4", "--eval-every", "2", "--threads", "1", "--out", str(out)])
+        == 0
+    )
     net = load_checkpoint(out)
     assert (net.config.n_layer, net.config.n_embd) == (1, 64)
     assert json.loads(out.with_suffix(".pt.json").read_text())["command"].startswith(
-        "aftertrain train --draft")
+        "aftertrain train --draft"
+    )
     assert _train.draft_train_config().model == _train.DRAFT_MODEL
     assert _train.TrainConfig().model.n_layer == 3 and _train.TrainConfig().steps == 5000
 

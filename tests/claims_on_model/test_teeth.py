@@ -32,8 +32,14 @@ from tests.common.strategies import verification_case
 
 FIXED_P, FIXED_Q = torch.from_numpy(_FIXED_P), torch.from_numpy(_FIXED_Q)
 
-BUGS = ("always accept", "resample from p", "residual q - p", "accept u <= p/q",
-        "bonus from k-th", "skip renormalisation")
+BUGS = (
+    "always accept",
+    "resample from p",
+    "residual q - p",
+    "accept u <= p/q",
+    "bonus from k-th",
+    "skip renormalisation",
+)
 
 
 @given(case=verification_case())
@@ -73,8 +79,13 @@ CAUGHT_BY = {
 
 def check_fails(check: str, rule_with_uniforms) -> bool:
     if check == "position law":
-        report = CS.check_rule(CS.drawing_uniforms(rule_with_uniforms), n=RULE_TRIALS, seed=1,
-                               cases=[("fixed V=4 k=3", FIXED_P, FIXED_Q)], alpha=ALPHA)
+        report = CS.check_rule(
+            CS.drawing_uniforms(rule_with_uniforms),
+            n=RULE_TRIALS,
+            seed=1,
+            cases=[("fixed V=4 k=3", FIXED_P, FIXED_Q)],
+            alpha=ALPHA,
+        )
         return not report.passed
     if check == "u = 0":
         report = CS.check_rule_exact(rule_with_uniforms)
@@ -114,9 +125,9 @@ def test_joint_law_check_catches_a_draft_scored_at_another_temperature(claim_rec
 
 @pytest.mark.claim("X7")
 @pytest.mark.teeth
-def test_first_character_check_catches_always_accept_on_the_reference(aftertrain_model,
-                                                                       speculative_drafts,
-                                                                       claim_record):
+def test_first_character_check_catches_always_accept_on_the_reference(
+    aftertrain_model, speculative_drafts, claim_record
+):
     """X7 for S2: with 'always accept' the 20,000 first characters after the
     S2 context follow the bigram draft's law, and the S2 check (chi-square
     and the TV bound, kit's check_rule on the reference's p and the bigram's
@@ -126,12 +137,23 @@ def test_first_character_check_catches_always_accept_on_the_reference(aftertrain
     q1 = probabilities(DEC.Decoder(speculative_drafts[D.DraftKind.BIGRAM]).feed(ids)[-1], 1.0)
     # Only the first character is judged here; the bonus row repeats p_1.
     case = [("S2 context, bigram draft", torch.stack([p1, p1]), q1[None])]
-    broken = CS.check_rule(CS.drawing_uniforms(zoo.make_rule("always accept")),
-                           n=XS.S2_SAMPLES, cases=case, alpha=ALPHA, seed=XS.SEED)
+    broken = CS.check_rule(
+        CS.drawing_uniforms(zoo.make_rule("always accept")),
+        n=XS.S2_SAMPLES,
+        cases=case,
+        alpha=ALPHA,
+        seed=XS.SEED,
+    )
     first = {r.check: r for r in broken.rows if r.position == 0}
-    claim_record.measured("always accept: TV {tv:.4f} (bound {bound:.4f})",
-                          tv=first["tv"].tv, bound=first["tv"].tv_threshold)
+    claim_record.measured(
+        "always accept: TV {tv:.4f} (bound {bound:.4f})", tv=first["tv"].tv, bound=first["tv"].tv_threshold
+    )
     assert not first["chi-square"].passed and not first["tv"].passed, str(broken)
-    shipped = CS.check_rule(lambda p, q, d: S.verify_batch(p, q, d, torch.default_generator),
-                            n=XS.S2_SAMPLES, cases=case, alpha=ALPHA, seed=XS.SEED)
+    shipped = CS.check_rule(
+        lambda p, q, d: S.verify_batch(p, q, d, torch.default_generator),
+        n=XS.S2_SAMPLES,
+        cases=case,
+        alpha=ALPHA,
+        seed=XS.SEED,
+    )
     assert shipped.passed, str(shipped)

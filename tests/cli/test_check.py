@@ -16,7 +16,7 @@ from aftertrain import cli
 
 REPO = Path(__file__).resolve().parents[2]
 
-USER_RULES = '''
+USER_RULES = """
 import sys
 from aftertrain.checks import zoo
 correct = zoo.make_rule()
@@ -30,7 +30,7 @@ def chatty(p, q, drafts, u, v):
 
 def quits(p, q, drafts, u, v):
     sys.exit(5)
-'''
+"""
 
 #: Modules that fail on import, by name: (source, the line the message names).
 BAD_MODULES = {
@@ -68,37 +68,59 @@ def test_a_broken_rule_exits_1_with_one_line_per_failure_from_outside_the_checko
     """The same through the installed command line in a child process, run
     in the temporary folder (the in-process test above stays in the default run)."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    out = subprocess.run([sys.executable, "-m", "aftertrain", "check", "rule", "my_rules:broken",
-                          "--exact", "--n", "200", "--quiet"], capture_output=True, text=True,
-                         cwd=user_folder, env=env, timeout=300)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "aftertrain",
+            "check",
+            "rule",
+            "my_rules:broken",
+            "--exact",
+            "--n",
+            "200",
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=user_folder,
+        env=env,
+        timeout=300,
+    )
     assert out.returncode == 1, out.stderr
     _assert_broken_rules_lines(out.stdout.splitlines())
 
 
 def test_a_correct_rule_exits_0_and_json_lists_every_row(user_folder, capsys):
-    rc = cli.main(["check", "rule", "my_rules:correct", "--exact", "--n", "200", "--json",
-                   "--dtype", "bfloat16"])
+    rc = cli.main(
+        ["check", "rule", "my_rules:correct", "--exact", "--n", "200", "--json", "--dtype", "bfloat16"]
+    )
     reports = json.loads(capsys.readouterr().out)
     assert rc == 0
     assert [r["passed"] for r in reports] == [True, True]
     assert "dtype=bfloat16" in reports[0]["subject"] and reports[1]["rows"]
 
 
-@pytest.mark.parametrize("argv, match", [
-    (["my_rules"], "expected MODULE:FUNC"),
-    (["no_such_module:f"], "cannot import no_such_module"),
-    (["my_rules:nothing"], "my_rules has no callable 'nothing'"),
-    (["missing.py:f"], "missing.py: no such file"),
-    (["my_rules:correct", "--n", "50"], "argument --n: must be from 100 to 200,000, got 50"),
-    (["my_rules:correct", "--dtype", "int8"], "invalid choice: 'int8'"),
-    (["my_rules:correct", "--n", "many"], "expected a whole number"),
-    (["my_rules:correct", "--n", "1000000000000"],
-     "argument --n: must be from 100 to 200,000, got 1000000000000"),
-    (["my_rules:correct", "--seed", "-1"], "argument --seed: must be from 0 to"),
-    (["my_rules:correct", "--seed", str(2**64)], f"got {2**64}"),
-    (["exits_on_import:f"], "cannot import exits_on_import: called sys.exit(3) on import at "),
-    (["raises_on_import:f"], "cannot import raises_on_import: RuntimeError: no config file (at "),
-])
+@pytest.mark.parametrize(
+    "argv, match",
+    [
+        (["my_rules"], "expected MODULE:FUNC"),
+        (["no_such_module:f"], "cannot import no_such_module"),
+        (["my_rules:nothing"], "my_rules has no callable 'nothing'"),
+        (["missing.py:f"], "missing.py: no such file"),
+        (["my_rules:correct", "--n", "50"], "argument --n: must be from 100 to 200,000, got 50"),
+        (["my_rules:correct", "--dtype", "int8"], "invalid choice: 'int8'"),
+        (["my_rules:correct", "--n", "many"], "expected a whole number"),
+        (
+            ["my_rules:correct", "--n", "1000000000000"],
+            "argument --n: must be from 100 to 200,000, got 1000000000000",
+        ),
+        (["my_rules:correct", "--seed", "-1"], "argument --seed: must be from 0 to"),
+        (["my_rules:correct", "--seed", str(2**64)], f"got {2**64}"),
+        (["exits_on_import:f"], "cannot import exits_on_import: called sys.exit(3) on import at "),
+        (["raises_on_import:f"], "cannot import raises_on_import: RuntimeError: no config file (at "),
+    ],
+)
 def test_usage_errors_exit_2_with_one_line(user_folder, capsys, argv, match):
     try:
         code = cli.main(["check", "rule", *argv])
@@ -117,8 +139,11 @@ def test_one_failing_report_among_passing_ones_exits_1(user_folder, monkeypatch,
     from aftertrain.checks import assertions
 
     def reports(*args, **kwargs):
-        return [SimpleNamespace(subject="exact", passed=True, failures=[], rows=[]),
-                SimpleNamespace(subject="battery", passed=False, failures=["tv"], rows=[])]
+        return [
+            SimpleNamespace(subject="exact", passed=True, failures=[], rows=[]),
+            SimpleNamespace(subject="battery", passed=False, failures=["tv"], rows=[]),
+        ]
+
     monkeypatch.setattr(assertions, "rule_reports", reports)
     assert cli.main(["check", "rule", "my_rules:correct", "--quiet"]) == 1
     monkeypatch.setattr(assertions, "rule_reports", lambda *a, **k: reports()[:1])
@@ -143,15 +168,15 @@ def test_a_rule_that_calls_sys_exit_fails_in_one_line_naming_its_line(user_folde
     assert code == 1, err
     assert err.strip().splitlines()[-1] == (
         f"aftertrain check rule: FAILED: my_rules:quits called sys.exit(5) at "
-        f"{user_folder / 'my_rules.py'}:{line} instead of returning (accepted, token)")
+        f"{user_folder / 'my_rules.py'}:{line} instead of returning (accepted, token)"
+    )
     assert out == ""
 
 
 def test_json_output_parses_when_the_rule_prints(user_folder, capsys):
     """What the user's module and rule print goes to standard error:
     standard output is the JSON alone."""
-    code = cli.main(["check", "rule", "my_rules:chatty", "--exact", "--n", "200", "--json",
-                     "--quiet"])
+    code = cli.main(["check", "rule", "my_rules:chatty", "--exact", "--n", "200", "--json", "--quiet"])
     out, err = capsys.readouterr()
     assert code == 0
     assert [r["passed"] for r in json.loads(out)] == [True, True]
@@ -169,8 +194,7 @@ def test_a_closed_pipe_ends_quietly_in_process(user_folder, capsys, monkeypatch)
     closed = open(write, "w")  # noqa: SIM115 (closed below, after main has written to it)
     try:
         monkeypatch.setattr(sys, "stdout", closed)
-        status = cli.main(["check", "rule", "my_rules:correct", "--exact", "--n", "100", "--json",
-                           "--quiet"])
+        status = cli.main(["check", "rule", "my_rules:correct", "--exact", "--n", "100", "--json", "--quiet"])
         monkeypatch.undo()
         devnull = os.stat(os.devnull)
         assert (os.fstat(write).st_dev, os.fstat(write).st_ino) == (devnull.st_dev, devnull.st_ino)
@@ -187,10 +211,26 @@ def test_a_closed_pipe_ends_quietly(user_folder):
     process: the reader goes before the reports are written; no traceback,
     and the exit status is still the verdict (0: the rule passed)."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    proc = subprocess.Popen([sys.executable, "-m", "aftertrain", "check", "rule",
-                             "my_rules:correct", "--exact", "--n", "100", "--json", "--quiet"],
-                            cwd=user_folder, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "aftertrain",
+            "check",
+            "rule",
+            "my_rules:correct",
+            "--exact",
+            "--n",
+            "100",
+            "--json",
+            "--quiet",
+        ],
+        cwd=user_folder,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     proc.stdout.close()  # the reader is gone before anything is written
     err = proc.stderr.read()
     assert proc.wait(timeout=300) == 0, err
@@ -214,8 +254,23 @@ def test_the_exact_failures_are_the_same_at_every_seed(user_folder, capsys):
     read 7 failures at one seed and 6 at another)."""
     exact = []
     for seed in ("0", "3"):
-        assert cli.main(["check", "rule", "my_rules:broken", "--exact", "--n", "100",
-                         "--seed", seed, "--json", "--quiet"]) == 1
+        assert (
+            cli.main(
+                [
+                    "check",
+                    "rule",
+                    "my_rules:broken",
+                    "--exact",
+                    "--n",
+                    "100",
+                    "--seed",
+                    seed,
+                    "--json",
+                    "--quiet",
+                ]
+            )
+            == 1
+        )
         exact.append(json.loads(capsys.readouterr().out)[0]["failures"])
     assert exact[0] == exact[1] and exact[0], exact
     assert any(line.startswith("batch of 16, row 5") for line in exact[0]), exact[0]

@@ -63,8 +63,9 @@ def user_folder(tmp_path, monkeypatch):
     sub = tmp_path / "lib"
     sub.mkdir()
     (sub / "helper_33.py").write_text("from aftertrain.checks import zoo\nRULE = zoo.make_rule()\n")
-    (sub / "rules_33.py").write_text("import helper_33\n\ndef rule(p, q, d, u, v):\n"
-                                     "    return helper_33.RULE(p, q, d, u, v)\n")
+    (sub / "rules_33.py").write_text(
+        "import helper_33\n\ndef rule(p, q, d, u, v):\n    return helper_33.RULE(p, q, d, u, v)\n"
+    )
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     for name in ("my_kits", "helper_33", "rules_33"):
@@ -79,20 +80,22 @@ def test_a_quantizer_with_edge_findings_exits_0_and_1_with_strict(user_folder, c
     """The docs' absmax int4: -8 x (max / 7.5) overflows at float32's max (an
     edge finding, printed), the row of 48 is refused (a reshape's
     RuntimeError with a message): exit 0; with --strict exit 1."""
-    assert cli.main(["check", "quantizer", "my_kits:absmax_int4", "--scheme", SCHEME,
-                     "--quiet"]) == 0
+    assert cli.main(["check", "quantizer", "my_kits:absmax_int4", "--scheme", SCHEME, "--quiet"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("absmax_int4: PASSED, ") and " edge findings (" in out[0], out
     assert all(line.startswith("  - edge: float32 max") for line in out[1:]), out
-    assert cli.main(["check", "quantizer", "my_kits:absmax_int4", "--scheme", SCHEME,
-                     "--strict", "--quiet"]) == 1
+    assert (
+        cli.main(["check", "quantizer", "my_kits:absmax_int4", "--scheme", SCHEME, "--strict", "--quiet"])
+        == 1
+    )
     assert "FAILED" in capsys.readouterr().out.splitlines()[0]
 
 
 @pytest.mark.teeth
 def test_check_quantizer_catches_floor_rounding_with_exit_1_and_json_classes(user_folder, capsys):
-    assert cli.main(["check", "quantizer", "my_kits:floor_int4", "--scheme", SCHEME,
-                     "--json", "--quiet"]) == 1
+    assert (
+        cli.main(["check", "quantizer", "my_kits:floor_int4", "--scheme", SCHEME, "--json", "--quiet"]) == 1
+    )
     [report] = json.loads(capsys.readouterr().out)
     assert not report["passed"] and report["verdict"] == "FAILED"
     failed = [r for r in report["rows"] if not r["passed"]]
@@ -101,43 +104,50 @@ def test_check_quantizer_catches_floor_rounding_with_exit_1_and_json_classes(use
 
 
 def test_a_pruner_exits_0_and_a_broken_one_1(user_folder, capsys):
-    assert cli.main(["check", "pruner", "my_kits:two_four", "--pattern", "2:4", "--json",
-                     "--quiet"]) == 0
+    assert cli.main(["check", "pruner", "my_kits:two_four", "--pattern", "2:4", "--json", "--quiet"]) == 0
     [report] = json.loads(capsys.readouterr().out)
     assert report["passed"] and any(r["check"] == "refused" for r in report["rows"])
-    assert cli.main(["check", "pruner", "my_kits:signed_two_four", "--pattern", "2:4",
-                     "--quiet"]) == 1
+    assert cli.main(["check", "pruner", "my_kits:signed_two_four", "--pattern", "2:4", "--quiet"]) == 1
     assert "magnitude failed" in capsys.readouterr().out
 
 
 def test_a_file_path_imports_the_modules_beside_it(user_folder, capsys):
     """``path/to/file.py:FUNC``: the file's folder goes first on the path, so
     its own imports of the modules beside it work (issue 33)."""
-    assert cli.main(["check", "rule", "lib/rules_33.py:rule", "--exact", "--n", "100",
-                     "--quiet"]) == 0, capsys.readouterr().err
+    assert cli.main(["check", "rule", "lib/rules_33.py:rule", "--exact", "--n", "100", "--quiet"]) == 0, (
+        capsys.readouterr().err
+    )
 
 
-@pytest.mark.parametrize("argv, match", [
-    (["quantizer", "my_kits:absmax_int4"], "the following arguments are required: --scheme"),
-    (["quantizer", "my_kits:absmax_int4", "--scheme", "int9 SYMMETRIC PerTensor()"],
-     "bits must be int2 to int8"),
-    (["quantizer", "my_kits:absmax_int4", "--scheme", "int4 SIMETRIC PerTensor()"],
-     "mapping must be one of"),
-    (["quantizer", "my_kits:absmax_int4", "--scheme", "int4 SYMMETRIC PerRow()"],
-     "granularity must be"),
-    (["quantizer", "my_kits:absmax_int4", "--scheme", "int4 SYMMETRIC PerGroup(0)"],
-     "at least 1"),
-    (["quantizer", "my_kits:absmax_int4", "--scheme", "int4 SYMMETRIC PerTensor() floor=x"],
-     "floor=<float>"),
-    (["pruner", "my_kits:two_four", "--pattern", "4:2"], "1 <= N < M"),
-    (["pruner", "my_kits:two_four", "--pattern", "diagonal"], "expected N:M"),
-    (["pruner", "my_kits:two_four", "--pattern", "2:4", "--sparsities", "0.5"],
-     "--sparsities does not apply to an N:M pattern"),
-    (["pruner", "my_kits:two_four", "--pattern", "global", "--sparsities", "2"],
-     "sparsities in [0, 1]"),
-    (["rule", "my_kits:two_four", "--uniforms", "float32"], "--uniforms applies only with --exact"),
-    (["pruner", "nowhere.py:f", "--pattern", "2:4"], "nowhere.py: no such file"),
-])
+@pytest.mark.parametrize(
+    "argv, match",
+    [
+        (["quantizer", "my_kits:absmax_int4"], "the following arguments are required: --scheme"),
+        (
+            ["quantizer", "my_kits:absmax_int4", "--scheme", "int9 SYMMETRIC PerTensor()"],
+            "bits must be int2 to int8",
+        ),
+        (
+            ["quantizer", "my_kits:absmax_int4", "--scheme", "int4 SIMETRIC PerTensor()"],
+            "mapping must be one of",
+        ),
+        (["quantizer", "my_kits:absmax_int4", "--scheme", "int4 SYMMETRIC PerRow()"], "granularity must be"),
+        (["quantizer", "my_kits:absmax_int4", "--scheme", "int4 SYMMETRIC PerGroup(0)"], "at least 1"),
+        (
+            ["quantizer", "my_kits:absmax_int4", "--scheme", "int4 SYMMETRIC PerTensor() floor=x"],
+            "floor=<float>",
+        ),
+        (["pruner", "my_kits:two_four", "--pattern", "4:2"], "1 <= N < M"),
+        (["pruner", "my_kits:two_four", "--pattern", "diagonal"], "expected N:M"),
+        (
+            ["pruner", "my_kits:two_four", "--pattern", "2:4", "--sparsities", "0.5"],
+            "--sparsities does not apply to an N:M pattern",
+        ),
+        (["pruner", "my_kits:two_four", "--pattern", "global", "--sparsities", "2"], "sparsities in [0, 1]"),
+        (["rule", "my_kits:two_four", "--uniforms", "float32"], "--uniforms applies only with --exact"),
+        (["pruner", "nowhere.py:f", "--pattern", "2:4"], "nowhere.py: no such file"),
+    ],
+)
 def test_usage_errors_exit_2_with_one_line(user_folder, capsys, argv, match):
     try:
         code = cli.main(["check", *argv])
@@ -155,13 +165,14 @@ def test_scheme_and_pattern_words_are_the_kits():
     from aftertrain.checks.quant import Mapping, PerAxis, PerGroup, PerTensor, QuantScheme
 
     assert check_kits.MAPPINGS == tuple(m.name for m in Mapping)
-    for scheme in (QuantScheme(4, Mapping.SYMMETRIC_FULL, PerGroup(32)),
-                   QuantScheme(8, Mapping.ASYMMETRIC, PerAxis(0)),
-                   QuantScheme(2, Mapping.ASYMMETRIC_FLOAT_SHIFT, PerGroup(None)),
-                   QuantScheme(3, Mapping.SYMMETRIC, PerTensor())):
+    for scheme in (
+        QuantScheme(4, Mapping.SYMMETRIC_FULL, PerGroup(32)),
+        QuantScheme(8, Mapping.ASYMMETRIC, PerAxis(0)),
+        QuantScheme(2, Mapping.ASYMMETRIC_FLOAT_SHIFT, PerGroup(None)),
+        QuantScheme(3, Mapping.SYMMETRIC, PerTensor()),
+    ):
         assert check_kits.build_scheme(check_kits.parse_scheme(str(scheme))) == scheme
-    eps = check_kits.build_scheme(check_kits.parse_scheme("int8 SYMMETRIC_FULL PerAxis(0) "
-                                                          "floor=eps"))
+    eps = check_kits.build_scheme(check_kits.parse_scheme("int8 SYMMETRIC_FULL PerAxis(0) floor=eps"))
     assert eps.scale_floor == 2.0**-23
     build = check_kits.build_pattern
     assert build(check_kits.parse_pattern("2:4")) == NM(2, 4)
@@ -173,8 +184,8 @@ def test_a_file_named_like_a_loaded_module_does_not_shadow_it(user_folder, capsy
     """``lib/json.py:rule`` loads the file under another name: the json
     module the command writes its output with stays the standard one."""
     (user_folder / "lib" / "json.py").write_text(
-        "from aftertrain.checks import zoo\nrule = zoo.make_rule()\n")
-    assert cli.main(["check", "rule", "lib/json.py:rule", "--exact", "--n", "100", "--json",
-                     "--quiet"]) == 0
+        "from aftertrain.checks import zoo\nrule = zoo.make_rule()\n"
+    )
+    assert cli.main(["check", "rule", "lib/json.py:rule", "--exact", "--n", "100", "--json", "--quiet"]) == 0
     assert [r["passed"] for r in json.loads(capsys.readouterr().out)] == [True, True]
     assert json.dumps is sys.modules["json"].dumps

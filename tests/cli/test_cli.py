@@ -41,10 +41,12 @@ def paths(tmp_path_factory) -> dict[str, str]:
     (tmp / "binary.json").write_bytes(b"\xff\xfe\x00\x01\x80")
     (tmp / "not_ledger.json").write_text(json.dumps({"something": 1}))
     (tmp / "list.json").write_text("[]")
-    (tmp / "unknown_claim.json").write_text(json.dumps(
-        {"format": 2, "claims": [{"id": "Z99", "verdict": "holds"}], "tables": {}}))
-    (tmp / "unknown_verdict.json").write_text(json.dumps(
-        {"format": 2, "claims": [{"id": "Q2", "verdict": "mostly"}], "tables": {}}))
+    (tmp / "unknown_claim.json").write_text(
+        json.dumps({"format": 2, "claims": [{"id": "Z99", "verdict": "holds"}], "tables": {}})
+    )
+    (tmp / "unknown_verdict.json").write_text(
+        json.dumps({"format": 2, "claims": [{"id": "Q2", "verdict": "mostly"}], "tables": {}})
+    )
     (tmp / "no_verdict.json").write_text(json.dumps({"format": 2, "claims": [{"id": "Q2"}], "tables": {}}))
     (tmp / "bad_tables.json").write_text(json.dumps({"format": 2, "claims": [], "tables": [1, 2]}))
     (tmp / "bad_meta.json").write_text(json.dumps({"format": 2, "claims": [], "tables": {}, "meta": "today"}))
@@ -65,17 +67,27 @@ def paths(tmp_path_factory) -> dict[str, str]:
     locked = tmp / "locked"
     locked.mkdir()
     locked.chmod(0o500)
-    return {"tmp": str(tmp), "file": str(tmp / "a_file"), "dir": str(tmp / "empty_dir"),
-            "plain": plain, "wrong": wrong, "garbage": garbage, "locked": str(locked),
-            "ledger": LEDGER}
+    return {
+        "tmp": str(tmp),
+        "file": str(tmp / "a_file"),
+        "dir": str(tmp / "empty_dir"),
+        "plain": plain,
+        "wrong": wrong,
+        "garbage": garbage,
+        "locked": str(locked),
+        "ledger": LEDGER,
+    }
 
 
 @pytest.fixture(autouse=True)
 def no_long_work(monkeypatch):
     """A mistake must be found before training, testing or sampling starts."""
+
     def refuse(*a, **k):
         raise AssertionError("long work started before the mistake was reported")
+
     from aftertrain.lm import train as _train
+
     monkeypatch.setattr(_train, "train", refuse)
     monkeypatch.setattr("aftertrain.cli.suite.run_ledger", refuse)
     monkeypatch.setattr(_decoding, "sample_text", refuse)
@@ -94,27 +106,31 @@ CASES = [
     ("report-ledger-folder", ["report", "--claims-json", "{dir}"], "is a folder"),
     ("report-ledger-not-json", ["report", "--claims-json", "{tmp}/not_json.json"], "not valid JSON"),
     ("report-ledger-binary", ["report", "--claims-json", "{tmp}/binary.json"], "not a text file"),
-    ("report-ledger-not-ledger", ["report", "--claims-json", "{tmp}/not_ledger.json"],
-     "not a claims ledger"),
+    ("report-ledger-not-ledger", ["report", "--claims-json", "{tmp}/not_ledger.json"], "not a claims ledger"),
     ("report-ledger-list", ["report", "--claims-json", "{tmp}/list.json"], "not a claims ledger"),
     ("report-ledger-unknown-claim", ["report", "--claims-json", "{tmp}/unknown_claim.json"], "Z99"),
-    ("report-ledger-unknown-verdict", ["report", "--claims-json", "{tmp}/unknown_verdict.json"],
-     "'mostly'"),
-    ("report-ledger-no-verdict", ["report", "--claims-json", "{tmp}/no_verdict.json"],
-     "claim entry 0 has no verdict"),
-    ("report-ledger-bad-tables", ["report", "--claims-json", "{tmp}/bad_tables.json"],
-     "'tables'"),
+    ("report-ledger-unknown-verdict", ["report", "--claims-json", "{tmp}/unknown_verdict.json"], "'mostly'"),
+    (
+        "report-ledger-no-verdict",
+        ["report", "--claims-json", "{tmp}/no_verdict.json"],
+        "claim entry 0 has no verdict",
+    ),
+    ("report-ledger-bad-tables", ["report", "--claims-json", "{tmp}/bad_tables.json"], "'tables'"),
     ("report-ledger-bad-meta", ["report", "--claims-json", "{tmp}/bad_meta.json"], "'meta'"),
-    ("report-quick-with-ledger", ["report", "--quick", "--claims-json", "{ledger}",
-                                  "--out", "{tmp}/q"], "--quick"),
+    (
+        "report-quick-with-ledger",
+        ["report", "--quick", "--claims-json", "{ledger}", "--out", "{tmp}/q"],
+        "--quick",
+    ),
     ("report-checkout-missing", ["report", "--checkout", "{tmp}/nowhere"], "{tmp}/nowhere"),
     ("report-checkout-no-tests", ["report", "--checkout", "{dir}"], "not an aftertrain source tree"),
     ("report-checkout-is-file", ["report", "--checkout", "{file}"], "not an aftertrain source tree"),
-    ("report-checkout-bad-with-ledger", ["report", "--checkout", "{dir}", "--claims-json",
-                                         "{ledger}", "--update-committed"],
-     "not an aftertrain source tree"),
-    ("report-out-and-committed", ["report", "--out", "{tmp}/o", "--update-committed"],
-     "not allowed with"),
+    (
+        "report-checkout-bad-with-ledger",
+        ["report", "--checkout", "{dir}", "--claims-json", "{ledger}", "--update-committed"],
+        "not an aftertrain source tree",
+    ),
+    ("report-out-and-committed", ["report", "--out", "{tmp}/o", "--update-committed"], "not allowed with"),
     ("report-ledger-no-value", ["report", "--claims-json"], "expected one argument"),
     ("report-extra-argument", ["report", "extra"], "extra"),
     # train: every value checked before training starts
@@ -151,56 +167,97 @@ CASES = [
     ("sample-prompt-empty", ["sample", "--prompt", ""], "at least one character"),
     ("sample-checkpoint-missing", ["sample", "--checkpoint", "{tmp}/none.pt"], "does not exist"),
     ("sample-checkpoint-folder", ["sample", "--checkpoint", "{dir}"], "is a folder"),
-    ("sample-checkpoint-plain-state-dict", ["sample", "--checkpoint", "{plain}"],
-     "not an aftertrain checkpoint"),
-    ("sample-checkpoint-wrong-shape", ["sample", "--checkpoint", "{wrong}"],
-     "not an aftertrain checkpoint"),
-    ("sample-checkpoint-garbage", ["sample", "--checkpoint", "{garbage}"],
-     "not an aftertrain checkpoint"),
-    ("sample-checkpoint-meta-not-json", ["sample", "--checkpoint", "{tmp}/bad_meta.pt"],
-     "not an aftertrain checkpoint"),
+    (
+        "sample-checkpoint-plain-state-dict",
+        ["sample", "--checkpoint", "{plain}"],
+        "not an aftertrain checkpoint",
+    ),
+    ("sample-checkpoint-wrong-shape", ["sample", "--checkpoint", "{wrong}"], "not an aftertrain checkpoint"),
+    ("sample-checkpoint-garbage", ["sample", "--checkpoint", "{garbage}"], "not an aftertrain checkpoint"),
+    (
+        "sample-checkpoint-meta-not-json",
+        ["sample", "--checkpoint", "{tmp}/bad_meta.pt"],
+        "not an aftertrain checkpoint",
+    ),
     ("sample-checkpoint-corrupt", ["sample", "--checkpoint", "{tmp}/corrupt.pt"], "corrupted"),
     ("sample-checkpoint-no-metadata", ["sample", "--checkpoint", "{file}"], ".json is missing"),
     # inputs that once failed silently or obscurely
-    ("train-stop-at-past-steps", ["train", "--stop-at", "999", "--steps", "10"],
-     "--stop-at must be at most the steps run (10)"),
-    ("report-out-under-proc", ["report", "--out", "/proc/aftertrain-test/sub"],
-     "--out /proc/aftertrain-test/sub"),
-    ("report-ledger-names-its-flag", ["report", "--claims-json", "{tmp}/missing.json"],
-     "--claims-json"),
+    (
+        "train-stop-at-past-steps",
+        ["train", "--stop-at", "999", "--steps", "10"],
+        "--stop-at must be at most the steps run (10)",
+    ),
+    (
+        "report-out-under-proc",
+        ["report", "--out", "/proc/aftertrain-test/sub"],
+        "--out /proc/aftertrain-test/sub",
+    ),
+    ("report-ledger-names-its-flag", ["report", "--claims-json", "{tmp}/missing.json"], "--claims-json"),
     # empty paths, a list as metadata, another architecture for --models
-    ("sample-checkpoint-empty", ["sample", "--checkpoint", ""],
-     "--checkpoint must name a checkpoint file, got ''"),
+    (
+        "sample-checkpoint-empty",
+        ["sample", "--checkpoint", ""],
+        "--checkpoint must name a checkpoint file, got ''",
+    ),
     ("report-out-empty", ["report", "--out", ""], "--out must name a folder, got ''"),
-    ("sample-checkpoint-meta-list", ["sample", "--checkpoint", "{tmp}/list_meta.pt"],
-     "must be a JSON object with a 'sha256' string"),
-    ("report-models-other-architecture", ["report", "--out", "{tmp}/o2", "--models", "{wrong}"],
-     "--models: "),
+    (
+        "sample-checkpoint-meta-list",
+        ["sample", "--checkpoint", "{tmp}/list_meta.pt"],
+        "must be a JSON object with a 'sha256' string",
+    ),
+    (
+        "report-models-other-architecture",
+        ["report", "--out", "{tmp}/o2", "--models", "{wrong}"],
+        "--models: ",
+    ),
     # issue 36: a negative value named, a run too short for its options, empty model names
-    ("train-lr-negative-exponent", ["train", "--lr", "-1e-3"],
-     "argument --lr: must be a finite number > 0, got -1e-3"),
+    (
+        "train-lr-negative-exponent",
+        ["train", "--lr", "-1e-3"],
+        "argument --lr: must be a finite number > 0, got -1e-3",
+    ),
     ("train-min-lr-negative", ["train", "--min-lr", "-1e-5"], "got -1e-5"),
     ("train-lr-equals-negative", ["train", "--lr=-1e-3"], "got -1e-3"),
-    ("train-warmup-past-steps", ["train", "--steps", "10", "--warmup", "100"],
-     "--warmup 100 is longer than the run: at most the steps run (10)"),
-    ("train-warmup-past-default-steps", ["train", "--warmup", "6000"],
-     "at most the steps run (5000)"),
-    ("train-stop-rising-under-stop-below", ["train", "--steps", "10", "--stop-below", "1",
-                                            "--stop-rising-to", "0.5"],
-     "--stop-rising-to: stop_rising_to has an invalid value 0.5; allowed: above stop_below"),
-    ("report-models-empty", ["report", "--out", "{tmp}/o3", "--models", ""],
-     "--models '' holds an empty name"),
-    ("report-models-empty-name", ["report", "--out", "{tmp}/o4", "--models", "reference,,article"],
-     "holds an empty name"),
-    ("report-claims-json-empty", ["report", "--out", "{tmp}/o5", "--claims-json", ""],
-     "--claims-json '' holds an empty name"),
-    ("sweep-models-empty", ["sweep", "--out", "{tmp}/o6", "--models", ""],
-     "--models '' holds an empty name"),
+    (
+        "train-warmup-past-steps",
+        ["train", "--steps", "10", "--warmup", "100"],
+        "--warmup 100 is longer than the run: at most the steps run (10)",
+    ),
+    ("train-warmup-past-default-steps", ["train", "--warmup", "6000"], "at most the steps run (5000)"),
+    (
+        "train-stop-rising-under-stop-below",
+        ["train", "--steps", "10", "--stop-below", "1", "--stop-rising-to", "0.5"],
+        "--stop-rising-to: stop_rising_to has an invalid value 0.5; allowed: above stop_below",
+    ),
+    (
+        "report-models-empty",
+        ["report", "--out", "{tmp}/o3", "--models", ""],
+        "--models '' holds an empty name",
+    ),
+    (
+        "report-models-empty-name",
+        ["report", "--out", "{tmp}/o4", "--models", "reference,,article"],
+        "holds an empty name",
+    ),
+    (
+        "report-claims-json-empty",
+        ["report", "--out", "{tmp}/o5", "--claims-json", ""],
+        "--claims-json '' holds an empty name",
+    ),
+    ("sweep-models-empty", ["sweep", "--out", "{tmp}/o6", "--models", ""], "--models '' holds an empty name"),
 ]
 
 #: Words of argparse's or Python's internals that a message must never show.
-INTERNALS = ("Traceback", "invalid _", "_int_in", "_temperature", "parse value", "Namespace(",
-             "KeyError", "NoneType")
+INTERNALS = (
+    "Traceback",
+    "invalid _",
+    "_int_in",
+    "_temperature",
+    "parse value",
+    "Namespace(",
+    "KeyError",
+    "NoneType",
+)
 
 
 def _run(argv: list[str], capsys) -> tuple[int, str]:
@@ -233,6 +290,7 @@ def test_there_are_enough_cases():
 
 def test_version_prints_the_package_version(capsys):
     from aftertrain import __version__
+
     try:
         cli.main(["--version"])
     except SystemExit as exit_:
@@ -244,8 +302,10 @@ def test_a_bug_is_not_disguised_as_a_users_mistake(monkeypatch):
     """Only UsageError becomes exit status 2: an error inside aftertrain
     still raises (a traceback: a bug to report), so exit 2 always means the
     user's input."""
+
     def bug(args):
         raise KeyError("config")
+
     monkeypatch.setattr("aftertrain.cli.sample.run", bug)
     with pytest.raises(KeyError):
         cli.main(["sample"])
@@ -254,8 +314,10 @@ def test_a_bug_is_not_disguised_as_a_users_mistake(monkeypatch):
 def test_a_checkpoint_with_nan_weights_is_one_line_and_exit_status_2(tmp_path, capsys):
     """NaN weights never load silently."""
     state = torch.load(reference_path(), map_location="cpu", weights_only=True)
-    nan = {k: torch.full_like(v, float("nan")) if v.is_floating_point() else v
-           for k, v in state["state_dict"].items()}
+    nan = {
+        k: torch.full_like(v, float("nan")) if v.is_floating_point() else v
+        for k, v in state["state_dict"].items()
+    }
     buf = tmp_path / "buf.pt"
     torch.save({"config": state["config"], "state_dict": nan}, buf)
     path = _with_meta(tmp_path / "nan.pt", buf.read_bytes())
@@ -273,10 +335,10 @@ def test_a_long_prompt_says_so_before_the_long_work(monkeypatch, capsys):
     def stub(net, prompt, length, temperature, seed):
         seen.append(capsys.readouterr().err)  # what was said before the work
         return "x" * length
+
     monkeypatch.setattr(_decoding, "sample_text", stub)
     assert cli.main(["sample", "--prompt", "a" * 5000, "--length", "5"]) == 0
-    assert seen == ["reading the 5000-character prompt (one model step per character beyond "
-                    "the first)...\n"]
+    assert seen == ["reading the 5000-character prompt (one model step per character beyond the first)...\n"]
 
 
 def test_temperature_0_is_greedy_sampling_not_an_error(monkeypatch, capsys):
@@ -287,6 +349,7 @@ def test_temperature_0_is_greedy_sampling_not_an_error(monkeypatch, capsys):
     def stub(net, prompt, length, temperature, seed):
         seen.append(temperature)
         return "x" * length
+
     monkeypatch.setattr(_decoding, "sample_text", stub)
     assert cli.main(["sample", "--prompt", "a", "--length", "3", "--temperature", "0"]) == 0
     assert seen == [0.0] and capsys.readouterr().out.startswith("axxx")
@@ -299,19 +362,28 @@ def test_a_run_that_diverges_is_one_line_exit_1_and_no_checkpoint(monkeypatch, t
     from aftertrain.lm import train as _train
     from aftertrain.lm.evaluation import NonFiniteLossError
 
-    for error in (NonFiniteLossError("model: it produced a non-finite loss (NaN or inf "
-                                     "logits) on the validation split"),
-                  FloatingPointError("training loss became nan at step 3")):
+    for error in (
+        NonFiniteLossError(
+            "model: it produced a non-finite loss (NaN or inf logits) on the validation split"
+        ),
+        FloatingPointError("training loss became nan at step 3"),
+    ):
+
         def diverge(cfg, on_progress=None, error=error):
             raise error
+
         monkeypatch.setattr(_train, "train", diverge)
         out = tmp_path / "model.pt"
-        status, err = _run(["train", "--steps", "5", "--lr", "1e10", "--no-grad-clip",
-                            "--out", str(out)], capsys)
+        status, err = _run(
+            ["train", "--steps", "5", "--lr", "1e10", "--no-grad-clip", "--out", str(out)], capsys
+        )
         lines = err.strip("\n").splitlines()
         assert status == 1, err
-        assert lines[-1].startswith("aftertrain train: the run diverged: ") and \
-            str(error) in lines[-1] and "no checkpoint written" in lines[-1], err
+        assert (
+            lines[-1].startswith("aftertrain train: the run diverged: ")
+            and str(error) in lines[-1]
+            and "no checkpoint written" in lines[-1]
+        ), err
         assert not out.exists() and "Traceback" not in err
 
 
@@ -347,20 +419,26 @@ def test_train_lets_torch_threads_wait_passively():
     import subprocess
     import sys
 
-    probe = ("import builtins, os, sys\n"
-             "from aftertrain import cli\n"
-             "real_import = builtins.__import__\n"
-             "def spy(name, *args, **kwargs):\n"
-             "    if name.startswith('aftertrain.lm'):\n"
-             "        print('policy', os.environ.get('OMP_WAIT_POLICY'), 'torch',\n"
-             "              'torch' in sys.modules, file=sys.stderr)\n"
-             "        raise SystemExit(0)\n"
-             "    return real_import(name, *args, **kwargs)\n"
-             "builtins.__import__ = spy\n"
-             "cli.main(['train', '--steps', '2'])\n")
+    probe = (
+        "import builtins, os, sys\n"
+        "from aftertrain import cli\n"
+        "real_import = builtins.__import__\n"
+        "def spy(name, *args, **kwargs):\n"
+        "    if name.startswith('aftertrain.lm'):\n"
+        "        print('policy', os.environ.get('OMP_WAIT_POLICY'), 'torch',\n"
+        "              'torch' in sys.modules, file=sys.stderr)\n"
+        "        raise SystemExit(0)\n"
+        "    return real_import(name, *args, **kwargs)\n"
+        "builtins.__import__ = spy\n"
+        "cli.main(['train', '--steps', '2'])\n"
+    )
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     for given, want in ((None, "PASSIVE"), ("ACTIVE", "ACTIVE")):
-        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                             env=dict(env, **({} if given is None else {"OMP_WAIT_POLICY": given})),
-                             timeout=120)
+        out = subprocess.run(
+            [sys.executable, "-c", probe],
+            capture_output=True,
+            text=True,
+            env=dict(env, **({} if given is None else {"OMP_WAIT_POLICY": given})),
+            timeout=120,
+        )
         assert f"policy {want} torch False" in out.stderr, out.stderr

@@ -79,8 +79,13 @@ print(json.dumps(rows))
 
 def test_version_help_and_usage_errors_do_not_import_torch(tmp_path):
     argvs = [argv for argv, _ in TORCH_FREE]
-    out = subprocess.run([sys.executable, "-c", PROBE, json.dumps(argvs)], capture_output=True,
-                         text=True, cwd=tmp_path, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(argvs)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
     rows = json.loads(out.stdout.strip().splitlines()[-1])
     assert [status for _, status, _ in rows] == [status for _, status in TORCH_FREE], out.stderr
     loaded = [argv for argv, _, torch_loaded in rows if torch_loaded]
@@ -91,9 +96,13 @@ def test_version_help_and_usage_errors_do_not_import_torch(tmp_path):
 def test_the_probe_sees_torch_when_a_command_loads_it(tmp_path):
     """The probe's own teeth: a command line that does reach the model
     (sampling from the bundled reference, length 0) is reported as loading torch."""
-    out = subprocess.run([sys.executable, "-c", PROBE,
-                          json.dumps([["sample", "--length", "0"]])],
-                         capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps([["sample", "--length", "0"]])],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     [[_, status, torch_loaded]] = json.loads(out.stdout.strip().splitlines()[-1])
     assert status == 0 and torch_loaded, out.stderr
 

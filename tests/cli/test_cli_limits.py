@@ -51,14 +51,11 @@ WHOLE = [
 def test_the_documented_limits_are_these():
     """The limits the help and the README state (sample --length at most
     2000, threads at most 256, a seed of 63 bits, a million steps)."""
-    assert (MAX_SAMPLE_LENGTH, MAX_THREADS, MAX_SEED, MAX_STEPS) == (2000, 256, 2**63 - 1,
-                                                                     1_000_000)
+    assert (MAX_SAMPLE_LENGTH, MAX_THREADS, MAX_SEED, MAX_STEPS) == (2000, 256, 2**63 - 1, 1_000_000)
 
 
-@pytest.mark.parametrize("command, flag, attr, low, high", WHOLE,
-                         ids=[f"{c}{f}" for c, f, *_ in WHOLE])
-def test_a_whole_number_option_takes_its_limits_and_refuses_one_past(command, flag, attr, low,
-                                                                     high, capsys):
+@pytest.mark.parametrize("command, flag, attr, low, high", WHOLE, ids=[f"{c}{f}" for c, f, *_ in WHOLE])
+def test_a_whole_number_option_takes_its_limits_and_refuses_one_past(command, flag, attr, low, high, capsys):
     """low, low + 1, high - 1 and high parse to themselves; low - 1 and
     high + 1 are one line naming the flag, the range and the value."""
     for value in (low, low + 1, high - 1, high):
@@ -85,15 +82,15 @@ REAL = [
 ]
 
 
-@pytest.mark.parametrize("command, flag, attr, limit, inclusive, side", REAL,
-                         ids=[f"{c}{f}-{lim:g}" for c, f, _, lim, *_ in REAL])
-def test_a_real_option_takes_its_limit_as_documented_and_one_ulp_inside(command, flag, attr,
-                                                                        limit, inclusive, side,
-                                                                        capsys):
+@pytest.mark.parametrize(
+    "command, flag, attr, limit, inclusive, side", REAL, ids=[f"{c}{f}-{lim:g}" for c, f, _, lim, *_ in REAL]
+)
+def test_a_real_option_takes_its_limit_as_documented_and_one_ulp_inside(
+    command, flag, attr, limit, inclusive, side, capsys
+):
     """One ulp inside the limit parses; the limit itself as documented
     (``>= 0`` allowed, ``> 0`` or ``< 1`` not); one ulp outside is refused."""
-    inside, outside = (_above(limit), _below(limit)) if side == "above" else \
-        (_below(limit), _above(limit))
+    inside, outside = (_above(limit), _below(limit)) if side == "above" else (_below(limit), _above(limit))
     args, _ = _parse([command, f"{flag}={inside}"], capsys)  # "=": -5e-324 is not an option
     assert getattr(args, attr) == float(inside)
     for value, allowed in ((repr(limit), inclusive), (outside, False)):
@@ -125,6 +122,7 @@ def train_config(monkeypatch):
     def stop(cfg, on_progress=None):
         seen.append(cfg)
         raise Reached
+
     monkeypatch.setattr(_train, "train", stop)
     return seen
 
@@ -142,8 +140,7 @@ def test_stop_at_may_be_the_steps_run_and_not_one_more(steps, train_config, caps
     """--stop-at at most --steps: equal reaches the trainer, one more is refused."""
     status, _ = _main(["train", "--steps", str(steps), "--stop-at", str(steps)], capsys)
     assert status == "reached" and train_config[-1].stop_at == steps
-    assert _main(["train", "--steps", str(steps), "--stop-at", str(steps - 1 or 1)],
-                 capsys)[0] == "reached"
+    assert _main(["train", "--steps", str(steps), "--stop-at", str(steps - 1 or 1)], capsys)[0] == "reached"
     status, err = _main(["train", "--steps", str(steps), "--stop-at", str(steps + 1)], capsys)
     assert status == 2
     assert f"--stop-at must be at most the steps run ({steps}), got {steps + 1}" in err
@@ -245,8 +242,7 @@ def test_check_rule_hands_the_kit_the_dtype_named(name, rule_calls, capsys):
     battery's uniforms from it (tests/checks/test_assertions.py)."""
     import torch
 
-    assert _main(["check", "rule", "limit_rules:rule", "--dtype", name, "--exact", "--quiet"],
-                 capsys)[0] == 0
+    assert _main(["check", "rule", "limit_rules:rule", "--dtype", name, "--exact", "--quiet"], capsys)[0] == 0
     assert rule_calls[-1]["dtype"] == getattr(torch, name) and rule_calls[-1]["exact"] is True
     assert _main(["check", "rule", "limit_rules:rule", "--quiet"], capsys)[0] == 0
     assert rule_calls[-1]["dtype"] == torch.float64 and rule_calls[-1]["exact"] is False
@@ -258,8 +254,7 @@ def test_check_rule_n_and_seed_take_their_largest_value_and_refuse_one_more(rule
     from aftertrain.cli import check
 
     for flag, top in (("--n", check.MAX_N), ("--seed", check.MAX_SEED)):
-        assert _main(["check", "rule", "limit_rules:rule", flag, str(top), "--quiet"],
-                     capsys)[0] == 0
+        assert _main(["check", "rule", "limit_rules:rule", flag, str(top), "--quiet"], capsys)[0] == 0
         assert rule_calls[-1][flag.removeprefix("--")] == top
         status, err = _parse(["check", "rule", "limit_rules:rule", flag, str(top + 1)], capsys)
         assert status == 2 and f"got {top + 1}" in err

@@ -20,13 +20,13 @@ import pytest
 from aftertrain.cli import main
 from tests.common.inner_runs import outside_any_run
 
-PYPROJECT = '''
+PYPROJECT = """
 [tool.pytest.ini_options]
 testpaths = ["tests"]
 addopts = "-p aftertrain.ledger -p aftertrain.ledger.model_under_test"
-'''
+"""
 
-CLAIM_TESTS = '''
+CLAIM_TESTS = """
 import pytest
 
 @pytest.mark.claim("Q3")
@@ -46,7 +46,7 @@ def test_rule(claim_record):
 @pytest.mark.xfail(strict=True, reason="3 bits stay below the bigram here")
 def test_three_bits_collapse():
     assert False
-'''
+"""
 
 
 @pytest.fixture
@@ -60,7 +60,8 @@ def checkout(tmp_path):
 
 
 def test_report_on_a_checkout_where_a_claims_test_fails_shows_it_broken_and_exits_1(
-        checkout, tmp_path, capfd, monkeypatch, no_png):
+    checkout, tmp_path, capfd, monkeypatch, no_png
+):
     """On the bundled article model (no pinned expectations): Q3's failure
     (a property of the storage format) is broken, with its message in the
     report; Q2's failed assertion (a quality claim) does not reproduce on
@@ -74,8 +75,7 @@ def test_report_on_a_checkout_where_a_claims_test_fails_shows_it_broken_and_exit
     outside_any_run(monkeypatch)  # the inner run is no worker
     before = os.umask(0o027)
     try:
-        status = main(["report", "--checkout", str(checkout), "--out", str(out),
-                       "--models", "article"])
+        status = main(["report", "--checkout", str(checkout), "--out", str(out), "--models", "article"])
     finally:
         os.umask(before)
     printed = capfd.readouterr().out
@@ -87,28 +87,38 @@ def test_report_on_a_checkout_where_a_claims_test_fails_shows_it_broken_and_exit
     assert ledger["meta"]["model"] == "article"
     entries = {e["id"]: e for e in ledger["claims"]}
     assert {k: entries[k]["verdict"] for k in ("Q1", "Q2", "Q3", "Q5", "Q4")} == {
-        "Q1": "holds", "Q2": "does not reproduce", "Q3": "broken", "Q5": "does not reproduce",
-        "Q4": "not covered"}
-    q3_reason = ("AssertionError: int8 storage is 1.20 MB, not a quarter of 2.41 MB\n"
-                 "assert 1.2 <= ((2.41 / 4) + 0.01)")
+        "Q1": "holds",
+        "Q2": "does not reproduce",
+        "Q3": "broken",
+        "Q5": "does not reproduce",
+        "Q4": "not covered",
+    }
+    q3_reason = (
+        "AssertionError: int8 storage is 1.20 MB, not a quarter of 2.41 MB\nassert 1.2 <= ((2.41 / 4) + 0.01)"
+    )
     assert entries["Q3"]["reasons"] == [q3_reason]
-    assert entries["Q2"]["reasons"] == ["does not reproduce on article: AssertionError: "
-                                        "int8 costs 0.5000 nats"]
+    assert entries["Q2"]["reasons"] == [
+        "does not reproduce on article: AssertionError: int8 costs 0.5000 nats"
+    ]
 
     report = (out / "report.md").read_text()
-    rows = {line.split("|")[1].strip(): line for line in report.splitlines()
-            if line.startswith("| ") and line.count("|") > 3}
+    rows = {
+        line.split("|")[1].strip(): line
+        for line in report.splitlines()
+        if line.startswith("| ") and line.count("|") > 3
+    }
     assert rows["Q3"].rstrip().endswith("| **BROKEN** |") and "2.41 MB -> 1.20 MB" in rows["Q3"]
     assert rows["Q1"].rstrip().endswith("| holds |")
     assert "does not reproduce" in rows["Q2"] and "does not reproduce" in rows["Q5"]
-    assert ("- **Q3** (memory) broken: AssertionError: int8 storage is 1.20 MB, not a quarter "
-            "of 2.41 MB") in report
+    assert (
+        "- **Q3** (memory) broken: AssertionError: int8 storage is 1.20 MB, not a quarter of 2.41 MB"
+    ) in report
 
     for name in ("claims.json", "report.md"):
         assert stat.S_IMODE((out / name).stat().st_mode) == 0o640, name
 
 
-LOCK_TESTS = '''
+LOCK_TESTS = """
 import json
 import os
 import time
@@ -137,12 +147,11 @@ def test_timed(benchmark, i):
     start = time.time()
     benchmark.pedantic(lambda: time.sleep(0.15), rounds=1, iterations=1)
     _log("timed", start)
-'''
+"""
 
 
 @pytest.mark.e2e
-def test_two_models_side_by_side_never_time_while_the_other_runs_a_test(
-        tmp_path, capfd, monkeypatch):
+def test_two_models_side_by_side_never_time_while_the_other_runs_a_test(tmp_path, capfd, monkeypatch):
     """``--models reference,article --jobs 2``: two real pytest runs at once
     sharing the timing lock. Each test logs its pid and its start and end
     times: no test of one run overlaps a timed test of the other (their
@@ -156,8 +165,9 @@ def test_two_models_side_by_side_never_time_while_the_other_runs_a_test(
     monkeypatch.setenv("AFTERTRAIN_E2E_LOG", str(log))
     outside_any_run(monkeypatch)  # the inner runs are no workers: they time
     out = tmp_path / "out"
-    status = main(["report", "--checkout", str(root), "--out", str(out),
-                   "--models", "reference,article", "--jobs", "2"])
+    status = main(
+        ["report", "--checkout", str(root), "--out", str(out), "--models", "reference,article", "--jobs", "2"]
+    )
     err = capfd.readouterr().err
     assert status == 0, err
     assert "running 2 models 2 at a time" in err and err.count("its output goes to") == 2

@@ -11,8 +11,12 @@ import pytest
 from tests.common.pytester_sources import BENCH
 
 #: The variables pytest-xdist sets in its workers and reads in a run it starts.
-XDIST_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID",
-                   "PYTEST_XDIST_AUTO_NUM_WORKERS")
+XDIST_VARIABLES = (
+    "PYTEST_XDIST_WORKER",
+    "PYTEST_XDIST_WORKER_COUNT",
+    "PYTEST_XDIST_TESTRUNUID",
+    "PYTEST_XDIST_AUTO_NUM_WORKERS",
+)
 
 
 def outside_any_run(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -35,15 +39,13 @@ def saved_benchmark_run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPat
     pytester.makepyfile(test_bench=BENCH)
     store = f"--benchmark-storage=file://{pytester.path / 'store'}"
     monkeypatch.setenv("RATIO", "1.0")
-    pytester.runpytest("-p", "aftertrain.ledger", store, "--benchmark-save=base").assert_outcomes(
-        passed=1)
+    pytester.runpytest("-p", "aftertrain.ledger", store, "--benchmark-save=base").assert_outcomes(passed=1)
     return store
 
 
 def git(root: Path, *args: str) -> str:
     """``git ARGS`` in ``root``, its output stripped; fails the test on an error."""
-    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
-                          check=True).stdout.strip()
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
 
 
 def commit_all(root: Path, message: str = "one") -> str:

@@ -37,6 +37,15 @@ def joint_law_report(generate: Callable, k: int = 1, runs: int = 600, seed: int 
     alpha 1e-6; for k = 4 the run is k + 1 = 5 symbols long, so the first
     round really drafts 4), and greedy output equal to plain greedy
     decoding of the toy target."""
-    return CS.check_generator(generate, toy_target(), toy_draft(), runs=runs, ks=(k,),
-                              length=JOINT_LENGTH, temperatures=(TOY_TEMPERATURE,),
-                              prompt=TOY_PROMPT.tolist(), alpha=ALPHA, seed=seed)
+    return CS.check_generator(
+        generate,
+        toy_target(),
+        toy_draft(),
+        runs=runs,
+        ks=(k,),
+        length=JOINT_LENGTH,
+        temperatures=(TOY_TEMPERATURE,),
+        prompt=TOY_PROMPT.tolist(),
+        alpha=ALPHA,
+        seed=seed,
+    )

@@ -45,17 +45,17 @@ from pathlib import Path
 class Placeholder:
     """One figure a measured text shows and how it resolves."""
 
-    figure: str          # measured:<path>::<function> | <placeholder>
-    kind: str            # field, text, parts, constant, or "" (needs an entry)
-    link: str = ""       # the row figure it shows (field)
-    via: str = ""        # a word on the resolution, for docs/figures.md
+    figure: str  # measured:<path>::<function> | <placeholder>
+    kind: str  # field, text, parts, constant, or "" (needs an entry)
+    link: str = ""  # the row figure it shows (field)
+    via: str = ""  # a word on the resolution, for docs/figures.md
 
 
 _VIA = {
     "field": "shows",
     "text": "a label (a str, checked when the text is written): no number",
     "parts": "no figure itself: a text of shown(...), whose placeholders are listed under the "
-             "function that writes it",
+    "function that writes it",
     "constant": "a constant of the source (a literal or an UPPER_CASE name), read, not computed",
 }
 
@@ -66,8 +66,11 @@ def _callee(node: ast.Call) -> str:
 
 
 def _is_measured(node: ast.AST) -> bool:
-    return (isinstance(node, ast.Call) and _callee(node) == "measured"
-            and ast.unparse(node.func) == "claim_record.measured")
+    return (
+        isinstance(node, ast.Call)
+        and _callee(node) == "measured"
+        and ast.unparse(node.func) == "claim_record.measured"
+    )
 
 
 def _is_template_call(node: ast.AST) -> bool:
@@ -83,23 +86,37 @@ class _File:
 
     def __init__(self, rel: str, source: str):
         self.rel, self.tree = rel, ast.parse(source)
-        self.module_names = {t.id for n in self.tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
-                             for target in (n.targets if isinstance(n, ast.Assign) else [n.target])
-                             for t in ast.walk(target) if isinstance(t, ast.Name)}
-        self.imported = {a.asname or a.name.split(".")[0] for n in self.tree.body
-                         if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+        self.module_names = {
+            t.id
+            for n in self.tree.body
+            if isinstance(n, (ast.Assign, ast.AnnAssign))
+            for target in (n.targets if isinstance(n, ast.Assign) else [n.target])
+            for t in ast.walk(target)
+            if isinstance(t, ast.Name)
+        }
+        self.imported = {
+            a.asname or a.name.split(".")[0]
+            for n in self.tree.body
+            if isinstance(n, (ast.Import, ast.ImportFrom))
+            for a in n.names
+        }
         self.functions = {n.name: n for n in self.tree.body if isinstance(n, ast.FunctionDef)}
-        self.writers = {name for name, n in self.functions.items()
-                        if n.returns is not None and ast.unparse(n.returns).split(".")[-1] == "Shown"}
+        self.writers = {
+            name
+            for name, n in self.functions.items()
+            if n.returns is not None and ast.unparse(n.returns).split(".")[-1] == "Shown"
+        }
 
     def calls(self):
         """(function, call) for every ``claim_record.measured`` call, under its innermost function."""
+
         def walk(node, fn):
             for child in ast.iter_child_nodes(node):
                 inner = child if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else fn
                 if fn is not None and _is_measured(child):
                     yield fn, child
                 yield from walk(child, inner)
+
         yield from walk(self.tree, None)
 
 
@@ -112,8 +129,11 @@ def _assigned(fn: ast.FunctionDef) -> set[str]:
 def _built(expr: ast.expr) -> bool:
     """A string the test builds: an f-string, ``str()``, ``repr()``,
     ``format()``, ``.format()`` or ``.join()`` somewhere in it."""
-    return any(isinstance(n, ast.JoinedStr) or (isinstance(n, ast.Call) and _callee(n) in (
-        "str", "repr", "format", "join")) for n in ast.walk(expr))
+    return any(
+        isinstance(n, ast.JoinedStr)
+        or (isinstance(n, ast.Call) and _callee(n) in ("str", "repr", "format", "join"))
+        for n in ast.walk(expr)
+    )
 
 
 def _parts(expr: ast.expr, file: _File) -> bool:
@@ -121,8 +141,9 @@ def _parts(expr: ast.expr, file: _File) -> bool:
         return _parts(expr.body, file)
     if isinstance(expr, ast.IfExp):
         return _parts(expr.body, file) and _parts(expr.orelse, file)
-    return isinstance(expr, ast.Call) and (_callee(expr) == "shown" or (
-        isinstance(expr.func, ast.Name) and expr.func.id in file.writers))
+    return isinstance(expr, ast.Call) and (
+        _callee(expr) == "shown" or (isinstance(expr.func, ast.Name) and expr.func.id in file.writers)
+    )
 
 
 def _texts(expr: ast.expr, file: _File) -> list[ast.Call | str]:
@@ -151,17 +172,25 @@ def _constant(expr: ast.expr, file: _File, local: set[str]) -> bool:
             return expr.attr.isupper()
         return _constant(expr.value, file, local)
     if isinstance(expr, ast.Name):
-        return (expr.id.isupper() and expr.id not in local
-                and (expr.id in file.module_names or expr.id in file.imported))
+        return (
+            expr.id.isupper()
+            and expr.id not in local
+            and (expr.id in file.module_names or expr.id in file.imported)
+        )
     return False
 
 
-def _one(base: str, name: str, conversion: str | None, call: ast.Call, file: _File,
-         local: set[str]) -> Placeholder:
+def _one(
+    base: str, name: str, conversion: str | None, call: ast.Call, file: _File, local: set[str]
+) -> Placeholder:
     head = _head(name)
     kwargs = {k.arg: k.value for k in call.keywords if k.arg is not None and k.arg != "sep"}
-    if head == "value" and "value" not in kwargs and conversion not in ("s", "r") \
-            and any(_constant(a, file, local) for a in call.args[1:]):  # an element of a constant
+    if (
+        head == "value"
+        and "value" not in kwargs
+        and conversion not in ("s", "r")
+        and any(_constant(a, file, local) for a in call.args[1:])
+    ):  # an element of a constant
         return Placeholder(f"{base} | value", "constant", via=_VIA["constant"])
     if head in kwargs:
         expr = kwargs[head]
@@ -176,7 +205,7 @@ def _one(base: str, name: str, conversion: str | None, call: ast.Call, file: _Fi
             kind = ""
         return Placeholder(figure, kind, via=_VIA.get(kind, ""))
     if head[:1].isupper() and "." in name:
-        field = _head(name[len(head) + 1:])
+        field = _head(name[len(head) + 1 :])
         if conversion in ("s", "r"):
             return Placeholder(f"{base} | {head}.{field}", "text", via=_VIA["text"])
         return Placeholder(f"{base} | {head}.{field}", "field", f"row:{head}.{field}", _VIA["field"])
@@ -270,14 +299,20 @@ def sign_slips(sources: dict[str, str]) -> list[str]:
         if "claim_record.measured" not in source and "shown(" not in source:
             continue
         for node in ast.walk(ast.parse(source)):
-            if not (_is_template_call(node) and node.args and isinstance(node.args[0], ast.Constant)
-                    and isinstance(node.args[0].value, str)):
+            if not (
+                _is_template_call(node)
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
                 continue
             try:
                 parts = list(string.Formatter().parse(node.args[0].value))
             except ValueError:
                 continue
-            if any(literal.endswith("+") and name is not None and "+" not in spec
-                   for literal, name, spec, _ in parts):
+            if any(
+                literal.endswith("+") and name is not None and "+" not in spec
+                for literal, name, spec, _ in parts
+            ):
                 out.append(f"{rel}:{node.lineno}: {node.args[0].value!r}")
     return out

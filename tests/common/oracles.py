@@ -13,5 +13,4 @@ def exact_mean_tv(p: np.ndarray, n: int) -> float:
     Binomial(n, p_i), and by linearity E[TV] = sum_i E|X_i - n p_i| / (2 n),
     each term a finite sum over the binomial pmf (no simulation)."""
     k = np.arange(n + 1)
-    return float(sum((scipy.stats.binom.pmf(k, n, pi) * np.abs(k - n * pi)).sum()
-                     for pi in p) / (2 * n))
+    return float(sum((scipy.stats.binom.pmf(k, n, pi) * np.abs(k - n * pi)).sum() for pi in p) / (2 * n))

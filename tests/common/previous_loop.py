@@ -49,11 +49,11 @@ def previous_generate(target, draft, prompt, n_new, k, temperature=1.0, generato
     while len(text) < end:
         kk = min(k, end - len(text) - 1)
         if kk:
-            drafts, q = draft_tokens(ddec, text[len(ddec):], kk, temperature, generator)
+            drafts, q = draft_tokens(ddec, text[len(ddec) :], kk, temperature, generator)
             draft_passes += kk
         else:
             drafts, q = [], torch.zeros(0, V, dtype=torch.float64)
-        logits = tdec.feed(text[len(tdec):] + drafts)[-(kk + 1):]
+        logits = tdec.feed(text[len(tdec) :] + drafts)[-(kk + 1) :]
         p = probabilities(logits, temperature)
         n, token = verify_unchecked(p[None], q[None], torch.tensor([drafts], dtype=torch.long), generator)
         n, token = int(n[0]), int(token[0])
@@ -65,5 +65,12 @@ def previous_generate(target, draft, prompt, n_new, k, temperature=1.0, generato
         for dec in (tdec, ddec):
             dec.truncate(min(len(dec), len(text) - 1))
     target_logits = torch.cat(used) if used else torch.zeros(0, V)
-    return SpeculativeResult(torch.tensor(text, dtype=torch.long), len(prompt_ids), drafted,
-                             accepted, passes, draft_passes, target_logits)
+    return SpeculativeResult(
+        torch.tensor(text, dtype=torch.long),
+        len(prompt_ids),
+        drafted,
+        accepted,
+        passes,
+        draft_passes,
+        target_logits,
+    )

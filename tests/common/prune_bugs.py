@@ -26,7 +26,7 @@ def signed_global_masks(weights, s):
     """Broken (X7): ranks by signed value, so large negative weights go first."""
     flat = _flat(weights)
     keep = torch.ones(flat.numel(), dtype=torch.bool)
-    keep[torch.sort(flat, stable=True).indices[:round(s * flat.numel())]] = False
+    keep[torch.sort(flat, stable=True).indices[: round(s * flat.numel())]] = False
     return _split(keep, weights)
 
 
@@ -44,7 +44,7 @@ def floor_count_global_masks(weights, s):
     """Broken: off-by-one count, floor(s * N) instead of round(s * N)."""
     flat = _flat(weights).abs()
     keep = torch.ones(flat.numel(), dtype=torch.bool)
-    keep[torch.sort(flat, stable=True).indices[:math.floor(s * flat.numel())]] = False
+    keep[torch.sort(flat, stable=True).indices[: math.floor(s * flat.numel())]] = False
     return _split(keep, weights)
 
 
@@ -52,7 +52,7 @@ def half_up_count_global_masks(weights, s):
     """Broken: counts rounded half up (int(s * N + 0.5)), not half to even."""
     flat = _flat(weights).abs()
     keep = torch.ones(flat.numel(), dtype=torch.bool)
-    keep[torch.sort(flat, stable=True).indices[:int(s * flat.numel() + 0.5)]] = False
+    keep[torch.sort(flat, stable=True).indices[: int(s * flat.numel() + 0.5)]] = False
     return _split(keep, weights)
 
 
@@ -64,7 +64,7 @@ def unnested_global_masks(weights, s):
     jitter = torch.randperm(flat.numel(), generator=g)
     order = sorted(range(flat.numel()), key=lambda i: (float(flat[i]), int(jitter[i])))
     keep = torch.ones(flat.numel(), dtype=torch.bool)
-    keep[order[:round(s * flat.numel())]] = False
+    keep[order[: round(s * flat.numel())]] = False
     return _split(keep, weights)
 
 
@@ -101,7 +101,7 @@ def _slice_masks(weights, s, reduce_dim):
     masks = {}
     for name, w in weights.items():
         norms = torch.linalg.vector_norm(w, dim=reduce_dim)
-        drop = torch.sort(norms, stable=True).indices[:round(s * norms.numel())]
+        drop = torch.sort(norms, stable=True).indices[: round(s * norms.numel())]
         keep = torch.ones(norms.numel(), dtype=torch.bool)
         keep[drop] = False
         masks[name] = (keep.unsqueeze(1) if reduce_dim == 1 else keep.unsqueeze(0)).expand_as(w)

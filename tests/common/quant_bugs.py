@@ -94,19 +94,28 @@ def zero_scale(w, bits, g):
     return _out(w, m / qmax, -qmax - 1, qmax)
 
 
-BROKEN = [mean_scale, wrong_axis, floor_rounding, clamp_past_qmax, ignores_granularity,
-          affine_zero_point, zero_scale]
+BROKEN = [
+    mean_scale,
+    wrong_axis,
+    floor_rounding,
+    clamp_past_qmax,
+    ignores_granularity,
+    affine_zero_point,
+    zero_scale,
+]
 
 
 def model_quantizer(element_rule):
     """A whole-model quantizer like ``quantized_model`` with another element rule."""
+
     def quantize(model, bits, g, names=None):
         m = copy.deepcopy(model)
         params = dict(m.named_parameters())
         with torch.no_grad():
-            for n in (weight_names(model) if names is None else names):
+            for n in weight_names(model) if names is None else names:
                 params[n].copy_(element_rule(params[n].detach(), bits, g)[0])
         return m
+
     quantize.__name__ = element_rule.__name__
     return quantize
 
@@ -140,8 +149,11 @@ def zero_point_not_rounded(w, scheme: QuantScheme):
     off the grid and the codes sit on a shifted one."""
     p = qparams(w, scheme)
     index, n = group_index(tuple(w.shape), scheme.granularity)
-    lo = w.new_zeros(n).scatter_reduce(0, index.reshape(-1), w.reshape(-1), "amin",
-                                       include_self=False).clamp_max(0)
+    lo = (
+        w.new_zeros(n)
+        .scatter_reduce(0, index.reshape(-1), w.reshape(-1), "amin", include_self=False)
+        .clamp_max(0)
+    )
     zero = -scheme.qmax - 1 - lo / p.scale.float()
     return _affine(w, scheme, p.scale.float(), zero, *scheme.code_range)
 
@@ -158,8 +170,7 @@ def scale_from_next_group(w, scheme: QuantScheme):
     """Broken (per group): every group quantized with the next group's scale
     (and zero point), as an off-by-one in the group index does."""
     p = qparams(w, scheme)
-    return _affine(w, scheme, p.scale.float().roll(-1), p.zero.float().roll(-1),
-                   *scheme.code_range)
+    return _affine(w, scheme, p.scale.float().roll(-1), p.zero.float().roll(-1), *scheme.code_range)
 
 
 def scale_three_eps_off(w, scheme: QuantScheme):
@@ -168,7 +179,7 @@ def scale_three_eps_off(w, scheme: QuantScheme):
     reciprocal, a float64 -> float32 -> float64 trip) drifts: relative error
     5-7 u (u = 2**-24), over the kit's 4 u, under 4 eps."""
     p = qparams(w, scheme)
-    scale = p.scale.float() * (1 + 3 * 2.0 ** -23)
+    scale = p.scale.float() * (1 + 3 * 2.0**-23)
     return _affine(w, scheme, scale, p.zero.float(), *scheme.code_range)
 
 
@@ -181,5 +192,9 @@ def full_range_scale_restricted_clamp(w, scheme: QuantScheme):
     return _affine(w, scheme, scale, torch.zeros_like(scale), -scheme.qmax, scheme.qmax)
 
 
-SCHEME_BUGS = [zero_point_not_rounded, clamped_one_short, scale_from_next_group,
-               full_range_scale_restricted_clamp]
+SCHEME_BUGS = [
+    zero_point_not_rounded,
+    clamped_one_short,
+    scale_from_next_group,
+    full_range_scale_restricted_clamp,
+]

@@ -78,8 +78,9 @@ def cdf_near(dist: torch.Tensor, err: torch.Tensor, v: float, index: int) -> boo
     if cb is None:
         return True
     C, b = cb
-    return (index > 0 and v - float(C[index - 1]) <= float(b[index - 1])) \
-        or (index < len(C) - 1 and float(C[index]) - v <= float(b[index]))
+    return (index > 0 and v - float(C[index - 1]) <= float(b[index - 1])) or (
+        index < len(C) - 1 and float(C[index]) - v <= float(b[index])
+    )
 
 
 @dataclass
@@ -97,21 +98,25 @@ class Replay:
 
 
 def _differs(what: str, where: int, here, stored, margin: float, bound: float) -> str:
-    return _differs_because(what, where, here, stored,
-                            f"margin {margin:.3g} against the cross-machine bound {bound:.3g}")
+    return _differs_because(
+        what, where, here, stored, f"margin {margin:.3g} against the cross-machine bound {bound:.3g}"
+    )
 
 
 def _differs_because(what: str, where: int, here, stored, why: str) -> str:
-    return (f"{what} at generated character {where}: this machine takes {here!r}, "
-            f"the stored path {stored!r}; {why}")
+    return (
+        f"{what} at generated character {where}: this machine takes {here!r}, "
+        f"the stored path {stored!r}; {why}"
+    )
 
 
 # --- plain sampling (aftertrain.lm.decoding.generate) -------------------------------------
 
 
 @torch.no_grad()
-def replay_plain(model, prompt: str, n_new: int, temperature: float, seed: int,
-                 stored: str | None = None) -> Replay:
+def replay_plain(
+    model, prompt: str, n_new: int, temperature: float, seed: int, stored: str | None = None
+) -> Replay:
     """Plain sampling's ``n_new`` characters after ``prompt``, free or along ``stored``."""
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0 for a replay, got {temperature!r}")
@@ -161,8 +166,16 @@ class SpecPath:
 
 
 @torch.no_grad()
-def replay_speculative(target, draft, prompt: str, n_new: int, k: int, temperature: float, seed: int,
-                       stored: SpecPath | None = None) -> tuple[SpecPath, Replay]:
+def replay_speculative(
+    target,
+    draft,
+    prompt: str,
+    n_new: int,
+    k: int,
+    temperature: float,
+    seed: int,
+    stored: SpecPath | None = None,
+) -> tuple[SpecPath, Replay]:
     """A speculative run, free or along ``stored``: (its path, what the replay saw)."""
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0 for a replay, got {temperature!r}")
@@ -193,12 +206,19 @@ def replay_speculative(target, draft, prompt: str, n_new: int, k: int, temperatu
             return here
         where = len(text) - len(prompt_ids) + 1
         if not cdf_reaches(dist, err, float(v[0]), stored_index):
-            raise AssertionError(_differs_because(
-                what, where, decode([here]), decode([stored_index]),
-                f"its uniform {float(v[0]):.6g} is farther from the stored cell than the cross-machine "
-                f"bound allows"))
-        out.excused.append(_differs_because(what, where, decode([here]), decode([stored_index]),
-                                            "a near tie"))
+            raise AssertionError(
+                _differs_because(
+                    what,
+                    where,
+                    decode([here]),
+                    decode([stored_index]),
+                    f"its uniform {float(v[0]):.6g} is farther from the stored cell than the cross-machine "
+                    f"bound allows",
+                )
+            )
+        out.excused.append(
+            _differs_because(what, where, decode([here]), decode([stored_index]), "a near tie")
+        )
         return stored_index
 
     rnd = 0
@@ -209,7 +229,7 @@ def replay_speculative(target, draft, prompt: str, n_new: int, k: int, temperatu
         drafts: list[int] = []
         qs = []
         if kk:
-            logits = ddec.feed(text[len(ddec):])[-1]
+            logits = ddec.feed(text[len(ddec) :])[-1]
             for i in range(kk):
                 q = probabilities(logits, temperature)
                 v = torch.rand(1, dtype=torch.float64, generator=g)
@@ -217,8 +237,9 @@ def replay_speculative(target, draft, prompt: str, n_new: int, k: int, temperatu
                 want = None
                 if s_drafts is not None:
                     if j >= len(s_drafts):
-                        raise AssertionError(f"the stored path drafts {len(s_drafts)} characters; "
-                                             f"this run drafts more")
+                        raise AssertionError(
+                            f"the stored path drafts {len(s_drafts)} characters; this run drafts more"
+                        )
                     want = s_drafts[j]
                 x = draw(q, eps * q, v, "drafted character", want)
                 drafts.append(x)
@@ -226,7 +247,7 @@ def replay_speculative(target, draft, prompt: str, n_new: int, k: int, temperatu
                 if i < kk - 1:
                     logits = ddec.feed([x])[-1]
         q = torch.stack(qs) if qs else torch.zeros(0, V, dtype=torch.float64)
-        logits = tdec.feed(text[len(tdec):] + drafts)[-(kk + 1):]
+        logits = tdec.feed(text[len(tdec) :] + drafts)[-(kk + 1) :]
         p = probabilities(logits, temperature)
         u = torch.rand(1, kk, dtype=torch.float64, generator=g)[0]
         v = torch.rand(1, dtype=torch.float64, generator=g)
@@ -242,8 +263,14 @@ def replay_speculative(target, draft, prompt: str, n_new: int, k: int, temperatu
             gap = abs(math.log(float(u[i] * qx[i])) - math.log(float(px[i]))) if u[i] > 0 else math.inf
             out.near += gap <= lb
             if ok[i] != (i < n):
-                msg = _differs(f"acceptance of draft {i + 1} of round {rnd + 1}", len(text) - len(prompt_ids)
-                               + i + 1, ok[i], i < n, gap, lb)
+                msg = _differs(
+                    f"acceptance of draft {i + 1} of round {rnd + 1}",
+                    len(text) - len(prompt_ids) + i + 1,
+                    ok[i],
+                    i < n,
+                    gap,
+                    lb,
+                )
                 if gap > lb:
                     raise AssertionError(msg)
                 out.excused.append(msg)
@@ -265,9 +292,11 @@ def replay_speculative(target, draft, prompt: str, n_new: int, k: int, temperatu
         rnd += 1
         for dec in (tdec, ddec):
             dec.truncate(min(len(dec), len(text) - 1))
-    path = SpecPath(decode(drafted), "".join(str(a) for a in accepted), decode(text[len(prompt_ids):]))
+    path = SpecPath(decode(drafted), "".join(str(a) for a in accepted), decode(text[len(prompt_ids) :]))
     if stored is not None and path != stored:
-        raise AssertionError(f"the replay along the stored path ends elsewhere: drafted "
-                             f"{path.counts()} against the stored {stored.counts()}")
-    out.tokens = text[len(prompt_ids):]
+        raise AssertionError(
+            f"the replay along the stored path ends elsewhere: drafted "
+            f"{path.counts()} against the stored {stored.counts()}"
+        )
+    out.tokens = text[len(prompt_ids) :]
     return path, out

@@ -63,4 +63,3 @@ def speculative_run(draw, vocab_size: int = 5):
         "temperature": draw(st.sampled_from([0.0, 0.5, 1.0, 2.0])),
         "seed": draw(st.integers(0, 2**31 - 1)),
     }
-

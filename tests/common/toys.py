@@ -18,16 +18,16 @@ from aftertrain.lm.model import GPT, GPTConfig
 from aftertrain.lm.protocol import TableConfig, TokenCache, check_idx, texts
 
 
-def tiny_gpt(seed: int, *, n_layer: int = 1, n_head: int = 2, n_embd: int = 16,
-             block_size: int = 32) -> GPT:
+def tiny_gpt(seed: int, *, n_layer: int = 1, n_head: int = 2, n_embd: int = 16, block_size: int = 32) -> GPT:
     """A tiny randomly initialised GPT over the article's characters (eval
     mode, no dropout), for tests that need some model of the real
     architecture and are fast on it. Seeded without touching the global
     generator's state for the caller."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        net = GPT(GPTConfig(n_layer=n_layer, n_head=n_head, n_embd=n_embd,
-                            block_size=block_size, dropout=0.0))
+        net = GPT(
+            GPTConfig(n_layer=n_layer, n_head=n_head, n_embd=n_embd, block_size=block_size, dropout=0.0)
+        )
     return net.eval()
 
 
@@ -70,8 +70,7 @@ class Markov(nn.Module):
     with the Decoder interface. ``support < vocab_size`` lets it stand as a
     target over the project's 100 characters for the count-based drafts."""
 
-    def __init__(self, support: int, seed: int, vocab_size: int | None = None,
-                 scale: float = 1.2) -> None:
+    def __init__(self, support: int, seed: int, vocab_size: int | None = None, scale: float = 1.2) -> None:
         super().__init__()
         V = vocab_size or support
         self.config = TableConfig(V)
@@ -112,5 +111,14 @@ def toy_draft() -> ToyTable:
     return toy_models(TOY_V)[1]
 
 
-__all__ = ["TOY_PROMPT", "TOY_TEMPERATURE", "TOY_V", "CountingModel", "Markov", "ToyTable", "toy_draft",
-           "toy_gpt", "toy_target"]
+__all__ = [
+    "TOY_PROMPT",
+    "TOY_TEMPERATURE",
+    "TOY_V",
+    "CountingModel",
+    "Markov",
+    "ToyTable",
+    "toy_draft",
+    "toy_gpt",
+    "toy_target",
+]

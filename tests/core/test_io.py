@@ -43,8 +43,11 @@ def plain_mode(folder: Path) -> int:
     return mode
 
 
-@pytest.mark.parametrize(("mask", "expected"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)],
-                         ids=["umask-022", "umask-077", "umask-002"])
+@pytest.mark.parametrize(
+    ("mask", "expected"),
+    [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)],
+    ids=["umask-022", "umask-077", "umask-002"],
+)
 def test_a_new_file_gets_the_mode_a_plain_write_gives(tmp_path, umask, mask, expected):
     """0o666 less the umask, as open() gives (checked against open() itself);
     no temporary left beside it."""

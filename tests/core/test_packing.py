@@ -13,10 +13,10 @@ from aftertrain.core import packing
 from aftertrain.quant import pack_codes
 
 PINNED = [
-    ([1, -2, 3], 4, True, bytes([0x1E, 0x30])),       # 0001 1110 | 0011 0000
-    ([0, 1, 2, 3], 2, False, bytes([0x1B])),           # 00 01 10 11
+    ([1, -2, 3], 4, True, bytes([0x1E, 0x30])),  # 0001 1110 | 0011 0000
+    ([0, 1, 2, 3], 2, False, bytes([0x1B])),  # 00 01 10 11
     ([1, 0, 1, 1, 0, 0, 0, 0, 1], 1, False, bytes([0xB0, 0x80])),
-    ([-4, 3, -1], 3, True, bytes([0x8F, 0x80])),       # 100 011 111 0000000
+    ([-4, 3, -1], 3, True, bytes([0x8F, 0x80])),  # 100 011 111 0000000
     ([127, -128], 8, True, bytes([0x7F, 0x80])),
 ]
 
@@ -31,15 +31,12 @@ def test_packing_is_msb_first_twos_complement_zero_padded(values, bits, signed, 
 def test_quant_codes_bitmask_and_2_4_positions_share_the_convention():
     """pack_codes is packing.pack(signed); the bitmask and the 2:4 positions
     of prune's formats are packing.pack(unsigned) of the kept bits and positions."""
-    assert bytes(pack_codes(torch.tensor([1, -2, 3], dtype=torch.int8), 4).tolist()) == bytes(
-        [0x1E, 0x30])
+    assert bytes(pack_codes(torch.tensor([1, -2, 3], dtype=torch.int8), 4).tolist()) == bytes([0x1E, 0x30])
     dense = torch.tensor([[1.0, 0.0, 2.0, 3.0, 0.0, 0.0, 0.0, 0.0], [4.0, 0, 0, 0, 0, 0, 0, 0]])
-    assert bytes(P.to_stored(dense, P.Format.BITMASK).arrays["bits"].tolist()) == bytes(
-        [0xB0, 0x80])
+    assert bytes(P.to_stored(dense, P.Format.BITMASK).arrays["bits"].tolist()) == bytes([0xB0, 0x80])
     two_four = torch.tensor([[1.0, 2.0, 0.0, 0.0, 0.0, 0.0, 3.0, 4.0]])
     # positions (0, 1) and (2, 3): 00 01 10 11
-    assert bytes(P.to_stored(two_four, P.Format.TWO_FOUR).arrays["positions"].tolist()) == bytes(
-        [0x1B])
+    assert bytes(P.to_stored(two_four, P.Format.TWO_FOUR).arrays["positions"].tolist()) == bytes([0x1B])
 
 
 @given(st.integers(1, 8), st.booleans(), st.data())
@@ -71,9 +68,9 @@ PACKED = {
 
 def bit_string_reference(codes: list[int], bits: int) -> bytes:
     """The format from its description, by string manipulation."""
-    s = "".join(format(c & (2 ** bits - 1), f"0{bits}b") for c in codes)
+    s = "".join(format(c & (2**bits - 1), f"0{bits}b") for c in codes)
     s += "0" * (-len(s) % 8)
-    return bytes(int(s[i:i + 8], 2) for i in range(0, len(s), 8))
+    return bytes(int(s[i : i + 8], 2) for i in range(0, len(s), 8))
 
 
 @pytest.mark.parametrize("bits", sorted(PACKED))
@@ -90,12 +87,19 @@ def test_pack_codes_writes_the_stored_bytes(bits):
 # --- statistics at the boundary -------------------------------------------------------------
 
 
-
-
-@pytest.mark.parametrize("bits, signed, outside", [
-    (4, True, -9), (4, True, 8), (2, True, -3), (8, True, -129),
-    (4, False, -1), (4, False, 16), (1, False, 2), (8, False, 256),
-])
+@pytest.mark.parametrize(
+    "bits, signed, outside",
+    [
+        (4, True, -9),
+        (4, True, 8),
+        (2, True, -3),
+        (8, True, -129),
+        (4, False, -1),
+        (4, False, 16),
+        (1, False, 2),
+        (8, False, 256),
+    ],
+)
 def test_pack_refuses_a_value_outside_its_range_at_either_end(bits, signed, outside):
     """A value below the range would wrap to another code as silently as one
     above it (-9 in 4 signed bits stores as 7): both are refused, naming the range."""

@@ -49,8 +49,9 @@ def test_worktree_fingerprints_the_commit_and_the_tracked_edits(tmp_path):
     assert runmeta.worktree(tmp_path) == clean
     (tmp_path / "a.txt").write_text("two\n")
     two = runmeta.worktree(tmp_path)
-    diff = subprocess.run(["git", "diff", "HEAD", "--binary"], cwd=tmp_path, capture_output=True,
-                          check=True).stdout
+    diff = subprocess.run(
+        ["git", "diff", "HEAD", "--binary"], cwd=tmp_path, capture_output=True, check=True
+    ).stdout
     assert two == hashlib.sha256(head.encode() + b"\n" + diff).hexdigest() != clean
     (tmp_path / "a.txt").write_text("three\n")
     assert runmeta.worktree(tmp_path) not in (clean, two)
@@ -71,8 +72,11 @@ def test_load_threads_cpu_torch_date_model_and_quick(monkeypatch):
     assert (meta["model"], meta["model_sha256"], meta["quick"]) == ("m", "abc", True)
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.is_file():
-        names = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
-                 if line.lower().startswith("model name")]
+        names = [
+            line.split(":", 1)[1].strip()
+            for line in cpuinfo.read_text().splitlines()
+            if line.lower().startswith("model name")
+        ]
         if names:
             assert meta["cpu"] == f"{names[0]} x {os.cpu_count()}"
     assert meta["cpu"].endswith(f" x {os.cpu_count()}")

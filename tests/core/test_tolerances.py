@@ -17,9 +17,13 @@ SOURCE = Path(tolerances.__file__).read_text()
 def undocumented(source: str) -> list[str]:
     """Module-level constants with neither a ``#:`` line above nor a comment beside."""
     lines = source.splitlines()
-    return [m.group(1) for i, line in enumerate(lines)
-            if (m := re.match(r"^([A-Z][A-Z0-9_]*) = ", line))
-            and "#" not in line and not (i and lines[i - 1].startswith("#:"))]
+    return [
+        m.group(1)
+        for i, line in enumerate(lines)
+        if (m := re.match(r"^([A-Z][A-Z0-9_]*) = ", line))
+        and "#" not in line
+        and not (i and lines[i - 1].startswith("#:"))
+    ]
 
 
 def test_every_tolerance_has_a_doc_comment():
@@ -66,5 +70,5 @@ def test_int8_margin_is_one_unit_of_the_second_decimal():
     loss by less than what the article's second decimal would show (0.01
     nats); its own figures (+0.0017 per-tensor, +0.0008 per-channel, a 0.0010
     gap) lie well inside, and a change of 0.01 or more would show."""
-    assert tolerances.INT8_LOSS_MARGIN == 10 ** -2
+    assert tolerances.INT8_LOSS_MARGIN == 10**-2
     assert max(0.0017, 0.0008, 0.0010) < tolerances.INT8_LOSS_MARGIN

@@ -19,32 +19,52 @@ from aftertrain.core.validation import (
 )
 
 
-@pytest.mark.parametrize("value, expected", [
-    (0, True), (-3, True), (np.int64(2), True), (True, False), (False, False),
-    (2.0, False), ("2", False), (None, False),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (0, True),
+        (-3, True),
+        (np.int64(2), True),
+        (True, False),
+        (False, False),
+        (2.0, False),
+        ("2", False),
+        (None, False),
+    ],
+)
 def test_is_int_takes_integers_of_any_library_but_not_bool(value, expected):
     assert is_int(value) is expected
 
 
-@pytest.mark.parametrize("value, expected", [
-    (0, True), (0.5, True), (np.float32(0.5), True), (float("nan"), True), (True, False),
-    ("0.5", False), (torch.tensor(0.5), False),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (0, True),
+        (0.5, True),
+        (np.float32(0.5), True),
+        (float("nan"), True),
+        (True, False),
+        ("0.5", False),
+        (torch.tensor(0.5), False),
+    ],
+)
 def test_is_real_takes_numbers_but_not_bool(value, expected):
     assert is_real(value) is expected
 
 
-@pytest.mark.parametrize("kwargs, value, message", [
-    (dict(least=1), 0, "n must be an int >= 1, got 0"),
-    (dict(least=1), True, "n must be an int >= 1, got True"),
-    (dict(least=1), 1.0, "n must be an int >= 1, got 1.0"),
-    (dict(least=2, most=8), 9, "n must be an int in [2, 8], got 9"),
-    (dict(least=0, most=100_000), -1, "n must be an int in [0, 100,000], got -1"),
-    (dict(most=5), 6, "n must be an int <= 5, got 6"),
-    (dict(), "3", "n must be an int, got '3'"),
-    (dict(least=8, why=" for confidence 0.99"), 7, "n must be an int >= 8 for confidence 0.99, got 7"),
-])
+@pytest.mark.parametrize(
+    "kwargs, value, message",
+    [
+        (dict(least=1), 0, "n must be an int >= 1, got 0"),
+        (dict(least=1), True, "n must be an int >= 1, got True"),
+        (dict(least=1), 1.0, "n must be an int >= 1, got 1.0"),
+        (dict(least=2, most=8), 9, "n must be an int in [2, 8], got 9"),
+        (dict(least=0, most=100_000), -1, "n must be an int in [0, 100,000], got -1"),
+        (dict(most=5), 6, "n must be an int <= 5, got 6"),
+        (dict(), "3", "n must be an int, got '3'"),
+        (dict(least=8, why=" for confidence 0.99"), 7, "n must be an int >= 8 for confidence 0.99, got 7"),
+    ],
+)
 def test_check_int_names_the_argument_the_range_and_the_value(kwargs, value, message):
     with pytest.raises(ValueError) as err:
         check_int("n", value, **kwargs)
@@ -68,16 +88,19 @@ def test_check_seed_takes_what_a_torch_generator_takes():
         assert str(err.value) == f"order_seed must be an int in [0, 2**64), got {bad!r}"
 
 
-@pytest.mark.parametrize("kwargs, value, message", [
-    (dict(low=0, high=1), 1.5, "s must be a number in [0, 1], got 1.5"),
-    (dict(low=0, high=1, what="a sparsity"), -0.1, "s must be a sparsity in [0, 1], got -0.1"),
-    (dict(low=0, high=1, low_open=True, high_open=True), 0.0, "s must be a number in (0, 1), got 0.0"),
-    (dict(low=0.0, low_open=True), 0.0, "s must be a finite number > 0.0, got 0.0"),
-    (dict(low=0.0), float("inf"), "s must be a finite number >= 0.0, got inf"),
-    (dict(high=1.0, high_open=True), 1.0, "s must be a finite number < 1.0, got 1.0"),
-    (dict(), float("nan"), "s must be a finite number, got nan"),
-    (dict(what="a finite loss"), True, "s must be a finite loss, got True"),
-])
+@pytest.mark.parametrize(
+    "kwargs, value, message",
+    [
+        (dict(low=0, high=1), 1.5, "s must be a number in [0, 1], got 1.5"),
+        (dict(low=0, high=1, what="a sparsity"), -0.1, "s must be a sparsity in [0, 1], got -0.1"),
+        (dict(low=0, high=1, low_open=True, high_open=True), 0.0, "s must be a number in (0, 1), got 0.0"),
+        (dict(low=0.0, low_open=True), 0.0, "s must be a finite number > 0.0, got 0.0"),
+        (dict(low=0.0), float("inf"), "s must be a finite number >= 0.0, got inf"),
+        (dict(high=1.0, high_open=True), 1.0, "s must be a finite number < 1.0, got 1.0"),
+        (dict(), float("nan"), "s must be a finite number, got nan"),
+        (dict(what="a finite loss"), True, "s must be a finite loss, got True"),
+    ],
+)
 def test_check_real_names_the_argument_the_interval_and_the_value(kwargs, value, message):
     with pytest.raises(ValueError) as err:
         check_real("s", value, **kwargs)

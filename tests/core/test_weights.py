@@ -27,13 +27,16 @@ def test_quant_prune_and_storage_select_the_same_weights():
     assert storage_bytes(model)["weights"] == sum(p.numel() for p in weight_matrices(model).values())
 
 
-@pytest.mark.parametrize("model, names, words", [
-    ("gpt", None, ["model", "Module"]),
-    (torch.nn.ReLU(), None, ["model", "at least one 2-D weight"]),
-    (torch.nn.Linear(2, 2), "weight", ["names", "string"]),
-    (torch.nn.Linear(2, 2), 3, ["names", "iterable"]),
-    (torch.nn.Linear(2, 2), ["bias"], ["names", "valid names", "'weight'"]),
-])
+@pytest.mark.parametrize(
+    "model, names, words",
+    [
+        ("gpt", None, ["model", "Module"]),
+        (torch.nn.ReLU(), None, ["model", "at least one 2-D weight"]),
+        (torch.nn.Linear(2, 2), "weight", ["names", "string"]),
+        (torch.nn.Linear(2, 2), 3, ["names", "iterable"]),
+        (torch.nn.Linear(2, 2), ["bias"], ["names", "valid names", "'weight'"]),
+    ],
+)
 def test_weight_matrices_rejects_bad_input_naming_the_argument(model, names, words):
     with pytest.raises(ValueError) as err:
         weight_matrices(model, names)

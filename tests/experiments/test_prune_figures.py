@@ -59,6 +59,7 @@ def _layer(model, s):
     def keep(n, p):
         cut = torch.sort(p.detach().abs().flatten()).values[round(s * p.numel()) - 1]
         return p.abs() > cut
+
     return _pruned(model, keep)
 
 
@@ -67,11 +68,12 @@ def _two_four(model):
         groups = p.detach().abs().reshape(p.shape[0], -1, 4)
         top = groups.argsort(dim=-1, descending=True)[..., :2]
         return torch.zeros_like(groups).scatter_(-1, top, 1.0).reshape(p.shape)
+
     return _pruned(model, keep)
 
 
 def test_loss_rows_are_the_losses_of_models_pruned_by_hand(model, tokens, curve):
-    row, = EP.loss_table(curve, (0.3,), seeds=(0, 1, 2))
+    (row,) = EP.loss_table(curve, (0.3,), seeds=(0, 1, 2))
     assert row.sparsity == 0.3
     assert row.global_ == pytest.approx(val_loss(_global(model, 0.3), tokens), rel=1e-12)
     assert row.layer == pytest.approx(val_loss(_layer(model, 0.3), tokens), rel=1e-12)
@@ -81,12 +83,13 @@ def test_loss_rows_are_the_losses_of_models_pruned_by_hand(model, tokens, curve)
 
 
 def test_random_rows_are_the_statistics_of_the_seeds_losses(curve):
-    row, = EP.random_table(curve, (0.2,), seeds=(0, 1, 2, 3))
+    (row,) = EP.random_table(curve, (0.2,), seeds=(0, 1, 2, 3))
     assert row.sparsity == 0.2
     losses = curve.random_losses(0.2, (0, 1, 2, 3))
     assert len(set(losses)) == 4  # each seed prunes differently
     assert (row.mean, row.std, row.min, row.max) == pytest.approx(
-        (statistics.fmean(losses), statistics.stdev(losses), min(losses), max(losses)), rel=1e-12)
+        (statistics.fmean(losses), statistics.stdev(losses), min(losses), max(losses)), rel=1e-12
+    )
 
 
 def test_matching_sparsity_is_where_the_hand_pruned_loss_reaches_the_target(model, tokens, curve):
@@ -98,10 +101,13 @@ def test_matching_sparsity_is_where_the_hand_pruned_loss_reaches_the_target(mode
 def _bytes(mats):
     n = sum(m.numel() for m in mats)
     z = sum(int((m != 0).sum()) for m in mats)
-    coo = sum(m.to_sparse_coo().values().numel() * 4 + m.to_sparse_coo().indices()[1].numel() * 4
-              for m in mats)
-    csr = sum(c.values().numel() * 4 + c.col_indices().numel() * 8 + c.crow_indices().numel() * 8
-              for c in (m.to_sparse_csr() for m in mats))
+    coo = sum(
+        m.to_sparse_coo().values().numel() * 4 + m.to_sparse_coo().indices()[1].numel() * 4 for m in mats
+    )
+    csr = sum(
+        c.values().numel() * 4 + c.col_indices().numel() * 8 + c.crow_indices().numel() * 8
+        for c in (m.to_sparse_csr() for m in mats)
+    )
     return n, z, {"dense": 4.0, "coo": coo / n, "bitmask": (4 * z + n / 8) / n, "csr": csr / n}
 
 
@@ -117,7 +123,8 @@ def test_bytes_rows_are_torch_sparse_sizes_of_the_hand_pruned_weights(model):
         n, z, expected = _bytes([m.detach() for m in mats])
         assert z == n - round(r.sparsity * n)
         assert (r.dense, r.coo, r.bitmask, r.csr) == pytest.approx(
-            (expected["dense"], expected["coo"], expected["bitmask"], expected["csr"]), rel=1e-12)
+            (expected["dense"], expected["coo"], expected["bitmask"], expected["csr"]), rel=1e-12
+        )
 
 
 @pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
@@ -141,15 +148,20 @@ def test_two_four_row_is_the_loss_and_bytes_of_a_hand_made_2_4_model(model, toke
     assert z == n // 2
     assert row.bytes_two_four == 4 * 0.5 + 0.5 * 2 / 8  # half the values, 2 position bits each
     assert (row.bytes_bitmask, row.bytes_coo) == pytest.approx(
-        (expected["bitmask"], expected["coo"]), rel=1e-12)
+        (expected["bitmask"], expected["coo"]), rel=1e-12
+    )
 
 
 def test_first_sparsity_above_is_the_smallest_sparsity_over_the_level_in_any_order():
     """P2's "first worse at": the smallest sparsity whose figure exceeds the
     level, not the first row listed nor the row of the largest figure; a
     figure equal to the level is not above it; None when none is."""
-    rows = [EP.RandomRow(0.5, 4.0, 0.0, 4.0, 4.0), EP.RandomRow(0.1, 1.0, 0.0, 1.0, 1.0),
-            EP.RandomRow(0.3, 2.5, 0.0, 2.5, 2.5), EP.RandomRow(0.2, 2.0, 0.0, 2.0, 2.0)]
+    rows = [
+        EP.RandomRow(0.5, 4.0, 0.0, 4.0, 4.0),
+        EP.RandomRow(0.1, 1.0, 0.0, 1.0, 1.0),
+        EP.RandomRow(0.3, 2.5, 0.0, 2.5, 2.5),
+        EP.RandomRow(0.2, 2.0, 0.0, 2.0, 2.0),
+    ]
     assert EP.first_sparsity_above(rows, "mean", 2.0) == 0.3
     assert EP.first_sparsity_above(rows, "mean", 0.5) == 0.1
     assert EP.first_sparsity_above(rows, "mean", 4.0) is None

@@ -46,11 +46,15 @@ def torch_quantized(model, bits: int, per_channel: bool, names=None):
                 continue
             if per_channel:
                 scale = p.abs().amax(dim=1) / qmax
-                p.copy_(torch.fake_quantize_per_channel_affine(
-                    p, scale, torch.zeros(p.shape[0], dtype=torch.int32), 0, -qmax - 1, qmax))
+                p.copy_(
+                    torch.fake_quantize_per_channel_affine(
+                        p, scale, torch.zeros(p.shape[0], dtype=torch.int32), 0, -qmax - 1, qmax
+                    )
+                )
             else:
-                p.copy_(torch.fake_quantize_per_tensor_affine(p, float(p.abs().max()) / qmax, 0,
-                                                              -qmax - 1, qmax))
+                p.copy_(
+                    torch.fake_quantize_per_tensor_affine(p, float(p.abs().max()) / qmax, 0, -qmax - 1, qmax)
+                )
     return out
 
 
@@ -59,9 +63,11 @@ def test_bits_rows_are_the_losses_of_torch_fake_quantized_models(model, tokens):
     assert [r.bits for r in rows] == [8, 4, 2]
     for r in rows:
         assert r.per_tensor == pytest.approx(
-            val_loss(torch_quantized(model, r.bits, False), tokens), abs=LOSS_TOL)
+            val_loss(torch_quantized(model, r.bits, False), tokens), abs=LOSS_TOL
+        )
         assert r.per_channel == pytest.approx(
-            val_loss(torch_quantized(model, r.bits, True), tokens), abs=LOSS_TOL)
+            val_loss(torch_quantized(model, r.bits, True), tokens), abs=LOSS_TOL
+        )
     assert rows[-1].per_tensor != pytest.approx(rows[-1].per_channel, abs=10 * LOSS_TOL)
 
 
@@ -96,17 +102,20 @@ def test_activation_peaks_are_max_over_median_of_channel_peaks(model, tokens):
     over the windows of the context length; per channel max|x|, then max and
     max / median (numpy)."""
     seen: dict[str, list[np.ndarray]] = {}
-    sites = {"block0_ffn_input": "blocks.0.f1", "block2_ffn_input": "blocks.2.f1",
-             "final_residual": "ln"}
+    sites = {"block0_ffn_input": "blocks.0.f1", "block2_ffn_input": "blocks.2.f1", "final_residual": "ln"}
     modules = dict(model.named_modules())
-    handles = [modules[m].register_forward_pre_hook(
-        lambda _m, args, s=s: seen.setdefault(s, []).append(
-            args[0].detach().double().reshape(-1, args[0].shape[-1]).numpy()))
-        for s, m in sites.items()]
+    handles = [
+        modules[m].register_forward_pre_hook(
+            lambda _m, args, s=s: seen.setdefault(s, []).append(
+                args[0].detach().double().reshape(-1, args[0].shape[-1]).numpy()
+            )
+        )
+        for s, m in sites.items()
+    ]
     try:
         with torch.no_grad():
             for start in range(0, len(tokens), 32):
-                model(tokens[start:start + 32].view(1, -1))
+                model(tokens[start : start + 32].view(1, -1))
     finally:
         for h in handles:
             h.remove()
@@ -124,7 +133,9 @@ def test_fake_quantized_loss_check_catches_a_broken_quantizer(model, tokens, bug
     """A broken rule moves a 4-bit loss by more than LOSS_TOL from torch's."""
     from tests.common import quant_bugs
 
-    row, = EQ.bits_table(model, (4,), tokens, quantize=quant_bugs.model_quantizer(getattr(quant_bugs, bug)))
-    gaps = (abs(row.per_tensor - val_loss(torch_quantized(model, 4, False), tokens)),
-            abs(row.per_channel - val_loss(torch_quantized(model, 4, True), tokens)))
+    (row,) = EQ.bits_table(model, (4,), tokens, quantize=quant_bugs.model_quantizer(getattr(quant_bugs, bug)))
+    gaps = (
+        abs(row.per_tensor - val_loss(torch_quantized(model, 4, False), tokens)),
+        abs(row.per_channel - val_loss(torch_quantized(model, 4, True), tokens)),
+    )
     assert max(gaps) > LOSS_TOL, gaps

@@ -19,11 +19,11 @@ def test_sample_with_a_draft_prints_its_text_and_the_runs_figures(capsys):
 
     assert main(["sample", "--draft", "bigram", "--k", "2", "--length", "20", "--seed", "3"]) == 0
     out, err = capsys.readouterr()
-    expected = S.speculative_generate(load_reference(), Bigram.fit(), "The ", 20, 2, 1.0,
-                                      torch.Generator().manual_seed(3))
+    expected = S.speculative_generate(
+        load_reference(), Bigram.fit(), "The ", 20, 2, 1.0, torch.Generator().manual_seed(3)
+    )
     assert out == "The " + expected.text + "\n"
     assert f"{expected.chars_per_pass:.2f} characters per target pass" in err
     assert "speedup over plain decoding on this run" in err and "99% interval" in err
     assert main(["sample", "--draft", "bigram", "--length", "0"]) == 0
     assert "nothing timed" in capsys.readouterr().err
-

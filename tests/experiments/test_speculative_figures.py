@@ -57,7 +57,7 @@ def test_first_token_figures_are_the_skewed_nulls_summaries(target, draft, monke
     tv_threshold mean + sqrt(ln(1e6) / (2 n)); TV and chi-square from the
     same first characters, recounted here."""
     calls = _skewed_null(monkeypatch)
-    row, = XS.first_token_table(target, {"toy": draft}, n=N, seed=5, null_trials=len(NULL))
+    (row,) = XS.first_token_table(target, {"toy": draft}, n=N, seed=5, null_trials=len(NULL))
     assert calls == [(N, len(NULL), 5)]
     s = sorted(NULL.tolist())
     assert row.direct_tv == NULL[0]
@@ -67,8 +67,7 @@ def test_first_token_figures_are_the_skewed_nulls_summaries(target, draft, monke
     assert abs(mean - row.null_median) > 0.02  # the summaries differ on this null
     assert row.tv_threshold == pytest.approx(mean + math.sqrt(math.log(1e6) / (2 * N)), rel=1e-12)
     context = XS._text.load_corpus().val_text[XS.S2_CONTEXT_SLICE]
-    first, p = XS.first_token_samples(target, draft, context, N, 1.0,
-                                      torch.Generator().manual_seed(5))
+    first, p = XS.first_token_samples(target, draft, context, N, 1.0, torch.Generator().manual_seed(5))
     counts = np.bincount(first.numpy(), minlength=100)
     assert row.tv == pytest.approx(0.5 * np.abs(counts / N - p.numpy()).sum(), rel=1e-12)
     assert row.chi2_pvalue == stats.chisquare_gof(first.numpy(), p.numpy()).pvalue
@@ -107,7 +106,8 @@ def test_x1_prediction_is_the_sum_of_the_k1_rates_powers(acceptance):
         a = rows[0].acceptance
         for r in rows:
             assert r.predicted_acceptance == pytest.approx(
-                sum(a ** i for i in range(1, r.k + 1)) / r.k, rel=1e-12)
+                sum(a**i for i in range(1, r.k + 1)) / r.k, rel=1e-12
+            )
 
 
 def test_a_draft_equal_to_the_target_has_every_draft_accepted(acceptance):

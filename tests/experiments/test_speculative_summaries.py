@@ -28,7 +28,8 @@ from tests.common.toys import tiny_gpt
 #: lower 0.0098754, higher 0.0101261), 99% quantile 0.0880291 (position
 #: 98.01: lower 0.0875908, higher 0.1314221), mean 0.0162641, first 0.0332131.
 SKEWED_NULL = (0.01 * scipy.stats.lognorm.ppf((np.arange(100) + 0.5) / 100, s=1.0))[
-    np.random.default_rng(7).permutation(100)]
+    np.random.default_rng(7).permutation(100)
+]
 
 
 def type7_quantile(values, q: float) -> float:
@@ -48,11 +49,13 @@ def test_first_token_row_reports_the_nulls_median_quantile_first_draw_and_thresh
     (float64 rounding); the lower/higher median and quantile, the mean or the
     95% quantile in their place differ by 1.2e-4 or more."""
     n = 200
-    monkeypatch.setattr(stats, "tv_null_distribution",
-                        lambda p, m, trials, seed: SKEWED_NULL.copy())
-    [row] = ES.first_token_table(tiny_gpt(0, n_head=1, n_embd=8, block_size=128),
-                                  {"tiny": tiny_gpt(1, n_head=1, n_embd=8, block_size=128)},
-                                  n=n, null_trials=100)
+    monkeypatch.setattr(stats, "tv_null_distribution", lambda p, m, trials, seed: SKEWED_NULL.copy())
+    [row] = ES.first_token_table(
+        tiny_gpt(0, n_head=1, n_embd=8, block_size=128),
+        {"tiny": tiny_gpt(1, n_head=1, n_embd=8, block_size=128)},
+        n=n,
+        null_trials=100,
+    )
     values = SKEWED_NULL.tolist()
     assert row.null_median == pytest.approx(statistics.median(values), abs=1e-12)
     assert row.null_q99 == pytest.approx(type7_quantile(values, 0.99), abs=1e-12)

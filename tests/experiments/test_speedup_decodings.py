@@ -28,7 +28,7 @@ from aftertrain.speculative import drafts as D
 def _generated(aftertrain_model, n_new=SPEEDUP_CHARS):
     prompt = encode(XS.prompt_text())
     out = generate(aftertrain_model, prompt, n_new, 1.0, torch.Generator().manual_seed(XS.SEED))
-    return out[len(prompt):].tolist()
+    return out[len(prompt) :].tolist()
 
 
 def test_timed_plain_decoding_is_generate_call_after_call(aftertrain_model):
@@ -44,15 +44,17 @@ def test_timed_plain_decoding_is_generate_call_after_call(aftertrain_model):
 @pytest.mark.claim("S8")
 @pytest.mark.parametrize("kind", list(D.DraftKind), ids=lambda k: k.value)
 def test_timed_speculative_decoding_is_speculative_generate_call_after_call(
-        aftertrain_model, speculative_drafts, kind):
+    aftertrain_model, speculative_drafts, kind
+):
     """Every draft kind at every k of the experiment: two calls of the timed
     speculative side, each speculative_generate's characters for seed SEED
     (which are plain generate's law; greedy, they are its text)."""
     draft, prompt = speculative_drafts[kind], XS.prompt_text()
     for k in SPEEDUP_KS:
         run = XS.speculative_decoding(aftertrain_model, draft, k, SPEEDUP_CHARS, 1.0)
-        want = S.speculative_generate(aftertrain_model, draft, prompt, SPEEDUP_CHARS, k, 1.0,
-                                      torch.Generator().manual_seed(XS.SEED)).generated.tolist()
+        want = S.speculative_generate(
+            aftertrain_model, draft, prompt, SPEEDUP_CHARS, k, 1.0, torch.Generator().manual_seed(XS.SEED)
+        ).generated.tolist()
         assert len(want) == SPEEDUP_CHARS
         for call in range(2):
             assert run() == want, f"{kind.value} k={k} call {call}"
@@ -86,26 +88,33 @@ def test_decode_rolls_the_decoder_back_and_leaves_the_generator_as_generate(afte
     assert torch.equal(g1.get_state(), g2.get_state())
 
 
-@pytest.mark.parametrize("bad, match", [
-    (dict(decoder="not a decoder"), "decoder must be a Decoder"),
-    (dict(n_new=-1), "n_new"),
-    (dict(temperature=-1.0), "temperature"),
-    (dict(generator=3), "generator"),
-    (dict(pending=10**6), r"pending must be an int in \[0, 99\], got 1000000"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (dict(decoder="not a decoder"), "decoder must be a Decoder"),
+        (dict(n_new=-1), "n_new"),
+        (dict(temperature=-1.0), "temperature"),
+        (dict(generator=3), "generator"),
+        (dict(pending=10**6), r"pending must be an int in \[0, 99\], got 1000000"),
+    ],
+)
 def test_decode_names_a_bad_argument(aftertrain_model, bad, match):
     dec = Decoder(aftertrain_model)
     dec.feed([1, 2])
-    args = dict(decoder=dec, pending=3, n_new=2, temperature=1.0,
-                generator=torch.Generator().manual_seed(0)) | bad
+    args = (
+        dict(decoder=dec, pending=3, n_new=2, temperature=1.0, generator=torch.Generator().manual_seed(0))
+        | bad
+    )
     with pytest.raises(ValueError, match=match):
         decode(**args)
 
 
-@pytest.mark.parametrize("kind, k", [(D.DraftKind.NGRAM, 4), (D.DraftKind.GPT, 2)],
-                         ids=["n-gram k=4", "draft GPT k=2"])
+@pytest.mark.parametrize(
+    "kind, k", [(D.DraftKind.NGRAM, 4), (D.DraftKind.GPT, 2)], ids=["n-gram k=4", "draft GPT k=2"]
+)
 def test_charged_decoding_is_the_runs_passes_as_drafts_and_verifications(
-        monkeypatch, aftertrain_model, speculative_drafts, kind, k):
+    monkeypatch, aftertrain_model, speculative_drafts, kind, k
+):
     """What cpp / (v_k + k c) charges for a timed run: as many rounds as the
     seeded run makes target passes, each k drafted characters then one
     verification over k+1 positions (the steps S5's c and X8's v_k time,
@@ -116,14 +125,22 @@ def test_charged_decoding_is_the_runs_passes_as_drafts_and_verifications(
         def build(model, *args):
             log.append(("built", name, model, args))
             return lambda: log.append(name)
+
         return build
 
     monkeypatch.setattr(XS, "draft_step", step("draft"))
     monkeypatch.setattr(XS, "verify_step", step("verify"))
     run = XU.charged_decoding(aftertrain_model, draft, k, SPEEDUP_CHARS, 1.0)
     assert log == [("built", "verify", aftertrain_model, (k, 1.0)), ("built", "draft", draft, (1.0,))]
-    passes = S.speculative_generate(aftertrain_model, draft, XS.prompt_text(), SPEEDUP_CHARS, k, 1.0,
-                                    torch.Generator().manual_seed(XS.SEED)).target_passes
+    passes = S.speculative_generate(
+        aftertrain_model,
+        draft,
+        XS.prompt_text(),
+        SPEEDUP_CHARS,
+        k,
+        1.0,
+        torch.Generator().manual_seed(XS.SEED),
+    ).target_passes
     assert 1 < passes < SPEEDUP_CHARS
     for call in range(2):
         log.clear()
@@ -131,10 +148,19 @@ def test_charged_decoding_is_the_runs_passes_as_drafts_and_verifications(
         assert log == (["draft"] * k + ["verify"]) * passes, f"call {call}"
 
 
-@pytest.mark.parametrize("bad, match", [(dict(k=0), "k must"), (dict(n_new=0), "n_new must"),
-                                        (dict(target="a model"), "target")])
+@pytest.mark.parametrize(
+    "bad, match", [(dict(k=0), "k must"), (dict(n_new=0), "n_new must"), (dict(target="a model"), "target")]
+)
 def test_charged_decoding_names_a_bad_argument(aftertrain_model, speculative_drafts, bad, match):
-    args = dict(target=aftertrain_model, draft=speculative_drafts[D.DraftKind.NGRAM], k=2,
-                n_new=5, temperature=1.0) | bad
+    args = (
+        dict(
+            target=aftertrain_model,
+            draft=speculative_drafts[D.DraftKind.NGRAM],
+            k=2,
+            n_new=5,
+            temperature=1.0,
+        )
+        | bad
+    )
     with pytest.raises(ValueError, match=match):
         XU.charged_decoding(**args)

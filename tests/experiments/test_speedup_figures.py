@@ -21,9 +21,13 @@ DRAFTS = ("bigram", "8-bit")
 def _timing(median: float, scale: float):
     """A ratio ``median`` in [0.9, 1.2] x median; baseline per-call times
     whose median (2.5 x scale) is not their mean (4 x scale)."""
-    return SimpleNamespace(median=median, ci_low=0.9 * median, ci_high=1.2 * median,
-                           baseline=[scale * x for x in (1.0, 2.0, 3.0, 10.0)],
-                           candidate=[median * scale * x for x in (1.0, 1.0, 5.0, 20.0)])
+    return SimpleNamespace(
+        median=median,
+        ci_low=0.9 * median,
+        ci_high=1.2 * median,
+        baseline=[scale * x for x in (1.0, 2.0, 3.0, 10.0)],
+        candidate=[median * scale * x for x in (1.0, 1.0, 5.0, 20.0)],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -35,15 +39,20 @@ def world():
     t = {str(RatioKey.cost(d)): _timing(c[d], 1e-3 * (i + 1)) for i, d in enumerate(DRAFTS)}
     t |= {str(RatioKey.verify(k)): _timing(v[k], 2e-3) for k in SPEEDUP_KS}
     t |= {str(RatioKey.speedup(d, k)): _timing(ratio[d, k], 1e-2) for d, k in cpp}
-    return SimpleNamespace(tables=speedup_tables(SimpleNamespace(timings=t), cpp),
-                           cpp=cpp, c=c, v=v, ratio=ratio)
+    return SimpleNamespace(
+        tables=speedup_tables(SimpleNamespace(timings=t), cpp), cpp=cpp, c=c, v=v, ratio=ratio
+    )
 
 
 def test_cost_rows_are_each_drafts_ratio_and_median_times(world):
     for i, r in enumerate(world.tables.costs):
         scale = 1e-3 * (i + 1)
-        assert (r.draft, r.c, r.c_low, r.c_high) == (DRAFTS[i], world.c[r.draft],
-                                                     0.9 * world.c[r.draft], 1.2 * world.c[r.draft])
+        assert (r.draft, r.c, r.c_low, r.c_high) == (
+            DRAFTS[i],
+            world.c[r.draft],
+            0.9 * world.c[r.draft],
+            1.2 * world.c[r.draft],
+        )
         assert r.target_us == pytest.approx(2.5 * scale * 1e6, rel=1e-12)  # (2 + 3) / 2
         assert r.draft_us == pytest.approx(3.0 * world.c[r.draft] * scale * 1e6, rel=1e-12)
 
@@ -63,8 +72,9 @@ def test_speedup_rows_invert_the_ratio_and_apply_both_formulas(world):
         ratio, cpp, c = world.ratio[r.draft, r.k], world.cpp[r.draft, r.k], world.c[r.draft]
         assert r.chars_per_pass == cpp
         assert r.speedup == pytest.approx(1 / ratio, rel=1e-12)
-        assert (r.speedup_min, r.speedup_max) == pytest.approx((1 / (1.2 * ratio), 1 / (0.9 * ratio)),
-                                                               rel=1e-12)
+        assert (r.speedup_min, r.speedup_max) == pytest.approx(
+            (1 / (1.2 * ratio), 1 / (0.9 * ratio)), rel=1e-12
+        )
         assert r.predicted == pytest.approx(cpp / (1 + r.k * c), rel=1e-12)
         assert r.predicted_vk == pytest.approx(cpp / (world.v[r.k] + r.k * c), rel=1e-12)
         assert (r.c, r.v_k) == (c, world.v[r.k])  # the costs the predictions used, by draft and k
@@ -84,10 +94,12 @@ def test_target_figures_invert_each_ratio_and_name_the_verdict():
     its low end; the decision's verdict in the targets' words."""
     t = {"share": _timing(1.05, 1e-2), "n-gram": _timing(0.4, 2e-2)}
     for verdict, words in (("holds", "met"), ("broken", "not met"), ("inconclusive", "undecided")):
-        decision = Decision(verdict, t, "rule", looks=2, max_looks=8, alpha=1e-6, confidence=0.99,
-                            seconds=1.0, load1=0.0)
+        decision = Decision(
+            verdict, t, "rule", looks=2, max_looks=8, alpha=1e-6, confidence=0.99, seconds=1.0, load1=0.0
+        )
         for name, ratio in (("share", 1.05), ("n-gram", 0.4)):
             *figures, said = target_figure(decision, name)
-            assert figures == pytest.approx([1 / ratio, 1 / (1.2 * ratio), 1 / (0.9 * ratio)],
-                                            rel=1e-12), name
+            assert figures == pytest.approx([1 / ratio, 1 / (1.2 * ratio), 1 / (0.9 * ratio)], rel=1e-12), (
+                name
+            )
             assert said == words

@@ -29,8 +29,13 @@ INT8, INT4, NGRAM, GPT = "8-bit", "4-bit", "n-gram", "draft GPT"
 KS = SPEEDUP_KS
 C = {BIGRAM: 0.1, INT8: 1.0, INT4: 1.0, NGRAM: 0.12, GPT: 0.4}
 V = {2: 1.02, 4: 1.03, 8: 1.05}
-CPP = {BIGRAM: (1.5, 2.0, 2.2), INT8: (2.6, 4.0, 6.0), INT4: (2.6, 4.0, 6.0),
-       NGRAM: (2.0, 3.0, 4.0), GPT: (2.5, 4.0, 5.5)}
+CPP = {
+    BIGRAM: (1.5, 2.0, 2.2),
+    INT8: (2.6, 4.0, 6.0),
+    INT4: (2.6, 4.0, 6.0),
+    NGRAM: (2.0, 3.0, 4.0),
+    GPT: (2.5, 4.0, 5.5),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,8 +66,11 @@ def world(c=None, v=None, speedups=None) -> Cells:
 
 def test_ratio_keys_read_back_from_their_string_form():
     """The ratio names in timings and JSON are the keys' ``str``, and parse back."""
-    keys = [RatioKey.cost(d) for d in CPP] + [RatioKey.verify(k) for k in KS] + \
-        [RatioKey.speedup(d, k) for d in CPP for k in KS]
+    keys = (
+        [RatioKey.cost(d) for d in CPP]
+        + [RatioKey.verify(k) for k in KS]
+        + [RatioKey.speedup(d, k) for d in CPP for k in KS]
+    )
     assert [str(k) for k in keys[:2]] == ["c:bigram", "c:8-bit"]
     assert str(RatioKey.verify(4)) == "v:4" and str(RatioKey.speedup("draft GPT", 8)) == "s:draft GPT:8"
     assert [RatioKey.parse(str(k)) for k in keys] == keys
@@ -84,8 +92,14 @@ def fit_undecided_world() -> dict:
     """v_k = 1.3-1.5 and every speedup interval spanning both predictions,
     cpp / (v_k + k c) to cpp / (1 + k c): either formula may be the nearer."""
     v = {2: 1.3, 4: 1.4, 8: 1.5}
-    return dict(v=v, speedups={(d, k): (CPP[d][i] / (v[k] + k * C[d]), CPP[d][i] / (1 + k * C[d]))
-                               for d in CPP for i, k in enumerate(KS)})
+    return dict(
+        v=v,
+        speedups={
+            (d, k): (CPP[d][i] / (v[k] + k * C[d]), CPP[d][i] / (1 + k * C[d]))
+            for d in CPP
+            for i, k in enumerate(KS)
+        },
+    )
 
 
 #: (rule, what is wrong, the world): each breaks its rule's claim.
@@ -95,29 +109,57 @@ BROKEN_WORLDS = [
     ("X8 cost", "verifying 9 positions is cheaper than one pass", dict(v={8: 0.9})),
     ("X8 cost", "verifying 9 positions is cheaper than 3", dict(v={2: 1.3, 4: 1.2, 8: 1.1})),
     ("S6", "the 8-bit draft speeds up k = 2 by 1.0-1.1", dict(speedups={(INT8, 2): (1.0, 1.1)})),
-    ("S6 bigram", "the bigram is slower than plain decoding at every k",
-     dict(speedups={(BIGRAM, k): (0.7, 0.8) for k in KS})),
-    ("S7", "the 8-bit k = 2 speedup is twice the article's prediction",
-     dict(speedups={(INT8, 2): (1.7, 1.8)})),
-    ("S7 match", "the 4-bit k = 8 speedup is 0.2 below the article's prediction",
-     dict(speedups={(INT4, 8): (0.45, 0.46)})),
-    ("X2", "the n-gram and the draft GPT are slower than plain decoding",
-     dict(speedups={(d, k): (0.8, 0.9) for d in (NGRAM, GPT) for k in KS})),
-    ("X2", "the cheap drafts beat plain decoding (1.2-1.3) but not 1.1 x the bigram's 1.5",
-     dict(speedups={**{(BIGRAM, k): (1.5, 1.5) for k in KS},
-                    **{(d, k): (1.2, 1.3) for d in (NGRAM, GPT) for k in KS}})),
-    ("X8 cost", "v_8 below v_2, though v_4 is above it",
-     dict(v={2: 1.1, 4: 1.3, 8: 1.05})),
+    (
+        "S6 bigram",
+        "the bigram is slower than plain decoding at every k",
+        dict(speedups={(BIGRAM, k): (0.7, 0.8) for k in KS}),
+    ),
+    (
+        "S7",
+        "the 8-bit k = 2 speedup is twice the article's prediction",
+        dict(speedups={(INT8, 2): (1.7, 1.8)}),
+    ),
+    (
+        "S7 match",
+        "the 4-bit k = 8 speedup is 0.2 below the article's prediction",
+        dict(speedups={(INT4, 8): (0.45, 0.46)}),
+    ),
+    (
+        "X2",
+        "the n-gram and the draft GPT are slower than plain decoding",
+        dict(speedups={(d, k): (0.8, 0.9) for d in (NGRAM, GPT) for k in KS}),
+    ),
+    (
+        "X2",
+        "the cheap drafts beat plain decoding (1.2-1.3) but not 1.1 x the bigram's 1.5",
+        dict(
+            speedups={
+                **{(BIGRAM, k): (1.5, 1.5) for k in KS},
+                **{(d, k): (1.2, 1.3) for d in (NGRAM, GPT) for k in KS},
+            }
+        ),
+    ),
+    ("X8 cost", "v_8 below v_2, though v_4 is above it", dict(v={2: 1.1, 4: 1.3, 8: 1.05})),
 ]
 
 #: The claim each rule decides.
-CLAIM_OF = {"S5": "S5", "X8 cost": "X8", "S6": "S6", "S6 bigram": "S6", "S7": "S7",
-            "S7 match": "S7", "X8 fit": "X8", "X2": "X2"}
+CLAIM_OF = {
+    "S5": "S5",
+    "X8 cost": "X8",
+    "S6": "S6",
+    "S6 bigram": "S6",
+    "S7": "S7",
+    "S7 match": "S7",
+    "X8 fit": "X8",
+    "X2": "X2",
+}
 
 
 def by_claim(cases):
-    return [pytest.param(rule, changes, marks=pytest.mark.claim(CLAIM_OF[rule]),
-                         id=f"{rule}: {label}") for rule, label, changes in cases]
+    return [
+        pytest.param(rule, changes, marks=pytest.mark.claim(CLAIM_OF[rule]), id=f"{rule}: {label}")
+        for rule, label, changes in cases
+    ]
 
 
 @pytest.mark.claim("X7")
@@ -148,16 +190,32 @@ STRADDLING = [
     ("X8 cost", "v_8 overlapping v_2", dict(v={2: Iv(1.1, 1.0, 1.2), 8: Iv(1.2, 1.1, 1.3)})),
     ("S6", "8-bit k = 2 across 0.95", dict(speedups={(INT8, 2): (0.9, 1.0)})),
     ("S6 bigram", "every k across 1.2", dict(speedups={(BIGRAM, k): (1.0, 1.3) for k in KS})),
-    ("S7", "across 1.1 x the prediction 0.867",  # slack bound 0.953
-     dict(speedups={(INT8, 2): (0.9, 1.0)})),
-    ("S7", "8-bit c 0.8-1.2: its speedups lie below 1.1 x the prediction's high end, "
-     "not below its low end", dict(c={INT8: Iv(1.0, 0.8, 1.2)})),
+    (
+        "S7",
+        "across 1.1 x the prediction 0.867",  # slack bound 0.953
+        dict(speedups={(INT8, 2): (0.9, 1.0)}),
+    ),
+    (
+        "S7",
+        "8-bit c 0.8-1.2: its speedups lie below 1.1 x the prediction's high end, not below its low end",
+        dict(c={INT8: Iv(1.0, 0.8, 1.2)}),
+    ),
     ("S7 match", "0.017 to 0.067 from the prediction", dict(speedups={(INT8, 2): (0.8, 0.85)})),
-    ("X2", "cheap drafts across 1.1 x the bigram's 1.40",
-     dict(speedups={(d, k): (1.4, 1.6) for d in (NGRAM, GPT) for k in KS})),
-    ("X2", "cheap drafts 1.6-1.7 against a bigram of 1.0-1.5 (1.1 x: 1.1-1.65)",
-     dict(speedups={**{(BIGRAM, k): (1.0, 1.5) for k in KS},
-                    **{(d, k): (1.6, 1.7) for d in (NGRAM, GPT) for k in KS}})),
+    (
+        "X2",
+        "cheap drafts across 1.1 x the bigram's 1.40",
+        dict(speedups={(d, k): (1.4, 1.6) for d in (NGRAM, GPT) for k in KS}),
+    ),
+    (
+        "X2",
+        "cheap drafts 1.6-1.7 against a bigram of 1.0-1.5 (1.1 x: 1.1-1.65)",
+        dict(
+            speedups={
+                **{(BIGRAM, k): (1.0, 1.5) for k in KS},
+                **{(d, k): (1.6, 1.7) for d in (NGRAM, GPT) for k in KS},
+            }
+        ),
+    ),
     ("X8 fit", "every speedup 0.5-3", dict(speedups={(d, k): (0.5, 3.0) for d in CPP for k in KS})),
     ("X8 fit", "every speedup spanning both predictions", fit_undecided_world()),
 ]
@@ -186,8 +244,10 @@ def test_fit_gain_sum_of_point_cells_is_the_hand_worked_error_difference():
     gives A 1.2, B 1.5, -0.3; cpp 4, k 1, c 1, v 3, s 1.9 gives A 1, B 2,
     +0.8; together 0.5. With intervals, the lows and the highs are summed
     apart; a v below 1 gives None."""
-    point = [{"cpp": 3.0, "k": 2, "c": (0.5, 0.5), "v": (1.5, 1.5), "speedup": (1.0, 1.0)},
-             {"cpp": 4.0, "k": 1, "c": (1.0, 1.0), "v": (3.0, 3.0), "speedup": (1.9, 1.9)}]
+    point = [
+        {"cpp": 3.0, "k": 2, "c": (0.5, 0.5), "v": (1.5, 1.5), "speedup": (1.0, 1.0)},
+        {"cpp": 4.0, "k": 1, "c": (1.0, 1.0), "v": (3.0, 3.0), "speedup": (1.9, 1.9)},
+    ]
     assert SR.fit_gain_sum(point) == pytest.approx((0.5, 0.5), abs=1e-12)
     wide = [{**r, "c": (0.4, 0.6), "speedup": (0.9, 1.3)} for r in point]
     ranges = [SR.fit_gain_range(r["cpp"], r["k"], r["c"], r["v"], r["speedup"]) for r in wide]
@@ -224,17 +284,30 @@ def test_fit_gain_range_bounds_the_gain_over_its_box():
 
 #: One idle run's intervals (pytest of 6ee71ae, the X8 fit decision after 116 pairs):
 #: c and v_k per draft and k, and per cell (chars per pass, speedup low, high).
-IDLE_C = {BIGRAM: (0.159, 0.199), INT8: (0.9, 1.154), INT4: (0.905, 1.151),
-          NGRAM: (0.164, 0.206), GPT: (0.451, 0.54)}
+IDLE_C = {
+    BIGRAM: (0.159, 0.199),
+    INT8: (0.9, 1.154),
+    INT4: (0.905, 1.151),
+    NGRAM: (0.164, 0.206),
+    GPT: (0.451, 0.54),
+}
 IDLE_V = {2: (1.227, 1.408), 4: (1.298, 1.482), 8: (1.412, 1.681)}
 IDLE_CELLS = {
-    (BIGRAM, 2): (1.3636, 0.74, 0.794), (BIGRAM, 4): (1.25, 0.534, 0.617),
-    (BIGRAM, 8): (1.5789, 0.511, 0.574), (INT8, 2): (3.0, 0.67, 0.739),
-    (INT8, 4): (5.0, 0.699, 0.78), (INT8, 8): (7.5, 0.758, 0.798),
-    (INT4, 2): (2.7273, 0.655, 0.722), (INT4, 4): (4.2857, 0.672, 0.712),
-    (INT4, 8): (6.0, 0.63, 0.656), (NGRAM, 2): (2.5, 1.243, 1.339),
-    (NGRAM, 4): (3.3333, 1.31, 1.454), (NGRAM, 8): (2.7273, 0.971, 1.036),
-    (GPT, 2): (2.5, 0.919, 0.984), (GPT, 4): (3.0, 0.767, 0.822), (GPT, 8): (3.3333, 0.548, 0.59),
+    (BIGRAM, 2): (1.3636, 0.74, 0.794),
+    (BIGRAM, 4): (1.25, 0.534, 0.617),
+    (BIGRAM, 8): (1.5789, 0.511, 0.574),
+    (INT8, 2): (3.0, 0.67, 0.739),
+    (INT8, 4): (5.0, 0.699, 0.78),
+    (INT8, 8): (7.5, 0.758, 0.798),
+    (INT4, 2): (2.7273, 0.655, 0.722),
+    (INT4, 4): (4.2857, 0.672, 0.712),
+    (INT4, 8): (6.0, 0.63, 0.656),
+    (NGRAM, 2): (2.5, 1.243, 1.339),
+    (NGRAM, 4): (3.3333, 1.31, 1.454),
+    (NGRAM, 8): (2.7273, 0.971, 1.036),
+    (GPT, 2): (2.5, 0.919, 0.984),
+    (GPT, 4): (3.0, 0.767, 0.822),
+    (GPT, 8): (3.3333, 0.548, 0.59),
 }
 
 
@@ -243,11 +316,12 @@ def test_fit_decides_an_idle_runs_intervals_that_independent_ranges_leave_open()
     (the gains' upper bounds sum below 0), while two independent ranges per
     cell (the rule before) could not: the same c and v widen both
     predictions, and treating them apart double-counts that width."""
-    rows = [{"cpp": cpp, "k": k, "c": IDLE_C[d], "v": IDLE_V[k], "speedup": (lo, hi)}
-            for (d, k), (cpp, lo, hi) in IDLE_CELLS.items()]
+    rows = [
+        {"cpp": cpp, "k": k, "c": IDLE_C[d], "v": IDLE_V[k], "speedup": (lo, hi)}
+        for (d, k), (cpp, lo, hi) in IDLE_CELLS.items()
+    ]
     assert SR.fit_verdict(rows) == HOLDS
-    upper = sum(SR.fit_gain_range(r["cpp"], r["k"], r["c"], r["v"], r["speedup"])[1]
-                for r in rows)
+    upper = sum(SR.fit_gain_range(r["cpp"], r["k"], r["c"], r["v"], r["speedup"])[1] for r in rows)
     assert -0.8 < upper < -0.5  # measured -0.647
     vk = [SR.abs_gap(SR.predicted(r["cpp"], r["k"], r["c"], r["v"]), r["speedup"]) for r in rows]
     art = [SR.abs_gap(SR.predicted(r["cpp"], r["k"], r["c"]), r["speedup"]) for r in rows]
@@ -265,12 +339,15 @@ def test_predicted_range_spans_the_formula_over_the_intervals():
     assert SR.predicted(3.0, 2, (0.1, 0.1)) == pytest.approx((2.5, 2.5))  # v = 1: the article's
 
 
-@pytest.mark.parametrize("a, b, expected", [
-    ((1.0, 2.0), (3.0, 4.0), (1.0, 3.0)),   # apart: from 3 - 2 to 4 - 1
-    ((3.0, 4.0), (1.0, 2.0), (1.0, 3.0)),   # the same, swapped
-    ((1.0, 3.0), (2.0, 5.0), (0.0, 4.0)),   # overlapping: 0 is possible
-    ((2.0, 2.0), (2.0, 2.0), (0.0, 0.0)),
-])
+@pytest.mark.parametrize(
+    "a, b, expected",
+    [
+        ((1.0, 2.0), (3.0, 4.0), (1.0, 3.0)),  # apart: from 3 - 2 to 4 - 1
+        ((3.0, 4.0), (1.0, 2.0), (1.0, 3.0)),  # the same, swapped
+        ((1.0, 3.0), (2.0, 5.0), (0.0, 4.0)),  # overlapping: 0 is possible
+        ((2.0, 2.0), (2.0, 2.0), (0.0, 0.0)),
+    ],
+)
 def test_abs_gap_is_the_range_of_the_distance(a, b, expected):
     assert SR.abs_gap(a, b) == expected
 
@@ -282,20 +359,23 @@ def test_combine_needs_every_part_to_hold_and_one_break_to_break():
     assert SR.combine([]) is None
 
 
-@pytest.mark.parametrize("call, argument", [
-    (lambda: SR.predicted(0.0, 2, (0.1, 0.2)), "cpp"),
-    (lambda: SR.predicted(2.0, 0, (0.1, 0.2)), "k"),
-    (lambda: SR.predicted(2.0, 2, (0.3, 0.2)), "c"),
-    (lambda: SR.predicted(2.0, 2, (0.1, 0.2), (math.nan, 1.0)), "v"),
-    (lambda: SR.predicted(2.0, 2, (-0.1, 0.2)), "c"),
-    (lambda: SR.abs_gap((1.0, 2.0), (2.0,)), "b"),
-    (lambda: SR.speedup(Iv(1.0, 0.0, 1.2)), "t"),
-    (lambda: SR.fit_verdict([]), "rows"),
-    (lambda: SR.fit_gain_range(2.0, 2, (0.1, 0.2), (1.0, 1.2), (1.2, 1.1)), "s"),
-    (lambda: Cells({}, {}), "cpp"),
-    (lambda: world().c("5-gram"), "t lacks"),
-    (lambda: speedup_decisions(object(), {}, budget_s=1.0), "target"),
-])
+@pytest.mark.parametrize(
+    "call, argument",
+    [
+        (lambda: SR.predicted(0.0, 2, (0.1, 0.2)), "cpp"),
+        (lambda: SR.predicted(2.0, 0, (0.1, 0.2)), "k"),
+        (lambda: SR.predicted(2.0, 2, (0.3, 0.2)), "c"),
+        (lambda: SR.predicted(2.0, 2, (0.1, 0.2), (math.nan, 1.0)), "v"),
+        (lambda: SR.predicted(2.0, 2, (-0.1, 0.2)), "c"),
+        (lambda: SR.abs_gap((1.0, 2.0), (2.0,)), "b"),
+        (lambda: SR.speedup(Iv(1.0, 0.0, 1.2)), "t"),
+        (lambda: SR.fit_verdict([]), "rows"),
+        (lambda: SR.fit_gain_range(2.0, 2, (0.1, 0.2), (1.0, 1.2), (1.2, 1.1)), "s"),
+        (lambda: Cells({}, {}), "cpp"),
+        (lambda: world().c("5-gram"), "t lacks"),
+        (lambda: speedup_decisions(object(), {}, budget_s=1.0), "target"),
+    ],
+)
 def test_bad_inputs_name_the_argument(call, argument):
     with pytest.raises(ValueError, match=argument):
         call()
@@ -311,8 +391,13 @@ def test_speedup_tables_are_typed_rows_the_registry_records():
     from aftertrain.experiments.speedup import speedup_tables
 
     def timing(ratio):
-        return SimpleNamespace(median=ratio, ci_low=0.9 * ratio, ci_high=1.1 * ratio,
-                               baseline=np.array([1e-3]), candidate=np.array([ratio * 1e-3]))
+        return SimpleNamespace(
+            median=ratio,
+            ci_low=0.9 * ratio,
+            ci_high=1.1 * ratio,
+            baseline=np.array([1e-3]),
+            candidate=np.array([ratio * 1e-3]),
+        )
 
     cpp = {(d, k): 1.5 for d in (BIGRAM, "8-bit") for k in SPEEDUP_KS}
     t = {str(RatioKey.cost(d)): timing(0.1 if d == BIGRAM else 1.0) for d, _ in cpp}
@@ -324,8 +409,11 @@ def test_speedup_tables_are_typed_rows_the_registry_records():
     best = tabs.speedups[0]
     assert (best.draft, best.k, best.speedup) == (BIGRAM, SPEEDUP_KS[0], 1 / 0.8)
     assert best.predicted == pytest.approx(1.5 / (1 + SPEEDUP_KS[0] * 0.1), rel=1e-12)
-    for name, rows in ((TB.SPEC_DRAFT_COST, tabs.costs), (TB.SPEC_VERIFY_COST, tabs.verify),
-                       (TB.SPEC_SPEEDUP, tabs.speedups)):
+    for name, rows in (
+        (TB.SPEC_DRAFT_COST, tabs.costs),
+        (TB.SPEC_VERIFY_COST, tabs.verify),
+        (TB.SPEC_SPEEDUP, tabs.speedups),
+    ):
         spec = spec_of(rows)
         assert spec.name == name and spec.from_record(spec.to_record(rows)) == rows
 
@@ -342,15 +430,27 @@ def test_the_two_speedup_decisions_share_alpha_between_them(monkeypatch):
     from tests.common.toys import toy_gpt
 
     clock = iter(range(10**6))
-    timing = paired_timing(lambda: None, lambda: None, pairs=5, warmup=0, confidence=0.9,
-                           clock=lambda: float(next(clock)))
+    timing = paired_timing(
+        lambda: None, lambda: None, pairs=5, warmup=0, confidence=0.9, clock=lambda: float(next(clock))
+    )
     alphas = []
 
     def recorder(sides, judgements, *, alpha, **_):
         alphas.append(alpha)
-        return {n: Decision("inconclusive", {k: timing for k in sides}, j.rule, looks=1,
-                            max_looks=8, alpha=alpha, confidence=0.9, seconds=0.0, load1=0.0)
-                for n, j in judgements.items()}
+        return {
+            n: Decision(
+                "inconclusive",
+                {k: timing for k in sides},
+                j.rule,
+                looks=1,
+                max_looks=8,
+                alpha=alpha,
+                confidence=0.9,
+                seconds=0.0,
+                load1=0.0,
+            )
+            for n, j in judgements.items()
+        }
 
     monkeypatch.setattr(XU, "sequential_decisions", recorder)
     target = toy_gpt(VOCAB_SIZE, seed=1)
@@ -374,6 +474,7 @@ class _Clock:
     def side(self, seconds: float):
         def run() -> None:
             self.now += seconds * (1.0 + 0.04 * self.rng.uniform(-1.0, 1.0))
+
         return run
 
 
@@ -389,8 +490,9 @@ def _targets(monkeypatch, *, charged=0.010, loop=0.0103, plain=0.030, ngram=0.01
     target, best, ng = (toy_gpt(VOCAB_SIZE, seed=s) for s in (1, 2, 3))
     monkeypatch.setattr(XU, "charged_decoding", lambda t, d, k, n, temp: clock.side(charged))
     monkeypatch.setattr(XS, "plain_decoding", lambda t, n, temp: clock.side(plain))
-    monkeypatch.setattr(XS, "speculative_decoding",
-                        lambda t, d, k, n, temp: clock.side(loop if d is best else ngram))
+    monkeypatch.setattr(
+        XS, "speculative_decoding", lambda t, d, k, n, temp: clock.side(loop if d is best else ngram)
+    )
     return XU.target_decisions(target, (best, 4), (ng, 2), budget_s=1e4, alpha=alpha, clock=clock)
 
 
@@ -409,34 +511,43 @@ def test_targets_are_met_by_a_loop_that_costs_its_charge_and_an_ngram_at_2_5x(mo
 
 
 @pytest.mark.teeth
-@pytest.mark.parametrize("costs, name", [(dict(loop=0.0125), "share"), (dict(ngram=0.0167), "n-gram")],
-                         ids=["loop pays 25% beyond its charge", "n-gram at 1.8x"])
-def test_targets_catches_a_loop_that_pays_more_than_it_is_charged_and_a_slow_ngram(monkeypatch,
-                                                                                 costs, name):
+@pytest.mark.parametrize(
+    "costs, name",
+    [(dict(loop=0.0125), "share"), (dict(ngram=0.0167), "n-gram")],
+    ids=["loop pays 25% beyond its charge", "n-gram at 1.8x"],
+)
+def test_targets_catches_a_loop_that_pays_more_than_it_is_charged_and_a_slow_ngram(monkeypatch, costs, name):
     """A loop paying 25% beyond what the formula charges (share 0.80), or an
     n-gram only 1.8x faster than plain decoding, is ``not met``; the other
     target still ``met``."""
     decisions = _targets(monkeypatch, **costs)
     assert {n: XU.target_figure(d, n)[3] for n, d in decisions.items()} == {
-        n: "not met" if n == name else "met" for n in XU.TARGET_RULES}
+        n: "not met" if n == name else "met" for n in XU.TARGET_RULES
+    }
 
 
 def test_a_target_figure_needs_a_look_and_a_known_name():
     from aftertrain.timing import Decision
 
-    spent = Decision("inconclusive", {}, "r", looks=0, max_looks=8, alpha=1e-6, confidence=0.9,
-                     seconds=0.0, load1=0.0)
+    spent = Decision(
+        "inconclusive", {}, "r", looks=0, max_looks=8, alpha=1e-6, confidence=0.9, seconds=0.0, load1=0.0
+    )
     with pytest.raises(ValueError, match="decision must hold a look"):
         XU.target_figure(spent, "share")
     with pytest.raises(ValueError, match="name must be one of"):
         XU.target_figure(spent, "speedup")
 
 
-@pytest.mark.parametrize("change, match", [(dict(best="n-gram"), "best must be a"),
-                                           (dict(ngram=(None, 2)), r"ngram\[0\]"),
-                                           (dict(best_k=0), r"best\[1\]"),
-                                           (dict(budget_s=0.0), "budget_s"),
-                                           (dict(alpha=1), "alpha")])
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        (dict(best="n-gram"), "best must be a"),
+        (dict(ngram=(None, 2)), r"ngram\[0\]"),
+        (dict(best_k=0), r"best\[1\]"),
+        (dict(budget_s=0.0), "budget_s"),
+        (dict(alpha=1), "alpha"),
+    ],
+)
 def test_target_decisions_name_a_bad_argument(change, match):
     from aftertrain.lm.text import VOCAB_SIZE
     from tests.common.toys import toy_gpt

@@ -66,19 +66,30 @@ def test_holds_reads_the_side_of_each_threshold():
 def test_figures_from_tables_take_what_the_suite_measured(tiny_figures):
     fig = tiny_figures
     rec = fig.to_record()
-    tables = {TB.Q4: {"rows": rec["q4"], "float32": fig.val_loss},
-              TB.B1: {"uniform": 4.6, "bigram": fig.bigram, "reference": fig.val_loss},
-              TB.Q7: rec["q7"], TB.P1: rec["p1"], TB.P2: rec["p2"], TB.SPEC_ACCEPTANCE: rec["s4"]}
+    tables = {
+        TB.Q4: {"rows": rec["q4"], "float32": fig.val_loss},
+        TB.B1: {"uniform": 4.6, "bigram": fig.bigram, "reference": fig.val_loss},
+        TB.Q7: rec["q7"],
+        TB.P1: rec["p1"],
+        TB.P2: rec["p2"],
+        TB.SPEC_ACCEPTANCE: rec["s4"],
+    }
     again = ESW.figures_from_tables(LedgerFile((), tables=tables))
     assert again == fig and ESW.margins(again) == ESW.margins(fig)
     del tables[TB.P2]
     assert ESW.figures_from_tables(LedgerFile((), tables=tables)) is None
 
 
-@pytest.mark.parametrize("kwargs, arg", [
-    (dict(bits=(8, 6)), "bits"), (dict(bits=(4, 3, 2, 9)), "bits"), (dict(seeds=()), "seeds"),
-    (dict(n_new=0), "n_new"), (dict(names=["blocks.0.f1.weight"]), "names"),
-])
+@pytest.mark.parametrize(
+    "kwargs, arg",
+    [
+        (dict(bits=(8, 6)), "bits"),
+        (dict(bits=(4, 3, 2, 9)), "bits"),
+        (dict(seeds=()), "seeds"),
+        (dict(n_new=0), "n_new"),
+        (dict(names=["blocks.0.f1.weight"]), "names"),
+    ],
+)
 def test_key_figures_refuses_bad_settings(small_gpt, kwargs, arg):
     with pytest.raises(ValueError, match=arg):
         ESW.key_figures(small_gpt, **kwargs)
@@ -117,8 +128,10 @@ def test_fragility_reads_the_weights_and_the_4bit_penalties(small_gpt, tiny_figu
     assert f.max_abs.value == max(float(v.abs().max()) for v in w.values())
     assert set(f.activations) == {"block0_ffn_input", "block2_ffn_input", "final_residual"}
     assert ESW.Fragility.from_record(f.to_record()) == f
-    assert f.to_record()["embedding_over_blocks"] == {"tok.weight": f.embedding_over_blocks.tok,
-                                                      "pos.weight": f.embedding_over_blocks.pos}
+    assert f.to_record()["embedding_over_blocks"] == {
+        "tok.weight": f.embedding_over_blocks.tok,
+        "pos.weight": f.embedding_over_blocks.pos,
+    }
 
 
 def test_fragility_sees_an_embedding_scaled_up(small_gpt, tiny_figures):
@@ -132,7 +145,8 @@ def test_fragility_sees_an_embedding_scaled_up(small_gpt, tiny_figures):
     f, g = ESW.fragility(small_gpt, tiny_figures.q7), ESW.fragility(big, tiny_figures.q7)
     assert g.embedding_over_blocks.tok == pytest.approx(10 * f.embedding_over_blocks.tok, rel=1e-6)
     assert g.weight_range.matrices["tok.weight"] == pytest.approx(
-        f.weight_range.matrices["tok.weight"], rel=1e-6)
+        f.weight_range.matrices["tok.weight"], rel=1e-6
+    )
     assert g.max_abs.name == "tok.weight"
 
 
@@ -151,24 +165,42 @@ def test_speculative_figures_apply_the_formula_to_the_measured_acceptance(small_
 
 
 def _with_recipe(point: ESW.SweepPoint, recipe: dict | None) -> ESW.SweepPoint:
-    training = ESW.Training(command="aftertrain train ...", steps=5000, best_step=400,
-                            train_loss=1.9, history=((200, 2.4, 2.5), (400, 1.9, 2.02)), recipe=recipe)
+    training = ESW.Training(
+        command="aftertrain train ...",
+        steps=5000,
+        best_step=400,
+        train_loss=1.9,
+        history=((200, 2.4, 2.5), (400, 1.9, 2.02)),
+        recipe=recipe,
+    )
     return replace(point, sha256="ab" * 32, training=training)
 
 
 def test_recipe_label_names_what_differs_from_the_reference_recipe(tiny_figures):
     from aftertrain.report import sweep as SW
 
-    base = {"lr": 1e-3, "min_lr": 1e-4, "warmup": 100, "weight_decay": 0.1, "dropout": 0.2,
-            "grad_clip": 1.0, "batch_size": 16, "stop_below": 2.03, "keep": "best",
-            "last_step": 400}
+    base = {
+        "lr": 1e-3,
+        "min_lr": 1e-4,
+        "warmup": 100,
+        "weight_decay": 0.1,
+        "dropout": 0.2,
+        "grad_clip": 1.0,
+        "batch_size": 16,
+        "stop_below": 2.03,
+        "keep": "best",
+        "last_step": 400,
+    }
     p = ESW.sweep_point("x", tiny_figures, "measured")
     assert SW.recipe_label(p) == SW.REFERENCE_RECIPE  # no training record: a bundled checkpoint
     assert SW.recipe_label(_with_recipe(p, base)) == SW.REFERENCE_RECIPE
-    assert SW.recipe_label(_with_recipe(p, {**base, "dropout": 0.0, "grad_clip": None})) == \
-        "dropout 0, clip off"
-    assert SW.recipe_label(_with_recipe(p, {**base, "lr": 3e-3, "keep": "last"})) == \
-        "peak lr 0.003, the last step kept"
+    assert (
+        SW.recipe_label(_with_recipe(p, {**base, "dropout": 0.0, "grad_clip": None})) == "dropout 0, clip off"
+    )
+    assert (
+        SW.recipe_label(_with_recipe(p, {**base, "lr": 3e-3, "keep": "last"}))
+        == "peak lr 0.003, the last step kept"
+    )
 
 
 def test_sweep_section_renders_the_recipe_sweep(small_gpt, tiny_figures, no_png):
@@ -180,11 +212,15 @@ def test_sweep_section_renders_the_recipe_sweep(small_gpt, tiny_figures, no_png)
     from aftertrain.report.document import Document
 
     fig = tiny_figures
-    extra = {"fragility": ESW.fragility(small_gpt, fig.q7),
-             "speculative": ESW.speculative_figures(small_gpt, n_new=12)}
+    extra = {
+        "fragility": ESW.fragility(small_gpt, fig.q7),
+        "speculative": ESW.speculative_figures(small_gpt, n_new=12),
+    }
     ref = _with_recipe(ESW.sweep_point("run", replace(fig, val_loss=2.0), "measured", **extra), None)
-    variant = _with_recipe(ESW.sweep_point("nodrop", replace(fig, val_loss=2.02), "measured", **extra),
-                           {"dropout": 0.0, "keep": "best", "last_step": 400})
+    variant = _with_recipe(
+        ESW.sweep_point("nodrop", replace(fig, val_loss=2.02), "measured", **extra),
+        {"dropout": 0.0, "keep": "best", "last_step": 400},
+    )
     from pathlib import Path
 
     doc = Document(R.read_ledger(Path(__file__).resolve().parents[2] / "report" / "claims.json"))
@@ -201,8 +237,9 @@ def test_sweep_section_renders_the_recipe_sweep(small_gpt, tiny_figures, no_png)
     assert line[next(k for k in line if k.startswith("Q6: 2-bit"))]["x"] == [2.0]
 
 
-def test_sweep_reuses_a_complete_point_of_the_same_checkpoint(tmp_path, small_gpt, tiny_figures,
-                                                             monkeypatch, no_png):
+def test_sweep_reuses_a_complete_point_of_the_same_checkpoint(
+    tmp_path, small_gpt, tiny_figures, monkeypatch, no_png
+):
     """--reuse takes a point whose SHA-256 is the checkpoint's as it is:
     nothing is measured (the measuring functions here raise)."""
     import json
@@ -212,9 +249,15 @@ def test_sweep_reuses_a_complete_point_of_the_same_checkpoint(tmp_path, small_gp
     from aftertrain.report import sweep as SW
 
     sha = models.model_meta("sweep-250")["sha256"]
-    point = ESW.sweep_point("sweep-250", replace(tiny_figures, val_loss=2.5), "measured", sha256=sha,
-                            training=ESW.Training(), fragility=ESW.fragility(small_gpt, tiny_figures.q7),
-                            speculative=())
+    point = ESW.sweep_point(
+        "sweep-250",
+        replace(tiny_figures, val_loss=2.5),
+        "measured",
+        sha256=sha,
+        training=ESW.Training(),
+        fragility=ESW.fragility(small_gpt, tiny_figures.q7),
+        speculative=(),
+    )
     (tmp_path / "old.json").write_text(SW.sweep_json([point]))
 
     def measured(*a, **k):
@@ -225,8 +268,10 @@ def test_sweep_reuses_a_complete_point_of_the_same_checkpoint(tmp_path, small_gp
     out = tmp_path / "out"
     before = os.umask(0o027)  # every file written gets 0o640, as a plain write would
     try:
-        assert main(["sweep", "--models", "sweep-250", "--reuse", str(tmp_path / "old.json"),
-                     "--out", str(out)]) == 0
+        assert (
+            main(["sweep", "--models", "sweep-250", "--reuse", str(tmp_path / "old.json"), "--out", str(out)])
+            == 0
+        )
     finally:
         os.umask(before)
     again = json.loads((out / "sweep.json").read_text())["points"]

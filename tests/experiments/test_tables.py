@@ -42,8 +42,9 @@ def test_committed_tables_read_typed_and_write_back_identically(path):
     assert stored, path
     for name, data in stored.items():
         table = ET.spec(name).from_record(data)
-        rows = table if isinstance(table, list) else \
-            list(table.values()) if isinstance(table, dict) else [table]
+        rows = (
+            table if isinstance(table, list) else list(table.values()) if isinstance(table, dict) else [table]
+        )
         assert rows and all(type(r) is ET.spec(name).row for r in rows), name
         assert spec_of(table).name_of(table) == name  # what claim_record.table stores it under
         assert json.loads(json.dumps(ET.spec(name).to_record(table))) == data, name
@@ -52,8 +53,13 @@ def test_committed_tables_read_typed_and_write_back_identically(path):
 def test_a_row_round_trips_through_its_record():
     table = EQ.BitsTable(1.55, (EQ.BitsRow(8, 1.56, 1.554), EQ.BitsRow(4, 1.8, 1.6)))
     rec = ET.Q4.to_record(table)
-    assert rec == {"float32": 1.55, "rows": [{"bits": 8, "per_tensor": 1.56, "per_channel": 1.554},
-                                             {"bits": 4, "per_tensor": 1.8, "per_channel": 1.6}]}
+    assert rec == {
+        "float32": 1.55,
+        "rows": [
+            {"bits": 8, "per_tensor": 1.56, "per_channel": 1.554},
+            {"bits": 4, "per_tensor": 1.8, "per_channel": 1.6},
+        ],
+    }
     assert ET.Q4.from_record(json.loads(json.dumps(rec))) == table
     assert ET.Q4.columns == ("float32", "rows")
     ledger = LedgerFile((), tables={TB.Q4: rec})
@@ -70,11 +76,16 @@ def test_the_rows_name_their_table_and_anything_else_is_refused():
     assert spec_of(p1) is ET.P1 and spec_of(tuple(p1)) is ET.P1
     zeros = ET.DenseZeros(0.9, 1.0, (0.9, 1.1), 0.95, 1.05)
     assert spec_of(zeros).name_of(zeros) == TB.p7(0.9)
-    for bad, why in [([], "non-empty list"), ({}, "non-empty"), ("b1", "got 'b1'"),
-                     ([{"uniform": 4.6}], "non-empty list"), (_Pair(1, (0.5, 2.0)), "decorated"),
-                     ([base], "b1: table must be one row of Baselines"),
-                     ([*p1, base], "p1: table must be list of rows of LossRow"),
-                     (EQ.BitsRow(8, 1.0, 1.0), "decorated")]:
+    for bad, why in [
+        ([], "non-empty list"),
+        ({}, "non-empty"),
+        ("b1", "got 'b1'"),
+        ([{"uniform": 4.6}], "non-empty list"),
+        (_Pair(1, (0.5, 2.0)), "decorated"),
+        ([base], "b1: table must be one row of Baselines"),
+        ([*p1, base], "p1: table must be list of rows of LossRow"),
+        (EQ.BitsRow(8, 1.0, 1.0), "decorated"),
+    ]:
         with pytest.raises(ValueError, match=why):
             spec_of(bad)
 
@@ -107,7 +118,9 @@ def test_a_spec_refuses_other_rows_and_records_naming_the_keys():
     spec = TableSpec("pair", ("X",), _Pair, Shape.ROWS)
     assert spec.from_record(spec.to_record([_Pair(1, (0.5, 2.0))])) == [_Pair(1, (0.5, 2.0))]
     assert spec.to_record(_Pair(i, (0.0, 1.0)) for i in range(2)) == [
-        {"a": 0, "b": [0.0, 1.0]}, {"a": 1, "b": [0.0, 1.0]}]
+        {"a": 0, "b": [0.0, 1.0]},
+        {"a": 1, "b": [0.0, 1.0]},
+    ]
     with pytest.raises(ValueError, match="pair: table must be list of rows of _Pair"):
         spec.to_record([{"a": 1, "b": [0.5, 2.0]}])
     with pytest.raises(ValueError, match=r"missing \['b'\], unknown \['c'\]"):

@@ -10,13 +10,18 @@ import pytest
 pytest_plugins = ["pytester"]
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["--aftertrain-model="], "--aftertrain-model must name a bundled model or a checkpoint "
-                              "file, got ''"),
-    (["--aftertrain-model", ""], "--aftertrain-model must name a bundled model"),
-    (["--aftertrain-model", "  "], "got '  '"),
-    (["--aftertrain-baselines="], "--aftertrain-baselines must name a folder, got ''"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (
+            ["--aftertrain-model="],
+            "--aftertrain-model must name a bundled model or a checkpoint file, got ''",
+        ),
+        (["--aftertrain-model", ""], "--aftertrain-model must name a bundled model"),
+        (["--aftertrain-model", "  "], "got '  '"),
+        (["--aftertrain-baselines="], "--aftertrain-baselines must name a folder, got ''"),
+    ],
+)
 def test_an_empty_model_option_is_a_usage_error(pytester: pytest.Pytester, argv, words):
     pytester.makepyfile(test_x="def test_x():\n    raise AssertionError('ran')\n")
     # in process: the plugin (a pytest11 entry point) checks its options as

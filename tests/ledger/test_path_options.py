@@ -45,13 +45,13 @@ PROJECT_TOML = """
 addopts = "--strict-markers -p aftertrain.ledger -p aftertrain.ledger.model_under_test"
 """
 
-TEST = '''
+TEST = """
 import pytest
 
 @pytest.mark.claim("Q2")
 def test_runs_on_the_named_model(model_identity, tmp_path_factory):
     (tmp_path_factory.getbasetemp().parent / "ran").write_text(str(model_identity.path))
-'''
+"""
 
 
 @pytest.fixture
@@ -68,14 +68,22 @@ def places(tmp_path: Path) -> dict[str, Path]:
 
 
 def _pytest(cwd: Path, *args: str, tmp: Path, autoload: bool = False) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]),
-           "PYTEST_PLUGINS": ",".join(PLUGINS)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]),
+        "PYTEST_PLUGINS": ",".join(PLUGINS),
+    }
     if not autoload:  # only aftertrain's plugins: faster, and nothing else's options needed
         env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     env.pop("AFTERTRAIN_MODEL", None)
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                           f"--basetemp={tmp / 'base'}", *args],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--basetemp={tmp / 'base'}", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_the_plugins_are_pytest11_entry_points_named_as_their_p_names():
@@ -99,17 +107,23 @@ def test_a_checkpoint_outside_from_a_folder_outside_in_process(places, pytester,
     monkeypatch.delenv("AFTERTRAIN_MODEL", raising=False)
     monkeypatch.chdir(places["elsewhere"])
     mine, claims = places["mine"], places["tmp"] / "out" / "claims.json"
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", f"--basetemp={places['tmp'] / 'base'}",
-                                          str(places["proj"] / "tests"), f"--aftertrain-model={mine}",
-                                          f"--claims-json={claims}")
+    result = pytester.runpytest_inprocess(
+        "-p",
+        "no:cacheprovider",
+        f"--basetemp={places['tmp'] / 'base'}",
+        str(places["proj"] / "tests"),
+        f"--aftertrain-model={mine}",
+        f"--claims-json={claims}",
+    )
     assert result.ret == 0, str(result.stdout) + str(result.stderr)
     assert (places["tmp"] / "ran").read_text() == str(mine.resolve())
     assert f"claims ledger on model {mine}" in str(result.stdout)
     assert claims.is_file()
 
 
-@pytest.mark.parametrize("form", [pytest.param("space", marks=pytest.mark.e2e),
-                                  pytest.param("equals", marks=pytest.mark.e2e)])
+@pytest.mark.parametrize(
+    "form", [pytest.param("space", marks=pytest.mark.e2e), pytest.param("equals", marks=pytest.mark.e2e)]
+)
 def test_a_checkpoint_outside_from_a_folder_outside(places, form):
     mine = str(places["mine"])
     option = ["--aftertrain-model", mine] if form == "space" else [f"--aftertrain-model={mine}"]
@@ -119,8 +133,13 @@ def test_a_checkpoint_outside_from_a_folder_outside(places, form):
     # model's path is given: only the space form, the one that can move
     # pytest's rootdir, runs twice.
     for _ in range(2 if form == "space" else 1):
-        run = _pytest(places["elsewhere"], str(places["proj"] / "tests"), *option,
-                      f"--claims-json={claims}", tmp=places["tmp"])
+        run = _pytest(
+            places["elsewhere"],
+            str(places["proj"] / "tests"),
+            *option,
+            f"--claims-json={claims}",
+            tmp=places["tmp"],
+        )
         assert run.returncode == 0, run.stdout + run.stderr
         assert (places["tmp"] / "ran").read_text() == str(places["mine"].resolve())
         assert f"claims ledger on model {mine}" in run.stdout
@@ -147,11 +166,14 @@ def test_space_form_alone_that_would_move_the_rootdir_is_one_clear_line(places):
     assert not (places["tmp"] / "ran").exists()
 
 
-@pytest.mark.parametrize("bad, fragment", [
-    ("/proc/aftertrain/x/claims.json", "--claims-json /proc/aftertrain/x/claims.json: cannot write"),
-    ("{proj}", "is a folder; give a file path"),
-    ("{proj}/pyproject.toml/claims.json", "is a file, so the file cannot be written"),
-])
+@pytest.mark.parametrize(
+    "bad, fragment",
+    [
+        ("/proc/aftertrain/x/claims.json", "--claims-json /proc/aftertrain/x/claims.json: cannot write"),
+        ("{proj}", "is a folder; give a file path"),
+        ("{proj}/pyproject.toml/claims.json", "is a file, so the file cannot be written"),
+    ],
+)
 def test_an_unwritable_claims_json_is_refused_before_any_test_runs(pytester, bad, fragment):
     """In process, in the project itself: the ledger plugin refuses the file
     as pytest loads its first conftests, whichever folder pytest started in
@@ -171,7 +193,8 @@ def test_without_the_switches_the_plugins_stay_inert(tmp_path):
     installed) but not switched on: no model is loaded (torch is not even
     imported), no ledger printed."""
     (tmp_path / "test_plain.py").write_text(
-        "import sys\n\ndef test_ok():\n    assert 'torch' not in sys.modules\n")
+        "import sys\n\ndef test_ok():\n    assert 'torch' not in sys.modules\n"
+    )
     run = _pytest(tmp_path, tmp=tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "claims ledger" not in run.stdout and "aftertrain model" not in run.stdout
@@ -187,19 +210,24 @@ def test_q4_and_p6_hold_on_a_checkpoint_without_baselines_naming_the_comparison(
     import json
 
     claims = places["tmp"] / "claims.json"
-    run = _pytest(ROOT, "tests/claims_on_model/test_quant.py::test_bits_table_matches_the_stored_baseline",
-                  "tests/claims_on_model/test_prune.py::test_int8_beats_75_and_50pct_sparse_bitmask_at_equal_"
-                  "or_better_compression", f"--aftertrain-model={places['mine']}",
-                  f"--claims-json={claims}", "-q", tmp=places["tmp"], autoload=True)
+    run = _pytest(
+        ROOT,
+        "tests/claims_on_model/test_quant.py::test_bits_table_matches_the_stored_baseline",
+        "tests/claims_on_model/test_prune.py::test_int8_beats_75_and_50pct_sparse_bitmask_at_equal_"
+        "or_better_compression",
+        f"--aftertrain-model={places['mine']}",
+        f"--claims-json={claims}",
+        "-q",
+        tmp=places["tmp"],
+        autoload=True,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     e = {c["id"]: c for c in json.loads(claims.read_text())["claims"]}
     for cid in ("Q4", "P6"):
         assert e[cid]["verdict"] == "holds", e[cid]
         assert e[cid]["parts"] == {"assertions": "holds", "baseline comparison": "not run"}
-        assert e[cid]["not_run"] == [{"part": "baseline comparison",
-                                      "reason": "no baseline for this model"}]
-        assert f"{cid} holds: not run: baseline comparison (no baseline for this model)" \
-            in run.stdout
+        assert e[cid]["not_run"] == [{"part": "baseline comparison", "reason": "no baseline for this model"}]
+        assert f"{cid} holds: not run: baseline comparison (no baseline for this model)" in run.stdout
 
 
 def test_an_unknown_hypothesis_profile_is_one_line_before_any_test(pytester: pytest.Pytester):
@@ -207,8 +235,14 @@ def test_an_unknown_hypothesis_profile_is_one_line_before_any_test(pytester: pyt
     hypothesis' plugin loads it (which would be an internal error)."""
     pytester.makeconftest((ROOT / "conftest.py").read_text())
     pytester.makepyfile(test_x="def test_x():\n    raise AssertionError('ran')\n")
-    result = pytester.runpytest("--hypothesis-profile", "nope", "-p", "no:aftertrain.ledger",
-                                "-p", "no:aftertrain.ledger.model_under_test")
+    result = pytester.runpytest(
+        "--hypothesis-profile",
+        "nope",
+        "-p",
+        "no:aftertrain.ledger",
+        "-p",
+        "no:aftertrain.ledger.model_under_test",
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --hypothesis-profile 'nope' is not a profile; known: *"])
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
@@ -233,6 +267,7 @@ def test_a_second_report_runs_pytest_with_paths_outside_the_checkout(places, mon
     def capture(cmd, **kwargs):
         commands.append((cmd, kwargs["cwd"]))
         return subprocess.CompletedProcess(cmd, 2)
+
     monkeypatch.setattr(suite.subprocess, "run", capture)
     with pytest.raises(suite.ReportError):
         suite.run_ledger(ROOT, claims, False, lambda m: None, model=str(places["mine"]))
@@ -241,8 +276,14 @@ def test_a_second_report_runs_pytest_with_paths_outside_the_checkout(places, mon
     assert f"--rootdir={ROOT}" in cmd and f"--config-file={ROOT / 'pyproject.toml'}" in cmd
     monkeypatch.undo()
     claims.write_text("{}")  # the first report's ledger
-    run = subprocess.run([*cmd, "--co", "tests/lm/test_text.py"], cwd=cwd, capture_output=True,
-                         text=True, timeout=300, env={**os.environ, "PYTHONPATH": SRC})
+    run = subprocess.run(
+        [*cmd, "--co", "tests/lm/test_text.py"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": SRC},
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     # node ids relative to the checkout: pytest rooted itself there
     assert any(line.startswith("tests/lm/test_text.py::") for line in run.stdout.splitlines())

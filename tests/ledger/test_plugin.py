@@ -19,7 +19,7 @@ from tests.common.inner_runs import outside_any_run
 
 pytest_plugins = ["pytester"]
 
-TESTS = '''
+TESTS = """
 import pytest
 
 from aftertrain.experiments.tables import Baselines
@@ -62,7 +62,7 @@ class TestErrors:
 
     def test_setup_error(self, broken_fixture):
         pass
-'''
+"""
 
 EXPECTED = {
     "Q2": "holds",
@@ -87,7 +87,7 @@ def _not_an_xdist_worker(monkeypatch: pytest.MonkeyPatch):
 def _ledger_lines(result: pytest.RunResult) -> dict[str, str]:
     lines = result.stdout.lines
     start = next(i for i, line in enumerate(lines) if "claims ledger" in line)
-    return {line.split()[0]: line for line in lines[start + 1: start + 38]}
+    return {line.split()[0]: line for line in lines[start + 1 : start + 38]}
 
 
 def _check_verdicts(result: pytest.RunResult, path: Path) -> None:
@@ -116,8 +116,18 @@ def _check_verdicts(result: pytest.RunResult, path: Path) -> None:
     assert entries["P1"]["reasons"] == ["needs the reference model"]
     assert entries["K1"]["reasons"] == ["RuntimeError: setup fails"]
     assert entries["Q2"]["reasons"] == []
-    assert set(data["meta"]) == {"date", "commit", "cpu", "torch", "threads", "load1", "model",
-                                 "model_sha256", "quick", "worktree"}
+    assert set(data["meta"]) == {
+        "date",
+        "commit",
+        "cpu",
+        "torch",
+        "threads",
+        "load1",
+        "model",
+        "model_sha256",
+        "quick",
+        "worktree",
+    }
 
 
 def test_ledger_reports_each_verdict_and_writes_json(pytester: pytest.Pytester):
@@ -148,8 +158,9 @@ class Baselines(TableRow):
 """
 
 
-def test_ledger_under_xdist_is_built_on_the_controller(pytester: pytest.Pytester,
-                                                       monkeypatch: pytest.MonkeyPatch):
+def test_ledger_under_xdist_is_built_on_the_controller(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+):
     """Two workers: verdicts and JSON as without xdist, and one ledger only.
 
     Three processes each start pytest and the ledger plugin (torch-free:
@@ -172,7 +183,8 @@ def test_ledger_under_xdist_is_built_on_the_controller(pytester: pytest.Pytester
 
 
 def test_unknown_claim_id_is_a_collection_error(pytester: pytest.Pytester):
-    pytester.makepyfile(test_unknown='''
+    pytester.makepyfile(
+        test_unknown="""
         import pytest
 
         pytestmark = pytest.mark.claim("Q2")
@@ -183,15 +195,18 @@ def test_unknown_claim_id_is_a_collection_error(pytester: pytest.Pytester):
 
         def test_fine():
             pass
-    ''')
+    """
+    )
     result = pytester.runpytest("-p", "aftertrain.ledger")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*ERROR collecting test_unknown.py*",
-                                 "*test_typo: unknown claim ID(s) 'Q99'*"])
+    result.stdout.fnmatch_lines(
+        ["*ERROR collecting test_unknown.py*", "*test_typo: unknown claim ID(s) 'Q99'*"]
+    )
 
 
 def test_module_pytestmark_ties_every_test(pytester: pytest.Pytester):
-    pytester.makepyfile(test_module_mark='''
+    pytester.makepyfile(
+        test_module_mark="""
         import pytest
 
         pytestmark = pytest.mark.claim("B1")
@@ -201,7 +216,8 @@ def test_module_pytestmark_ties_every_test(pytester: pytest.Pytester):
 
         def test_two():
             pass
-    ''')
+    """
+    )
     path = pytester.path / "claims.json"
     result = pytester.runpytest("-p", "aftertrain.ledger", "--claims-json", str(path))
     result.assert_outcomes(passed=2)
@@ -222,7 +238,8 @@ def test_verdict_precedence_for_mixed_outcomes_of_one_claim(pytester: pytest.Pyt
     test beside a passing one leaves the claim ``holds`` (skipped ones aside);
     an xfail beside a passing test gives ``does not reproduce``; a non-strict
     xfail that passes (pytest's ``xpassed``) is ``broken``, never ``holds``."""
-    pytester.makepyfile(test_mixed='''
+    pytester.makepyfile(
+        test_mixed="""
         import pytest
 
         @pytest.mark.claim("Q5")
@@ -247,16 +264,20 @@ def test_verdict_precedence_for_mixed_outcomes_of_one_claim(pytester: pytest.Pyt
         @pytest.mark.xfail(strict=False, reason="expected to fail")
         def test_q7_xpasses():
             pass
-    ''')
+    """
+    )
     path = pytester.path / "claims.json"
     result = pytester.runpytest("-p", "aftertrain.ledger", "--claims-json", str(path))
     result.assert_outcomes(passed=2, skipped=1, xfailed=1, xpassed=1)
     verdicts = {e["id"]: e["verdict"] for e in json.loads(path.read_text())["claims"]}
     assert {k: verdicts[k] for k in ("Q5", "Q6", "Q7")} == {
-        "Q5": "holds", "Q6": "does not reproduce", "Q7": "broken"}
+        "Q5": "holds",
+        "Q6": "does not reproduce",
+        "Q7": "broken",
+    }
 
 
-TIMING_TESTS = '''
+TIMING_TESTS = """
 import pytest
 
 from aftertrain.timing import Decision, paired_timing
@@ -305,7 +326,7 @@ def test_untimed(claim_record):
 @pytest.mark.claim("X4")
 def test_untimed_teeth_passes():
     pass
-'''
+"""
 
 
 def _verdicts(path: Path) -> dict:
@@ -322,20 +343,22 @@ def test_inconclusive_is_a_verdict_with_its_reason_and_not_a_failure(pytester: p
     result = pytester.runpytest("-p", "aftertrain.ledger", "--claims-json", str(path))
     assert result.ret == 0
     e = _verdicts(path)
-    assert (e["Q11"]["verdict"], e["P7"]["verdict"], e["X4"]["verdict"]) == (
-        "inconclusive", "holds", "holds")
+    assert (e["Q11"]["verdict"], e["P7"]["verdict"], e["X4"]["verdict"]) == ("inconclusive", "holds", "holds")
     [reason] = e["Q11"]["reasons"]
     assert reason.startswith("inconclusive: median ratio in [0.9, 1.1]")
     assert "in 12.5 s, 1-minute load 4.20" in reason
-    result.stdout.fnmatch_lines(["Q11  inconclusive *[[]ratio 1.01 [[]0.85, 1.2]]",
-                                 "Q11 inconclusive: inconclusive: median ratio in*"])
+    result.stdout.fnmatch_lines(
+        [
+            "Q11  inconclusive *[[]ratio 1.01 [[]0.85, 1.2]]",
+            "Q11 inconclusive: inconclusive: median ratio in*",
+        ]
+    )
 
 
 def test_timing_strict_makes_inconclusive_a_failure(pytester: pytest.Pytester):
     pytester.makepyfile(test_timing_claims=TIMING_TESTS)
     path = pytester.path / "claims.json"
-    result = pytester.runpytest("-p", "aftertrain.ledger", "--timing-strict",
-                                "--claims-json", str(path))
+    result = pytester.runpytest("-p", "aftertrain.ledger", "--timing-strict", "--claims-json", str(path))
     result.assert_outcomes(passed=3, failed=2)
     e = _verdicts(path)
     assert (e["Q11"]["verdict"], e["X3"]["verdict"]) == ("broken", "broken")
@@ -349,29 +372,42 @@ def test_untimed_part_is_named_not_run_and_skipped_only_when_nothing_ran(pyteste
     so X4 is "not decided here", naming its timed part and why, and the
     teeth beside it; a claim whose only test is timed (X2) is skipped,
     since nothing of it ran."""
-    pytester.makepyfile(test_timing_claims=TIMING_TESTS.replace(
-        "def test_untimed_teeth_passes", "@pytest.mark.teeth\ndef test_untimed_teeth_passes")
+    pytester.makepyfile(
+        test_timing_claims=TIMING_TESTS.replace(
+            "def test_untimed_teeth_passes", "@pytest.mark.teeth\ndef test_untimed_teeth_passes"
+        )
         + "\n\n@pytest.mark.claim('X2')\ndef test_only_timed(claim_record):\n"
-          "    claim_record.require_timing()\n")
+        "    claim_record.require_timing()\n"
+    )
     path = pytester.path / "claims.json"
-    result = pytester.runpytest("-p", "aftertrain.ledger", "--benchmark-disable", "-q",
-                                "-o", "markers=teeth: t", "--claims-json", str(path))
+    result = pytester.runpytest(
+        "-p",
+        "aftertrain.ledger",
+        "--benchmark-disable",
+        "-q",
+        "-o",
+        "markers=teeth: t",
+        "--claims-json",
+        str(path),
+    )
     e = _verdicts(path)
     untimed = [{"part": "timed part", "what": "the timing", "reason": "not timed"}]
-    assert (e["X4"]["verdict"], e["X4"]["undecided"], e["X4"]["not_run"]) == (
-        "not decided here", untimed, [])
+    assert (e["X4"]["verdict"], e["X4"]["undecided"], e["X4"]["not_run"]) == ("not decided here", untimed, [])
     assert e["X4"]["parts"] == {"timed part": "not run", "teeth": "holds"}
     assert e["X4"]["beside"] == {"teeth": {"passed": 1}}
     assert (e["X2"]["verdict"], e["X2"]["undecided"]) == ("skipped", untimed)
-    result.stdout.fnmatch_lines([
-        "X4   not decided here   *",
-        "X2 skipped: defining part not run: timed part, the timing: not timed",
-        "X4 not decided here: defining part not run: timed part, the timing: not timed",
-        "X4 beside the claim: method checked: 1 teeth pass"])
+    result.stdout.fnmatch_lines(
+        [
+            "X4   not decided here   *",
+            "X2 skipped: defining part not run: timed part, the timing: not timed",
+            "X4 not decided here: defining part not run: timed part, the timing: not timed",
+            "X4 beside the claim: method checked: 1 teeth pass",
+        ]
+    )
     assert result.ret == 1  # X3's broken decision still fails
 
 
-PARTS = '''
+PARTS = """
 import pytest
 
 from aftertrain.ledger.record import record_not_run
@@ -393,7 +429,7 @@ def test_p6_has_no_baseline_then_fails(request):
 @pytest.mark.claim("Q5")
 def test_q5_plain():
     pass
-'''
+"""
 
 
 def test_a_claim_holds_on_the_parts_that_ran_and_names_the_rest(pytester: pytest.Pytester):
@@ -406,16 +442,22 @@ def test_a_claim_holds_on_the_parts_that_ran_and_names_the_rest(pytester: pytest
     result = pytester.runpytest("-p", "aftertrain.ledger", "-q", "--claims-json", str(path))
     e = _verdicts(path)
     assert (e["Q4"]["verdict"], e["Q4"]["parts"], e["Q4"]["not_run"]) == (
-        "holds", {"assertions": "holds", "baseline comparison": "not run"},
-        [{"part": "baseline comparison", "reason": "no baseline for this model"}])
+        "holds",
+        {"assertions": "holds", "baseline comparison": "not run"},
+        [{"part": "baseline comparison", "reason": "no baseline for this model"}],
+    )
     assert (e["P6"]["verdict"], e["P6"]["parts"]["assertions"]) == ("broken", "broken")
     assert (e["Q5"]["verdict"], e["Q5"]["not_run"]) == ("holds", [])
-    result.stdout.fnmatch_lines([
-        "Q4   holds (part not run) *", "Q5   holds              *",
-        "Q4 holds: not run: baseline comparison (no baseline for this model)",
-        "P6 broken: assert (1 + 1) == 3",
-        "P6 broken: not run: baseline comparison (no baseline for this model)",
-        "not covered (no test of this run carries the ID): Q1, *"])
+    result.stdout.fnmatch_lines(
+        [
+            "Q4   holds (part not run) *",
+            "Q5   holds              *",
+            "Q4 holds: not run: baseline comparison (no baseline for this model)",
+            "P6 broken: assert (1 + 1) == 3",
+            "P6 broken: not run: baseline comparison (no baseline for this model)",
+            "not covered (no test of this run carries the ID): Q1, *",
+        ]
+    )
     assert not any(line.startswith("Q5 holds") for line in result.stdout.lines)
 
 
@@ -437,7 +479,8 @@ def test_several_claim_markers_count_for_every_claim_once(pytester: pytest.Pytes
     own marks counts toward every ID any of them names, each once, closest
     first; one failing test breaks all of them, and a claim named twice on
     one test lists the test once."""
-    pytester.makepyfile(test_marks='''
+    pytester.makepyfile(
+        test_marks="""
         import pytest
 
         pytestmark = pytest.mark.claim("B1")
@@ -454,7 +497,8 @@ def test_several_claim_markers_count_for_every_claim_once(pytester: pytest.Pytes
         @pytest.mark.claim("Q6")
         def test_passes():
             pass
-    ''')
+    """
+    )
     path = pytester.path / "claims.json"
     pytester.runpytest("-p", "aftertrain.ledger", "--claims-json", str(path))
     e = _verdicts(path)
@@ -473,7 +517,8 @@ def test_claim_ids_order_closest_marker_first(pytester: pytest.Pytester):
     first), then the module's; an ID named twice once, where first named."""
     from aftertrain.ledger import claim_ids
 
-    pytester.makepyfile(test_order='''
+    pytester.makepyfile(
+        test_order="""
         import pytest
 
         pytestmark = pytest.mark.claim("B1", "Q2")
@@ -482,7 +527,8 @@ def test_claim_ids_order_closest_marker_first(pytester: pytest.Pytester):
         @pytest.mark.claim("Q2", "Q4")
         def test_one():
             pass
-    ''')
+    """
+    )
     items, _ = pytester.inline_genitems("-p", "aftertrain.ledger")
     assert claim_ids(items[0]) == ("Q2", "Q4", "Q3", "B1")
 

@@ -33,6 +33,7 @@ class Clock:
 def _work(clock: Clock, seconds: float):
     def run() -> None:
         clock.now += seconds
+
     return run
 
 
@@ -40,8 +41,7 @@ def test_a_first_look_that_does_not_fit_is_cut_inconclusive_with_no_look():
     """A first look of at least 25 pairs of 2 x 1 s does not fit 10 s: the
     decision stops within the budget plus one pair (2 s), with no look."""
     clock = Clock()
-    d = decide_ratio(_work(clock, 1.0), _work(clock, 1.0), SAME, budget_s=10.0, warmup=0,
-                     clock=clock)
+    d = decide_ratio(_work(clock, 1.0), _work(clock, 1.0), SAME, budget_s=10.0, warmup=0, clock=clock)
     assert (d.verdict, d.looks, d.timings) == ("inconclusive", 0, {})
     assert clock.now <= 10.0 + 2.0
     assert "the budget ran out before the first look" in d.reason
@@ -53,15 +53,14 @@ def test_a_first_look_the_warm_up_predicts_will_not_fit_is_not_started():
     (the clock stands at its 2 s); inconclusive, no look, the prediction in
     the reason. With 60 s the same look is started and decides."""
     clock = Clock()
-    d = decide_ratio(_work(clock, 1.0), _work(clock, 1.0), SAME, budget_s=10.0, warmup=1,
-                     clock=clock)
+    d = decide_ratio(_work(clock, 1.0), _work(clock, 1.0), SAME, budget_s=10.0, warmup=1, clock=clock)
     assert (d.verdict, d.looks, d.timings, clock.now) == ("inconclusive", 0, {}, 2.0)
     first = min_pairs(1 - 1e-6 / 8)
-    assert (f"the first look ({first} pairs of each of 1 ratio) would take about "
-            f"{2.0 * first:.1f} s at the warm-up's pace, more than the 8.0 s left; not timed"
-            in d.reason)
-    d = decide_ratio(_work(clock, 1.0), _work(clock, 1.0), SAME, budget_s=60.0, warmup=1,
-                     clock=clock)
+    assert (
+        f"the first look ({first} pairs of each of 1 ratio) would take about "
+        f"{2.0 * first:.1f} s at the warm-up's pace, more than the 8.0 s left; not timed" in d.reason
+    )
+    d = decide_ratio(_work(clock, 1.0), _work(clock, 1.0), SAME, budget_s=60.0, warmup=1, clock=clock)
     assert (d.verdict, d.looks) == ("holds", 1)
 
 
@@ -73,8 +72,9 @@ def test_a_first_look_over_two_ratios_is_cut_in_the_second():
 
     clock = Clock()
     sides = {name: (_work(clock, 0.1), _work(clock, 0.1)) for name in ("a", "b")}
-    [d] = sequential_decisions(sides, {"x": Judgement("any", lambda t: None)}, budget_s=8.0,
-                               warmup=0, clock=clock).values()
+    [d] = sequential_decisions(
+        sides, {"x": Judgement("any", lambda t: None)}, budget_s=8.0, warmup=0, clock=clock
+    ).values()
     assert (d.verdict, d.looks, d.timings) == ("inconclusive", 0, {})
     assert 5.0 < clock.now <= 8.0 + 0.2
 
@@ -159,8 +159,9 @@ def test_fourth_decides_several_with_nothing_left(claim_record):
 '''
 
 
-def _run_with_30_s_total(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
-                         source: str) -> tuple[pytest.RunResult, dict[str, dict]]:
+def _run_with_30_s_total(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, source: str
+) -> tuple[pytest.RunResult, dict[str, dict]]:
     """Run ``source`` as a test file under ``--timing-budget-total 30`` on a
     fake clock (this module's ``record.clock``); it must exit 0 (inconclusive
     is not a failure). Returns the run and its ledger's claims by ID."""
@@ -168,14 +169,16 @@ def _run_with_30_s_total(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(record, "clock", Clock())
     pytester.makepyfile(test_budget=source)
     path = pytester.path / "claims.json"
-    result = pytester.runpytest("-p", "aftertrain.ledger", "--timing-budget-total", "30",
-                                "--claims-json", str(path))
+    result = pytester.runpytest(
+        "-p", "aftertrain.ledger", "--timing-budget-total", "30", "--claims-json", str(path)
+    )
     assert result.ret == 0, result.stdout.str()
     return result, {c["id"]: c for c in json.loads(path.read_text())["claims"]}
 
 
-def test_the_whole_run_budget_bounds_every_decision(pytester: pytest.Pytester,
-                                                    monkeypatch: pytest.MonkeyPatch):
+def test_the_whole_run_budget_bounds_every_decision(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+):
     """--timing-budget-total 30 on a fake clock: the first decision (10 s)
     decides; the second gets the 5 s left, which its first look does not
     fit (inconclusive, no look); the third has nothing left (inconclusive
@@ -189,7 +192,8 @@ def test_the_whole_run_budget_bounds_every_decision(pytester: pytest.Pytester,
     for cid in ("X4", "X8"):
         assert e[cid]["verdict"] == "inconclusive"
         assert e[cid]["reasons"] == [
-            "inconclusive: the run's timing budget is spent (--timing-budget-total 30 s); not timed"]
+            "inconclusive: the run's timing budget is spent (--timing-budget-total 30 s); not timed"
+        ]
     assert record.clock.now <= 30.0 + 0.4
 
 
@@ -201,7 +205,7 @@ def test_a_bad_total_budget_is_a_usage_error(pytester: pytest.Pytester, value):
     result.stderr.fnmatch_lines(["*--timing-budget-total must be a finite number of seconds > 0*"])
 
 
-RESERVE = '''
+RESERVE = """
 import pytest
 
 
@@ -218,11 +222,12 @@ def test_has_more_than_the_reserve(claim_record):
 def test_a_bad_reserve_is_refused_by_name(claim_record):
     with pytest.raises(ValueError, match="reserve must be a finite number of seconds >= 0.0, got -1"):
         claim_record.budget_or_inconclusive(reserve=-1)
-'''
+"""
 
 
-def test_a_decision_leaves_the_reserve_it_is_asked_to_keep(pytester: pytest.Pytester,
-                                                         monkeypatch: pytest.MonkeyPatch):
+def test_a_decision_leaves_the_reserve_it_is_asked_to_keep(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+):
     """``budget_or_inconclusive(reserve=R)`` (the speculative fixture keeps
     R s for the cheaper timing claims after it): with 30 s left of the run's
     budget, a reserve of 40 s ends the test inconclusive, naming the reserve,
@@ -231,6 +236,7 @@ def test_a_decision_leaves_the_reserve_it_is_asked_to_keep(pytester: pytest.Pyte
     assert e["X2"]["verdict"] == "inconclusive"
     assert e["X2"]["reasons"] == [
         "inconclusive: the run's timing budget is spent (--timing-budget-total 30 s, 40 s of it "
-        "kept for the timing claims after this one); not timed"]
+        "kept for the timing claims after this one); not timed"
+    ]
     assert e["X3"]["verdict"] != "inconclusive"
     result.assert_outcomes(passed=2, skipped=1)

@@ -12,7 +12,7 @@ pytest_plugins = ["pytester"]
 
 # A conftest fixture named model_identity stands for the model plugin's
 # (reads_model goes by fixture names), so no run loads a model.
-_CONFTEST = '''
+_CONFTEST = """
 import os, pathlib, types
 import pytest
 
@@ -32,9 +32,9 @@ def ran():
     def mark(name, what=""):
         pathlib.Path(os.environ["RAN_DIR"], name).write_text(what)
     return mark
-'''
+"""
 
-_SUITE = '''
+_SUITE = """
 import pytest
 
 
@@ -58,11 +58,10 @@ def test_plain_reads(ran, model_identity):
 
 def test_plain_reads_through_a_fixture(ran, through):
     ran("test_plain_reads_through_a_fixture", through)
-'''
+"""
 
 
-def test_a_test_without_a_claim_that_reads_the_model_runs_on_every_model(pytester, tmp_path,
-                                                                          monkeypatch):
+def test_a_test_without_a_claim_that_reads_the_model_runs_on_every_model(pytester, tmp_path, monkeypatch):
     """The first run runs all five; the second (another model, the first's
     ledger) runs the three that read the model, on that model, and
     deselects the claim's model-free test and the unclaimed model-free one."""
@@ -87,5 +86,7 @@ def test_a_test_without_a_claim_that_reads_the_model_runs_on_every_model(pyteste
     result = pytester.runpytest(*args, f"--claims-json={second}", f"--model-free-from={first}")
     result.assert_outcomes(passed=3, deselected=2)
     assert {f.name: f.read_text() for f in ran.iterdir()} == {
-        "test_claim_reads": "two", "test_plain_reads": "two",
-        "test_plain_reads_through_a_fixture": "two"}
+        "test_claim_reads": "two",
+        "test_plain_reads": "two",
+        "test_plain_reads_through_a_fixture": "two",
+    }

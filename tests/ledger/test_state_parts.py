@@ -42,8 +42,15 @@ def verdict_text(entry: dict) -> str:
 
 def test_the_verdicts_are_the_ones_this_file_covers():
     """The two tables below cover every verdict (a new one needs a row)."""
-    assert set(VERDICTS) == {HOLDS, BROKEN, DOES_NOT_REPRODUCE, INCONCLUSIVE, SKIPPED, NOT_COVERED,
-                             NOT_DECIDED}
+    assert set(VERDICTS) == {
+        HOLDS,
+        BROKEN,
+        DOES_NOT_REPRODUCE,
+        INCONCLUSIVE,
+        SKIPPED,
+        NOT_COVERED,
+        NOT_DECIDED,
+    }
 
 
 @pytest.mark.parametrize("verdict", [HOLDS, BROKEN, DOES_NOT_REPRODUCE, INCONCLUSIVE])
@@ -67,8 +74,15 @@ def _phase(nodeid: str, when: str, outcome: str, props: list) -> pytest.TestRepo
         longrepr = (nodeid, 1, "Skipped: not timed")
     elif outcome == "failed":
         longrepr = "boom"
-    return pytest.TestReport(nodeid=nodeid, location=(nodeid, 1, nodeid), keywords={},
-                             outcome=outcome, longrepr=longrepr, when=when, user_properties=props)
+    return pytest.TestReport(
+        nodeid=nodeid,
+        location=(nodeid, 1, nodeid),
+        keywords={},
+        outcome=outcome,
+        longrepr=longrepr,
+        when=when,
+        user_properties=props,
+    )
 
 
 CLAIM = next(iter(CLAIMS))
@@ -89,8 +103,7 @@ def _ledger(assertions: str) -> Ledger:
 
 
 @pytest.mark.parametrize("assertions, verdict", [("passed", HOLDS), ("failed", BROKEN)])
-def test_a_claim_whose_timed_part_was_not_timed_is_marked_whatever_its_verdict(assertions,
-                                                                              verdict):
+def test_a_claim_whose_timed_part_was_not_timed_is_marked_whatever_its_verdict(assertions, verdict):
     """The entry's parts, its parts not run and the summary line agree."""
     ledger = _ledger(assertions)
     [entry] = [e for e in ledger.entries() if e.id == CLAIM]
@@ -105,13 +118,20 @@ def test_part_verdicts_gives_each_part_the_verdict_of_its_own_tests():
     """Each part is judged alone: a failed teeth test does not make the
     assertions part broken; a part that only a test named as not run has
     reads ``not run``."""
-    tests = [TestEntry("t::a", Outcome.PASSED, part=Part.ASSERTIONS),
-             TestEntry("t::b", Outcome.FAILED, part=Part.TEETH),
-             TestEntry("t::c", Outcome.INCONCLUSIVE, part=Part.TIMED),
-             TestEntry("t::d", Outcome.XFAILED, part=Part.ASSERTIONS,
-                       not_run=(NotRun(Part.BASELINE, "no baseline"),))]
-    assert part_verdicts(tests) == {"assertions": DOES_NOT_REPRODUCE, "teeth": BROKEN,
-                                    "timed part": INCONCLUSIVE, "baseline comparison": NOT_RUN}
+    tests = [
+        TestEntry("t::a", Outcome.PASSED, part=Part.ASSERTIONS),
+        TestEntry("t::b", Outcome.FAILED, part=Part.TEETH),
+        TestEntry("t::c", Outcome.INCONCLUSIVE, part=Part.TIMED),
+        TestEntry(
+            "t::d", Outcome.XFAILED, part=Part.ASSERTIONS, not_run=(NotRun(Part.BASELINE, "no baseline"),)
+        ),
+    ]
+    assert part_verdicts(tests) == {
+        "assertions": DOES_NOT_REPRODUCE,
+        "teeth": BROKEN,
+        "timed part": INCONCLUSIVE,
+        "baseline comparison": NOT_RUN,
+    }
 
 
 def test_a_part_fixed_at_collection_stays_when_the_test_also_times():

@@ -19,7 +19,7 @@ from tests.common.inner_runs import outside_any_run
 pytest_plugins = ["pytester"]
 
 #: The fixtures both inner test files fail in: an error in setup, one in teardown.
-FAILING_FIXTURES = '''
+FAILING_FIXTURES = """
 import pytest
 
 @pytest.fixture
@@ -30,9 +30,11 @@ def fails_in_setup():
 def fails_in_teardown():
     yield
     raise RuntimeError("teardown fails")
-'''
+"""
 
-PHASES = FAILING_FIXTURES + '''
+PHASES = (
+    FAILING_FIXTURES
+    + """
 @pytest.mark.claim("Q1")
 def test_setup(fails_in_setup):
     pass
@@ -71,7 +73,8 @@ def test_call_then_teardown_skip(skips_in_teardown):
 @pytest.mark.skip(reason="not here")
 def test_skipped():
     pass
-'''
+"""
+)
 
 
 @pytest.fixture(autouse=True)
@@ -83,8 +86,7 @@ def _not_an_xdist_worker(monkeypatch: pytest.MonkeyPatch):
 def _run(pytester: pytest.Pytester, source: str) -> tuple[pytest.RunResult, dict[str, dict]]:
     pytester.makepyfile(test_phases=source)
     path = pytester.path / "claims.json"
-    result = pytester.runpytest("-p", "aftertrain.ledger", "-p", "no:cacheprovider",
-                                f"--claims-json={path}")
+    result = pytester.runpytest("-p", "aftertrain.ledger", "-p", "no:cacheprovider", f"--claims-json={path}")
     claims = {e["id"]: e for e in json.loads(path.read_text())["claims"]}
     return result, claims
 
@@ -95,7 +97,8 @@ def _only_test(entry: dict) -> dict:
 
 
 def test_setup_call_and_teardown_failures_are_recorded_with_their_outcome_and_reason(
-        pytester: pytest.Pytester):
+    pytester: pytest.Pytester,
+):
     """setup error -> ``error``, call failure -> ``failed``, teardown error
     after a passing call -> ``error`` (never ``passed``), a call failure
     followed by a teardown error -> ``error`` (the stronger); each with the
@@ -120,15 +123,16 @@ def test_setup_call_and_teardown_failures_are_recorded_with_their_outcome_and_re
     verdict = {"passed": "holds", "skipped": "skipped"}
     for claim_id, (outcome, reason, measured) in expected.items():
         test = _only_test(claims[claim_id])
-        assert (test["outcome"], test["reason"], test["measured"]) == (outcome, reason, measured), \
-            claim_id
+        assert (test["outcome"], test["reason"], test["measured"]) == (outcome, reason, measured), claim_id
         assert claims[claim_id]["verdict"] == verdict.get(outcome, "broken"), claim_id
         if outcome != "skipped":  # a skip's reason is given as the part not run
             assert claims[claim_id]["reasons"] == ([reason] if reason else []), claim_id
     assert {k for k, e in claims.items() if e["tests"]} == set(expected)
 
 
-XFAIL_PHASES = FAILING_FIXTURES + '''
+XFAIL_PHASES = (
+    FAILING_FIXTURES
+    + """
 @pytest.fixture
 def xfails_in_setup():
     pytest.xfail("known gap, said in setup")
@@ -156,11 +160,13 @@ def test_xfail_plain():
 @pytest.mark.claim("Q4")
 def test_xfail_said_in_setup(xfails_in_setup):
     pass
-'''
+"""
+)
 
 
 def test_an_xfail_markers_setup_or_teardown_error_is_an_error_not_does_not_reproduce(
-        pytester: pytest.Pytester):
+    pytester: pytest.Pytester,
+):
     """pytest turns an exception in setup or teardown of a test marked
     ``xfail`` into an "xfailed" report (its summary counts it xfailed, its
     exit status is 0). The ledger records ``error`` and the claim
@@ -183,7 +189,7 @@ def test_an_xfail_markers_setup_or_teardown_error_is_an_error_not_does_not_repro
     assert claims["Q3"]["verdict"] == "broken"
 
 
-MIXED = '''
+MIXED = """
 import pytest
 
 @pytest.mark.claim("Q6")
@@ -201,11 +207,12 @@ def test_known_gap(claim_record):
 def test_holds(claim_record):
     claim_record.measured("shared figure 4.2")
     claim_record.measured("its own figure 1.0")
-'''
+"""
 
 
 def test_a_claims_reasons_are_those_of_the_tests_that_gave_its_verdict_and_figures_show_once(
-        pytester: pytest.Pytester):
+    pytester: pytest.Pytester,
+):
     """One claim, three tests: broken, a strict xfail (does not reproduce) and
     a pass. The claim is broken, its reasons are the broken test's alone (the
     xfail's reason explains another verdict), and a figure three tests

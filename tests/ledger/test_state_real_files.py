@@ -21,15 +21,33 @@ from tests.common.inner_runs import outside_any_run
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str
-         ) -> tuple[subprocess.CompletedProcess, dict[str, dict]]:
+def _run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str
+) -> tuple[subprocess.CompletedProcess, dict[str, dict]]:
     """``python -m pytest ARGS`` in the repository's root, in one process,
     with its ledger in ``tmp_path``; the process and the ledger's claims by ID."""
     outside_any_run(monkeypatch)
     ledger = tmp_path / "claims.json"
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-n", "0", "-p", "no:randomly",
-                           "-p", "no:cacheprovider", "-q", f"--claims-json={ledger}", *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-n",
+            "0",
+            "-p",
+            "no:randomly",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            f"--claims-json={ledger}",
+            *args,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert ledger.is_file(), proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc, {c["id"]: c for c in json.loads(ledger.read_text())["claims"]}
 
@@ -40,8 +58,9 @@ def test_the_speedup_rules_self_tests_alone_decide_no_timing_claim(tmp_path, mon
     timed: S5, S6, S7, X2 and X8 are not decided here (their timing did not
     run), never ``holds``, and the run passes; X7, whose claim the teeth are,
     holds."""
-    proc, claims = _run(tmp_path, monkeypatch, "tests/experiments/test_speedup_rules.py",
-                        "--aftertrain-model", "article")
+    proc, claims = _run(
+        tmp_path, monkeypatch, "tests/experiments/test_speedup_rules.py", "--aftertrain-model", "article"
+    )
     assert proc.returncode == 0, proc.stdout[-3000:]
     for claim_id in ("S5", "S6", "S7", "X2", "X8"):
         c = claims[claim_id]
@@ -56,9 +75,9 @@ def test_on_the_overfit_model_the_articles_assertions_decide_q5_to_q7(tmp_path, 
     """report/sweep.md: the overfit recipe reproduces Q5, Q6 and Q7. On it,
     without pins, the article's assertions alone decide them: all three
     hold; our reference's pinned figures are skipped beside them."""
-    proc, claims = _run(tmp_path, monkeypatch, "tests/claims_on_model/test_quant.py",
-                        "--aftertrain-model", "overfit")
+    proc, claims = _run(
+        tmp_path, monkeypatch, "tests/claims_on_model/test_quant.py", "--aftertrain-model", "overfit"
+    )
     assert proc.returncode == 0, proc.stdout[-3000:]
-    assert {c: claims[c]["verdict"] for c in ("Q5", "Q6", "Q7")} == dict.fromkeys(
-        ("Q5", "Q6", "Q7"), "holds")
+    assert {c: claims[c]["verdict"] for c in ("Q5", "Q6", "Q7")} == dict.fromkeys(("Q5", "Q6", "Q7"), "holds")
     assert claims["Q6"]["beside"]["expectation of our model"] == {"skipped": 1}

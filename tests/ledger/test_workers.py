@@ -24,20 +24,25 @@ def two_files(pytester: pytest.Pytester):
 
 
 @pytest.mark.parametrize("cores, expected", [(1, 0), (2, 2), (3, 3), (64, workers.MAX_WORKERS)])
-def test_auto_starts_a_worker_per_core_up_to_the_cap(pytester, two_files,
-                                                     monkeypatch, cores, expected):
+def test_auto_starts_a_worker_per_core_up_to_the_cap(pytester, two_files, monkeypatch, cores, expected):
     outside_any_run(monkeypatch)
     monkeypatch.setattr(workers, "usable_cores", lambda: cores)
     config = pytester.parseconfig("-p", "aftertrain.ledger", "test_a.py", "test_b.py")
     assert workers.auto_workers(config) == expected
 
 
-@pytest.mark.parametrize("args", [
-    ("--benchmark-json=out.json",), ("--benchmark-autosave",), ("--benchmark-compare",),
-    ("--benchmark-save=x",), ("test_a.py",), ("test_a.py::test_a",),
-])
-def test_auto_is_one_process_where_results_or_files_need_one(pytester, two_files,
-                                                             monkeypatch, args):
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--benchmark-json=out.json",),
+        ("--benchmark-autosave",),
+        ("--benchmark-compare",),
+        ("--benchmark-save=x",),
+        ("test_a.py",),
+        ("test_a.py::test_a",),
+    ],
+)
+def test_auto_is_one_process_where_results_or_files_need_one(pytester, two_files, monkeypatch, args):
     outside_any_run(monkeypatch)
     monkeypatch.setattr(workers, "usable_cores", lambda: 8)
     files = () if any(a.startswith("test_") for a in args) else ("test_a.py", "test_b.py")
@@ -48,8 +53,7 @@ def test_auto_is_one_process_where_results_or_files_need_one(pytester, two_files
 
 
 @pytest.mark.parametrize("variable", ["PYTEST_CURRENT_TEST", "PYTEST_XDIST_WORKER"])
-def test_auto_is_one_process_inside_another_runs_test(pytester, two_files,
-                                                      monkeypatch, variable):
+def test_auto_is_one_process_inside_another_runs_test(pytester, two_files, monkeypatch, variable):
     outside_any_run(monkeypatch)
     monkeypatch.setattr(workers, "usable_cores", lambda: 8)
     config = pytester.parseconfig("-p", "aftertrain.ledger", "test_a.py", "test_b.py")
@@ -66,8 +70,7 @@ def test_xdist_own_variable_wins(pytester, two_files, monkeypatch):
     assert config.hook.pytest_xdist_auto_num_workers(config=config) == 3  # xdist's own hook
 
 
-def test_the_hook_leaves_runs_without_the_ledger_to_xdist(pytester, two_files,
-                                                         monkeypatch):
+def test_the_hook_leaves_runs_without_the_ledger_to_xdist(pytester, two_files, monkeypatch):
     outside_any_run(monkeypatch)
     monkeypatch.setattr(workers, "usable_cores", lambda: 1)
     monkeypatch.setitem(sys.modules, "psutil", None)  # xdist's count then reads the affinity
@@ -75,8 +78,8 @@ def test_the_hook_leaves_runs_without_the_ledger_to_xdist(pytester, two_files,
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(6)), raising=False)
     on = pytester.parseconfig("-p", "aftertrain.ledger", "test_a.py", "test_b.py")
     off = pytester.parseconfig("test_a.py", "test_b.py")
-    assert on.hook.pytest_xdist_auto_num_workers(config=on) == 0      # ours: one usable core
-    assert off.hook.pytest_xdist_auto_num_workers(config=off) == 6    # xdist's: every CPU
+    assert on.hook.pytest_xdist_auto_num_workers(config=on) == 0  # ours: one usable core
+    assert off.hook.pytest_xdist_auto_num_workers(config=off) == 6  # xdist's: every CPU
 
 
 def test_a_worker_starts_the_budget_from_what_its_controller_has_left(pytester):
@@ -88,7 +91,7 @@ def test_a_worker_starts_the_budget_from_what_its_controller_has_left(pytester):
 # A timed and an untimed test in two files, run by two workers: each reports
 # what it holds of the lock its worker was given, whether pytest-benchmark
 # timed, and the budget it sees.
-_PROBE = '''
+_PROBE = """
 import fcntl, json, os
 from aftertrain.ledger.record import budget_left
 from aftertrain.ledger.workers import LOCK_KEY
@@ -102,22 +105,22 @@ def probe(request, name, **extra):
                budget=budget_left(request.config), **extra)
     with open(os.path.join(os.environ["PROBE_DIR"], name + ".json"), "w") as f:
         json.dump(out, f)
-'''
+"""
 
-_TIMED = '''
+_TIMED = """
 from probe import probe
 
 def test_timed(request, benchmark):
     benchmark.pedantic(lambda: None, rounds=3, iterations=1)
     probe(request, "timed", rounds=len(benchmark.stats.stats.data))
-'''
+"""
 
-_UNTIMED = '''
+_UNTIMED = """
 from probe import probe
 
 def test_untimed(request):
     probe(request, "untimed")
-'''
+"""
 
 
 @pytest.mark.e2e
@@ -129,15 +132,22 @@ def test_workers_time_alone_under_the_controllers_lock(pytester, tmp_path, monke
     for name in XDIST_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("PROBE_DIR", str(tmp_path))
-    pytester.makepyfile(probe=_PROBE, flock_probe=FLOCK_PROBE, test_timed=_TIMED,
-                        test_untimed=_UNTIMED)
-    result = pytester.runpytest_subprocess("-p", "aftertrain.ledger", "-n", "2", "--dist",
-                                           "loadfile", "--timing-budget-total=1000",
-                                           "-p", "no:cacheprovider")
+    pytester.makepyfile(probe=_PROBE, flock_probe=FLOCK_PROBE, test_timed=_TIMED, test_untimed=_UNTIMED)
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "aftertrain.ledger",
+        "-n",
+        "2",
+        "--dist",
+        "loadfile",
+        "--timing-budget-total=1000",
+        "-p",
+        "no:cacheprovider",
+    )
     result.assert_outcomes(passed=2)
     timed = json.loads((tmp_path / "timed.json").read_text())
     untimed = json.loads((tmp_path / "untimed.json").read_text())
-    assert timed["rounds"] == 3                                       # it did time
+    assert timed["rounds"] == 3  # it did time
     assert (timed["shared"], timed["alone"]) == ("blocked", "blocked")  # held alone
     assert (untimed["shared"], untimed["alone"]) == ("free", "blocked")  # held shared
     assert timed["lock"] == untimed["lock"]
@@ -151,12 +161,13 @@ def test_workers_time_alone_under_the_controllers_lock(pytester, tmp_path, monke
 def test_workers_with_benchmark_disable_do_not_time(pytester, tmp_path, monkeypatch):
     for name in XDIST_VARIABLES:
         monkeypatch.delenv(name, raising=False)
-    pytester.makepyfile(test_timed="def test_timed(benchmark):\n"
-                                   "    benchmark(lambda: None)\n"
-                                   "    assert benchmark.disabled\n",
-                        test_other="def test_other():\n    pass\n")
-    result = pytester.runpytest_subprocess("-p", "aftertrain.ledger", "-n", "2",
-                                           "--benchmark-disable", "-p", "no:cacheprovider")
+    pytester.makepyfile(
+        test_timed="def test_timed(benchmark):\n    benchmark(lambda: None)\n    assert benchmark.disabled\n",
+        test_other="def test_other():\n    pass\n",
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "aftertrain.ledger", "-n", "2", "--benchmark-disable", "-p", "no:cacheprovider"
+    )
     result.assert_outcomes(passed=2)
 
 
@@ -165,8 +176,9 @@ def test_workers_refuse_a_benchmark_file_with_one_line(pytester, tmp_path, monke
         monkeypatch.delenv(name, raising=False)
     pytester.makepyfile(test_x="def test_x():\n    pass\n")
     # in process: the controller refuses as pytest configures, before any worker starts
-    result = pytester.runpytest("-p", "aftertrain.ledger", "-n", "2",
-                                f"--benchmark-json={tmp_path / 'b.json'}")
+    result = pytester.runpytest(
+        "-p", "aftertrain.ledger", "-n", "2", f"--benchmark-json={tmp_path / 'b.json'}"
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--benchmark-json needs the run in one process*-n 0*"])
     assert not (tmp_path / "b.json").exists()

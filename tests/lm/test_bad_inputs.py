@@ -75,8 +75,13 @@ def env(tmp_path_factory):
     with torch.no_grad():
         nan_gpt.head.weight.fill_(NAN)
     corpus = encode("the quick brown fox jumps over the lazy dog " * 4)
-    e = SimpleNamespace(gpt=gpt, nan_gpt=nan_gpt, folder=folder, bigram=BG.Bigram.fit(corpus),
-                        ngram=BG.NGram.fit(corpus, order=3))
+    e = SimpleNamespace(
+        gpt=gpt,
+        nan_gpt=nan_gpt,
+        folder=folder,
+        bigram=BG.Bigram.fit(corpus),
+        ngram=BG.NGram.fit(corpus, order=3),
+    )
     e.plain = _plain_state_dict_checkpoint(e, folder)
     e.wrong_shape = _wrong_shape_checkpoint(e, folder)
     e.not_json = _not_json_checkpoint(e, folder)
@@ -107,8 +112,11 @@ CASES = [
     (Lazy(_forward), dict(idx=torch.zeros(3, dtype=torch.long)), "idx must be a 2-D integer"),
     (Lazy(_forward), dict(idx=torch.tensor([[1, 100]])), "idx must lie in [0, 100)"),
     (Lazy(_forward), dict(idx=torch.zeros(1, 129, dtype=torch.long)), "exceeds block_size 128"),
-    (Lazy(_forward), dict(idx=torch.zeros(1, 2, dtype=torch.long), cache=TokenCache()),
-     "cache must be a KVCache"),
+    (
+        Lazy(_forward),
+        dict(idx=torch.zeros(1, 2, dtype=torch.long), cache=TokenCache()),
+        "cache must be a KVCache",
+    ),
     (Lazy(lambda e: KVCache(1).truncate), dict(n=5), "n must be an int in [0, 0]"),
     # --- decoding.py
     (context_start, dict(n=-1), "n must be >= 0"),
@@ -127,8 +135,11 @@ CASES = [
     (probabilities, dict(logits=torch.tensor([INF, 0.0]), temperature=1.0), "got +inf"),
     (probabilities, dict(logits=torch.tensor([NAN, 0.0]), temperature=0.0), "got NaN"),
     (probabilities, dict(logits=torch.tensor([-INF, -INF]), temperature=1.0), "no finite value"),
-    (probabilities, dict(logits=torch.tensor([1, 2]), temperature=1.0),
-     "logits must be a floating-point tensor"),
+    (
+        probabilities,
+        dict(logits=torch.tensor([1, 2]), temperature=1.0),
+        "logits must be a floating-point tensor",
+    ),
     (probabilities, dict(logits=torch.zeros(0), temperature=1.0), "at least one value per row"),
     (probabilities, dict(logits=LOGITS, temperature=-1.0), "temperature must be a finite number >= 0"),
     (probabilities, dict(logits=LOGITS, temperature=NAN), "temperature must be a finite number"),
@@ -138,12 +149,18 @@ CASES = [
     (sample_token, dict(logits=torch.tensor([NAN, 1.0]), temperature=0, generator=G), "got NaN"),
     (generate, dict(model=NAN_GPT, prompt=PROMPT, n_new=5, temperature=0.0), "logits must be finite"),
     (generate, dict(model=GPT_, prompt=torch.tensor([1.0]), n_new=5), "prompt must be a non-empty 1-D"),
-    (generate, dict(model=GPT_, prompt=torch.tensor([1, 100]), n_new=5),
-     "prompt tokens must lie in [0, 100)"),
+    (
+        generate,
+        dict(model=GPT_, prompt=torch.tensor([1, 100]), n_new=5),
+        "prompt tokens must lie in [0, 100)",
+    ),
     (generate, dict(model=GPT_, prompt=PROMPT, n_new=1.5), "n_new must be an int in [0, "),
     (generate, dict(model=GPT_, prompt=PROMPT, n_new=3, temperature=INF), "temperature must be a finite"),
-    (generate, dict(model=GPT_, prompt=PROMPT, n_new=3, generator="seed"),
-     "generator must be a torch.Generator"),
+    (
+        generate,
+        dict(model=GPT_, prompt=PROMPT, n_new=3, generator="seed"),
+        "generator must be a torch.Generator",
+    ),
     (generate, dict(model=object(), prompt=PROMPT, n_new=3), "model must implement"),
     (sample_text, dict(model=GPT_, prompt=5, length=3), "prompt must be a non-empty str"),
     (sample_text, dict(model=GPT_, prompt="a", length=-1), "length must be an int >= 0"),
@@ -160,12 +177,21 @@ CASES = [
     (load_checkpoint, dict(path=Lazy(lambda e: e.folder / "none.pt")), "none.pt is missing"),
     (load_checkpoint, dict(path=Lazy(lambda e: e.not_json)), "is not JSON"),
     (load_checkpoint, dict(path=3), "path must be a file path"),
-    (save_checkpoint, dict(model=Lazy(lambda e: e.bigram), path="x.pt", meta={}),
-     "model must be an aftertrain.lm.model.GPT"),
-    (save_checkpoint, dict(model=GPT_, path=Lazy(lambda e: e.folder / "m.pt"), meta={"x": object()}),
-     "meta must be JSON-serialisable"),
-    (save_checkpoint, dict(model=GPT_, path=Lazy(lambda e: e.folder / "m.pt"), meta=[1]),
-     "meta must be a dict"),
+    (
+        save_checkpoint,
+        dict(model=Lazy(lambda e: e.bigram), path="x.pt", meta={}),
+        "model must be an aftertrain.lm.model.GPT",
+    ),
+    (
+        save_checkpoint,
+        dict(model=GPT_, path=Lazy(lambda e: e.folder / "m.pt"), meta={"x": object()}),
+        "meta must be JSON-serialisable",
+    ),
+    (
+        save_checkpoint,
+        dict(model=GPT_, path=Lazy(lambda e: e.folder / "m.pt"), meta=[1]),
+        "meta must be a dict",
+    ),
     (sha256_file, dict(path=Lazy(lambda e: e.folder / "none.pt")), "path must name an existing file"),
     # --- protocol.py
     (TableConfig, dict(vocab_size=0), "vocab_size must be an int >= 1"),
@@ -178,18 +204,27 @@ CASES = [
     (BG.Bigram, dict(log_probs=torch.zeros(10, 10)), "log_probs must be a float tensor of shape (100, 100)"),
     (BG.Bigram, dict(log_probs=torch.full((100, 100), NAN)), "log_probs must not hold NaN"),
     (Lazy(lambda e: e.bigram.forward), dict(idx=torch.tensor([[0, 100]])), "idx must lie in [0, 100)"),
-    (Lazy(lambda e: e.bigram.forward), dict(idx=torch.zeros(2, 3, dtype=torch.long), cache=TokenCache()),
-     "idx must have one row"),
+    (
+        Lazy(lambda e: e.bigram.forward),
+        dict(idx=torch.zeros(2, 3, dtype=torch.long), cache=TokenCache()),
+        "idx must have one row",
+    ),
     (BG.Uniform, dict(block_size=0), "block_size must be an int >= 1"),
     # --- drafts.py
     (D.draft_model, dict(kind="bigram", reference=GPT_), "kind must be a DraftKind"),
-    (D.draft_model, dict(kind=D.DraftKind.BIGRAM, reference=Lazy(lambda e: e.bigram)),
-     "reference must be an aftertrain.lm.model.GPT"),
+    (
+        D.draft_model,
+        dict(kind=D.DraftKind.BIGRAM, reference=Lazy(lambda e: e.bigram)),
+        "reference must be an aftertrain.lm.model.GPT",
+    ),
     (BG.NGram.fit, dict(tokens=torch.tensor([1, 2]), order=0), "order must be an int >= 1"),
     (BG.NGram.fit, dict(tokens=torch.tensor([1, 150])), "tokens must lie in [0, 100)"),
     (Lazy(lambda e: e.ngram.distribution), dict(context=[1, 2]), "context must be a tuple"),
-    (Lazy(lambda e: e.ngram.distribution), dict(context=(1, 100)),
-     "context must be a tuple of token indices in [0, 100)"),
+    (
+        Lazy(lambda e: e.ngram.distribution),
+        dict(context=(1, 100)),
+        "context must be a tuple of token indices in [0, 100)",
+    ),
     # --- inputs that once failed silently or obscurely
     (_text.decode, dict(tokens=[True, False]), "tokens[0] = True is not an index"),
     (_text.decode, dict(tokens=torch.tensor([True])), "tokens must be integer indices"),
@@ -199,12 +234,21 @@ CASES = [
     (sample_text, dict(model=GPT_, prompt="\u2603", length=2), "prompt has 1 character(s) outside"),
     (load_checkpoint, dict(path=Lazy(lambda e: e.folder)), "is a folder, not a checkpoint file"),
     (load_checkpoint, dict(path=Lazy(lambda e: e.plain), rebuild=7), "rebuild must be a command"),
-    (save_checkpoint, dict(model=NAN_GPT, path=Lazy(lambda e: e.folder / "n.pt"), meta={}),
-     "model must have finite weights; head.weight holds NaN or inf"),
-    (save_checkpoint, dict(model=GPT_, path=Lazy(lambda e: e.folder), meta={}),
-     "path must be a file path, got the folder"),
-    (save_checkpoint, dict(model=GPT_, path="/proc/aftertrain-test/m.pt", meta={}),
-     "its folder cannot be created"),
+    (
+        save_checkpoint,
+        dict(model=NAN_GPT, path=Lazy(lambda e: e.folder / "n.pt"), meta={}),
+        "model must have finite weights; head.weight holds NaN or inf",
+    ),
+    (
+        save_checkpoint,
+        dict(model=GPT_, path=Lazy(lambda e: e.folder), meta={}),
+        "path must be a file path, got the folder",
+    ),
+    (
+        save_checkpoint,
+        dict(model=GPT_, path="/proc/aftertrain-test/m.pt", meta={}),
+        "its folder cannot be created",
+    ),
     (_models.check_architecture, dict(net="x"), "model must be an aftertrain.lm.model.GPT"),
     (BG.baseline_losses, dict(reference="ref"), "reference must implement"),
     (BG.NGram, dict(tables=[{}], unigram=torch.full((100,), NAN)), "unigram must hold finite"),
@@ -212,23 +256,33 @@ CASES = [
     (BG.NGram, dict(tables=[{}], unigram=torch.full((5,), 0.2)), "unigram must be a float tensor"),
     (BG.NGram, dict(tables="x", unigram=torch.full((100,), 0.01)), "tables must be a list"),
     (check_idx, dict(idx=torch.tensor([[1]]), vocab_size=0), "vocab_size must be an int >= 1"),
-    (val_loss, dict(model=NAN_GPT, tokens=torch.arange(40) % 100),
-     "model: it produced a non-finite loss"),
-    (generate, dict(model=GPT_, prompt=PROMPT, n_new=10**12),
-     "n_new must be an int in [0, 1,000,000], got 1000000000000"),
+    (val_loss, dict(model=NAN_GPT, tokens=torch.arange(40) % 100), "model: it produced a non-finite loss"),
+    (
+        generate,
+        dict(model=GPT_, prompt=PROMPT, n_new=10**12),
+        "n_new must be an int in [0, 1,000,000], got 1000000000000",
+    ),
     # --- seeds past torch's 64 bits, numpy arrays, a list as metadata, float counts
-    (sample_text, dict(model=GPT_, prompt="a", length=3, seed=2**64),
-     "seed must be an int in [0, 2**64)"),
-    (_text.decode, dict(tokens=Lazy(lambda e: __import__("numpy").array([5, 6]))),
-     "tokens must be a 1-D tensor or a sequence of ints in [0, 100), got ndarray"),
-    (load_checkpoint, dict(path=Lazy(lambda e: e.list_meta)),
-     "listmeta.pt.json must be a JSON object with a 'sha256' string"),
+    (sample_text, dict(model=GPT_, prompt="a", length=3, seed=2**64), "seed must be an int in [0, 2**64)"),
+    (
+        _text.decode,
+        dict(tokens=Lazy(lambda e: __import__("numpy").array([5, 6]))),
+        "tokens must be a 1-D tensor or a sequence of ints in [0, 100), got ndarray",
+    ),
+    (
+        load_checkpoint,
+        dict(path=Lazy(lambda e: e.list_meta)),
+        "listmeta.pt.json must be a JSON object with a 'sha256' string",
+    ),
     (TrainConfig, dict(steps=2.5), "steps must be an int, got 2.5"),
     (TrainConfig, dict(lr=NAN), "lr must be a finite number"),
     (TrainConfig, dict(seed=2**64), "seed must be an int in [0, 2**64)"),
     # a loss to climb back to at or under stop_below: the run stops at stop_below first
-    (TrainConfig, dict(stop_below=1.0, stop_rising_to=0.5),
-     ["stop_rising_to has an invalid value 0.5", "above stop_below (1.0)"]),
+    (
+        TrainConfig,
+        dict(stop_below=1.0, stop_rising_to=0.5),
+        ["stop_rising_to has an invalid value 0.5", "above stop_below (1.0)"],
+    ),
     (TrainConfig, dict(stop_below=1.0, stop_rising_to=1.0), "above stop_below (1.0)"),
 ]
 

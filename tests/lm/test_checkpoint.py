@@ -56,8 +56,7 @@ def test_the_recorded_hash_and_config_are_the_files_whatever_the_callers_meta_sa
     the checkpoint loads."""
     model = toy_gpt(100, seed=0)
     path = tmp_path / "m.pt"
-    meta = save_checkpoint(model, path, {"sha256": "0" * 64, "config": {"n_layer": 99},
-                                         "note": "kept"})
+    meta = save_checkpoint(model, path, {"sha256": "0" * 64, "config": {"n_layer": 99}, "note": "kept"})
     written = json.loads(path.with_suffix(".pt.json").read_text())
     assert written["sha256"] == meta["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     assert written["config"]["n_layer"] == model.config.n_layer and written["note"] == "kept"

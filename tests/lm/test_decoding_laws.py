@@ -53,8 +53,7 @@ def transition_counts(tokens: list[int], V: int) -> np.ndarray:
 def rejected_rows(counts: np.ndarray, law, temperature: float, rows=None) -> list:
     """Rows (previous symbols) whose transition counts the chi-square rejects;
     the family shares alpha = 1e-6 (Bonferroni over the rows tested)."""
-    rows = [a for a in (rows if rows is not None else range(counts.shape[0]))
-            if counts[a].sum() >= 20]
+    rows = [a for a in (rows if rows is not None else range(counts.shape[0])) if counts[a].sum() >= 20]
     assert rows, "no row has enough transitions to test"
     out = []
     for a in rows:
@@ -95,8 +94,9 @@ def chains(markov):
     """One 2,500-symbol plain-decoding run per temperature (the Decoder, its
     cache and window moves at 129, 193, ... included)."""
     prompt = torch.tensor([0])
-    return {t: generate(markov, prompt, 2500, t, torch.Generator().manual_seed(20)).tolist()
-            for t in TEMPERATURES}
+    return {
+        t: generate(markov, prompt, 2500, t, torch.Generator().manual_seed(20)).tolist() for t in TEMPERATURES
+    }
 
 
 @pytest.mark.parametrize("temperature", TEMPERATURES)
@@ -166,15 +166,15 @@ def hand_witten_bell(tokens: list[int], order: int):
     follow = defaultdict(Counter)  # context tuple -> next-symbol counts
     for j in range(1, order):
         for i in range(j, len(tokens)):
-            follow[tuple(tokens[i - j:i])][tokens[i]] += 1
+            follow[tuple(tokens[i - j : i])][tokens[i]] += 1
     uni = np.bincount(tokens, minlength=V_ALL).astype(np.float64)
     p0 = (uni + 1) / (uni.sum() + V_ALL)
 
     def law(context: tuple[int, ...]) -> np.ndarray:
-        h = tuple(context[max(0, len(context) - (order - 1)):]) if order > 1 else ()
+        h = tuple(context[max(0, len(context) - (order - 1)) :]) if order > 1 else ()
         p = p0
         for j in range(1, len(h) + 1):  # from the shortest context up
-            c = follow.get(h[len(h) - j:])
+            c = follow.get(h[len(h) - j :])
             if c:
                 total, types = sum(c.values()), len(c)
                 seen = np.zeros(V_ALL)
@@ -190,8 +190,7 @@ def test_bigram_draft_is_the_hand_count(corpus_tokens):
     """Bigram.fit's probabilities are (count(a, b) + 0.1) / (count(a) + 10),
     counted again by hand over the 3,000 tokens, to float32 rounding."""
     probs = Bigram.fit(corpus_tokens).log_probs.double().exp().numpy()
-    np.testing.assert_allclose(probs, hand_bigram(corpus_tokens.tolist(), BIGRAM_ALPHA),
-                               rtol=1e-6, atol=0)
+    np.testing.assert_allclose(probs, hand_bigram(corpus_tokens.tolist(), BIGRAM_ALPHA), rtol=1e-6, atol=0)
 
 
 @pytest.mark.parametrize("order", [1, 2, 3, 5])
@@ -200,10 +199,11 @@ def test_ngram_draft_is_the_hand_witten_bell_for_every_context(corpus_tokens, or
     for every context that occurs in the tokens (and the empty one), to 1e-12."""
     ids = corpus_tokens.tolist()
     model, law = NGram.fit(corpus_tokens, order=order), hand_witten_bell(ids, order)
-    contexts = {()} | {tuple(ids[max(0, i - order + 1):i]) for i in range(1, len(ids) + 1)}
+    contexts = {()} | {tuple(ids[max(0, i - order + 1) : i]) for i in range(1, len(ids) + 1)}
     for context in sorted(contexts):
-        np.testing.assert_allclose(model.distribution(context).numpy(), law(context),
-                                   rtol=1e-12, atol=1e-15, err_msg=str(context))
+        np.testing.assert_allclose(
+            model.distribution(context).numpy(), law(context), rtol=1e-12, atol=1e-15, err_msg=str(context)
+        )
 
 
 def test_ngram_draft_through_the_decoder_gives_the_hand_law_at_every_position(corpus_tokens):
@@ -217,7 +217,7 @@ def test_ngram_draft_through_the_decoder_gives_the_hand_law_at_every_position(co
     decoder = Decoder(NGram.fit(corpus_tokens, order=3).eval())
     rows, start = [], 0
     for size in (1, 5, 2, 60, 1, 100, 131):
-        rows.append(decoder.feed(ids[start:start + size]))
+        rows.append(decoder.feed(ids[start : start + size]))
         start += size
     logits = torch.cat(rows)
     assert logits.shape == (300, V_ALL)
@@ -225,11 +225,12 @@ def test_ngram_draft_through_the_decoder_gives_the_hand_law_at_every_position(co
     # that lost tokens): chunks continue the text exactly as one long call.
     model = NGram.fit(corpus_tokens, order=3).eval()
     cache = model.new_cache()
-    chunked = torch.cat([model(torch.tensor([ids[a:b]]), cache)[0]
-                         for a, b in ((0, 1), (1, 7), (7, 8), (8, 300))])
+    chunked = torch.cat(
+        [model(torch.tensor([ids[a:b]]), cache)[0] for a, b in ((0, 1), (1, 7), (7, 8), (8, 300))]
+    )
     assert torch.equal(chunked, model(torch.tensor([ids]))[0])
     for i in range(300):
-        expected = np.log(law(tuple(ids[max(0, i - 1):i + 1]))).astype(np.float32)
+        expected = np.log(law(tuple(ids[max(0, i - 1) : i + 1]))).astype(np.float32)
         np.testing.assert_allclose(logits[i].numpy(), expected, rtol=1e-6, err_msg=str(i))
 
 
@@ -241,9 +242,15 @@ def test_hand_count_catches_a_draft_missing_one_count(corpus_tokens):
     law = hand_witten_bell(ids, 3)
     for short in (corpus_tokens[1:], corpus_tokens[:-1]):
         model = NGram.fit(short, order=3)
-        assert any(not np.allclose(model.distribution(tuple(ids[max(0, i - 2):i])).numpy(),
-                                   law(tuple(ids[max(0, i - 2):i])), rtol=1e-12, atol=1e-15)
-                   for i in range(len(ids) + 1))
+        assert any(
+            not np.allclose(
+                model.distribution(tuple(ids[max(0, i - 2) : i])).numpy(),
+                law(tuple(ids[max(0, i - 2) : i])),
+                rtol=1e-12,
+                atol=1e-15,
+            )
+            for i in range(len(ids) + 1)
+        )
     bigram = Bigram.fit(corpus_tokens[:-1]).log_probs.double().exp().numpy()
     assert not np.allclose(bigram, hand_bigram(ids, BIGRAM_ALPHA), rtol=1e-6, atol=0)
 
@@ -263,24 +270,33 @@ def test_ngram_draft_through_the_decoder_samples_its_own_law(corpus_tokens):
 
 
 def speculative_counts(target, draft, temperature: float, k: int, seed: int, n_new: int):
-    out = S.speculative_generate(target, draft, torch.tensor([0]), n_new, k, temperature,
-                                 torch.Generator().manual_seed(seed))
+    out = S.speculative_generate(
+        target, draft, torch.tensor([0]), n_new, k, temperature, torch.Generator().manual_seed(seed)
+    )
     return transition_counts(out.tokens.tolist(), target.config.vocab_size), out
 
 
-@pytest.mark.parametrize("draft_kind, temperature, k", [
-    ("chain", 1.0, 3), ("chain", 0.5, 2), ("chain", 2.0, 4),
-    ("bigram", 1.0, 2), ("n-gram", 1.0, 3),
-])
+@pytest.mark.parametrize(
+    "draft_kind, temperature, k",
+    [
+        ("chain", 1.0, 3),
+        ("chain", 0.5, 2),
+        ("chain", 2.0, 4),
+        ("bigram", 1.0, 2),
+        ("n-gram", 1.0, 3),
+    ],
+)
 def test_speculative_generator_follows_the_target_law(corpus_tokens, draft_kind, temperature, k):
     """The generator's output follows the target chain's law whatever the
     draft: another chain, the bigram or the n-gram fitted on tokens of a
     third chain (so drafts are wrong often and rejections exercise the
     residual draw). 1,500 symbols, 6 rows, alpha 1e-6 / 6 each."""
     target = Markov(support=6, seed=11, vocab_size=V_ALL)
-    draft = {"chain": lambda: Markov(support=6, seed=12, vocab_size=V_ALL),
-             "bigram": lambda: Bigram.fit(corpus_tokens),
-             "n-gram": lambda: NGram.fit(corpus_tokens, order=3)}[draft_kind]().eval()
+    draft = {
+        "chain": lambda: Markov(support=6, seed=12, vocab_size=V_ALL),
+        "bigram": lambda: Bigram.fit(corpus_tokens),
+        "n-gram": lambda: NGram.fit(corpus_tokens, order=3),
+    }[draft_kind]().eval()
     counts, out = speculative_counts(target, draft, temperature, k, seed=30, n_new=1500)
     assert out.accepted < out.drafted, "the draft must be rejected sometimes"
     assert rejected_rows(counts, target.law, temperature, rows=range(6)) == []

@@ -24,8 +24,9 @@ def test_val_loss_over_100k_targets_is_exact_with_float64_accumulation():
     tokens = torch.randint(0, 100, (100_001,), generator=torch.Generator().manual_seed(0))
     per_target = float(np.float32(math.log(100)))
     assert val_loss(Uniform(), tokens) == per_target
-    float32_mean = float(F.cross_entropy(torch.zeros(100_000, 100), tokens[1:],
-                                         reduction="none").sum() / 100_000)
+    float32_mean = float(
+        F.cross_entropy(torch.zeros(100_000, 100), tokens[1:], reduction="none").sum() / 100_000
+    )
     assert abs(float32_mean - per_target) > 1e-8  # the input shows the difference
 
 
@@ -102,4 +103,3 @@ def test_loss_memo_scores_on_its_own_tokens_and_rejects_others():
 
 
 # --- the packing format, pinned by stored byte strings ------------------------------------
-

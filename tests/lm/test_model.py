@@ -27,8 +27,16 @@ def test_reference_has_the_articles_637156_parameters_and_names():
     params = dict(net.named_parameters())
     assert sum(p.numel() for p in params.values()) == 637_156
     assert sum(p.numel() for p in params.values() if p.dim() == 2) == 631_808
-    for name in ("tok.weight", "pos.weight", "blocks.2.f1.weight", "blocks.0.f2.weight",
-                 "blocks.2.qkv.weight", "blocks.2.f2.weight", "head.weight", "ln.bias"):
+    for name in (
+        "tok.weight",
+        "pos.weight",
+        "blocks.2.f1.weight",
+        "blocks.0.f2.weight",
+        "blocks.2.qkv.weight",
+        "blocks.2.f2.weight",
+        "head.weight",
+        "ln.bias",
+    ):
         assert name in params
     shapes = {n: tuple(p.shape) for n, p in params.items() if p.dim() == 2}
     assert shapes["tok.weight"] == (100, 128) and shapes["pos.weight"] == (128, 128)
@@ -84,8 +92,9 @@ def test_cached_decoding_matches_recomputation_across_the_window_slide(aftertrai
     full = torch.stack([_recomputed(aftertrain_model, tokens, n) for n in range(1, 301)])
     worst = float((cached - full).abs().max())
     diff = CacheDiff(worst, 300)
-    claim_record.measured("max |cached - recomputed| = {CacheDiff.max_diff:.2e} over {CacheDiff.positions} "
-                          "positions", diff)
+    claim_record.measured(
+        "max |cached - recomputed| = {CacheDiff.max_diff:.2e} over {CacheDiff.positions} positions", diff
+    )
     claim_record.table(diff)
     assert worst <= LOGITS_ATOL
     assert worst > 0, "bit-for-bit equality is not claimed; a zero here means the cache was bypassed"
@@ -104,8 +113,16 @@ def test_k1_tolerance_catches_a_cache_rolled_back_one_entry_too_far(aftertrain_m
 
 
 def test_context_start_slides_by_64_after_128_characters():
-    assert [DEC.context_start(n) for n in (0, 1, 128, 129, 192, 193, 256, 257)] == \
-        [0, 0, 0, 64, 64, 128, 128, 192]
+    assert [DEC.context_start(n) for n in (0, 1, 128, 129, 192, 193, 256, 257)] == [
+        0,
+        0,
+        0,
+        64,
+        64,
+        128,
+        128,
+        192,
+    ]
     for n in range(1, 1000):
         assert 65 <= n - DEC.context_start(n) <= 128 or n <= 128
     with pytest.raises(ValueError, match="n must be >= 0"):
@@ -151,14 +168,17 @@ def test_greedy_generation_takes_the_argmax_of_a_full_recomputation(aftertrain_m
             assert out[n] == int(torch.argmax(logits))
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(n_new=-1), r"n_new must be an int in \[0, "),
-    (dict(n_new=True), r"n_new must be an int in \[0, "),
-    (dict(temperature=-0.5), "temperature must be a finite number >= 0"),
-    (dict(temperature=float("nan")), "temperature must be a finite number >= 0"),
-    (dict(prompt=torch.tensor([], dtype=torch.long)), "prompt must be a non-empty"),
-    (dict(prompt=torch.tensor([3, 100])), r"prompt tokens must lie in \[0, 100\)"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(n_new=-1), r"n_new must be an int in \[0, "),
+        (dict(n_new=True), r"n_new must be an int in \[0, "),
+        (dict(temperature=-0.5), "temperature must be a finite number >= 0"),
+        (dict(temperature=float("nan")), "temperature must be a finite number >= 0"),
+        (dict(prompt=torch.tensor([], dtype=torch.long)), "prompt must be a non-empty"),
+        (dict(prompt=torch.tensor([3, 100])), r"prompt tokens must lie in \[0, 100\)"),
+    ],
+)
 def test_generate_rejects_bad_arguments(aftertrain_model, kwargs, message):
     args = dict(prompt=encode("a"), n_new=5, temperature=1.0) | kwargs
     with pytest.raises(ValueError, match=message):
@@ -222,12 +242,10 @@ def test_probabilities_divide_the_logits_by_the_temperature():
     independent figure pins the direction of the temperature."""
     logits = torch.tensor([0.0, math.log(3.0)], dtype=torch.float64)
     r3 = math.sqrt(3.0)
-    for temperature, want in ((1.0, [0.25, 0.75]), (0.5, [0.1, 0.9]),
-                              (2.0, [1 / (1 + r3), r3 / (1 + r3)])):
+    for temperature, want in ((1.0, [0.25, 0.75]), (0.5, [0.1, 0.9]), (2.0, [1 / (1 + r3), r3 / (1 + r3)])):
         got = DEC.probabilities(logits, temperature)
         assert got.dtype == torch.float64
-        torch.testing.assert_close(got, torch.tensor(want, dtype=torch.float64),
-                                   rtol=0, atol=1e-15)
+        torch.testing.assert_close(got, torch.tensor(want, dtype=torch.float64), rtol=0, atol=1e-15)
 
 
 def test_probabilities_normalise_each_row_over_the_vocabulary():

@@ -31,8 +31,10 @@ def test_reference_beats_bigram_by_at_least_0p4_nats(losses, claim_record):
     """The article: 2.0272 vs 2.6501 (0.62 apart). The issue asks for 0.4."""
     baselines = Baselines(**losses)
     claim_record.table(baselines)
-    claim_record.measured("uniform {Baselines.uniform:.4f}, bigram {Baselines.bigram:.4f}, "
-                          "reference {Baselines.reference:.4f}", baselines)
+    claim_record.measured(
+        "uniform {Baselines.uniform:.4f}, bigram {Baselines.bigram:.4f}, reference {Baselines.reference:.4f}",
+        baselines,
+    )
     assert losses["uniform"] > losses["bigram"] > losses["reference"]
     assert losses["bigram"] - losses["reference"] >= 0.4
 
@@ -42,9 +44,11 @@ def test_baseline_losses_match_the_stored_table(losses, num_regression, baseline
     """Guards our own figures: 1e-6 absolute covers float32 summation order
     (thread count); any real change of model, corpus or smoothing moves them
     by far more."""
-    num_regression.check({k: [v] for k, v in losses.items()},
-                         fullpath=baselines_dir / "b1_losses.csv",
-                         default_tolerance=dict(atol=LOSS_ATOL_SAME_THREADS, rtol=0))
+    num_regression.check(
+        {k: [v] for k, v in losses.items()},
+        fullpath=baselines_dir / "b1_losses.csv",
+        default_tolerance=dict(atol=LOSS_ATOL_SAME_THREADS, rtol=0),
+    )
 
 
 def test_bigram_rows_are_distributions_and_follow_the_counts():

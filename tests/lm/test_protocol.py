@@ -135,10 +135,13 @@ def test_objects_without_the_interface_are_refused_by_name():
         check_model(object(), "draft")
 
 
-@pytest.mark.parametrize("kwargs, words", [
-    (dict(vocab_size=0), "vocab_size must be an int >= 1"),
-    (dict(block_size=1.5), "block_size must be an int >= 1"),
-])
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        (dict(vocab_size=0), "vocab_size must be an int >= 1"),
+        (dict(block_size=1.5), "block_size must be an int >= 1"),
+    ],
+)
 def test_table_config_rejects_bad_sizes(kwargs, words):
     with pytest.raises(ValueError, match=words):
         TableConfig(**kwargs)

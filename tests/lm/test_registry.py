@@ -82,7 +82,7 @@ def test_a_corrupted_checkpoint_is_refused_by_its_hash(tmp_path):
 
 # --- the plugin ------------------------------------------------------------------
 
-EXPECTATIONS = '''
+EXPECTATIONS = """
 import pytest
 
 @pytest.mark.claim("Q5")
@@ -101,23 +101,30 @@ def test_q1_a_law(reference_model_name):
 @pytest.mark.claim("Q2")
 def test_q2_errors(reference_model_name):
     raise RuntimeError("not an assertion")
-'''
+"""
 
-CONFTEST = '''
+CONFTEST = """
 import pytest
 
 @pytest.fixture
 def reference_model_name(model_identity):
     return model_identity.name
-'''
+"""
 
 
 def _run(pytester, *args):
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_expect=EXPECTATIONS)
     path = pytester.path / "claims.json"
-    result = pytester.runpytest("-p", "aftertrain.ledger", "-p", "aftertrain.ledger.model_under_test",
-                                "--claims-json", str(path), *args)
+    result = pytester.runpytest(
+        "-p",
+        "aftertrain.ledger",
+        "-p",
+        "aftertrain.ledger.model_under_test",
+        "--claims-json",
+        str(path),
+        *args,
+    )
     verdicts = {e["id"]: e["verdict"] for e in json.loads(path.read_text())["claims"]}
     return result, verdicts
 
@@ -126,23 +133,30 @@ def test_plugin_on_the_reference_turns_the_marker_into_a_strict_xfail(pytester):
     result, verdicts = _run(pytester)
     result.assert_outcomes(passed=2, xfailed=1, failed=1)
     assert {k: verdicts[k] for k in ("Q5", "Q6", "Q1", "Q2")} == {
-        "Q5": "does not reproduce", "Q6": "holds", "Q1": "holds", "Q2": "broken"}
+        "Q5": "does not reproduce",
+        "Q6": "holds",
+        "Q1": "holds",
+        "Q2": "broken",
+    }
     result.stdout.fnmatch_lines(["aftertrain model: reference (sha256 *"])
 
 
 def test_plugin_on_the_reference_a_claim_that_starts_to_hold_is_broken(pytester):
     pytester.makeconftest(CONFTEST)
-    pytester.makepyfile(test_flip='''
+    pytester.makepyfile(
+        test_flip="""
         import pytest
 
         @pytest.mark.claim("Q5")
         @pytest.mark.does_not_reproduce_on("reference", "article", reason="measured otherwise")
         def test_q5():
             pass
-    ''')
+    """
+    )
     pytester.runpytest("-p", "aftertrain.ledger.model_under_test").assert_outcomes(failed=1)
-    pytester.runpytest("-p", "aftertrain.ledger.model_under_test",
-                       "--aftertrain-model", "article").assert_outcomes(passed=1)
+    pytester.runpytest(
+        "-p", "aftertrain.ledger.model_under_test", "--aftertrain-model", "article"
+    ).assert_outcomes(passed=1)
 
 
 def test_a_timed_tests_expectation_on_the_reference_is_a_finding_not_a_strict_xfail(pytester):
@@ -150,7 +164,8 @@ def test_a_timed_tests_expectation_on_the_reference_is_a_finding_not_a_strict_xf
     reference: its verdict depends on the machine, so a failed assertion is
     "does not reproduce" and a pass holds (no XPASS(strict)); an untimed
     test with the same marker stays a strict xfail."""
-    pytester.makepyfile(test_timed='''
+    pytester.makepyfile(
+        test_timed="""
         import pytest
 
         @pytest.mark.claim("S6")
@@ -167,15 +182,27 @@ def test_a_timed_tests_expectation_on_the_reference_is_a_finding_not_a_strict_xf
         @pytest.mark.does_not_reproduce_on("reference", reason="measured otherwise")
         def test_q5_untimed_holds():
             pass
-    ''')
+    """
+    )
     path = pytester.path / "claims.json"
-    result = pytester.runpytest("-p", "aftertrain.ledger", "-p", "aftertrain.ledger.model_under_test",
-                                "--claims-json", str(path), "-rf")
+    result = pytester.runpytest(
+        "-p",
+        "aftertrain.ledger",
+        "-p",
+        "aftertrain.ledger.model_under_test",
+        "--claims-json",
+        str(path),
+        "-rf",
+    )
     result.assert_outcomes(passed=1, xfailed=1, failed=1)
     result.stdout.fnmatch_lines(["*test_q5_untimed_holds*XPASS(strict)*"])
     # the ledger: the timed part did not run (no timing here), the assertions' outcomes did
-    result.stdout.fnmatch_lines(["S6 not decided here:*(ran: assertions does not reproduce)",
-                                 "S7 not decided here:*(ran: assertions holds)"])
+    result.stdout.fnmatch_lines(
+        [
+            "S6 not decided here:*(ran: assertions does not reproduce)",
+            "S7 not decided here:*(ran: assertions holds)",
+        ]
+    )
 
 
 def test_plugin_on_the_article_model_reports_findings_without_failing(pytester):
@@ -184,11 +211,14 @@ def test_plugin_on_the_article_model_reports_findings_without_failing(pytester):
     result, verdicts = _run(pytester, "--aftertrain-model", "article")
     result.assert_outcomes(passed=1, xfailed=1, failed=2)
     assert {k: verdicts[k] for k in ("Q5", "Q6", "Q1", "Q2")} == {
-        "Q5": "holds", "Q6": "does not reproduce", "Q1": "broken", "Q2": "broken"}
+        "Q5": "holds",
+        "Q6": "does not reproduce",
+        "Q1": "broken",
+        "Q2": "broken",
+    }
 
 
-def test_plugin_on_a_users_checkpoint_reports_findings_without_failing(pytester, tmp_path,
-                                                                      monkeypatch):
+def test_plugin_on_a_users_checkpoint_reports_findings_without_failing(pytester, tmp_path, monkeypatch):
     """A checkpoint path (here through the environment variable): a failed
     assertion of a quality claim is "does not reproduce" (an xfail carrying
     the assertion), a pass holds; a law that fails (Q1) and an error that is
@@ -200,11 +230,15 @@ def test_plugin_on_a_users_checkpoint_reports_findings_without_failing(pytester,
     result, verdicts = _run(pytester, "-rx")
     result.assert_outcomes(passed=1, xfailed=1, failed=2)
     assert {k: verdicts[k] for k in ("Q5", "Q6", "Q1", "Q2")} == {
-        "Q5": "holds", "Q6": "does not reproduce", "Q1": "broken", "Q2": "broken"}
+        "Q5": "holds",
+        "Q6": "does not reproduce",
+        "Q1": "broken",
+        "Q2": "broken",
+    }
     result.stdout.fnmatch_lines([f"*does not reproduce on {path}: AssertionError*"])
 
 
-BESIDE = '''
+BESIDE = """
 import pytest
 
 @pytest.mark.claim("Q6")
@@ -225,7 +259,7 @@ def test_q5_on_overfit():
 @pytest.mark.teeth
 def test_q5_check_catches_a_bug(reference_model_name):
     assert False, "the check did not fail"
-'''
+"""
 
 
 def test_on_a_model_without_pins_only_the_articles_assertions_decide(pytester):
@@ -237,34 +271,48 @@ def test_on_a_model_without_pins_only_the_articles_assertions_decide(pytester):
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_beside=BESIDE)
     path = pytester.path / "claims.json"
-    result = pytester.runpytest("-p", "aftertrain.ledger", "-p", "aftertrain.ledger.model_under_test",
-                                "--aftertrain-model", "article", "--claims-json", str(path), "-rs")
+    result = pytester.runpytest(
+        "-p",
+        "aftertrain.ledger",
+        "-p",
+        "aftertrain.ledger.model_under_test",
+        "--aftertrain-model",
+        "article",
+        "--claims-json",
+        str(path),
+        "-rs",
+    )
     result.assert_outcomes(passed=1, skipped=1, failed=2)
     e = {c["id"]: c for c in json.loads(path.read_text())["claims"]}
-    assert (e["Q6"]["verdict"], e["Q6"]["beside"]) == (
-        "holds", {"expectation of our model": {"skipped": 1}})
+    assert (e["Q6"]["verdict"], e["Q6"]["beside"]) == ("holds", {"expectation of our model": {"skipped": 1}})
     assert (e["Q5"]["verdict"], e["Q5"]["beside"]) == (
-        "not decided here", {"on another model": {"failed": 1}, "teeth": {"failed": 1}})
-    result.stdout.fnmatch_lines([
-        "Q5 on another model failed (the check, not the claim): *stopped holding on overfit*",
-        "*an expectation of reference (our figure), not the claim; this run's model is article*"])
+        "not decided here",
+        {"on another model": {"failed": 1}, "teeth": {"failed": 1}},
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "Q5 on another model failed (the check, not the claim): *stopped holding on overfit*",
+            "*an expectation of reference (our figure), not the claim; this run's model is article*",
+        ]
+    )
 
 
 def test_plugin_refuses_an_on_model_marker_without_one_bundled_name(pytester):
-    pytester.makepyfile(test_bad='''
+    pytester.makepyfile(
+        test_bad="""
         import pytest
 
         @pytest.mark.on_model("nowhere")
         def test_x():
             pass
-    ''')
+    """
+    )
     result = pytester.runpytest("-p", "aftertrain.ledger.model_under_test")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*on_model takes one bundled model name*"])
 
 
-def test_plugin_option_wins_over_the_environment_and_bad_names_are_usage_errors(
-        pytester, monkeypatch):
+def test_plugin_option_wins_over_the_environment_and_bad_names_are_usage_errors(pytester, monkeypatch):
     monkeypatch.setenv("AFTERTRAIN_MODEL", "no-such-model")
     pytester.makepyfile(test_one="def test_one():\n    pass\n")
     result = pytester.runpytest("-p", "aftertrain.ledger.model_under_test")
@@ -277,26 +325,28 @@ def test_plugin_option_wins_over_the_environment_and_bad_names_are_usage_errors(
 
 @pytest.mark.parametrize("marker", ["does_not_reproduce_on", "expectation_of"])
 def test_plugin_refuses_a_marker_without_a_reason(pytester, marker):
-    pytester.makepyfile(test_bad=f'''
+    pytester.makepyfile(
+        test_bad=f"""
         import pytest
 
         @pytest.mark.{marker}("reference")
         def test_x():
             pass
-    ''')
+    """
+    )
     result = pytester.runpytest("-p", "aftertrain.ledger.model_under_test")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{marker} takes model names and reason=*"])
 
 
-REGRESSION = '''
+REGRESSION = """
 import pytest
 
 @pytest.mark.claim("Q4")
 def test_table(num_regression, baselines_dir):
     assert 1 + 1 == 2
     num_regression.check({"x": [1.0, 2.0]}, fullpath=baselines_dir / "table.csv")
-'''
+"""
 
 
 def _checkpoint_copy(tmp_path):
@@ -318,12 +368,20 @@ def test_baselines_are_not_compared_for_a_checkpoint_unless_a_folder_is_named(py
     pytester.makeconftest((Path(__file__).resolve().parents[2] / "conftest.py").read_text())
     pytester.makepyfile(test_reg=REGRESSION)
     model = str(_checkpoint_copy(tmp_path))
-    run = ("-p", "aftertrain.ledger", "-p", "aftertrain.ledger.model_under_test", "-rs",
-           "--aftertrain-model", model)
+    run = (
+        "-p",
+        "aftertrain.ledger",
+        "-p",
+        "aftertrain.ledger.model_under_test",
+        "-rs",
+        "--aftertrain-model",
+        model,
+    )
     result = pytester.runpytest(*run, "-q")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["Q4   holds (part not run)*", "Q4 holds: not run: baseline "
-                                 "comparison (no baseline for this model)"])
+    result.stdout.fnmatch_lines(
+        ["Q4   holds (part not run)*", "Q4 holds: not run: baseline comparison (no baseline for this model)"]
+    )
     folder = tmp_path / "mine-baselines"
     result = pytester.runpytest(*run, "--aftertrain-baselines", str(folder))
     result.assert_outcomes(failed=1)
@@ -334,7 +392,6 @@ def test_baselines_are_not_compared_for_a_checkpoint_unless_a_folder_is_named(py
 def test_the_ledger_meta_names_the_model_of_this_run(pytestconfig, model_identity, aftertrain_model):
     from aftertrain.ledger.model_under_test import ledger_meta
 
-    assert ledger_meta(pytestconfig) == {"model": model_identity.name,
-                                         "model_sha256": model_identity.sha256}
+    assert ledger_meta(pytestconfig) == {"model": model_identity.name, "model_sha256": model_identity.sha256}
     assert model_identity.sha256 == CK.sha256_file(model_identity.path)
     assert not aftertrain_model.training

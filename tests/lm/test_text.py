@@ -50,8 +50,9 @@ def test_corpus_splits_have_the_documented_sizes_and_are_disjoint(corpus):
     assert hashlib.sha256(raw).hexdigest() == text.CORPUS_SHA256
 
 
-@pytest.mark.skipif(sys.version_info[:2] != (3, 11),
-                    reason="the corpus was cut from CPython 3.11's pydoc_data")
+@pytest.mark.skipif(
+    sys.version_info[:2] != (3, 11), reason="the corpus was cut from CPython 3.11's pydoc_data"
+)
 def test_corpus_is_cut_from_pydoc_topics_as_documented(corpus):
     rebuilt = text.corpus_from_pydoc_topics()
     if rebuilt != corpus.train_text + corpus.val_text:

@@ -25,9 +25,10 @@ TINY = _model.GPTConfig(block_size=32, n_layer=1, n_head=2, n_embd=32, dropout=0
 
 
 def _short(seed: int) -> _train.TrainResult:
-    return _train.train(_train.TrainConfig(steps=3, eval_every=3, seed=seed, threads=1,
-                                           batch_size=2, model=TINY),
-                        val=_val_tokens())
+    return _train.train(
+        _train.TrainConfig(steps=3, eval_every=3, seed=seed, threads=1, batch_size=2, model=TINY),
+        val=_val_tokens(),
+    )
 
 
 def _equal_weights(a, b) -> bool:
@@ -73,10 +74,14 @@ def test_stop_at_is_the_full_run_cut_short_and_evaluations_do_not_change_it():
     is evaluated. Scored on a short split with a tiny GPT: none of this
     depends on their sizes."""
     kw = {"seed": 5, "threads": 1, "warmup": 1, "batch_size": 2, "model": TINY}
-    cut, other, full = (_train.train(_train.TrainConfig(**cfg, **kw), val=_val_tokens())
-                        for cfg in ({"steps": 50, "stop_at": 4, "eval_every": 4},
-                                    {"steps": 50, "stop_at": 4, "eval_every": 1},
-                                    {"steps": 4, "eval_every": 4}))
+    cut, other, full = (
+        _train.train(_train.TrainConfig(**cfg, **kw), val=_val_tokens())
+        for cfg in (
+            {"steps": 50, "stop_at": 4, "eval_every": 4},
+            {"steps": 50, "stop_at": 4, "eval_every": 1},
+            {"steps": 4, "eval_every": 4},
+        )
+    )
     assert cut.history[-1][0] == 4 and cut.best_step == 4
     assert [s for s, _, _ in other.history] == [1, 2, 3, 4]
     assert _equal_weights(other.model, cut.model), "evaluating every step changed the weights"
@@ -95,8 +100,7 @@ def test_cli_stop_at_records_itself_and_refuses_the_draft(tmp_path, capsys):
     import json
 
     out = tmp_path / "cut.pt"
-    assert main(["train", "--steps", "50", "--stop-at", "3", "--threads", "1",
-                 "--out", str(out)]) == 0
+    assert main(["train", "--steps", "50", "--stop-at", "3", "--threads", "1", "--out", str(out)]) == 0
     meta = json.loads((tmp_path / "cut.pt.json").read_text())
     assert meta["stop_at"] == 3 and meta["best_step"] == 3 and meta["steps"] == 50
     assert "--stop-at 3" in meta["command"]
@@ -104,8 +108,9 @@ def test_cli_stop_at_records_itself_and_refuses_the_draft(tmp_path, capsys):
     assert "--stop-at" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("field, value", [("steps", 0), ("lr", -1.0), ("batch_size", 0),
-                                          ("min_lr", 1.0), ("threads", 0)])
+@pytest.mark.parametrize(
+    "field, value", [("steps", 0), ("lr", -1.0), ("batch_size", 0), ("min_lr", 1.0), ("threads", 0)]
+)
 def test_train_config_rejects_bad_values(field, value):
     with pytest.raises(ValueError, match=field):
         _train.TrainConfig(**{field: value})
@@ -113,8 +118,7 @@ def test_train_config_rejects_bad_values(field, value):
 
 def test_cli_train_prints_progress_and_a_summary_and_writes_the_checkpoint(tmp_path, capsys):
     out = tmp_path / "tiny.pt"
-    assert main(["train", "--steps", "4", "--eval-every", "2", "--threads", "1",
-                 "--out", str(out)]) == 0
+    assert main(["train", "--steps", "4", "--eval-every", "2", "--threads", "1", "--out", str(out)]) == 0
     captured = capsys.readouterr()
     assert "step 2/4" in captured.err and "step 4/4" in captured.err
     assert "best validation loss" in captured.out and f"wrote {out}" in captured.out
@@ -142,9 +146,9 @@ def test_cli_sample_reports_a_prompt_outside_the_vocabulary(capsys):
 
 # --- the recipe options (the recipe sweep): each does what it says, defaults unchanged ---
 
+
 def _run(**kw) -> _train.TrainResult:
-    cfg = {"steps": 1, "eval_every": 1, "seed": 5, "threads": 1, "warmup": 0, "batch_size": 4,
-           **kw}
+    cfg = {"steps": 1, "eval_every": 1, "seed": 5, "threads": 1, "warmup": 0, "batch_size": 4, **kw}
     return _train.train(_train.TrainConfig(**cfg), val=_val_tokens())
 
 
@@ -161,10 +165,23 @@ def test_the_defaults_are_the_reference_recipe():
     """The bundled checkpoints were trained with these values; changing one
     would make `aftertrain train` no longer retrain them to their SHA-256."""
     cfg = _train.TrainConfig()
-    assert (cfg.steps, cfg.batch_size, cfg.lr, cfg.min_lr, cfg.warmup, cfg.weight_decay,
-            cfg.grad_clip, cfg.eval_every, cfg.seed, cfg.threads, cfg.stop_at, cfg.stop_below,
-            cfg.stop_rising_to, cfg.keep, cfg.model.dropout) == (
-        5000, 16, 1e-3, 1e-4, 100, 0.1, 1.0, 250, 1337, 2, None, None, None, "best", 0.2)
+    assert (
+        cfg.steps,
+        cfg.batch_size,
+        cfg.lr,
+        cfg.min_lr,
+        cfg.warmup,
+        cfg.weight_decay,
+        cfg.grad_clip,
+        cfg.eval_every,
+        cfg.seed,
+        cfg.threads,
+        cfg.stop_at,
+        cfg.stop_below,
+        cfg.stop_rising_to,
+        cfg.keep,
+        cfg.model.dropout,
+    ) == (5000, 16, 1e-3, 1e-4, 100, 0.1, 1.0, 250, 1337, 2, None, None, None, "best", 0.2)
 
 
 def test_weight_decay_shrinks_only_2d_weights_by_lr_times_decay():
@@ -174,8 +191,7 @@ def test_weight_decay_shrinks_only_2d_weights_by_lr_times_decay():
     the 1-D ones (biases, LayerNorm). Tolerance: float32 rounding of weights
     of size ~0.1 (1e-6 absolute)."""
     lr, d = 1e-2, 5.0
-    decayed, plain = _run(lr=lr, min_lr=0.0, weight_decay=d), _run(lr=lr, min_lr=0.0,
-                                                                   weight_decay=0.0)
+    decayed, plain = _run(lr=lr, min_lr=0.0, weight_decay=d), _run(lr=lr, min_lr=0.0, weight_decay=0.0)
     w0 = _initial_weights(_train.TrainConfig(seed=5))
     a, b = decayed.model.state_dict(), plain.model.state_dict()
     for name, p in a.items():
@@ -197,8 +213,8 @@ def test_dropout_zero_trains_without_dropout():
 
     data, cfg = load_corpus().train, _train.TrainConfig(seed=5)
     starts = torch.randint(0, data.numel() - 129, (4,), generator=torch.Generator().manual_seed(5))
-    x = torch.stack([data[s:s + 128] for s in starts.tolist()])
-    y = torch.stack([data[s + 1:s + 129] for s in starts.tolist()])
+    x = torch.stack([data[s : s + 128] for s in starts.tolist()])
+    y = torch.stack([data[s + 1 : s + 129] for s in starts.tolist()])
     net = GPT(GPTConfig())
     net.load_state_dict(_initial_weights(cfg))
     expected = F.cross_entropy(net.eval()(x).view(-1, 100), y.view(-1)).item()
@@ -232,7 +248,7 @@ def test_stop_below_stops_at_the_first_evaluation_at_or_below_the_target(oversho
     first = next(i for i, v in enumerate(losses) if v <= target)
     assert first == 1
     cut = _run(**OVERSHOOT, stop_below=target)
-    assert cut.history == full.history[:first + 1]
+    assert cut.history == full.history[: first + 1]
     assert cut.best_step == full.history[first][0]
 
 
@@ -259,11 +275,20 @@ def test_keep_last_returns_the_last_step_not_the_best_evaluation(overshoot):
     assert last.val_loss == last.history[-1][2]
 
 
-@pytest.mark.parametrize("field, value", [
-    ("weight_decay", -0.1), ("weight_decay", math.nan), ("grad_clip", 0.0), ("grad_clip", -1.0),
-    ("lr", math.inf), ("stop_below", 0.0), ("stop_below", math.nan), ("stop_rising_to", -1.0),
-    ("keep", "first"),
-])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("weight_decay", -0.1),
+        ("weight_decay", math.nan),
+        ("grad_clip", 0.0),
+        ("grad_clip", -1.0),
+        ("lr", math.inf),
+        ("stop_below", 0.0),
+        ("stop_below", math.nan),
+        ("stop_rising_to", -1.0),
+        ("keep", "first"),
+    ],
+)
 def test_recipe_options_reject_bad_values_naming_what_is_allowed(field, value):
     with pytest.raises(ValueError, match=rf"{field} (has an invalid value .*; allowed: |must be a finite)"):
         _train.TrainConfig(**{field: value})
@@ -273,24 +298,66 @@ def test_cli_recipe_options_reach_the_recipe_and_are_recorded(tmp_path):
     import json
 
     out = tmp_path / "variant.pt"
-    assert main(["train", "--steps", "50", "--stop-at", "2", "--eval-every", "2", "--threads",
-                 "1", "--lr", "3e-3", "--weight-decay", "0", "--dropout", "0",
-                 "--no-grad-clip", "--keep", "last", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--steps",
+                "50",
+                "--stop-at",
+                "2",
+                "--eval-every",
+                "2",
+                "--threads",
+                "1",
+                "--lr",
+                "3e-3",
+                "--weight-decay",
+                "0",
+                "--dropout",
+                "0",
+                "--no-grad-clip",
+                "--keep",
+                "last",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     recipe = json.loads((tmp_path / "variant.pt.json").read_text())["recipe"]
-    assert recipe == {"lr": 3e-3, "min_lr": 1e-4, "warmup": 100, "weight_decay": 0.0,
-                      "dropout": 0.0, "grad_clip": None, "batch_size": 16, "stop_below": None,
-                      "stop_rising_to": None, "keep": "last", "last_step": 2}
+    assert recipe == {
+        "lr": 3e-3,
+        "min_lr": 1e-4,
+        "warmup": 100,
+        "weight_decay": 0.0,
+        "dropout": 0.0,
+        "grad_clip": None,
+        "batch_size": 16,
+        "stop_below": None,
+        "stop_rising_to": None,
+        "keep": "last",
+        "last_step": 2,
+    }
 
 
-@pytest.mark.parametrize("argv, flag", [
-    (["--lr", "-1"], "--lr"), (["--lr", "nan"], "--lr"), (["--dropout", "1"], "--dropout"),
-    (["--weight-decay", "-0.1"], "--weight-decay"), (["--grad-clip", "0"], "--grad-clip"),
-    (["--grad-clip", "1", "--no-grad-clip"], "--no-grad-clip"),
-    (["--min-lr", "0.01"], "--min-lr"), (["--lr", "1e-5"], "--min-lr"),
-    (["--stop-below", "0"], "--stop-below"), (["--stop-rising-to", "inf"], "--stop-rising-to"),
-    (["--keep", "first"], "--keep"),
-    (["--draft", "--dropout", "0"], "--dropout"),
-])
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["--lr", "-1"], "--lr"),
+        (["--lr", "nan"], "--lr"),
+        (["--dropout", "1"], "--dropout"),
+        (["--weight-decay", "-0.1"], "--weight-decay"),
+        (["--grad-clip", "0"], "--grad-clip"),
+        (["--grad-clip", "1", "--no-grad-clip"], "--no-grad-clip"),
+        (["--min-lr", "0.01"], "--min-lr"),
+        (["--lr", "1e-5"], "--min-lr"),
+        (["--stop-below", "0"], "--stop-below"),
+        (["--stop-rising-to", "inf"], "--stop-rising-to"),
+        (["--keep", "first"], "--keep"),
+        (["--draft", "--dropout", "0"], "--dropout"),
+    ],
+)
 def test_cli_refuses_bad_recipe_options_in_one_line(argv, flag, capsys):
     """Before any training: exit status 2 (argparse's own or a usage error) and
     one line naming the flag."""
@@ -308,12 +375,15 @@ def test_each_evaluations_train_loss_is_the_mean_of_the_steps_since_the_last_one
     losses of the steps since the evaluation before (each step's own loss,
     as the progress callback reports it), not of every step so far."""
     seen = []
-    result = _train.train(_train.TrainConfig(steps=6, eval_every=2, seed=5, threads=1, warmup=0,
-                                             batch_size=4),
-                          val=_val_tokens(), on_progress=seen.append)
+    result = _train.train(
+        _train.TrainConfig(steps=6, eval_every=2, seed=5, threads=1, warmup=0, batch_size=4),
+        val=_val_tokens(),
+        on_progress=seen.append,
+    )
     losses = [p.train_loss for p in seen]
     assert len(losses) == 6 and len(set(losses)) == 6  # distinct, so the means tell apart
     assert [(s, tl) for s, tl, _ in result.history] == [
         (2, pytest.approx(sum(losses[0:2]) / 2, rel=1e-12)),
         (4, pytest.approx(sum(losses[2:4]) / 2, rel=1e-12)),
-        (6, pytest.approx(sum(losses[4:6]) / 2, rel=1e-12))]
+        (6, pytest.approx(sum(losses[4:6]) / 2, rel=1e-12)),
+    ]

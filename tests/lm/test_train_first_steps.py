@@ -46,8 +46,7 @@ STEPS = 8
 #: Initial weights: the statistics of float32 draws, each draw within
 #: NORMAL_DRAW_ULPS of itself on every kernel path (derivation in
 #: aftertrain.core.tolerances).
-INIT_TOLERANCE = {"mean": dict(atol=TOL.INIT_MEAN_ATOL, rtol=0),
-                  "std": dict(atol=0, rtol=TOL.INIT_STD_RTOL)}
+INIT_TOLERANCE = {"mean": dict(atol=TOL.INIT_MEAN_ATOL, rtol=0), "std": dict(atol=0, rtol=TOL.INIT_STD_RTOL)}
 
 #: The first steps' losses and norms, recomputed in float64 (derivation of
 #: FIRST_STEPS_FLOAT64_RTOL there); every optimiser change tried moves them
@@ -68,8 +67,10 @@ def recipe_regression(lazy_datadir, original_datadir, request):
     def check(columns: dict, file_name: str, **tolerances) -> None:
         path = RECIPE / file_name
         if not path.is_file() and not regen:
-            pytest.fail(f"stored baseline {path} is missing; create it deliberately with "
-                        "`python -m pytest tests/lm/test_train_first_steps.py --force-regen` and commit it")
+            pytest.fail(
+                f"stored baseline {path} is missing; create it deliberately with "
+                "`python -m pytest tests/lm/test_train_first_steps.py --force-regen` and commit it"
+            )
         fixture.check(columns, fullpath=path, **tolerances)
 
     return check
@@ -98,8 +99,9 @@ def float64_default():
 def _draft_recipe() -> _train.TrainConfig:
     """The draft recipe, stopped after STEPS steps of its schedule (the
     warm-up's learning rates), one thread, the last step's weights."""
-    return dataclasses.replace(_train.draft_train_config(threads=1), stop_at=STEPS,
-                               eval_every=STEPS, keep="last")
+    return dataclasses.replace(
+        _train.draft_train_config(threads=1), stop_at=STEPS, eval_every=STEPS, keep="last"
+    )
 
 
 def test_initial_weights_match_the_recorded_statistics(recipe_regression):
@@ -116,8 +118,9 @@ def test_initial_weights_match_the_recorded_statistics(recipe_regression):
             rows["parameter"].append(name)
             rows["mean"].append(float(w.mean()))
             rows["std"].append(float(w.std()) if w.numel() > 1 else 0.0)
-    recipe_regression({k: v for k, v in rows.items() if k in ("mean", "std")}, "init.csv",
-                      tolerances=INIT_TOLERANCE)
+    recipe_regression(
+        {k: v for k, v in rows.items() if k in ("mean", "std")}, "init.csv", tolerances=INIT_TOLERANCE
+    )
 
 
 def _first_steps(cfg: _train.TrainConfig):
@@ -128,8 +131,9 @@ def _first_steps(cfg: _train.TrainConfig):
     losses: list[float] = []
     with float64_default():
         start = _initial_state(cfg)
-        result = _train.train(cfg, val=load_corpus().val[:600],
-                              on_progress=lambda p: losses.append(p.train_loss))
+        result = _train.train(
+            cfg, val=load_corpus().val[:600], on_progress=lambda p: losses.append(p.train_loss)
+        )
     assert next(iter(result.model.parameters())).dtype == torch.float64
     return losses, result, start
 
@@ -149,9 +153,14 @@ def test_first_training_losses_match_the_recorded_ones(first_steps, recipe_regre
     (0.9, 0.999) step 8 by 8e-5: all >= 1e-5 relative)."""
     losses, result, _ = first_steps
     assert len(losses) == STEPS
-    recipe_regression({"loss": [*losses, result.val_loss],
-                       "step": [float(s) for s in range(1, STEPS + 1)] + [float("nan")]},
-                      "draft_first_steps.csv", default_tolerance=STEPS_TOLERANCE)
+    recipe_regression(
+        {
+            "loss": [*losses, result.val_loss],
+            "step": [float(s) for s in range(1, STEPS + 1)] + [float("nan")],
+        },
+        "draft_first_steps.csv",
+        default_tolerance=STEPS_TOLERANCE,
+    )
 
 
 def test_first_updates_match_the_recorded_norms(first_steps, recipe_regression):
@@ -159,16 +168,17 @@ def test_first_updates_match_the_recorded_norms(first_steps, recipe_regression):
     w0|`` (what Adam's steps, the clip and the learning rates did) and the
     squared norm ``sum w8^2`` (what weight decay, on 2-D weights only,
     shrinks), from the float64 run, within FIRST_STEPS_FLOAT64_RTOL."""
-    recipe_regression(_norms(first_steps), "draft_first_updates.csv",
-                      default_tolerance=STEPS_TOLERANCE)
+    recipe_regression(_norms(first_steps), "draft_first_updates.csv", default_tolerance=STEPS_TOLERANCE)
 
 
 def _norms(steps) -> dict[str, list[float]]:
     """Per parameter: ``sum |w_end - w0|`` and ``sum w_end^2`` (float64)."""
     _, result, start = steps
     end = result.model.state_dict()
-    return {"update_l1": [float((end[n].double() - w0.double()).abs().sum()) for n, w0 in start.items()],
-            "squared": [float(end[n].double().square().sum()) for n in start]}
+    return {
+        "update_l1": [float((end[n].double() - w0.double()).abs().sum()) for n, w0 in start.items()],
+        "squared": [float(end[n].double().square().sum()) for n in start],
+    }
 
 
 #: Recipe changes the float64 comparison must see (each moves some norm by

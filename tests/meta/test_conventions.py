@@ -50,8 +50,7 @@ def functions_under_test(tree: ast.Module):
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
             yield node
         if isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
-            yield from (f for f in node.body
-                        if isinstance(f, ast.FunctionDef) and f.name.startswith("test_"))
+            yield from (f for f in node.body if isinstance(f, ast.FunctionDef) and f.name.startswith("test_"))
 
 
 def teeth_naming_problems(source: str) -> list[str]:
@@ -71,13 +70,21 @@ def imported_test_modules(source: str) -> list[str]:
     """Test modules (test_*, conftest) that ``source`` imports."""
     out = []
     for node in ast.walk(parsed(source)):
-        names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                 else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+        names = (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module or ""]
+            if isinstance(node, ast.ImportFrom)
+            else []
+        )
         for name in names:
             last = name.split(".")[-1]
             helper = name == "tests.common" or name.startswith("tests.common.")
-            if not helper and (last.startswith("test_") or last == "conftest"
-                               or name.split(".")[0] in ("tests", "benchmarks")):
+            if not helper and (
+                last.startswith("test_")
+                or last == "conftest"
+                or name.split(".")[0] in ("tests", "benchmarks")
+            ):
                 out.append(name)
     return out
 
@@ -168,8 +175,7 @@ def own_test_files(module: Path, src: Path = SRC, tests: Path = ROOT / "tests") 
     return sorted([*folder.glob(f"test_{stem}.py"), *folder.glob(f"test_{stem}_*.py")])
 
 
-def untested_problem(module: Path, src: Path = SRC, tested_in: dict[str, str] = TESTED_IN
-                     ) -> str | None:
+def untested_problem(module: Path, src: Path = SRC, tested_in: dict[str, str] = TESTED_IN) -> str | None:
     """Why the source module ``module`` has no home for its tests; None when
     a test file is named after it or :data:`TESTED_IN` names an existing one."""
     rel = module.relative_to(src).as_posix()
@@ -177,8 +183,10 @@ def untested_problem(module: Path, src: Path = SRC, tested_in: dict[str, str] = 
         return None
     where = tested_in.get(rel)
     if where is None:
-        return (f"src/aftertrain/{rel} has no test file named after it; add one, or a line in "
-                f"TESTED_IN naming the file that tests it")
+        return (
+            f"src/aftertrain/{rel} has no test file named after it; add one, or a line in "
+            f"TESTED_IN naming the file that tests it"
+        )
     if not (ROOT / where).is_file():
         return f"TESTED_IN names {where} for src/aftertrain/{rel}: no such file"
     return None
@@ -252,13 +260,19 @@ def test_convention_check_catches_an_unmarked_teeth_test_and_a_test_import():
     """Teeth of the two checks above on made-up modules."""
     unmarked = "def test_rule_catches_a_bug():\n    pass\n"
     misnamed = "import pytest\n@pytest.mark.teeth\ndef test_rule_rejects_a_bug():\n    pass\n"
-    fine = ("import pytest\n@pytest.mark.teeth\n@pytest.mark.parametrize('b', [1])\n"
-            "def test_rule_catches_bug(b):\n    pass\n")
+    fine = (
+        "import pytest\n@pytest.mark.teeth\n@pytest.mark.parametrize('b', [1])\n"
+        "def test_rule_catches_bug(b):\n    pass\n"
+    )
     assert len(teeth_naming_problems(unmarked)) == 1
     assert len(teeth_naming_problems(misnamed)) == 1
     assert teeth_naming_problems(fine) == []
     assert imported_test_modules("from test_model import x\nimport toys\n") == ["test_model"]
     assert imported_test_modules("def f():\n    import conftest\n") == ["conftest"]
-    assert imported_test_modules("from tests.common.toys import ToyTable\n"
-                                 "from aftertrain.claims import tables\n") == []
+    assert (
+        imported_test_modules(
+            "from tests.common.toys import ToyTable\nfrom aftertrain.claims import tables\n"
+        )
+        == []
+    )
     assert imported_test_modules("from tests.lm.test_model import x\n") == ["tests.lm.test_model"]

@@ -46,8 +46,9 @@ def test_every_figure_has_an_independent_check(figures, nodes, resolved):
 def test_figures_doc_lists_every_figure_with_its_check(figures, resolved):
     """docs/figures.md is what tools/figures.py writes now."""
     assert F.DOC.is_file(), "write it: python tools/figures.py --write"
-    assert F.DOC.read_text() == F.markdown(figures, CHECKS, resolved), \
+    assert F.DOC.read_text() == F.markdown(figures, CHECKS, resolved), (
         "docs/figures.md is stale: python tools/figures.py --write"
+    )
 
 
 def test_the_enumeration_reaches_every_place_a_figure_is_shown(figures):
@@ -83,15 +84,17 @@ def test_inventory_check_catches_a_new_figure_with_no_entry(nodes):
 @pytest.mark.teeth
 def test_inventory_check_catches_a_stale_entry_and_a_missing_test(figures, nodes):
     real = next(iter(CHECKS.values())).nodes
-    checks = {**CHECKS, "row:Gone.median": Check(real, "a figure removed from the code"),
-              "report.plot:gone_* | *": Check(real, "a plot removed"),
-              "row:CostRow.c": Check(("tests/experiments/test_nowhere.py::test_c",), "moved"),
-              "row:CostRow.c_low": Check(real, " ")}
+    checks = {
+        **CHECKS,
+        "row:Gone.median": Check(real, "a figure removed from the code"),
+        "report.plot:gone_* | *": Check(real, "a plot removed"),
+        "row:CostRow.c": Check(("tests/experiments/test_nowhere.py::test_c",), "moved"),
+        "row:CostRow.c_low": Check(real, " "),
+    }
     problems = F.inventory_problems(figures, checks, nodes)
     assert "row:Gone.median: an entry for a figure the code no longer shows" in problems
     assert "report.plot:gone_* | *: an entry for a figure the code no longer shows" in problems
-    assert ("row:CostRow.c: test tests/experiments/test_nowhere.py::test_c does not exist"
-            in problems)
+    assert "row:CostRow.c: test tests/experiments/test_nowhere.py::test_c does not exist" in problems
     assert "row:CostRow.c_low: an entry that does not say how the test checks it" in problems
 
 
@@ -102,14 +105,19 @@ def test_report_enumeration_catches_a_new_column_plot_and_line():
     from types import SimpleNamespace
 
     table = "**A new table** (Q2 holds)\n\n| | ours | new figure |\n|---|---|---|\n| x | 1.5 | 0.25 |\n"
-    doc = SimpleNamespace(parts=["## Section\n", table, "A new note: 0.123 of it.\n"],
-                          plots={"p": SimpleNamespace(name="p", series={"new series": {}})})
-    assert F.report_figures(doc) == ["report.table:A new table | ours",
-                                     "report.table:A new table | new figure",
-                                     "report.text:A new note:", "report.plot:p | new series"]
+    doc = SimpleNamespace(
+        parts=["## Section\n", table, "A new note: 0.123 of it.\n"],
+        plots={"p": SimpleNamespace(name="p", series={"new series": {}})},
+    )
+    assert F.report_figures(doc) == [
+        "report.table:A new table | ours",
+        "report.table:A new table | new figure",
+        "report.text:A new note:",
+        "report.plot:p | new series",
+    ]
 
 
-_NEW_TEST = '''
+_NEW_TEST = """
 from aftertrain.experiments import speculative as XS
 from aftertrain.ledger.record import Shown, shown
 
@@ -144,7 +152,7 @@ def test_new(claim_record, reference):
     claim_record.measured("{x}", **values)
     claim_record.measured("loss 2.0272, written by hand")
     claim_record.measured("no number here")
-'''
+"""
 
 
 def _new_placeholders():
@@ -180,8 +188,10 @@ def test_measured_resolution_catches_a_local_posing_as_a_field():
     new = _new_placeholders()
     resolved = {k: (p.kind, p.link) for k, p in new.items()}
     assert resolved["test_new | AcceptanceRow.acceptance"] == ("field", "row:AcceptanceRow.acceptance")
-    assert resolved["test_new | AcceptanceRow.chars_per_pass"] == ("field",
-                                                                   "row:AcceptanceRow.chars_per_pass")
+    assert resolved["test_new | AcceptanceRow.chars_per_pass"] == (
+        "field",
+        "row:AcceptanceRow.chars_per_pass",
+    )
     assert resolved["fmt | AcceptanceRow.acceptance"] == ("field", "row:AcceptanceRow.acceptance")
     assert resolved["fmt | AcceptanceRow.draft"][0] == "text"
     assert resolved["test_new | AcceptanceRow.draft"][0] == "text"
@@ -201,13 +211,16 @@ def measured_of(source: str) -> dict[str, str]:
     from tests.common.measured import measured_placeholders
 
     header = "from aftertrain.experiments import speculative as XS\n"
-    return {p.figure.removeprefix("measured:tests/x/test_k.py::"): p.kind
-            for p in measured_placeholders(F.ROOT, {"tests/x/test_k.py": header + source})}
+    return {
+        p.figure.removeprefix("measured:tests/x/test_k.py::"): p.kind
+        for p in measured_placeholders(F.ROOT, {"tests/x/test_k.py": header + source})
+    }
 
 
 @pytest.mark.teeth
-def test_inventory_check_catches_a_link_to_a_gone_field_and_a_row_figure_called_no_figure(figures, nodes,
-                                                                                          resolved):
+def test_inventory_check_catches_a_link_to_a_gone_field_and_a_row_figure_called_no_figure(
+    figures, nodes, resolved
+):
     """A measured value resolved to a row field the inventory no longer
     lists, and a row figure waved through as "no figure", are both problems."""
     from tests.common.measured import Placeholder
@@ -216,8 +229,10 @@ def test_inventory_check_catches_a_link_to_a_gone_field_and_a_row_figure_called_
     links = {**resolved, gone: Placeholder(gone, "field", "row:AcceptanceRow.gone", "reads")}
     checks = {**CHECKS, "row:CostRow.c": Check((), "no figure: a number is no label")}
     problems = F.inventory_problems([*figures, gone], checks, nodes, links)
-    assert problems == [f"{gone}: prints row:AcceptanceRow.gone, which is not in the inventory",
-                        "row:CostRow.c: an entry with no test"]
+    assert problems == [
+        f"{gone}: prints row:AcceptanceRow.gone, which is not in the inventory",
+        "row:CostRow.c: an entry with no test",
+    ]
 
 
 def _test_sources() -> dict[str, str]:
@@ -237,7 +252,9 @@ def test_no_measured_string_writes_a_plus_before_an_unsigned_figure():
 def test_sign_check_catches_a_plus_written_before_a_signed_value():
     from tests.common.measured import sign_slips
 
-    source = ('def test_x(claim_record):\n'
-              '    claim_record.measured("penalty +{d:.4f}, excess {e:+.4f}, a+b {n}", d=d, e=e, n=n)\n')
+    source = (
+        "def test_x(claim_record):\n"
+        '    claim_record.measured("penalty +{d:.4f}, excess {e:+.4f}, a+b {n}", d=d, e=e, n=n)\n'
+    )
     slips = sign_slips({"tests/x/test_x.py": source})
     assert len(slips) == 1 and slips[0].startswith("tests/x/test_x.py:2: ")

@@ -29,8 +29,21 @@ ALLOWED: dict[str, set[str]] = {
     "checks": {"core", "lm", "quant", "prune", "speculative", "stats"},
     "ledger": {"core", "claims", "lm", "timing"},
     "report": {"core", "claims", "lm", "quant", "prune", "speculative", "experiments"},  # names of choices
-    "cli": {"core", "claims", "lm", "quant", "prune", "speculative", "stats", "timing",
-            "experiments", "checks", "ledger", "report", "__version__"},
+    "cli": {
+        "core",
+        "claims",
+        "lm",
+        "quant",
+        "prune",
+        "speculative",
+        "stats",
+        "timing",
+        "experiments",
+        "checks",
+        "ledger",
+        "report",
+        "__version__",
+    },
     "__main__": {"cli"},
 }
 
@@ -51,8 +64,12 @@ def imports_of(path: Path) -> list[tuple[str, str | None]]:
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             out += [(a.name, None) for a in node.names if a.name.split(".")[0] == "aftertrain"]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module \
-                and node.module.split(".")[0] == "aftertrain":
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 0
+            and node.module
+            and node.module.split(".")[0] == "aftertrain"
+        ):
             out += [(node.module, a.name) for a in node.names]
     return out
 
@@ -77,19 +94,24 @@ def graph() -> dict[str, set[str]]:
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_each_module_imports_only_the_layers_below_its_package(module):
     own = package_of(module)
-    bad = sorted(t for t in graph()[module]
-                 if package_of(t) not in ALLOWED[own] | {own} and t != "aftertrain")
+    bad = sorted(
+        t for t in graph()[module] if package_of(t) not in ALLOWED[own] | {own} and t != "aftertrain"
+    )
     assert bad == [], f"{module} ({own}) may import {sorted(ALLOWED[own])}, imports {bad}"
 
 
 def private_imports(path: Path, known: set[str]) -> list[str]:
     """Names starting with one underscore imported from another module (a
     private module counts: ``from aftertrain.checks import _battery``)."""
+
     def private(name: str) -> bool:
         return name.startswith("_") and not name.startswith("__")
 
-    return [m if n is None else f"{m}.{n}" for m, n in imports_of(path)
-            if any(private(part) for part in m.split(".")) or (n is not None and private(n))]
+    return [
+        m if n is None else f"{m}.{n}"
+        for m, n in imports_of(path)
+        if any(private(part) for part in m.split(".")) or (n is not None and private(n))
+    ]
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
@@ -134,8 +156,10 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def package_inits_only(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     """The graph without the edges from a package's __init__ to its own
     modules (re-exports), which Python resolves without a cycle."""
-    return {m: {t for t in ts if not (t.startswith(m + ".") and MODULES[m].name == "__init__.py")}
-            for m, ts in graph.items()}
+    return {
+        m: {t for t in ts if not (t.startswith(m + ".") and MODULES[m].name == "__init__.py")}
+        for m, ts in graph.items()
+    }
 
 
 def test_no_import_cycle():
@@ -145,10 +169,14 @@ def test_no_import_cycle():
 @pytest.mark.teeth
 def test_layer_check_catches_an_upward_import_a_private_name_and_a_cycle(tmp_path):
     bad = tmp_path / "m.py"
-    bad.write_text("from aftertrain.lm.model import GPT\nfrom aftertrain.stats import _check_alpha\n"
-                   "import aftertrain.checks._battery\n")
-    assert private_imports(bad, set(MODULES)) == ["aftertrain.stats._check_alpha",
-                                                   "aftertrain.checks._battery"]
+    bad.write_text(
+        "from aftertrain.lm.model import GPT\nfrom aftertrain.stats import _check_alpha\n"
+        "import aftertrain.checks._battery\n"
+    )
+    assert private_imports(bad, set(MODULES)) == [
+        "aftertrain.stats._check_alpha",
+        "aftertrain.checks._battery",
+    ]
     assert package_of("aftertrain.lm.model") not in ALLOWED["core"]
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []

@@ -16,13 +16,16 @@ def mutate():
     yield from load_tool("mutate")
 
 
-@pytest.mark.parametrize("body, extra, outcome", [
-    ("def test_ok():\n    assert True\n", [], "passed"),
-    ("def test_red():\n    assert False\n", [], "failed"),
-    ("import no_such_module_anywhere\n", [], "failed"),  # collection error: the mutant broke import
-    ("def test_ok():\n    assert True\n", ["--no-such-option"], "error"),
-    ("x = 1\n", [], "error"),  # no tests collected
-])
+@pytest.mark.parametrize(
+    "body, extra, outcome",
+    [
+        ("def test_ok():\n    assert True\n", [], "passed"),
+        ("def test_red():\n    assert False\n", [], "failed"),
+        ("import no_such_module_anywhere\n", [], "failed"),  # collection error: the mutant broke import
+        ("def test_ok():\n    assert True\n", ["--no-such-option"], "error"),
+        ("x = 1\n", [], "error"),  # no tests collected
+    ],
+)
 def test_only_a_red_run_counts_as_failed(mutate, tmp_path, monkeypatch, body, extra, outcome):
     # The outcome is read from pytest's exit status alone: the installed
     # plugins (hypothesis' import is most of a run's second) play no part.

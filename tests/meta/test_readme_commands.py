@@ -19,7 +19,7 @@ from aftertrain.ledger.state import Part
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
-COMMANDS = README[README.index("## `aftertrain` commands"):README.index("## Layout")]
+COMMANDS = README[README.index("## `aftertrain` commands") : README.index("## Layout")]
 SUBCOMMANDS = ("report", "sweep", "train", "sample", "check")
 
 
@@ -38,13 +38,16 @@ def _options(help_text: str) -> set[str]:
     """The options of a ``--help`` text: its option lines' invocations (the
     column before the help text, which may wrap a flag it mentions)."""
     lines = help_text.split("options:", 1)[1].splitlines()
-    return _flags(" ".join(re.split(r"\s{2,}", line.strip())[0] for line in lines
-                           if line.strip().startswith("-")))
+    return _flags(
+        " ".join(re.split(r"\s{2,}", line.strip())[0] for line in lines if line.strip().startswith("-"))
+    )
 
 
-@pytest.mark.parametrize("argv", [[c] for c in SUBCOMMANDS]
-                         + [["check", kit] for kit in ("rule", "quantizer", "pruner")],
-                         ids=lambda a: " ".join(a))
+@pytest.mark.parametrize(
+    "argv",
+    [[c] for c in SUBCOMMANDS] + [["check", kit] for kit in ("rule", "quantizer", "pruner")],
+    ids=lambda a: " ".join(a),
+)
 def test_the_readme_lists_every_option_of_every_command(argv, capsys):
     text = _help(argv, capsys)
     name = " ".join(argv)
@@ -60,8 +63,7 @@ def test_a_missing_option_is_found(capsys):
     options = _options(_help(["train"], capsys))
     assert {"--stop-at", "--no-grad-clip", "--stop-rising-to", "--out"} <= options
     assert "--stop" not in options
-    assert _options(_help(["train"], capsys)) - _flags(COMMANDS.replace("--warmup", "")) \
-        == {"--warmup"}
+    assert _options(_help(["train"], capsys)) - _flags(COMMANDS.replace("--warmup", "")) == {"--warmup"}
 
 
 def test_the_readme_lists_every_command(capsys):

@@ -49,10 +49,14 @@ def test_a_ledger_agrees_with_itself_and_counts_what_it_compared(tool, ledger, t
 
 
 CHANGES = {
-    "a figure": (lambda t: t["measured"] and t["part"] == "assertions",
-                 lambda t: t["measured"].__setitem__(0, t["measured"][0].replace("1", "2", 1))),
-    "an outcome": (lambda t: t["outcome"] == "passed" and t["part"] == "assertions",
-                   lambda t: t.__setitem__("outcome", "failed")),
+    "a figure": (
+        lambda t: t["measured"] and t["part"] == "assertions",
+        lambda t: t["measured"].__setitem__(0, t["measured"][0].replace("1", "2", 1)),
+    ),
+    "an outcome": (
+        lambda t: t["outcome"] == "passed" and t["part"] == "assertions",
+        lambda t: t.__setitem__("outcome", "failed"),
+    ),
     "a missing test": (lambda t: t["outcome"] == "passed" and t["part"] == "teeth", None),
 }
 
@@ -96,15 +100,18 @@ def test_a_file_that_is_not_a_ledger_is_a_usage_error(tool, tmp_path, capsys):
     assert tool.main([str(bad)]) == 2
 
 
-@pytest.mark.parametrize("a, b, same", [
-    ("chi2 p 0.963", "chi2 p 0.962", True),   # one unit of the last printed digit
-    ("chi2 p 0.963", "chi2 p 0.961", False),  # two units
-    ("loss 1.5539", "loss 1.5549", False),
-    ("43 failures of 108 checks", "44 failures of 108 checks", False),  # counts exact
-    ("max |diff| = 1.34e-05 over 300", "max |diff| = 1.72e-05 over 300", True),  # a rounding magnitude
-    ("ratio 1.34e-02", "ratio 1.72e-02", False),  # e-notation, not a rounding magnitude
-    ("bigram TV 0.0119", "n-gram TV 0.0119", False),  # other words
-])
+@pytest.mark.parametrize(
+    "a, b, same",
+    [
+        ("chi2 p 0.963", "chi2 p 0.962", True),  # one unit of the last printed digit
+        ("chi2 p 0.963", "chi2 p 0.961", False),  # two units
+        ("loss 1.5539", "loss 1.5549", False),
+        ("43 failures of 108 checks", "44 failures of 108 checks", False),  # counts exact
+        ("max |diff| = 1.34e-05 over 300", "max |diff| = 1.72e-05 over 300", True),  # a rounding magnitude
+        ("ratio 1.34e-02", "ratio 1.72e-02", False),  # e-notation, not a rounding magnitude
+        ("bigram TV 0.0119", "n-gram TV 0.0119", False),  # other words
+    ],
+)
 def test_a_figure_is_compared_as_printed(tool, a, b, same):
     """same_figure: words and counts exact, a printed decimal within one unit
     of its last digit (0.963 against 0.962 seen between AVX-512 and AVX2

@@ -25,8 +25,10 @@ def stress():
 def right_teeth(stress, n=10, wrong=0):
     """Teeth counts with ``wrong`` of ``n`` decisions given the wrong verdict."""
     flip = {"holds": "broken", "broken": "holds"}
-    return {name: collections.Counter({want: n - wrong, flip[want]: wrong})
-            for name, want in stress.TEETH_EXPECT.items()}
+    return {
+        name: collections.Counter({want: n - wrong, flip[want]: wrong})
+        for name, want in stress.TEETH_EXPECT.items()
+    }
 
 
 def test_clean_runs_and_teeth_pass(stress):
@@ -49,12 +51,15 @@ def test_teeth_never_decided_fail(stress):
     assert len(stress.problems([], empty)) == 3
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--runs", "0"], "--runs must be >= 1"),
-    (["--teeth-runs", "-1"], "--teeth-runs must be >= 0"),
-    (["--suite", "--skip-spec"], "cannot be combined"),
-    (["--conditions", "idle,busy"], "--conditions must name idle and/or loaded"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--runs", "0"], "--runs must be >= 1"),
+        (["--teeth-runs", "-1"], "--teeth-runs must be >= 0"),
+        (["--suite", "--skip-spec"], "cannot be combined"),
+        (["--conditions", "idle,busy"], "--conditions must name idle and/or loaded"),
+    ],
+)
 def test_bad_arguments_stop_before_any_run(stress, capsys, argv, message):
     with pytest.raises(SystemExit) as exit_info:
         stress.main(argv)

@@ -53,16 +53,18 @@ def expected_nbytes(dense: torch.Tensor, fmt: P.Format) -> int:
     """Closed forms: n elements, z kept (bits not +0.0), r rows."""
     n, r = dense.numel(), dense.shape[0]
     z = int((dense.reshape(-1).view(torch.int32) != 0).sum())
-    return {P.Format.DENSE: 4 * n,
-            P.Format.COO: 8 * z,                       # 4-byte value + 4-byte flat index
-            P.Format.BITMASK: -(-n // 8) + 4 * z,     # 1 bit per element + kept values
-            P.Format.CSR: 4 * z + 8 * z + 8 * (r + 1),  # torch: int64 col and crow indices
-            P.Format.TWO_FOUR: 2 * n + -(-n // 8),    # n/2 values + 2 bits for each
-            }[fmt]
+    return {
+        P.Format.DENSE: 4 * n,
+        P.Format.COO: 8 * z,  # 4-byte value + 4-byte flat index
+        P.Format.BITMASK: -(-n // 8) + 4 * z,  # 1 bit per element + kept values
+        P.Format.CSR: 4 * z + 8 * z + 8 * (r + 1),  # torch: int64 col and crow indices
+        P.Format.TWO_FOUR: 2 * n + -(-n // 8),  # n/2 values + 2 bits for each
+    }[fmt]
 
 
-def check_storage(dense: torch.Tensor, fmt: P.Format, to_stored=P.to_stored,
-                  from_stored=P.from_stored) -> None:
+def check_storage(
+    dense: torch.Tensor, fmt: P.Format, to_stored=P.to_stored, from_stored=P.from_stored
+) -> None:
     """Bit-exact round trip and the closed-form byte count."""
     stored = to_stored(dense, fmt)
     back = from_stored(stored)
@@ -83,22 +85,26 @@ def two_four_pruned(dense: torch.Tensor) -> torch.Tensor:
 def test_global_magnitude_removes_exactly_round_s_n_even_with_heavy_ties(weights, s):
     """Values from {-2, 0, 2}: a threshold would remove a whole tie class; the
     stable ranking removes exactly round(s * N), the smallest |w| first."""
-    check_pruner(P.global_magnitude_masks, scope=Scope.GLOBAL, cases={"drawn": weights},
-                 sparsities=[s]).raise_for_failures()
+    check_pruner(
+        P.global_magnitude_masks, scope=Scope.GLOBAL, cases={"drawn": weights}, sparsities=[s]
+    ).raise_for_failures()
 
 
 @given(weight_dicts(tied_values), sparsities)
 def test_layer_magnitude_removes_exactly_round_s_n_from_each_matrix(weights, s):
-    check_pruner(P.layer_magnitude_masks, scope=Scope.PER_LAYER, cases={"drawn": weights},
-                 sparsities=[s]).raise_for_failures()
+    check_pruner(
+        P.layer_magnitude_masks, scope=Scope.PER_LAYER, cases={"drawn": weights}, sparsities=[s]
+    ).raise_for_failures()
 
 
 @given(weight_dicts(), sparsities, st.integers(0, 2**31 - 1))
 def test_random_removes_exactly_round_s_n_and_replays_from_the_seed(weights, s, seed):
     def seeded(w, sparsity):
         return P.random_masks(w, sparsity, torch.Generator().manual_seed(seed))
-    check_pruner(seeded, scope=Scope.GLOBAL, magnitude=False, cases={"drawn": weights},
-                 sparsities=[s]).raise_for_failures()
+
+    check_pruner(
+        seeded, scope=Scope.GLOBAL, magnitude=False, cases={"drawn": weights}, sparsities=[s]
+    ).raise_for_failures()
     masks = seeded(weights, s)
     again = P.random_masks(weights, s, torch.Generator().manual_seed(seed))
     assert all(torch.equal(masks[n], again[n]) for n in masks)
@@ -108,13 +114,18 @@ def test_random_removes_exactly_round_s_n_and_replays_from_the_seed(weights, s, 
 def test_magnitude_masks_are_nested_across_sparsities(weights, s1, s2):
     """The zeros at the smaller sparsity are among those at the larger, for
     global and per-layer magnitude (random with one seed too)."""
+
     def seeded(w, sparsity):
         return P.random_masks(w, sparsity, torch.Generator().manual_seed(7))
-    for prune, scope, magnitude in [(P.global_magnitude_masks, Scope.GLOBAL, True),
-                                    (P.layer_magnitude_masks, Scope.PER_LAYER, True),
-                                    (seeded, Scope.GLOBAL, False)]:
-        check_pruner(prune, scope=scope, magnitude=magnitude, cases={"drawn": weights},
-                     sparsities=[s1, s2]).raise_for_failures()
+
+    for prune, scope, magnitude in [
+        (P.global_magnitude_masks, Scope.GLOBAL, True),
+        (P.layer_magnitude_masks, Scope.PER_LAYER, True),
+        (seeded, Scope.GLOBAL, False),
+    ]:
+        check_pruner(
+            prune, scope=scope, magnitude=magnitude, cases={"drawn": weights}, sparsities=[s1, s2]
+        ).raise_for_failures()
 
 
 def test_global_pruning_keeps_total_sparsity_while_per_layer_sparsity_varies():
@@ -122,8 +133,10 @@ def test_global_pruning_keeps_total_sparsity_while_per_layer_sparsity_varies():
     small-scale matrix (per-matrix 100% / 0%), total exactly 50%; per-layer
     takes 50% of each."""
     g = torch.Generator().manual_seed(0)
-    weights = {"small": torch.rand(4, 8, generator=g) + 0.5,
-               "large": 100 * (torch.rand(4, 8, generator=g) + 0.5)}
+    weights = {
+        "small": torch.rand(4, 8, generator=g) + 0.5,
+        "large": 100 * (torch.rand(4, 8, generator=g) + 0.5),
+    }
     glob = P.global_magnitude_masks(weights, 0.5)
     assert P.sparsity_of(glob) == 0.5
     assert P.sparsity_of({"s": glob["small"]}) == 1.0 and P.sparsity_of({"l": glob["large"]}) == 0.0
@@ -140,8 +153,9 @@ def test_magnitude_masks_agree_with_torch_nn_utils_prune_without_ties(weights, s
         m = torch.nn.Module()
         m.weight = torch.nn.Parameter(w.clone())
         modules.append(m)
-    torch_prune.global_unstructured([(m, "weight") for m in modules],
-                                    pruning_method=torch_prune.L1Unstructured, amount=s)
+    torch_prune.global_unstructured(
+        [(m, "weight") for m in modules], pruning_method=torch_prune.L1Unstructured, amount=s
+    )
     ours = P.global_magnitude_masks(weights, s)
     for m, name in zip(modules, weights, strict=True):
         assert torch.equal(m.weight_mask.bool(), ours[name]), name
@@ -154,9 +168,13 @@ def test_magnitude_masks_agree_with_torch_nn_utils_prune_without_ties(weights, s
 
 
 @pytest.mark.claim("X5")
-@given(st.dictionaries(st.sampled_from(["a", "b"]),
-                       weight_matrix(st.one_of(tied_values, st.floats(-3, 3, width=32)),
-                                     col_multiple=4), min_size=1))
+@given(
+    st.dictionaries(
+        st.sampled_from(["a", "b"]),
+        weight_matrix(st.one_of(tied_values, st.floats(-3, 3, width=32)), col_multiple=4),
+        min_size=1,
+    )
+)
 def test_two_four_keeps_exactly_the_two_largest_of_every_group(weights):
     masks = P.two_four_masks(weights)
     check_two_four(weights, masks)
@@ -273,10 +291,12 @@ def test_bytes_per_element_formula_is_to_stored_count_for_dense_and_two_four():
     dense = torch.arange(1.0, 1 + 512 * 128).view(512, 128)
     two_four = dense * torch.tensor([0.0, 1.0, 0.0, 1.0]).repeat(32)
     n = dense.numel()
-    assert Fraction(P.to_stored(dense, P.Format.DENSE).nbytes, n) == \
-        P.bytes_per_element_formula(P.Format.DENSE, 0.0)
-    assert Fraction(P.to_stored(two_four, P.Format.TWO_FOUR).nbytes, n) == \
-        P.bytes_per_element_formula(P.Format.TWO_FOUR, Fraction(1, 2))
+    assert Fraction(P.to_stored(dense, P.Format.DENSE).nbytes, n) == P.bytes_per_element_formula(
+        P.Format.DENSE, 0.0
+    )
+    assert Fraction(P.to_stored(two_four, P.Format.TWO_FOUR).nbytes, n) == P.bytes_per_element_formula(
+        P.Format.TWO_FOUR, Fraction(1, 2)
+    )
     with pytest.raises(ValueError, match="fmt"):
         P.bytes_per_element_formula(P.Format.CSR, 0.5)
     with pytest.raises(ValueError, match="sparsity"):
@@ -301,8 +321,9 @@ def test_storage_check_catches_a_bitmask_forgetting_the_values():
     dense = torch.tensor([[0.0, 1.5, 0.0, -2.0]])
     check_storage(dense, P.Format.BITMASK)
     with pytest.raises(AssertionError):
-        check_storage(dense, P.Format.BITMASK, to_stored=bitmask_without_values,
-                      from_stored=from_bitmask_as_ones)
+        check_storage(
+            dense, P.Format.BITMASK, to_stored=bitmask_without_values, from_stored=from_bitmask_as_ones
+        )
 
 
 def test_matching_sparsity_is_the_first_grid_point_reaching_the_target():
@@ -317,8 +338,7 @@ def test_matching_sparsity_is_the_first_grid_point_reaching_the_target():
 
 def test_first_sparsity_above_needs_the_level_exceeded():
     """'Above' is strict: a row equal to the level does not count."""
-    rows = [{"sparsity": 0.1, "loss": 2.0}, {"sparsity": 0.3, "loss": 2.5},
-            {"sparsity": 0.5, "loss": 3.0}]
+    rows = [{"sparsity": 0.1, "loss": 2.0}, {"sparsity": 0.3, "loss": 2.5}, {"sparsity": 0.5, "loss": 3.0}]
     assert EP.first_sparsity_above(rows, "loss", 2.0) == 0.3
     assert EP.first_sparsity_above(rows, "loss", 1.9) == 0.1
     assert EP.first_sparsity_above(rows, "loss", 3.0) is None
@@ -349,8 +369,7 @@ def test_global_ties_at_the_threshold_go_in_matrix_then_position_order():
     """Magnitudes 1 (four times, signs mixed) straddle the cut: removing 3 of
     8 takes the 0.5 and then the first two 1s in (matrix order, flat
     position) order, the documented rule; -1 and 1 are equal magnitudes."""
-    weights = {"a": torch.tensor([[2.0, -1.0], [1.0, 3.0]]),
-               "b": torch.tensor([[1.0, 0.5], [-1.0, 4.0]])}
+    weights = {"a": torch.tensor([[2.0, -1.0], [1.0, 3.0]]), "b": torch.tensor([[1.0, 0.5], [-1.0, 4.0]])}
     masks = P.global_magnitude_masks(weights, 3 / 8)
     assert masks["a"].tolist() == [[True, False], [False, True]]
     assert masks["b"].tolist() == [[True, False], [True, True]]
@@ -376,15 +395,18 @@ def test_two_four_ties_remove_the_earlier_position_first():
 # --- counts at exactly .5 --------------------------------------------------------------
 
 
-@pytest.mark.parametrize("sparsity, n, expected", [
-    (0.5, 5, 2),    # 2.5 -> 2 (half to even), not 3
-    (0.5, 7, 4),    # 3.5 -> 4
-    (0.25, 10, 2),  # 2.5 -> 2
-    (0.75, 10, 8),  # 7.5 -> 8
-    (0.5, 1, 0),    # 0.5 -> 0
-    (0.5, 3, 2),    # 1.5 -> 2
-    (0.125, 20, 2), # 2.5 -> 2
-])
+@pytest.mark.parametrize(
+    "sparsity, n, expected",
+    [
+        (0.5, 5, 2),  # 2.5 -> 2 (half to even), not 3
+        (0.5, 7, 4),  # 3.5 -> 4
+        (0.25, 10, 2),  # 2.5 -> 2
+        (0.75, 10, 8),  # 7.5 -> 8
+        (0.5, 1, 0),  # 0.5 -> 0
+        (0.5, 3, 2),  # 1.5 -> 2
+        (0.125, 20, 2),  # 2.5 -> 2
+    ],
+)
 def test_n_removed_rounds_half_to_even_as_torch_prune(sparsity, n, expected):
     """aftertrain's documented rule is round(s * n), half to even, the number
     torch.nn.utils.prune computes (its _compute_nparams_toprune); on products
@@ -409,5 +431,3 @@ def test_masks_remove_the_same_count_and_positions_as_torch_l1_unstructured(spar
 
 
 # --- quantization: values exactly on the rounding grid ----------------------------------
-
-

@@ -42,8 +42,9 @@ def test_quantizer_passes_the_kit_on_arbitrary_matrices(w, bits, g):
     [-qmax, qmax] (2 bits is ternary); the largest magnitude maps to +-qmax;
     0 -> 0 and signs kept; q(-w) = -q(w); re-quantizing w_hat gives the same
     codes; error <= scale/2 (1 + 8 qmax 2**-24) + 2**-149; no NaN."""
-    check_quantizer(reference_quantizer, bits=[bits], granularities=[g],
-                    cases={"drawn": w}).raise_for_failures()
+    check_quantizer(
+        reference_quantizer, bits=[bits], granularities=[g], cases={"drawn": w}
+    ).raise_for_failures()
 
 
 @pytest.mark.claim("Q1")
@@ -51,8 +52,9 @@ def test_quantizer_passes_the_kit_on_arbitrary_matrices(w, bits, g):
 def test_quantizer_passes_the_kit_at_exact_ties(data, bits, g):
     """The same guarantees where every w/scale but the largest is an exact
     half-integer (round half to even decides every code)."""
-    check_quantizer(reference_quantizer, bits=[bits], granularities=[g],
-                    cases={"ties": data.draw(tie_matrices(bits))}).raise_for_failures()
+    check_quantizer(
+        reference_quantizer, bits=[bits], granularities=[g], cases={"ties": data.draw(tie_matrices(bits))}
+    ).raise_for_failures()
 
 
 @pytest.mark.claim("Q1")
@@ -92,8 +94,7 @@ def test_pack_then_unpack_is_the_identity(data, bits):
     unpack(pack(q)) == q, in ceil(n * bits / 8) bytes."""
     lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
     shape = data.draw(st.tuples(st.integers(1, 9), st.integers(1, 9)))
-    values = data.draw(st.lists(st.integers(lo, hi), min_size=math.prod(shape),
-                                max_size=math.prod(shape)))
+    values = data.draw(st.lists(st.integers(lo, hi), min_size=math.prod(shape), max_size=math.prod(shape)))
     q = torch.tensor(values, dtype=torch.int8).reshape(shape)
     packed = Q.pack_codes(q, bits)
     assert packed.dtype == torch.uint8 and packed.numel() == math.ceil(q.numel() * bits / 8)
@@ -147,9 +148,7 @@ def torch_fake_quantize(w: torch.Tensor, s: torch.Tensor, bits: int, g: Granular
 
 @pytest.mark.claim("Q1")
 @given(data=st.data(), bits=quant_bits, g=granularities)
-def test_fake_quantize_agrees_with_pytorch_except_where_division_and_reciprocal_round_apart(
-    data, bits, g
-):
+def test_fake_quantize_agrees_with_pytorch_except_where_division_and_reciprocal_round_apart(data, bits, g):
     """PyTorch's CPU kernels compute round(w * (1/scale)) with a float32
     reciprocal; the article divides. At the same scale the two agree bit for
     bit at every element except those where fl(w/s) and fl(w * fl(1/s))
@@ -179,8 +178,7 @@ def check_agrees_with_pytorch(w, bits, g, quantizer=reference_quantizer) -> int:
 
 
 @pytest.mark.claim("Q1")
-def test_fake_quantize_equals_pytorch_on_reference_weights_but_for_exact_ties(aftertrain_model,
-                                                                              claim_record):
+def test_fake_quantize_equals_pytorch_on_reference_weights_but_for_exact_ties(aftertrain_model, claim_record):
     """On the 15 weights of the reference model, every width 2..8 and both
     granularities: torch.fake_quantize_per_{tensor,channel}_affine at our
     scale gives the same bits except at elements where w / scale is an exact
@@ -197,9 +195,12 @@ def test_fake_quantize_equals_pytorch_on_reference_weights_but_for_exact_ties(af
             for g in Granularity:
                 apart += check_agrees_with_pytorch(p.detach(), bits, g)
                 total += p.numel()
-    claim_record.measured("{apart} of {total} element-quantizations differ from PyTorch's "
-                          "(division vs reciprocal at exact ties), each by one step",
-                          apart=apart, total=total)
+    claim_record.measured(
+        "{apart} of {total} element-quantizations differ from PyTorch's "
+        "(division vs reciprocal at exact ties), each by one step",
+        apart=apart,
+        total=total,
+    )
     assert total == 631_808 * 7 * 2  # the 15 weights' elements, 7 widths, 2 granularities
     assert apart < total * TOL.TORCH_TIE_FRACTION
 
@@ -257,8 +258,9 @@ def test_compounding_excess_is_all_at_once_minus_the_sum():
     """Q8's figures from hand numbers: penalties 0.1 and 0.2 sum to 0.3; all
     at once 0.5, so the excess is +0.2 (positive: the errors compound)."""
     c = EQ.compounding([EQ.SensitivityRow("a", 1.1, 0.1), EQ.SensitivityRow("b", 1.2, 0.2)], 0.5)
-    assert c.to_record() == pytest.approx({"sum_of_penalties": 0.3, "all_at_once": 0.5, "excess": 0.2},
-                                          abs=1e-15)
+    assert c.to_record() == pytest.approx(
+        {"sum_of_penalties": 0.3, "all_at_once": 0.5, "excess": 0.2}, abs=1e-15
+    )
 
 
 def test_reconstruction_figures_of_a_hand_quantized_row():
@@ -295,4 +297,3 @@ def test_per_channel_half_steps_use_each_rows_scale():
     codes, scale = Q.quantize_codes(w, 8, Q.Granularity.PER_CHANNEL)
     assert scale.flatten().tolist() == [1.0, 2.0]
     assert codes.tolist() == [[127, 0, 2, 2], [127, 0, 2, 2]]
-

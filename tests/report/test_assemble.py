@@ -34,19 +34,40 @@ from tests.common.inner_runs import outside_any_run
 pytest_plugins = ["pytester"]
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-PLOTS = ("quant_bits", "quant_sensitivity", "prune_sparsity", "prune_bytes", "spec_acceptance",
-         "spec_speedup")
+PLOTS = (
+    "quant_bits",
+    "quant_sensitivity",
+    "prune_sparsity",
+    "prune_bytes",
+    "spec_acceptance",
+    "spec_speedup",
+)
 TABLE_TITLES = (
-    "Validation loss of the baselines", "Cached decoding against full recomputation",
-    "Validation loss by bit width", "Storage of int8", "2 bits on blocks.0.f1",
-    "One matrix at a time at 4 bits", "Penalties compound", "Same seed, float32 against int8",
-    "No outlier channels", "Fake-quantized forward against float32", "Dynamic int8 Linear",
-    "Validation loss by sparsity", "Random pruning", "Global-magnitude sparsity with the loss",
-    "Bytes per element", "At equal size", "Dense (128x128)@(128x512) with zeros",
-    "CSR sparse matmul against dense", "2:4 structured pruning",
-    "TV distance of 20,000 first characters", "Acceptance follows draft quality",
-    "Acceptance at k=8 predicted from k=1", "Cost c of one draft character",
-    "Verification pass over k+1 positions", "Speedup over plain cached decoding",
+    "Validation loss of the baselines",
+    "Cached decoding against full recomputation",
+    "Validation loss by bit width",
+    "Storage of int8",
+    "2 bits on blocks.0.f1",
+    "One matrix at a time at 4 bits",
+    "Penalties compound",
+    "Same seed, float32 against int8",
+    "No outlier channels",
+    "Fake-quantized forward against float32",
+    "Dynamic int8 Linear",
+    "Validation loss by sparsity",
+    "Random pruning",
+    "Global-magnitude sparsity with the loss",
+    "Bytes per element",
+    "At equal size",
+    "Dense (128x128)@(128x512) with zeros",
+    "CSR sparse matmul against dense",
+    "2:4 structured pruning",
+    "TV distance of 20,000 first characters",
+    "Acceptance follows draft quality",
+    "Acceptance at k=8 predicted from k=1",
+    "Cost c of one draft character",
+    "Verification pass over k+1 positions",
+    "Speedup over plain cached decoding",
 )
 
 
@@ -173,21 +194,29 @@ def test_update_readme_rewrites_only_the_table_between_its_markers(tmp_path, com
 
 def test_report_writes_an_ignored_folder_by_default(built):
     assert (built / "report.md").is_file()
-    probe = subprocess.run(["git", "check-ignore", "-q", str(R.DEFAULT_OUT / "report.md")],
-                           cwd=ROOT, capture_output=True)
+    probe = subprocess.run(
+        ["git", "check-ignore", "-q", str(R.DEFAULT_OUT / "report.md")], cwd=ROOT, capture_output=True
+    )
     if probe.returncode == 128:
         pytest.skip("not a git checkout")
     assert probe.returncode == 0, f"{R.DEFAULT_OUT} is not ignored by .gitignore"
 
 
-def test_update_committed_writes_report_ledger_and_readme_of_the_checkout(tmp_path, committed,
-                                                                         no_png):
+def test_update_committed_writes_report_ledger_and_readme_of_the_checkout(tmp_path, committed, no_png):
     checkout = tmp_path / "checkout"
     (checkout / "tests").mkdir(parents=True)
     (checkout / "pyproject.toml").write_text("")
     (checkout / "README.md").write_text(f"intro\n{R.README_BEGIN}\nold\n{R.README_END}\n")
-    status = main(["report", "--update-committed", "--checkout", str(checkout),
-                   "--claims-json", str(COMMITTED / "claims.json")])
+    status = main(
+        [
+            "report",
+            "--update-committed",
+            "--checkout",
+            str(checkout),
+            "--claims-json",
+            str(COMMITTED / "claims.json"),
+        ]
+    )
     assert status == 0
     assert (checkout / "report" / "report.md").is_file()
     assert json.loads((checkout / "report" / "claims.json").read_text()) == committed_data()
@@ -205,18 +234,28 @@ def test_each_figure_once_per_cell(committed):
         assert figures_once([cell]) == cell, cid
     # S6's figures are timings and move on every run: its first cell item's
     # label stands once (the list used to be repeated whole)
-    once = {"Q4": "2 bits: per-tensor 4.0414", "Q5": "bigram 2.5365", "Q6": "4.0414",
-            "Q7": "head.weight +0.0108", "S4": "0.985", "S6": "bigram k=2:"}
+    once = {
+        "Q4": "2 bits: per-tensor 4.0414",
+        "Q5": "bigram 2.5365",
+        "Q6": "4.0414",
+        "Q7": "head.weight +0.0108",
+        "S4": "0.985",
+        "S6": "bigram k=2:",
+    }
     for cid, text in once.items():
         assert R.document.ours_cell(committed, cid).count(text) == 1, cid
     assert R.document.ours_cell(committed, "S4").count("8.33") == 1
 
 
 def test_figures_once_drops_repeats_and_keeps_distinct_figures():
-    assert figures_once(["2 bits: a 4.0414, b 3.9503", "2 bits: a 4.0414, b 3.9503; z 98.6%"]) \
+    assert (
+        figures_once(["2 bits: a 4.0414, b 3.9503", "2 bits: a 4.0414, b 3.9503; z 98.6%"])
         == "2 bits: a 4.0414, b 3.9503; z 98.6%"
-    assert figures_once(["8-bit k=1: acc 1.000", "8-bit: k=1 1.000, k=2 0.985"]) \
+    )
+    assert (
+        figures_once(["8-bit k=1: acc 1.000", "8-bit: k=1 1.000, k=2 0.985"])
         == "8-bit k=1: acc 1.000; 8-bit: k=2 0.985"
+    )
     # two short figures that agree by chance are both kept
     assert figures_once(["a 0.79 (0.79~0.80)", "b 0.79"]) == "a 0.79 (0.79~0.80); b 0.79"
     assert figures_once(["x 2.125 B, bitmask 2.125"]) == "x 2.125 B, bitmask 2.125"
@@ -233,7 +272,8 @@ def test_not_reproduced_bullets_quote_only_this_runs_figures(doc, committed):
     known |= {f for c in CLAIMS.values() for f in figures(c.article)}
     bullets = [line for line in text.splitlines() if line.startswith("- **")]
     assert {b.split("**")[1] for b in bullets} == {
-        c for c in CLAIMS if committed.verdict(c) == "does not reproduce"}
+        c for c in CLAIMS if committed.verdict(c) == "does not reproduce"
+    }
     for b in bullets:
         assert set(figures(b)) <= known, b
     s6 = next(b for b in bullets if b.startswith("- **S6**"))
@@ -286,25 +326,41 @@ def test_q9_shows_both_texts_around_the_parting_point(doc, committed):
     assert f32[col] == q9["float32"][p].replace("\n", "⏎")
     assert i8[col] == q9["quantized"][p].replace("\n", "⏎")
     assert f32[col] != i8[col] and f32[:col] == i8[:col].replace("int8:   ", "float32:")
-    assert q9["float32"][p - 20:p + 20].replace("\n", "⏎") in f32
-    assert q9["quantized"][p - 20:p + 20].replace("\n", "⏎") in i8
+    assert q9["float32"][p - 20 : p + 20].replace("\n", "⏎") in f32
+    assert q9["quantized"][p - 20 : p + 20].replace("\n", "⏎") in i8
 
 
 def test_parting_excerpt_of_texts_that_do_not_part():
     assert "do not part" in parting_excerpt("abc", "abc", None)
 
 
-META = {"date": "2026-11-30T10:00:00+00:00", "commit": "abc123def456", "cpu": "Test CPU 9000",
-        "torch": "2.13.0+cpu", "threads": 2, "load1": 0.42, "model": "reference",
-        "model_sha256": "f" * 64, "quick": False}
+META = {
+    "date": "2026-11-30T10:00:00+00:00",
+    "commit": "abc123def456",
+    "cpu": "Test CPU 9000",
+    "torch": "2.13.0+cpu",
+    "threads": 2,
+    "load1": 0.42,
+    "model": "reference",
+    "model_sha256": "f" * 64,
+    "quick": False,
+}
 
 
 def test_header_shows_the_runs_metadata_from_the_ledger(no_png):
     data = {**committed_data(), "meta": META}
     text = R.render(_ledger(data)).markdown()
     head = text.split(meta.BEGIN, 1)[1].split(meta.END, 1)[0]
-    for value in ("2026-11-30T10:00:00+00:00", "abc123def456", "Test CPU 9000", "2.13.0+cpu",
-                  "2 torch thread(s)", "load 0.42", "full run", "recorded in the ledger"):
+    for value in (
+        "2026-11-30T10:00:00+00:00",
+        "abc123def456",
+        "Test CPU 9000",
+        "2.13.0+cpu",
+        "2 torch thread(s)",
+        "load 0.42",
+        "full run",
+        "recorded in the ledger",
+    ):
         assert value in head, value
     assert "**Quick run**" not in text
 
@@ -313,8 +369,9 @@ def test_quick_label_comes_from_the_runs_own_metadata(no_png):
     quick = R.render(_ledger({**committed_data(), "meta": {**META, "quick": True}})).markdown()
     assert "**Quick run**" in quick and "quick run" in quick
     data = committed_data()
-    unknown = R.render(_ledger({**data, "meta": {k: v for k, v in data.get("meta", {}).items()
-                                                 if k != "quick"}})).markdown()
+    unknown = R.render(
+        _ledger({**data, "meta": {k: v for k, v in data.get("meta", {}).items() if k != "quick"}})
+    ).markdown()
     assert "**Quick run**" not in unknown and "run kind not recorded" in unknown
 
 
@@ -339,8 +396,9 @@ def test_png_bytes_depend_only_on_the_data(built, committed):
 
 
 def _near(xs, ys) -> bool:
-    return len(xs) == len(ys) and all(abs(x - y) <= 1e-9 * max(1, abs(y))
-                                      for x, y in zip(xs, ys, strict=True))
+    return len(xs) == len(ys) and all(
+        abs(x - y) <= 1e-9 * max(1, abs(y)) for x, y in zip(xs, ys, strict=True)
+    )
 
 
 def plot_problems(plots: dict, led: R.LedgerFile) -> list[str]:
@@ -360,20 +418,33 @@ def plot_problems(plots: dict, led: R.LedgerFile) -> list[str]:
     check("quant_bits", "float32 (ours)", "y", [q4["float32"]] * 2)
     check("quant_sensitivity", "ours", "x", [r["penalty"] for r in led.tables[TB.Q7]])
     p1 = led.tables[TB.P1]
-    for key, label in (("global", "global magnitude"), ("layer", "per-layer magnitude"),
-                       ("random", "random")):
+    for key, label in (
+        ("global", "global magnitude"),
+        ("layer", "per-layer magnitude"),
+        ("random", "random"),
+    ):
         check("prune_sparsity", f"{label} (ours)", "x", [100 * r["sparsity"] for r in p1])
         check("prune_sparsity", f"{label} (ours)", "y", [r[key] for r in p1])
     p5 = led.tables[TB.P5]
     check("prune_bytes", "COO measured", "y", [r["coo"] for r in p5])
     check("prune_bytes", "bitmask measured", "y", [r["bitmask"] for r in p5])
-    for table, plot, fields in ((TB.SPEC_ACCEPTANCE, "spec_acceptance",
-                                 (("measured", "y", "acceptance"),
-                                  ("X1 prediction", "y", "predicted_acceptance"))),
-                                (TB.SPEC_SPEEDUP, "spec_speedup",
-                                 (("measured", "y", "speedup"), ("measured", "low", "speedup_min"),
-                                  ("measured", "high", "speedup_max"),
-                                  ("predicted (v_k)", "y", "predicted_vk")))):
+    for table, plot, fields in (
+        (
+            TB.SPEC_ACCEPTANCE,
+            "spec_acceptance",
+            (("measured", "y", "acceptance"), ("X1 prediction", "y", "predicted_acceptance")),
+        ),
+        (
+            TB.SPEC_SPEEDUP,
+            "spec_speedup",
+            (
+                ("measured", "y", "speedup"),
+                ("measured", "low", "speedup_min"),
+                ("measured", "high", "speedup_max"),
+                ("predicted (v_k)", "y", "predicted_vk"),
+            ),
+        ),
+    ):
         rows = led.tables[table]
         for draft in dict.fromkeys(r["draft"] for r in rows):
             rs = sorted((r for r in rows if r["draft"] == draft), key=lambda r: r["k"])
@@ -418,36 +489,69 @@ def test_speedup_plot_reads_at_a_glance(doc):
 def test_table_cells_are_the_ledgers_figures(doc, committed):
     text = doc.markdown()
     q4 = committed.tables[TB.Q4]
-    rows = read_table(text, ["bits", "per-tensor (article)", "per-tensor (ours)",
-                             "per-channel (article)", "per-channel (ours)"])
+    rows = read_table(
+        text,
+        ["bits", "per-tensor (article)", "per-tensor (ours)", "per-channel (article)", "per-channel (ours)"],
+    )
     assert [r[2] for r in rows[1:]] == [fmt(r["per_tensor"]) for r in q4["rows"]]
     assert [r[4] for r in rows[1:]] == [fmt(r["per_channel"]) for r in q4["rows"]]
     assert rows[0][2] == fmt(q4["float32"])
     s6 = committed.tables[TB.SPEC_SPEEDUP]
-    rows = read_table(text, ["draft", "k", "article", "ours", "article's prediction",
-                             "ours: (chars/pass)/(1+kc)", "ours: (chars/pass)/(v_k+kc)",
-                             "ours: share (measured / (v_k+kc))", "ours: c, v_k used"])
+    rows = read_table(
+        text,
+        [
+            "draft",
+            "k",
+            "article",
+            "ours",
+            "article's prediction",
+            "ours: (chars/pass)/(1+kc)",
+            "ours: (chars/pass)/(v_k+kc)",
+            "ours: share (measured / (v_k+kc))",
+            "ours: c, v_k used",
+        ],
+    )
     assert [(r[0], int(r[1]), r[3], r[6]) for r in rows] == [
-        (r["draft"], r["k"], f"{r['speedup']:.2f} [{r['speedup_min']:.2f}, {r['speedup_max']:.2f}]"
-         + ("" if r["speedup_min"] > 1 or r["speedup_max"] < 1 else " (undecided)"),
-         f"{r['predicted_vk']:.2f}") for r in s6]
+        (
+            r["draft"],
+            r["k"],
+            f"{r['speedup']:.2f} [{r['speedup_min']:.2f}, {r['speedup_max']:.2f}]"
+            + ("" if r["speedup_min"] > 1 or r["speedup_max"] < 1 else " (undecided)"),
+            f"{r['predicted_vk']:.2f}",
+        )
+        for r in s6
+    ]
     s4 = committed.tables[TB.SPEC_ACCEPTANCE]
-    rows = read_table(text, ["draft", "k", "acceptance (article)", "acceptance (ours)",
-                             "X1 prediction from k=1 (ours)", "chars/pass (article)",
-                             "chars/pass (ours)", "target passes (article)", "target passes (ours)"])
+    rows = read_table(
+        text,
+        [
+            "draft",
+            "k",
+            "acceptance (article)",
+            "acceptance (ours)",
+            "X1 prediction from k=1 (ours)",
+            "chars/pass (article)",
+            "chars/pass (ours)",
+            "target passes (article)",
+            "target passes (ours)",
+        ],
+    )
     assert [(r[0], int(r[1]), r[3], r[6], int(r[8])) for r in rows] == [
-        (r["draft"], r["k"], f"{r['acceptance']:.3f}", f"{r['chars_per_pass']:.2f}",
-         r["target_passes"]) for r in s4]
+        (r["draft"], r["k"], f"{r['acceptance']:.3f}", f"{r['chars_per_pass']:.2f}", r["target_passes"])
+        for r in s4
+    ]
     p1 = committed.tables[TB.P1]
-    rows = read_table(text, ["sparsity", "global (article / ours)", "per-layer (article / ours)",
-                             "random (article / ours)"])
+    rows = read_table(
+        text, ["sparsity", "global (article / ours)", "per-layer (article / ours)", "random (article / ours)"]
+    )
     assert [[c.split(" / ")[1] for c in r[1:]] for r in rows] == [
-        [fmt(r["global"]), fmt(r["layer"]), fmt(r["random"])] for r in p1]
+        [fmt(r["global"]), fmt(r["layer"]), fmt(r["random"])] for r in p1
+    ]
 
 
 # --- end to end: a claim made to fail ---------------------------------------------------
 
-FAILING = '''
+FAILING = """
 import pytest
 
 @pytest.mark.claim("Q2")
@@ -458,12 +562,12 @@ def test_int8_loss_within_0p01_of_float32(claim_record):
 @pytest.mark.claim("P7")
 def test_zeros_do_not_speed_up_a_dense_matmul():
     pass
-'''
+"""
 
 
-def test_a_claim_made_to_fail_shows_as_broken_in_report_and_exit_status(pytester, tmp_path,
-                                                                        capsys, monkeypatch,
-                                                                        no_png):
+def test_a_claim_made_to_fail_shows_as_broken_in_report_and_exit_status(
+    pytester, tmp_path, capsys, monkeypatch, no_png
+):
     """Through the ledger: a pytest run whose Q2 test fails writes a ledger;
     the report built from it marks Q2 BROKEN, lists it with its reason, and
     exits with status 1."""

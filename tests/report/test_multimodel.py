@@ -66,8 +66,7 @@ def doc(ledgers):
 
 def test_claims_table_has_a_figure_and_verdict_column_per_model(doc, ledgers):
     header = MM.claims_header(["reference", "article"])
-    assert header[3:] == ["ours (reference)", "verdict (reference)", "ours (article)",
-                          "verdict (article)"]
+    assert header[3:] == ["ours (reference)", "verdict (reference)", "ours (article)", "verdict (article)"]
     rows = {r[0]: r for r in read_table(doc.markdown(), header)}
     # each verdict first, what ran beside the claim after "; " (issue 35)
     assert rows["Q5"][4].split("; ")[0] == "**does not reproduce**"
@@ -79,13 +78,27 @@ def test_flip_section_says_which_claims_reproduce_on_the_article_model(doc):
     md = doc.markdown()
     assert f"## {MM.FLIP_TITLE}" in md
     flip = md.split(f"## {MM.FLIP_TITLE}", 1)[1]
-    rows = {r[0]: r for r in read_table(flip, ["ID", "claim", "article", "ours (reference)",
-                                               "ours (article)", "verdict (article)", "reproduces"])}
+    rows = {
+        r[0]: r
+        for r in read_table(
+            flip,
+            [
+                "ID",
+                "claim",
+                "article",
+                "ours (reference)",
+                "ours (article)",
+                "verdict (article)",
+                "reproduces",
+            ],
+        )
+    }
     assert rows["Q5"][-1] == "**yes**" and "art-q5 2.9000" in rows["Q5"][4]
     assert rows["Q6"][-1] == "no" and "ref-q6 1.1111" in rows["Q6"][3]
     assert "Q4" not in rows  # it holds on the reference
-    lost = read_table(flip, ["ID", "claim", "article", "ours (reference)", "ours (article)",
-                             "verdict (article)"])
+    lost = read_table(
+        flip, ["ID", "claim", "article", "ours (reference)", "ours (article)", "verdict (article)"]
+    )
     assert [r[0] for r in lost] == ["Q4"] and "art-q4 3.3333" in lost[0][4]
 
 
@@ -115,10 +128,13 @@ def test_single_model_report_has_no_multimodel_section(ledgers, no_png):
 
 def test_model_label_from_meta_path_or_file():
     base = {"format": 2, "claims": []}
-    assert MM.model_label(R.LedgerFile.from_json({**base, "meta": {"model": "article"}},
-                                                 "x.json")) == "article"
-    assert MM.model_label(R.LedgerFile.from_json({**base, "meta": {"model": "/tmp/my_run.pt"}},
-                                             "x.json")) == "my_run"
+    assert (
+        MM.model_label(R.LedgerFile.from_json({**base, "meta": {"model": "article"}}, "x.json")) == "article"
+    )
+    assert (
+        MM.model_label(R.LedgerFile.from_json({**base, "meta": {"model": "/tmp/my_run.pt"}}, "x.json"))
+        == "my_run"
+    )
     assert MM.model_label(R.LedgerFile.from_json(base, "out/claims-sweep-250.json")) == "sweep-250"
     assert MM.model_label(R.LedgerFile.from_json(base, "report/claims.json")) == "reference"
 
@@ -147,22 +163,31 @@ def test_cli_reads_several_ledgers_and_exits_zero(tmp_path, ledgers):
     (tmp_path / "a.json").write_text(json.dumps(art))
     out = tmp_path / "out"
     with png_only_for("models_quant_bits"):  # the PNG read below; the others' bytes: test_assemble
-        assert main(["report", "--claims-json", f"{tmp_path / 'r.json'},{tmp_path / 'a.json'}",
-                     "--out", str(out)]) == 0
+        assert (
+            main(
+                ["report", "--claims-json", f"{tmp_path / 'r.json'},{tmp_path / 'a.json'}", "--out", str(out)]
+            )
+            == 0
+        )
     md = (out / "report.md").read_text()
     assert "verdict (article)" in md and MM.FLIP_TITLE in md
     assert (out / "models_quant_bits.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["report", "--models", "no-such-model", "--out", "{tmp}/o"], "--models"),
-    (["report", "--models", "article", "--claims-json", "{ledger}", "--out", "{tmp}/o"], "--models"),
-    (["report", "--claims-json", "{ledger},{ledger}", "--out", "{tmp}/o"], "same model"),
-    (["report", "--claims-json", "{ledger}", "--sweep", "{tmp}/missing.json", "--out", "{tmp}/o"],
-     "sweep file"),
-    (["sweep", "--models", "no-such-model", "--out", "{tmp}/o"], "--models"),
-    (["sweep", "--models", "article,article", "--out", "{tmp}/o"], "twice"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["report", "--models", "no-such-model", "--out", "{tmp}/o"], "--models"),
+        (["report", "--models", "article", "--claims-json", "{ledger}", "--out", "{tmp}/o"], "--models"),
+        (["report", "--claims-json", "{ledger},{ledger}", "--out", "{tmp}/o"], "same model"),
+        (
+            ["report", "--claims-json", "{ledger}", "--sweep", "{tmp}/missing.json", "--out", "{tmp}/o"],
+            "sweep file",
+        ),
+        (["sweep", "--models", "no-such-model", "--out", "{tmp}/o"], "--models"),
+        (["sweep", "--models", "article,article", "--out", "{tmp}/o"], "twice"),
+    ],
+)
 def test_cli_model_options_refuse_bad_input_in_one_line(tmp_path, capsys, argv, message):
     fill = {"tmp": str(tmp_path), "ledger": str(COMMITTED / "claims.json")}
     assert main([a.format(**fill) for a in argv]) == 2
@@ -174,18 +199,35 @@ def test_cli_model_options_refuse_bad_input_in_one_line(tmp_path, capsys, argv, 
 
 
 def _point(model: str, loss: float, q6: float, ratio: float) -> ESW.SweepPoint:
-    fig = {"val_loss": loss, "bigram": 2.6,
-           "q4": [{"bits": b, "per_tensor": loss + 0.1 * (9 - b), "per_channel": loss + 0.05 * (9 - b)}
-                  for b in (8, 6, 4, 3)]
-           + [{"bits": 2, "per_tensor": 5.0, "per_channel": 5.0 + q6}],
-           "q7": [{"name": "tok.weight", "loss": loss + 0.1 * ratio, "penalty": 0.1 * ratio},
-                  {"name": "pos.weight", "loss": loss + 0.2, "penalty": 0.2},
-                  {"name": "blocks.0.f1.weight", "loss": loss + 0.1, "penalty": 0.1}],
-           "p1": [{"sparsity": 0.3, "global": loss + 0.1, "layer": loss + 0.2, "random": 4.0}],
-           "p2": [{"sparsity": 0.05, "mean": 3.0, "std": 0.1, "min": 2.9, "max": 3.1}],
-           "s4": [{"draft": d, "k": k, "drafted": 100, "accepted": round(100 * a), "target_passes": 50,
-                   "acceptance": a, "chars_per_pass": 2.0, "predicted_acceptance": a} for d, k, a in
-                  (("bigram", 1, 0.3), ("bigram", 8, 0.1), ("8-bit", 1, 0.9), ("8-bit", 8, 0.7))]}
+    fig = {
+        "val_loss": loss,
+        "bigram": 2.6,
+        "q4": [
+            {"bits": b, "per_tensor": loss + 0.1 * (9 - b), "per_channel": loss + 0.05 * (9 - b)}
+            for b in (8, 6, 4, 3)
+        ]
+        + [{"bits": 2, "per_tensor": 5.0, "per_channel": 5.0 + q6}],
+        "q7": [
+            {"name": "tok.weight", "loss": loss + 0.1 * ratio, "penalty": 0.1 * ratio},
+            {"name": "pos.weight", "loss": loss + 0.2, "penalty": 0.2},
+            {"name": "blocks.0.f1.weight", "loss": loss + 0.1, "penalty": 0.1},
+        ],
+        "p1": [{"sparsity": 0.3, "global": loss + 0.1, "layer": loss + 0.2, "random": 4.0}],
+        "p2": [{"sparsity": 0.05, "mean": 3.0, "std": 0.1, "min": 2.9, "max": 3.1}],
+        "s4": [
+            {
+                "draft": d,
+                "k": k,
+                "drafted": 100,
+                "accepted": round(100 * a),
+                "target_passes": 50,
+                "acceptance": a,
+                "chars_per_pass": 2.0,
+                "predicted_acceptance": a,
+            }
+            for d, k, a in (("bigram", 1, 0.3), ("bigram", 8, 0.1), ("8-bit", 1, 0.9), ("8-bit", 8, 0.7))
+        ],
+    }
     return ESW.sweep_point(model, ESW.KeyFigures.from_record(fig), "measured")
 
 
@@ -220,10 +262,14 @@ def test_report_renders_the_sweep_file_of_its_output_folder(tmp_path):
     assert (out / "sweep_loss_margins.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.mark.parametrize("content, message", [
-    ("not json", "cannot be read"), ('{"version": 99, "points": []}', "version"),
-    ('{"version": 1, "points": [{"model": "x"}]}', "malformed point"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("not json", "cannot be read"),
+        ('{"version": 99, "points": []}', "version"),
+        ('{"version": 1, "points": [{"model": "x"}]}', "malformed point"),
+    ],
+)
 def test_read_sweep_refuses_a_bad_file(tmp_path, content, message):
     path = tmp_path / "sweep.json"
     path.write_text(content)
@@ -233,8 +279,9 @@ def test_read_sweep_refuses_a_bad_file(tmp_path, content, message):
 
 @pytest.mark.parametrize("jobs", [None, 1, 2])  # None: the default, one model at a time
 @pytest.mark.parametrize("status, expected", [(0, 0), (1, 1)])
-def test_report_runs_each_model_and_fails_when_a_test_fails_on_any(tmp_path, monkeypatch, capsys,
-                                                                  status, expected, jobs, no_png):
+def test_report_runs_each_model_and_fails_when_a_test_fails_on_any(
+    tmp_path, monkeypatch, capsys, status, expected, jobs, no_png
+):
     """Without --claims-json the report runs the suite once per model (here
     a stand-in for the run), says which model is running, writes each ledger
     to its own file, and exits 1 when pytest failed on any model (CI's
@@ -252,8 +299,18 @@ def test_report_runs_each_model_and_fails_when_a_test_fails_on_any(tmp_path, mon
     calls, locks, earlier = [], [], {}
     tree = runmeta.worktree(ROOT)
 
-    def fake_run(checkout, json_path, quick, log, meta=None, model=None, *, timing_lock=None,
-                 output=None, model_free_from=None):
+    def fake_run(
+        checkout,
+        json_path,
+        quick,
+        log,
+        meta=None,
+        model=None,
+        *,
+        timing_lock=None,
+        output=None,
+        model_free_from=None,
+    ):
         calls.append((model, Path(json_path).name))
         locks.append(timing_lock)
         earlier[model] = (model_free_from, json_path)
@@ -266,8 +323,13 @@ def test_report_runs_each_model_and_fails_when_a_test_fails_on_any(tmp_path, mon
 
     monkeypatch.setattr(suite, "run_ledger", fake_run)
     out = tmp_path / "out"
-    assert main(["report", "--out", str(out), "--checkout", str(ROOT)]
-                + ([] if jobs is None else ["--jobs", str(jobs)])) == expected
+    assert (
+        main(
+            ["report", "--out", str(out), "--checkout", str(ROOT)]
+            + ([] if jobs is None else ["--jobs", str(jobs)])
+        )
+        == expected
+    )
 
     assert sorted(calls) == [("article", "claims-article.json"), ("reference", "claims.json")]
     err = capsys.readouterr().err
@@ -294,8 +356,9 @@ def test_report_runs_each_model_and_fails_when_a_test_fails_on_any(tmp_path, mon
     assert "verdict (article)" in (out / "report.md").read_text()
 
 
-@pytest.mark.parametrize("status, accepted", [(0, True), (1, True), (2, False), (3, False),
-                                              (4, False), (5, False)])
+@pytest.mark.parametrize(
+    "status, accepted", [(0, True), (1, True), (2, False), (3, False), (4, False), (5, False)]
+)
 def test_only_a_run_that_ran_its_tests_gives_a_ledger(tmp_path, monkeypatch, status, accepted):
     """pytest's status 0 (all passed) and 1 (some failed) are runs whose
     ledger is whole; 2 (interrupted), 3 (internal error), 4 (usage error) and
@@ -311,6 +374,7 @@ def test_only_a_run_that_ran_its_tests_gives_a_ledger(tmp_path, monkeypatch, sta
     def fake_run(cmd, **kwargs):
         json_path.write_text(json.dumps(committed_data()))
         return subprocess.CompletedProcess(cmd, status)
+
     monkeypatch.setattr(suite.subprocess, "run", fake_run)
     run = lambda: suite.run_ledger(ROOT, json_path, False, lambda msg: None)  # noqa: E731
     if accepted:
@@ -327,8 +391,13 @@ def test_a_run_that_took_its_model_free_outcomes_says_so():
     reference = R.LedgerFile.from_json(committed_data(), "claims.json")
     data = committed_data()
     data["meta"]["model"] = "article"
-    data["meta"]["model_free_from"] = {"ledger": "claims.json", "model": "reference",
-                                       "model_sha256": "0", "commit": "c", "tests": 3}
+    data["meta"]["model_free_from"] = {
+        "ledger": "claims.json",
+        "model": "reference",
+        "model_sha256": "0",
+        "commit": "c",
+        "tests": 3,
+    }
     for c in data["claims"]:
         for n, t in enumerate(c["tests"]):
             # S1 wholly model-free; Q1 partly; every other claim reads the model
@@ -345,23 +414,34 @@ def test_a_run_that_took_its_model_free_outcomes_says_so():
     assert not R.LedgerFile.from_json(data, "x.json").taken_whole("S1")
 
 
-def test_a_later_model_runs_every_test_when_the_checkout_changed(tmp_path, monkeypatch, capsys,
-                                                                no_png):
+def test_a_later_model_runs_every_test_when_the_checkout_changed(tmp_path, monkeypatch, capsys, no_png):
     """The first model's outcomes stand for a later model's only on the same
     tracked code: when it changed between the runs (a commit, an edit of a
     tracked file), the later run is whole and the progress says why."""
     if runmeta.worktree(ROOT) is None:
-        pytest.skip(f"{ROOT} is not a git checkout with a commit (a source tarball): the "
-                    "report cannot tell changed code there; that case is "
-                    "test_report_runs_each_model_and_fails_when_a_test_fails_on_any's")
+        pytest.skip(
+            f"{ROOT} is not a git checkout with a commit (a source tarball): the "
+            "report cannot tell changed code there; that case is "
+            "test_report_runs_each_model_and_fails_when_a_test_fails_on_any's"
+        )
     from dataclasses import replace
 
     from aftertrain.cli import suite
 
     given = {}
 
-    def fake_run(checkout, json_path, quick, log, meta=None, model=None, *, timing_lock=None,
-                 output=None, model_free_from=None):
+    def fake_run(
+        checkout,
+        json_path,
+        quick,
+        log,
+        meta=None,
+        model=None,
+        *,
+        timing_lock=None,
+        output=None,
+        model_free_from=None,
+    ):
         given[model] = model_free_from
         data = committed_data()
         data["meta"] = {"model": model, "commit": "the first run's commit", "worktree": "other"}
@@ -372,12 +452,13 @@ def test_a_later_model_runs_every_test_when_the_checkout_changed(tmp_path, monke
     assert main(["report", "--out", str(tmp_path / "out"), "--checkout", str(ROOT)]) == 0
     assert given == {"reference": None, "article": None}
     err = capsys.readouterr().err
-    assert (f"the checkout's tracked code changed since reference's run (commit the first run's "
-            f"commit, now {runmeta.commit(ROOT)}): article's run runs every test") in err
+    assert (
+        f"the checkout's tracked code changed since reference's run (commit the first run's "
+        f"commit, now {runmeta.commit(ROOT)}): article's run runs every test"
+    ) in err
 
 
-def test_outside_a_git_checkout_a_later_model_runs_every_test(tmp_path, monkeypatch, capsys,
-                                                              no_png):
+def test_outside_a_git_checkout_a_later_model_runs_every_test(tmp_path, monkeypatch, capsys, no_png):
     """Where the checkout's code has no fingerprint (``runmeta.worktree`` is
     None: a source tarball, a packager's build), the first run's ledger has
     none either; None equal to None is no proof of the same code, so the
@@ -390,8 +471,18 @@ def test_outside_a_git_checkout_a_later_model_runs_every_test(tmp_path, monkeypa
     monkeypatch.setattr(suite.runmeta, "worktree", lambda root: None)
     given = {}
 
-    def fake_run(checkout, json_path, quick, log, meta=None, model=None, *, timing_lock=None,
-                 output=None, model_free_from=None):
+    def fake_run(
+        checkout,
+        json_path,
+        quick,
+        log,
+        meta=None,
+        model=None,
+        *,
+        timing_lock=None,
+        output=None,
+        model_free_from=None,
+    ):
         given[model] = model_free_from
         data = committed_data()
         data["meta"] = {"model": model, "worktree": None}
@@ -401,8 +492,10 @@ def test_outside_a_git_checkout_a_later_model_runs_every_test(tmp_path, monkeypa
     monkeypatch.setattr(suite, "run_ledger", fake_run)
     assert main(["report", "--out", str(tmp_path / "out"), "--checkout", str(ROOT)]) == 0
     assert given == {"reference": None, "article": None}
-    assert (f"{ROOT} is not a git checkout with a commit: article's run runs every test"
-            in capsys.readouterr().err)
+    assert (
+        f"{ROOT} is not a git checkout with a commit: article's run runs every test"
+        in capsys.readouterr().err
+    )
 
 
 def test_the_reports_suite_runs_get_the_reports_timing_deadline(tmp_path, monkeypatch):
@@ -420,8 +513,8 @@ def test_the_reports_suite_runs_get_the_reports_timing_deadline(tmp_path, monkey
         seen.append(cmd)
         json_path.write_text(json.dumps(committed_data()))
         return subprocess.CompletedProcess(cmd, 0)
+
     monkeypatch.setattr(suite.subprocess, "run", fake_run)
     suite.run_ledger(ROOT, json_path, False, lambda msg: None)
     assert (REPORT_TIMING_BUDGET_TOTAL_S, TIMING_BUDGET_TOTAL_S) == (540.0, 270.0)
-    assert [a for a in seen[0] if a.startswith("--timing-budget-total")] == [
-        "--timing-budget-total=540"]
+    assert [a for a in seen[0] if a.startswith("--timing-budget-total")] == ["--timing-budget-total=540"]

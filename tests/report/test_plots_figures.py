@@ -36,6 +36,5 @@ def test_error_bars_and_reference_lines_read_as_drawn():
     ax.errorbar([2, 4], [1.5, 0.8], yerr=[[0.25, 0.125], [0.5, 0.25]], label="speedup")
     ax.axhline(1.0, label="one")
     s = series(ax)
-    assert s["speedup"] == {"x": [2.0, 4.0], "y": [1.5, 0.8], "low": [1.25, 0.675],
-                            "high": [2.0, 1.05]}
+    assert s["speedup"] == {"x": [2.0, 4.0], "y": [1.5, 0.8], "low": [1.25, 0.675], "high": [2.0, 1.05]}
     assert s["one"]["y"] == [1.0, 1.0]

@@ -44,8 +44,7 @@ def test_a_part_not_run_is_named_beside_the_verdict():
     from aftertrain.report import multimodel
 
     missing = [{"part": "baseline comparison", "reason": "no baseline for this model"}]
-    led = _ledger([{"id": "Q4", "verdict": "holds", "not_run": missing},
-                   {"id": "Q5", "verdict": "holds"}])
+    led = _ledger([{"id": "Q4", "verdict": "holds", "not_run": missing}, {"id": "Q5", "verdict": "holds"}])
     rows = {r[0]: r for r in claims_rows(led)}
     assert rows["Q4"][-1] == "holds; not run: baseline comparison (no baseline for this model)"
     assert rows["Q5"][-1] == "holds"

@@ -56,8 +56,13 @@ def test_joint_law_of_first_three_symbols_is_the_targets(k, claim_record):
     q at another temperature fails this (tests/claims_on_model/test_teeth.py)."""
     report = joint_law_report(shipped_generate, k, runs=JOINT_RUNS)
     fit = next(r for r in report.rows if r.check == "chi-square")
-    claim_record.measured("k={k}: chi2 {statistic:.1f} on {dof} dof, p-value {p_value:.3g}",
-                          k=k, statistic=fit.statistic, dof=fit.dof, p_value=fit.p_value)
+    claim_record.measured(
+        "k={k}: chi2 {statistic:.1f} on {dof} dof, p-value {p_value:.3g}",
+        k=k,
+        statistic=fit.statistic,
+        dof=fit.dof,
+        p_value=fit.p_value,
+    )
     assert report.passed, str(report)
 
 
@@ -80,8 +85,7 @@ def greedy_mismatches(aftertrain_model, drafts: dict, ks=XS.KS) -> list[str]:
 
 
 @pytest.mark.claim("X6")
-def test_greedy_speculative_text_equals_greedy_plain_text(aftertrain_model, speculative_drafts,
-                                                         claim_record):
+def test_greedy_speculative_text_equals_greedy_plain_text(aftertrain_model, speculative_drafts, claim_record):
     """X6. At temperature 0, for every draft (bigram, 8-bit, 4-bit, n-gram,
     draft GPT) and k in 1, 2, 4, 8, the 200 characters after the 32-character
     validation prompt equal plain greedy decoding's, character for character
@@ -107,35 +111,41 @@ def plain_logits(model, tokens: torch.Tensor, prompt_length: int) -> torch.Tenso
 
 @pytest.mark.claim("S2")
 @pytest.mark.parametrize("kind, k", [(D.DraftKind.BIGRAM, 8), (D.DraftKind.INT4, 4)])
-def test_verification_logits_equal_plain_decoding_across_window_moves(aftertrain_model, kind, k,
-                                                                     speculative_drafts,
-                                                                     claim_record):
+def test_verification_logits_equal_plain_decoding_across_window_moves(
+    aftertrain_model, kind, k, speculative_drafts, claim_record
+):
     """The context policy makes p a function of the text alone: for a sampled
     200-character run (temperature 1, the text passes 128 + 1 and 192 + 1
     characters, where the window jumps) the target logits the rule used for
     each emitted character equal plain cached decoding's for the same text,
     within 1e-4 (float error of batched positions, see LOGITS_ATOL)."""
-    r = S.speculative_generate(aftertrain_model, speculative_drafts[kind], XS.prompt_text(), XS.N_NEW, k,
-                               1.0, torch.Generator().manual_seed(XS.SEED))
+    r = S.speculative_generate(
+        aftertrain_model,
+        speculative_drafts[kind],
+        XS.prompt_text(),
+        XS.N_NEW,
+        k,
+        1.0,
+        torch.Generator().manual_seed(XS.SEED),
+    )
     assert len(r.tokens) > 192 + 1, "the run must cross two window moves"
     expected = plain_logits(aftertrain_model, r.tokens, r.prompt_length)
     assert r.target_logits.shape == expected.shape == (XS.N_NEW, 100)
     diff = float((r.target_logits - expected).abs().max())
-    claim_record.measured("{kind!s} k={k}: max |logit diff| {diff:.2e} over 200 positions",
-                          kind=kind.value, k=k, diff=diff)
+    claim_record.measured(
+        "{kind!s} k={k}: max |logit diff| {diff:.2e} over 200 positions", kind=kind.value, k=k, diff=diff
+    )
     torch.testing.assert_close(r.target_logits, expected, rtol=0, atol=LOGITS_ATOL)
 
 
 @pytest.fixture(scope="module")
 def first_token_rows(aftertrain_model, speculative_drafts):
-    drafts = {"bigram": speculative_drafts[D.DraftKind.BIGRAM],
-              "4-bit": speculative_drafts[D.DraftKind.INT4]}
+    drafts = {"bigram": speculative_drafts[D.DraftKind.BIGRAM], "4-bit": speculative_drafts[D.DraftKind.INT4]}
     return XS.first_token_table(aftertrain_model, drafts)
 
 
 @pytest.mark.claim("S2")
-def test_first_character_law_is_the_targets_with_bigram_and_4bit_drafts(first_token_rows,
-                                                                        claim_record):
+def test_first_character_law_is_the_targets_with_bigram_and_4bit_drafts(first_token_rows, claim_record):
     """S2 as the article measured it: 20,000 first characters after a fixed
     100-character validation context (XS.first_token_samples documents what
     is simulated: the generator's first round, vectorised). For each draft:
@@ -143,11 +153,15 @@ def test_first_character_law_is_the_targets_with_bigram_and_4bit_drafts(first_to
     the TV distance stays under the McDiarmid bound of direct sampling at
     alpha 1e-6 (stats.tv_threshold). The article's figures: bigram 0.0158,
     4-bit 0.0095, direct 0.0134."""
-    claim_record.measured("{rows}; direct draw TV {FirstTokenRow.direct_tv:.4f}, null median "
-                          "{FirstTokenRow.null_median:.4f}, q99 {FirstTokenRow.null_q99:.4f}",
-                          first_token_rows[0], rows=shown("{FirstTokenRow.draft!s} TV {FirstTokenRow.tv:.4f} "
-                                                          "(chi2 p {FirstTokenRow.chi2_pvalue:.3g})",
-                                                          first_token_rows))
+    claim_record.measured(
+        "{rows}; direct draw TV {FirstTokenRow.direct_tv:.4f}, null median "
+        "{FirstTokenRow.null_median:.4f}, q99 {FirstTokenRow.null_q99:.4f}",
+        first_token_rows[0],
+        rows=shown(
+            "{FirstTokenRow.draft!s} TV {FirstTokenRow.tv:.4f} (chi2 p {FirstTokenRow.chi2_pvalue:.3g})",
+            first_token_rows,
+        ),
+    )
     claim_record.table(first_token_rows)
     for row in first_token_rows:
         assert row.chi2_pvalue >= ALPHA, row
@@ -155,6 +169,7 @@ def test_first_character_law_is_the_targets_with_bigram_and_4bit_drafts(first_to
 
 
 # --- invariants of the generator on any run ------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def toy_gpts() -> tuple[torch.nn.Module, torch.nn.Module]:
@@ -172,9 +187,15 @@ def test_generator_bookkeeping_and_logits_hold_on_any_run(toy_gpts, run):
     target logits used equal plain cached decoding's (1e-4, LOGITS_ATOL);
     at temperature 0 the text is plain greedy decoding's."""
     target, draft = toy_gpts
-    r = S.speculative_generate(target, draft, run["prompt"], run["n_new"],
-                               run["k"], run["temperature"],
-                               torch.Generator().manual_seed(run["seed"]))
+    r = S.speculative_generate(
+        target,
+        draft,
+        run["prompt"],
+        run["n_new"],
+        run["k"],
+        run["temperature"],
+        torch.Generator().manual_seed(run["seed"]),
+    )
     n, L = run["n_new"], len(run["prompt"])
     assert r.generated.numel() == n and torch.equal(r.tokens[:L], run["prompt"])
     assert r.target_passes + r.accepted == n
@@ -198,7 +219,8 @@ def test_each_drafted_character_costs_exactly_one_draft_pass(toy_gpts, k):
     drafted character, and draft_passes equals drafted."""
     target, draft = toy_gpts
     spy = CountingModel(draft)
-    r = S.speculative_generate(target, spy, torch.tensor([1, 2, 3]), 40, k, 1.0,
-                               torch.Generator().manual_seed(3))
+    r = S.speculative_generate(
+        target, spy, torch.tensor([1, 2, 3]), 40, k, 1.0, torch.Generator().manual_seed(3)
+    )
     assert r.draft_passes == r.drafted
     assert spy.calls == 1 + r.draft_passes

@@ -60,26 +60,29 @@ def test_fast_loop_equals_the_previous_loop_for_run_drafts(aftertrain_model, spe
     the same path): 40 characters at k = 3, temperature 0.7."""
     draft, prompt = speculative_drafts[kind], XS.prompt_text()
     for temperature in (0.7,):
-        fast = S.speculative_generate(aftertrain_model, draft, prompt, 40, 3, temperature,
-                                      torch.Generator().manual_seed(2))
-        old = previous_generate(aftertrain_model, draft, prompt, 40, 3, temperature,
-                                torch.Generator().manual_seed(2))
+        fast = S.speculative_generate(
+            aftertrain_model, draft, prompt, 40, 3, temperature, torch.Generator().manual_seed(2)
+        )
+        old = previous_generate(
+            aftertrain_model, draft, prompt, 40, 3, temperature, torch.Generator().manual_seed(2)
+        )
         assert_same_run(fast, old, f"{kind.value} T={temperature}")
 
 
 @pytest.mark.claim("S8")
 def test_fast_loop_equals_the_previous_loop_after_a_prompt_shorter_than_the_table_context(
-        aftertrain_model, speculative_drafts):
+    aftertrain_model, speculative_drafts
+):
     """The n-gram reads 4 characters; after a prompt of 1 to 3 the table's
     key is the whole text until it grows to 4 (a key cut at len - 4 < 0
     once took the last character alone, at a text of 3: another row than
     the model's)."""
     draft = speculative_drafts[D.DraftKind.NGRAM]
     for prompt in ("T", "Th", "The"):
-        fast = S.speculative_generate(aftertrain_model, draft, prompt, 12, 4, 1.0,
-                                      torch.Generator().manual_seed(0))
-        old = previous_generate(aftertrain_model, draft, prompt, 12, 4, 1.0,
-                                torch.Generator().manual_seed(0))
+        fast = S.speculative_generate(
+            aftertrain_model, draft, prompt, 12, 4, 1.0, torch.Generator().manual_seed(0)
+        )
+        old = previous_generate(aftertrain_model, draft, prompt, 12, 4, 1.0, torch.Generator().manual_seed(0))
         assert_same_run(fast, old, f"prompt {prompt!r}")
 
 
@@ -92,16 +95,17 @@ def test_fast_loop_equals_the_previous_loop_on_the_toys(k):
     target, draft = toy_target(), toy_draft()
     table = TableDraft(draft, context=1)
     for seed in range(100):
-        old = previous_generate(target, draft, TOY_PROMPT, 6, k, TOY_TEMPERATURE,
-                                torch.Generator().manual_seed(seed))
+        old = previous_generate(
+            target, draft, TOY_PROMPT, 6, k, TOY_TEMPERATURE, torch.Generator().manual_seed(seed)
+        )
         for d in (draft, table):
-            fast = S.speculative_generate(target, d, TOY_PROMPT, 6, k, TOY_TEMPERATURE,
-                                          torch.Generator().manual_seed(seed))
+            fast = S.speculative_generate(
+                target, d, TOY_PROMPT, 6, k, TOY_TEMPERATURE, torch.Generator().manual_seed(seed)
+            )
             assert_same_run(fast, old, f"seed {seed} {type(d).__name__}")
 
 
-def test_uniforms_in_chunks_are_the_previous_loops_and_leave_the_generator_where_it_left_it(
-        monkeypatch):
+def test_uniforms_in_chunks_are_the_previous_loops_and_leave_the_generator_where_it_left_it(monkeypatch):
     """The loop takes its uniforms from chunks drawn ahead (Uniforms); with
     chunks of 3 (a chunk boundary inside most rounds) the toys' runs and the
     generator's state after them are the previous loop's."""
@@ -124,12 +128,20 @@ def test_kit_check_generator_passes_on_the_table_path():
 
     def generate(target, draft, prompt, n_new, k, temperature, generator):
         assert draft is not None
-        return S.speculative_generate(target, table, prompt, n_new, k, temperature,
-                                      generator).generated
+        return S.speculative_generate(target, table, prompt, n_new, k, temperature, generator).generated
 
-    report = CS.check_generator(generate, toy_target(), toy_draft(), runs=1500, ks=(2,),
-                                length=3, temperatures=(TOY_TEMPERATURE,),
-                                prompt=TOY_PROMPT.tolist(), alpha=ALPHA, seed=0)
+    report = CS.check_generator(
+        generate,
+        toy_target(),
+        toy_draft(),
+        runs=1500,
+        ks=(2,),
+        length=3,
+        temperatures=(TOY_TEMPERATURE,),
+        prompt=TOY_PROMPT.tolist(),
+        alpha=ALPHA,
+        seed=0,
+    )
     assert report.passed, str(report)
 
 
@@ -146,8 +158,9 @@ def test_a_rounds_uniforms_in_one_call_are_the_uniforms_drawn_one_by_one():
 
 @pytest.mark.claim("S8")
 @pytest.mark.parametrize("kind", (D.DraftKind.NGRAM, D.DraftKind.INT8), ids=lambda k: k.value)
-def test_a_prefilled_decoder_decodes_again_as_speculative_generate(aftertrain_model,
-                                                                   speculative_drafts, kind):
+def test_a_prefilled_decoder_decodes_again_as_speculative_generate(
+    aftertrain_model, speculative_drafts, kind
+):
     """One SpeculativeDecoder, prefilled once, run again and again (the
     speedup experiment times it so): each generate is speculative_generate's
     run (text, statistics, logits, generator state after), decode its text,

@@ -43,8 +43,9 @@ def test_acceptance_rate_is_sum_of_min_at_the_asked_temperature(temperature):
     """At T = 0.5 the rate is 0.118 (0.4 at T = 1; a draft sampled at T = 1
     against p at 0.5 would be accepted at 0.259); at T = 2, 0.667."""
     target, draft = _context_free(P), _context_free(Q)
-    out = speculative_generate(target, draft, "a", 1200, k=1, temperature=temperature,
-                               generator=torch.Generator().manual_seed(1))
+    out = speculative_generate(
+        target, draft, "a", 1200, k=1, temperature=temperature, generator=torch.Generator().manual_seed(1)
+    )
     rate = float(np.minimum(_at_temperature(P, temperature), _at_temperature(Q, temperature)).sum())
     assert out.drafted > 600
     pv = scipy.stats.binomtest(out.accepted, out.drafted, rate).pvalue

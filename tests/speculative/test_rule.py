@@ -51,8 +51,9 @@ def test_each_emitted_character_follows_p_at_its_position(case):
     the outputs are int64 in range (no NaN). Family-wise alpha 1e-6
     (Bonferroni over the case's tests)."""
     p, q = case
-    report = CS.check_rule(shipped_rule, n=RULE_TRIALS, cases=[("hypothesis case", p, q)],
-                           alpha=ALPHA, seed=0)
+    report = CS.check_rule(
+        shipped_rule, n=RULE_TRIALS, cases=[("hypothesis case", p, q)], alpha=ALPHA, seed=0
+    )
     assert report.passed, str(report)
 
 
@@ -64,8 +65,11 @@ def test_each_emitted_character_follows_p_on_the_kits_battery(claim_record):
     position law, TV and acceptance rate passes (83 tests, alpha 1e-6 in
     all)."""
     report = CS.check_rule(shipped_rule, alpha=ALPHA, seed=1)
-    claim_record.measured("{checks} checks of the default battery, {failures} failures",
-                          checks=len(report.rows), failures=len(report.failures))
+    claim_record.measured(
+        "{checks} checks of the default battery, {failures} failures",
+        checks=len(report.rows),
+        failures=len(report.failures),
+    )
     assert report.passed, str(report)
 
 
@@ -90,11 +94,13 @@ def test_rule_passes_the_forced_uniform_probes():
 
 
 def rule(p, q, drafts, u, v):
-    return S.verify_with_uniforms(torch.tensor(p, dtype=torch.float64)[None],
-                                  torch.tensor(q, dtype=torch.float64)[None],
-                                  torch.tensor(drafts)[None],
-                                  torch.tensor(u, dtype=torch.float64)[None],
-                                  torch.tensor([v], dtype=torch.float64))
+    return S.verify_with_uniforms(
+        torch.tensor(p, dtype=torch.float64)[None],
+        torch.tensor(q, dtype=torch.float64)[None],
+        torch.tensor(drafts)[None],
+        torch.tensor(u, dtype=torch.float64)[None],
+        torch.tensor([v], dtype=torch.float64),
+    )
 
 
 @pytest.mark.claim("S1")
@@ -165,18 +171,20 @@ def _valid():
     return FIXED_P.clone(), FIXED_Q.clone(), torch.tensor([0, 0, 1]), torch.Generator()
 
 
-@pytest.mark.parametrize("change, match", [
-    (lambda a: (a[0][:2], *a[1:]), "p must have shape"),
-    (lambda a: (a[0], a[1][:, :3], *a[2:]), "q must have shape"),
-    (lambda a: (a[0].clone().fill_(math.nan), *a[1:]), "p must be finite"),
-    (lambda a: (a[0], a[1] * 1.01, *a[2:]), "must sum to 1"),
-    (lambda a: (a[0] - 0.1, *a[1:]), ">= 0"),
-    (lambda a: (*a[:2], torch.tensor([0, 0, 4]), a[3]), r"drafts must lie in \[0, 4\)"),
-    (lambda a: (*a[:2], torch.tensor([0.0, 0.0, 1.0]), a[3]), "integer"),
-    (lambda a: (a[0], torch.tensor([[0.0, 1.0, 0.0, 0.0]] * 3, dtype=torch.float64), *a[2:]),
-     "q > 0"),
-    (lambda a: (*a[:3], 7), "generator"),
-])
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        (lambda a: (a[0][:2], *a[1:]), "p must have shape"),
+        (lambda a: (a[0], a[1][:, :3], *a[2:]), "q must have shape"),
+        (lambda a: (a[0].clone().fill_(math.nan), *a[1:]), "p must be finite"),
+        (lambda a: (a[0], a[1] * 1.01, *a[2:]), "must sum to 1"),
+        (lambda a: (a[0] - 0.1, *a[1:]), ">= 0"),
+        (lambda a: (*a[:2], torch.tensor([0, 0, 4]), a[3]), r"drafts must lie in \[0, 4\)"),
+        (lambda a: (*a[:2], torch.tensor([0.0, 0.0, 1.0]), a[3]), "integer"),
+        (lambda a: (a[0], torch.tensor([[0.0, 1.0, 0.0, 0.0]] * 3, dtype=torch.float64), *a[2:]), "q > 0"),
+        (lambda a: (*a[:3], 7), "generator"),
+    ],
+)
 def test_verify_rejects_bad_input(change, match):
     """Shapes, NaN, rows not summing to 1, negative mass, out-of-range or
     non-integer drafts, a draft q could not have produced, no generator:

@@ -93,39 +93,51 @@ CASES = [
     ("sequential_decisions", lambda: sequential_decisions(SIDES, JUDGE, first=3), "first"),
     ("sequential_decisions", lambda: sequential_decisions(SIDES, JUDGE, calls={"x": 1}), "calls"),
     ("sequential_decisions", lambda: sequential_decisions(SIDES, JUDGE, calls=0), "calls"),
-    ("sequential_decisions",
-     lambda: sequential_decisions(SIDES, {"j": Judgement("rule", lambda t: "maybe")}),
-     "decide must return"),
+    (
+        "sequential_decisions",
+        lambda: sequential_decisions(SIDES, {"j": Judgement("rule", lambda t: "maybe")}),
+        "decide must return",
+    ),
     # decide_ratio
     ("decide_ratio", lambda: decide_ratio(f, f, (0.9, 1.1)), "rule"),
-    ("decide_ratio", lambda: decide_ratio(f, f, RatioRule.inside((0.9, 1.1)), bogus=1),
-     "unknown keyword argument(s) bogus; allowed: alpha, budget_s"),
+    (
+        "decide_ratio",
+        lambda: decide_ratio(f, f, RatioRule.inside((0.9, 1.1)), bogus=1),
+        "unknown keyword argument(s) bogus; allowed: alpha, budget_s",
+    ),
     # Decision
-    ("Decision", lambda: Decision("perhaps", {"r": None}, "rule", 1, 1, 1e-6, 0.9, 1.0, 1.0),
-     "verdict"),
+    ("Decision", lambda: Decision("perhaps", {"r": None}, "rule", 1, 1, 1e-6, 0.9, 1.0, 1.0), "verdict"),
     ("Decision", lambda: Decision("holds", {}, "rule", 1, 1, 1e-6, 0.9, 1.0, 1.0), "timings"),
     # compare_ratios
     ("compare_ratios", lambda: compare_ratios(OK_RATIOS, OK_RATIOS, threshold=1.0), "threshold"),
     ("compare_ratios", lambda: compare_ratios(OK_RATIOS, OK_RATIOS, threshold=NAN), "threshold"),
     ("compare_ratios", lambda: compare_ratios([], OK_RATIOS), "now"),
-    ("compare_ratios",
-     lambda: compare_ratios({"b": {"ratios": {"r": {"median": NAN, "ci": [0.9, 1.1]}}}},
-                            OK_RATIOS), "now['b'] ratio 'r'"),
-    ("compare_ratios",
-     lambda: compare_ratios(OK_RATIOS, {"b": {"ratios": {"r": {"median": 1.0}}}}),
-     "stored['b'] ratio 'r'"),
-    ("compare_ratios",
-     lambda: compare_ratios(OK_RATIOS, {"b": {"ratios": {"r": {"median": 1.0,
-                                                               "ci": [1.2, 1.1]}}}}),
-     "stored['b'] ratio 'r'"),
+    (
+        "compare_ratios",
+        lambda: compare_ratios({"b": {"ratios": {"r": {"median": NAN, "ci": [0.9, 1.1]}}}}, OK_RATIOS),
+        "now['b'] ratio 'r'",
+    ),
+    (
+        "compare_ratios",
+        lambda: compare_ratios(OK_RATIOS, {"b": {"ratios": {"r": {"median": 1.0}}}}),
+        "stored['b'] ratio 'r'",
+    ),
+    (
+        "compare_ratios",
+        lambda: compare_ratios(OK_RATIOS, {"b": {"ratios": {"r": {"median": 1.0, "ci": [1.2, 1.1]}}}}),
+        "stored['b'] ratio 'r'",
+    ),
     # store_ratios
     ("store_ratios", lambda: store_ratios(type("B", (), {"extra_info": {}})(), [1.0]), "timings"),
     # claim_verdict
     ("claim_verdict", lambda: claim_verdict(["passed", "flaky"]), "outcomes"),
     # inputs that once failed silently or obscurely
     ("paired_timing", lambda: paired_timing(f, f, pairs=10**9), ", 100,000] for confidence"),
-    ("paired_timing", lambda: paired_timing(f, f, clock=lambda: float("nan")),
-     "clock must return finite seconds"),
+    (
+        "paired_timing",
+        lambda: paired_timing(f, f, clock=lambda: float("nan")),
+        "clock must return finite seconds",
+    ),
     ("claim_verdict", lambda: claim_verdict(None), "outcomes must be a list"),
     ("atomic_write", lambda: atomic_write("/tmp/x", "x", mode=-1), "mode must be an int"),
     ("atomic_write", lambda: atomic_write("/tmp/x", "x", mode="rw"), "mode must be an int"),
@@ -133,14 +145,15 @@ CASES = [
     ("atomic_write", lambda: atomic_write("/proc/aftertrain-test.txt", "x"), "path '/proc/"),
     ("read_ledger", lambda: read_ledger(None), "path must be a file path"),
     ("summary_counts", lambda: summary_counts("x"), "ledger must be a LedgerFile"),
-    ("update_readme", lambda: update_readme(Path("/nonexistent/README.md"), None),
-     "readme must be an existing file"),
+    (
+        "update_readme",
+        lambda: update_readme(Path("/nonexistent/README.md"), None),
+        "readme must be an existing file",
+    ),
 ]
 
 
-@pytest.mark.parametrize("function, call, names", CASES,
-                         ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+@pytest.mark.parametrize("function, call, names", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
 def test_bad_input_raises_value_error_naming_the_argument(function, call, names):
     with pytest.raises(ValueError, match=re.escape(names)):
         call()
-

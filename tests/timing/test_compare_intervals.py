@@ -25,17 +25,20 @@ def _run(median: float, low: float, high: float) -> dict:
 STORED = _run(1.0, 0.8, 1.5)
 
 
-@pytest.mark.parametrize(("now", "status", "why"), [
-    ((1.8, 1.66, 1.9), "regressed", "low 1.66 > 1.65"),
-    ((1.7, 1.6, 1.8), "inconclusive", "median 1.7 > 1.65 but low 1.6 is not; high 1.8 > 1.65"),
-    ((1.3, 1.2, 1.4), "same", "within [0.7273, 1.65]; above stored median x 1.1 and low x 1.1"),
-    ((1.6, 1.55, 1.64), "same", "high 1.64 <= 1.65: the stored HIGH end bounds it, not the low"),
-    ((0.85, 0.8, 0.9), "same", "high 0.9 is below stored median / 1.1 (0.909), not below 0.7273"),
-    ((0.7, 0.6, 0.75), "inconclusive", "median 0.7 < 0.7273 but high 0.75 is not; low 0.6 < 0.7273"),
-    ((0.6, 0.5, 0.7), "improved", "high 0.7 < 0.7273"),
-    ((1.0, 0.7, 1.7), "inconclusive", "median 1.0 within [0.7273, 1.65], both ends outside it"),
-    ((1.6, 1.2, 1.7), "inconclusive", "median 1.6 and low within, high 1.7 > 1.65"),
-])
+@pytest.mark.parametrize(
+    ("now", "status", "why"),
+    [
+        ((1.8, 1.66, 1.9), "regressed", "low 1.66 > 1.65"),
+        ((1.7, 1.6, 1.8), "inconclusive", "median 1.7 > 1.65 but low 1.6 is not; high 1.8 > 1.65"),
+        ((1.3, 1.2, 1.4), "same", "within [0.7273, 1.65]; above stored median x 1.1 and low x 1.1"),
+        ((1.6, 1.55, 1.64), "same", "high 1.64 <= 1.65: the stored HIGH end bounds it, not the low"),
+        ((0.85, 0.8, 0.9), "same", "high 0.9 is below stored median / 1.1 (0.909), not below 0.7273"),
+        ((0.7, 0.6, 0.75), "inconclusive", "median 0.7 < 0.7273 but high 0.75 is not; low 0.6 < 0.7273"),
+        ((0.6, 0.5, 0.7), "improved", "high 0.7 < 0.7273"),
+        ((1.0, 0.7, 1.7), "inconclusive", "median 1.0 within [0.7273, 1.65], both ends outside it"),
+        ((1.6, 1.2, 1.7), "inconclusive", "median 1.6 and low within, high 1.7 > 1.65"),
+    ],
+)
 def test_compare_reads_the_right_end_of_each_asymmetric_interval(now, status, why):
     [change] = compare_ratios(_run(*now), STORED, threshold=1.1)
     assert change.status == status, why

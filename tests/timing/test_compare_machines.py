@@ -16,21 +16,32 @@ from aftertrain.timing.compare import (
     machine_difference,
 )
 
-INFO = {"processor": "x86_64", "cpu": {"brand_raw": "Xeon A", "count": 2,
-                                      "flags": ["sse4_2", "avx2", "fma"]},
-        MACHINE_KEY: {"torch": "2.13.0", "threads": 2}}
+INFO = {
+    "processor": "x86_64",
+    "cpu": {"brand_raw": "Xeon A", "count": 2, "flags": ["sse4_2", "avx2", "fma"]},
+    MACHINE_KEY: {"torch": "2.13.0", "threads": 2},
+}
 
 
 def _with(cpu=None, ours=None, **top) -> dict:
-    return {**INFO, **top, "cpu": {**INFO["cpu"], **(cpu or {})},
-            MACHINE_KEY: {**INFO[MACHINE_KEY], **(ours or {})}}
+    return {
+        **INFO,
+        **top,
+        "cpu": {**INFO["cpu"], **(cpu or {})},
+        MACHINE_KEY: {**INFO[MACHINE_KEY], **(ours or {})},
+    }
 
 
 def test_machine_reads_each_field_from_where_pytest_benchmark_and_the_ledger_put_it():
     """CPU model from ``cpu.brand_raw``, its flags sorted, cores from
     ``cpu.count``, torch and threads from the ledger's own key."""
-    assert machine(INFO) == {"cpu": "Xeon A", "flags": ["avx2", "fma", "sse4_2"], "cores": 2,
-                             "torch": "2.13.0", "threads": 2}
+    assert machine(INFO) == {
+        "cpu": "Xeon A",
+        "flags": ["avx2", "fma", "sse4_2"],
+        "cores": 2,
+        "torch": "2.13.0",
+        "threads": 2,
+    }
 
 
 def test_machine_falls_back_to_the_processor_then_to_unknown():
@@ -48,34 +59,52 @@ def test_machine_refuses_what_is_not_a_mapping():
         machine([])
 
 
-@pytest.mark.parametrize("stored, now, expected", [
-    (INFO, INFO, None),
-    (INFO, _with(ours={"threads": 4}), "stored on threads 2, now threads 4"),
-    (_with(ours={"threads": 8}), INFO, "stored on threads 8, now threads 2"),
-    (INFO, _with(cpu={"brand_raw": "EPYC B"}), "stored on cpu Xeon A, now cpu EPYC B"),
-    (INFO, _with(cpu={"count": 16}), "stored on cores 2, now cores 16"),
-    (INFO, _with(ours={"torch": "2.14.0"}), "stored on torch 2.13.0, now torch 2.14.0"),
-    # a flag the machine now has that the stored run lacked, and the other way round
-    (INFO, _with(cpu={"flags": ["sse4_2", "avx2", "fma", "avx512f"]}),
-     "stored on fewer flags, now flags +avx512f"),
-    (_with(cpu={"flags": ["sse4_2", "avx2", "fma", "avx512f"]}), INFO,
-     "stored on flags +avx512f, now fewer flags"),
-    (INFO, _with(cpu={"flags": ["sse4_2", "avx2", "avx512f"]}),
-     "stored on flags +fma, now flags +avx512f"),
-    # every difference at once, in the order cpu, cores, torch, threads, flags
-    (INFO, _with(cpu={"brand_raw": "EPYC B", "count": 4, "flags": ["sse4_2"]},
-                 ours={"torch": "2.14.0", "threads": 1}),
-     "stored on cpu Xeon A; cores 2; torch 2.13.0; threads 2; flags +avx2,fma, "
-     "now cpu EPYC B; cores 4; torch 2.14.0; threads 1; fewer flags"),
-])
+@pytest.mark.parametrize(
+    "stored, now, expected",
+    [
+        (INFO, INFO, None),
+        (INFO, _with(ours={"threads": 4}), "stored on threads 2, now threads 4"),
+        (_with(ours={"threads": 8}), INFO, "stored on threads 8, now threads 2"),
+        (INFO, _with(cpu={"brand_raw": "EPYC B"}), "stored on cpu Xeon A, now cpu EPYC B"),
+        (INFO, _with(cpu={"count": 16}), "stored on cores 2, now cores 16"),
+        (INFO, _with(ours={"torch": "2.14.0"}), "stored on torch 2.13.0, now torch 2.14.0"),
+        # a flag the machine now has that the stored run lacked, and the other way round
+        (
+            INFO,
+            _with(cpu={"flags": ["sse4_2", "avx2", "fma", "avx512f"]}),
+            "stored on fewer flags, now flags +avx512f",
+        ),
+        (
+            _with(cpu={"flags": ["sse4_2", "avx2", "fma", "avx512f"]}),
+            INFO,
+            "stored on flags +avx512f, now fewer flags",
+        ),
+        (
+            INFO,
+            _with(cpu={"flags": ["sse4_2", "avx2", "avx512f"]}),
+            "stored on flags +fma, now flags +avx512f",
+        ),
+        # every difference at once, in the order cpu, cores, torch, threads, flags
+        (
+            INFO,
+            _with(
+                cpu={"brand_raw": "EPYC B", "count": 4, "flags": ["sse4_2"]},
+                ours={"torch": "2.14.0", "threads": 1},
+            ),
+            "stored on cpu Xeon A; cores 2; torch 2.13.0; threads 2; flags +avx2,fma, "
+            "now cpu EPYC B; cores 4; torch 2.14.0; threads 1; fewer flags",
+        ),
+    ],
+)
 def test_machine_difference_names_each_field_that_differs(stored, now, expected):
     """One line, ``stored on ..., now ...``: each differing field by name,
     flags by the ones only one side has (``fewer flags`` on the other)."""
     assert machine_difference(machine(stored), machine(now)) == expected
 
 
-@pytest.mark.parametrize("unknown", [{"ours": {"threads": None}}, {"ours": {"torch": None}},
-                                     {"cpu": {"count": None}}])
+@pytest.mark.parametrize(
+    "unknown", [{"ours": {"threads": None}}, {"ours": {"torch": None}}, {"cpu": {"count": None}}]
+)
 def test_a_field_one_record_does_not_know_is_no_difference(unknown):
     """None on either side (a run stored before the field was recorded) is
     not a difference, whichever side it is on."""
@@ -98,8 +127,7 @@ def test_flags_are_compared_only_when_both_records_list_them():
 def test_the_flags_named_are_at_most_six_in_sorted_order():
     """Nine new flags: the line names the first six in sorted order."""
     many = [f"f{i:02d}" for i in range(9)]
-    line = machine_difference(machine(INFO), machine(_with(cpu={"flags": INFO["cpu"]["flags"]
-                                                                + many[::-1]})))
+    line = machine_difference(machine(INFO), machine(_with(cpu={"flags": INFO["cpu"]["flags"] + many[::-1]})))
     assert line == "stored on fewer flags, now flags +f00,f01,f02,f03,f04,f05"
 
 

@@ -24,13 +24,15 @@ def _hold(lock_cm, entered: threading.Event, release: threading.Event) -> thread
         with lock_cm():
             entered.set()
             release.wait(10)
+
     t = threading.Thread(target=run, daemon=True)
     t.start()
     return t
 
 
-@pytest.mark.parametrize("first, second", [("shared", "exclusive"), ("exclusive", "shared"),
-                                           ("exclusive", "exclusive")])
+@pytest.mark.parametrize(
+    "first, second", [("shared", "exclusive"), ("exclusive", "shared"), ("exclusive", "exclusive")]
+)
 def test_a_timing_and_any_other_test_never_overlap(tmp_path, first, second):
     a, b = TimingLock(tmp_path / "t.lock"), TimingLock(tmp_path / "t.lock")
     a_in, a_out, b_in, b_out = (threading.Event() for _ in range(4))
@@ -68,6 +70,7 @@ def test_a_run_waiting_to_time_goes_before_the_other_runs_next_test(tmp_path):
             order.append("b times")
             b_in.set()
             b_out.wait(10)
+
     threading.Thread(target=timing, daemon=True).start()
     # b now holds the gate and waits for a's test to end
     for _ in range(100):
@@ -89,6 +92,7 @@ def test_a_run_waiting_to_time_goes_before_the_other_runs_next_test(tmp_path):
             order.append("a's next test")
             a2_in.set()
             a2_out.wait(10)
+
     threading.Thread(target=next_test, daemon=True).start()
     assert b_in.wait(10)
     assert not a2_in.wait(0.2)
@@ -103,7 +107,7 @@ def test_a_folder_is_refused_naming_the_path(tmp_path):
         TimingLock(tmp_path)
 
 
-RUN = '''
+RUN = """
 import fcntl
 
 from flock_probe import try_flock
@@ -119,7 +123,7 @@ def test_untimed():
 def test_timed(benchmark):
     assert try_flock(LOCK, fcntl.LOCK_SH) == "blocked"   # held alone
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)
-'''
+"""
 
 
 def test_pytest_option_holds_the_lock_shared_or_alone_per_test(pytester, tmp_path, monkeypatch):
@@ -127,8 +131,9 @@ def test_pytest_option_holds_the_lock_shared_or_alone_per_test(pytester, tmp_pat
     outside_any_run(monkeypatch)
     lock = tmp_path / "t.lock"
     pytester.makepyfile(test_lock_use=RUN.format(lock=str(lock)), flock_probe=FLOCK_PROBE)
-    result = pytester.runpytest_subprocess("-p", "aftertrain.ledger", f"--timing-lock={lock}",
-                                           "-q", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(
+        "-p", "aftertrain.ledger", f"--timing-lock={lock}", "-q", "-p", "no:cacheprovider"
+    )
     result.assert_outcomes(passed=2)
 
 

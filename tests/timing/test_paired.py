@@ -96,15 +96,18 @@ def test_min_pairs_is_the_smallest_n_with_an_interval():
 # --- input validation -------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"pairs": 7}, r"pairs must be an int in \[8, 100,000\] for confidence 0.99"),
-    ({"pairs": 20, "confidence": 1 - 1e-6}, r"pairs must be an int in \[21, "),
-    ({"warmup": -1}, "warmup must be an int >= 0"),
-    ({"calls": 0}, "calls must be an int >= 1"),
-    ({"threads": 0}, "threads must be an int >= 1"),
-    ({"confidence": 1.0}, "confidence must be a float in \\(0, 1\\)"),
-    ({"confidence": 0.0}, "confidence must be a float in \\(0, 1\\)"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"pairs": 7}, r"pairs must be an int in \[8, 100,000\] for confidence 0.99"),
+        ({"pairs": 20, "confidence": 1 - 1e-6}, r"pairs must be an int in \[21, "),
+        ({"warmup": -1}, "warmup must be an int >= 0"),
+        ({"calls": 0}, "calls must be an int >= 1"),
+        ({"threads": 0}, "threads must be an int >= 1"),
+        ({"confidence": 1.0}, "confidence must be a float in \\(0, 1\\)"),
+        ({"confidence": 0.0}, "confidence must be a float in \\(0, 1\\)"),
+    ],
+)
 def test_paired_timing_rejects_bad_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):
         paired_timing(work, work, **kwargs)
@@ -134,8 +137,7 @@ def test_pairs_alternate_order_after_warmup():
     """Warm-up runs each side `warmup` times; then pair i runs baseline first
     when i is even, candidate first when odd; each timing is `calls` calls."""
     log: list[str] = []
-    paired_timing(lambda: log.append("A"), lambda: log.append("B"),
-                  pairs=8, warmup=1, calls=2)
+    paired_timing(lambda: log.append("A"), lambda: log.append("B"), pairs=8, warmup=1, calls=2)
     warm, timed = log[:2], log[2:]
     assert warm == ["A", "B"]
     assert timed == list("AABB" + "BBAA") * 4
@@ -147,8 +149,9 @@ def test_threads_and_gc_are_pinned_during_timing_and_restored():
     seen = []
     torch.set_num_threads(1)
     gc.enable()
-    paired_timing(lambda: seen.append((torch.get_num_threads(), gc.isenabled())), work,
-                  pairs=8, warmup=0, threads=2)
+    paired_timing(
+        lambda: seen.append((torch.get_num_threads(), gc.isenabled())), work, pairs=8, warmup=0, threads=2
+    )
     assert set(seen) == {(2, False)}
     assert torch.get_num_threads() == 1 and gc.isenabled()
 
@@ -180,8 +183,24 @@ def _fixed(ratios: list[float]) -> PairedTiming:
     r = np.asarray(ratios)
     low, high, coverage = median_interval(r, 0.99)
     q1, med, q3 = np.percentile(r, [25, 50, 75])
-    return PairedTiming(tuple([1.0] * r.size), tuple(r), tuple(r), med, r.min(), r.max(),
-                        q1, q3, low, high, 0.99, 1, torch.__version__, 1, 0, coverage)
+    return PairedTiming(
+        tuple([1.0] * r.size),
+        tuple(r),
+        tuple(r),
+        med,
+        r.min(),
+        r.max(),
+        q1,
+        q3,
+        low,
+        high,
+        0.99,
+        1,
+        torch.__version__,
+        1,
+        0,
+        coverage,
+    )
 
 
 def test_verdicts_read_the_interval():
@@ -215,6 +234,7 @@ class FakeClock:
 
         def run() -> None:
             self.now += next(calls)
+
         return run
 
 
@@ -226,9 +246,15 @@ def test_fake_clock_median_of_ratios_not_ratio_of_medians_and_per_call_times():
     per timing (2, 4, 6, 8, 200)."""
     base, cand = [1.0, 2.0, 3.0, 4.0, 100.0], [2.0, 2.0, 6.0, 2.0, 100.0]
     clock = FakeClock()
-    t = paired_timing(clock.work([b for b in base for _ in range(2)]),
-                      clock.work([c for c in cand for _ in range(2)]),
-                      pairs=5, warmup=0, calls=2, confidence=0.9, clock=clock)
+    t = paired_timing(
+        clock.work([b for b in base for _ in range(2)]),
+        clock.work([c for c in cand for _ in range(2)]),
+        pairs=5,
+        warmup=0,
+        calls=2,
+        confidence=0.9,
+        clock=clock,
+    )
     assert t.baseline == tuple(base) and t.candidate == tuple(cand)
     assert t.ratios == (2.0, 1.0, 2.0, 0.5, 1.0)
     assert t.median == 1.0
@@ -238,8 +264,10 @@ def test_fake_clock_median_of_ratios_not_ratio_of_medians_and_per_call_times():
 
 def _steady(clock: FakeClock, seconds: float):
     """Fake work taking ``seconds`` on every call."""
+
     def run() -> None:
         clock.now += seconds
+
     return run
 
 
@@ -266,9 +294,14 @@ def test_decision_is_inconclusive_when_the_next_round_would_pass_the_budget():
     clock = FakeClock()
     first = min_pairs(1 - TIMING_ALPHA / TIMING_LOOKS)
     cand = [0.5 if i % 2 == 0 else 2.0 for i in range(first * 4)]
-    d = decide_ratio(_steady(clock, 1.0), clock.work([c * 1.0 for c in cand]),
-                     RatioRule.inside((0.9, 1.1)), clock=clock, warmup=0,
-                     budget_s=4.0 * first)
+    d = decide_ratio(
+        _steady(clock, 1.0),
+        clock.work([c * 1.0 for c in cand]),
+        RatioRule.inside((0.9, 1.1)),
+        clock=clock,
+        warmup=0,
+        budget_s=4.0 * first,
+    )
     assert d.verdict == INCONCLUSIVE and d.looks == 1 and d.pairs == first
     assert d.seconds == pytest.approx(sum(1.0 + c for c in cand[:first]))
     assert "inconclusive" in d.reason and f"after {first} pairs" in d.reason
@@ -280,14 +313,20 @@ def test_decision_keeps_each_judgement_first_verdict_and_stops_when_all_decided(
     into the reason."""
     clock = FakeClock()
     sides = {"r": (_steady(clock, 1.0), _steady(clock, 2.0))}
-    judged = sequential_decisions(sides, {
-        "slower": Judgement("at least 1.5", lambda t: RatioRule.at_least(1.5).decide(
-            t["r"].ci_low, t["r"].ci_high)),
-        "same": Judgement("same speed", lambda t: RatioRule.inside((0.9, 1.1)).decide(
-            t["r"].ci_low, t["r"].ci_high)),
-    }, clock=clock, budget_s=1e9)
-    assert {k: (d.verdict, d.looks) for k, d in judged.items()} == {
-        "slower": (HOLDS, 1), "same": (BROKEN, 1)}
+    judged = sequential_decisions(
+        sides,
+        {
+            "slower": Judgement(
+                "at least 1.5", lambda t: RatioRule.at_least(1.5).decide(t["r"].ci_low, t["r"].ci_high)
+            ),
+            "same": Judgement(
+                "same speed", lambda t: RatioRule.inside((0.9, 1.1)).decide(t["r"].ci_low, t["r"].ci_high)
+            ),
+        },
+        clock=clock,
+        budget_s=1e9,
+    )
+    assert {k: (d.verdict, d.looks) for k, d in judged.items()} == {"slower": (HOLDS, 1), "same": (BROKEN, 1)}
     assert judged["same"].reason.startswith("broken: same speed; r: 2.000 [2.000, 2.000]")
 
 
@@ -300,8 +339,14 @@ def test_decision_timing_is_noisy_enough_to_need_a_second_look():
     first = min_pairs(1 - TIMING_ALPHA / TIMING_LOOKS)
     assert median_interval([1.0] * (first - 1) + [0.5], 1 - TIMING_ALPHA / TIMING_LOOKS)[0] == 0.5
     cand = [0.5 if i in (1, 3) else 1.0 for i in range(4 * first)]
-    d = decide_ratio(_steady(clock, 1.0), clock.work(cand), RatioRule.inside((0.9, 1.1)),
-                     clock=clock, warmup=0, budget_s=1e6)
+    d = decide_ratio(
+        _steady(clock, 1.0),
+        clock.work(cand),
+        RatioRule.inside((0.9, 1.1)),
+        clock=clock,
+        warmup=0,
+        budget_s=1e6,
+    )
     assert (d.verdict, d.looks, d.pairs) == (HOLDS, 2, 2 * first)
 
 
@@ -333,12 +378,14 @@ def test_double_work_gives_ratio_near_two_and_is_not_judged_equal(claim_record):
     def on(rule):
         return lambda t: rule.decide(t["r"].ci_low, t["r"].ci_high)
 
-    judged = claim_record.decide(sides, {
-        "band": Judgement(f"median ratio in {DOUBLE_WORK_BAND}",
-                          on(RatioRule.inside(DOUBLE_WORK_BAND))),
-        "same": Judgement("median ratio in (0.9, 1.1)", on(RatioRule.inside((0.9, 1.1)))),
-        "slower": Judgement("median ratio >= 1.5", on(RatioRule.at_least(1.5))),
-    })
+    judged = claim_record.decide(
+        sides,
+        {
+            "band": Judgement(f"median ratio in {DOUBLE_WORK_BAND}", on(RatioRule.inside(DOUBLE_WORK_BAND))),
+            "same": Judgement("median ratio in (0.9, 1.1)", on(RatioRule.inside((0.9, 1.1)))),
+            "slower": Judgement("median ratio >= 1.5", on(RatioRule.at_least(1.5))),
+        },
+    )
     assert judged["same"].verdict != HOLDS, judged["same"].reason
     for name in ("band", "slower", "same"):
         if judged[name].verdict == INCONCLUSIVE:
@@ -361,17 +408,17 @@ def test_compare_ratios_rule():
     inconclusive otherwise (an interval that overlaps the threshold decides
     neither)."""
     stored = _run(1.0, 0.95, 1.05)
-    status = {new: compare_ratios(_run(*new), stored)[0].status
-              for new in [(2.0, 1.9, 2.1), (1.2, 1.16, 1.3), (1.2, 1.15, 1.3),
-                          (0.5, 0.45, 0.55), (1.0, 0.99, 1.01)]}
+    status = {
+        new: compare_ratios(_run(*new), stored)[0].status
+        for new in [(2.0, 1.9, 2.1), (1.2, 1.16, 1.3), (1.2, 1.15, 1.3), (0.5, 0.45, 0.55), (1.0, 0.99, 1.01)]
+    }
     assert list(status.values()) == ["regressed", "regressed", "inconclusive", "improved", "same"]
     assert compare_ratios(_run(1.0, 0.9, 1.1), {"other": {}}) == []
 
 
-
-
-def test_ratio_regression_fails_the_run_with_one_line(pytester: pytest.Pytester,
-                                                      monkeypatch: pytest.MonkeyPatch):
+def test_ratio_regression_fails_the_run_with_one_line(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+):
     """Stored ratio 1.0; the same ratio compares "same" and passes; twice it
     fails the run with one RATIO REGRESSION line and no traceback."""
     store = saved_benchmark_run(pytester, monkeypatch)

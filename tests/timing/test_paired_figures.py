@@ -27,6 +27,7 @@ class _Clock:
 
         def run() -> None:
             self.now += next(it)
+
         return run
 
 
@@ -39,8 +40,15 @@ def _interpolated(sorted_values, q: float) -> float:
 
 def _timing(ratios, confidence=0.9):
     clock = _Clock()
-    return paired_timing(clock.work([1.0] * len(ratios)), clock.work(list(ratios)),
-                         pairs=len(ratios), warmup=0, calls=1, confidence=confidence, clock=clock)
+    return paired_timing(
+        clock.work([1.0] * len(ratios)),
+        clock.work(list(ratios)),
+        pairs=len(ratios),
+        warmup=0,
+        calls=1,
+        confidence=confidence,
+        clock=clock,
+    )
 
 
 def test_quartiles_median_and_interval_of_skewed_ratios():

@@ -38,7 +38,7 @@ def exact_rank(n: int, confidence: float) -> tuple[int, Fraction]:
     k, best = 0, Fraction(0)
     tail = Fraction(0)
     for j in range(1, n + 1):
-        tail += Fraction(math.comb(n, j - 1), 2 ** n)  # P(Bin <= j - 1)
+        tail += Fraction(math.comb(n, j - 1), 2**n)  # P(Bin <= j - 1)
         if 2 * tail <= Fraction(1) - Fraction(confidence):
             k, best = j, tail
     return k, 1 - 2 * best
@@ -54,11 +54,10 @@ def test_skewed_ratios_separate_every_neighbouring_order_statistic():
 
 #: Confidence 1 - 15094 / 2^21 (exact in binary) is the n = 21, k = 5
 #: boundary itself: 2 P(Bin <= 4) equals 1 - confidence, which the rule admits.
-AT_K5 = 1 - 15094 / 2 ** 21
+AT_K5 = 1 - 15094 / 2**21
 
 
-@pytest.mark.parametrize(("confidence", "rank"), [(0.99, 5), (0.95, 6), (0.9, 7), (1 - 1e-6, 1),
-                                                  (AT_K5, 5)])
+@pytest.mark.parametrize(("confidence", "rank"), [(0.99, 5), (0.95, 6), (0.9, 7), (1 - 1e-6, 1), (AT_K5, 5)])
 def test_median_interval_of_skewed_ratios_is_the_exact_order_statistics(confidence, rank):
     """[x_(k), x_(n+1-k)] with k from exact binomial sums: n = 21 gives k = 5
     at 0.99 (5th and 17th smallest, coverage 0.99277), k = 6 at 0.95, k = 7
@@ -80,7 +79,7 @@ def test_median_interval_hand_worked_at_n21_and_0p99():
     s = np.sort(RATIOS)
     low, high, cov = median_interval(RATIOS, 0.99)
     assert (low, high) == (s[4], s[16])
-    assert cov == pytest.approx(1 - 15094 / 2 ** 21, rel=1e-12)
+    assert cov == pytest.approx(1 - 15094 / 2**21, rel=1e-12)
 
 
 def _summary(ratios: np.ndarray):

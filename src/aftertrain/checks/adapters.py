@@ -41,17 +41,25 @@ __all__ = [
 def _check_probs(probs: object, name: str = "probs") -> torch.Tensor:
     """``probs``, a 2-D floating-point tensor of finite weights >= 0 with a
     positive sum per row; else ValueError naming the argument and the row."""
-    if not isinstance(probs, torch.Tensor) or probs.dim() != 2 or not probs.is_floating_point() \
-            or probs.shape[1] == 0:
-        raise ValueError(f"{name} must be a 2-D floating-point tensor (N, V), V >= 1, got "
-                         f"{type(probs).__name__}"
-                         f"{tuple(probs.shape) if isinstance(probs, torch.Tensor) else ''}")
+    if (
+        not isinstance(probs, torch.Tensor)
+        or probs.dim() != 2
+        or not probs.is_floating_point()
+        or probs.shape[1] == 0
+    ):
+        raise ValueError(
+            f"{name} must be a 2-D floating-point tensor (N, V), V >= 1, got "
+            f"{type(probs).__name__}"
+            f"{tuple(probs.shape) if isinstance(probs, torch.Tensor) else ''}"
+        )
     bad = ~torch.isfinite(probs).all(-1) | (probs < 0).any(-1) | ~(probs.double().sum(-1) > 0)
     if bool(bad.any()):
         row = int(bad.nonzero()[0])
-        raise ValueError(f"{name} must hold finite weights >= 0 with a positive sum in every "
-                         f"row, got row {row}: {probs[row, :8].tolist()}"
-                         f"{'...' if probs.shape[1] > 8 else ''}")
+        raise ValueError(
+            f"{name} must hold finite weights >= 0 with a positive sum in every "
+            f"row, got row {row}: {probs[row, :8].tolist()}"
+            f"{'...' if probs.shape[1] > 8 else ''}"
+        )
     return probs
 
 
@@ -62,10 +70,11 @@ def inverse_cdf(probs: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     inputs (a row of zeros, a negative weight, NaN, ``v`` outside [0, 1))
     raise ValueError."""
     _check_probs(probs)
-    if not isinstance(v, torch.Tensor) or v.shape != probs.shape[:1] \
-            or not bool(((v >= 0) & (v < 1)).all()):
-        raise ValueError(f"v must be a tensor of shape ({probs.shape[0]},) with every value in "
-                         f"[0, 1), got {v if not isinstance(v, torch.Tensor) else v[:8].tolist()}")
+    if not isinstance(v, torch.Tensor) or v.shape != probs.shape[:1] or not bool(((v >= 0) & (v < 1)).all()):
+        raise ValueError(
+            f"v must be a tensor of shape ({probs.shape[0]},) with every value in "
+            f"[0, 1), got {v if not isinstance(v, torch.Tensor) else v[:8].tolist()}"
+        )
     cdf = probs.double().cumsum(-1)
     total = cdf[:, -1:]
     x = torch.minimum(v.double().unsqueeze(-1) * total, torch.nextafter(total, torch.zeros_like(total)))
@@ -117,11 +126,12 @@ def forced_uniforms(u: torch.Tensor, v: torch.Tensor):
 
     def multinomial(probs, num_samples, *args, **kwargs):
         real_multinomial(probs, num_samples)
-        return inverse_cdf(probs.reshape(-1, probs.shape[-1]), v.reshape(-1)).reshape(
-            *probs.shape[:-1], 1)
+        return inverse_cdf(probs.reshape(-1, probs.shape[-1]), v.reshape(-1)).reshape(*probs.shape[:-1], 1)
 
-    with mock.patch.object(torch, "rand_like", rand_like), \
-            mock.patch.object(torch, "multinomial", multinomial):
+    with (
+        mock.patch.object(torch, "rand_like", rand_like),
+        mock.patch.object(torch, "multinomial", multinomial),
+    ):
         yield
 
 
@@ -151,8 +161,9 @@ class CausalLM(nn.Module):
     def __init__(self, hf_model: nn.Module) -> None:
         super().__init__()
         if not hasattr(hf_model, "generate"):
-            raise ValueError(f"hf_model must be a transformers model with generate(), "
-                             f"got {type(hf_model).__name__}")
+            raise ValueError(
+                f"hf_model must be a transformers model with generate(), got {type(hf_model).__name__}"
+            )
         self.hf = hf_model.eval()
 
     @torch.no_grad()
@@ -163,8 +174,15 @@ class CausalLM(nn.Module):
 
 
 @torch.no_grad()
-def assisted_generate(target: CausalLM, draft: CausalLM, prompt: torch.Tensor, n_new: int,
-                      k: int, temperature: float, generator: torch.Generator) -> torch.Tensor:
+def assisted_generate(
+    target: CausalLM,
+    draft: CausalLM,
+    prompt: torch.Tensor,
+    n_new: int,
+    k: int,
+    temperature: float,
+    generator: torch.Generator,
+) -> torch.Tensor:
     """``check_generator``'s protocol through transformers' assisted
     generation: ``target.hf.generate(prompt, assistant_model=draft.hf,
     max_new_tokens=min_new_tokens=n_new)`` with ``k`` assistant tokens per
@@ -174,19 +192,29 @@ def assisted_generate(target: CausalLM, draft: CausalLM, prompt: torch.Tensor, n
     caller's global state is left as it was."""
     for name, m in (("target", target), ("draft", draft)):
         if not isinstance(m, CausalLM):
-            raise ValueError(f"{name} must be a CausalLM (aftertrain.checks.adapters), "
-                             f"got {type(m).__name__}")
+            raise ValueError(
+                f"{name} must be a CausalLM (aftertrain.checks.adapters), got {type(m).__name__}"
+            )
     cfg = draft.hf.generation_config
     cfg.num_assistant_tokens, cfg.num_assistant_tokens_schedule = k, "constant"
     cfg.assistant_confidence_threshold = 0.0
-    sample = {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0} \
-        if temperature > 0 else {"do_sample": False}
-    seed = int(torch.randint(0, 2 ** 62, (1,), generator=generator))
+    sample = (
+        {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0}
+        if temperature > 0
+        else {"do_sample": False}
+    )
+    seed = int(torch.randint(0, 2**62, (1,), generator=generator))
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         # The mask is explicit: inferred from pad_token_id it would hide a
         # prompt token equal to it.
-        out = target.hf.generate(prompt[None], attention_mask=torch.ones_like(prompt[None]),
-                                 assistant_model=draft.hf, max_new_tokens=n_new,
-                                 min_new_tokens=n_new, pad_token_id=0, **sample)
-    return out[0, prompt.shape[0]:].long()
+        out = target.hf.generate(
+            prompt[None],
+            attention_mask=torch.ones_like(prompt[None]),
+            assistant_model=draft.hf,
+            max_new_tokens=n_new,
+            min_new_tokens=n_new,
+            pad_token_id=0,
+            **sample,
+        )
+    return out[0, prompt.shape[0] :].long()

@@ -32,8 +32,9 @@ class ToyTable(nn.Module):
     aftertrain's Decoder interface (``config.block_size``, ``new_cache()``).
     """
 
-    def __init__(self, vocab_size: int, seed: int, order: int = 2, scale: float = 1.5,
-                 zero_fraction: float = 0.2) -> None:
+    def __init__(
+        self, vocab_size: int, seed: int, order: int = 2, scale: float = 1.5, zero_fraction: float = 0.2
+    ) -> None:
         super().__init__()
         if order not in (1, 2):
             raise ValueError(f"order must be 1 or 2, got {order!r}")
@@ -58,8 +59,7 @@ class ToyTable(nn.Module):
         out = []
         for seen in texts(idx, cache):
             start = len(seen) - T
-            prev = [seen[i - 1] if i >= 1 and self.order == 2 else V
-                    for i in range(start, len(seen))]
+            prev = [seen[i - 1] if i >= 1 and self.order == 2 else V for i in range(start, len(seen))]
             out.append(self.table[torch.tensor(prev), torch.tensor(seen[start:])])
         return torch.stack(out)
 
@@ -84,10 +84,10 @@ def exact_prefix_law(target, prompt: torch.Tensor, length: int, temperature: flo
     """P(first ``length`` generated tokens = s) for every s, in base-V order,
     by enumeration over whole-text forward passes of ``target``."""
     V = int(target(prompt[None]).shape[-1])
-    law = np.zeros(V ** length)
+    law = np.zeros(V**length)
     for i, seq in enumerate(itertools.product(range(V), repeat=length)):
         text = torch.cat([prompt, torch.tensor(seq[:-1], dtype=torch.long)])
-        probs = _probs(target(text[None])[0, len(prompt) - 1:], temperature)
+        probs = _probs(target(text[None])[0, len(prompt) - 1 :], temperature)
         law[i] = float(np.prod([float(probs[j, s]) for j, s in enumerate(seq)]))
     return law
 
@@ -99,48 +99,57 @@ def greedy(target, prompt: torch.Tensor, n_new: int) -> torch.Tensor:
     for _ in range(n_new):
         nxt = torch.argmax(target(text[None])[0, -1]).reshape(1)
         text = torch.cat([text, nxt])
-    return text[len(prompt):]
+    return text[len(prompt) :]
 
 
 def _generated(report, case, generate, args, n_new):
     try:
         out = generate(*args)
     except Exception as exc:
-        report.add(Row(case, "no exception", False, detail=f"generate raised "
-                                                           f"{rule_battery.describe_exception(exc)}"))
+        report.add(
+            Row(case, "no exception", False, detail=f"generate raised {rule_battery.describe_exception(exc)}")
+        )
         return None
     if not isinstance(out, torch.Tensor) or out.dtype != torch.int64 or tuple(out.shape) != (n_new,):
-        what = (f"{out.dtype} {tuple(out.shape)}" if isinstance(out, torch.Tensor)
-                else type(out).__name__)
-        report.add(Row(case, "outputs", False, detail=f"generate must return an int64 tensor "
-                                                      f"({n_new},), got {what}"))
+        what = f"{out.dtype} {tuple(out.shape)}" if isinstance(out, torch.Tensor) else type(out).__name__
+        report.add(
+            Row(case, "outputs", False, detail=f"generate must return an int64 tensor ({n_new},), got {what}")
+        )
         return None
     return out
 
 
-def _check_arguments(generate, runs, ks, length, n_new, temperatures, greedy_tokens, alpha,
-                     seed) -> None:
+def _check_arguments(generate, runs, ks, length, n_new, temperatures, greedy_tokens, alpha, seed) -> None:
     """ValueError naming the first argument of :func:`check_generator` that
     is not what it must be."""
     if not callable(generate):
         raise ValueError(f"generate must be callable, got {type(generate).__name__}")
-    for label, x, lo in (("runs", runs, 10), ("length", length, 1),
-                         ("greedy_tokens", greedy_tokens, 1)):
+    for label, x, lo in (("runs", runs, 10), ("length", length, 1), ("greedy_tokens", greedy_tokens, 1)):
         check_int(label, x, least=lo)
-    if isinstance(ks, (str, bytes)) or not isinstance(ks, Sequence) or not ks or any(
-            not is_int(k) or k < 1 for k in ks):
+    if (
+        isinstance(ks, (str, bytes))
+        or not isinstance(ks, Sequence)
+        or not ks
+        or any(not is_int(k) or k < 1 for k in ks)
+    ):
         raise ValueError(f"ks must be a non-empty sequence of ints >= 1, got {ks!r}")
     if n_new is not None:
         check_int("n_new", n_new, least=length)
         if max(ks) > n_new - 1:
-            raise ValueError(f"ks must be at most n_new - 1 = {n_new - 1} (a round drafts at most "
-                             f"the tokens left to generate but one, the token the target "
-                             f"adds), got k = {max(ks)}; raise n_new to {max(ks) + 1} or more")
-    if isinstance(temperatures, (str, bytes)) or not isinstance(temperatures, Sequence) \
-            or not temperatures or any(not is_real(t) or not 0 < t < float("inf")
-                                       for t in temperatures):
-        raise ValueError(f"temperatures must be a non-empty sequence of finite numbers > 0, "
-                         f"got {temperatures!r}")
+            raise ValueError(
+                f"ks must be at most n_new - 1 = {n_new - 1} (a round drafts at most "
+                f"the tokens left to generate but one, the token the target "
+                f"adds), got k = {max(ks)}; raise n_new to {max(ks) + 1} or more"
+            )
+    if (
+        isinstance(temperatures, (str, bytes))
+        or not isinstance(temperatures, Sequence)
+        or not temperatures
+        or any(not is_real(t) or not 0 < t < float("inf") for t in temperatures)
+    ):
+        raise ValueError(
+            f"temperatures must be a non-empty sequence of finite numbers > 0, got {temperatures!r}"
+        )
     rule_battery.check_common(1, alpha, seed)
 
 
@@ -158,9 +167,22 @@ def _models_and_prompt(target, draft, prompt) -> tuple[nn.Module, nn.Module, tor
     return target, draft, prompt_t, V
 
 
-def _joint_law(report: Report, generate, target, draft, prompt: torch.Tensor, *, k: int,
-               temperature: float, runs: int, length: int, n_new: int, alpha: float,
-               generator: torch.Generator, V: int) -> None:
+def _joint_law(
+    report: Report,
+    generate,
+    target,
+    draft,
+    prompt: torch.Tensor,
+    *,
+    k: int,
+    temperature: float,
+    runs: int,
+    length: int,
+    n_new: int,
+    alpha: float,
+    generator: torch.Generator,
+    V: int,
+) -> None:
     """Rows "support" and "chi-square" of the first ``length`` tokens of
     ``runs`` calls against the target's exact joint law."""
     law = exact_prefix_law(target, prompt, length, temperature)
@@ -168,8 +190,9 @@ def _joint_law(report: Report, generate, target, draft, prompt: torch.Tensor, *,
     weights = V ** np.arange(length - 1, -1, -1)
     codes = []
     for _ in range(runs):
-        out = _generated(report, case, generate,
-                         (target, draft, prompt.clone(), n_new, k, temperature, generator), n_new)
+        out = _generated(
+            report, case, generate, (target, draft, prompt.clone(), n_new, k, temperature, generator), n_new
+        )
         if out is None:
             return
         first = out[:length].numpy()
@@ -179,36 +202,78 @@ def _joint_law(report: Report, generate, target, draft, prompt: torch.Tensor, *,
         codes.append(int(first @ weights))
     codes = np.array(codes)
     impossible = int((law[codes] == 0).sum())
-    report.add(Row(case, "support", impossible == 0, n=runs, value=float(impossible),
-                   detail=f"{impossible} of {runs} prefixes have target probability 0"))
+    report.add(
+        Row(
+            case,
+            "support",
+            impossible == 0,
+            n=runs,
+            value=float(impossible),
+            detail=f"{impossible} of {runs} prefixes have target probability 0",
+        )
+    )
     fit = stats.chisquare_gof(codes, law)
-    report.add(Row(case, "chi-square", fit.pvalue >= alpha, statistic=fit.statistic,
-                   dof=fit.dof, p_value=fit.pvalue, n=runs, bound=alpha,
-                   detail=f"joint law of the first {length} tokens differs from the "
-                          f"target's: chi2 {fit.statistic:.1f} on {fit.dof} dof, "
-                          f"p-value {fit.pvalue:.3g} < {alpha:.3g}"))
+    report.add(
+        Row(
+            case,
+            "chi-square",
+            fit.pvalue >= alpha,
+            statistic=fit.statistic,
+            dof=fit.dof,
+            p_value=fit.pvalue,
+            n=runs,
+            bound=alpha,
+            detail=f"joint law of the first {length} tokens differs from the "
+            f"target's: chi2 {fit.statistic:.1f} on {fit.dof} dof, "
+            f"p-value {fit.pvalue:.3g} < {alpha:.3g}",
+        )
+    )
 
 
-def _greedy(report: Report, generate, target, draft, prompt: torch.Tensor, k: int,
-            tokens: int, seed: int) -> None:
+def _greedy(
+    report: Report, generate, target, draft, prompt: torch.Tensor, k: int, tokens: int, seed: int
+) -> None:
     case = f"greedy k={k} prompt={prompt.tolist()}"
     want = greedy(target, prompt, tokens)
-    got = _generated(report, case, generate, (target, draft, prompt.clone(), tokens, k, 0.0,
-                                              torch.Generator().manual_seed(seed)), tokens)
+    got = _generated(
+        report,
+        case,
+        generate,
+        (target, draft, prompt.clone(), tokens, k, 0.0, torch.Generator().manual_seed(seed)),
+        tokens,
+    )
     if got is not None:
         diff = (got != want).nonzero()
-        report.add(Row(case, "greedy", diff.numel() == 0, n=tokens,
-                       detail=(f"differs from plain greedy decoding at token {int(diff[0])}"
-                               if diff.numel() else "")))
+        report.add(
+            Row(
+                case,
+                "greedy",
+                diff.numel() == 0,
+                n=tokens,
+                detail=(
+                    f"differs from plain greedy decoding at token {int(diff[0])}" if diff.numel() else ""
+                ),
+            )
+        )
 
 
-def check_generator(generate: Callable, target: nn.Module | None = None,
-                    draft: nn.Module | None = None, *, runs: int = 600,
-                    ks: Sequence[int] = (1, 2), length: int = 3, n_new: int | None = None,
-                    temperatures: Sequence[float] = (0.3, 1.0),
-                    prompt: Sequence[int] = (0,), greedy_tokens: int = 40,
-                    alpha: float = ALPHA, seed: int = 0, name: str | None = None,
-                    progress: Callable[[str], None] | None = None) -> Report:
+def check_generator(
+    generate: Callable,
+    target: nn.Module | None = None,
+    draft: nn.Module | None = None,
+    *,
+    runs: int = 600,
+    ks: Sequence[int] = (1, 2),
+    length: int = 3,
+    n_new: int | None = None,
+    temperatures: Sequence[float] = (0.3, 1.0),
+    prompt: Sequence[int] = (0,),
+    greedy_tokens: int = 40,
+    alpha: float = ALPHA,
+    seed: int = 0,
+    name: str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Report:
     """Judge a whole speculative decoding loop on small models.
 
     Protocol: ``generate(target, draft, prompt, n_new, k, temperature,
@@ -245,16 +310,33 @@ def check_generator(generate: Callable, target: nn.Module | None = None,
     _check_arguments(generate, runs, ks, length, n_new, temperatures, greedy_tokens, alpha, seed)
     say = rule_battery.check_progress(progress)
     target, draft, prompt_t, V = _models_and_prompt(target, draft, prompt)
-    report = Report(name or f"check_generator({getattr(generate, '__name__', 'generate')}, "
-                            f"runs={runs}, ks={tuple(ks)}, T={tuple(temperatures)}, seed={seed})")
+    report = Report(
+        name
+        or f"check_generator({getattr(generate, '__name__', 'generate')}, "
+        f"runs={runs}, ks={tuple(ks)}, T={tuple(temperatures)}, seed={seed})"
+    )
     per_test = alpha / (len(ks) * len(temperatures))
     for (ti, temperature), k in itertools.product(enumerate(temperatures), ks):
         start = time.perf_counter()
-        _joint_law(report, generate, target, draft, prompt_t, k=k, temperature=temperature,
-                   runs=runs, length=length, n_new=n_new or max(length, k + 1), alpha=per_test,
-                   generator=torch.Generator().manual_seed(seed * 1009 + 31 * ti + k), V=V)
-        say(f"check_generator: joint law T={temperature:g} k={k}, {runs} runs, "
-            f"{time.perf_counter() - start:.1f} s")
+        _joint_law(
+            report,
+            generate,
+            target,
+            draft,
+            prompt_t,
+            k=k,
+            temperature=temperature,
+            runs=runs,
+            length=length,
+            n_new=n_new or max(length, k + 1),
+            alpha=per_test,
+            generator=torch.Generator().manual_seed(seed * 1009 + 31 * ti + k),
+            V=V,
+        )
+        say(
+            f"check_generator: joint law T={temperature:g} k={k}, {runs} runs, "
+            f"{time.perf_counter() - start:.1f} s"
+        )
     for k in ks:
         start = time.perf_counter()
         for pr in (prompt_t, torch.arange(5) % V):

@@ -43,8 +43,7 @@ class Unstructured:
 
     def __post_init__(self) -> None:
         if not isinstance(self.scope, Scope):
-            raise ValueError(f"scope must be a Scope ({[s.name for s in Scope]}), "
-                             f"got {self.scope!r}")
+            raise ValueError(f"scope must be a Scope ({[s.name for s in Scope]}), got {self.scope!r}")
 
     def __str__(self) -> str:
         return f"Unstructured({self.scope.name})"

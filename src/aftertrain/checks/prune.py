@@ -47,8 +47,20 @@ from aftertrain.core.validation import check_seed
 #: The kit's one import place: ``from aftertrain.checks.prune import NM,
 #: Scope, Structured, Unstructured, check_pruner, assert_pruner``
 #: (the batteries, from :mod:`aftertrain.checks.prune_battery`, re-exported).
-__all__ = ["NM", "Pattern", "Report", "Row", "Scope", "Structured", "Unstructured",
-           "assert_pruner", "battery", "check_pruner", "nm_battery", "structured_battery"]
+__all__ = [
+    "NM",
+    "Pattern",
+    "Report",
+    "Row",
+    "Scope",
+    "Structured",
+    "Unstructured",
+    "assert_pruner",
+    "battery",
+    "check_pruner",
+    "nm_battery",
+    "structured_battery",
+]
 
 Masks = dict[str, torch.Tensor]
 Pruner = Callable[[dict[str, torch.Tensor], float], Masks]
@@ -74,9 +86,11 @@ def _call(prune: Pruner, weights: Mapping[str, torch.Tensor], s: float):
     for n, w in weights.items():
         m = masks[n]
         if not isinstance(m, torch.Tensor) or m.dtype != torch.bool or m.shape != w.shape:
-            return None, (f"mask {n!r} must be a bool tensor of shape {tuple(w.shape)}, got "
-                          f"{getattr(m, 'dtype', type(m).__name__)} "
-                          f"{tuple(getattr(m, 'shape', ()))}")
+            return None, (
+                f"mask {n!r} must be a bool tensor of shape {tuple(w.shape)}, got "
+                f"{getattr(m, 'dtype', type(m).__name__)} "
+                f"{tuple(getattr(m, 'shape', ()))}"
+            )
     return {n: masks[n] for n in weights}, None
 
 
@@ -121,24 +135,36 @@ def check_pruner(
     if cases is not None:
         _check_cases(cases, pattern)
     else:
-        cases = (nm_battery(pattern, seed) if isinstance(pattern, NM) else
-                 structured_battery(seed) if isinstance(pattern, Structured) else battery(seed))
+        cases = (
+            nm_battery(pattern, seed)
+            if isinstance(pattern, NM)
+            else structured_battery(seed)
+            if isinstance(pattern, Structured)
+            else battery(seed)
+        )
     report = Report(name or getattr(prune, "__name__", repr(prune)))
     for case, weights in cases.items():
         _check_case(report, prune, case, weights, sparsities, pattern, magnitude, nested)
     return report
 
 
-def _check_case(report: Report, prune: Pruner, case: str, weights, sparsities: list[float],
-                pattern: Pattern, magnitude: bool, nested: bool) -> None:
+def _check_case(
+    report: Report,
+    prune: Pruner,
+    case: str,
+    weights,
+    sparsities: list[float],
+    pattern: Pattern,
+    magnitude: bool,
+    nested: bool,
+) -> None:
     """Every row of one case, sparsity by sparsity (nesting against the previous one)."""
     previous = None
     for s in sparsities:
         where = f"{case}, sparsity {s}"
         masks, error = _call(prune, weights, s)
         if isinstance(error, Exception) and _refusable(pattern, weights) and str(error):
-            report.add(Row(where, "refused", True,
-                           detail=f"refused ({type(error).__name__}: {error})"))
+            report.add(Row(where, "refused", True, detail=f"refused ({type(error).__name__}: {error})"))
             return
         if isinstance(error, Exception):
             error = f"raised {type(error).__name__}: {error}"
@@ -154,31 +180,33 @@ def _check_case(report: Report, prune: Pruner, case: str, weights, sparsities: l
 
 def _pattern(pattern, scope) -> Pattern:
     if (pattern is None) == (scope is None):
-        raise ValueError(f"pass exactly one of pattern and scope, got pattern={pattern!r}, "
-                         f"scope={scope!r}")
+        raise ValueError(f"pass exactly one of pattern and scope, got pattern={pattern!r}, scope={scope!r}")
     if pattern is None:
         return Unstructured(scope)
     if not isinstance(pattern, Unstructured | Structured | NM):
-        raise ValueError(f"pattern must be Unstructured(scope), Structured(dim, norm) or "
-                         f"NM(n, m), got {pattern!r}")
+        raise ValueError(
+            f"pattern must be Unstructured(scope), Structured(dim, norm) or NM(n, m), got {pattern!r}"
+        )
     return pattern
 
 
 def _sparsities(pattern: Pattern, sparsities) -> list[float]:
     if isinstance(pattern, NM):
         if sparsities is not None:
-            raise ValueError(f"sparsities must be left out for {pattern}: its sparsity is "
-                             f"1 - n/m = {pattern.sparsity}")
+            raise ValueError(
+                f"sparsities must be left out for {pattern}: its sparsity is 1 - n/m = {pattern.sparsity}"
+            )
         return [pattern.sparsity]
     try:
         sparsities = sorted(DEFAULT_SPARSITIES if sparsities is None else sparsities)
     except TypeError:
-        raise ValueError(f"sparsities must be a non-empty list of numbers in [0, 1], "
-                         f"got {sparsities!r}") from None
-    if not sparsities or not all(isinstance(s, numbers.Real) and not isinstance(s, bool)
-                                 and 0 <= s <= 1 for s in sparsities):
-        raise ValueError(f"sparsities must be a non-empty list of numbers in [0, 1], "
-                         f"got {sparsities!r}")
+        raise ValueError(
+            f"sparsities must be a non-empty list of numbers in [0, 1], got {sparsities!r}"
+        ) from None
+    if not sparsities or not all(
+        isinstance(s, numbers.Real) and not isinstance(s, bool) and 0 <= s <= 1 for s in sparsities
+    ):
+        raise ValueError(f"sparsities must be a non-empty list of numbers in [0, 1], got {sparsities!r}")
     return sparsities
 
 
@@ -187,13 +215,22 @@ def _check_cases(cases, pattern: Pattern) -> None:
         raise ValueError("cases must be a non-empty dict of case -> {name: tensor}")
     two_d = not isinstance(pattern, Unstructured)
     for case, weights in cases.items():
-        if (not isinstance(weights, Mapping) or not weights or not all(
-                isinstance(w, torch.Tensor) and w.is_floating_point() and w.numel() > 0
-                and not bool(torch.isnan(w).any()) and (w.dim() == 2 or not two_d)
-                for w in weights.values())):
-            raise ValueError(f"cases: {case!r} must be a non-empty dict of non-empty "
-                             f"floating-point tensors without NaN"
-                             + (f" (2-D for {pattern})" if two_d else ""))
+        if (
+            not isinstance(weights, Mapping)
+            or not weights
+            or not all(
+                isinstance(w, torch.Tensor)
+                and w.is_floating_point()
+                and w.numel() > 0
+                and not bool(torch.isnan(w).any())
+                and (w.dim() == 2 or not two_d)
+                for w in weights.values()
+            )
+        ):
+            raise ValueError(
+                f"cases: {case!r} must be a non-empty dict of non-empty "
+                f"floating-point tensors without NaN" + (f" (2-D for {pattern})" if two_d else "")
+            )
 
 
 def _refusable(pattern: Pattern, weights) -> bool:
@@ -201,8 +238,9 @@ def _refusable(pattern: Pattern, weights) -> bool:
     return isinstance(pattern, NM) and any(w.shape[-1] % pattern.m for w in weights.values())
 
 
-def _check_masks(report: Report, where: str, weights, masks, s: float, pattern: Pattern,
-                 magnitude: bool) -> None:
+def _check_masks(
+    report: Report, where: str, weights, masks, s: float, pattern: Pattern, magnitude: bool
+) -> None:
     if isinstance(pattern, Unstructured):
         _check_count(report, where, weights, masks, s, pattern.scope)
         if magnitude:
@@ -219,28 +257,61 @@ def _check_masks(report: Report, where: str, weights, masks, s: float, pattern: 
 def _check_nested(report: Report, where: str, weights, masks, s: float, previous) -> None:
     s0, m0 = previous
     bad = sum(int((~m0[n] & masks[n]).sum()) for n in weights)
-    report.add(Row(where, "nested", bad == 0, value=float(bad), bound=0.0,
-                   detail="" if bad == 0 else f"{bad} weights removed at sparsity {s0} are kept "
-                                              f"at {s}"))
+    report.add(
+        Row(
+            where,
+            "nested",
+            bad == 0,
+            value=float(bad),
+            bound=0.0,
+            detail="" if bad == 0 else f"{bad} weights removed at sparsity {s0} are kept at {s}",
+        )
+    )
 
 
-def _check_slices(report: Report, at: str, w: torch.Tensor, mask: torch.Tensor, s: float,
-                  pattern: Structured, magnitude: bool) -> None:
+def _check_slices(
+    report: Report,
+    at: str,
+    w: torch.Tensor,
+    mask: torch.Tensor,
+    s: float,
+    pattern: Structured,
+    magnitude: bool,
+) -> None:
     """Whole slices along ``dim``, ``round(s * size(dim))`` of them, the smallest norms."""
     per_slice = mask if pattern.dim == 0 else mask.T  # (slices, length)
     whole = per_slice.all(1) | ~per_slice.any(1)
     ok = bool(whole.all())
-    report.add(Row(at, "structure", ok, value=float((~whole).sum()), bound=0.0, detail="" if ok
-                   else f"{int((~whole).sum())} of {whole.numel()} slices along dim "
-                        f"{pattern.dim} are partly kept"))
+    report.add(
+        Row(
+            at,
+            "structure",
+            ok,
+            value=float((~whole).sum()),
+            bound=0.0,
+            detail=""
+            if ok
+            else f"{int((~whole).sum())} of {whole.numel()} slices along dim {pattern.dim} are partly kept",
+        )
+    )
     if not ok:
         return
     kept = per_slice.all(1)
     n = kept.numel()
     got, want = int((~kept).sum()), round(s * n)
-    report.add(Row(at, "count", got == want, value=float(got), bound=float(want), n=n,
-                   detail="" if got == want else f"removed {got} of {n} slices along dim "
-                                                 f"{pattern.dim}, round({s} * {n}) = {want}"))
+    report.add(
+        Row(
+            at,
+            "count",
+            got == want,
+            value=float(got),
+            bound=float(want),
+            n=n,
+            detail=""
+            if got == want
+            else f"removed {got} of {n} slices along dim {pattern.dim}, round({s} * {n}) = {want}",
+        )
+    )
     if not magnitude or kept.all() or not kept.any():
         return
     norms = pattern.slice_norms(w)
@@ -248,33 +319,67 @@ def _check_slices(report: Report, at: str, w: torch.Tensor, mask: torch.Tensor, 
     # a float32 norm of `length` terms is within length * u of the exact one
     slack = per_slice.shape[1] * 2.0**-24
     ok = removed <= smallest_kept * (1 + slack)
-    report.add(Row(at, "magnitude", ok, value=removed, bound=smallest_kept,
-                   detail="" if ok else f"a removed slice has norm {removed:.4g} > a kept "
-                                        f"slice's {smallest_kept:.4g}"))
+    report.add(
+        Row(
+            at,
+            "magnitude",
+            ok,
+            value=removed,
+            bound=smallest_kept,
+            detail=""
+            if ok
+            else f"a removed slice has norm {removed:.4g} > a kept slice's {smallest_kept:.4g}",
+        )
+    )
 
 
-def _check_blocks(report: Report, at: str, w: torch.Tensor, mask: torch.Tensor, pattern: NM,
-                  magnitude: bool) -> None:
+def _check_blocks(
+    report: Report, at: str, w: torch.Tensor, mask: torch.Tensor, pattern: NM, magnitude: bool
+) -> None:
     """Exactly ``n`` kept in every block of ``m``, the largest ``|w|`` of the block."""
     if w.shape[-1] % pattern.m:
-        report.add(Row(at, "count", False, detail=f"rows of {w.shape[-1]} are not whole blocks "
-                                                  f"of {pattern.m}: refuse them (ValueError)"))
+        report.add(
+            Row(
+                at,
+                "count",
+                False,
+                detail=f"rows of {w.shape[-1]} are not whole blocks of {pattern.m}: refuse them (ValueError)",
+            )
+        )
         return
     keep, a = pattern.blocks(mask), pattern.blocks(w.abs())
     kept = keep.sum(1)
     bad = int((kept != pattern.n).sum())
-    report.add(Row(at, "count", bad == 0, value=float(bad), bound=0.0, n=keep.shape[0],
-                   detail="" if bad == 0 else f"{bad} of {keep.shape[0]} blocks keep "
-                                              f"{sorted(set(kept[kept != pattern.n].tolist()))}"
-                                              f" weights, not {pattern.n}"))
+    report.add(
+        Row(
+            at,
+            "count",
+            bad == 0,
+            value=float(bad),
+            bound=0.0,
+            n=keep.shape[0],
+            detail=""
+            if bad == 0
+            else f"{bad} of {keep.shape[0]} blocks keep "
+            f"{sorted(set(kept[kept != pattern.n].tolist()))}"
+            f" weights, not {pattern.n}",
+        )
+    )
     if not magnitude or bad:
         return
     removed = a.masked_fill(keep, -1.0).amax(1)
     smallest_kept = a.masked_fill(~keep, float("inf")).amin(1)
     wrong = int((removed > smallest_kept).sum())
-    report.add(Row(at, "magnitude", wrong == 0, value=float(wrong), bound=0.0,
-                   detail="" if wrong == 0 else f"{wrong} blocks remove a larger |w| than they "
-                                                f"keep"))
+    report.add(
+        Row(
+            at,
+            "magnitude",
+            wrong == 0,
+            value=float(wrong),
+            bound=0.0,
+            detail="" if wrong == 0 else f"{wrong} blocks remove a larger |w| than they keep",
+        )
+    )
 
 
 def _check_count(report: Report, where: str, weights, masks, s: float, scope: Scope) -> None:
@@ -282,22 +387,43 @@ def _check_count(report: Report, where: str, weights, masks, s: float, scope: Sc
         n = sum(w.numel() for w in weights.values())
         got = sum(int((~m).sum()) for m in masks.values())
         want = round(s * n)
-        report.add(Row(where, "count", got == want, value=float(got), bound=float(want), n=n,
-                       detail="" if got == want else f"removed {got} of {n}, "
-                                                     f"round({s} * {n}) = {want}"))
+        report.add(
+            Row(
+                where,
+                "count",
+                got == want,
+                value=float(got),
+                bound=float(want),
+                n=n,
+                detail="" if got == want else f"removed {got} of {n}, round({s} * {n}) = {want}",
+            )
+        )
         return
     for name, w in weights.items():
         got, want = int((~masks[name]).sum()), round(s * w.numel())
-        report.add(Row(f"{where}, {name}", "count", got == want, value=float(got),
-                       bound=float(want), n=w.numel(),
-                       detail="" if got == want else f"removed {got} of {w.numel()}, "
-                                                     f"round({s} * {w.numel()}) = {want}"))
+        report.add(
+            Row(
+                f"{where}, {name}",
+                "count",
+                got == want,
+                value=float(got),
+                bound=float(want),
+                n=w.numel(),
+                detail=""
+                if got == want
+                else f"removed {got} of {w.numel()}, round({s} * {w.numel()}) = {want}",
+            )
+        )
 
 
 def _check_magnitude(report: Report, where: str, weights, masks, scope: Scope) -> None:
     if scope is Scope.GLOBAL:
-        groups = {"all weights": (torch.cat([w.reshape(-1) for w in weights.values()]),
-                                  torch.cat([m.reshape(-1) for m in masks.values()]))}
+        groups = {
+            "all weights": (
+                torch.cat([w.reshape(-1) for w in weights.values()]),
+                torch.cat([m.reshape(-1) for m in masks.values()]),
+            )
+        }
     else:
         groups = {n: (w.reshape(-1), masks[n].reshape(-1)) for n, w in weights.items()}
     for group, (w, keep) in groups.items():
@@ -307,8 +433,16 @@ def _check_magnitude(report: Report, where: str, weights, masks, scope: Scope) -
             continue
         removed, kept = float(a[~keep].max()), float(a[keep].min())
         ok = removed <= kept
-        report.add(Row(f"{where}, {group}", "magnitude", ok, value=removed, bound=kept,
-                       detail="" if ok else f"removed |w| {removed:.4g} > kept |w| {kept:.4g}"))
+        report.add(
+            Row(
+                f"{where}, {group}",
+                "magnitude",
+                ok,
+                value=removed,
+                bound=kept,
+                detail="" if ok else f"removed |w| {removed:.4g} > kept |w| {kept:.4g}",
+            )
+        )
 
 
 def assert_pruner(prune: Pruner, **kwargs) -> None:

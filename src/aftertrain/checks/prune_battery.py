@@ -22,16 +22,26 @@ def battery(seed: int = 0) -> dict[str, dict[str, torch.Tensor]]:
     g = torch.Generator().manual_seed(seed)
     ties = torch.tensor([-2.0, 0.0, 2.0])
     return {
-        "gaussian": {"a": torch.randn(8, 16, generator=g), "b": torch.randn(4, 4, generator=g),
-                     "c": torch.randn(3, 7, generator=g)},
-        "heavy ties": {"a": ties[torch.randint(0, 3, (4, 8), generator=g)],
-                       "b": ties[torch.randint(0, 3, (5, 3), generator=g)]},
-        "two scales": {"small": torch.rand(4, 8, generator=g) + 0.5,
-                       "large": 100 * (torch.rand(4, 8, generator=g) + 0.5)},
+        "gaussian": {
+            "a": torch.randn(8, 16, generator=g),
+            "b": torch.randn(4, 4, generator=g),
+            "c": torch.randn(3, 7, generator=g),
+        },
+        "heavy ties": {
+            "a": ties[torch.randint(0, 3, (4, 8), generator=g)],
+            "b": ties[torch.randint(0, 3, (5, 3), generator=g)],
+        },
+        "two scales": {
+            "small": torch.rand(4, 8, generator=g) + 0.5,
+            "large": 100 * (torch.rand(4, 8, generator=g) + 0.5),
+        },
         "negative extremes": {"a": torch.tensor([[-3.0, 1.0, 2.0, -0.5], [-6.0, 0.25, 5.0, 4.0]])},
-        "odd sizes": {"five": torch.randn(1, 5, generator=g),
-                      "fifteen": torch.randn(3, 5, generator=g),
-                      "six": torch.randn(2, 3, generator=g), "ten": torch.randn(2, 5, generator=g)},
+        "odd sizes": {
+            "five": torch.randn(1, 5, generator=g),
+            "fifteen": torch.randn(3, 5, generator=g),
+            "six": torch.randn(2, 3, generator=g),
+            "ten": torch.randn(2, 5, generator=g),
+        },
         "single weight": {"w": torch.tensor([[0.5]])},
     }
 
@@ -50,8 +60,11 @@ def structured_battery(seed: int = 0) -> dict[str, dict[str, torch.Tensor]]:
     base = torch.tensor([1.0, -2.0, 3.0, -4.0])
     tied = torch.stack([base[torch.randperm(4, generator=g)] for _ in range(4)])
     return {
-        "gaussian": {"square": torch.randn(8, 8, generator=g), "tall": torch.randn(12, 4, generator=g),
-                     "wide": torch.randn(3, 10, generator=g)},
+        "gaussian": {
+            "square": torch.randn(8, 8, generator=g),
+            "tall": torch.randn(12, 4, generator=g),
+            "wide": torch.randn(3, 10, generator=g),
+        },
         "row scales": {"w": scaled, "wt": scaled.T.contiguous()},
         "tied norms": {"w": tied, "wt": tied.T.contiguous()},
         "odd sizes": {"five": torch.randn(5, 5, generator=g)},
@@ -81,10 +94,12 @@ def nm_battery(pattern: NM, seed: int = 0) -> dict[str, dict[str, torch.Tensor]]
     m = pattern.m
     if m > MAX_BATTERY_BLOCK:
         need = BATTERY_VALUES_PER_BLOCK_ELEMENT * m
-        raise ValueError(f"m must be at most {MAX_BATTERY_BLOCK:,} for the default battery, got "
-                         f"{pattern}: its cases would hold about {need:,} float32 values "
-                         f"({need * 4 / 1e9:.3g} GB); pass cases= with matrices of your own "
-                         f"to judge longer blocks")
+        raise ValueError(
+            f"m must be at most {MAX_BATTERY_BLOCK:,} for the default battery, got "
+            f"{pattern}: its cases would hold about {need:,} float32 values "
+            f"({need * 4 / 1e9:.3g} GB); pass cases= with matrices of your own "
+            f"to judge longer blocks"
+        )
     g = torch.Generator().manual_seed(seed)
     ties = torch.tensor([-2.0, 0.0, 2.0])
     negative = torch.randn(4, 4 * m, generator=g).abs()

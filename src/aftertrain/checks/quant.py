@@ -86,10 +86,26 @@ from aftertrain.quant.primitives import Granularity, check_bits, fake_quantize, 
 
 #: The kit's one import place: ``from aftertrain.checks.quant import
 #: QuantScheme, Mapping, PerGroup, check_quantizer, assert_quantizer``.
-__all__ = ["EDGE", "FAILURE", "FLOAT32_EPS", "MISMATCH", "Mapping", "PerAxis", "PerGroup",
-           "PerTensor", "QuantScheme", "Report", "Row", "assert_quantizer", "battery",
-           "check_quantizer", "group_battery", "quantize_scheme", "reference_quantizer",
-           "scheme_battery"]
+__all__ = [
+    "EDGE",
+    "FAILURE",
+    "FLOAT32_EPS",
+    "MISMATCH",
+    "Mapping",
+    "PerAxis",
+    "PerGroup",
+    "PerTensor",
+    "QuantScheme",
+    "Report",
+    "Row",
+    "assert_quantizer",
+    "battery",
+    "check_quantizer",
+    "group_battery",
+    "quantize_scheme",
+    "reference_quantizer",
+    "scheme_battery",
+]
 
 QuantizerOutput = torch.Tensor | tuple[torch.Tensor, ...]
 Quantizer = Callable[[torch.Tensor, QuantScheme], QuantizerOutput]
@@ -171,8 +187,7 @@ def _schemes(quantize, schemes, bits, granularities) -> tuple[list[QuantScheme],
     except TypeError:
         schemes = []
     if not schemes or not all(isinstance(s, QuantScheme) for s in schemes):
-        raise ValueError(f"schemes must be a QuantScheme or a non-empty list of them, got "
-                         f"{given!r}")
+        raise ValueError(f"schemes must be a QuantScheme or a non-empty list of them, got {given!r}")
     return schemes, quantize
 
 
@@ -185,24 +200,29 @@ def _article_schemes(quantize: ArticleQuantizer, bits, granularities):
         check_bits(b)
     granularities = list(Granularity if granularities is None else granularities)
     if not granularities or not all(isinstance(g, Granularity) for g in granularities):
-        raise ValueError(f"granularities must be a non-empty list of Granularity, "
-                         f"got {granularities!r}")
+        raise ValueError(f"granularities must be a non-empty list of Granularity, got {granularities!r}")
     article = {ARTICLE_GRANULARITY[g]: g for g in granularities}
 
     @functools.wraps(quantize)
     def adapter(w: torch.Tensor, scheme: QuantScheme) -> QuantizerOutput:
         return quantize(w, scheme.bits, article[scheme.granularity])
 
-    return [QuantScheme(b, Mapping.SYMMETRIC, ARTICLE_GRANULARITY[g])
-            for b in bits for g in granularities], adapter
+    return [
+        QuantScheme(b, Mapping.SYMMETRIC, ARTICLE_GRANULARITY[g]) for b in bits for g in granularities
+    ], adapter
 
 
 def _check_cases(cases) -> None:
     if not isinstance(cases, MappingABC) or not cases:
         raise ValueError("cases must be a non-empty dict of name -> tensor")
     for case, w in cases.items():
-        if (not isinstance(w, torch.Tensor) or w.dtype != torch.float32 or w.dim() != 2
-                or w.numel() == 0 or not bool(torch.isfinite(w).all())):
+        if (
+            not isinstance(w, torch.Tensor)
+            or w.dtype != torch.float32
+            or w.dim() != 2
+            or w.numel() == 0
+            or not bool(torch.isfinite(w).all())
+        ):
             raise ValueError(f"cases: {case!r} must be a finite, non-empty 2-D float32 tensor")
 
 

@@ -53,8 +53,9 @@ def battery(bits: int, seed: int = 0) -> dict[str, torch.Tensor]:
         "all zero": torch.zeros(3, 4),
         "subnormal rows": subnormal,
         "all subnormal": torch.tensor([[1e-40, -2e-41, 0.0, 3e-45], [5e-39, 0.0, -1e-44, 1e-42]]),
-        "float32 max": torch.tensor([[FLOAT32_MAX, -FLOAT32_MAX / 3, 1.0, 0.0],
-                                     [-FLOAT32_MAX, 2e38, -1e-3, 5.0]]),
+        "float32 max": torch.tensor(
+            [[FLOAT32_MAX, -FLOAT32_MAX / 3, 1.0, 0.0], [-FLOAT32_MAX, 2e38, -1e-3, 5.0]]
+        ),
         "single element": torch.tensor([[-0.75]]),
     }
 
@@ -78,18 +79,22 @@ def group_battery(bits: int, group_size: int, seed: int = 0) -> dict[str, torch.
     """
     group_size = PerGroup(group_size).group_size  # validates it
     if group_size is None:
-        raise ValueError("group_size must be an int >= 1 for the battery (PerGroup(None): "
-                         "scheme_battery builds it for the library's choice)")
+        raise ValueError(
+            "group_size must be an int >= 1 for the battery (PerGroup(None): "
+            "scheme_battery builds it for the library's choice)"
+        )
     qmax = qmax_for(bits)
     check_seed(seed)
     g = torch.Generator().manual_seed(seed)
     n = PerGroup(group_size).group_size  # validates it
     if n > MAX_BATTERY_GROUP:
         need = BATTERY_VALUES_PER_GROUP_ELEMENT * n
-        raise ValueError(f"group_size must be at most {MAX_BATTERY_GROUP:,} for the default "
-                         f"battery, got {n:,}: its cases would hold about {need:,} float32 "
-                         f"values ({need * 4 / 1e9:.3g} GB); pass cases= with matrices of your "
-                         f"own to judge larger groups")
+        raise ValueError(
+            f"group_size must be at most {MAX_BATTERY_GROUP:,} for the default "
+            f"battery, got {n:,}: its cases would hold about {need:,} float32 "
+            f"values ({need * 4 / 1e9:.3g} GB); pass cases= with matrices of your "
+            f"own to judge larger groups"
+        )
     heavy = torch.randn(3, 2 * n, generator=g) ** 3
     heavy[1, -1] = -40.0
     scales = torch.tensor([1e-3, 1e3]).repeat_interleave(n)
@@ -101,7 +106,7 @@ def group_battery(bits: int, group_size: int, seed: int = 0) -> dict[str, torch.
     huge = torch.randn(2, 2 * n, generator=g)
     two = min(2, n)  # max - min overflows float32 where a group holds both
     huge[0, :two] = torch.tensor([FLOAT32_MAX, -FLOAT32_MAX / 3])[:two]
-    huge[1, n:n + two] = torch.tensor([-FLOAT32_MAX, 2e38])[:two]
+    huge[1, n : n + two] = torch.tensor([-FLOAT32_MAX, 2e38])[:two]
     cases = {
         "gaussian": torch.randn(4, 2 * n, generator=g),
         "heavy-tailed": heavy,
@@ -115,8 +120,6 @@ def group_battery(bits: int, group_size: int, seed: int = 0) -> dict[str, torch.
     if n > 1:
         cases["group size does not divide the row"] = torch.randn(2, n + n // 2, generator=g)
     return cases
-
-
 
 
 def scheme_battery(scheme: QuantScheme, seed: int = 0) -> dict[str, torch.Tensor]:

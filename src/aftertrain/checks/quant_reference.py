@@ -78,8 +78,17 @@ class Reference:
         judged = (p.raw >= SCALE_FLOOR) | (scheme.scale_floor > SCALE_FLOOR)
         # an all-zero group is no edge: its w_hat must be 0 (the ``edge`` row)
         edge = (~judged & (p.amax > 0)) | (p.amax > OVERFLOW_EDGE)
-        return cls(w.double(), p, p.scale[i], p.zero[i], R[i], judged[i],
-                   (judged & (p.raw < p.scale))[i], scheme.mapping, edge[i])
+        return cls(
+            w.double(),
+            p,
+            p.scale[i],
+            p.zero[i],
+            R[i],
+            judged[i],
+            (judged & (p.raw < p.scale))[i],
+            scheme.mapping,
+            edge[i],
+        )
 
     def severity(self, bad: torch.Tensor) -> str:
         """EDGE when every element in ``bad`` (a mask of ``w``'s shape) lies
@@ -109,8 +118,7 @@ class Reference:
         """Per element, the largest ``|w_hat - w|`` a correct quantizer reaches: half a step
         (``s / 2``) plus ``QUANT_ROUND_TRIP_SLACK_ULPS / 2 * u * R`` (float32 rounding,
         relative to the group's range ``R``) plus half the smallest subnormal."""
-        return self.s / 2 + T.QUANT_ROUND_TRIP_SLACK_ULPS / 2 * U * self.R \
-            + T.QUANT_SUBNORMAL_HALF
+        return self.s / 2 + T.QUANT_ROUND_TRIP_SLACK_ULPS / 2 * U * self.R + T.QUANT_SUBNORMAL_HALF
 
 
 def call_quantizer(quantize: Quantizer, w: torch.Tensor, scheme: QuantScheme):
@@ -161,5 +169,7 @@ def per_element(x, w: torch.Tensor, scheme: QuantScheme, label: str) -> torch.Te
     try:
         return x.broadcast_to(w.shape)
     except RuntimeError:
-        return (f"{label} of shape {tuple(x.shape)} has neither one entry per group ({n}) "
-                f"nor broadcasts to {tuple(w.shape)}")
+        return (
+            f"{label} of shape {tuple(x.shape)} has neither one entry per group ({n}) "
+            f"nor broadcasts to {tuple(w.shape)}"
+        )

@@ -128,10 +128,16 @@ class Report:
         """The report as plain data (the CLI's ``--json``)."""
         from dataclasses import asdict
 
-        return {"subject": self.subject, "passed": self.passed, "verdict": self.verdict(),
-                "strict": self.strict, "failures": list(self.failures),
-                "mismatches": list(self.mismatches), "edges": list(self.edges),
-                "rows": [asdict(r) for r in self.rows]}
+        return {
+            "subject": self.subject,
+            "passed": self.passed,
+            "verdict": self.verdict(),
+            "strict": self.strict,
+            "failures": list(self.failures),
+            "mismatches": list(self.mismatches),
+            "edges": list(self.edges),
+            "rows": [asdict(r) for r in self.rows],
+        }
 
     def raise_for_failures(self) -> None:
         """Raise AssertionError listing every failure; return None if none."""

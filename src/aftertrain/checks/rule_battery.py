@@ -56,13 +56,8 @@ def _norm(x: np.ndarray) -> np.ndarray:
 #: A fixed 4-symbol, k = 3 case where q over-proposes symbol 0, every
 #: position's q differs from its p, p has zeros and the bonus p_3 differs
 #: from p_2: each kind of broken rule changes some position's law here.
-FIXED_P = np.array([[0.1, 0.4, 0.5, 0.0],
-                    [0.3, 0.0, 0.2, 0.5],
-                    [0.6, 0.2, 0.2, 0.0],
-                    [0.0, 0.1, 0.3, 0.6]])
-FIXED_Q = np.array([[0.7, 0.1, 0.1, 0.1],
-                    [0.5, 0.2, 0.1, 0.2],
-                    [0.2, 0.3, 0.1, 0.4]])
+FIXED_P = np.array([[0.1, 0.4, 0.5, 0.0], [0.3, 0.0, 0.2, 0.5], [0.6, 0.2, 0.2, 0.0], [0.0, 0.1, 0.3, 0.6]])
+FIXED_Q = np.array([[0.7, 0.1, 0.1, 0.1], [0.5, 0.2, 0.1, 0.2], [0.2, 0.3, 0.1, 0.4]])
 
 
 def battery(seed: int) -> list[Case]:
@@ -106,9 +101,14 @@ def battery(seed: int) -> list[Case]:
     p = np.concatenate([dirichlet(6, 3), np.tile(tiny, (3, 1))], axis=1)
     q = np.concatenate([dirichlet(6, 2), np.tile(tiny[::-1], (2, 1))], axis=1)
     cases.append(("probabilities down to 1e-12 V=10 k=2", _norm(p), _norm(q)))
-    return [Case(name, torch.from_numpy(np.ascontiguousarray(p, dtype=np.float64)),
-                 torch.from_numpy(np.ascontiguousarray(q, dtype=np.float64)))
-            for name, p, q in cases]
+    return [
+        Case(
+            name,
+            torch.from_numpy(np.ascontiguousarray(p, dtype=np.float64)),
+            torch.from_numpy(np.ascontiguousarray(q, dtype=np.float64)),
+        )
+        for name, p, q in cases
+    ]
 
 
 def n_tests(cases: list[Case]) -> int:
@@ -132,8 +132,14 @@ def check_outputs(case: Case, n: int, out, report: Report) -> tuple[torch.Tensor
     recording why it is not one (shape, dtype, NaN, range)."""
     name, k, V = case.name, case.k, case.vocab
     if not isinstance(out, tuple) or len(out) != 2:
-        report.add(Row(name, "outputs", False, detail=f"the rule must return (accepted, token), "
-                                                      f"got {type(out).__name__}"))
+        report.add(
+            Row(
+                name,
+                "outputs",
+                False,
+                detail=f"the rule must return (accepted, token), got {type(out).__name__}",
+            )
+        )
         return None
     problems = []
     for label, x, hi in (("accepted", out[0], k), ("token", out[1], V - 1)):
@@ -145,14 +151,20 @@ def check_outputs(case: Case, n: int, out, report: Report) -> tuple[torch.Tensor
         elif tuple(x.shape) != (n,):
             problems.append(f"{label} has shape {tuple(x.shape)}, not ({n},)")
         elif n and (int(x.min()) < 0 or int(x.max()) > hi):
-            problems.append(f"{label} holds values in [{int(x.min())}, {int(x.max())}], "
-                            f"outside [0, {hi}]")
+            problems.append(f"{label} holds values in [{int(x.min())}, {int(x.max())}], outside [0, {hi}]")
     report.add(Row(name, "outputs", not problems, n=n, detail="; ".join(problems)))
     return None if problems else (out[0], out[1])
 
 
-def judge_case(case: Case, drafts: torch.Tensor, accepted: torch.Tensor, token: torch.Tensor,
-               alpha: float, seed: int, report: Report) -> None:
+def judge_case(
+    case: Case,
+    drafts: torch.Tensor,
+    accepted: torch.Tensor,
+    token: torch.Tensor,
+    alpha: float,
+    seed: int,
+    report: Report,
+) -> None:
     """Support, law (chi-square and TV) at every position and the acceptance
     rate at every drafted position, each statistical test at ``alpha``."""
     k, p, q = case.k, case.p, case.q
@@ -165,20 +177,51 @@ def judge_case(case: Case, drafts: torch.Tensor, accepted: torch.Tensor, token: 
         if m == 0:
             continue
         bad = int((pj[chars] == 0).sum())
-        report.add(Row(case.name, "support", bad == 0, position=j, n=m, value=float(bad), bound=0.0,
-                       detail=f"{bad} of {m} emitted characters have p = 0" if bad else ""))
+        report.add(
+            Row(
+                case.name,
+                "support",
+                bad == 0,
+                position=j,
+                n=m,
+                value=float(bad),
+                bound=0.0,
+                detail=f"{bad} of {m} emitted characters have p = 0" if bad else "",
+            )
+        )
         if bad:
             continue
         fit = stats.chisquare_gof(chars, pj)
-        report.add(Row(case.name, "chi-square", fit.pvalue >= alpha, position=j,
-                       statistic=fit.statistic, dof=fit.dof, p_value=fit.pvalue, n=m,
-                       bound=alpha, detail=f"law differs from p: chi2 {fit.statistic:.1f} on "
-                                           f"{fit.dof} dof, p-value {fit.pvalue:.3g} < {alpha:.3g}"))
+        report.add(
+            Row(
+                case.name,
+                "chi-square",
+                fit.pvalue >= alpha,
+                position=j,
+                statistic=fit.statistic,
+                dof=fit.dof,
+                p_value=fit.pvalue,
+                n=m,
+                bound=alpha,
+                detail=f"law differs from p: chi2 {fit.statistic:.1f} on "
+                f"{fit.dof} dof, p-value {fit.pvalue:.3g} < {alpha:.3g}",
+            )
+        )
         tv = stats.empirical_tv(chars, pj)
         null = stats.tv_null_distribution(pj, m, TV_NULL_TRIALS, seed + j)
         limit = stats.tv_threshold(null, m, alpha)
-        report.add(Row(case.name, "tv", tv <= limit, position=j, n=m, tv=tv, tv_threshold=limit,
-                       detail=f"TV {tv:.4f} above the same-sample bound {limit:.4f}"))
+        report.add(
+            Row(
+                case.name,
+                "tv",
+                tv <= limit,
+                position=j,
+                n=m,
+                tv=tv,
+                tv_threshold=limit,
+                detail=f"TV {tv:.4f} above the same-sample bound {limit:.4f}",
+            )
+        )
     for j in range(k):
         reached = int((accepted >= j).sum())
         if reached == 0:
@@ -187,15 +230,34 @@ def judge_case(case: Case, drafts: torch.Tensor, accepted: torch.Tensor, token: 
         hits = int((accepted > j).sum())
         if rate >= 1.0 - 1e-12 or rate <= 1e-12:
             want = round(rate) * reached
-            report.add(Row(case.name, "acceptance", hits == want, position=j, n=reached,
-                           value=hits / reached, bound=float(round(rate)),
-                           detail=f"{hits}/{reached} accepted, must be exactly {want}"))
+            report.add(
+                Row(
+                    case.name,
+                    "acceptance",
+                    hits == want,
+                    position=j,
+                    n=reached,
+                    value=hits / reached,
+                    bound=float(round(rate)),
+                    detail=f"{hits}/{reached} accepted, must be exactly {want}",
+                )
+            )
             continue
         pv = scipy.stats.binomtest(hits, reached, min(rate, 1.0)).pvalue
-        report.add(Row(case.name, "acceptance", pv >= alpha, position=j, n=reached, p_value=pv,
-                       value=hits / reached, bound=rate,
-                       detail=f"{hits}/{reached} accepted against the exact rate {rate:.6g} "
-                              f"(binomial p-value {pv:.3g} < {alpha:.3g})"))
+        report.add(
+            Row(
+                case.name,
+                "acceptance",
+                pv >= alpha,
+                position=j,
+                n=reached,
+                p_value=pv,
+                value=hits / reached,
+                bound=rate,
+                detail=f"{hits}/{reached} accepted against the exact rate {rate:.6g} "
+                f"(binomial p-value {pv:.3g} < {alpha:.3g})",
+            )
+        )
 
 
 def bonferroni(alpha: float, tests: int) -> float:
@@ -205,8 +267,10 @@ def bonferroni(alpha: float, tests: int) -> float:
 
 #: Where code that is not the user's lives: the kit itself, torch and the
 #: standard library. The innermost frame outside them is the user's.
-_NOT_USER = tuple(os.path.realpath(d) + os.sep for d in (
-    os.path.dirname(__file__), os.path.dirname(torch.__file__), sysconfig.get_paths()["stdlib"]))
+_NOT_USER = tuple(
+    os.path.realpath(d) + os.sep
+    for d in (os.path.dirname(__file__), os.path.dirname(torch.__file__), sysconfig.get_paths()["stdlib"])
+)
 
 
 def describe_exception(exc: BaseException) -> str:
@@ -256,8 +320,9 @@ def check_progress(progress) -> Callable[[str], None]:
     if progress is None:
         return lambda line: None
     if not callable(progress):
-        raise ValueError(f"progress must be None or a callable taking one line, "
-                         f"got {type(progress).__name__}")
+        raise ValueError(
+            f"progress must be None or a callable taking one line, got {type(progress).__name__}"
+        )
     return progress
 
 
@@ -277,12 +342,18 @@ def as_cases(cases) -> list[Case]:
         p = torch.as_tensor(np.asarray(p, dtype=np.float64))
         q = torch.as_tensor(np.asarray(q, dtype=np.float64))
         if p.dim() != 2 or q.dim() != 2 or q.shape[0] < 1 or p.shape != (q.shape[0] + 1, q.shape[1]):
-            raise ValueError(f"cases[{i}] must have p of shape (k+1, V) and q of shape (k, V), "
-                             f"k >= 1; got p {tuple(p.shape)}, q {tuple(q.shape)}")
+            raise ValueError(
+                f"cases[{i}] must have p of shape (k+1, V) and q of shape (k, V), "
+                f"k >= 1; got p {tuple(p.shape)}, q {tuple(q.shape)}"
+            )
         for label, x in (("p", p), ("q", q)):
-            if not bool(torch.isfinite(x).all()) or bool((x < 0).any()) \
-                    or float((x.sum(-1) - 1).abs().max()) > 1e-6:
-                raise ValueError(f"cases[{i}] {label}: every row must be finite, >= 0 and "
-                                 f"sum to 1 within 1e-6")
+            if (
+                not bool(torch.isfinite(x).all())
+                or bool((x < 0).any())
+                or float((x.sum(-1) - 1).abs().max()) > 1e-6
+            ):
+                raise ValueError(
+                    f"cases[{i}] {label}: every row must be finite, >= 0 and sum to 1 within 1e-6"
+                )
         out.append(Case(str(name), p, q))
     return out

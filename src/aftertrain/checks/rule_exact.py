@@ -59,26 +59,78 @@ def _support(row) -> tuple[int, ...]:
 
 def _threshold_probes(dtype: torch.dtype) -> list[Probe]:
     m = margin(dtype)
-    out = [Probe("u = 0 with p(x) = 0 rejects", [[0.0, 1.0], [0.5, 0.5]], [[0.5, 0.5]], [0],
-                 [0.0], 0.25, 0, (1,), "accepted 0, token 1 (u = 0 is not < p/q = 0)")]
+    out = [
+        Probe(
+            "u = 0 with p(x) = 0 rejects",
+            [[0.0, 1.0], [0.5, 0.5]],
+            [[0.5, 0.5]],
+            [0],
+            [0.0],
+            0.25,
+            0,
+            (1,),
+            "accepted 0, token 1 (u = 0 is not < p/q = 0)",
+        )
+    ]
     # (p/q, p at the draft's position, bonus row, v, bonus token, residual token)
-    for r, p0, bonus, v, b in ((0.5, [0.25, 0.75], [0.875, 0.125], 0.5, 0),
-                               (0.75, [0.375, 0.625], [0.25, 0.75], 0.125, 0)):
+    for r, p0, bonus, v, b in (
+        (0.5, [0.25, 0.75], [0.875, 0.125], 0.5, 0),
+        (0.75, [0.375, 0.625], [0.25, 0.75], 0.125, 0),
+    ):
         q0 = [0.5, 0.5]
-        out.append(Probe(f"u {m:.2g} below p/q = {r} accepts", [p0, bonus], [q0], [0],
-                         [r * (1 - m)], v, 1, (b,),
-                         f"accepted 1, bonus {b} (inverse CDF of {bonus} at v = {v})"))
-        out.append(Probe(f"u {m:.2g} above p/q = {r} rejects", [p0, bonus], [q0], [0],
-                         [r * (1 + m)], 0.5, 0, (1,),
-                         f"accepted 0, token 1 (residual [0, {p0[1] - 0.5}], v = 0.5)"))
-    out.append(Probe("bonus drawn from p_{k+1}", [[0.5, 0.5, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]],
-                     [[0.5, 0.5, 0.0], [1.0, 0.0, 0.0]], [1, 0], [0.875, 0.875], 0.5, 2, (2,),
-                     "accepted 2, bonus 2 (p_3 = [0, 0, 1])"))
+        out.append(
+            Probe(
+                f"u {m:.2g} below p/q = {r} accepts",
+                [p0, bonus],
+                [q0],
+                [0],
+                [r * (1 - m)],
+                v,
+                1,
+                (b,),
+                f"accepted 1, bonus {b} (inverse CDF of {bonus} at v = {v})",
+            )
+        )
+        out.append(
+            Probe(
+                f"u {m:.2g} above p/q = {r} rejects",
+                [p0, bonus],
+                [q0],
+                [0],
+                [r * (1 + m)],
+                0.5,
+                0,
+                (1,),
+                f"accepted 0, token 1 (residual [0, {p0[1] - 0.5}], v = 0.5)",
+            )
+        )
+    out.append(
+        Probe(
+            "bonus drawn from p_{k+1}",
+            [[0.5, 0.5, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]],
+            [[0.5, 0.5, 0.0], [1.0, 0.0, 0.0]],
+            [1, 0],
+            [0.875, 0.875],
+            0.5,
+            2,
+            (2,),
+            "accepted 2, bonus 2 (p_3 = [0, 0, 1])",
+        )
+    )
     for v, t in ((0.375, 1), (0.625, 2)):
-        out.append(Probe(f"residual renormalised (v = {v})", [[0.75, 0.125, 0.125], [1.0, 0, 0]],
-                         [[1.0, 0.0, 0.0]], [0], [0.875], v, 0, (t,),
-                         f"accepted 0, token {t} (residual [0, 0.125, 0.125] renormalised, "
-                         f"v = {v})"))
+        out.append(
+            Probe(
+                f"residual renormalised (v = {v})",
+                [[0.75, 0.125, 0.125], [1.0, 0, 0]],
+                [[1.0, 0.0, 0.0]],
+                [0],
+                [0.875],
+                v,
+                0,
+                (t,),
+                f"accepted 0, token {t} (residual [0, 0.125, 0.125] renormalised, v = {v})",
+            )
+        )
     return out
 
 
@@ -94,19 +146,34 @@ def _zero_residual_probes(dtype: torch.dtype) -> list[Probe]:
     want = "accepted 0, a token of p's support {}, no exception"
     shapes = [  # (name, p, q, draft, forced u values)
         ("forced rejection, p <= q everywhere", [0.75, 0.25 - d, 0.0], [0.75, 0.25, 0.0], 1, (top,)),
-        ("forced rejection, p <= q everywhere, p(0) = 0", [0.0, 0.75, 0.25 - d],
-         [0.0, 0.75, 0.25], 2, (top,)),
+        (
+            "forced rejection, p <= q everywhere, p(0) = 0",
+            [0.0, 0.75, 0.25 - d],
+            [0.0, 0.75, 0.25],
+            2,
+            (top,),
+        ),
         ("draft outside p, zero residual", [0.25, 0.75, 0.0], [0.25, 0.75, d], 2, (0.0, top)),
-        ("draft outside p, zero residual, p(0) = 0", [0.0, 0.25, 0.75], [d, 0.25, 0.75], 0,
-         (0.0, top)),
+        ("draft outside p, zero residual, p(0) = 0", [0.0, 0.25, 0.75], [d, 0.25, 0.75], 0, (0.0, top)),
     ]
     out = []
     for name, p0, q0, x, us in shapes:
         for u in us:
             for v in (0.125, 0.5, 0.875):
                 label = f"{name} (u = {'1 - eps' if u else 0}, v = {v})"
-                out.append(Probe(label, [p0, [0.5, 0.25, 0.25]], [q0], [x], [u], v, 0,
-                                 _support(p0), want.format(set(_support(p0)))))
+                out.append(
+                    Probe(
+                        label,
+                        [p0, [0.5, 0.25, 0.25]],
+                        [q0],
+                        [x],
+                        [u],
+                        v,
+                        0,
+                        _support(p0),
+                        want.format(set(_support(p0))),
+                    )
+                )
     return out
 
 
@@ -143,8 +210,9 @@ def _zero_residual_pair(
     return None
 
 
-def _rounded_up_probes(dtype: torch.dtype,
-                       renormalise: Callable[[torch.Tensor], torch.Tensor] | None = None) -> list[Probe]:
+def _rounded_up_probes(
+    dtype: torch.dtype, renormalise: Callable[[torch.Tensor], torch.Tensor] | None = None
+) -> list[Probe]:
     """p (Dirichlet, V = 8, in ``dtype``) and q = p with one cell scaled up
     by the margin or more at position 0, chosen so that the residual is all
     zero after the rule's ``renormalise`` (:func:`_zero_residual_pair`;
@@ -157,27 +225,39 @@ def _rounded_up_probes(dtype: torch.dtype,
     p = torch.from_numpy(rng.dirichlet(np.ones(8), size=3)).to(dtype)
     found = _zero_residual_pair(p[0], dtype, renormalise or (lambda r: r))
     if found is None:
-        raise ValueError(f"renormalise leaves no all-zero residual: raising any of the "
-                         f"{_SEARCH_CELLS} cells of least p by the margin or by 1 to "
-                         f"{_SEARCH_ULPS.stop - 1} ulps of {dtype} never gives renormalise(p) <= "
-                         f"renormalise(q) in every cell; allowed: the rule's own map from the "
-                         f"probabilities it is handed to those it compares")
+        raise ValueError(
+            f"renormalise leaves no all-zero residual: raising any of the "
+            f"{_SEARCH_CELLS} cells of least p by the margin or by 1 to "
+            f"{_SEARCH_ULPS.stop - 1} ulps of {dtype} never gives renormalise(p) <= "
+            f"renormalise(q) in every cell; allowed: the rule's own map from the "
+            f"probabilities it is handed to those it compares"
+        )
     x, q0 = found
     raised = float(q0[x].double() / p[0, x].double() - 1)
     p, q = p.double().tolist(), [q0.double().tolist(), p[1].double().tolist()]
-    return [Probe(f"q = p with the draft's cell scaled up to an all-zero residual, forced "
-                  f"rejection (v = {v})", p, q, [x, 0], [below_one(dtype), 0.5], v, 0,
-                  _support(p[0]), f"accepted 0, a token in p's support, no exception (cell {x} "
-                                  f"raised by {raised / torch.finfo(dtype).eps:.3g} ulps)")
-            for v in (0.125, 0.5, 0.875)]
+    return [
+        Probe(
+            f"q = p with the draft's cell scaled up to an all-zero residual, forced rejection (v = {v})",
+            p,
+            q,
+            [x, 0],
+            [below_one(dtype), 0.5],
+            v,
+            0,
+            _support(p[0]),
+            f"accepted 0, a token in p's support, no exception (cell {x} "
+            f"raised by {raised / torch.finfo(dtype).eps:.3g} ulps)",
+        )
+        for v in (0.125, 0.5, 0.875)
+    ]
 
 
-def probes(dtype: torch.dtype = _D,
-           renormalise: Callable[[torch.Tensor], torch.Tensor] | None = None) -> list[Probe]:
+def probes(
+    dtype: torch.dtype = _D, renormalise: Callable[[torch.Tensor], torch.Tensor] | None = None
+) -> list[Probe]:
     """Every single-round probe of :func:`check_rule_exact` at ``dtype``;
     ``renormalise`` as there."""
-    return (_threshold_probes(dtype) + _zero_residual_probes(dtype)
-            + _rounded_up_probes(dtype, renormalise))
+    return _threshold_probes(dtype) + _zero_residual_probes(dtype) + _rounded_up_probes(dtype, renormalise)
 
 
 def _call(rule, case: rule_battery.Case, tensors, n: int, report: Report):
@@ -186,8 +266,15 @@ def _call(rule, case: rule_battery.Case, tensors, n: int, report: Report):
     try:
         out = rule(*tensors)
     except Exception as exc:
-        report.add(Row(case.name, "no exception", False, n=n,
-                       detail=f"the rule raised {rule_battery.describe_exception(exc)}"))
+        report.add(
+            Row(
+                case.name,
+                "no exception",
+                False,
+                n=n,
+                detail=f"the rule raised {rule_battery.describe_exception(exc)}",
+            )
+        )
         return None
     return rule_battery.check_outputs(case, n, out, report)
 
@@ -199,9 +286,15 @@ def _run_probe(rule, probe: Probe, dtype: torch.dtype, report: Report) -> None:
     out = _call(rule, case, (p[None], q[None], torch.tensor([probe.drafts]), u, v), 1, report)
     if out is not None:
         a, t = int(out[0][0]), int(out[1][0])
-        report.add(Row(probe.name, "forced uniforms", a == probe.accepted and t in probe.tokens,
-                       n=1, detail=f"got accepted {a}, token {t}; a correct rule gives "
-                                   f"{probe.want}"))
+        report.add(
+            Row(
+                probe.name,
+                "forced uniforms",
+                a == probe.accepted and t in probe.tokens,
+                n=1,
+                detail=f"got accepted {a}, token {t}; a correct rule gives {probe.want}",
+            )
+        )
 
 
 def _rows_alone(rule, case: rule_battery.Case, tensors) -> list[int]:
@@ -210,7 +303,7 @@ def _rows_alone(rule, case: rule_battery.Case, tensors) -> list[int]:
     *inputs, out = tensors
     bad = []
     for i in range(inputs[2].shape[0]):
-        one = _call(rule, case, [x[i:i + 1] for x in inputs], 1, Report("scratch"))
+        one = _call(rule, case, [x[i : i + 1] for x in inputs], 1, Report("scratch"))
         if one is None or (int(one[0][0]), int(one[1][0])) != (int(out[0][i]), int(out[1][i])):
             bad.append(i)
     return bad
@@ -231,8 +324,16 @@ def _batch_consistency(rule, case: rule_battery.Case, dtype, g, report: Report, 
     out = _call(rule, case, inputs, n, report)
     if out is not None:
         bad = _rows_alone(rule, case, [*inputs, out])
-        report.add(Row(case.name, "batch consistency", not bad, n=n, value=float(len(bad)),
-                       detail=f"rows {bad[:5]} differ from the same rounds run alone"))
+        report.add(
+            Row(
+                case.name,
+                "batch consistency",
+                not bad,
+                n=n,
+                value=float(len(bad)),
+                detail=f"rows {bad[:5]} differ from the same rounds run alone",
+            )
+        )
 
 
 #: The v forced at the all-zero-residual row of the batch probe: the inverse
@@ -245,14 +346,14 @@ ROW_V = 0.125
 BATCH_SEED = 3
 
 
-def _batch_with_one_zero_residual(rule, dtype, g, report: Report, n: int = 16,
-                                  row: int = 5) -> None:
+def _batch_with_one_zero_residual(rule, dtype, g, report: Report, n: int = 16, row: int = 5) -> None:
     """Ordinary rounds of the fixed case with row ``row`` replaced by a
     forced rejection whose residual is all zero (p(0) = 0): the batch must
     not raise, that row must emit a token of p's support, the others must
     equal their rounds run alone."""
-    fixed = rule_battery.Case("fixed", torch.from_numpy(rule_battery.FIXED_P),
-                              torch.from_numpy(rule_battery.FIXED_Q))
+    fixed = rule_battery.Case(
+        "fixed", torch.from_numpy(rule_battery.FIXED_P), torch.from_numpy(rule_battery.FIXED_Q)
+    )
     name = f"batch of {n}, row {row} an all-zero residual"
     inputs = _random_rounds(fixed, n, dtype, g)
     d = 0.25 * margin(dtype)
@@ -267,16 +368,32 @@ def _batch_with_one_zero_residual(rule, dtype, g, report: Report, n: int = 16,
     if out is None:
         return
     a, t = int(out[0][row]), int(out[1][row])
-    report.add(Row(name, "forced uniforms", a == 0 and t in (1, 2, 3), n=1,
-                   detail=f"row {row}: got accepted {a}, token {t}; a correct rule gives "
-                          f"accepted 0, a token of p's support {{1, 2, 3}}"))
+    report.add(
+        Row(
+            name,
+            "forced uniforms",
+            a == 0 and t in (1, 2, 3),
+            n=1,
+            detail=f"row {row}: got accepted {a}, token {t}; a correct rule gives "
+            f"accepted 0, a token of p's support {{1, 2, 3}}",
+        )
+    )
     bad = [i for i in _rows_alone(rule, case, [*inputs, out]) if i != row]
-    report.add(Row(name, "batch consistency", not bad, n=n, value=float(len(bad)),
-                   detail=f"ordinary rows {bad[:5]} differ from the same rounds run alone"))
+    report.add(
+        Row(
+            name,
+            "batch consistency",
+            not bad,
+            n=n,
+            value=float(len(bad)),
+            detail=f"ordinary rows {bad[:5]} differ from the same rounds run alone",
+        )
+    )
 
 
-def _renormaliser(rule, renormalise: Callable[[torch.Tensor], torch.Tensor] | None
-                  ) -> Callable[[torch.Tensor], torch.Tensor] | None:
+def _renormaliser(
+    rule, renormalise: Callable[[torch.Tensor], torch.Tensor] | None
+) -> Callable[[torch.Tensor], torch.Tensor] | None:
     """The rule's map from the rows it is handed to those it compares:
     ``renormalise``, else the rule's ``renormalise`` attribute, else None;
     ValueError unless it is callable or None."""
@@ -292,24 +409,32 @@ def _subject(rule, dtype: torch.dtype) -> str:
     return f"check_rule_exact({getattr(rule, '__name__', type(rule).__name__)}{at})"
 
 
-def _batches(rule, cases: list[rule_battery.Case] | None, dtype: torch.dtype,
-             report: Report) -> None:
+def _batches(rule, cases: list[rule_battery.Case] | None, dtype: torch.dtype, report: Report) -> None:
     """The batch probes, drawn from :data:`BATCH_SEED`: 16 ordinary rounds
     with one all-zero-residual round, then 64 random rounds against the same
     rounds one by one on each of ``cases`` (the battery's fixed case when
     None)."""
     g = torch.Generator().manual_seed(BATCH_SEED)
     _batch_with_one_zero_residual(rule, dtype, g, report)
-    batch_cases = cases or [rule_battery.Case("fixed V=4 k=3", torch.from_numpy(rule_battery.FIXED_P),
-                                          torch.from_numpy(rule_battery.FIXED_Q))]
+    batch_cases = cases or [
+        rule_battery.Case(
+            "fixed V=4 k=3", torch.from_numpy(rule_battery.FIXED_P), torch.from_numpy(rule_battery.FIXED_Q)
+        )
+    ]
     for case in batch_cases:
         _batch_consistency(rule, case, dtype, g, report)
 
 
-def check_rule_exact(rule_with_uniforms: Callable, *, cases=None, seed: int = 3,
-                     dtype: torch.dtype = _D, name: str | None = None,
-                     progress: Callable[[str], None] | None = None,
-                     renormalise: Callable[[torch.Tensor], torch.Tensor] | None = None) -> Report:
+def check_rule_exact(
+    rule_with_uniforms: Callable,
+    *,
+    cases=None,
+    seed: int = 3,
+    dtype: torch.dtype = _D,
+    name: str | None = None,
+    progress: Callable[[str], None] | None = None,
+    renormalise: Callable[[torch.Tensor], torch.Tensor] | None = None,
+) -> Report:
     """Probe a rule written as a function of its uniforms with forced values.
 
     Protocol: ``rule(p, q, drafts, u, v) -> (accepted, token)``, shapes as
@@ -349,8 +474,7 @@ def check_rule_exact(rule_with_uniforms: Callable, *, cases=None, seed: int = 3,
     zero as the rule computes it, on whatever kernels this CPU runs.
     """
     if not callable(rule_with_uniforms):
-        raise ValueError(f"rule_with_uniforms must be callable, "
-                         f"got {type(rule_with_uniforms).__name__}")
+        raise ValueError(f"rule_with_uniforms must be callable, got {type(rule_with_uniforms).__name__}")
     rule_battery.check_common(1, 0.5, seed)
     rule_battery.check_dtype(dtype)
     say = rule_battery.check_progress(progress)

@@ -77,8 +77,7 @@ class Mapping(enum.Enum):
     def symmetric(self) -> bool:
         """Whether the mapping is one of the symmetric ones (SYMMETRIC, SYMMETRIC_FULL,
         SYMMETRIC_NO_CLIPPING_ERR: zero point 0); False for the asymmetric ones."""
-        return self in (Mapping.SYMMETRIC, Mapping.SYMMETRIC_FULL,
-                        Mapping.SYMMETRIC_NO_CLIPPING_ERR)
+        return self in (Mapping.SYMMETRIC, Mapping.SYMMETRIC_FULL, Mapping.SYMMETRIC_NO_CLIPPING_ERR)
 
 
 @dataclass(frozen=True)
@@ -122,10 +121,10 @@ class PerGroup:
     def __post_init__(self) -> None:
         if self.group_size is None:
             return
-        if isinstance(self.group_size, bool) or not isinstance(self.group_size, int) \
-                or self.group_size < 1:
-            raise ValueError(f"group_size must be an int >= 1, or None (the library picks it), "
-                             f"got {self.group_size!r}")
+        if isinstance(self.group_size, bool) or not isinstance(self.group_size, int) or self.group_size < 1:
+            raise ValueError(
+                f"group_size must be an int >= 1, or None (the library picks it), got {self.group_size!r}"
+            )
 
     def __str__(self) -> str:
         return f"PerGroup({self.group_size})"
@@ -150,19 +149,27 @@ class QuantScheme:
     scale_floor: float = SCALE_FLOOR
 
     def __post_init__(self) -> None:
-        if isinstance(self.bits, bool) or not isinstance(self.bits, int) \
-                or not MIN_BITS <= self.bits <= MAX_BITS:
+        if (
+            isinstance(self.bits, bool)
+            or not isinstance(self.bits, int)
+            or not MIN_BITS <= self.bits <= MAX_BITS
+        ):
             raise ValueError(f"bits must be an int in [{MIN_BITS}, {MAX_BITS}], got {self.bits!r}")
         if not isinstance(self.mapping, Mapping):
-            raise ValueError(f"mapping must be one of {[m.name for m in Mapping]}, "
-                             f"got {self.mapping!r}")
+            raise ValueError(f"mapping must be one of {[m.name for m in Mapping]}, got {self.mapping!r}")
         if not isinstance(self.granularity, PerTensor | PerAxis | PerGroup):
-            raise ValueError(f"granularity must be PerTensor(), PerAxis(axis) or "
-                             f"PerGroup(group_size), got {self.granularity!r}")
-        if isinstance(self.scale_floor, bool) or not isinstance(self.scale_floor, int | float) \
-                or not SCALE_FLOOR <= self.scale_floor < 1:
-            raise ValueError(f"scale_floor must be a float in [{SCALE_FLOOR:.3g}, 1), "
-                             f"got {self.scale_floor!r}")
+            raise ValueError(
+                f"granularity must be PerTensor(), PerAxis(axis) or "
+                f"PerGroup(group_size), got {self.granularity!r}"
+            )
+        if (
+            isinstance(self.scale_floor, bool)
+            or not isinstance(self.scale_floor, int | float)
+            or not SCALE_FLOOR <= self.scale_floor < 1
+        ):
+            raise ValueError(
+                f"scale_floor must be a float in [{SCALE_FLOOR:.3g}, 1), got {self.scale_floor!r}"
+            )
 
     def __str__(self) -> str:
         floor = "" if self.scale_floor == SCALE_FLOOR else f", floor {self.scale_floor:.3g}"
@@ -195,8 +202,10 @@ def group_index(shape: tuple[int, ...], granularity: SchemeGranularity) -> tuple
     int64 of ``shape``, numbered row-major (row, then group along the row)."""
     rows, cols = shape
     if isinstance(granularity, PerGroup) and granularity.group_size is None:
-        raise ValueError("PerGroup(None) has no group index until the library's group size "
-                         "is known (check_quantizer reads it from the output)")
+        raise ValueError(
+            "PerGroup(None) has no group index until the library's group size "
+            "is known (check_quantizer reads it from the output)"
+        )
     r = torch.arange(rows).unsqueeze(1).expand(rows, cols)
     c = torch.arange(cols).unsqueeze(0).expand(rows, cols)
     if isinstance(granularity, PerTensor):
@@ -208,8 +217,7 @@ def group_index(shape: tuple[int, ...], granularity: SchemeGranularity) -> tuple
 
 
 def _reduce(x: torch.Tensor, index: torch.Tensor, n: int, how: str) -> torch.Tensor:
-    return x.new_zeros(n).scatter_reduce(0, index.reshape(-1), x.reshape(-1), how,
-                                         include_self=False)
+    return x.new_zeros(n).scatter_reduce(0, index.reshape(-1), x.reshape(-1), how, include_self=False)
 
 
 @dataclass(frozen=True)
@@ -253,8 +261,7 @@ def qparams(w: torch.Tensor, scheme: QuantScheme) -> QParams:
     return QParams(raw, scale, zero, amax, index)
 
 
-def to_codes(x: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor,
-             mapping: Mapping) -> torch.Tensor:
+def to_codes(x: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor, mapping: Mapping) -> torch.Tensor:
     """``x`` in code units, unrounded: ``x / scale + z``, or ``(x + shift) /
     scale`` for ASYMMETRIC_FLOAT_SHIFT."""
     if mapping is Mapping.ASYMMETRIC_FLOAT_SHIFT:
@@ -262,8 +269,7 @@ def to_codes(x: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor,
     return x / scale + zero
 
 
-def from_codes(q: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor,
-               mapping: Mapping) -> torch.Tensor:
+def from_codes(q: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor, mapping: Mapping) -> torch.Tensor:
     """``(q - z) * scale``, or ``q * scale - shift`` for ASYMMETRIC_FLOAT_SHIFT."""
     if mapping is Mapping.ASYMMETRIC_FLOAT_SHIFT:
         return q * scale - zero
@@ -287,9 +293,11 @@ def quantize_scheme(
     if not isinstance(scheme, QuantScheme):
         raise ValueError(f"scheme must be a QuantScheme, got {scheme!r}")
     if not isinstance(w, torch.Tensor) or w.dtype != torch.float32 or w.dim() != 2:
-        raise ValueError(f"w must be a 2-D float32 tensor, got "
-                         f"{getattr(w, 'dtype', type(w).__name__)} "
-                         f"{tuple(getattr(w, 'shape', ()))}")
+        raise ValueError(
+            f"w must be a 2-D float32 tensor, got "
+            f"{getattr(w, 'dtype', type(w).__name__)} "
+            f"{tuple(getattr(w, 'shape', ()))}"
+        )
     p = qparams(w, scheme)
     scale, zero = p.scale.float(), p.zero.float()
     s, z = scale[p.index], zero[p.index]

@@ -78,8 +78,17 @@ def _name(fn) -> str:
     return getattr(fn, "__name__", type(fn).__name__)
 
 
-def _run_case(rule: Rule, case: Case, n: int, dtype: torch.dtype, g: torch.Generator,
-              rule_seed: int, alpha: float, tv_seed: int, report: Report) -> None:
+def _run_case(
+    rule: Rule,
+    case: Case,
+    n: int,
+    dtype: torch.dtype,
+    g: torch.Generator,
+    rule_seed: int,
+    alpha: float,
+    tv_seed: int,
+    report: Report,
+) -> None:
     """``n`` rounds of ``case`` handed to ``rule`` in ``dtype`` (drafts from
     ``g``, the rule's global generator seeded with ``rule_seed``), judged
     against the rounded law, each statistical test at ``alpha``."""
@@ -92,16 +101,24 @@ def _run_case(rule: Rule, case: Case, n: int, dtype: torch.dtype, g: torch.Gener
             torch.manual_seed(rule_seed)
             out = rule(P, Q, drafts.clone())
     except Exception as exc:  # the rule's failure is a finding, not the kit's
-        report.add(Row(case.name, "no exception", False, n=n,
-                       detail=f"the rule raised {rule_battery.describe_exception(exc)}"))
+        report.add(
+            Row(
+                case.name,
+                "no exception",
+                False,
+                n=n,
+                detail=f"the rule raised {rule_battery.describe_exception(exc)}",
+            )
+        )
         return
     out = rule_battery.check_outputs(case, n, out, report)
     if out is not None:
         rule_battery.judge_case(law, drafts, out[0], out[1], alpha, tv_seed, report)
 
 
-def _check_arguments(rule: Rule, n: int, alpha: float, seed: int, dtype: torch.dtype,
-                     progress: Progress | None) -> Progress:
+def _check_arguments(
+    rule: Rule, n: int, alpha: float, seed: int, dtype: torch.dtype, progress: Progress | None
+) -> Progress:
     """Raise ValueError unless :func:`check_rule`'s arguments are what it
     allows; return the progress callback to call (a no-op for None)."""
     if not callable(rule):
@@ -122,13 +139,21 @@ def _streams(seed: int) -> tuple[torch.Generator, int]:
     """The generator of the kit's drafts and the seed of the rule's global
     draws: independent streams (the same seed for both would hand the rule
     the drafts' own uniforms)."""
-    draft_seed, rule_seed = (int(s) for s in np.random.SeedSequence([seed, 0x5bec]).generate_state(2))
+    draft_seed, rule_seed = (int(s) for s in np.random.SeedSequence([seed, 0x5BEC]).generate_state(2))
     return torch.Generator().manual_seed(draft_seed), rule_seed
 
 
-def check_rule(rule: Rule, *, n: int = DEFAULT_N, alpha: float = ALPHA, seed: int = 0,
-               dtype: torch.dtype = torch.float64, cases=None, name: str | None = None,
-               progress: Progress | None = None) -> Report:
+def check_rule(
+    rule: Rule,
+    *,
+    n: int = DEFAULT_N,
+    alpha: float = ALPHA,
+    seed: int = 0,
+    dtype: torch.dtype = torch.float64,
+    cases=None,
+    name: str | None = None,
+    progress: Progress | None = None,
+) -> Report:
     """Run ``rule`` (the batched protocol, module docstring) ``n`` times on
     every case of the battery and judge it.
 
@@ -183,8 +208,10 @@ def check_rule(rule: Rule, *, n: int = DEFAULT_N, alpha: float = ALPHA, seed: in
     for i, case in enumerate(battery):
         start = time.perf_counter()
         _run_case(rule, case, n, dtype, g, rule_seed + i, per_test, seed * 1000 + 17 * i, report)
-        say(f"check_rule: case {i + 1}/{len(battery)} ({case.name}): {n} rounds, "
-            f"{time.perf_counter() - start:.1f} s")
+        say(
+            f"check_rule: case {i + 1}/{len(battery)} ({case.name}): {n} rounds, "
+            f"{time.perf_counter() - start:.1f} s"
+        )
     return report
 
 
@@ -223,8 +250,7 @@ def sequential(rule_one: Callable) -> Callable:
     return batched
 
 
-def drawing_uniforms(rule_with_uniforms: Callable, *,
-                     dtype: torch.dtype = torch.float64) -> Callable:
+def drawing_uniforms(rule_with_uniforms: Callable, *, dtype: torch.dtype = torch.float64) -> Callable:
     """The batched protocol from a rule written as a function of its uniforms,
     ``rule(p, q, drafts, u, v)`` (:func:`check_rule_exact`): ``u`` is drawn
     as ``torch.rand(N, k, dtype=dtype)``, then ``v`` as ``torch.rand(N,
@@ -232,8 +258,7 @@ def drawing_uniforms(rule_with_uniforms: Callable, *,
     :data:`DTYPES`: a sampler deployed in bfloat16 draws bfloat16 uniforms,
     which are 0 with probability ~2e-3)."""
     if not callable(rule_with_uniforms):
-        raise ValueError(f"rule_with_uniforms must be callable, "
-                         f"got {type(rule_with_uniforms).__name__}")
+        raise ValueError(f"rule_with_uniforms must be callable, got {type(rule_with_uniforms).__name__}")
     rule_battery.check_dtype(dtype)
 
     def rule(p, q, drafts):
@@ -249,10 +274,17 @@ def drawing_uniforms(rule_with_uniforms: Callable, *,
 _sequential = sequential
 
 
-def rule_reports(rule: Callable, *, exact: bool = False, sequential: bool = False,
-                 dtype: torch.dtype = torch.float64, n: int = DEFAULT_N, seed: int = 0,
-                 uniforms: torch.dtype | None = None,
-                 progress: Callable[[str], None] | None = None) -> list[Report]:
+def rule_reports(
+    rule: Callable,
+    *,
+    exact: bool = False,
+    sequential: bool = False,
+    dtype: torch.dtype = torch.float64,
+    n: int = DEFAULT_N,
+    seed: int = 0,
+    uniforms: torch.dtype | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[Report]:
     """The reports of the checks that apply to ``rule``.
 
     ``rule`` follows the batched protocol ``rule(p, q, drafts)`` (one round
@@ -269,25 +301,37 @@ def rule_reports(rule: Callable, *, exact: bool = False, sequential: bool = Fals
     if not callable(rule):
         raise ValueError(f"rule must be callable, got {type(rule).__name__}")
     if uniforms is not None and not exact:
-        raise ValueError("uniforms applies only with exact=True (without it the rule draws "
-                         "its own)")
+        raise ValueError("uniforms applies only with exact=True (without it the rule draws its own)")
     batched = _sequential(rule) if sequential else rule
     if not exact:
         return [check_rule(batched, n=n, seed=seed, dtype=dtype, progress=progress)]
     uniforms = dtype if uniforms is None else uniforms
-    return [check_rule_exact(batched, dtype=dtype, progress=progress),
-            check_rule(drawing_uniforms(batched, dtype=uniforms), n=n, seed=seed,
-                          dtype=dtype, progress=progress)]
+    return [
+        check_rule_exact(batched, dtype=dtype, progress=progress),
+        check_rule(drawing_uniforms(batched, dtype=uniforms), n=n, seed=seed, dtype=dtype, progress=progress),
+    ]
 
 
-def assert_rule(rule: Callable, *, exact: bool = False, sequential: bool = False,
-                dtype: torch.dtype = torch.float64, n: int = DEFAULT_N, seed: int = 0,
-                uniforms: torch.dtype | None = None) -> None:
+def assert_rule(
+    rule: Callable,
+    *,
+    exact: bool = False,
+    sequential: bool = False,
+    dtype: torch.dtype = torch.float64,
+    n: int = DEFAULT_N,
+    seed: int = 0,
+    uniforms: torch.dtype | None = None,
+) -> None:
     """Raise AssertionError listing every failure line of :func:`rule_reports`
     (one line per failure, each report's verdict first); return None when
     ``rule`` passes them all. False-alarm rate: at most ``2 * alpha`` =
     2e-6 with ``exact`` (the exact probes add none), 1e-6 without."""
-    failed = [str(r) for r in rule_reports(rule, exact=exact, sequential=sequential, dtype=dtype,
-                                           n=n, seed=seed, uniforms=uniforms) if not r.passed]
+    failed = [
+        str(r)
+        for r in rule_reports(
+            rule, exact=exact, sequential=sequential, dtype=dtype, n=n, seed=seed, uniforms=uniforms
+        )
+        if not r.passed
+    ]
     if failed:
         raise AssertionError("\n".join(failed))

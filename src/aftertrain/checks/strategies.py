@@ -39,14 +39,32 @@ try:
     from hypothesis import strategies as st
     from hypothesis.extra import numpy as hnp
 except ImportError as exc:  # pragma: no cover - exercised by a subprocess test
-    raise ImportError("aftertrain.checks.strategies needs hypothesis: pip install "
-                      "'aftertrain[strategies]' (or hypothesis>=6.100)") from exc
+    raise ImportError(
+        "aftertrain.checks.strategies needs hypothesis: pip install "
+        "'aftertrain[strategies]' (or hypothesis>=6.100)"
+    ) from exc
 
 __all__ = [
-    "ALL_RELATIONS", "RELATIONS", "distinct_weight_dicts", "distributions", "free_values",
-    "heavy_tailed", "mixed_row_scales", "nm_shapes", "probability_vector", "quant_bits",
-    "sparse_matrix", "sparsities", "subnormal_rows", "tie_matrices", "tied_values",
-    "verification_case", "weight_dicts", "weight_matrices", "weight_matrix", "weights",
+    "ALL_RELATIONS",
+    "RELATIONS",
+    "distinct_weight_dicts",
+    "distributions",
+    "free_values",
+    "heavy_tailed",
+    "mixed_row_scales",
+    "nm_shapes",
+    "probability_vector",
+    "quant_bits",
+    "sparse_matrix",
+    "sparsities",
+    "subnormal_rows",
+    "tie_matrices",
+    "tied_values",
+    "verification_case",
+    "weight_dicts",
+    "weight_matrices",
+    "weight_matrix",
+    "weights",
 ]
 
 # --- quantization -------------------------------------------------------------
@@ -72,7 +90,7 @@ def weight_matrices(draw, max_rows: int = 8, max_cols: int = 8):
     rows = draw(st.lists(st.booleans(), min_size=shape[0], max_size=shape[0]))
     a[np.array(rows, dtype=bool)] = 0.0
     exponent = draw(st.sampled_from([0, 0, -100, -60, 60, 100]))
-    scaled = (a.astype(np.float64) * 2.0**exponent)
+    scaled = a.astype(np.float64) * 2.0**exponent
     if np.all(np.abs(scaled) < np.finfo(np.float32).max):
         a = scaled.astype(np.float32)
     return torch.from_numpy(a)
@@ -134,8 +152,9 @@ def subnormal_rows(draw, max_rows: int = 6, max_cols: int = 8):
     normal row: a per-row scale below float32's smallest normal."""
     rows, cols = draw(st.integers(2, max_rows)), draw(st.integers(1, max_cols))
     a = _gaussian(draw, (rows, cols))
-    tiny = st.one_of(st.just(0.0), st.floats(-(2.0**-126), 2.0**-126, width=32,
-                                            exclude_min=True, exclude_max=True))
+    tiny = st.one_of(
+        st.just(0.0), st.floats(-(2.0**-126), 2.0**-126, width=32, exclude_min=True, exclude_max=True)
+    )
     for r in range(1, rows):
         if draw(st.booleans()):
             a[r] = draw(st.lists(tiny, min_size=cols, max_size=cols))
@@ -147,9 +166,15 @@ def weights(draw, max_rows: int = 8, max_cols: int = 16, bits: int | None = None
     """Any of the quantization strategies above (tie matrices at ``bits``,
     drawn when None)."""
     b = draw(quant_bits) if bits is None else bits
-    return draw(st.one_of(weight_matrices(max_rows, max_cols), heavy_tailed(max_rows, max_cols),
-                          mixed_row_scales(max_rows, max_cols), tie_matrices(b),
-                          subnormal_rows(max_rows, max_cols)))
+    return draw(
+        st.one_of(
+            weight_matrices(max_rows, max_cols),
+            heavy_tailed(max_rows, max_cols),
+            mixed_row_scales(max_rows, max_cols),
+            tie_matrices(b),
+            subnormal_rows(max_rows, max_cols),
+        )
+    )
 
 
 # --- pruning -------------------------------------------------------------------
@@ -165,8 +190,7 @@ free_values = st.floats(-1e3, 1e3, allow_nan=False, width=32)
 
 
 @st.composite
-def weight_matrix(draw, values=free_values, max_rows: int = 9, max_cols: int = 12,
-                  col_multiple: int = 1):
+def weight_matrix(draw, values=free_values, max_rows: int = 9, max_cols: int = 12, col_multiple: int = 1):
     """A float32 matrix of 1..max_rows x 1..max_cols, its column count a
     multiple of ``col_multiple``, elements drawn from ``values``."""
     rows = draw(st.integers(1, max_rows))
@@ -187,15 +211,15 @@ def distinct_weight_dicts(draw, max_matrices: int = 3):
     """Named matrices whose magnitudes are all distinct (no ties anywhere), so
     every magnitude ranking is unique: ``k * 0.25 + 0.125`` for a permutation
     of k, random signs, split into matrices of random shapes."""
-    shapes = [(draw(st.integers(1, 6)), draw(st.integers(1, 8)))
-              for _ in range(draw(st.integers(1, max_matrices)))]
+    shapes = [
+        (draw(st.integers(1, 6)), draw(st.integers(1, 8))) for _ in range(draw(st.integers(1, max_matrices)))
+    ]
     total = sum(r * c for r, c in shapes)
     perm = draw(st.permutations(range(total)))
     signs = draw(st.lists(st.sampled_from([-1.0, 1.0]), min_size=total, max_size=total))
     flat = torch.tensor([s * (k * 0.25 + 0.125) for k, s in zip(perm, signs, strict=True)])
     parts = torch.split(flat, [r * c for r, c in shapes])
-    return {f"m{i}.weight": p.view(shape)
-            for i, (p, shape) in enumerate(zip(parts, shapes, strict=True))}
+    return {f"m{i}.weight": p.view(shape) for i, (p, shape) in enumerate(zip(parts, shapes, strict=True))}
 
 
 @st.composite
@@ -242,8 +266,7 @@ def _related(draw, relation: str, p: torch.Tensor) -> torch.Tensor:
     if relation == "equal":
         return p.clone()
     if relation == "nearly equal":
-        noise = torch.tensor(draw(st.lists(st.floats(0.0, 1.0), min_size=V, max_size=V)),
-                             dtype=torch.float64)
+        noise = torch.tensor(draw(st.lists(st.floats(0.0, 1.0), min_size=V, max_size=V)), dtype=torch.float64)
         q = p * (1 + 1e-9 * noise)
         return q / q.sum()
     if relation == "ulp-close":
@@ -262,8 +285,9 @@ def _related(draw, relation: str, p: torch.Tensor) -> torch.Tensor:
         return q  # q >= p in every cell: max(0, p - q) is all zero
     if relation == "disjoint" and bool((p == 0).any()):
         zeros = (p == 0).double()
-        w = zeros * torch.tensor(draw(st.lists(st.floats(0.1, 1.0), min_size=V, max_size=V)),
-                                 dtype=torch.float64)
+        w = zeros * torch.tensor(
+            draw(st.lists(st.floats(0.1, 1.0), min_size=V, max_size=V)), dtype=torch.float64
+        )
         return w / w.sum()
     if relation == "one-hot":
         q = torch.zeros(V, dtype=torch.float64)
@@ -279,12 +303,9 @@ def verification_case(max_vocab: int = 6, max_k: int = 3, relations=RELATIONS):
     zero). ValueError at once for an unknown relation or sizes below 2 and 1."""
     relations = tuple(relations)
     if not relations or set(relations) - set(ALL_RELATIONS):
-        raise ValueError(f"relations must be a non-empty subset of {ALL_RELATIONS}, "
-                         f"got {relations!r}")
-    if not (isinstance(max_vocab, int) and max_vocab >= 2 and isinstance(max_k, int)
-            and max_k >= 1):
-        raise ValueError(f"max_vocab must be an int >= 2 and max_k an int >= 1, got "
-                         f"{max_vocab!r}, {max_k!r}")
+        raise ValueError(f"relations must be a non-empty subset of {ALL_RELATIONS}, got {relations!r}")
+    if not (isinstance(max_vocab, int) and max_vocab >= 2 and isinstance(max_k, int) and max_k >= 1):
+        raise ValueError(f"max_vocab must be an int >= 2 and max_k an int >= 1, got {max_vocab!r}, {max_k!r}")
     return _verification_case(max_vocab, max_k, relations)
 
 

@@ -92,12 +92,10 @@ def _as_bug(bug, kind: type[enum.Enum]):
     try:
         return kind(bug)
     except ValueError:
-        raise ValueError(f"bug must be None or one of {[b.value for b in kind]}, "
-                         f"got {bug!r}") from None
+        raise ValueError(f"bug must be None or one of {[b.value for b in kind]}, got {bug!r}") from None
 
 
-_ACCEPT_LE = (RuleBug.ACCEPT_U_LE, RuleBug.ACCEPT_U_LE_NAN_RESIDUAL,
-              RuleBug.BFLOAT16_RAND_ACCEPT_U_LE)
+_ACCEPT_LE = (RuleBug.ACCEPT_U_LE, RuleBug.ACCEPT_U_LE_NAN_RESIDUAL, RuleBug.BFLOAT16_RAND_ACCEPT_U_LE)
 
 
 def _residual(bug: RuleBug | None, p_n: torch.Tensor, q_n: torch.Tensor) -> torch.Tensor:
@@ -161,8 +159,9 @@ def make_rule(bug: RuleBug | str | None = None) -> Callable:
         total = cdf[:, -1:]
         if bug is RuleBug.SKIP_RENORMALISATION:  # v compared with the raw residual mass
             total = torch.ones_like(total)
-        x = torch.minimum(v.unsqueeze(-1).to(cdf.dtype) * total,
-                          torch.nextafter(total, torch.zeros_like(total)))
+        x = torch.minimum(
+            v.unsqueeze(-1).to(cdf.dtype) * total, torch.nextafter(total, torch.zeros_like(total))
+        )
         idx = torch.searchsorted(cdf, x, right=True).squeeze(-1)
         token = idx.clamp_max(residual.shape[-1] - 1)
         return accepted, torch.where(nan, torch.zeros_like(token), token)
@@ -180,12 +179,14 @@ def _dist(logits: torch.Tensor, temperature: float) -> torch.Tensor:
 def _draw(dist: torch.Tensor, generator: torch.Generator) -> int:
     cdf = dist.cumsum(-1)
     x = torch.rand(1, dtype=torch.float64, generator=generator) * cdf[-1]
-    return int(torch.searchsorted(cdf, torch.minimum(x, torch.nextafter(cdf[-1:], torch.zeros(1))),
-                                  right=True)[0])
+    return int(
+        torch.searchsorted(cdf, torch.minimum(x, torch.nextafter(cdf[-1:], torch.zeros(1))), right=True)[0]
+    )
 
 
-def make_generator(bug: GeneratorBug | str | None = None, top_k: int = 1,
-                   rule: Callable | None = None) -> Callable:
+def make_generator(
+    bug: GeneratorBug | str | None = None, top_k: int = 1, rule: Callable | None = None
+) -> Callable:
     """A plain speculative decoding loop (whole-text forward passes, no cache)
     with ``bug`` (a :class:`GeneratorBug` or its description) or none,
     following ``check_generator``'s protocol. Each round drafts ``min(k,
@@ -220,17 +221,15 @@ def make_generator(bug: GeneratorBug | str | None = None, top_k: int = 1,
         while len(text) < end:
             kk = min(k, end - len(text) - 1)
             drafts, qs = draft_round(draft, text, kk, temperature, generator)
-            logits = target(torch.tensor([text + drafts]))[0, -(kk + 1):]
-            p = _dist(logits, 1.0 if bug is GeneratorBug.TEMPERATURE_ON_DRAFT_ONLY
-                      else temperature)
+            logits = target(torch.tensor([text + drafts]))[0, -(kk + 1) :]
+            p = _dist(logits, 1.0 if bug is GeneratorBug.TEMPERATURE_ON_DRAFT_ONLY else temperature)
             V = p.shape[-1]
             q = torch.stack(qs) if qs else torch.zeros(0, V, dtype=torch.float64)
             u = torch.rand(1, kk, dtype=torch.float64, generator=generator)
             v = torch.rand(1, dtype=torch.float64, generator=generator)
-            a, t = rule(p[None], q[None], torch.tensor([drafts], dtype=torch.long).reshape(1, kk),
-                        u, v)
-            text += drafts[:int(a[0])] + [int(t[0])]
-        return torch.tensor(text[len(prompt):], dtype=torch.long)
+            a, t = rule(p[None], q[None], torch.tensor([drafts], dtype=torch.long).reshape(1, kk), u, v)
+            text += drafts[: int(a[0])] + [int(t[0])]
+        return torch.tensor(text[len(prompt) :], dtype=torch.long)
 
     generate.__name__ = f"zoo generator ({bug.value if bug else getattr(rule, '__name__', 'correct')})"
     return generate
@@ -264,28 +263,42 @@ class Variant:
         return make_rule(self.bug) if isinstance(self.bug, RuleBug) else make_generator(self.bug)
 
 
-_U_ZERO_NOTE = ("accepting at u = 0 has probability 0 (2**-53 per draft), so no sample size "
-                "shows it; only the forced-uniform probe does")
-_EXACT = {RuleBug.ACCEPT_U_LE: _U_ZERO_NOTE,
-          RuleBug.NAN_RESIDUAL_ARGMAX: "the residual is all zero only where p == q up to "
-                                       "rounding: probability ~1e-7 per round",
-          RuleBug.ACCEPT_U_LE_NAN_RESIDUAL: _U_ZERO_NOTE,
-          RuleBug.BATCH_WIDE_FALLBACK: "needs an all-zero residual in a batch of ordinary rounds"}
+_U_ZERO_NOTE = (
+    "accepting at u = 0 has probability 0 (2**-53 per draft), so no sample size "
+    "shows it; only the forced-uniform probe does"
+)
+_EXACT = {
+    RuleBug.ACCEPT_U_LE: _U_ZERO_NOTE,
+    RuleBug.NAN_RESIDUAL_ARGMAX: "the residual is all zero only where p == q up to "
+    "rounding: probability ~1e-7 per round",
+    RuleBug.ACCEPT_U_LE_NAN_RESIDUAL: _U_ZERO_NOTE,
+    RuleBug.BATCH_WIDE_FALLBACK: "needs an all-zero residual in a batch of ordinary rounds",
+}
 
 ZOO: dict[RuleBug | GeneratorBug, Variant] = {
-    **{b: Variant(b, Check.RULE_EXACT, note=_EXACT[b]) if b in _EXACT
-       else Variant(b, Check.RULE) for b in RuleBug
-       if b is not RuleBug.BFLOAT16_RAND_ACCEPT_U_LE},
+    **{
+        b: Variant(b, Check.RULE_EXACT, note=_EXACT[b]) if b in _EXACT else Variant(b, Check.RULE)
+        for b in RuleBug
+        if b is not RuleBug.BFLOAT16_RAND_ACCEPT_U_LE
+    },
     RuleBug.BFLOAT16_RAND_ACCEPT_U_LE: Variant(
-        RuleBug.BFLOAT16_RAND_ACCEPT_U_LE, Check.RULE, torch.bfloat16, torch.bfloat16,
+        RuleBug.BFLOAT16_RAND_ACCEPT_U_LE,
+        Check.RULE,
+        torch.bfloat16,
+        torch.bfloat16,
         "gpt-fast in bfloat16: the drafts of the disjoint-supports case (p = 0) are accepted "
-        "whenever the bfloat16 uniform is 0"),
+        "whenever the bfloat16 uniform is 0",
+    ),
     **{b: Variant(b, Check.GENERATOR) for b in GeneratorBug},
 }
 
 
-def detect(variant: RuleBug | GeneratorBug | str | None, seed: int = 0, *,
-           progress: Callable[[str], None] | None = None):
+def detect(
+    variant: RuleBug | GeneratorBug | str | None,
+    seed: int = 0,
+    *,
+    progress: Callable[[str], None] | None = None,
+):
     """Run the check of :data:`ZOO` that must catch ``variant`` (a bug or its
     description; None: the correct rule through ``check_rule``) at the
     default settings and the variant's dtype with ``seed``; return its Report."""
@@ -303,8 +316,9 @@ def detect(variant: RuleBug | GeneratorBug | str | None, seed: int = 0, *,
     else:
         raise ValueError(f"variant must be None or one of {list(ZOO)}, got {variant!r}")
     if v.caught_by is Check.RULE:
-        return CS.check_rule(CS.drawing_uniforms(v.impl(), dtype=v.uniforms), seed=seed,
-                             dtype=v.dtype, progress=progress)
+        return CS.check_rule(
+            CS.drawing_uniforms(v.impl(), dtype=v.uniforms), seed=seed, dtype=v.dtype, progress=progress
+        )
     if v.caught_by is Check.RULE_EXACT:
         return CS.check_rule_exact(v.impl(), seed=seed, dtype=v.dtype, progress=progress)
     return CS.check_generator(v.impl(), seed=seed, progress=progress)

@@ -61,8 +61,7 @@ from aftertrain.claims.verdicts import (
 )
 from aftertrain.core.io import atomic_write
 
-__all__ = ["FORMAT", "ClaimEntry", "LedgerFile", "LedgerFormatError", "NotRun", "TestEntry",
-           "Undecided"]
+__all__ = ["FORMAT", "ClaimEntry", "LedgerFile", "LedgerFormatError", "NotRun", "TestEntry", "Undecided"]
 
 #: The version of the layout above; bumped when a field changes meaning.
 FORMAT = 2
@@ -155,8 +154,7 @@ class LedgerFile:
             if c.id == claim_id:
                 return c
         if claim_id not in CLAIMS:
-            raise ValueError(f"claim_id must be a claim of CLAIMS.md ({', '.join(CLAIMS)}), "
-                             f"got {claim_id!r}")
+            raise ValueError(f"claim_id must be a claim of CLAIMS.md ({', '.join(CLAIMS)}), got {claim_id!r}")
         return ClaimEntry(claim_id, NOT_COVERED)
 
     def verdict(self, claim_id: str) -> Verdict:
@@ -194,9 +192,13 @@ class LedgerFile:
 
     def to_json(self) -> dict:
         """The JSON object written to ``--claims-json`` (lists, not tuples)."""
-        data = {"format": FORMAT, "meta": dict(self.meta),
-                "claims": [asdict(c) for c in self.claims], "tables": dict(self.tables),
-                "model_free_tables": list(self.model_free_tables)}
+        data = {
+            "format": FORMAT,
+            "meta": dict(self.meta),
+            "claims": [asdict(c) for c in self.claims],
+            "tables": dict(self.tables),
+            "model_free_tables": list(self.model_free_tables),
+        }
         return json.loads(json.dumps(data, default=str))
 
     @classmethod
@@ -208,33 +210,54 @@ class LedgerFile:
         if data.get("format") != FORMAT:
             raise LedgerFormatError(
                 f"{source} is a claims ledger of format {data.get('format')!r}; this version reads "
-                f"format {FORMAT}: write it again with `python -m pytest --claims-json FILE`")
+                f"format {FORMAT}: write it again with `python -m pytest --claims-json FILE`"
+            )
         if not isinstance(data.get("tables", {}), dict):
             raise LedgerFormatError(f"{source} has 'tables' that is not an object")
         if not isinstance(data.get("meta", {}), dict):
             raise LedgerFormatError(f"{source} has 'meta' that is not an object")
         free = data.get("model_free_tables", [])
         if not (isinstance(free, list) and all(isinstance(n, str) for n in free)):
-            raise LedgerFormatError(f"{source} has 'model_free_tables' {free!r}; it must be a list "
-                                    "of table names")
-        bad = sorted({str(e.get("verdict")) for e in data["claims"]
-                      if isinstance(e, dict) and "verdict" in e and e["verdict"] not in VERDICTS})
+            raise LedgerFormatError(
+                f"{source} has 'model_free_tables' {free!r}; it must be a list of table names"
+            )
+        bad = sorted(
+            {
+                str(e.get("verdict"))
+                for e in data["claims"]
+                if isinstance(e, dict) and "verdict" in e and e["verdict"] not in VERDICTS
+            }
+        )
         if bad:
-            raise LedgerFormatError(f"{source} has verdicts this version does not know: {bad}; "
-                                    f"known: {', '.join(VERDICTS)}")
-        outcomes = sorted({str(t.get("outcome")) for e in data["claims"] if isinstance(e, dict)
-                           for t in e.get("tests", []) if isinstance(t, dict)
-                           and t.get("outcome") is not None and t["outcome"] not in OUTCOMES})
+            raise LedgerFormatError(
+                f"{source} has verdicts this version does not know: {bad}; known: {', '.join(VERDICTS)}"
+            )
+        outcomes = sorted(
+            {
+                str(t.get("outcome"))
+                for e in data["claims"]
+                if isinstance(e, dict)
+                for t in e.get("tests", [])
+                if isinstance(t, dict) and t.get("outcome") is not None and t["outcome"] not in OUTCOMES
+            }
+        )
         if outcomes:
-            raise LedgerFormatError(f"{source}: test outcomes {outcomes} are not outcomes; allowed: "
-                                    f"{', '.join(OUTCOMES)}")
+            raise LedgerFormatError(
+                f"{source}: test outcomes {outcomes} are not outcomes; allowed: {', '.join(OUTCOMES)}"
+            )
         claims = tuple(_claim(entry, n, source) for n, entry in enumerate(data["claims"]))
         unknown = sorted({c.id for c in claims} - set(CLAIMS))
         if unknown:
             raise LedgerFormatError(f"{source} names claims this version does not know: {unknown}")
         meta = dict(data.get("meta") or {})
-        return cls(claims, meta, dict(data.get("tables") or {}), tuple(free), source,
-                   META_FROM_LEDGER if meta else META_NONE)
+        return cls(
+            claims,
+            meta,
+            dict(data.get("tables") or {}),
+            tuple(free),
+            source,
+            META_FROM_LEDGER if meta else META_NONE,
+        )
 
     def write(self, path: str | os.PathLike) -> Path:
         """Write atomically (a reader never sees half a file)."""
@@ -266,26 +289,39 @@ def _claim(entry: object, n: int, source: str) -> ClaimEntry:
     if missing:
         raise LedgerFormatError(f"{source}: claim entry {n} has no {' or '.join(missing)}")
     try:
-        tests = tuple(TestEntry(
-            nodeid=str(t["nodeid"]),
-            outcome=None if t.get("outcome") is None else Outcome(t["outcome"]),
-            reason=t.get("reason"), xfail_reason=t.get("xfail_reason"),
-            measured=tuple(str(m) for m in t.get("measured", [])),
-            part=Part(t.get("part", Part.ASSERTIONS)), not_run=_not_run(t.get("not_run", [])),
-            reads_model=_reads_model(t.get("reads_model")))
-            for t in entry.get("tests", []))
+        tests = tuple(
+            TestEntry(
+                nodeid=str(t["nodeid"]),
+                outcome=None if t.get("outcome") is None else Outcome(t["outcome"]),
+                reason=t.get("reason"),
+                xfail_reason=t.get("xfail_reason"),
+                measured=tuple(str(m) for m in t.get("measured", [])),
+                part=Part(t.get("part", Part.ASSERTIONS)),
+                not_run=_not_run(t.get("not_run", [])),
+                reads_model=_reads_model(t.get("reads_model")),
+            )
+            for t in entry.get("tests", [])
+        )
         return ClaimEntry(
-            id=str(entry["id"]), verdict=Verdict(entry["verdict"]), title=str(entry.get("title", "")),
-            statement=str(entry.get("statement", "")), article=str(entry.get("article", "")),
+            id=str(entry["id"]),
+            verdict=Verdict(entry["verdict"]),
+            title=str(entry.get("title", "")),
+            statement=str(entry.get("statement", "")),
+            article=str(entry.get("article", "")),
             not_run=_not_run(entry.get("not_run", [])),
             parts={Part(k): _part_verdict(v) for k, v in dict(entry.get("parts", {})).items()},
             defining=tuple(Part(p) for p in entry.get("defining", [])),
-            undecided=tuple(Undecided(Part(u["part"]), str(u["what"]), str(u["reason"]))
-                            for u in entry.get("undecided", [])),
-            beside={Part(p): {Outcome(o): int(n) for o, n in dict(c).items()}
-                    for p, c in dict(entry.get("beside", {})).items()},
+            undecided=tuple(
+                Undecided(Part(u["part"]), str(u["what"]), str(u["reason"]))
+                for u in entry.get("undecided", [])
+            ),
+            beside={
+                Part(p): {Outcome(o): int(n) for o, n in dict(c).items()}
+                for p, c in dict(entry.get("beside", {})).items()
+            },
             reasons=tuple(str(r) for r in entry.get("reasons", [])),
-            measured=tuple(str(m) for m in entry.get("measured", [])), tests=tests)
+            measured=tuple(str(m) for m in entry.get("measured", [])),
+            tests=tests,
+        )
     except (KeyError, TypeError, AttributeError, ValueError) as err:
-        raise LedgerFormatError(f"{source} has a malformed claim entry {n} (bad field {err})") \
-            from None
+        raise LedgerFormatError(f"{source} has a malformed claim entry {n} (bad field {err})") from None

@@ -94,8 +94,12 @@ def ran_text(parts: Mapping[str, str], beside: Iterable[str]) -> str:
     return ", ".join(f"{p} {v}" for p, v in parts.items() if v != NOT_RUN and p not in beside)
 
 
-def details_text(undecided: Iterable[Undecided], not_run: Iterable[NotRun],
-                 parts: Mapping[str, str], beside: Mapping[str, Mapping[str, int]]) -> list[str]:
+def details_text(
+    undecided: Iterable[Undecided],
+    not_run: Iterable[NotRun],
+    parts: Mapping[str, str],
+    beside: Mapping[str, Mapping[str, int]],
+) -> list[str]:
     """What stands beside a claim's verdict, one phrase each: the defining
     parts that did not run (and the parts that did, with their verdicts),
     the other parts that did not run, the tests beside the claim."""
@@ -103,8 +107,7 @@ def details_text(undecided: Iterable[Undecided], not_run: Iterable[NotRun],
     undecided = list(undecided)
     if undecided:
         ran = ran_text(parts, beside)
-        out.append(f"defining part not run: {undecided_text(undecided)}"
-                   + (f" (ran: {ran})" if ran else ""))
+        out.append(f"defining part not run: {undecided_text(undecided)}" + (f" (ran: {ran})" if ran else ""))
     if not_run_text(not_run):
         out.append(not_run_text(not_run))
     if beside:
@@ -116,10 +119,10 @@ def beside_text(counts: Mapping[str, Mapping[str, int]]) -> str:
     """``method checked: 12 teeth pass, 1 method tests pass; on another
     model: 1 pass`` from ``{part: {outcome: count}}`` of the tests reported
     beside a claim (the method's parts said once, first)."""
+
     def said(part: str) -> str:
         label = {Part.TEETH: "teeth ", Part.METHOD: "method tests "}.get(part, "")
-        return ", ".join(f"{n} {label}{'pass' if o == 'passed' else o}"
-                         for o, n in counts[part].items())
+        return ", ".join(f"{n} {label}{'pass' if o == 'passed' else o}" for o, n in counts[part].items())
 
     method = [said(p) for p in METHOD_PARTS if p in counts]
     others = [f"{p}: {said(p)}" for p in counts if p not in METHOD_PARTS]

@@ -104,24 +104,30 @@ class TableRow:
         """The row as a JSON-ready dict: each field under its key (its name, or its
         ``metadata["key"]``), nested rows as their records, tuples as lists;
         :meth:`from_record` reads it back to an equal row."""
-        return {f.metadata.get("key", f.name): _to_json(getattr(self, f.name))
-                for f in dataclasses.fields(self)}
+        return {
+            f.metadata.get("key", f.name): _to_json(getattr(self, f.name)) for f in dataclasses.fields(self)
+        }
 
     @classmethod
     def from_record(cls: type[R], data: object) -> R:
         """The row ``data`` (a :meth:`to_record` dict, or its JSON) holds;
         ``ValueError`` naming the missing and unknown keys otherwise."""
         if not isinstance(data, Mapping):
-            raise ValueError(f"data must be a {cls.__name__} record (a dict with keys "
-                             f"{list(cls.keys())}), got {type(data).__name__}")
+            raise ValueError(
+                f"data must be a {cls.__name__} record (a dict with keys "
+                f"{list(cls.keys())}), got {type(data).__name__}"
+            )
         missing = [k for k in cls.keys() if k not in data]
         extra = [k for k in data if k not in cls.keys()]
         if missing or extra:
-            raise ValueError(f"data is not a {cls.__name__} record: missing {missing}, "
-                             f"unknown {extra}")
+            raise ValueError(f"data is not a {cls.__name__} record: missing {missing}, unknown {extra}")
         hints = typing.get_type_hints(cls)
-        return cls(**{f.name: _from_json(data[f.metadata.get("key", f.name)], hints[f.name])
-                      for f in dataclasses.fields(cls)})
+        return cls(
+            **{
+                f.name: _from_json(data[f.metadata.get("key", f.name)], hints[f.name])
+                for f in dataclasses.fields(cls)
+            }
+        )
 
 
 class Shape(enum.Enum):
@@ -193,8 +199,7 @@ class TableSpec:
         return [self.row.from_record(r) for r in data]
 
 
-def table(name: str, claims: tuple[str, ...], shape: Shape = Shape.ROWS, *,
-          suffix: str | None = None):
+def table(name: str, claims: tuple[str, ...], shape: Shape = Shape.ROWS, *, suffix: str | None = None):
     """Class decorator of a row type: it is recorded as the table ``name``
     (one of the constants above), measured for ``claims``, its rows arranged
     as ``shape``; binds ``cls.SPEC``."""
@@ -208,10 +213,10 @@ def table(name: str, claims: tuple[str, ...], shape: Shape = Shape.ROWS, *,
     def bind(cls: type[R]) -> type[R]:
         if not (isinstance(cls, type) and issubclass(cls, TableRow) and dataclasses.is_dataclass(cls)):
             raise ValueError(f"@table({name!r}) must decorate a dataclass subclassing TableRow, got {cls!r}")
-        if suffix is not None and (shape is not Shape.ONE or suffix not in
-                                   {f.name for f in dataclasses.fields(cls)}):
-            raise ValueError(f"@table({name!r}): suffix must be a field of a one-row table, "
-                             f"got {suffix!r}")
+        if suffix is not None and (
+            shape is not Shape.ONE or suffix not in {f.name for f in dataclasses.fields(cls)}
+        ):
+            raise ValueError(f"@table({name!r}): suffix must be a field of a one-row table, got {suffix!r}")
         cls.SPEC = TableSpec(name, claims, cls, shape, suffix)
         return cls
 
@@ -233,8 +238,10 @@ def spec_of(table: object) -> TableSpec:
         first = None
     spec = type(first).SPEC if isinstance(first, TableRow) else None
     if spec is None or spec.row is not type(first):
-        raise ValueError("table must be a row of a table's row type (one decorated with "
-                         "@aftertrain.claims.tables.table), a non-empty list or a non-empty dict "
-                         f"of such rows, got {table!r:.200}")
+        raise ValueError(
+            "table must be a row of a table's row type (one decorated with "
+            "@aftertrain.claims.tables.table), a non-empty list or a non-empty dict "
+            f"of such rows, got {table!r:.200}"
+        )
     spec.to_record(table)  # the shape and every row's type, checked
     return spec

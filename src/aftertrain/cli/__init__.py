@@ -31,8 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Executable claims about compressing a small character-level GPT.",
     )
     parser.add_argument("--version", action="version", version=f"aftertrain {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True,
-                                metavar="{report,sweep,train,sample,check}", parser_class=OneLineParser)
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="{report,sweep,train,sample,check}", parser_class=OneLineParser
+    )
     for command in COMMANDS:
         command.add_parser(sub)
     return parser

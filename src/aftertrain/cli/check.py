@@ -44,31 +44,58 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add ``check`` (with its ``rule``, ``quantizer`` and ``pruner``
     subcommands) to ``subparsers``."""
     p = subparsers.add_parser(
-        "check", help="run aftertrain's conformance checks on your own implementation",
-        description="Run aftertrain.checks on an implementation of yours.")
-    sub = p.add_subparsers(dest="check_kind", required=True, metavar="{rule,quantizer,pruner}",
-                           parser_class=type(p))
+        "check",
+        help="run aftertrain's conformance checks on your own implementation",
+        description="Run aftertrain.checks on an implementation of yours.",
+    )
+    sub = p.add_subparsers(
+        dest="check_kind", required=True, metavar="{rule,quantizer,pruner}", parser_class=type(p)
+    )
     r = add_check(
-        sub, "rule", help="a speculative sampler's verification rule",
+        sub,
+        "rule",
+        help="a speculative sampler's verification rule",
         description="Judge a verification rule (docs/checks.md, 'The rule protocol'): "
-                    "check_rule's statistical battery, and with --exact check_rule_exact's "
-                    "forced-uniform probes. Exit 0 passed, 1 failed, 2 usage error.",
-        target="the rule")
-    r.add_argument("--exact", action="store_true",
-                   help="FUNC takes its uniforms, rule(p, q, drafts, u, v): run the exact "
-                        "probes too")
-    r.add_argument("--sequential", action="store_true",
-                   help="FUNC handles one round per call: p (k+1, V), q (k, V), drafts (k,)")
-    r.add_argument("--dtype", choices=DTYPES, default="float64",
-                   help="the precision p and q are handed in (default float64)")
-    r.add_argument("--uniforms", choices=DTYPES, default=None,
-                   help="with --exact: the precision the battery draws u and v in (default "
-                        "--dtype, as the rule's own torch.rand_like(p) would)")
-    r.add_argument("--n", type=int_in(MIN_N, MAX_N, grouped=True), default=None,
-                   help=f"rounds per case, {MIN_N} to {MAX_N:,} (default 20000; fewer lose "
-                        "power: the chi-square detects a TV bias of about 0.025 * sqrt(20000 / N))")
-    add_common(r, run, seed_help="seed of the statistical battery's cases and draws (default 0; "
-                                 "the exact probes are the same at every seed)")
+        "check_rule's statistical battery, and with --exact check_rule_exact's "
+        "forced-uniform probes. Exit 0 passed, 1 failed, 2 usage error.",
+        target="the rule",
+    )
+    r.add_argument(
+        "--exact",
+        action="store_true",
+        help="FUNC takes its uniforms, rule(p, q, drafts, u, v): run the exact probes too",
+    )
+    r.add_argument(
+        "--sequential",
+        action="store_true",
+        help="FUNC handles one round per call: p (k+1, V), q (k, V), drafts (k,)",
+    )
+    r.add_argument(
+        "--dtype",
+        choices=DTYPES,
+        default="float64",
+        help="the precision p and q are handed in (default float64)",
+    )
+    r.add_argument(
+        "--uniforms",
+        choices=DTYPES,
+        default=None,
+        help="with --exact: the precision the battery draws u and v in (default "
+        "--dtype, as the rule's own torch.rand_like(p) would)",
+    )
+    r.add_argument(
+        "--n",
+        type=int_in(MIN_N, MAX_N, grouped=True),
+        default=None,
+        help=f"rounds per case, {MIN_N} to {MAX_N:,} (default 20000; fewer lose "
+        "power: the chi-square detects a TV bias of about 0.025 * sqrt(20000 / N))",
+    )
+    add_common(
+        r,
+        run,
+        seed_help="seed of the statistical battery's cases and draws (default 0; "
+        "the exact probes are the same at every seed)",
+    )
 
     from aftertrain.cli import check_kits
 
@@ -78,6 +105,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """``check rule``: run the checks; print one line per failure (or JSON); return 0/1/2."""
+
     def reports_of(rule, progress):
         import torch
 
@@ -85,13 +113,21 @@ def run(args: argparse.Namespace) -> int:
         from aftertrain.checks.speculative import DEFAULT_N
 
         return assertions.rule_reports(
-            rule, exact=args.exact, sequential=args.sequential, dtype=getattr(torch, args.dtype),
-            n=DEFAULT_N if args.n is None else args.n, seed=args.seed,
+            rule,
+            exact=args.exact,
+            sequential=args.sequential,
+            dtype=getattr(torch, args.dtype),
+            n=DEFAULT_N if args.n is None else args.n,
+            seed=args.seed,
             uniforms=None if args.uniforms is None else getattr(torch, args.uniforms),
-            progress=progress)
+            progress=progress,
+        )
 
     if args.uniforms is not None and not args.exact:
-        print("aftertrain check rule: error: --uniforms applies only with --exact (without it "
-              "the rule draws its own)", file=sys.stderr)
+        print(
+            "aftertrain check rule: error: --uniforms applies only with --exact (without it "
+            "the rule draws its own)",
+            file=sys.stderr,
+        )
         return 2
     return run_reports(args, "aftertrain check rule", "(accepted, token)", reports_of)

@@ -19,16 +19,18 @@ from aftertrain.cli.options import int_in
 MAX_SEED = 2**64 - 1
 
 
-def add_check(sub, name: str, *, help: str, description: str,
-              target: str) -> argparse.ArgumentParser:
+def add_check(sub, name: str, *, help: str, description: str, target: str) -> argparse.ArgumentParser:
     """Add the check command ``name`` to ``check``'s subparsers ``sub`` with
     ``help`` and ``description``, and its ``MODULE:FUNC`` positional argument
     (``target`` names the function: "the rule"); return its parser, for the
     command's own options, which :func:`add_common` then ends."""
     parser = sub.add_parser(name, help=help, description=description)
-    parser.add_argument("target", metavar="MODULE:FUNC",
-                        help=f"{target}: an importable module (the current folder is searched "
-                             "first) or a path to a .py file, and the function's name")
+    parser.add_argument(
+        "target",
+        metavar="MODULE:FUNC",
+        help=f"{target}: an importable module (the current folder is searched "
+        "first) or a path to a .py file, and the function's name",
+    )
     return parser
 
 
@@ -36,11 +38,9 @@ def add_common(parser: argparse.ArgumentParser, func, seed_help: str) -> None:
     """The options every check command ends with: ``--seed`` (0 to
     :data:`MAX_SEED`, default 0; ``seed_help`` says what it seeds), ``--json``
     and ``--quiet``; ``func(args) -> exit status`` runs the command."""
-    parser.add_argument("--seed", type=int_in(0, MAX_SEED, grouped=True), default=0,
-                        help=seed_help)
+    parser.add_argument("--seed", type=int_in(0, MAX_SEED, grouped=True), default=0, help=seed_help)
     parser.add_argument("--json", action="store_true", help="print the reports as JSON")
-    parser.add_argument("--quiet", action="store_true",
-                        help="no progress lines on standard error")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on standard error")
     parser.set_defaults(func=func)
 
 
@@ -60,7 +60,7 @@ def _where(exc: BaseException) -> str:
     """`` at FILE:LINE``: the innermost frame of ``exc`` in the user's code, or ''."""
     text = _described(exc)
     at = text.rfind(" (at ")
-    return f" at {text[at + 5:-1]}" if at >= 0 else ""
+    return f" at {text[at + 5 : -1]}" if at >= 0 else ""
 
 
 def load_function(target: str):
@@ -97,11 +97,15 @@ def load_function(target: str):
     except ModuleNotFoundError as exc:
         if exc.name != module_name:  # one the user's module imports: where it does
             raise CheckUsageError(f"cannot import {module_name}: {_described(exc)}") from None
-        raise CheckUsageError(f"cannot import {module_name}: no module of that name in "
-                              f"{Path.cwd()} or on the path") from None
+        raise CheckUsageError(
+            f"cannot import {module_name}: no module of that name in {Path.cwd()} or on the path"
+        ) from None
     except (Exception, SystemExit) as exc:  # the user's module: its own error, or sys.exit
-        what = (f"called sys.exit({exc.code!r}) on import{_where(exc)}"
-                if isinstance(exc, SystemExit) else _described(exc))
+        what = (
+            f"called sys.exit({exc.code!r}) on import{_where(exc)}"
+            if isinstance(exc, SystemExit)
+            else _described(exc)
+        )
         raise CheckUsageError(f"cannot import {module_name}: {what}") from None
     fn = getattr(module, func, None)
     if not callable(fn):
@@ -127,8 +131,11 @@ def run_reports(args: argparse.Namespace, say: str, what: str, reports_of) -> in
             print(f"{say}: error: {err}", file=sys.stderr)
             return 2
         except SystemExit as exc:  # the kit reports exceptions; an exit ends it
-            print(f"{say}: FAILED: {args.target} called sys.exit({exc.code!r}){_where(exc)} "
-                  f"instead of returning {what}", file=sys.stderr)
+            print(
+                f"{say}: FAILED: {args.target} called sys.exit({exc.code!r}){_where(exc)} "
+                f"instead of returning {what}",
+                file=sys.stderr,
+            )
             return 1
     status = 0 if all(r.passed for r in reports) else 1
     if args.json:
@@ -147,7 +154,9 @@ def run_reports(args: argparse.Namespace, say: str, what: str, reports_of) -> in
 def _as_dict(report) -> dict:
     if hasattr(report, "as_dict"):
         return report.as_dict()
-    return {"subject": report.subject, "passed": report.passed, "failures": report.failures,
-            "rows": list(report.rows)}
-
-
+    return {
+        "subject": report.subject,
+        "passed": report.passed,
+        "failures": report.failures,
+        "rows": list(report.rows),
+    }

@@ -24,8 +24,13 @@ from aftertrain.cli.check_common import add_check, add_common, run_reports
 
 #: --scheme's mapping names (aftertrain.checks.schemes.Mapping), repeated so
 #: that a usage error needs no torch (tests/cli/test_check_kits.py keeps them equal).
-MAPPINGS = ("SYMMETRIC", "SYMMETRIC_FULL", "SYMMETRIC_NO_CLIPPING_ERR", "ASYMMETRIC",
-            "ASYMMETRIC_FLOAT_SHIFT")
+MAPPINGS = (
+    "SYMMETRIC",
+    "SYMMETRIC_FULL",
+    "SYMMETRIC_NO_CLIPPING_ERR",
+    "ASYMMETRIC",
+    "ASYMMETRIC_FLOAT_SHIFT",
+)
 _GRANULARITY = re.compile(r"^(PerTensor)\(\)$|^(PerAxis)\((-1|0|1)\)$|^(PerGroup)\(([0-9]+|None)\)$")
 SCHEME_FORM = "'int<bits> <MAPPING> <PerTensor()|PerAxis(0)|PerGroup(g)|PerGroup(None)> [floor=X]'"
 
@@ -45,8 +50,10 @@ def parse_scheme(text: str) -> tuple:
         raise bad(f"mapping must be one of {', '.join(MAPPINGS)}, got {words[1]!r}")
     g = _GRANULARITY.match(words[2])
     if not g:
-        raise bad(f"granularity must be PerTensor(), PerAxis(0|1|-1), PerGroup(<size>) or "
-                  f"PerGroup(None), got {words[2]!r}")
+        raise bad(
+            f"granularity must be PerTensor(), PerAxis(0|1|-1), PerGroup(<size>) or "
+            f"PerGroup(None), got {words[2]!r}"
+        )
     if g.group(1):
         granularity = ("PerTensor", None)
     elif g.group(2):
@@ -75,10 +82,14 @@ def build_scheme(parsed: tuple):
     from aftertrain.checks import schemes as S
 
     bits, mapping, (kind, arg), floor = parsed
-    granularity = {"PerTensor": lambda: S.PerTensor(), "PerAxis": lambda: S.PerAxis(arg),
-                   "PerGroup": lambda: S.PerGroup(arg)}[kind]()
-    extra = {} if floor is None else {
-        "scale_floor": torch.finfo(torch.float32).eps if floor == "eps" else floor}
+    granularity = {
+        "PerTensor": lambda: S.PerTensor(),
+        "PerAxis": lambda: S.PerAxis(arg),
+        "PerGroup": lambda: S.PerGroup(arg),
+    }[kind]()
+    extra = (
+        {} if floor is None else {"scale_floor": torch.finfo(torch.float32).eps if floor == "eps" else floor}
+    )
     return S.QuantScheme(bits, S.Mapping[mapping], granularity, **extra)
 
 
@@ -87,7 +98,8 @@ def parse_pattern(text: str) -> tuple:
     dim, norm)`` of a ``--pattern`` value."""
     bad = argparse.ArgumentTypeError(
         f"expected N:M (e.g. 2:4), global, per-layer, rows[:NORM] or columns[:NORM] "
-        f"(NORM 1, 2 or inf), got {text!r}")
+        f"(NORM 1, 2 or inf), got {text!r}"
+    )
     t = text.strip().lower()
     if re.fullmatch(r"[0-9]+:[0-9]+", t):
         n, m = (int(x) for x in t.split(":"))
@@ -120,38 +132,64 @@ def _sparsities(text: str) -> list[float]:
     except ValueError:
         values = []
     if not values or not all(0 <= v <= 1 for v in values):
-        raise argparse.ArgumentTypeError(f"expected comma-separated sparsities in [0, 1] "
-                                         f"(e.g. 0.5,0.9), got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated sparsities in [0, 1] (e.g. 0.5,0.9), got {text!r}"
+        )
     return values
 
 
 def add_parsers(sub) -> None:
     """Add ``quantizer`` and ``pruner`` to ``check``'s subparsers."""
     q = add_check(
-        sub, "quantizer", help="a weight quantizer, against the scheme it claims",
+        sub,
+        "quantizer",
+        help="a weight quantizer, against the scheme it claims",
         description="Judge quantize(w, scheme) (docs/checks.md, 'Quantizers') under each "
-                    "--scheme. Exit 0 passed (edge findings printed), 1 failed (with --strict "
-                    "also on an edge finding), 2 usage error.",
-        target="the quantizer, quantize(w, scheme)")
-    q.add_argument("--scheme", type=parse_scheme, action="append", required=True,
-                   metavar="'int4 SYMMETRIC_FULL PerGroup(32)'",
-                   help="a scheme the quantizer claims (repeat for several): bits, mapping, "
-                        "granularity, optional floor=X or floor=eps")
-    q.add_argument("--strict", action="store_true",
-                   help="edge findings (float32's max, subnormal scales) fail too")
+        "--scheme. Exit 0 passed (edge findings printed), 1 failed (with --strict "
+        "also on an edge finding), 2 usage error.",
+        target="the quantizer, quantize(w, scheme)",
+    )
+    q.add_argument(
+        "--scheme",
+        type=parse_scheme,
+        action="append",
+        required=True,
+        metavar="'int4 SYMMETRIC_FULL PerGroup(32)'",
+        help="a scheme the quantizer claims (repeat for several): bits, mapping, "
+        "granularity, optional floor=X or floor=eps",
+    )
+    q.add_argument(
+        "--strict", action="store_true", help="edge findings (float32's max, subnormal scales) fail too"
+    )
     add_common(q, cmd_quantizer, seed_help="seed of the default battery (default 0)")
 
     p = add_check(
-        sub, "pruner", help="a pruner, against the sparsity pattern it claims",
+        sub,
+        "pruner",
+        help="a pruner, against the sparsity pattern it claims",
         description="Judge prune(weights, sparsity) -> masks (docs/checks.md, 'Pruners') "
-                    "against --pattern. Exit 0 passed, 1 failed, 2 usage error.",
-        target="the pruner, prune(weights, sparsity) -> masks")
-    p.add_argument("--pattern", type=parse_pattern, required=True, metavar="PATTERN",
-                   help="N:M (e.g. 2:4), global, per-layer, rows[:NORM] or columns[:NORM]")
-    p.add_argument("--random", action="store_true",
-                   help="the pruner is not a magnitude pruner: check counts and structure only")
-    p.add_argument("--sparsities", type=_sparsities, default=None, metavar="S1,S2,...",
-                   help="sparsities to run (default the kit's nine; not with N:M)")
+        "against --pattern. Exit 0 passed, 1 failed, 2 usage error.",
+        target="the pruner, prune(weights, sparsity) -> masks",
+    )
+    p.add_argument(
+        "--pattern",
+        type=parse_pattern,
+        required=True,
+        metavar="PATTERN",
+        help="N:M (e.g. 2:4), global, per-layer, rows[:NORM] or columns[:NORM]",
+    )
+    p.add_argument(
+        "--random",
+        action="store_true",
+        help="the pruner is not a magnitude pruner: check counts and structure only",
+    )
+    p.add_argument(
+        "--sparsities",
+        type=_sparsities,
+        default=None,
+        metavar="S1,S2,...",
+        help="sparsities to run (default the kit's nine; not with N:M)",
+    )
     add_common(p, cmd_pruner, seed_help="seed of the default battery (default 0)")
 
 
@@ -159,11 +197,15 @@ def cmd_quantizer(args: argparse.Namespace) -> int:
     """``aftertrain check quantizer``: run :func:`aftertrain.checks.quant.check_quantizer` on the
     function ``args.target`` names, at each ``--scheme``; print the report (or its JSON).
     Returns the exit status: 0 passed, 1 failed, 2 usage error."""
+
     def reports_of(quantize, progress):
         from aftertrain.checks.quant import check_quantizer
 
-        return [check_quantizer(quantize, schemes=[build_scheme(s) for s in args.scheme],
-                                seed=args.seed, strict=args.strict)]
+        return [
+            check_quantizer(
+                quantize, schemes=[build_scheme(s) for s in args.scheme], seed=args.seed, strict=args.strict
+            )
+        ]
 
     return run_reports(args, "aftertrain check quantizer", "w_hat", reports_of)
 
@@ -175,15 +217,24 @@ def cmd_pruner(args: argparse.Namespace) -> int:
     status: 0 passed, 1 failed, 2 usage error (``--sparsities`` with an N:M pattern: one line
     on standard error)."""
     if args.sparsities is not None and args.pattern[0] == "nm":
-        print("aftertrain check pruner: error: --sparsities does not apply to an N:M pattern "
-              "(its sparsity is 1 - N/M)", file=sys.stderr)
+        print(
+            "aftertrain check pruner: error: --sparsities does not apply to an N:M pattern "
+            "(its sparsity is 1 - N/M)",
+            file=sys.stderr,
+        )
         return 2
 
     def reports_of(prune, progress):
         from aftertrain.checks.prune import check_pruner
 
-        return [check_pruner(prune, pattern=build_pattern(args.pattern),
-                             magnitude=not args.random, sparsities=args.sparsities,
-                             seed=args.seed)]
+        return [
+            check_pruner(
+                prune,
+                pattern=build_pattern(args.pattern),
+                magnitude=not args.random,
+                sparsities=args.sparsities,
+                seed=args.seed,
+            )
+        ]
 
     return run_reports(args, "aftertrain check pruner", "masks", reports_of)

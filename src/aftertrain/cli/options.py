@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 #: ``--seed`` at most (``train`` and ``sample``): a 63-bit seed.
-MAX_SEED = 2 ** 63 - 1
+MAX_SEED = 2**63 - 1
 
 
 class UsageError(Exception):
@@ -38,10 +38,12 @@ def int_in(low: int, high: int, *, grouped: bool = False) -> Callable[[str], int
             v = int(s, 10)
         except ValueError:
             raise argparse.ArgumentTypeError(
-                f"expected a whole number from {low} to {top}, got {s!r}") from None
+                f"expected a whole number from {low} to {top}, got {s!r}"
+            ) from None
         if not low <= v <= high:
             raise argparse.ArgumentTypeError(f"must be from {low} to {top}, got {v}")
         return v
+
     parse.__name__ = "whole number"
     return parse
 
@@ -51,8 +53,7 @@ def temperature(s: str) -> float:
     try:
         v = float(s)
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a finite number >= 0 (0 = greedy), got {s!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0 (0 = greedy), got {s!r}") from None
     if not (v >= 0 and v != float("inf")):
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0 (0 = greedy), got {s}")
     return v

@@ -36,41 +36,67 @@ from aftertrain.report.reading import LedgerFile, ReportError, read_ledger
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add ``report`` and its options to ``subparsers``."""
     p = subparsers.add_parser(
-        "report", help="run the claims' tests and write the report (tables beside the article's, plots)",
+        "report",
+        help="run the claims' tests and write the report (tables beside the article's, plots)",
         description="Run this checkout's pytest suite (the claims ledger), then write "
-                    "OUT/report.md with every table of the articles beside ours, the verdicts, "
-                    "and PNG plots. Exit status 1 when a claim is broken, 2 on a usage error.")
+        "OUT/report.md with every table of the articles beside ours, the verdicts, "
+        "and PNG plots. Exit status 1 when a claim is broken, 2 on a usage error.",
+    )
     where = p.add_mutually_exclusive_group()
     where.add_argument("--out", help="output folder (default: build/report, ignored by git)")
-    where.add_argument("--update-committed", "--update-readme", dest="update_committed",
-                       action="store_true",
-                       help="write the committed report (the checkout's report/ folder, with its "
-                            "claims.json) and rewrite the claims table of its README.md")
-    p.add_argument("--quick", action="store_true",
-                   help="fewer hypothesis examples and timing pairs: a first look, said so in the "
-                        "report (only when the report runs the tests)")
-    p.add_argument("--checkout", help="aftertrain source tree whose tests to run and whose "
-                   "report/ and README --update-committed rewrites (default: the one this "
-                   "package is installed from)")
-    p.add_argument("--claims-json", action="append", metavar="FILE[,FILE...]",
-                   help="read verdicts and figures from this ledger (written by `pytest "
-                   "--claims-json FILE`) instead of running the tests; several (repeated or "
-                   "comma-separated) give one verdict column per model, the first the primary")
-    p.add_argument("--models", action="append", metavar="NAME_OR_PATH[,...]",
-                   help="run the claims' tests on these models (bundled names: "
-                   "reference, article, sweep-250, sweep-1250; or a checkpoint written by "
-                   "`aftertrain train --out`); default reference,article; the first is the "
-                   "primary and runs the whole suite, every later one only the tests that read "
-                   "the model (the others' outcomes are the first run's)")
-    p.add_argument("--jobs", type=int, metavar="N",
-                   help="run N models' suites side by side, each in one process and each "
-                   "whole (default 1: one model after another, each on the suite's xdist "
-                   "workers, every core, later models running only the tests that read the "
-                   "model); their timings still run one at a time, each test that times "
-                   "waiting until no other run's test is running")
-    p.add_argument("--sweep", metavar="FILE",
-                   help="render this sweep file (written by `aftertrain sweep`); default: "
-                   "OUT/sweep.json when it exists")
+    where.add_argument(
+        "--update-committed",
+        "--update-readme",
+        dest="update_committed",
+        action="store_true",
+        help="write the committed report (the checkout's report/ folder, with its "
+        "claims.json) and rewrite the claims table of its README.md",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="fewer hypothesis examples and timing pairs: a first look, said so in the "
+        "report (only when the report runs the tests)",
+    )
+    p.add_argument(
+        "--checkout",
+        help="aftertrain source tree whose tests to run and whose "
+        "report/ and README --update-committed rewrites (default: the one this "
+        "package is installed from)",
+    )
+    p.add_argument(
+        "--claims-json",
+        action="append",
+        metavar="FILE[,FILE...]",
+        help="read verdicts and figures from this ledger (written by `pytest "
+        "--claims-json FILE`) instead of running the tests; several (repeated or "
+        "comma-separated) give one verdict column per model, the first the primary",
+    )
+    p.add_argument(
+        "--models",
+        action="append",
+        metavar="NAME_OR_PATH[,...]",
+        help="run the claims' tests on these models (bundled names: "
+        "reference, article, sweep-250, sweep-1250; or a checkpoint written by "
+        "`aftertrain train --out`); default reference,article; the first is the "
+        "primary and runs the whole suite, every later one only the tests that read "
+        "the model (the others' outcomes are the first run's)",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="run N models' suites side by side, each in one process and each "
+        "whole (default 1: one model after another, each on the suite's xdist "
+        "workers, every core, later models running only the tests that read the "
+        "model); their timings still run one at a time, each test that times "
+        "waiting until no other run's test is running",
+    )
+    p.add_argument(
+        "--sweep",
+        metavar="FILE",
+        help="render this sweep file (written by `aftertrain sweep`); default: OUT/sweep.json when it exists",
+    )
     p.set_defaults(func=run)
     return p
 
@@ -89,8 +115,10 @@ def split_values(values: list[str] | None, flag: str) -> list[str]:
     read as "the default"."""
     out = [v.strip() for arg in values or [] for v in str(arg).split(",")]
     if "" in out:
-        raise ReportError(f"{flag} {','.join(values)!r} holds an empty name; give "
-                          f"NAME_OR_PATH[,NAME_OR_PATH...], or leave {flag} out for the default")
+        raise ReportError(
+            f"{flag} {','.join(values)!r} holds an empty name; give "
+            f"NAME_OR_PATH[,NAME_OR_PATH...], or leave {flag} out for the default"
+        )
     return out
 
 
@@ -131,8 +159,7 @@ def report_main(args) -> int:
         # One model at a time on the suite's xdist workers: 282 s for both bundled
         # models on 2 idle cores, against 344 s for the two side by side.
         jobs = requested_jobs if requested_jobs is not None else 1
-        ledger, others = run_models(models, checkout, run_dir, args.quick, log, claims_json,
-                                     jobs)
+        ledger, others = run_models(models, checkout, run_dir, args.quick, log, claims_json, jobs)
     # every argument is checked: now the sections, and torch with them
     from aftertrain.report.assemble import build, read_report_sweep
 
@@ -163,12 +190,12 @@ def _checkout_and_output(args) -> tuple[Path | None, Path]:
     """The source tree to run in (None: none found) and the output folder, checked writable."""
     checkout = Path(args.checkout).resolve() if args.checkout else default_checkout()
     if args.checkout and not is_checkout(checkout):
-        raise ReportError(f"--checkout {args.checkout} is not an aftertrain source tree "
-                          "(needs pyproject.toml and tests/)")
+        raise ReportError(
+            f"--checkout {args.checkout} is not an aftertrain source tree (needs pyproject.toml and tests/)"
+        )
     if args.update_committed:
         if checkout is None:
-            raise ReportError("--update-committed needs the source tree to update: "
-                              "give --checkout PATH")
+            raise ReportError("--update-committed needs the source tree to update: give --checkout PATH")
         out = checkout / COMMITTED
     else:
         if args.out == "":
@@ -181,11 +208,15 @@ def _checkout_and_output(args) -> tuple[Path | None, Path]:
 def _read_ledgers(claims_json: list[str], models: list[str], quick: bool) -> tuple[LedgerFile, dict]:
     """``--claims-json``: finished runs, read and labelled by their models."""
     if quick:
-        raise ReportError("--quick changes the test run, and --claims-json reads a finished "
-                          "one (its own metadata says whether it was quick); drop --quick")
+        raise ReportError(
+            "--quick changes the test run, and --claims-json reads a finished "
+            "one (its own metadata says whether it was quick); drop --quick"
+        )
     if models:
-        raise ReportError("--models runs the tests on those models, and --claims-json reads "
-                          "finished runs (each ledger names its model); give one of them")
+        raise ReportError(
+            "--models runs the tests on those models, and --claims-json reads "
+            "finished runs (each ledger names its model); give one of them"
+        )
     ledgers = []
     for p in claims_json:
         try:
@@ -198,8 +229,10 @@ def _read_ledgers(claims_json: list[str], models: list[str], quick: bool) -> tup
 def _check_models(models: list[str], checkout: Path | None) -> list[str]:
     """The models to run (default: the bundled ones), each resolvable, none twice."""
     if checkout is None:
-        raise ReportError("no checkout to run the tests in: give --checkout PATH (an aftertrain "
-                          "source tree) or --claims-json FILE (from `pytest --claims-json FILE`)")
+        raise ReportError(
+            "no checkout to run the tests in: give --checkout PATH (an aftertrain "
+            "source tree) or --claims-json FILE (from `pytest --claims-json FILE`)"
+        )
     from aftertrain.lm import registry as _models
 
     models = models or list(DEFAULT_MODELS)
@@ -221,11 +254,13 @@ def _place_sweep(sweep_arg: str, out: Path) -> None:
         shutil.copyfile(sweep_arg, target)
 
 
-def _commit(out: Path, run_dir: Path, claims_json: list[str], ledger: LedgerFile, others: dict,
-            checkout: Path) -> None:
+def _commit(
+    out: Path, run_dir: Path, claims_json: list[str], ledger: LedgerFile, others: dict, checkout: Path
+) -> None:
     """``--update-committed``: the runs' ledgers into report/, the README's claims table."""
     from aftertrain.report import multimodel
     from aftertrain.report.assemble import update_readme
+
     for n, (src, led) in enumerate(zip(claims_json, [ledger, *others.values()], strict=False)):
         target = out / ledger_file(multimodel.model_label(led), n == 0)
         if Path(src).resolve() != target.resolve():
@@ -239,13 +274,17 @@ def _summary(path: Path, ledger: LedgerFile, others: dict) -> int:
     """One line per model (its verdict tally); 1 when a run failed or a claim is broken."""
     from aftertrain.report import multimodel
     from aftertrain.report.rendering import summary_counts
+
     status = 0
     for label, led in {multimodel.model_label(ledger): ledger, **others}.items():
         counts = summary_counts(led)
         failed = led.pytest_status not in (None, 0)
         tally = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
-        print(f"{path}{f' [{label}]' if others else ''}: " + tally
-              + (f"; pytest exit status {led.pytest_status} (a test failed)" if failed else ""))
+        print(
+            f"{path}{f' [{label}]' if others else ''}: "
+            + tally
+            + (f"; pytest exit status {led.pytest_status} (a test failed)" if failed else "")
+        )
         if counts.get(V.BROKEN) or failed:
             status = 1
     return status

@@ -20,17 +20,26 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add ``sample`` and its options to ``subparsers``."""
     p = subparsers.add_parser("sample", help="print text sampled from the reference model")
     p.add_argument("--prompt", default="The ", help="text to continue (default 'The ')")
-    p.add_argument("--length", type=int_in(0, MAX_SAMPLE_LENGTH), default=200,
-                   help=f"characters to generate, at most {MAX_SAMPLE_LENGTH} (default 200)")
-    p.add_argument("--temperature", type=temperature, default=1.0,
-                   help="sampling temperature, 0 = greedy (default 1.0)")
+    p.add_argument(
+        "--length",
+        type=int_in(0, MAX_SAMPLE_LENGTH),
+        default=200,
+        help=f"characters to generate, at most {MAX_SAMPLE_LENGTH} (default 200)",
+    )
+    p.add_argument(
+        "--temperature", type=temperature, default=1.0, help="sampling temperature, 0 = greedy (default 1.0)"
+    )
     p.add_argument("--seed", type=int_in(0, MAX_SEED), default=0, help="random seed (default 0)")
     p.add_argument("--checkpoint", help="a checkpoint other than the bundled reference")
-    p.add_argument("--draft", choices=["bigram", "n-gram", "8-bit", "4-bit", "gpt"],
-                   help="sample by speculative decoding with this draft; prints characters per "
-                   "target pass and the speedup measured on the run")
-    p.add_argument("--k", type=int_in(1, 64), default=4,
-                   help="characters drafted per round with --draft (default 4)")
+    p.add_argument(
+        "--draft",
+        choices=["bigram", "n-gram", "8-bit", "4-bit", "gpt"],
+        help="sample by speculative decoding with this draft; prints characters per "
+        "target pass and the speedup measured on the run",
+    )
+    p.add_argument(
+        "--k", type=int_in(1, 64), default=4, help="characters drafted per round with --draft (default 4)"
+    )
     p.set_defaults(func=run)
     return p
 
@@ -40,8 +49,10 @@ def checkpoint_from_option(path: str):
     it is missing, a folder, or not a checkpoint written by ``aftertrain train``."""
     p = Path(path)
     if p.is_dir():
-        raise UsageError(f"--checkpoint {path} is a folder; give a checkpoint file "
-                         "(written by `aftertrain train --out FILE`)")
+        raise UsageError(
+            f"--checkpoint {path} is a folder; give a checkpoint file "
+            "(written by `aftertrain train --out FILE`)"
+        )
     if not p.is_file():
         raise UsageError(f"--checkpoint {path} does not exist")
     from aftertrain.lm import checkpoint as _checkpoint
@@ -52,11 +63,16 @@ def checkpoint_from_option(path: str):
         raise UsageError(f"--checkpoint: {err}") from None
     except Exception as err:  # noqa: BLE001 - torch.load of a foreign file raises anything
         # (UnpicklingError, IndexError, KeyError 'config', a size mismatch...)
-        detail = (f"it has no {err} entry" if isinstance(err, KeyError)
-                  else (str(err).splitlines() or [""])[0][:160])
-        raise UsageError(f"--checkpoint {path} is not an aftertrain checkpoint (a dict of "
-                         f"'config' and a matching 'state_dict', written by `aftertrain train "
-                         f"--out`): {detail}") from None
+        detail = (
+            f"it has no {err} entry"
+            if isinstance(err, KeyError)
+            else (str(err).splitlines() or [""])[0][:160]
+        )
+        raise UsageError(
+            f"--checkpoint {path} is not an aftertrain checkpoint (a dict of "
+            f"'config' and a matching 'state_dict', written by `aftertrain train "
+            f"--out`): {detail}"
+        ) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -76,28 +92,34 @@ def run(args: argparse.Namespace) -> int:
     if args.prompt == "":
         raise UsageError("--prompt must hold at least one character (default 'The ')")
     if args.checkpoint == "":
-        raise UsageError("--checkpoint must name a checkpoint file, got '' (leave it out for "
-                         "the bundled reference)")
+        raise UsageError(
+            "--checkpoint must name a checkpoint file, got '' (leave it out for the bundled reference)"
+        )
     net = checkpoint_from_option(args.checkpoint) if args.checkpoint else _checkpoint.load_reference()
     if len(args.prompt) > 500:
-        print(f"reading the {len(args.prompt)}-character prompt (one model step per character "
-              f"beyond the first)...", file=sys.stderr, flush=True)
+        print(
+            f"reading the {len(args.prompt)}-character prompt (one model step per character "
+            f"beyond the first)...",
+            file=sys.stderr,
+            flush=True,
+        )
     if args.length > 500:
-        print(f"sampling {args.length} characters (one model step each)...", file=sys.stderr,
-              flush=True)
+        print(f"sampling {args.length} characters (one model step each)...", file=sys.stderr, flush=True)
     try:
         if args.draft:  # speculative decoding; its figures on standard error
             from aftertrain.experiments.sample import sample_with_draft
 
-            out, figures = sample_with_draft(net, args.draft, args.prompt, args.length, args.k,
-                                             args.temperature, args.seed)
+            out, figures = sample_with_draft(
+                net, args.draft, args.prompt, args.length, args.k, args.temperature, args.seed
+            )
             print(figures, file=sys.stderr)
         else:
             out = _decoding.sample_text(net, args.prompt, args.length, args.temperature, args.seed)
     except ValueError as err:
         if not args.checkpoint:
             raise  # the bundled model refusing valid arguments is a bug
-        raise UsageError(f"--checkpoint {args.checkpoint} does not fit this prompt "
-                         f"or vocabulary: {err}") from None
+        raise UsageError(
+            f"--checkpoint {args.checkpoint} does not fit this prompt or vocabulary: {err}"
+        ) from None
     print(args.prompt + out)
     return 0

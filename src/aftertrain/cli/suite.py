@@ -45,10 +45,18 @@ def is_checkout(path: Path) -> bool:
     return (path / "pyproject.toml").is_file() and (path / "tests").is_dir()
 
 
-def run_ledger(checkout: Path, json_path: Path, quick: bool,
-               log: Callable[[str], None], meta: dict | None = None,
-               model: str | None = None, *, timing_lock: Path | None = None,
-               output: Path | None = None, model_free_from: Path | None = None) -> LedgerFile:
+def run_ledger(
+    checkout: Path,
+    json_path: Path,
+    quick: bool,
+    log: Callable[[str], None],
+    meta: dict | None = None,
+    model: str | None = None,
+    *,
+    timing_lock: Path | None = None,
+    output: Path | None = None,
+    model_free_from: Path | None = None,
+) -> LedgerFile:
     """Run the checkout's whole pytest suite, writing its ledger to ``json_path``.
 
     pytest's own progress streams to standard error as it runs, or to the
@@ -73,9 +81,18 @@ def run_ledger(checkout: Path, json_path: Path, quick: bool,
     # --flag=PATH form: pytest picks its rootdir from the command line's paths
     # before aftertrain's options are known, so a path given as a separate
     # word outside the checkout would root it there.
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
-           f"--rootdir={checkout}", f"--config-file={checkout / 'pyproject.toml'}",
-           f"--claims-json={json_path}", f"--timing-budget-total={REPORT_TIMING_BUDGET_TOTAL_S:g}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        f"--rootdir={checkout}",
+        f"--config-file={checkout / 'pyproject.toml'}",
+        f"--claims-json={json_path}",
+        f"--timing-budget-total={REPORT_TIMING_BUDGET_TOTAL_S:g}",
+    ]
     if model is not None:
         cmd += [f"--aftertrain-model={model}"]
     if timing_lock is not None:  # side by side: one process each, the cores shared by the runs
@@ -83,15 +100,19 @@ def run_ledger(checkout: Path, json_path: Path, quick: bool,
     if model_free_from is not None:
         cmd += [f"{reuse.FLAG}={model_free_from}"]
     env = {**os.environ, **(QUICK_ENV if quick else {})}
-    log(f"running the claims' tests: {' '.join(cmd[1:])} (in {checkout})"
-        + (f"; its output goes to {output}" if output else ""))
+    log(
+        f"running the claims' tests: {' '.join(cmd[1:])} (in {checkout})"
+        + (f"; its output goes to {output}" if output else "")
+    )
     with open(output, "w") if output else contextlib.nullcontext(sys.stderr) as stream:
         proc = subprocess.run(cmd, cwd=checkout, env=env, stdout=stream, stderr=stream)
     if proc.returncode not in (0, 1) or not json_path.is_file():
         where = f"; its output: {output}" if output else ""
-        raise ReportError(f"pytest exited with status {proc.returncode} and wrote no ledger "
-                          f"(an error outside the tests); run `python -m pytest` in "
-                          f"{checkout}{where}")
+        raise ReportError(
+            f"pytest exited with status {proc.returncode} and wrote no ledger "
+            f"(an error outside the tests); run `python -m pytest` in "
+            f"{checkout}{where}"
+        )
     ledger = read_ledger(json_path)
     if ledger.meta_source == META_NONE and meta:
         ledger = replace(ledger, meta={**meta, "quick": quick}, meta_source=META_FROM_REPORT_RUN)
@@ -110,9 +131,14 @@ def labelled(ledgers: list[LedgerFile]) -> tuple[LedgerFile, dict[str, LedgerFil
     return ledgers[0], dict(zip(labels[1:], ledgers[1:], strict=True))
 
 
-
-def _model_free_from(checkout: Path, first: LedgerFile, first_path: Path, first_model: str,
-                     model: str, log: Callable[[str], None]) -> Path | None:
+def _model_free_from(
+    checkout: Path,
+    first: LedgerFile,
+    first_path: Path,
+    first_model: str,
+    model: str,
+    log: Callable[[str], None],
+) -> Path | None:
     """The first run's ledger when this checkout's tracked code is the one it
     ran (its model-free outcomes then stand); else None, and the log says why."""
     from aftertrain.ledger.state import WORKTREE
@@ -120,16 +146,25 @@ def _model_free_from(checkout: Path, first: LedgerFile, first_path: Path, first_
     here = runmeta.worktree(checkout)
     if here is not None and first.meta.get(WORKTREE) == here:
         return first_path
-    why = (f"{checkout} is not a git checkout with a commit" if here is None else
-           f"the checkout's tracked code changed since {first_model}'s run (commit "
-           f"{first.meta.get('commit')}, now {runmeta.commit(checkout)})")
+    why = (
+        f"{checkout} is not a git checkout with a commit"
+        if here is None
+        else f"the checkout's tracked code changed since {first_model}'s run (commit "
+        f"{first.meta.get('commit')}, now {runmeta.commit(checkout)})"
+    )
     log(f"{why}: {model}'s run runs every test")
     return None
 
 
-def run_models(models: list[str], checkout: Path, run_dir: Path, quick: bool,
-               log: Callable[[str], None], claims_json: list[str], jobs: int = 1
-               ) -> tuple[LedgerFile, dict]:
+def run_models(
+    models: list[str],
+    checkout: Path,
+    run_dir: Path,
+    quick: bool,
+    log: Callable[[str], None],
+    claims_json: list[str],
+    jobs: int = 1,
+) -> tuple[LedgerFile, dict]:
     """Run the suite once per model, ``jobs`` at a time; each ledger's path is
     appended to ``claims_json`` (in the order of ``models``). Runs side by
     side share a timing lock (``--timing-lock``): their untimed tests run
@@ -157,25 +192,40 @@ def run_models(models: list[str], checkout: Path, run_dir: Path, quick: bool,
 
     def one(plan, first: LedgerFile | None = None) -> LedgerFile:
         i, m, label, run_path = plan
-        earlier = (None if first is None  # the first model's run: take its model-free outcomes
-                   else _model_free_from(checkout, first, plans[0][3], models[0], m, log))
-        log(f"model {i + 1} of {len(models)}: {m} (the claims' tests with --aftertrain-model {m}"
-            + (f"; those that do not read the model ran on {models[0]}: their outcomes are "
-               f"taken from its ledger)" if earlier else ")"))
+        earlier = (
+            None
+            if first is None  # the first model's run: take its model-free outcomes
+            else _model_free_from(checkout, first, plans[0][3], models[0], m, log)
+        )
+        log(
+            f"model {i + 1} of {len(models)}: {m} (the claims' tests with --aftertrain-model {m}"
+            + (
+                f"; those that do not read the model ran on {models[0]}: their outcomes are "
+                f"taken from its ledger)"
+                if earlier
+                else ")"
+            )
+        )
         output = logs / f"pytest-{i + 1}-{label}.log" if logs else None
-        led = run_ledger(checkout, run_path, quick, log, meta.collect_for_model(checkout, m), model=m,
-                         timing_lock=logs / "timing.lock" if logs else None, output=output,
-                         model_free_from=earlier)
+        led = run_ledger(
+            checkout,
+            run_path,
+            quick,
+            log,
+            meta.collect_for_model(checkout, m),
+            model=m,
+            timing_lock=logs / "timing.lock" if logs else None,
+            output=output,
+            model_free_from=earlier,
+        )
         if output:  # pytest's last line: its summary ("... passed ... in 296.65s")
-            tail = [line.strip() for line in output.read_text(errors="replace").splitlines()
-                    if line.strip()]
+            tail = [line.strip() for line in output.read_text(errors="replace").splitlines() if line.strip()]
             log(f"model {m}: {tail[-1] if tail else 'no output'} (all of it: {output})")
         log(f"model {m}: pytest exit status {led.pytest_status}")
         return led
 
     if logs is not None:
-        log(f"running {len(models)} models {jobs} at a time (--jobs {jobs}); timing runs "
-            f"one at a time")
+        log(f"running {len(models)} models {jobs} at a time (--jobs {jobs}); timing runs one at a time")
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             ran = list(pool.map(one, plans))
         if all(led.pytest_status == 0 for led in ran):

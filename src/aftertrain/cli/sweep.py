@@ -30,19 +30,32 @@ DEFAULT_SWEEP_MODELS = ("sweep-250", "article", "sweep-1250", "reference")
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add ``sweep`` and its options to ``subparsers``."""
     p = subparsers.add_parser(
-        "sweep", help="the quality sweep: key figures of Q4-Q7, P1/P2, S4 per checkpoint "
-        "against validation loss",
+        "sweep",
+        help="the quality sweep: key figures of Q4-Q7, P1/P2, S4 per checkpoint against validation loss",
         description="Measure the key figures of Q4-Q7, P1/P2 and S4 on checkpoints of one "
-                    "training run (default: the bundled sweep-250, article, sweep-1250, reference) "
-                    "and write OUT/sweep.json, OUT/sweep.md and its plots; `aftertrain report` "
-                    "renders OUT/sweep.json when it exists.")
-    p.add_argument("--models", action="append", metavar="NAME_OR_PATH[,...]",
-                   help="checkpoints to measure (default: sweep-250,article,sweep-1250,reference)")
-    p.add_argument("--claims-json", action="append", metavar="FILE[,FILE...]",
-                   help="ledgers whose tables give a model's figures (not measured again)")
-    p.add_argument("--reuse", action="append", metavar="FILE[,FILE...]",
-                   help="sweep files (written by `aftertrain sweep`) whose points are taken as "
-                   "they are for the checkpoints of the same SHA-256 (not measured again)")
+        "training run (default: the bundled sweep-250, article, sweep-1250, reference) "
+        "and write OUT/sweep.json, OUT/sweep.md and its plots; `aftertrain report` "
+        "renders OUT/sweep.json when it exists.",
+    )
+    p.add_argument(
+        "--models",
+        action="append",
+        metavar="NAME_OR_PATH[,...]",
+        help="checkpoints to measure (default: sweep-250,article,sweep-1250,reference)",
+    )
+    p.add_argument(
+        "--claims-json",
+        action="append",
+        metavar="FILE[,FILE...]",
+        help="ledgers whose tables give a model's figures (not measured again)",
+    )
+    p.add_argument(
+        "--reuse",
+        action="append",
+        metavar="FILE[,FILE...]",
+        help="sweep files (written by `aftertrain sweep`) whose points are taken as "
+        "they are for the checkpoints of the same SHA-256 (not measured again)",
+    )
     p.add_argument("--out", help="output folder (default: build/report, ignored by git)")
     p.set_defaults(func=run)
     return p
@@ -99,15 +112,22 @@ def sweep_main(args) -> int:
             log(f"model {i + 1} of {len(names)}: {label}: figures from {led.source}")
             source = f"ledger {Path(led.source).name}"
         else:
-            log(f"model {i + 1} of {len(names)}: {label}: measuring (bits, sensitivity, "
-                "pruning, acceptance)")
+            log(f"model {i + 1} of {len(names)}: {label}: measuring (bits, sensitivity, pruning, acceptance)")
             fig = ESW.key_figures(net)
             source = "measured"
         log(f"model {label}: fragility and the speculative figures (acceptance, no timing)")
         meta = _models.model_meta(m)
-        points.append(ESW.sweep_point(
-            label, fig, source, sha256=ident.sha256, training=ESW.Training.of(meta),
-            fragility=ESW.fragility(net, fig.q7), speculative=ESW.speculative_figures(net)))
+        points.append(
+            ESW.sweep_point(
+                label,
+                fig,
+                source,
+                sha256=ident.sha256,
+                training=ESW.Training.of(meta),
+                fragility=ESW.fragility(net, fig.q7),
+                speculative=ESW.speculative_figures(net),
+            )
+        )
         log(f"model {label}: validation loss {fig.val_loss:.4f}")
     path = _write(out, points, getattr(args, "argv", []))
     losses = ", ".join(f"{p.model} {p.val_loss:.4f}" for p in points)
@@ -142,4 +162,3 @@ def _write(out: Path, points: list, argv: list[str]) -> Path:
     for plot in doc.plots.values():
         atomic_write(out / f"{plot.name}.png", plot.png)
     return atomic_write(out / "sweep.md", doc.markdown())
-

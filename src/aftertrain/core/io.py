@@ -62,6 +62,7 @@ def _new_temporary(path: Path) -> tuple[int, Path]:
         except FileExistsError:
             continue
         except OSError as err:
-            raise ValueError(f"path {str(path)!r}: cannot write in {str(path.parent)!r} "
-                             f"({err.strerror})") from None
+            raise ValueError(
+                f"path {str(path)!r}: cannot write in {str(path.parent)!r} ({err.strerror})"
+            ) from None
     raise FileExistsError(f"no free temporary name beside {str(path)!r} after 100 tries")

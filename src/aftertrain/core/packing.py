@@ -61,18 +61,20 @@ def pack(values: torch.Tensor, bits: int, *, signed: bool) -> torch.Tensor:
     """
     _check_bits(bits)
     _check_signed(signed)
-    if (not isinstance(values, torch.Tensor) or values.dtype.is_floating_point
-            or values.dtype.is_complex):
-        raise ValueError(f"values must be an integer or bool tensor, got "
-                         f"{getattr(values, 'dtype', type(values).__name__)}")
+    if not isinstance(values, torch.Tensor) or values.dtype.is_floating_point or values.dtype.is_complex:
+        raise ValueError(
+            f"values must be an integer or bool tensor, got {getattr(values, 'dtype', type(values).__name__)}"
+        )
     flat = values.reshape(-1).to(torch.int64)
     lo, hi = value_range(bits, signed)
     if flat.numel() and (int(flat.min()) < lo or int(flat.max()) > hi):
-        raise ValueError(f"values must lie in [{lo}, {hi}] for {bits} "
-                         f"{'signed' if signed else 'unsigned'} bits, got "
-                         f"[{int(flat.min())}, {int(flat.max())}]")
+        raise ValueError(
+            f"values must lie in [{lo}, {hi}] for {bits} "
+            f"{'signed' if signed else 'unsigned'} bits, got "
+            f"[{int(flat.min())}, {int(flat.max())}]"
+        )
     u = (flat & (2**bits - 1)).numpy().astype(np.uint8)
-    planes = np.unpackbits(u[:, None], axis=1)[:, 8 - bits:]  # (n, bits), MSB first
+    planes = np.unpackbits(u[:, None], axis=1)[:, 8 - bits :]  # (n, bits), MSB first
     return torch.from_numpy(np.packbits(planes.reshape(-1)))
 
 
@@ -82,11 +84,13 @@ def unpack(packed: torch.Tensor, bits: int, n: int, *, signed: bool) -> torch.Te
     _check_signed(signed)
     check_int("n", n, least=0)
     if not isinstance(packed, torch.Tensor) or packed.dtype != torch.uint8 or packed.dim() != 1:
-        raise ValueError(f"packed must be a 1-D uint8 tensor, got "
-                         f"{getattr(packed, 'dtype', type(packed).__name__)}")
+        raise ValueError(
+            f"packed must be a 1-D uint8 tensor, got {getattr(packed, 'dtype', type(packed).__name__)}"
+        )
     if packed.numel() != math.ceil(n * bits / 8):
-        raise ValueError(f"packed must hold ceil({n} * {bits} / 8) = {math.ceil(n * bits / 8)} "
-                         f"bytes, got {packed.numel()}")
+        raise ValueError(
+            f"packed must hold ceil({n} * {bits} / 8) = {math.ceil(n * bits / 8)} bytes, got {packed.numel()}"
+        )
     planes = np.unpackbits(packed.numpy())[: n * bits].reshape(n, bits)
     u = np.packbits(np.concatenate([np.zeros((n, 8 - bits), np.uint8), planes], axis=1), axis=1)
     out = torch.from_numpy(u.reshape(-1).astype(np.int64))

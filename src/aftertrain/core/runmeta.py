@@ -18,8 +18,7 @@ from pathlib import Path
 KEYS = ("date", "commit", "cpu", "torch", "threads", "load1", "model", "model_sha256", "quick")
 
 
-def collect(root: Path | None, *, model: str | None, model_sha256: str | None,
-            quick: bool) -> dict:
+def collect(root: Path | None, *, model: str | None, model_sha256: str | None, quick: bool) -> dict:
     """This machine's metadata now, one value per :data:`KEYS`; None where a
     value is not known (never a spelling of "unknown").
 

@@ -31,7 +31,6 @@ NULL_TRIALS: int = 1000
 MIN_EXPECTED: float = 5.0
 
 
-
 # --- rounding across CPUs: kernels, SIMD widths, thread counts ----------------
 #
 # A figure stored on one machine is compared on another, whose torch may take
@@ -181,7 +180,6 @@ SAMPLED_LOGIT_DIFF = 2 * 24 * 20**0.5 * 6 * 512**0.5 * FLOAT32_UNIT_ROUNDOFF
 SAMPLED_FLOAT64_SLACK = 1e-12
 
 
-
 # --- quantization -------------------------------------------------------------
 
 # FLOAT32_UNIT_ROUNDOFF (u = 2**-24, above): every exactly rounded float32
@@ -236,7 +234,6 @@ RATIO_RTOL = 1e-6
 TORCH_TIE_FRACTION = 1e-4
 
 
-
 # --- pruning ------------------------------------------------------------------
 
 # Pruned losses use LOSS_ATOL (model section, derivation there).
@@ -247,7 +244,6 @@ TORCH_TIE_FRACTION = 1e-4
 MATCHING_RESOLUTION = 0.001
 #: The stored matching sparsity's guard: one grid step (above).
 MATCHING_SPARSITY_ATOL = MATCHING_RESOLUTION + 1e-9
-
 
 
 # --- speculative decoding -----------------------------------------------------
@@ -265,7 +261,6 @@ NGRAM_DOC_LOSS_ATOL = 1e-4
 #: chi-square sees a TV of about 0.03 at 20,000 draws (stats.py's power table),
 #: well inside what every broken rule of X7 moves the law by.
 RULE_TRIALS = 20_000
-
 
 
 # --- timing -------------------------------------------------------------------

@@ -34,19 +34,22 @@ def _interval(low, high, low_open: bool, high_open: bool) -> str:
     return f"{'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
 
 
-def check_int(name: str, value: object, *, least: int | None = None, most: int | None = None,
-              why: str = "") -> int:
+def check_int(
+    name: str, value: object, *, least: int | None = None, most: int | None = None, why: str = ""
+) -> int:
     """``value`` as an int in ``[least, most]`` (either end optional).
 
     The message says ``an int >= least`` (or ``<= most``, or ``in [least,
     most]`` when both are given), followed by ``why`` (e.g. ``" for
     confidence 0.99"``) where the bound needs a reason.
     """
-    if not is_int(value) or (least is not None and value < least) \
-            or (most is not None and value > most):
+    if not is_int(value) or (least is not None and value < least) or (most is not None and value > most):
         if least is not None and most is not None:
-            allowed = f"an int in [{least:,}, {most:,}]" if max(abs(least), abs(most)) >= 10_000 \
+            allowed = (
+                f"an int in [{least:,}, {most:,}]"
+                if max(abs(least), abs(most)) >= 10_000
                 else f"an int in [{least}, {most}]"
+            )
         elif least is not None:
             allowed = f"an int >= {least}"
         elif most is not None:
@@ -64,8 +67,16 @@ def check_seed(value: object, name: str = "seed") -> int:
     return int(value)
 
 
-def check_real(name: str, value: object, *, low: float | None = None, high: float | None = None,
-               low_open: bool = False, high_open: bool = False, what: str = "a number") -> float:
+def check_real(
+    name: str,
+    value: object,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+    what: str = "a number",
+) -> float:
     """``value`` as a finite float in the interval from ``low`` to ``high``.
 
     Open ends with ``low_open`` / ``high_open``; with one end the message says

@@ -42,6 +42,7 @@ def weight_matrices(model: nn.Module, names: Iterable[str] | None = None) -> dic
     chosen = list(names)
     unknown = [n for n in chosen if not isinstance(n, str) or n not in matrices]
     if unknown:
-        raise ValueError(f"names holds {unknown}, not 2-D parameters of the model; "
-                         f"valid names: {list(matrices)}")
+        raise ValueError(
+            f"names holds {unknown}, not 2-D parameters of the model; valid names: {list(matrices)}"
+        )
     return {n: p for n, p in matrices.items() if n in chosen}

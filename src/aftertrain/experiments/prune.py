@@ -122,14 +122,9 @@ class TwoFour(TableRow):
     bytes_coo: float
 
 
-
-
-
 def _check_sparsities(sparsities: Sequence[float], name: str = "sparsities") -> list[float]:
-    if (isinstance(sparsities, (str, bytes)) or not isinstance(sparsities, Sequence)
-            or not sparsities):
-        raise ValueError(f"{name} must be a non-empty sequence of numbers in [0, 1], "
-                         f"got {sparsities!r}")
+    if isinstance(sparsities, (str, bytes)) or not isinstance(sparsities, Sequence) or not sparsities:
+        raise ValueError(f"{name} must be a non-empty sequence of numbers in [0, 1], got {sparsities!r}")
     for s in sparsities:
         try:
             check_sparsity(s)
@@ -139,8 +134,12 @@ def _check_sparsities(sparsities: Sequence[float], name: str = "sparsities") -> 
 
 
 def _check_seeds(seeds: Sequence[int]) -> list[int]:
-    if (isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence) or not seeds
-            or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)):
+    if (
+        isinstance(seeds, (str, bytes))
+        or not isinstance(seeds, Sequence)
+        or not seeds
+        or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)
+    ):
         raise ValueError(f"seeds must be a non-empty sequence of ints >= 0, got {seeds!r}")
     return list(seeds)
 
@@ -166,21 +165,22 @@ class LossCurve:
 
     def __call__(self, method: Method, sparsity: float, seed: int = 0) -> float:
         if not isinstance(method, Method):
-            raise ValueError(f"method must be a Method ({[m.name for m in Method]}), "
-                             f"got {method!r}")
+            raise ValueError(f"method must be a Method ({[m.name for m in Method]}), got {method!r}")
         key = (method, check_sparsity(sparsity), seed if method is Method.RANDOM else 0)
         if key not in self._cache:
             if method in (Method.GLOBAL, Method.LAYER):  # rank once, mask many times
                 if method not in self._rankings:
                     self._rankings[method] = MagnitudeRanking(
-                        prunable_weights(self.model), per_layer=method is Method.LAYER)
+                        prunable_weights(self.model), per_layer=method is Method.LAYER
+                    )
                 pruned = apply_masks(self.model, self._rankings[method].masks(sparsity))
             else:
                 pruned = pruned_model(self.model, method, sparsity, seed=seed)
             loss = self.evaluate(pruned)
             if not is_real(loss) or not math.isfinite(loss):
-                raise ValueError(f"evaluate must return a finite loss, got {loss!r} at "
-                                 f"{method.value} sparsity {sparsity}")
+                raise ValueError(
+                    f"evaluate must return a finite loss, got {loss!r} at {method.value} sparsity {sparsity}"
+                )
             self._cache[key] = loss
         return self._cache[key]
 
@@ -190,19 +190,24 @@ class LossCurve:
         return [self(Method.RANDOM, sparsity, s) for s in seeds]
 
 
-def loss_table(curve: LossCurve, sparsities: Sequence[float] = TABLE_SPARSITIES,
-               seeds: Sequence[int] = RANDOM_SEEDS) -> list[LossRow]:
+def loss_table(
+    curve: LossCurve, sparsities: Sequence[float] = TABLE_SPARSITIES, seeds: Sequence[int] = RANDOM_SEEDS
+) -> list[LossRow]:
     """P1: one row per sparsity: global / per-layer magnitude loss and the mean
     random loss over ``seeds``."""
     _check_curve(curve)
     sparsities, seeds = _check_sparsities(sparsities), _check_seeds(seeds)
-    return [LossRow(s, curve(Method.GLOBAL, s), curve(Method.LAYER, s),
-                    float(np.mean(curve.random_losses(s, seeds))))
-            for s in sparsities]
+    return [
+        LossRow(
+            s, curve(Method.GLOBAL, s), curve(Method.LAYER, s), float(np.mean(curve.random_losses(s, seeds)))
+        )
+        for s in sparsities
+    ]
 
 
-def random_table(curve: LossCurve, sparsities: Sequence[float] = RANDOM_SPARSITIES,
-                 seeds: Sequence[int] = RANDOM_SEEDS) -> list[RandomRow]:
+def random_table(
+    curve: LossCurve, sparsities: Sequence[float] = RANDOM_SPARSITIES, seeds: Sequence[int] = RANDOM_SEEDS
+) -> list[RandomRow]:
     """P2: per sparsity, random-pruning loss over ``seeds``: mean, sample std,
     min, max."""
     _check_curve(curve)
@@ -210,14 +215,21 @@ def random_table(curve: LossCurve, sparsities: Sequence[float] = RANDOM_SPARSITI
     rows = []
     for s in sparsities:
         losses = np.array(curve.random_losses(s, seeds))
-        rows.append(RandomRow(s, float(losses.mean()),
-                              float(losses.std(ddof=1)) if len(losses) > 1 else 0.0,
-                              float(losses.min()), float(losses.max())))
+        rows.append(
+            RandomRow(
+                s,
+                float(losses.mean()),
+                float(losses.std(ddof=1)) if len(losses) > 1 else 0.0,
+                float(losses.min()),
+                float(losses.max()),
+            )
+        )
     return rows
 
 
-def first_sparsity_above(rows: Sequence[Mapping[str, float] | TableRow], key: str,
-                         level: float) -> float | None:
+def first_sparsity_above(
+    rows: Sequence[Mapping[str, float] | TableRow], key: str, level: float
+) -> float | None:
     """The smallest ``row["sparsity"]`` whose ``row[key]`` exceeds ``level``
     (``None`` if none does); a :class:`TableRow` is read by its record's keys."""
     if not isinstance(level, (int, float)) or isinstance(level, bool) or math.isnan(level):
@@ -229,14 +241,14 @@ def first_sparsity_above(rows: Sequence[Mapping[str, float] | TableRow], key: st
     rows = [r.to_record() if isinstance(r, TableRow) else r for r in rows]
     for r in rows:
         if not isinstance(r, Mapping) or "sparsity" not in r or key not in r:
-            raise ValueError(f"rows: every row must be a dict with 'sparsity' and {key!r} "
-                             f"(key), got {r!r}")
+            raise ValueError(f"rows: every row must be a dict with 'sparsity' and {key!r} (key), got {r!r}")
     above = [r["sparsity"] for r in rows if r[key] > level]
     return min(above) if above else None
 
 
-def matching_sparsity(curve: LossCurve, target: float, *, upper: float = 0.9,
-                      resolution: float = MATCHING_RESOLUTION) -> float:
+def matching_sparsity(
+    curve: LossCurve, target: float, *, upper: float = 0.9, resolution: float = MATCHING_RESOLUTION
+) -> float:
     """P4: the global-magnitude sparsity whose loss reaches ``target``.
 
     Bisection on the grid of multiples of ``resolution`` in ``[0, upper]``
@@ -254,8 +266,9 @@ def matching_sparsity(curve: LossCurve, target: float, *, upper: float = 0.9,
     if curve(Method.GLOBAL, 0.0) >= target:
         return 0.0
     if curve(Method.GLOBAL, hi * resolution) < target:
-        raise ValueError(f"target {target} is above the loss at sparsity {upper} "
-                         f"({curve(Method.GLOBAL, hi * resolution)})")
+        raise ValueError(
+            f"target {target} is above the loss at sparsity {upper} ({curve(Method.GLOBAL, hi * resolution)})"
+        )
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if curve(Method.GLOBAL, round(mid * resolution, 12)) >= target:
@@ -275,8 +288,12 @@ def bytes_table(model: nn.Module, sparsities: Sequence[float] = (0.5, 0.75, 0.9)
     for s in (0.0, *sparsities):
         weights = prunable_weights(pruned_model(model, Method.GLOBAL, s))
         mats = [w.contiguous() for w in weights.values()]
-        rows.append(BytesRow(s, *(bytes_per_element(mats, f)
-                                  for f in (Format.DENSE, Format.COO, Format.BITMASK, Format.CSR))))
+        rows.append(
+            BytesRow(
+                s,
+                *(bytes_per_element(mats, f) for f in (Format.DENSE, Format.COO, Format.BITMASK, Format.CSR)),
+            )
+        )
     return rows
 
 
@@ -289,8 +306,9 @@ def int8_bytes_per_element(model: nn.Module) -> dict[str, float]:
     return {"values": 1.0, "with_scales": 1.0 + 4 * rows / n}
 
 
-def quantization_vs_pruning(curve: LossCurve, int8_loss: float,
-                            sparsities: Sequence[float] = (0.75, 0.5)) -> list[CompressionRow]:
+def quantization_vs_pruning(
+    curve: LossCurve, int8_loss: float, sparsities: Sequence[float] = (0.75, 0.5)
+) -> list[CompressionRow]:
     """P6: compression (4 bytes / bytes per element) and loss of int8 (1 byte
     per element, loss given) against global-magnitude pruning stored as a
     bitmask at each sparsity (``4(1-s) + 1/8`` bytes per element)."""
@@ -301,11 +319,17 @@ def quantization_vs_pruning(curve: LossCurve, int8_loss: float,
     rows = [CompressionRow("int8", 4.0, int8_loss)]
     for s in sparsities:
         masks = global_magnitude_masks(weights, s)
-        mats = [torch.where(m, w, torch.zeros(())).contiguous()
-                for m, w in zip(masks.values(), weights.values(), strict=True)]
-        rows.append(CompressionRow(f"{s:.0%} sparse (bitmask)",
-                                   4.0 / bytes_per_element(mats, Format.BITMASK),
-                                   curve(Method.GLOBAL, s)))
+        mats = [
+            torch.where(m, w, torch.zeros(())).contiguous()
+            for m, w in zip(masks.values(), weights.values(), strict=True)
+        ]
+        rows.append(
+            CompressionRow(
+                f"{s:.0%} sparse (bitmask)",
+                4.0 / bytes_per_element(mats, Format.BITMASK),
+                curve(Method.GLOBAL, s),
+            )
+        )
     return rows
 
 
@@ -314,7 +338,12 @@ def two_four_comparison(curve: LossCurve) -> TwoFour:
     per-layer), and bytes per element of the 2:4 weights in 2:4 storage,
     bitmask and COO."""
     _check_curve(curve)
-    mats = [w.contiguous() for w in prunable_weights(
-        pruned_model(curve.model, Method.TWO_FOUR, 0.5)).values()]
-    return TwoFour(curve(Method.TWO_FOUR, 0.5), curve(Method.GLOBAL, 0.5), curve(Method.LAYER, 0.5),
-                   *(bytes_per_element(mats, f) for f in (Format.TWO_FOUR, Format.BITMASK, Format.COO)))
+    mats = [
+        w.contiguous() for w in prunable_weights(pruned_model(curve.model, Method.TWO_FOUR, 0.5)).values()
+    ]
+    return TwoFour(
+        curve(Method.TWO_FOUR, 0.5),
+        curve(Method.GLOBAL, 0.5),
+        curve(Method.LAYER, 0.5),
+        *(bytes_per_element(mats, f) for f in (Format.TWO_FOUR, Format.BITMASK, Format.COO)),
+    )

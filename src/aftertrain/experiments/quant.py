@@ -149,8 +149,7 @@ def _scorer(tokens: torch.Tensor | None, evaluate: Evaluate | None) -> Evaluate:
     if not callable(evaluate):
         raise ValueError(f"evaluate must be a callable model -> loss or None, got {evaluate!r}")
     if tokens is not None:
-        raise ValueError("evaluate and tokens: give one of them (evaluate scores on its own "
-                         "tokens)")
+        raise ValueError("evaluate and tokens: give one of them (evaluate scores on its own tokens)")
 
     def checked(m: nn.Module) -> float:
         loss = evaluate(m)
@@ -163,8 +162,9 @@ def _scorer(tokens: torch.Tensor | None, evaluate: Evaluate | None) -> Evaluate:
 
 def _check_quantize(quantize: ModelQuantizer) -> None:
     if not callable(quantize):
-        raise ValueError(f"quantize must be a callable (model, bits, granularity, names) -> "
-                         f"model, got {quantize!r}")
+        raise ValueError(
+            f"quantize must be a callable (model, bits, granularity, names) -> model, got {quantize!r}"
+        )
 
 
 def _apply(quantize: ModelQuantizer, model: nn.Module, *args) -> nn.Module:
@@ -204,8 +204,15 @@ def bits_table(
     score = _scorer(tokens, evaluate)
     rows = []
     for b in _check_bits_list(bits):
-        rows.append(BitsRow(b, *(score(_apply(quantize, model, b, g, None))
-                                 for g in (Granularity.PER_TENSOR, Granularity.PER_CHANNEL))))
+        rows.append(
+            BitsRow(
+                b,
+                *(
+                    score(_apply(quantize, model, b, g, None))
+                    for g in (Granularity.PER_TENSOR, Granularity.PER_CHANNEL)
+                ),
+            )
+        )
     return rows
 
 
@@ -264,13 +271,13 @@ def compounding(sensitivity: list[SensitivityRow], joint_penalty: float) -> Comp
     ``excess = all_at_once - sum_of_penalties`` (> 0: the errors compound).
     """
     if isinstance(sensitivity, (str, dict)) or not isinstance(sensitivity, Iterable):
-        raise ValueError(f"sensitivity must be a list of SensitivityRow (with a penalty), got "
-                         f"{type(sensitivity).__name__}")
+        raise ValueError(
+            f"sensitivity must be a list of SensitivityRow (with a penalty), got {type(sensitivity).__name__}"
+        )
     penalties = []
     for r in sensitivity:
         if not isinstance(r, SensitivityRow):
-            raise ValueError(f"sensitivity: every row must be a SensitivityRow (with a penalty), "
-                             f"got {r!r}")
+            raise ValueError(f"sensitivity: every row must be a SensitivityRow (with a penalty), got {r!r}")
         penalties.append(r.penalty)
     for name, v in [*(("sensitivity", p) for p in penalties), ("joint_penalty", joint_penalty)]:
         if not is_real(v) or not math.isfinite(v):
@@ -318,6 +325,6 @@ def divergence(
     texts = []
     for m in (model, _apply(quantize, model, bits, granularity, None)):
         out = generate(m, p, length, temperature, torch.Generator().manual_seed(seed))
-        texts.append(decode(out[len(p):]))
+        texts.append(decode(out[len(p) :]))
     position = next((i + 1 for i, (a, b) in enumerate(zip(*texts, strict=False)) if a != b), None)
     return Divergence(position, texts[0], texts[1])

@@ -52,8 +52,10 @@ def _median(x: torch.Tensor) -> float:
 def _max_over_median(x: torch.Tensor, argument: str, what: str) -> float:
     median = _median(x)
     if not median > 0:
-        raise ValueError(f"{argument}: {what} has median 0 (at least half its channels are all "
-                         f"zero, e.g. after heavy pruning), so max / median is undefined")
+        raise ValueError(
+            f"{argument}: {what} has median 0 (at least half its channels are all "
+            f"zero, e.g. after heavy pruning), so max / median is undefined"
+        )
     return float(x.max()) / median
 
 
@@ -79,8 +81,9 @@ ACTIVATION_SITES = {
 
 
 @torch.no_grad()
-def activation_channel_ratios(model: nn.Module,
-                              tokens: torch.Tensor | None = None) -> dict[str, ActivationPeak]:
+def activation_channel_ratios(
+    model: nn.Module, tokens: torch.Tensor | None = None
+) -> dict[str, ActivationPeak]:
     """Q10: per site, max over channels / median over channels of ``max|x|``.
 
     ``x`` is the input of the site's module (``ACTIVATION_SITES``: block 0's
@@ -94,29 +97,37 @@ def activation_channel_ratios(model: nn.Module,
     weight_matrices(model)
     if tokens is None:
         tokens = load_corpus().val
-    if (not isinstance(tokens, torch.Tensor) or tokens.dtype != torch.int64 or tokens.dim() != 1
-            or tokens.numel() == 0):
-        raise ValueError(f"tokens must be a non-empty 1-D int64 tensor, got "
-                         f"{getattr(tokens, 'dtype', type(tokens).__name__)} "
-                         f"{tuple(getattr(tokens, 'shape', ()))}")
+    if (
+        not isinstance(tokens, torch.Tensor)
+        or tokens.dtype != torch.int64
+        or tokens.dim() != 1
+        or tokens.numel() == 0
+    ):
+        raise ValueError(
+            f"tokens must be a non-empty 1-D int64 tensor, got "
+            f"{getattr(tokens, 'dtype', type(tokens).__name__)} "
+            f"{tuple(getattr(tokens, 'shape', ()))}"
+        )
     config = getattr(model, "config", None)
     if config is None or not hasattr(config, "block_size") or not hasattr(config, "vocab_size"):
-        raise ValueError("model must be an aftertrain GPT (a .config with block_size and "
-                         "vocab_size)")
+        raise ValueError("model must be an aftertrain GPT (a .config with block_size and vocab_size)")
     if int(tokens.min()) < 0 or int(tokens.max()) >= config.vocab_size:
-        raise ValueError(f"tokens must be ids in [0, {config.vocab_size - 1}], got "
-                         f"[{int(tokens.min())}, {int(tokens.max())}]")
+        raise ValueError(
+            f"tokens must be ids in [0, {config.vocab_size - 1}], got "
+            f"[{int(tokens.min())}, {int(tokens.max())}]"
+        )
     modules = dict(model.named_modules())
     missing = [m for m in ACTIVATION_SITES.values() if m not in modules]
     if missing:
-        raise ValueError(f"model has no module {missing} (the activation sites "
-                         f"{ACTIVATION_SITES})")
+        raise ValueError(f"model has no module {missing} (the activation sites {ACTIVATION_SITES})")
     peaks: dict[str, torch.Tensor] = {}
     handles = []
     for site, mod in ACTIVATION_SITES.items():
+
         def hook(_m, args, site=site):
             x = args[0].detach().abs().reshape(-1, args[0].shape[-1]).amax(dim=0)
             peaks[site] = x if site not in peaks else torch.maximum(peaks[site], x)
+
         handles.append(modules[mod].register_forward_pre_hook(hook))
     was_training = model.training
     model.eval()
@@ -130,6 +141,7 @@ def activation_channel_ratios(model: nn.Module,
         for h in handles:
             h.remove()
         model.train(was_training)
-    return {site: ActivationPeak(_max_over_median(v, "model", f"the input of {site}'s channels"),
-                                 float(v.max()))
-            for site, v in peaks.items()}
+    return {
+        site: ActivationPeak(_max_over_median(v, "model", f"the input of {site}'s channels"), float(v.max()))
+        for site, v in peaks.items()
+    }

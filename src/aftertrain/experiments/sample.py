@@ -35,8 +35,16 @@ class SampleRun:
     pairs: int
 
 
-def sample_run(target: NextTokenModel, draft: NextTokenModel, prompt: str, length: int, k: int,
-               temperature: float = 1.0, seed: int = 0, pairs: int = SAMPLE_PAIRS) -> SampleRun:
+def sample_run(
+    target: NextTokenModel,
+    draft: NextTokenModel,
+    prompt: str,
+    length: int,
+    k: int,
+    temperature: float = 1.0,
+    seed: int = 0,
+    pairs: int = SAMPLE_PAIRS,
+) -> SampleRun:
     """``length`` characters after ``prompt`` by speculative decoding with
     ``draft`` at ``k`` (seeded by ``seed``), and the speedup of that run:
     the same run and plain decoding of the same length and seed, timed
@@ -49,8 +57,9 @@ def sample_run(target: NextTokenModel, draft: NextTokenModel, prompt: str, lengt
     check_int("seed", seed, least=0)
 
     def spec() -> SpeculativeResult:
-        return speculative_generate(target, draft, prompt, length, k, temperature,
-                                    torch.Generator().manual_seed(seed))
+        return speculative_generate(
+            target, draft, prompt, length, k, temperature, torch.Generator().manual_seed(seed)
+        )
 
     r = spec()
     ids = _text.encode(prompt)
@@ -59,17 +68,18 @@ def sample_run(target: NextTokenModel, draft: NextTokenModel, prompt: str, lengt
         generate(target, ids, length, temperature, torch.Generator().manual_seed(seed))
 
     t = paired_timing(plain, spec, pairs=pairs, warmup=1)
-    return SampleRun(r.text, r.chars_per_pass, r.acceptance_rate, 1.0 / t.median,
-                     1.0 / t.ci_high, 1.0 / t.ci_low, pairs)
+    return SampleRun(
+        r.text, r.chars_per_pass, r.acceptance_rate, 1.0 / t.median, 1.0 / t.ci_high, 1.0 / t.ci_low, pairs
+    )
 
 
 #: ``aftertrain sample --draft NAME``: the drafts by their command-line names.
-DRAFT_NAMES = {"bigram": "BIGRAM", "n-gram": "NGRAM", "8-bit": "INT8", "4-bit": "INT4",
-               "gpt": "GPT"}
+DRAFT_NAMES = {"bigram": "BIGRAM", "n-gram": "NGRAM", "8-bit": "INT8", "4-bit": "INT4", "gpt": "GPT"}
 
 
-def sample_with_draft(target: NextTokenModel, name: str, prompt: str, length: int, k: int,
-                      temperature: float, seed: int) -> tuple[str, str]:
+def sample_with_draft(
+    target: NextTokenModel, name: str, prompt: str, length: int, k: int, temperature: float, seed: int
+) -> tuple[str, str]:
     """``aftertrain sample --draft NAME --k K``: the generated text and one
     line of its figures (characters per target pass, acceptance, the speedup
     measured on the run, :func:`sample_run`)."""
@@ -83,7 +93,9 @@ def sample_with_draft(target: NextTokenModel, name: str, prompt: str, length: in
     r = sample_run(target, draft, prompt, length, k, temperature, seed)
     acc = "n/a" if r.acceptance is None else f"{r.acceptance:.3f}"
     cpp = "n/a" if r.chars_per_pass is None else f"{r.chars_per_pass:.2f}"
-    return r.text, (f"speculative ({name} draft, k={k}): {cpp} characters per target pass, "
-                    f"acceptance {acc}; speedup over plain decoding on this run {r.speedup:.2f}x "
-                    f"(99% interval {r.speedup_low:.2f}-{r.speedup_high:.2f}, {r.pairs} "
-                    f"alternating pairs, one thread)")
+    return r.text, (
+        f"speculative ({name} draft, k={k}): {cpp} characters per target pass, "
+        f"acceptance {acc}; speedup over plain decoding on this run {r.speedup:.2f}x "
+        f"(99% interval {r.speedup_low:.2f}-{r.speedup_high:.2f}, {r.pairs} "
+        f"alternating pairs, one thread)"
+    )

@@ -106,8 +106,9 @@ def _check_count(name: str, value: object, minimum: int) -> None:
     check_int(name, value, least=minimum)
 
 
-def _check_tables_args(target: NextTokenModel, drafts: dict | None = None,
-                       ks: tuple[int, ...] | None = None) -> None:
+def _check_tables_args(
+    target: NextTokenModel, drafts: dict | None = None, ks: tuple[int, ...] | None = None
+) -> None:
     """The arguments every table shares: a target, a non-empty dict of named
     drafts sharing its vocabulary, and ks (distinct ints >= 1)."""
     V = check_model(target, "target").config.vocab_size
@@ -208,15 +209,17 @@ def first_token_table(
         g = torch.Generator().manual_seed(seed + i)
         first, p = first_token_samples(target, draft, context, n, 1.0, g)
         null = stats.tv_null_distribution(p.numpy(), n, null_trials, seed)
-        rows.append(FirstTokenRow(
-            draft=name,
-            tv=stats.empirical_tv(first.numpy(), p.numpy()),
-            chi2_pvalue=stats.chisquare_gof(first.numpy(), p.numpy()).pvalue,
-            direct_tv=float(null[0]),
-            null_median=float(np.median(null)),
-            null_q99=float(np.quantile(null, 0.99)),
-            tv_threshold=stats.tv_threshold(null, n),
-        ))
+        rows.append(
+            FirstTokenRow(
+                draft=name,
+                tv=stats.empirical_tv(first.numpy(), p.numpy()),
+                chi2_pvalue=stats.chisquare_gof(first.numpy(), p.numpy()).pvalue,
+                direct_tv=float(null[0]),
+                null_median=float(np.median(null)),
+                null_q99=float(np.quantile(null, 0.99)),
+                tv_threshold=stats.tv_threshold(null, n),
+            )
+        )
     return rows
 
 
@@ -232,7 +235,7 @@ def predicted_acceptance(a1: float, k: int) -> float:
     check_int("k", k, least=1)
     if a1 == 1.0:
         return 1.0
-    return a1 * (1 - a1 ** k) / (k * (1 - a1))
+    return a1 * (1 - a1**k) / (k * (1 - a1))
 
 
 def acceptance_table(
@@ -261,25 +264,35 @@ def acceptance_table(
     for name, draft in drafts.items():
         a1 = None
         for k in ks:
-            r = speculative_generate(target, draft, prompt, n_new, k, temperature,
-                                     torch.Generator().manual_seed(seed))
+            r = speculative_generate(
+                target, draft, prompt, n_new, k, temperature, torch.Generator().manual_seed(seed)
+            )
             if k == 1:
                 a1 = r.acceptance_rate
-            rows.append(AcceptanceRow(
-                draft=name, k=k, drafted=r.drafted, accepted=r.accepted,
-                target_passes=r.target_passes, acceptance=r.acceptance_rate,
-                chars_per_pass=r.chars_per_pass,
-                predicted_acceptance=None if a1 is None else predicted_acceptance(a1, k),
-            ))
+            rows.append(
+                AcceptanceRow(
+                    draft=name,
+                    k=k,
+                    drafted=r.drafted,
+                    accepted=r.accepted,
+                    target_passes=r.target_passes,
+                    acceptance=r.acceptance_rate,
+                    chars_per_pass=r.chars_per_pass,
+                    predicted_acceptance=None if a1 is None else predicted_acceptance(a1, k),
+                )
+            )
     return rows
 
 
-def long_run_table(target: NextTokenModel, drafts: dict[str, NextTokenModel],
-                   ks: tuple[int, ...] = (1, 8), seed: int = SEED) -> list[LongRunRow]:
+def long_run_table(
+    target: NextTokenModel, drafts: dict[str, NextTokenModel], ks: tuple[int, ...] = (1, 8), seed: int = SEED
+) -> list[LongRunRow]:
     """X1's runs: :func:`acceptance_table` over :data:`X1_N_NEW` characters, as
     :class:`LongRunRow` (the table the ledger records them as)."""
-    return [LongRunRow(**{f.name: getattr(r, f.name) for f in fields(r)})
-            for r in acceptance_table(target, drafts, ks=ks, n_new=X1_N_NEW, seed=seed)]
+    return [
+        LongRunRow(**{f.name: getattr(r, f.name) for f in fields(r)})
+        for r in acceptance_table(target, drafts, ks=ks, n_new=X1_N_NEW, seed=seed)
+    ]
 
 
 # --- timed steps (S5, X8) and decodings (S6, S7, X2, X8): experiments.speedup times them ----
@@ -338,15 +351,16 @@ def verify_step(target: NextTokenModel, k: int, temperature: float):
     check_temperature(temperature)
     ids = _text.encode(prompt_text()).tolist()[:_COST_CONTEXT]
     check_int("k", k, least=1, most=len(ids) - 1)
-    drafts = ids[-k - 1:-1]  # any k characters: the pass's cost does not depend on them
+    drafts = ids[-k - 1 : -1]  # any k characters: the pass's cost does not depend on them
     dec = Decoder(target)
     dec.feed(ids[:-1])
     p = probabilities(dec.feed(ids[-1:] + drafts), temperature)
     dec.truncate(len(ids) - 1)
     # q: the target's own rows (accepted at u = 0), the last one a point mass on its
     # draft, rejected at u just below 1 unless p gives that draft all its mass
-    q = [p[i].tolist() for i in range(k - 1)] + [torch.nn.functional.one_hot(
-        torch.tensor(drafts[-1]), p.shape[-1]).double().tolist()]
+    q = [p[i].tolist() for i in range(k - 1)] + [
+        torch.nn.functional.one_hot(torch.tensor(drafts[-1]), p.shape[-1]).double().tolist()
+    ]
     qx = [row[x] for row, x in zip(q, drafts, strict=True)]
     u = [0.0] * (k - 1) + [math.nextafter(1.0, 0.0)]
     uniforms = Uniforms(torch.Generator().manual_seed(SEED))
@@ -357,7 +371,6 @@ def verify_step(target: NextTokenModel, k: int, temperature: float):
         dec.truncate(len(ids) - 1)
 
     return step
-
 
 
 def plain_decoding(target: NextTokenModel, n_new: int, temperature: float):
@@ -380,8 +393,9 @@ def plain_decoding(target: NextTokenModel, n_new: int, temperature: float):
     return run
 
 
-def speculative_decoding(target: NextTokenModel, draft: NextTokenModel, k: int, n_new: int,
-                         temperature: float):
+def speculative_decoding(
+    target: NextTokenModel, draft: NextTokenModel, k: int, n_new: int, temperature: float
+):
     """Speculative decoding of ``n_new`` characters after the validation
     prompt at ``k`` as :func:`aftertrain.speculative.speculative_generate`
     runs it after its prefill (:meth:`SpeculativeDecoder.decode`), seed

@@ -101,19 +101,21 @@ NGRAM_TARGET = 2.0
 #: The targets' ratios (:func:`target_decisions`): name -> (the rule on the
 #: timed ratio, what it decides in words).
 TARGET_RULES = {
-    "share": (RatioRule.at_most(1.0 / SHARE_TARGET),
-              f"share of cpp / (v_k + k c) >= {SHARE_TARGET:g}: the loop over the passes and "
-              f"drafts the formula charges for it <= 1 / {SHARE_TARGET:g}"),
-    "n-gram": (RatioRule.at_most(1.0 / NGRAM_TARGET),
-               f"the n-gram's speedup >= {NGRAM_TARGET:g}: speculative over plain time "
-               f"<= 1 / {NGRAM_TARGET:g}"),
+    "share": (
+        RatioRule.at_most(1.0 / SHARE_TARGET),
+        f"share of cpp / (v_k + k c) >= {SHARE_TARGET:g}: the loop over the passes and "
+        f"drafts the formula charges for it <= 1 / {SHARE_TARGET:g}",
+    ),
+    "n-gram": (
+        RatioRule.at_most(1.0 / NGRAM_TARGET),
+        f"the n-gram's speedup >= {NGRAM_TARGET:g}: speculative over plain time <= 1 / {NGRAM_TARGET:g}",
+    ),
 }
 #: A target decision's outcome in the targets' words.
 TARGET_OUTCOMES = {HOLDS: "met", BROKEN: "not met"}
 
 
-def charged_decoding(target: NextTokenModel, draft: NextTokenModel, k: int, n_new: int,
-                     temperature: float):
+def charged_decoding(target: NextTokenModel, draft: NextTokenModel, k: int, n_new: int, temperature: float):
     """What the prediction ``cpp / (v_k + k c)`` charges for the run
     :func:`aftertrain.experiments.speculative.speculative_decoding` times, as
     one call: the seeded run's P target passes as P rounds of k drafted
@@ -137,8 +139,9 @@ def charged_decoding(target: NextTokenModel, draft: NextTokenModel, k: int, n_ne
     check_model(target, "target")
     check_int("k", k, least=1)
     check_int("n_new", n_new, least=1)
-    passes = speculative_generate(target, draft, XS.prompt_text(), n_new, k, temperature,
-                                  torch.Generator().manual_seed(XS.SEED)).target_passes
+    passes = speculative_generate(
+        target, draft, XS.prompt_text(), n_new, k, temperature, torch.Generator().manual_seed(XS.SEED)
+    ).target_passes
     verify, draft_one = XS.verify_step(target, k, temperature), XS.draft_step(draft, temperature)
 
     def run() -> int:
@@ -151,10 +154,15 @@ def charged_decoding(target: NextTokenModel, draft: NextTokenModel, k: int, n_ne
     return run
 
 
-def target_decisions(target: NextTokenModel, best: tuple[NextTokenModel, int],
-                     ngram: tuple[NextTokenModel, int], *, budget_s: float,
-                     alpha: float = TIMING_ALPHA, clock: Clock = time.perf_counter
-                     ) -> dict[str, Decision]:
+def target_decisions(
+    target: NextTokenModel,
+    best: tuple[NextTokenModel, int],
+    ngram: tuple[NextTokenModel, int],
+    *,
+    budget_s: float,
+    alpha: float = TIMING_ALPHA,
+    clock: Clock = time.perf_counter,
+) -> dict[str, Decision]:
     """Issue 32's two targets, each one paired ratio in one sequential
     decision (:data:`TARGET_RULES`; alpha over both ratios and every look):
 
@@ -181,16 +189,20 @@ def target_decisions(target: NextTokenModel, best: tuple[NextTokenModel, int],
     _check_budget_and_alpha(budget_s, alpha)
     (best_draft, best_k), (ngram_draft, ngram_k) = best, ngram
     sides = {
-        "share": (charged_decoding(target, best_draft, best_k, SPEEDUP_CHARS, 1.0),
-                  XS.speculative_decoding(target, best_draft, best_k, SPEEDUP_CHARS, 1.0)),
-        "n-gram": (XS.plain_decoding(target, SPEEDUP_CHARS, 1.0),
-                   XS.speculative_decoding(target, ngram_draft, ngram_k, SPEEDUP_CHARS, 1.0)),
+        "share": (
+            charged_decoding(target, best_draft, best_k, SPEEDUP_CHARS, 1.0),
+            XS.speculative_decoding(target, best_draft, best_k, SPEEDUP_CHARS, 1.0),
+        ),
+        "n-gram": (
+            XS.plain_decoding(target, SPEEDUP_CHARS, 1.0),
+            XS.speculative_decoding(target, ngram_draft, ngram_k, SPEEDUP_CHARS, 1.0),
+        ),
     }
-    judgements = {name: Judgement(words, lambda t, n=name, r=rule: r.decide(t[n].ci_low,
-                                                                             t[n].ci_high))
-                  for name, (rule, words) in TARGET_RULES.items()}
-    return sequential_decisions(sides, judgements, warmup=1, alpha=alpha, budget_s=budget_s,
-                                clock=clock)
+    judgements = {
+        name: Judgement(words, lambda t, n=name, r=rule: r.decide(t[n].ci_low, t[n].ci_high))
+        for name, (rule, words) in TARGET_RULES.items()
+    }
+    return sequential_decisions(sides, judgements, warmup=1, alpha=alpha, budget_s=budget_s, clock=clock)
 
 
 def target_figure(decision: Decision, name: str) -> tuple[float, float, float, str]:
@@ -201,8 +213,10 @@ def target_figure(decision: Decision, name: str) -> tuple[float, float, float, s
     if name not in TARGET_RULES:
         raise ValueError(f"name must be one of {sorted(TARGET_RULES)}, got {name!r}")
     if decision.looks == 0 or name not in decision.timings:
-        raise ValueError(f"decision must hold a look with the ratio {name!r}, got looks="
-                         f"{decision.looks} and ratios {sorted(decision.timings)}")
+        raise ValueError(
+            f"decision must hold a look with the ratio {name!r}, got looks="
+            f"{decision.looks} and ratios {sorted(decision.timings)}"
+        )
     return (*speedup(decision.timings[name]), TARGET_OUTCOMES.get(decision.verdict, "undecided"))
 
 
@@ -283,15 +297,18 @@ def _check_budget_and_alpha(budget_s: float, alpha: float) -> None:
         raise ValueError(f"alpha must be a float in (0, 1), got {alpha!r}")
 
 
-def _check_inputs(target: NextTokenModel, drafts: Mapping[str, NextTokenModel],
-                  budget_s: float, alpha: float) -> None:
+def _check_inputs(
+    target: NextTokenModel, drafts: Mapping[str, NextTokenModel], budget_s: float, alpha: float
+) -> None:
     """Raise ValueError, naming the argument, unless :func:`speedup_decisions`'s
     arguments are what it allows."""
     check_model(target, "target")
     names = {kind.value for kind in D.DraftKind}
     if not isinstance(drafts, Mapping) or set(drafts) != names:
-        raise ValueError(f"drafts must map every draft kind {sorted(names)} to a model, got "
-                         f"{sorted(drafts) if isinstance(drafts, Mapping) else drafts!r}")
+        raise ValueError(
+            f"drafts must map every draft kind {sorted(names)} to a model, got "
+            f"{sorted(drafts) if isinstance(drafts, Mapping) else drafts!r}"
+        )
     for name, draft in drafts.items():
         check_model(draft, f"drafts[{name!r}]")
     _check_budget_and_alpha(budget_s, alpha)
@@ -301,16 +318,22 @@ def _cost_ratios(target: NextTokenModel, drafts: Mapping[str, NextTokenModel]) -
     """The cost ratios, as (baseline, candidate) steps by ratio key: each
     draft's step against the target's (c), and the target's verification of
     k characters against its plain step (v_k) at each k of SPEEDUP_KS."""
-    costs = {str(RatioKey.cost(name)): (XS.plain_step(target, 1.0), XS.draft_step(draft, 1.0))
-             for name, draft in drafts.items()}
+    costs = {
+        str(RatioKey.cost(name)): (XS.plain_step(target, 1.0), XS.draft_step(draft, 1.0))
+        for name, draft in drafts.items()
+    }
     for k in SPEEDUP_KS:
         costs[str(RatioKey.verify(k))] = (XS.plain_step(target, 1.0), XS.verify_step(target, k, 1.0))
     return costs
 
 
-def speedup_decisions(target: NextTokenModel, drafts: Mapping[str, NextTokenModel], *,
-                      budget_s: float, alpha: float = TIMING_ALPHA
-                      ) -> tuple[dict[str, Decision], dict[tuple[str, int], float]]:
+def speedup_decisions(
+    target: NextTokenModel,
+    drafts: Mapping[str, NextTokenModel],
+    *,
+    budget_s: float,
+    alpha: float = TIMING_ALPHA,
+) -> tuple[dict[str, Decision], dict[tuple[str, int], float]]:
     """Time every ratio and decide every rule of :data:`RULES`.
 
     Two decisions, each at ``alpha / 2``: the costs c and v_k (judged for
@@ -325,15 +348,16 @@ def speedup_decisions(target: NextTokenModel, drafts: Mapping[str, NextTokenMode
     costs = _cost_ratios(target, drafts)
 
     def spec_run(draft: NextTokenModel, k: int):
-        return speculative_generate(target, draft, prompt, SPEEDUP_CHARS, k, 1.0,
-                                    torch.Generator().manual_seed(XS.SEED))
+        return speculative_generate(
+            target, draft, prompt, SPEEDUP_CHARS, k, 1.0, torch.Generator().manual_seed(XS.SEED)
+        )
 
-    cpp = {(name, k): spec_run(draft, k).chars_per_pass
-           for name, draft in drafts.items() for k in SPEEDUP_KS}
+    cpp = {(name, k): spec_run(draft, k).chars_per_pass for name, draft in drafts.items() for k in SPEEDUP_KS}
 
     def judgements(names: Iterable[str], extra: Mapping[str, Interval]) -> dict[str, Judgement]:
-        return {n: Judgement(RULES[n][0], lambda t, f=RULES[n][1]: f(Cells({**extra, **t}, cpp)))
-                for n in names}
+        return {
+            n: Judgement(RULES[n][0], lambda t, f=RULES[n][1]: f(Cells({**extra, **t}, cpp))) for n in names
+        }
 
     # The speedup judgements (S7's prediction, X8's fit) read the costs'
     # intervals too, which the costs' own rules may decide on at their first,
@@ -341,24 +365,33 @@ def speedup_decisions(target: NextTokenModel, drafts: Mapping[str, NextTokenMode
     # the first look comes at COST_FIRST_LOOKS times the fewest pairs (cheap
     # steps: a few seconds).
     first = COST_FIRST_LOOKS * min_pairs(1.0 - half / (TIMING_LOOKS * len(costs)))
-    decisions = sequential_decisions(costs, judgements(COST_RULES, {}), calls=COST_CALLS,
-                                     alpha=half, budget_s=budget_s * len(COST_RULES),
-                                     every_ratio=True, first=first)
+    decisions = sequential_decisions(
+        costs,
+        judgements(COST_RULES, {}),
+        calls=COST_CALLS,
+        alpha=half,
+        budget_s=budget_s * len(COST_RULES),
+        every_ratio=True,
+        first=first,
+    )
     if any(d.looks == 0 for d in decisions.values()):  # no cost interval to judge speedups on
         spent = next(iter(decisions.values()))
-        return {n: decisions.get(n) or dataclasses.replace(spent, rule=RULES[n][0])
-                for n in RULES}, cpp
-    cost_timings = max((d.timings for d in decisions.values()),
-                       key=lambda t: len(next(iter(t.values())).ratios))  # the last look
+        return {n: decisions.get(n) or dataclasses.replace(spent, rule=RULES[n][0]) for n in RULES}, cpp
+    cost_timings = max(
+        (d.timings for d in decisions.values()), key=lambda t: len(next(iter(t.values())).ratios)
+    )  # the last look
 
     # each side prefilled once, untimed: a timed call is the decoding after the prompt
     plain = XS.plain_decoding(target, SPEEDUP_CHARS, 1.0)
-    sides = {str(RatioKey.speedup(name, k)): (plain, XS.speculative_decoding(target, draft, k,
-                                                                             SPEEDUP_CHARS, 1.0))
-             for name, draft in drafts.items() for k in SPEEDUP_KS}
+    sides = {
+        str(RatioKey.speedup(name, k)): (plain, XS.speculative_decoding(target, draft, k, SPEEDUP_CHARS, 1.0))
+        for name, draft in drafts.items()
+        for k in SPEEDUP_KS
+    }
     rest = [n for n in RULES if n not in COST_RULES]
-    decisions |= sequential_decisions(sides, judgements(rest, cost_timings), warmup=1,
-                                      alpha=half, budget_s=budget_s * len(rest))
+    decisions |= sequential_decisions(
+        sides, judgements(rest, cost_timings), warmup=1, alpha=half, budget_s=budget_s * len(rest)
+    )
     for n in rest:  # the speedup decisions' timings with the costs', for the tables
         d = decisions[n]
         if d.looks:
@@ -372,19 +405,46 @@ def speedup_tables(decision: Decision, cpp: Mapping[tuple[str, int], float]) -> 
     t = decision.timings
     drafts = list(dict.fromkeys(d for d, _ in cpp))
     cost = {d: t[str(RatioKey.cost(d))] for d in drafts}
-    costs = [CostRow(d, cost[d].median, cost[d].ci_low, cost[d].ci_high,
-                     target_us=float(np.median(cost[d].baseline)) * 1e6,
-                     draft_us=float(np.median(cost[d].candidate)) * 1e6) for d in drafts]
+    costs = [
+        CostRow(
+            d,
+            cost[d].median,
+            cost[d].ci_low,
+            cost[d].ci_high,
+            target_us=float(np.median(cost[d].baseline)) * 1e6,
+            draft_us=float(np.median(cost[d].candidate)) * 1e6,
+        )
+        for d in drafts
+    ]
     ver = {k: t[str(RatioKey.verify(k))] for k in SPEEDUP_KS}
-    verify = [VerifyRow(k, ver[k].median, ver[k].ci_low, ver[k].ci_high,
-                        verify_us=float(np.median(ver[k].candidate)) * 1e6,
-                        step_us=float(np.median(ver[k].baseline)) * 1e6) for k in SPEEDUP_KS]
+    verify = [
+        VerifyRow(
+            k,
+            ver[k].median,
+            ver[k].ci_low,
+            ver[k].ci_high,
+            verify_us=float(np.median(ver[k].candidate)) * 1e6,
+            step_us=float(np.median(ver[k].baseline)) * 1e6,
+        )
+        for k in SPEEDUP_KS
+    ]
     c = {r.draft: r.c for r in costs}
     v = {r.k: r.v_k for r in verify}
     speedups = []
     for d, k in cpp if str(RatioKey.speedup(BIGRAM, SPEEDUP_KS[0])) in t else ():
         med, low, high = speedup(t[str(RatioKey.speedup(d, k))])
-        speedups.append(SpeedupRow(d, k, cpp[d, k], med, speedup_min=low, speedup_max=high,
-                                   predicted=cpp[d, k] / (1 + k * c[d]),
-                                   predicted_vk=cpp[d, k] / (v[k] + k * c[d]), c=c[d], v_k=v[k]))
+        speedups.append(
+            SpeedupRow(
+                d,
+                k,
+                cpp[d, k],
+                med,
+                speedup_min=low,
+                speedup_max=high,
+                predicted=cpp[d, k] / (1 + k * c[d]),
+                predicted_vk=cpp[d, k] / (v[k] + k * c[d]),
+                c=c[d],
+                v_k=v[k],
+            )
+        )
     return SpeedupTables(costs, verify, speedups)

@@ -97,8 +97,9 @@ class RatioKey(NamedTuple):
                 raise ValueError(draft)
             return cls.cost(draft) if quantity is Quantity.COST else cls.speedup(draft, int(k))
         except ValueError:
-            raise ValueError(f"text must be a ratio name c:<draft>, v:<k> or s:<draft>:<k>, "
-                             f"got {text!r}") from None
+            raise ValueError(
+                f"text must be a ratio name c:<draft>, v:<k> or s:<draft>:<k>, got {text!r}"
+            ) from None
 
 
 class Interval(Protocol):
@@ -112,9 +113,13 @@ class Interval(Protocol):
 
 def check_range(name: str, r: object) -> Range:
     """``r`` if it is a finite (low, high) tuple with low <= high, else ValueError naming ``name``."""
-    if not (isinstance(r, tuple) and len(r) == 2
-            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in r)
-            and all(math.isfinite(x) for x in r) and r[0] <= r[1]):
+    if not (
+        isinstance(r, tuple)
+        and len(r) == 2
+        and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in r)
+        and all(math.isfinite(x) for x in r)
+        and r[0] <= r[1]
+    ):
         raise ValueError(f"{name} must be a finite (low, high) tuple with low <= high, got {r!r}")
     return r
 
@@ -123,16 +128,17 @@ def speedup(t: Interval) -> tuple[float, float, float]:
     """(median, low, high) of plain / speculative from the ratio
     speculative / plain."""
     if not (0.0 < t.ci_low <= t.ci_high < math.inf and 0.0 < t.median < math.inf):
-        raise ValueError(f"t must have 0 < ci_low <= ci_high < inf and a median > 0, got "
-                         f"ci_low={t.ci_low!r}, median={t.median!r}, ci_high={t.ci_high!r}")
+        raise ValueError(
+            f"t must have 0 < ci_low <= ci_high < inf and a median > 0, got "
+            f"ci_low={t.ci_low!r}, median={t.median!r}, ci_high={t.ci_high!r}"
+        )
     return 1.0 / t.median, 1.0 / t.ci_high, 1.0 / t.ci_low
 
 
 def predicted(cpp: float, k: int, c: Range, v: Range = (1.0, 1.0)) -> Range:
     """Range of cpp / (v + k c) over the intervals ``c`` and ``v`` (the
     formula decreases in both). ``v = (1, 1)``: the article's cpp / (1 + k c)."""
-    if not (isinstance(cpp, (int, float)) and not isinstance(cpp, bool) and math.isfinite(cpp)
-            and cpp > 0):
+    if not (isinstance(cpp, (int, float)) and not isinstance(cpp, bool) and math.isfinite(cpp) and cpp > 0):
         raise ValueError(f"cpp (characters per target pass) must be finite and > 0, got {cpp!r}")
     check_int("k", k, least=1)
     c, v = check_range("c", c), check_range("v", v)
@@ -166,8 +172,9 @@ class Cells:
         if not isinstance(t, Mapping):
             raise ValueError(f"t must map ratio names to intervals, got {type(t).__name__}")
         if not (isinstance(cpp, Mapping) and cpp):
-            raise ValueError(f"cpp must map at least one (draft, k) cell to its characters per "
-                             f"pass, got {cpp!r}")
+            raise ValueError(
+                f"cpp must map at least one (draft, k) cell to its characters per pass, got {cpp!r}"
+            )
         self.t, self.cpp = t, cpp
 
     def ratio(self, key: RatioKey) -> Interval:
@@ -212,8 +219,10 @@ def s5(cells: Cells) -> str | None:
     """Quantized drafts' c inside SAME_WORK_BAND; the bigram's and the
     n-gram's at most CHEAP_DRAFT."""
     same, cheap = RatioRule.inside(SAME_WORK_BAND), RatioRule.at_most(CHEAP_DRAFT)
-    return combine([same.decide(*cells.c(d)) for d in QUANTIZED]
-                   + [cheap.decide(*cells.c(d)) for d in (BIGRAM, D.DraftKind.NGRAM.value)])
+    return combine(
+        [same.decide(*cells.c(d)) for d in QUANTIZED]
+        + [cheap.decide(*cells.c(d)) for d in (BIGRAM, D.DraftKind.NGRAM.value)]
+    )
 
 
 def x8_cost(cells: Cells) -> str | None:
@@ -245,8 +254,9 @@ def s7_never_underrates(cells: Cells) -> str | None:
     verdicts = []
     for d, k in cells.cells():
         (s_lo, s_hi), (p_lo, p_hi) = cells.s(d, k), cells.article(d, k)
-        verdicts.append(HOLDS if s_hi <= FORMULA_SLACK * p_lo else
-                        BROKEN if s_lo > FORMULA_SLACK * p_hi else None)
+        verdicts.append(
+            HOLDS if s_hi <= FORMULA_SLACK * p_lo else BROKEN if s_lo > FORMULA_SLACK * p_hi else None
+        )
     return combine(verdicts)
 
 
@@ -277,8 +287,7 @@ def fit_gain_range(cpp: float, k: int, c: Range, v: Range, s: Range) -> Range:
     check_range("s", s)
     with_vk = predicted(cpp, k, c, v)  # validates cpp, k, c >= 0, v > 0
     if v[0] < 1.0:
-        raise ValueError(f"v must lie at or above 1 (verification costs at least a pass), "
-                         f"got {v!r}")
+        raise ValueError(f"v must lie at or above 1 (verification costs at least a pass), got {v!r}")
 
     def a(cc: float, vv: float) -> float:
         return cpp / (vv + k * cc)
@@ -342,8 +351,10 @@ def fit_gain_sum(rows: list[dict]) -> Range | None:
 
 def fit_rows(cells: Cells) -> list[dict]:
     """X8's fit rows of every cell: cpp, k and the ranges of c, v_k and the speedup."""
-    return [{"cpp": cells.cpp[d, k], "k": k, "c": cells.c(d), "v": cells.v(k),
-             "speedup": cells.s(d, k)} for d, k in cells.cells()]
+    return [
+        {"cpp": cells.cpp[d, k], "k": k, "c": cells.c(d), "v": cells.v(k), "speedup": cells.s(d, k)}
+        for d, k in cells.cells()
+    ]
 
 
 def x8_fit(cells: Cells) -> str | None:
@@ -371,10 +382,8 @@ RULES: dict[str, tuple[str, Callable[[Cells], str | None]]] = {
     "X8 cost": ("v_k >= 1 for every k and v_8 > v_2", x8_cost),
     "S6": (f"every quantized speedup <= {QUANTIZED_SPEEDUP_BELOW}", s6_quantized_slower),
     "S6 bigram": (f"the bigram's best speedup > {REAL_SPEEDUP}", s6_bigram_faster),
-    "S7": (f"measured speedup <= {FORMULA_SLACK} x cpp / (1 + k c) everywhere",
-           s7_never_underrates),
-    "S7 match": (f"|cpp / (1 + k c) - speedup| <= {ARTICLE_MATCH} for quantized drafts",
-                 s7_matches),
+    "S7": (f"measured speedup <= {FORMULA_SLACK} x cpp / (1 + k c) everywhere", s7_never_underrates),
+    "S7 match": (f"|cpp / (1 + k c) - speedup| <= {ARTICLE_MATCH} for quantized drafts", s7_matches),
     "X8 fit": ("mean |error| of cpp / (v_k + k c) below that of cpp / (1 + k c)", x8_fit),
     "X2": (f"a cheap draft's speedup > 1 and > {BETTER_THAN_BIGRAM} x the bigram's best", x2),
 }

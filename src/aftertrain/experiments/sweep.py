@@ -66,6 +66,8 @@ P2_SPARSITY = 0.05
 #: Acceptance of these drafts at these k (S4).
 DRAFTS = (DraftKind.BIGRAM, DraftKind.INT8)
 KS = (1, 8)
+
+
 def _check_model(model: object) -> None:
     if not isinstance(model, GPT):
         raise ValueError(f"model must be an aftertrain.lm.model.GPT, got {type(model).__name__}")
@@ -75,14 +77,13 @@ def _check_ints(name: str, values: object, low: int, high: int, need: Iterable[i
     if isinstance(values, (int, str)) or not isinstance(values, Iterable):
         raise ValueError(f"{name} must be a sequence of ints in [{low}, {high}], got {values!r}")
     values = tuple(values)
-    if not values or any(not isinstance(v, int) or isinstance(v, bool) or not low <= v <= high
-                         for v in values):
-        raise ValueError(f"{name} must be a non-empty sequence of ints in [{low}, {high}], "
-                         f"got {values!r}")
+    if not values or any(
+        not isinstance(v, int) or isinstance(v, bool) or not low <= v <= high for v in values
+    ):
+        raise ValueError(f"{name} must be a non-empty sequence of ints in [{low}, {high}], got {values!r}")
     missing = [n for n in need if n not in values]
     if missing:
-        raise ValueError(f"{name} must include {missing} (the figures the sweep reports), "
-                         f"got {values!r}")
+        raise ValueError(f"{name} must include {missing} (the figures the sweep reports), got {values!r}")
     return values
 
 
@@ -111,10 +112,15 @@ def key_figures(
     check_int("n_new", n_new, least=1)
     if names is not None:
         names = list(names)
-        if (TOKEN_EMBEDDING not in names or POSITION_EMBEDDING not in names
-                or not any(n.startswith("blocks.") for n in names)):
-            raise ValueError(f"names must include {TOKEN_EMBEDDING!r}, {POSITION_EMBEDDING!r} and "
-                             f"one block matrix ('blocks.…'), got {names!r}")
+        if (
+            TOKEN_EMBEDDING not in names
+            or POSITION_EMBEDDING not in names
+            or not any(n.startswith("blocks.") for n in names)
+        ):
+            raise ValueError(
+                f"names must include {TOKEN_EMBEDDING!r}, {POSITION_EMBEDDING!r} and "
+                f"one block matrix ('blocks.…'), got {names!r}"
+            )
 
     def evaluate(m: nn.Module) -> float:
         return val_loss(m, tokens)
@@ -126,8 +132,15 @@ def key_figures(
     p2 = EP.random_table(curve, (P2_SPARSITY,), seeds)
     drafts = {k.value: draft_model(k, model) for k in DRAFTS}
     s4 = XS.acceptance_table(model, drafts, KS, n_new)
-    return KeyFigures(evaluate(model), val_loss(Bigram.fit(), tokens), tuple(rows), tuple(sens),
-                      tuple(p1), tuple(p2), tuple(s4))
+    return KeyFigures(
+        evaluate(model),
+        val_loss(Bigram.fit(), tokens),
+        tuple(rows),
+        tuple(sens),
+        tuple(p1),
+        tuple(p2),
+        tuple(s4),
+    )
 
 
 #: S6/S7 without a clock: the drafts and k of the article's speedup table, and
@@ -153,9 +166,17 @@ def speculative_figures(model: nn.Module, *, n_new: int | None = None) -> tuple[
     drafts = {d.value: draft_model(d, model) for d in SPEC_DRAFTS}
     rows = XS.acceptance_table(model, drafts, SPEC_KS, n_new)
     cost = {a.draft: a.c for a in ARTICLE.s5}
-    return tuple(SpeculativeFigure(r.draft, r.k, r.acceptance, r.chars_per_pass,
-                                   r.chars_per_pass / (1 + r.k * cost[r.draft]),
-                                   (r.chars_per_pass - 1) / r.k) for r in rows)
+    return tuple(
+        SpeculativeFigure(
+            r.draft,
+            r.k,
+            r.acceptance,
+            r.chars_per_pass,
+            r.chars_per_pass / (1 + r.k * cost[r.draft]),
+            (r.chars_per_pass - 1) / r.k,
+        )
+        for r in rows
+    )
 
 
 def fragility(model: nn.Module, q7: Sequence[EQ.SensitivityRow]) -> Fragility:
@@ -185,8 +206,9 @@ def fragility(model: nn.Module, q7: Sequence[EQ.SensitivityRow]) -> Fragility:
         weight_range=EQ.weight_range_ratios(model),
         activations=EQ.activation_channel_ratios(model),
         rms=rms,
-        embedding_over_blocks=EmbeddingRms(rms[TOKEN_EMBEDDING] / block_rms,
-                                           rms[POSITION_EMBEDDING] / block_rms),
+        embedding_over_blocks=EmbeddingRms(
+            rms[TOKEN_EMBEDDING] / block_rms, rms[POSITION_EMBEDDING] / block_rms
+        ),
         max_abs=LargestWeight(peak, float(weights[peak].abs().max())),
         q7_share={r.name: (r.penalty / total if total else math.nan) for r in q7},
     )
@@ -258,6 +280,11 @@ def article_figures() -> KeyFigures:
     published (blocks.2.f1, +0.0184); its S4 rows are the published ones
     (acceptance without the drafted counts)."""
     return KeyFigures(
-        ARTICLE.b1.reference, ARTICLE.b1.bigram, ARTICLE.q4.rows, ARTICLE.q7,
-        _near(ARTICLE.p1, P1_SPARSITY), _near(ARTICLE.p2, P2_SPARSITY),
-        tuple(r for d in DRAFTS for k in KS for r in ARTICLE.s4 if r.draft == d.value and r.k == k))
+        ARTICLE.b1.reference,
+        ARTICLE.b1.bigram,
+        ARTICLE.q4.rows,
+        ARTICLE.q7,
+        _near(ARTICLE.p1, P1_SPARSITY),
+        _near(ARTICLE.p2, P2_SPARSITY),
+        tuple(r for d in DRAFTS for k in KS for r in ARTICLE.s4 if r.draft == d.value and r.k == k),
+    )

@@ -66,12 +66,18 @@ THRESHOLDS: dict[Margin, Threshold] = {
     Margin.Q5_4BIT: Threshold("Q5", "4-bit per-channel loss minus the bigram's (nats)", 0.0, Side.BELOW),
     Margin.Q5_3BIT: Threshold("Q5", "3-bit per-channel loss minus the bigram's (nats)", 0.0, Side.ABOVE),
     Margin.Q6_2BIT: Threshold("Q6", "2-bit loss, per-channel minus per-tensor (nats)", 0.0, Side.ABOVE),
-    Margin.Q7_TOK: Threshold("Q7", "4-bit penalty of tok over the largest block matrix's (ratio)",
-                             TOL.EMBEDDING_DOMINANCE, Side.ABOVE),
-    Margin.Q7_POS: Threshold("Q7", "4-bit penalty of pos minus the largest other matrix's but tok's "
-                             "(nats)", 0.0, Side.ABOVE),
-    Margin.P1_GLOBAL: Threshold("P1", "30% pruned loss, global minus per-layer magnitude (nats)",
-                                0.0, Side.BELOW),
+    Margin.Q7_TOK: Threshold(
+        "Q7",
+        "4-bit penalty of tok over the largest block matrix's (ratio)",
+        TOL.EMBEDDING_DOMINANCE,
+        Side.ABOVE,
+    ),
+    Margin.Q7_POS: Threshold(
+        "Q7", "4-bit penalty of pos minus the largest other matrix's but tok's (nats)", 0.0, Side.ABOVE
+    ),
+    Margin.P1_GLOBAL: Threshold(
+        "P1", "30% pruned loss, global minus per-layer magnitude (nats)", 0.0, Side.BELOW
+    ),
     Margin.P2_RANDOM: Threshold("P2", "random 5% pruned loss minus the bigram's (nats)", 0.0, Side.ABOVE),
     Margin.S4_BIGRAM: Threshold("S4", "bigram draft acceptance, k=8 minus k=1", 0.0, Side.BELOW),
     Margin.S4_INT8: Threshold("S4", "8-bit draft acceptance, k=8 minus k=1", 0.0, Side.BELOW),
@@ -195,9 +201,13 @@ class SweepPoint(TableRow):
 
     def to_record(self) -> dict:
         """The point as the sweep file stores it: a field that is None is left out."""
-        out = {"model": self.model, "val_loss": self.val_loss, "source": self.source,
-               "figures": self.figures.to_record(),
-               "margins": {m.value: v for m, v in self.margins.items()}}
+        out = {
+            "model": self.model,
+            "val_loss": self.val_loss,
+            "source": self.source,
+            "figures": self.figures.to_record(),
+            "margins": {m.value: v for m, v in self.margins.items()},
+        }
         if self.sha256 is not None:
             out["sha256"] = self.sha256
         if self.training is not None:
@@ -212,18 +222,23 @@ class SweepPoint(TableRow):
     def from_record(cls, data: object) -> SweepPoint:
         """The point a sweep file holds; ``ValueError`` naming what is missing or wrong."""
         if not isinstance(data, dict) or not {"model", "val_loss", "margins", "figures"} <= set(data):
-            raise ValueError(f"data must be a sweep point (model, val_loss, margins, figures), "
-                             f"got {str(data)[:80]}")
+            raise ValueError(
+                f"data must be a sweep point (model, val_loss, margins, figures), got {str(data)[:80]}"
+            )
         training = data.get("training")
         return cls(
-            model=str(data["model"]), val_loss=float(data["val_loss"]),
+            model=str(data["model"]),
+            val_loss=float(data["val_loss"]),
             figures=KeyFigures.from_record(data["figures"]),
             margins={Margin(k): float(v) for k, v in data["margins"].items()},
-            source=str(data.get("source", "")), sha256=data.get("sha256"),
+            source=str(data.get("source", "")),
+            sha256=data.get("sha256"),
             training=None if training is None else Training.of(training),
             fragility=None if data.get("fragility") is None else Fragility.from_record(data["fragility"]),
-            speculative=None if data.get("speculative") is None else tuple(
-                SpeculativeFigure.from_record(r) for r in data["speculative"]))
+            speculative=None
+            if data.get("speculative") is None
+            else tuple(SpeculativeFigure.from_record(r) for r in data["speculative"]),
+        )
 
     @property
     def complete(self) -> bool:

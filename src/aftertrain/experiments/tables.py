@@ -74,17 +74,21 @@ class Int8Linear(TableRow):
         """The record: each row count (as a string) to its ratio's record, and ``crossover_rows``,
         all top-level keys, as the benchmark first stored them."""
         return {str(r): t.to_record() for r, t in self.ratios.items()} | {
-            "crossover_rows": self.crossover_rows}
+            "crossover_rows": self.crossover_rows
+        }
 
     @classmethod
     def from_record(cls, data: object) -> Int8Linear:
         """The X3 row ``data`` (a :meth:`to_record` dict) holds; ValueError when it is not a dict
         with ``crossover_rows``."""
         if not isinstance(data, dict) or "crossover_rows" not in data:
-            raise ValueError(f"data is not an Int8Linear record (row counts and "
-                             f"'crossover_rows'), got {data!r:.200}")
-        return cls({int(r): Ratio.from_record(t) for r, t in data.items() if r != "crossover_rows"},
-                   data["crossover_rows"])
+            raise ValueError(
+                f"data is not an Int8Linear record (row counts and 'crossover_rows'), got {data!r:.200}"
+            )
+        return cls(
+            {int(r): Ratio.from_record(t) for r, t in data.items() if r != "crossover_rows"},
+            data["crossover_rows"],
+        )
 
 
 @table(TB.P7_PREFIX, ("P7",), Shape.ONE, suffix="sparsity")
@@ -156,6 +160,7 @@ def spec(name: str) -> TableSpec:
     naming the known tables for any other name."""
     key = TB.P7_PREFIX if isinstance(name, str) and name.startswith(TB.P7_PREFIX) else name
     if key not in SPECS:
-        raise ValueError(f"name must be a table of aftertrain.claims.tables ({', '.join(SPECS)}), "
-                         f"got {name!r}")
+        raise ValueError(
+            f"name must be a table of aftertrain.claims.tables ({', '.join(SPECS)}), got {name!r}"
+        )
     return SPECS[key]

@@ -72,8 +72,9 @@ class MachineHooks:
         }
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_benchmark_compare_machine_info(self, config, benchmarksession, machine_info,
-                                              compared_benchmark) -> None:
+    def pytest_benchmark_compare_machine_info(
+        self, config, benchmarksession, machine_info, compared_benchmark
+    ) -> None:
         """Keep the (stored, now) machine records; hand pytest-benchmark its own
         record so it prints no dump of both (the ledger says the difference in one line)."""
         self.machines = (machine(compared_benchmark["machine_info"]), machine(machine_info))
@@ -82,8 +83,7 @@ class MachineHooks:
         compared_benchmark["machine_info"] = machine_info
 
 
-def compare_with_stored_run(config: pytest.Config, machines: tuple[dict, dict] | None = None
-                            ) -> list | None:
+def compare_with_stored_run(config: pytest.Config, machines: tuple[dict, dict] | None = None) -> list | None:
     """With ``--benchmark-compare``: this run's paired ratios against the
     stored run's (:func:`aftertrain.timing.compare.compare_ratios`, ``not
     comparable`` when ``machines`` differ); None without a compare."""
@@ -108,11 +108,15 @@ def ratio_summary(terminalreporter, changes: list, machines: tuple[dict, dict] |
     when they differ, the table of ratios, and one RATIO REGRESSION line per
     ratio that regressed."""
     tr = terminalreporter
-    tr.write_sep("-", f"paired ratios against the stored run (regressed: interval "
-                      f"above stored x {RATIO_REGRESSION:g})")
+    tr.write_sep(
+        "-", f"paired ratios against the stored run (regressed: interval above stored x {RATIO_REGRESSION:g})"
+    )
     if machines is not None and machine_difference(*machines):
-        tr.write_line(f"not comparable across machines: {machine_difference(*machines)}; "
-                      "hardware-dependent ratios are not compared", yellow=True)
+        tr.write_line(
+            f"not comparable across machines: {machine_difference(*machines)}; "
+            "hardware-dependent ratios are not compared",
+            yellow=True,
+        )
     for line in ratio_table(changes):
         tr.write_line(line)
     for c in changes:

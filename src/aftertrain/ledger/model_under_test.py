@@ -74,8 +74,12 @@ ON_MODEL = "on_model"
 
 #: The markers of the tests beside a claim, and the part each makes a test
 #: (:mod:`aftertrain.claims.parts`): they never decide a claim.
-BESIDE_MARKERS = {"teeth": Part.TEETH, "method": Part.METHOD, ON_MODEL: Part.ANOTHER_MODEL,
-                  EXPECTATION: Part.EXPECTATION}
+BESIDE_MARKERS = {
+    "teeth": Part.TEETH,
+    "method": Part.METHOD,
+    ON_MODEL: Part.ANOTHER_MODEL,
+    EXPECTATION: Part.EXPECTATION,
+}
 
 
 def marked_part(item: pytest.Item) -> Part | None:
@@ -87,13 +91,15 @@ def marked_part(item: pytest.Item) -> Part | None:
             return part
     return None
 
+
 #: Claims that must hold whatever the model: rules and laws (Q1, S1, S2, X6),
 #: exact accounting (Q3, P5, P8's storage), the cache (K1), the drafts' construction
 #: (S3), the timing method (S8), the checks' teeth on toys (X7) and the
 #: model-free timings (P7, X3, X4). Every other claim is a finding about
 #: a trained model, which may or may not reproduce on another one.
-PROPERTY_CLAIMS = frozenset({"Q1", "Q3", "S1", "S2", "S3", "S8", "P5", "P7", "P8",
-                             "K1", "X3", "X4", "X6", "X7"})
+PROPERTY_CLAIMS = frozenset(
+    {"Q1", "Q3", "S1", "S2", "S3", "S8", "P5", "P7", "P8", "K1", "X3", "X4", "X6", "X7"}
+)
 
 #: Models whose expectations are pinned test by test (strict xfails where a
 #: claim does not reproduce, plain tests elsewhere). The article model's
@@ -112,16 +118,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     """Add ``--aftertrain-model`` and ``--aftertrain-baselines``."""
     group = parser.getgroup("aftertrain-model", "the model the aftertrain claims run on")
     group.addoption(
-        "--aftertrain-model", metavar="NAME_OR_PATH", default=None,
+        "--aftertrain-model",
+        metavar="NAME_OR_PATH",
+        default=None,
         help=f"bundled model (aftertrain.lm.registry.BUNDLED: reference, article...) or the "
-             f"path of a checkpoint written by `aftertrain train --out` (write "
-             f"--aftertrain-model=PATH); default: ${ENV_VAR}, else the bundled reference",
+        f"path of a checkpoint written by `aftertrain train --out` (write "
+        f"--aftertrain-model=PATH); default: ${ENV_VAR}, else the bundled reference",
     )
     group.addoption(
-        "--aftertrain-baselines", metavar="DIR", default=None,
+        "--aftertrain-baselines",
+        metavar="DIR",
+        default=None,
         help="folder of stored baselines for this model (default baselines/<name>/ for a "
-             "bundled model, none for a checkpoint path); missing files are written there, "
-             "as pytest-regressions does",
+        "bundled model, none for a checkpoint path); missing files are written there, "
+        "as pytest-regressions does",
     )
 
 
@@ -129,8 +139,7 @@ def selected(config: pytest.Config) -> str:
     """The name or path given by the option, else the environment, else the default."""
     from aftertrain.lm import registry as _models
 
-    return (config.getoption("aftertrain_model", None) or os.environ.get(ENV_VAR)
-            or _models.DEFAULT)
+    return config.getoption("aftertrain_model", None) or os.environ.get(ENV_VAR) or _models.DEFAULT
 
 
 def baseline_folder(config: pytest.Config, root: Path) -> Path | None:
@@ -147,20 +156,25 @@ def baseline_folder(config: pytest.Config, root: Path) -> Path | None:
 def switched_on(config: pytest.Config) -> bool:
     """Whether this run asked for the plugin: ``-p aftertrain.ledger.model_under_test``
     (this project's ``addopts``), one of its options, or ``$AFTERTRAIN_MODEL``."""
-    return (PLUGIN_NAME in (config.getoption("plugins", None) or [])
-            or config.getoption("aftertrain_model", None) is not None
-            or config.getoption("aftertrain_baselines", None) is not None
-            or ENV_VAR in os.environ)
+    return (
+        PLUGIN_NAME in (config.getoption("plugins", None) or [])
+        or config.getoption("aftertrain_model", None) is not None
+        or config.getoption("aftertrain_baselines", None) is not None
+        or ENV_VAR in os.environ
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser,
-                                  args: list[str]) -> None:
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser, args: list[str]
+) -> None:
     """Refuse, before any conftest or test, a path option whose space form
     moved pytest's rootdir (:func:`path_option_problem`)."""
     ns = early_config.known_args_namespace
-    for flag, dest in (("--aftertrain-model", "aftertrain_model"),
-                       ("--aftertrain-baselines", "aftertrain_baselines")):
+    for flag, dest in (
+        ("--aftertrain-model", "aftertrain_model"),
+        ("--aftertrain-baselines", "aftertrain_baselines"),
+    ):
         problem = path_option_problem(early_config, args, flag, getattr(ns, dest, None))
         if problem:
             raise pytest.UsageError(problem)
@@ -186,15 +200,19 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if not switched_on(config):
         return
-    for dest, what in (("aftertrain_model", "a bundled model or a checkpoint file"),
-                       ("aftertrain_baselines", "a folder")):
+    for dest, what in (
+        ("aftertrain_model", "a bundled model or a checkpoint file"),
+        ("aftertrain_baselines", "a folder"),
+    ):
         given = config.getoption(dest)
         if given is not None and not given.strip():  # '' would fall back to the default
             raise pytest.UsageError(f"--{dest.replace('_', '-')} must name {what}, got {given!r}")
     baselines = config.getoption("aftertrain_baselines")
     if baselines and Path(baselines).exists() and not Path(baselines).is_dir():
-        raise pytest.UsageError(f"--aftertrain-baselines {baselines} is a file; give a folder "
-                                "(created when a baseline is first written)")
+        raise pytest.UsageError(
+            f"--aftertrain-baselines {baselines} is a file; give a folder "
+            "(created when a baseline is first written)"
+        )
     from aftertrain.lm import registry as _models
 
     try:
@@ -235,9 +253,11 @@ def reads_model(item: pytest.Item) -> bool:
     """Whether ``item``'s outcome may depend on the model under test: its
     fixture closure holds one of :data:`MODEL_FIXTURES`, or it carries a
     ``does_not_reproduce_on`` marker (an expectation per model)."""
-    return (bool(MODEL_FIXTURES & set(getattr(item, "fixturenames", ())))
-            or item.get_closest_marker(MARKER) is not None
-            or item.get_closest_marker(EXPECTATION) is not None)
+    return (
+        bool(MODEL_FIXTURES & set(getattr(item, "fixturenames", ())))
+        or item.get_closest_marker(MARKER) is not None
+        or item.get_closest_marker(EXPECTATION) is not None
+    )
 
 
 def timed(item: pytest.Item) -> bool:
@@ -271,28 +291,39 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         expected = [m for m in item.iter_markers(EXPECTATION)]
         for m in listed + expected:
             if not m.args or "reason" not in m.kwargs or set(m.kwargs) != {"reason"}:
-                raise pytest.UsageError(f"{item.nodeid}: {m.name} takes model names and "
-                                        f"reason=..., e.g. {m.name}('reference', reason='...')")
+                raise pytest.UsageError(
+                    f"{item.nodeid}: {m.name} takes model names and "
+                    f"reason=..., e.g. {m.name}('reference', reason='...')"
+                )
         for m in item.iter_markers(ON_MODEL):
             if len(m.args) != 1 or m.kwargs or m.args[0] not in _models.BUNDLED:
-                raise pytest.UsageError(f"{item.nodeid}: {ON_MODEL} takes one bundled model name "
-                                        f"({', '.join(_models.BUNDLED)}), e.g. {ON_MODEL}('overfit')")
+                raise pytest.UsageError(
+                    f"{item.nodeid}: {ON_MODEL} takes one bundled model name "
+                    f"({', '.join(_models.BUNDLED)}), e.g. {ON_MODEL}('overfit')"
+                )
         for m in expected:
             if not (ident.bundled and ident.name in m.args):
-                item.add_marker(pytest.mark.skip(reason=(
-                    f"an expectation of {', '.join(m.args)} ({m.kwargs['reason']}), not the "
-                    f"claim; this run's model is {ident.name}")))
+                item.add_marker(
+                    pytest.mark.skip(
+                        reason=(
+                            f"an expectation of {', '.join(m.args)} ({m.kwargs['reason']}), not the "
+                            f"claim; this run's model is {ident.name}"
+                        )
+                    )
+                )
         if ident.bundled and ident.name in PINNED:
             for m in listed:
                 if ident.name in m.args and timed(item):  # the machine decides as much as the model
                     item.stash[_LENIENT] = marked_part(item) is None
                 elif ident.name in m.args:
-                    item.add_marker(pytest.mark.xfail(
-                        strict=True, raises=AssertionError, reason=m.kwargs["reason"]))
+                    item.add_marker(
+                        pytest.mark.xfail(strict=True, raises=AssertionError, reason=m.kwargs["reason"])
+                    )
         else:
             claims = _claims(item)
             item.stash[_LENIENT] = marked_part(item) is None and (
-                bool(listed) or bool(claims - PROPERTY_CLAIMS))
+                bool(listed) or bool(claims - PROPERTY_CLAIMS)
+            )
 
 
 @pytest.hookimpl(wrapper=True)
@@ -300,8 +331,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     """On a model without pinned expectations, a failed assertion of a quality claim
     is an expected failure with its message as the reason."""
     report = yield
-    if (call.when == "call" and item.stash.get(_LENIENT, False) and call.excinfo is not None
-            and call.excinfo.errisinstance(AssertionError) and not hasattr(report, "wasxfail")):
+    if (
+        call.when == "call"
+        and item.stash.get(_LENIENT, False)
+        and call.excinfo is not None
+        and call.excinfo.errisinstance(AssertionError)
+        and not hasattr(report, "wasxfail")
+    ):
         name = item.config.stash[MODEL_KEY].name
         message = call.excinfo.exconly().splitlines()[0][:300]
         report.outcome = "skipped"
@@ -313,8 +349,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 def _loaded(config: pytest.Config, key: pytest.StashKey):
     if key not in config.stash:
-        raise pytest.UsageError(f"aftertrain's model plugin is switched off in this run: "
-                                f"-p {PLUGIN_NAME}, --aftertrain-model or ${ENV_VAR} switches it on")
+        raise pytest.UsageError(
+            f"aftertrain's model plugin is switched off in this run: "
+            f"-p {PLUGIN_NAME}, --aftertrain-model or ${ENV_VAR} switches it on"
+        )
     return config.stash[key]
 
 

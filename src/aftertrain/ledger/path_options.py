@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 
-def path_option_problem(early_config: pytest.Config, args: list[str], flag: str,
-                        value: str | None) -> str | None:
+def path_option_problem(
+    early_config: pytest.Config, args: list[str], flag: str, value: str | None
+) -> str | None:
     """Why pytest's rootdir was taken from the value of ``flag VALUE`` (space
     form), or None.
 
@@ -34,9 +35,11 @@ def path_option_problem(early_config: pytest.Config, args: list[str], flag: str,
     root = early_config.rootpath
     if where == early_config.invocation_params.dir or not (root == where or root in where.parents):
         return None
-    return (f"{flag} {value}: pytest took the path for a test path before aftertrain's options "
-            f"were known and rooted itself in {root}, without {config}; "
-            f"write {flag}={value}, or name the tests too (python -m pytest tests {flag} {value})")
+    return (
+        f"{flag} {value}: pytest took the path for a test path before aftertrain's options "
+        f"were known and rooted itself in {root}, without {config}; "
+        f"write {flag}={value}, or name the tests too (python -m pytest tests {flag} {value})"
+    )
 
 
 def project_config(start: Path) -> Path | None:
@@ -54,8 +57,7 @@ def project_config(start: Path) -> Path | None:
                 continue
             if name == "pyproject.toml" and "[tool.pytest" not in text:
                 continue
-            if name in ("tox.ini", "setup.cfg") and "[pytest]" not in text \
-                    and "[tool:pytest]" not in text:
+            if name in ("tox.ini", "setup.cfg") and "[pytest]" not in text and "[tool:pytest]" not in text:
                 continue
             return path
     return None

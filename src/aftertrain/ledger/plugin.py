@@ -40,39 +40,53 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     """Add the ledger's options (``--claims-json``, the timing budgets and lock, ``--model-free-from``)."""
     group = parser.getgroup("claims", "aftertrain claims ledger")
     group.addoption(
-        "--claims-json", metavar="PATH", default=None,
+        "--claims-json",
+        metavar="PATH",
+        default=None,
         help="write the claims ledger (verdict, reasons, tests, figures per claim) as JSON to PATH",
     )
     group.addoption(
-        "--timing-strict", action="store_true", default=False,
+        "--timing-strict",
+        action="store_true",
+        default=False,
         help="an inconclusive timing decision fails its test (default: the claim is "
-             "'inconclusive' and pytest does not fail)",
+        "'inconclusive' and pytest does not fail)",
     )
     group.addoption(
-        "--timing-budget", metavar="SECONDS", type=float, default=TIMING_BUDGET_S,
-        help=f"seconds one timing decision may spend before it is inconclusive "
-             f"(default {TIMING_BUDGET_S:g})",
+        "--timing-budget",
+        metavar="SECONDS",
+        type=float,
+        default=TIMING_BUDGET_S,
+        help=f"seconds one timing decision may spend before it is inconclusive (default {TIMING_BUDGET_S:g})",
     )
     group.addoption(
-        "--timing-lock", metavar="PATH", default=None,
+        "--timing-lock",
+        metavar="PATH",
+        default=None,
         help="a lock file shared with other pytest runs on this machine: a test that times "
-             "takes it alone, any other test shares it, so no run's test runs while another "
-             "run times (aftertrain report gives its parallel model runs one)",
+        "takes it alone, any other test shares it, so no run's test runs while another "
+        "run times (aftertrain report gives its parallel model runs one)",
     )
     group.addoption(
-        reuse.FLAG, metavar="CLAIMS_JSON", default=None, dest="model_free_from",
+        reuse.FLAG,
+        metavar="CLAIMS_JSON",
+        default=None,
+        dest="model_free_from",
         help="run only the tests that read the model; the claims' tests that do not read it "
-             "take their outcomes (and the tables they wrote) from CLAIMS_JSON, the ledger of "
-             "an earlier run of this checkout's code on another model, and the other tests "
-             "that do not read it do not run (aftertrain report gives every model after the "
-             "first the first run's ledger); write --model-free-from=PATH",
+        "take their outcomes (and the tables they wrote) from CLAIMS_JSON, the ledger of "
+        "an earlier run of this checkout's code on another model, and the other tests "
+        "that do not read it do not run (aftertrain report gives every model after the "
+        "first the first run's ledger); write --model-free-from=PATH",
     )
     group.addoption(
-        "--timing-budget-total", metavar="SECONDS", type=float, default=TIMING_BUDGET_TOTAL_S,
+        "--timing-budget-total",
+        metavar="SECONDS",
+        type=float,
+        default=TIMING_BUDGET_TOTAL_S,
         help=f"seconds from the start of the run by which every timing decision must end; "
-             f"each gets at most what is left, and one with nothing left is inconclusive "
-             f"(default {TIMING_BUDGET_TOTAL_S:g}: the default run's 5 minutes on a 2-core AVX2 "
-             f"runner less 30; `aftertrain report` passes {REPORT_TIMING_BUDGET_TOTAL_S:g})",
+        f"each gets at most what is left, and one with nothing left is inconclusive "
+        f"(default {TIMING_BUDGET_TOTAL_S:g}: the default run's 5 minutes on a 2-core AVX2 "
+        f"runner less 30; `aftertrain report` passes {REPORT_TIMING_BUDGET_TOTAL_S:g})",
     )
 
 
@@ -89,23 +103,29 @@ def switched_on(config: pytest.Config) -> bool:
     project's ``addopts``) or ``--claims-json``. Installed as a ``pytest11``
     entry point, the plugin's options are known in every run, but the ledger
     is kept only where asked for."""
-    return (PLUGIN_NAME in (config.getoption("plugins", None) or [])
-            or config.getoption("claims_json", None) is not None)
+    return (
+        PLUGIN_NAME in (config.getoption("plugins", None) or [])
+        or config.getoption("claims_json", None) is not None
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser,
-                                  args: list[str]) -> None:
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser, args: list[str]
+) -> None:
     """Refuse, before any conftest or test, a ``--claims-json`` that cannot
     be written, or one or a ``--model-free-from`` whose space form moved
     pytest's rootdir."""
     ns = early_config.known_args_namespace
     value = getattr(ns, "claims_json", None)
-    problem = value is not None and (path_option_problem(early_config, args, "--claims-json", value)
-                                     or output_file_problem("--claims-json", value))
+    problem = value is not None and (
+        path_option_problem(early_config, args, "--claims-json", value)
+        or output_file_problem("--claims-json", value)
+    )
     earlier = getattr(ns, "model_free_from", None)
-    problem = problem or (earlier is not None
-                          and path_option_problem(early_config, args, reuse.FLAG, earlier))
+    problem = problem or (
+        earlier is not None and path_option_problem(early_config, args, reuse.FLAG, earlier)
+    )
     if problem:
         raise pytest.UsageError(problem)
 
@@ -120,9 +140,11 @@ def pytest_configure(config: pytest.Config) -> None:
     for flag in ("timing_budget", "timing_budget_total"):
         budget = config.getoption(flag)
         if not (math.isfinite(budget) and 0 < budget <= MAX_TIMING_BUDGET_S):
-            raise pytest.UsageError(f"--{flag.replace('_', '-')} must be a finite number of "
-                                    f"seconds > 0 and at most {MAX_TIMING_BUDGET_S:g} (a day), "
-                                    f"got {budget!r}")
+            raise pytest.UsageError(
+                f"--{flag.replace('_', '-')} must be a finite number of "
+                f"seconds > 0 and at most {MAX_TIMING_BUDGET_S:g} (a day), "
+                f"got {budget!r}"
+            )
     start_total_budget(config)
     lock = config.getoption("timing_lock", None)
     given = getattr(config, "workerinput", {})
@@ -131,12 +153,10 @@ def pytest_configure(config: pytest.Config) -> None:
         start_total_budget(config, given[workers.DEADLINE_KEY] - time.time())
         config.pluginmanager.register(_TimingWorker(config), "aftertrain-timing-worker")
     elif switched_on(config) and workers.distributed(config):
-        config.pluginmanager.register(_Workers(config, workers.controller_lock(config)),
-                                      "aftertrain-workers")
+        config.pluginmanager.register(_Workers(config, workers.controller_lock(config)), "aftertrain-workers")
     if lock is not None:  # in xdist's workers too: their untimed tests share it
         try:
-            config.pluginmanager.register(_Exclusive(TimingLock(lock), config),
-                                          "aftertrain-timing-lock")
+            config.pluginmanager.register(_Exclusive(TimingLock(lock), config), "aftertrain-timing-lock")
         except ValueError as err:
             raise pytest.UsageError(f"--timing-lock: {err}") from None
     earlier = _model_free_from(config)
@@ -213,8 +233,11 @@ class _Controller:
         from aftertrain.ledger.model_under_test import ledger_meta
 
         model = ledger_meta(self.config)
-        on = (f" on model {model['model']} (sha256 {model['model_sha256'][:12]})"
-              if model["model"] and model["model_sha256"] else "")
+        on = (
+            f" on model {model['model']} (sha256 {model['model_sha256'][:12]})"
+            if model["model"] and model["model_sha256"]
+            else ""
+        )
         tr.write_sep("=", "claims ledger" + on)
         for line in self.ledger.summary_lines():
             tr.write_line(line)
@@ -224,8 +247,7 @@ class _Controller:
         path = self.config.getoption("claims_json")
         if path:
             self.ledger.write_json(path, self.config)
-        self.ratio_changes = benchmark.compare_with_stored_run(self.config,
-                                                              self.machine_hooks.machines)
+        self.ratio_changes = benchmark.compare_with_stored_run(self.config, self.machine_hooks.machines)
         if benchmark.regressed(self.ratio_changes):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -237,8 +259,10 @@ def _model_free_from(config: pytest.Config):
     if path is None:
         return None
     if not switched_on(config):
-        raise pytest.UsageError(f"{reuse.FLAG} {path}: the claims ledger is off in this run; "
-                                f"switch it on with -p {PLUGIN_NAME} or --claims-json FILE")
+        raise pytest.UsageError(
+            f"{reuse.FLAG} {path}: the claims ledger is off in this run; "
+            f"switch it on with -p {PLUGIN_NAME} or --claims-json FILE"
+        )
     try:
         return reuse.read(path, config.rootpath, quick_run())
     except ValueError as err:
@@ -284,7 +308,8 @@ class _Workers:
         if self.lock is not None:
             terminalreporter.write_line(
                 "xdist workers: each timing ran alone (a timing lock); pytest-benchmark's "
-                "table of absolute times stays in the workers (run with -n 0 to see it)")
+                "table of absolute times stays in the workers (run with -n 0 to see it)"
+            )
 
     @pytest.hookimpl
     def pytest_unconfigure(self, config: pytest.Config) -> None:

@@ -95,8 +95,10 @@ def _parse(template: str) -> list[tuple[str, str | None, str, str | None]]:
         raise ValueError(f"template must be a format string, got {template!r}: {exc}") from None
     for _, name, spec, _ in parts:
         if name is not None and (not name or "{" in spec):
-            raise ValueError(f"template {template!r}: each placeholder names its figure "
-                             f"({{RowType.field}} or {{name}}), without nested fields")
+            raise ValueError(
+                f"template {template!r}: each placeholder names its figure "
+                f"({{RowType.field}} or {{name}}), without nested fields"
+            )
     return parts
 
 
@@ -105,21 +107,24 @@ def _figure(name: str, value: object, conversion: str | None, template: str, nam
     that its value is of the kind the template says."""
     if conversion in ("s", "r"):
         if not isinstance(value, enum.Enum) and (not isinstance(value, str) or isinstance(value, Shown)):
-            raise ValueError(f"template {template!r}: {{{name}!{conversion}}} is a label and "
-                             f"takes a str or an Enum member, got {value!r}")
+            raise ValueError(
+                f"template {template!r}: {{{name}!{conversion}}} is a label and "
+                f"takes a str or an Enum member, got {value!r}"
+            )
         return None
     if isinstance(value, Shown):
         return ""
-    items = (value.values() if isinstance(value, Mapping)
-             else value if isinstance(value, tuple) else (value,))
+    items = value.values() if isinstance(value, Mapping) else value if isinstance(value, tuple) else (value,)
     if not all(v is None or isinstance(v, _NUMBER) for v in items):
-        raise ValueError(f"template {template!r}: {{{name}}} shows a figure and takes a number "
-                         f"(a tuple or dict of numbers, or None), a text of shown(...), or a "
-                         f"label written {{{name}!s}}; got {value!r}")
+        raise ValueError(
+            f"template {template!r}: {{{name}}} shows a figure and takes a number "
+            f"(a tuple or dict of numbers, or None), a text of shown(...), or a "
+            f"label written {{{name}!s}}; got {value!r}"
+        )
     head = _head(name)
     if named:
         return f"value:{head}"
-    return f"row:{head}.{_head(name[len(head) + 1:])}"
+    return f"row:{head}.{_head(name[len(head) + 1 :])}"
 
 
 def _head(name: str) -> str:
@@ -171,8 +176,7 @@ def _bind(rows: tuple[object, ...]) -> tuple[dict[str, object], list[tuple[objec
             fixed[type(arg).__name__] = arg
             continue
         if each is not None or isinstance(arg, (str, bytes)) or not isinstance(arg, Iterable):
-            raise ValueError(f"rows must be rows (TableRow) and at most one collection, "
-                             f"got {arg!r}")
+            raise ValueError(f"rows must be rows (TableRow) and at most one collection, got {arg!r}")
         items = arg.items() if isinstance(arg, Mapping) else ((None, r) for r in arg)
         each = []
         for key, item in items:
@@ -181,8 +185,14 @@ def _bind(rows: tuple[object, ...]) -> tuple[dict[str, object], list[tuple[objec
     return fixed, [(None, {})] if each is None else each
 
 
-def _write(template: str, parts: list, names: dict[str, object], values: dict[str, object],
-           item: object, figures: list[str]) -> str:
+def _write(
+    template: str,
+    parts: list,
+    names: dict[str, object],
+    values: dict[str, object],
+    item: object,
+    figures: list[str],
+) -> str:
     """The template written once (``item``: the collection's element, passed
     to a callable value); the figures it shows are added to ``figures``."""
     out = []
@@ -198,8 +208,9 @@ def _write(template: str, parts: list, names: dict[str, object], values: dict[st
             value = _FORMATTER.get_field(name, (), names)[0]
         except (KeyError, AttributeError, IndexError, TypeError) as exc:
             given = sorted({*names, *values})
-            raise ValueError(f"template {template!r}: no value for {{{name}}} ({exc!r}); "
-                             f"given {given}") from None
+            raise ValueError(
+                f"template {template!r}: no value for {{{name}}} ({exc!r}); given {given}"
+            ) from None
         figure = _figure(name, value, conversion, template, head in values or head in ("key", "value"))
         if figure and figure not in figures:
             figures.append(figure)
@@ -234,8 +245,7 @@ class ClaimRecord:
         with no placeholder is a text with no figure."""
         text = shown(template, *rows, sep=sep, **values)
         if not text:
-            raise ValueError(f"template must write a non-empty text, got {template!r} "
-                             f"with rows {rows!r}")
+            raise ValueError(f"template must write a non-empty text, got {template!r} with rows {rows!r}")
         self._node.user_properties.append((MEASURED_PROPERTY, str(text)))
 
     def table(self, table: TableRow | list[TableRow] | dict[str, TableRow]) -> None:
@@ -268,8 +278,10 @@ class ClaimRecord:
         if budget_left(self._config) <= reserve:  # budget_s <= 0 exactly when nothing is left
             total = self._config.getoption("timing_budget_total")
             kept = f", {reserve:g} s of it kept for the timing claims after this one" if reserve else ""
-            self._inconclusive(f"inconclusive: the run's timing budget is spent "
-                               f"(--timing-budget-total {total:g} s{kept}); not timed")
+            self._inconclusive(
+                f"inconclusive: the run's timing budget is spent "
+                f"(--timing-budget-total {total:g} s{kept}); not timed"
+            )
         return budget
 
     def _inconclusive(self, reason: str) -> None:
@@ -310,8 +322,9 @@ class ClaimRecord:
                 self.conclude(decision)
         return decisions
 
-    def ratio(self, baseline: Callable[[], object], candidate: Callable[[], object],
-              rule: RatioRule, **kwargs) -> Decision:
+    def ratio(
+        self, baseline: Callable[[], object], candidate: Callable[[], object], rule: RatioRule, **kwargs
+    ) -> Decision:
         """:func:`aftertrain.timing.decide_ratio` with this run's budget
         (after :meth:`require_timing`); a decision whose budget ran out
         before its first look ends the test as inconclusive here."""
@@ -337,5 +350,6 @@ class ClaimRecord:
             raise AssertionError(decision.reason)
         if decision.verdict == INCONCLUSIVE:
             self._inconclusive(decision.reason)
-        raise ValueError(f"decision.verdict must be {HOLDS!r}, {BROKEN!r} or "
-                         f"{INCONCLUSIVE!r}, got {decision.verdict!r}")
+        raise ValueError(
+            f"decision.verdict must be {HOLDS!r}, {BROKEN!r} or {INCONCLUSIVE!r}, got {decision.verdict!r}"
+        )

@@ -53,27 +53,37 @@ def read(path: str, root: Path | None, quick: bool) -> LedgerFile:
         raise ValueError(str(err)) from None
     tests = [t for c in file.claims for t in c.tests]
     if not tests or any(t.reads_model is None for t in tests):
-        raise ValueError(f"{FLAG} {path}: the ledger does not say which tests read the model "
-                         "(written before aftertrain recorded it, or no claim test ran); write it "
-                         "again with `python -m pytest --claims-json FILE`")
+        raise ValueError(
+            f"{FLAG} {path}: the ledger does not say which tests read the model "
+            "(written before aftertrain recorded it, or no claim test ran); write it "
+            "again with `python -m pytest --claims-json FILE`"
+        )
     meta = file.meta
     if meta.get("model_free_from"):
-        raise ValueError(f"{FLAG} {path}: that run took its own model-free outcomes from "
-                         f"{meta['model_free_from'].get('ledger')}; give the ledger of the run "
-                         "that ran them")
+        raise ValueError(
+            f"{FLAG} {path}: that run took its own model-free outcomes from "
+            f"{meta['model_free_from'].get('ledger')}; give the ledger of the run "
+            "that ran them"
+        )
     here = runmeta.worktree(root)
     if here is None:
-        raise ValueError(f"{FLAG} {path}: cannot tell whether the ledger is of this checkout's "
-                         f"code ({root} is not a git checkout with a commit); run without {FLAG}")
+        raise ValueError(
+            f"{FLAG} {path}: cannot tell whether the ledger is of this checkout's "
+            f"code ({root} is not a git checkout with a commit); run without {FLAG}"
+        )
     if meta.get(WORKTREE) != here:
-        raise ValueError(f"{FLAG} {path}: the ledger is of other code (commit {meta.get('commit')}, "
-                         f"tracked-code fingerprint {str(meta.get(WORKTREE))[:12]}) than this "
-                         f"checkout (commit {runmeta.commit(root)}, fingerprint {here[:12]}): "
-                         "another version's outcomes cannot stand for this one's")
+        raise ValueError(
+            f"{FLAG} {path}: the ledger is of other code (commit {meta.get('commit')}, "
+            f"tracked-code fingerprint {str(meta.get(WORKTREE))[:12]}) than this "
+            f"checkout (commit {runmeta.commit(root)}, fingerprint {here[:12]}): "
+            "another version's outcomes cannot stand for this one's"
+        )
     if bool(meta.get("quick")) != quick:
         kind = {True: "a quick run", False: "a full run"}
-        raise ValueError(f"{FLAG} {path}: the ledger is of {kind[bool(meta.get('quick'))]}, "
-                         f"this is {kind[quick]}; give a ledger of the same kind")
+        raise ValueError(
+            f"{FLAG} {path}: the ledger is of {kind[bool(meta.get('quick'))]}, "
+            f"this is {kind[quick]}; give a ledger of the same kind"
+        )
     return file
 
 

@@ -56,9 +56,16 @@ NOT_RUN_PROPERTY = "aftertrain-not-run"  # (part, reason): a part of the test th
 # run" beside the verdict (an untimed timing test beside a passing teeth test
 # reads "holds; not run: timed part (not timed)").
 NOT_RAN = (Outcome.UNTIMED, Outcome.SKIPPED)
-VERDICT_OF = {Outcome.ERROR: BROKEN, Outcome.FAILED: BROKEN, Outcome.XPASSED: BROKEN,
-              Outcome.XFAILED: DOES_NOT_REPRODUCE, Outcome.INCONCLUSIVE: INCONCLUSIVE,
-              Outcome.UNTIMED: SKIPPED, Outcome.PASSED: HOLDS, Outcome.SKIPPED: SKIPPED}
+VERDICT_OF = {
+    Outcome.ERROR: BROKEN,
+    Outcome.FAILED: BROKEN,
+    Outcome.XPASSED: BROKEN,
+    Outcome.XFAILED: DOES_NOT_REPRODUCE,
+    Outcome.INCONCLUSIVE: INCONCLUSIVE,
+    Outcome.UNTIMED: SKIPPED,
+    Outcome.PASSED: HOLDS,
+    Outcome.SKIPPED: SKIPPED,
+}
 
 
 def claim_ids(item: pytest.Item) -> tuple[str, ...]:
@@ -82,8 +89,10 @@ def marker_problem(item: pytest.Item) -> str | None:
             return f"{item.nodeid}: claim markers take IDs only, e.g. claim('Q2', 'Q3')"
         unknown = [a for a in marker.args if not (isinstance(a, str) and a in CLAIMS)]
         if unknown:
-            return (f"{item.nodeid}: unknown claim ID(s) {', '.join(map(repr, unknown))}; "
-                    f"known IDs: {', '.join(CLAIMS)}")
+            return (
+                f"{item.nodeid}: unknown claim ID(s) {', '.join(map(repr, unknown))}; "
+                f"known IDs: {', '.join(CLAIMS)}"
+            )
     return None
 
 
@@ -174,8 +183,8 @@ class Ledger:
             return
         self.claims_of.setdefault(report.nodeid, tuple(ids))
         test = self.tests.get(report.nodeid) or TestEntry(
-            report.nodeid, None, part=Part(props.get(PART_PROPERTY, Part.ASSERTIONS)),
-            reads_model=reads)
+            report.nodeid, None, part=Part(props.get(PART_PROPERTY, Part.ASSERTIONS)), reads_model=reads
+        )
         change: dict = {}
         if reads:  # a phase may find the model shaped the outcome (a finding made lenient)
             change["reads_model"] = True
@@ -190,8 +199,9 @@ class Ledger:
             change["xfail_reason"] = report.wasxfail
         if report.when == "teardown":  # user properties are final by now
             change["measured"] = tuple(v for k, v in report.user_properties if k == MEASURED_PROPERTY)
-            change["not_run"] = tuple(NotRun(Part(v[0]), str(v[1]))
-                                      for k, v in report.user_properties if k == NOT_RUN_PROPERTY)
+            change["not_run"] = tuple(
+                NotRun(Part(v[0]), str(v[1])) for k, v in report.user_properties if k == NOT_RUN_PROPERTY
+            )
         self.tests[report.nodeid] = replace(test, **change)
 
     def reuse(self, earlier: LedgerFile, source: str) -> int:
@@ -218,17 +228,23 @@ class Ledger:
                 self.tables[name] = earlier.tables[name]
                 self.model_free_tables.append(name)
         meta = earlier.meta
-        self.model_free_from = {"ledger": Path(source).name, "model": meta.get("model"),
-                                "model_sha256": meta.get("model_sha256"),
-                                "commit": meta.get("commit"), "tests": len(taken)}
+        self.model_free_from = {
+            "ledger": Path(source).name,
+            "model": meta.get("model"),
+            "model_sha256": meta.get("model_sha256"),
+            "commit": meta.get("commit"),
+            "tests": len(taken),
+        }
         return len(taken)
 
     def entries(self) -> list[ClaimEntry]:
         """One entry per claim, in CLAIMS.md order (:func:`decide`), with its
         tests: this run's first, then those taken from an earlier run (:meth:`reuse`)."""
         ordered = sorted(self.tests.items(), key=lambda kv: kv[0] in self._taken)
-        return [decide(claim, [t for nodeid, t in ordered if claim.id in self.claims_of[nodeid]])
-                for claim in CLAIMS.values()]
+        return [
+            decide(claim, [t for nodeid, t in ordered if claim.id in self.claims_of[nodeid]])
+            for claim in CLAIMS.values()
+        ]
 
     def summary_lines(self) -> list[str]:
         """The end-of-run lines: one per claim (verdict, title, figures); then
@@ -247,8 +263,7 @@ class Ledger:
             if e.verdict == NOT_COVERED:
                 continue
             # a skip's reasons are those of the parts not run, said once below
-            why = ([] if e.verdict in (HOLDS, SKIPPED, NOT_DECIDED)
-                   else list(dict.fromkeys(e.reasons)))
+            why = [] if e.verdict in (HOLDS, SKIPPED, NOT_DECIDED) else list(dict.fromkeys(e.reasons))
             details = e.details()
             if e.beside:  # said on a line of its own below
                 details.pop()
@@ -256,15 +271,21 @@ class Ledger:
             lines.extend(f"{e.id} {e.verdict}: {r}" for r in why)
             if e.beside:
                 lines.append(f"{e.id} beside the claim: {beside_text(e.beside)}")
-            failed = [t for t in e.tests if t.part not in deciding_parts(CLAIMS[e.id])
-                      and VERDICT_OF.get(t.outcome) == BROKEN]
-            lines.extend(f"{e.id} {t.part} failed (the check, not the claim): "
-                         f"{t.nodeid}: {t.reason}" for t in failed)
+            failed = [
+                t
+                for t in e.tests
+                if t.part not in deciding_parts(CLAIMS[e.id]) and VERDICT_OF.get(t.outcome) == BROKEN
+            ]
+            lines.extend(
+                f"{e.id} {t.part} failed (the check, not the claim): {t.nodeid}: {t.reason}" for t in failed
+            )
         if self.model_free_from is not None:
             src = self.model_free_from
-            lines.append(f"not run here: {src['tests']} claim tests that do not read the model; "
-                         f"their outcomes are those of {src['ledger']} (model {src['model']}, "
-                         f"the same code)")
+            lines.append(
+                f"not run here: {src['tests']} claim tests that do not read the model; "
+                f"their outcomes are those of {src['ledger']} (model {src['model']}, "
+                f"the same code)"
+            )
         uncovered = [e.id for e in entries if e.verdict == NOT_COVERED]
         if uncovered and len(uncovered) < len(entries):
             lines.append(f"not covered (no test of this run carries the ID): {', '.join(uncovered)}")
@@ -276,8 +297,9 @@ class Ledger:
         """This run as the one ledger file (:mod:`aftertrain.claims.ledgerfile`)."""
         if self.model_free_from is not None:
             meta = {**meta, "model_free_from": self.model_free_from}
-        return LedgerFile(tuple(self.entries()), meta, dict(self.tables),
-                          tuple(self.model_free_tables), "this run")
+        return LedgerFile(
+            tuple(self.entries()), meta, dict(self.tables), tuple(self.model_free_tables), "this run"
+        )
 
     def write_json(self, path: str | os.PathLike, config: pytest.Config) -> None:
         """Write this run's ledger file to ``path`` atomically (:meth:`LedgerFile.write`), with
@@ -330,8 +352,9 @@ def decide(claim: Claim, tests: list[TestEntry]) -> ClaimEntry:
             why = list(dict.fromkeys(t.reason or "skipped" for t in of_part))
             undecided.append(Undecided(Part(d.part), d.what, "; ".join(why) or "no test of it ran here"))
     beside_ran = any(t.outcome not in NOT_RAN for t in beside_tests)
-    if (verdict in (HOLDS, DOES_NOT_REPRODUCE) and undecided) or \
-            (verdict in (SKIPPED, NOT_COVERED) and beside_ran):
+    if (verdict in (HOLDS, DOES_NOT_REPRODUCE) and undecided) or (
+        verdict in (SKIPPED, NOT_COVERED) and beside_ran
+    ):
         verdict = NOT_DECIDED
     if verdict == NOT_COVERED and beside_tests:  # only tests beside it, none of which ran
         verdict = SKIPPED
@@ -341,16 +364,21 @@ def decide(claim: Claim, tests: list[TestEntry]) -> ClaimEntry:
         counts[t.outcome] = counts.get(t.outcome, 0) + 1
     undecided_parts = {u.part for u in undecided}
     return ClaimEntry(
-        id=claim.id, verdict=verdict, title=claim.title, statement=claim.statement,
+        id=claim.id,
+        verdict=verdict,
+        title=claim.title,
+        statement=claim.statement,
         article=claim.article,
         not_run=tuple(n for n in parts_not_run(deciding) if n.part not in undecided_parts),
-        parts=part_verdicts(tests), defining=tuple(Part(d.part) for d in claim.defining),
-        undecided=tuple(undecided), beside=beside,
-        reasons=tuple(t.reason for t in deciding
-                      if t.reason and VERDICT_OF[t.outcome] == verdict),
+        parts=part_verdicts(tests),
+        defining=tuple(Part(d.part) for d in claim.defining),
+        undecided=tuple(undecided),
+        beside=beside,
+        reasons=tuple(t.reason for t in deciding if t.reason and VERDICT_OF[t.outcome] == verdict),
         # every figure once: several tests of a claim often quote one figure
         measured=tuple(dict.fromkeys(m for t in tests for m in t.measured)),
-        tests=tuple(tests))
+        tests=tuple(tests),
+    )
 
 
 def parts_not_run(tests: list[TestEntry]) -> list[NotRun]:
@@ -370,8 +398,10 @@ def part_verdicts(tests: list[TestEntry]) -> dict[Part, Verdict | str]:
         parts.setdefault(t.part, []).append(t.outcome)
         for n in t.not_run:
             parts.setdefault(n.part, [])
-    return {part: (NOT_RUN if not [o for o in outcomes if o not in NOT_RAN]
-                   else claim_verdict(outcomes)) for part, outcomes in parts.items()}
+    return {
+        part: (NOT_RUN if not [o for o in outcomes if o not in NOT_RAN] else claim_verdict(outcomes))
+        for part, outcomes in parts.items()
+    }
 
 
 #: The ledger meta's fingerprint of the tracked code (:func:`aftertrain.core.runmeta.worktree`),
@@ -382,8 +412,10 @@ WORKTREE = "worktree"
 def run_meta(config: pytest.Config) -> dict:
     """What the run was (:func:`aftertrain.core.runmeta.collect`), on the model
     the claims ran on, and the fingerprint of its tracked code (:data:`WORKTREE`)."""
-    return {**runmeta.collect(config.rootpath, **ledger_meta(config), quick=quick_run()),
-            WORKTREE: runmeta.worktree(config.rootpath)}
+    return {
+        **runmeta.collect(config.rootpath, **ledger_meta(config), quick=quick_run()),
+        WORKTREE: runmeta.worktree(config.rootpath),
+    }
 
 
 def quick_run() -> bool:

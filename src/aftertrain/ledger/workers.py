@@ -114,8 +114,11 @@ def auto_workers(config: pytest.Config) -> int | None:
 
 def distributed(config: pytest.Config) -> bool:
     """Whether this process is an xdist controller with workers."""
-    return (config.getoption("dist", "no") != "no" and bool(config.getoption("tx", None))
-            and not hasattr(config, "workerinput"))
+    return (
+        config.getoption("dist", "no") != "no"
+        and bool(config.getoption("tx", None))
+        and not hasattr(config, "workerinput")
+    )
 
 
 def wants_timing(config: pytest.Config) -> bool:
@@ -133,8 +136,10 @@ def controller_lock(config: pytest.Config) -> str | None:
     this run does not time. Refuses the :data:`ONE_PROCESS_OPTIONS` with workers."""
     flag = one_process_option(config)
     if flag:
-        raise pytest.UsageError(f"{flag} needs the run in one process (pytest-benchmark keeps "
-                                f"its results per process); run it with -n 0")
+        raise pytest.UsageError(
+            f"{flag} needs the run in one process (pytest-benchmark keeps "
+            f"its results per process); run it with -n 0"
+        )
     if not wants_timing(config) or not flock_available():
         return None  # the workers do not time (pytest-benchmark's own rule under xdist)
     given = config.getoption("timing_lock", None)

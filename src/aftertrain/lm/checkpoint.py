@@ -57,8 +57,7 @@ def save_checkpoint(model: GPT, path: str | os.PathLike, meta: dict) -> dict:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise ValueError(f"path {str(path)!r}: its folder cannot be created ({err.strerror})") \
-            from None
+        raise ValueError(f"path {str(path)!r}: its folder cannot be created ({err.strerror})") from None
     buffer = io.BytesIO()
     torch.save({"config": asdict(model.config), "state_dict": model.state_dict()}, buffer)
     weights = buffer.getvalue()
@@ -93,13 +92,17 @@ def load_checkpoint(path: str | os.PathLike, rebuild: str | None = None) -> GPT:
     try:
         meta = json.loads(meta_path.read_text())
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise CheckpointError(f"checkpoint {path} is not an aftertrain checkpoint: its metadata "
-                              f"{meta_path} is not JSON ({err}){hint}") from None
+        raise CheckpointError(
+            f"checkpoint {path} is not an aftertrain checkpoint: its metadata "
+            f"{meta_path} is not JSON ({err}){hint}"
+        ) from None
     if not isinstance(meta, dict) or not isinstance(meta.get("sha256"), str):
-        raise CheckpointError(f"checkpoint metadata {meta_path} must be a JSON object with a "
-                              f"'sha256' string (as save_checkpoint writes), got "
-                              f"{type(meta).__name__ if not isinstance(meta, dict) else 'no sha256'}"
-                              f"{hint}")
+        raise CheckpointError(
+            f"checkpoint metadata {meta_path} must be a JSON object with a "
+            f"'sha256' string (as save_checkpoint writes), got "
+            f"{type(meta).__name__ if not isinstance(meta, dict) else 'no sha256'}"
+            f"{hint}"
+        )
     digest = sha256_file(path)
     recorded = meta["sha256"]
     if digest != recorded:
@@ -110,20 +113,25 @@ def load_checkpoint(path: str | os.PathLike, rebuild: str | None = None) -> GPT:
     try:
         blob = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # torch raises several types for a file it cannot read
-        raise CheckpointError(f"checkpoint {path} is not an aftertrain checkpoint: torch.load "
-                              f"cannot read it ({_first_line(err)})") from None
+        raise CheckpointError(
+            f"checkpoint {path} is not an aftertrain checkpoint: torch.load "
+            f"cannot read it ({_first_line(err)})"
+        ) from None
     if not isinstance(blob, dict) or not {"config", "state_dict"} <= blob.keys():
         raise CheckpointError(
             f"checkpoint {path} is not an aftertrain checkpoint: expected a dict with keys "
             f"'config' and 'state_dict' (as save_checkpoint writes), got "
-            f"{sorted(blob)[:5] if isinstance(blob, dict) else type(blob).__name__}")
+            f"{sorted(blob)[:5] if isinstance(blob, dict) else type(blob).__name__}"
+        )
     try:
         config = GPTConfig(**{**blob["config"], "dropout": 0.0})
         model = GPT(config)
         model.load_state_dict(blob["state_dict"])
     except (TypeError, ValueError, RuntimeError) as err:
-        raise CheckpointError(f"checkpoint {path} is not an aftertrain checkpoint: its weights "
-                              f"do not match its config ({_first_line(err)})") from None
+        raise CheckpointError(
+            f"checkpoint {path} is not an aftertrain checkpoint: its weights "
+            f"do not match its config ({_first_line(err)})"
+        ) from None
     bad = _non_finite(model)
     if bad:
         raise CheckpointError(f"checkpoint {path} holds NaN or inf weights (in {bad}){hint}")

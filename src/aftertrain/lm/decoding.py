@@ -55,11 +55,11 @@ def check_logits(logits: object, name: str = "logits") -> torch.Tensor:
     (last axis) hold no NaN, no +inf and at least one finite value; else
     ValueError naming ``name``. -inf is allowed (probability 0)."""
     if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
-        raise ValueError(f"{name} must be a floating-point tensor, got "
-                         f"{getattr(logits, 'dtype', type(logits).__name__)}")
+        raise ValueError(
+            f"{name} must be a floating-point tensor, got {getattr(logits, 'dtype', type(logits).__name__)}"
+        )
     if logits.dim() < 1 or logits.shape[-1] < 1 or logits.numel() == 0:
-        raise ValueError(f"{name} must have at least one value per row, got shape "
-                         f"{tuple(logits.shape)}")
+        raise ValueError(f"{name} must have at least one value per row, got shape {tuple(logits.shape)}")
     # amax propagates NaN and is +inf where a row has +inf, -inf where it has
     # nothing finite: one reduction checks all three.
     if not bool(torch.isfinite(logits.amax(-1)).all()):
@@ -69,15 +69,17 @@ def check_logits(logits: object, name: str = "logits") -> torch.Tensor:
             what = "+inf"
         else:
             what = "a row with no finite value"
-        raise ValueError(f"{name} must be finite or -inf with a finite value in each row; "
-                         f"got {what}")
+        raise ValueError(f"{name} must be finite or -inf with a finite value in each row; got {what}")
     return logits
 
 
 def check_temperature(temperature: object) -> float:
     """``temperature`` if it is a finite number >= 0, else ValueError."""
-    if not (is_int(temperature) or isinstance(temperature, float)) \
-            or not math.isfinite(temperature) or temperature < 0:
+    if (
+        not (is_int(temperature) or isinstance(temperature, float))
+        or not math.isfinite(temperature)
+        or temperature < 0
+    ):
         raise ValueError(f"temperature must be a finite number >= 0, got {temperature!r}")
     return temperature
 
@@ -133,8 +135,7 @@ class Decoder:
             j = i + 1
             if n0 + len(new) - i <= self.block_size:
                 j = len(new)
-            while j < len(new) and \
-                    context_start(n0 + 1 + j - i, self.block_size, self.slide) == start:
+            while j < len(new) and context_start(n0 + 1 + j - i, self.block_size, self.slide) == start:
                 j += 1
             self.tokens.extend(new[i:j])
             if start != self.start or self.cache.length != n0 - start:
@@ -144,12 +145,14 @@ class Decoder:
             else:
                 window = new[i:j]
             logits = self.model(torch.tensor([window]), cache=self.cache)[0]
-            out.append(logits[-(j - i):])
+            out.append(logits[-(j - i) :])
             i = j
         logits = out[0] if len(out) == 1 else torch.cat(out)
         if tuple(logits.shape) != (len(new), self.vocab_size):
-            raise ValueError(f"{self.name} must return logits of shape (B, T, "
-                             f"{self.vocab_size}), got rows of {tuple(logits.shape[1:])}")
+            raise ValueError(
+                f"{self.name} must return logits of shape (B, T, "
+                f"{self.vocab_size}), got rows of {tuple(logits.shape[1:])}"
+            )
         return check_logits(logits, f"{self.name}'s logits")
 
     def _token_list(self, tokens: torch.Tensor | list[int]) -> list[int]:
@@ -164,8 +167,7 @@ class Decoder:
         if not new:
             raise ValueError("tokens must hold at least one token")
         if min(new) < 0 or max(new) >= self.vocab_size:
-            raise ValueError(f"tokens must lie in [0, {self.vocab_size}) "
-                             f"({self.name}'s vocabulary)")
+            raise ValueError(f"tokens must lie in [0, {self.vocab_size}) ({self.name}'s vocabulary)")
         return new
 
     def truncate(self, n: int) -> None:
@@ -237,8 +239,13 @@ def generate(
     """
     decoder = Decoder(model)
     V = decoder.vocab_size
-    if not isinstance(prompt, torch.Tensor) or prompt.dim() != 1 or prompt.numel() < 1 \
-            or prompt.is_floating_point() or prompt.dtype == torch.bool:
+    if (
+        not isinstance(prompt, torch.Tensor)
+        or prompt.dim() != 1
+        or prompt.numel() < 1
+        or prompt.is_floating_point()
+        or prompt.dtype == torch.bool
+    ):
         raise ValueError("prompt must be a non-empty 1-D integer tensor of token indices")
     if prompt.min() < 0 or prompt.max() >= V:
         raise ValueError(f"prompt tokens must lie in [0, {V}) (the model's vocabulary)")
@@ -255,8 +262,9 @@ def generate(
 
 
 @torch.no_grad()
-def decode(decoder: Decoder, pending: int, n_new: int, temperature: float,
-           generator: torch.Generator) -> list[int]:
+def decode(
+    decoder: Decoder, pending: int, n_new: int, temperature: float, generator: torch.Generator
+) -> list[int]:
     """``n_new`` tokens sampled after the text ``decoder`` holds plus
     ``pending`` (a token not fed yet): :func:`generate`'s loop after its
     prefill. One cached pass per token: ``pending``, then each sampled token
@@ -298,6 +306,7 @@ def sample_text(
     if not is_int(length) or length < 0:
         raise ValueError(f"length must be an int >= 0, got {length!r}")
     check_seed(seed)
-    tokens = generate(model, _text.encode(prompt, "prompt"), length, temperature,
-                      torch.Generator().manual_seed(seed))
-    return _text.decode(tokens[len(prompt):])
+    tokens = generate(
+        model, _text.encode(prompt, "prompt"), length, temperature, torch.Generator().manual_seed(seed)
+    )
+    return _text.decode(tokens[len(prompt) :])

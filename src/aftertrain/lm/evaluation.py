@@ -27,8 +27,13 @@ def val_loss(model: NextTokenModel, tokens: torch.Tensor | None = None) -> float
     V = model.config.vocab_size
     if tokens is None:
         tokens = _text.load_corpus().val
-    if not isinstance(tokens, torch.Tensor) or tokens.dim() != 1 or tokens.numel() < 2 \
-            or tokens.is_floating_point() or tokens.dtype == torch.bool:
+    if (
+        not isinstance(tokens, torch.Tensor)
+        or tokens.dim() != 1
+        or tokens.numel() < 2
+        or tokens.is_floating_point()
+        or tokens.dtype == torch.bool
+    ):
         raise ValueError("tokens must be a 1-D integer tensor of at least 2 tokens")
     if int(tokens.min()) < 0 or int(tokens.max()) >= V:
         raise ValueError(f"tokens must lie in [0, {V}) (the model's vocabulary)")
@@ -62,11 +67,11 @@ class NonFiniteLossError(FloatingPointError, ValueError):
 def _nll_sum(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     # Per-target losses in float32, summed in float64 so the mean carries no
     # accumulation error (a uniform predictor then scores ln(100) to 1e-7).
-    nll = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1),
-                          reduction="none")
+    nll = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1), reduction="none")
     if not torch.isfinite(nll).all():
-        raise NonFiniteLossError("model: it produced a non-finite loss (NaN or inf logits) "
-                                 "on the validation split")
+        raise NonFiniteLossError(
+            "model: it produced a non-finite loss (NaN or inf logits) on the validation split"
+        )
     return nll.double().sum()
 
 
@@ -86,8 +91,7 @@ class LossMemo:
 
     def __init__(self, tokens: torch.Tensor | None = None) -> None:
         if tokens is not None and not isinstance(tokens, torch.Tensor):
-            raise ValueError(f"tokens must be a 1-D integer tensor or None, "
-                             f"got {type(tokens).__name__}")
+            raise ValueError(f"tokens must be a 1-D integer tensor or None, got {type(tokens).__name__}")
         self.tokens = None if tokens is None else tokens.clone()
         self.misses = 0
         self._losses: dict[tuple, float] = {}

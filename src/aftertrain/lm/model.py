@@ -38,9 +38,7 @@ class GPTConfig:
             value = getattr(self, name)
             check_int(name, value, least=1)
         if self.n_embd % self.n_head:
-            raise ValueError(
-                f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head})"
-            )
+            raise ValueError(f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head})")
         if not isinstance(self.dropout, (int, float)) or not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
 
@@ -151,15 +149,11 @@ class GPT(nn.Module):
         """
         check_idx(idx, self.config.vocab_size)
         if cache is not None and not isinstance(cache, KVCache):
-            raise ValueError(f"cache must be a KVCache (from new_cache()), "
-                             f"got {type(cache).__name__}")
+            raise ValueError(f"cache must be a KVCache (from new_cache()), got {type(cache).__name__}")
         B, T = idx.shape
         past = cache.length if cache is not None else 0
         if past + T > self.config.block_size:
-            raise ValueError(
-                f"context of {past + T} positions exceeds block_size "
-                f"{self.config.block_size}"
-            )
+            raise ValueError(f"context of {past + T} positions exceeds block_size {self.config.block_size}")
         positions = torch.arange(past, past + T, device=idx.device)
         x = self.drop(self.tok(idx) + self.pos(positions))  # (B, T, C)
         for layer, block in enumerate(self.blocks):

@@ -44,8 +44,11 @@ class Bigram(nn.Module):
     def __init__(self, log_probs: torch.Tensor, block_size: int = 128) -> None:
         super().__init__()
         V = _text.VOCAB_SIZE
-        if not isinstance(log_probs, torch.Tensor) or log_probs.shape != (V, V) \
-                or not log_probs.is_floating_point():
+        if (
+            not isinstance(log_probs, torch.Tensor)
+            or log_probs.shape != (V, V)
+            or not log_probs.is_floating_point()
+        ):
             got = getattr(log_probs, "shape", None) or type(log_probs).__name__
             raise ValueError(f"log_probs must be a float tensor of shape ({V}, {V}), got {got}")
         if bool(torch.isnan(log_probs).any()) or bool(torch.isposinf(log_probs).any()):
@@ -59,16 +62,22 @@ class Bigram(nn.Module):
         check_real("alpha", alpha, low=0.0, low_open=True)
         if tokens is None:
             tokens = _text.load_corpus().train
-        if not isinstance(tokens, torch.Tensor) or tokens.dim() != 1 or tokens.numel() < 2 \
-                or tokens.is_floating_point() or tokens.dtype == torch.bool:
+        if (
+            not isinstance(tokens, torch.Tensor)
+            or tokens.dim() != 1
+            or tokens.numel() < 2
+            or tokens.is_floating_point()
+            or tokens.dtype == torch.bool
+        ):
             raise ValueError("tokens must be a 1-D integer tensor of at least 2 tokens")
         V = _text.VOCAB_SIZE
         if int(tokens.min()) < 0 or int(tokens.max()) >= V:
             raise ValueError(f"tokens must lie in [0, {V}) (the vocabulary)")
         tokens = tokens.long()
         counts = torch.zeros(V * V, dtype=torch.float64)
-        counts.index_add_(0, tokens[:-1] * V + tokens[1:], torch.ones(tokens.numel() - 1,
-                                                                      dtype=torch.float64))
+        counts.index_add_(
+            0, tokens[:-1] * V + tokens[1:], torch.ones(tokens.numel() - 1, dtype=torch.float64)
+        )
         counts = counts.view(V, V) + alpha
         return cls(torch.log(counts / counts.sum(dim=1, keepdim=True)))
 
@@ -125,18 +134,21 @@ class NGram(nn.Module):
     keeps a positive probability and each ``P_j`` sums to 1.
     """
 
-    def __init__(self, tables: list[dict[tuple[int, ...], Counter]], unigram: torch.Tensor,
-                 block_size: int = 128) -> None:
+    def __init__(
+        self, tables: list[dict[tuple[int, ...], Counter]], unigram: torch.Tensor, block_size: int = 128
+    ) -> None:
         super().__init__()
         V = _text.VOCAB_SIZE
         if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
             raise ValueError(f"tables must be a list of dicts, got {type(tables).__name__}")
-        if not isinstance(unigram, torch.Tensor) or unigram.shape != (V,) \
-                or not unigram.is_floating_point():
+        if not isinstance(unigram, torch.Tensor) or unigram.shape != (V,) or not unigram.is_floating_point():
             got = getattr(unigram, "shape", None) or type(unigram).__name__
             raise ValueError(f"unigram must be a float tensor of shape ({V},), got {got}")
-        if not bool(torch.isfinite(unigram).all()) or bool((unigram < 0).any()) \
-                or not float(unigram.sum()) > 0:
+        if (
+            not bool(torch.isfinite(unigram).all())
+            or bool((unigram < 0).any())
+            or not float(unigram.sum()) > 0
+        ):
             raise ValueError("unigram must hold finite weights >= 0 with a positive sum")
         self.config = TableConfig(V, block_size)
         self.order = len(tables) + 1
@@ -151,8 +163,13 @@ class NGram(nn.Module):
         check_int("order", order, least=1)
         if tokens is None:
             tokens = _text.load_corpus().train
-        if not isinstance(tokens, torch.Tensor) or tokens.dim() != 1 or tokens.numel() < 2 \
-                or tokens.is_floating_point() or tokens.dtype == torch.bool:
+        if (
+            not isinstance(tokens, torch.Tensor)
+            or tokens.dim() != 1
+            or tokens.numel() < 2
+            or tokens.is_floating_point()
+            or tokens.dtype == torch.bool
+        ):
             raise ValueError("tokens must be a 1-D integer tensor of at least 2 tokens")
         ids = tokens.tolist()
         V = _text.VOCAB_SIZE
@@ -162,7 +179,7 @@ class NGram(nn.Module):
         for j in range(1, order):
             table: dict[tuple[int, ...], Counter] = defaultdict(Counter)
             for i in range(j, len(ids)):
-                table[tuple(ids[i - j:i])][ids[i]] += 1
+                table[tuple(ids[i - j : i])][ids[i]] += 1
             tables.append(dict(table))
         counts = torch.bincount(tokens.long(), minlength=V).double()
         return cls(tables, (counts + 1) / (counts.sum() + V))
@@ -170,14 +187,16 @@ class NGram(nn.Module):
     def distribution(self, context: tuple[int, ...]) -> torch.Tensor:
         """P(next | context) (float64, V): the model uses the last order-1 characters."""
         if not isinstance(context, tuple) or not all(
-                isinstance(t, int) and not isinstance(t, bool)
-                and 0 <= t < self.config.vocab_size for t in context):
-            raise ValueError(f"context must be a tuple of token indices in "
-                             f"[0, {self.config.vocab_size}), got {context!r}")
+            isinstance(t, int) and not isinstance(t, bool) and 0 <= t < self.config.vocab_size
+            for t in context
+        ):
+            raise ValueError(
+                f"context must be a tuple of token indices in [0, {self.config.vocab_size}), got {context!r}"
+            )
         return self._distribution(context)
 
     def _distribution(self, context: tuple[int, ...]) -> torch.Tensor:
-        h = context[max(0, len(context) - self.order + 1):]
+        h = context[max(0, len(context) - self.order + 1) :]
         hit = self._memo.get(h)
         if hit is not None:
             return hit
@@ -197,9 +216,14 @@ class NGram(nn.Module):
         T = check_idx(idx, self.config.vocab_size).shape[1]
         rows = []
         for seen in texts(idx, cache):
-            rows.append(torch.stack([
-                self._distribution(tuple(seen[max(0, i - self.order + 2):i + 1]))
-                for i in range(len(seen) - T, len(seen))]))
+            rows.append(
+                torch.stack(
+                    [
+                        self._distribution(tuple(seen[max(0, i - self.order + 2) : i + 1]))
+                        for i in range(len(seen) - T, len(seen))
+                    ]
+                )
+            )
         return torch.log(torch.stack(rows)).float()
 
     def new_cache(self) -> TokenCache:

@@ -76,9 +76,11 @@ class NextTokenModel(Protocol):
 def check_model(model: object, name: str = "model") -> NextTokenModel:
     """``model`` if it implements :class:`NextTokenModel`, else ValueError naming ``name``."""
     if not isinstance(model, NextTokenModel) or not isinstance(model.config, ModelShape):
-        raise ValueError(f"{name} must implement aftertrain.lm.protocol.NextTokenModel "
-                         f"(config.block_size, config.vocab_size, new_cache(), "
-                         f"__call__(idx, cache)), got {type(model).__name__}")
+        raise ValueError(
+            f"{name} must implement aftertrain.lm.protocol.NextTokenModel "
+            f"(config.block_size, config.vocab_size, new_cache(), "
+            f"__call__(idx, cache)), got {type(model).__name__}"
+        )
     return model
 
 
@@ -91,8 +93,13 @@ def check_idx(idx: object, vocab_size: int) -> torch.Tensor:
     """``idx`` if it is a 2-D integer tensor (B, T) of indices in
     ``[0, vocab_size)``, else ValueError: what every model's forward accepts."""
     check_int("vocab_size", vocab_size, least=1)
-    if not isinstance(idx, torch.Tensor) or idx.dim() != 2 or idx.is_floating_point() \
-            or idx.is_complex() or idx.dtype == torch.bool:
+    if (
+        not isinstance(idx, torch.Tensor)
+        or idx.dim() != 2
+        or idx.is_floating_point()
+        or idx.is_complex()
+        or idx.dtype == torch.bool
+    ):
         raise ValueError("idx must be a 2-D integer tensor (B, T) of token indices")
     if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= vocab_size):
         raise ValueError(f"idx must lie in [0, {vocab_size}) (the vocabulary)")
@@ -134,8 +141,9 @@ class TokenCache:
         """Append the single row of ``idx`` (1, T) and return the whole text
         so far: the context of the row's T predictions is its prefix."""
         if not isinstance(idx, torch.Tensor) or idx.dim() != 2 or idx.shape[0] != 1:
-            raise ValueError(f"idx must have one row (1, T) when a cache is given, got "
-                             f"{tuple(getattr(idx, 'shape', ()))}")
+            raise ValueError(
+                f"idx must have one row (1, T) when a cache is given, got {tuple(getattr(idx, 'shape', ()))}"
+            )
         self.tokens.extend(idx[0].tolist())
         return self.tokens
 
@@ -147,6 +155,5 @@ def texts(idx: torch.Tensor, cache: TokenCache | None) -> list[list[int]]:
     if cache is None:
         return idx.tolist()
     if not isinstance(cache, TokenCache):
-        raise ValueError(f"cache must be a TokenCache (from new_cache()), "
-                         f"got {type(cache).__name__}")
+        raise ValueError(f"cache must be a TokenCache (from new_cache()), got {type(cache).__name__}")
     return [cache.extend(idx)]

@@ -34,8 +34,18 @@ from aftertrain.lm import model as _model
 from aftertrain.lm import train as _train
 from aftertrain.lm.checkpoint import CheckpointError
 
-__all__ = ["ARCHITECTURE", "BUNDLED", "DEFAULT", "CheckpointError", "ModelIdentity",
-           "bundled_path", "check_architecture", "load_model", "model_meta", "resolve"]
+__all__ = [
+    "ARCHITECTURE",
+    "BUNDLED",
+    "DEFAULT",
+    "CheckpointError",
+    "ModelIdentity",
+    "bundled_path",
+    "check_architecture",
+    "load_model",
+    "model_meta",
+    "resolve",
+]
 
 #: The article's architecture, the only one the claims are defined for.
 ARCHITECTURE = _model.GPTConfig()
@@ -46,18 +56,26 @@ ARCHITECTURE_PARAMETERS = 637_156
 SWEEP_STEPS = (250, 1250)
 
 #: The command that trained the bundled ``overfit`` checkpoint (its .pt.json records it too).
-OVERFIT_COMMAND = ("aftertrain train --threads 1 --eval-every 50 --dropout 0 --stop-rising-to 2.03 "
-                   "--keep last --out src/aftertrain/data/overfit.pt")
+OVERFIT_COMMAND = (
+    "aftertrain train --threads 1 --eval-every 50 --dropout 0 --stop-rising-to 2.03 "
+    "--keep last --out src/aftertrain/data/overfit.pt"
+)
 
 #: Name -> (file in aftertrain/data, the command that rebuilds it).
 BUNDLED: dict[str, tuple[str, str]] = {
     "reference": (_checkpoint.REFERENCE_FILE, _checkpoint.REBUILD_HINT),
-    "article": ("article.pt",
-                f"aftertrain train --stop-at {_train.ARTICLE_STEPS} --out src/aftertrain/data/article.pt"),
+    "article": (
+        "article.pt",
+        f"aftertrain train --stop-at {_train.ARTICLE_STEPS} --out src/aftertrain/data/article.pt",
+    ),
     # The quality sweep (aftertrain sweep): the same run stopped at 250 and 1,250 steps.
-    **{f"sweep-{n}": (f"sweep-{n}.pt",
-                      f"aftertrain train --stop-at {n} --out src/aftertrain/data/sweep-{n}.pt")
-       for n in SWEEP_STEPS},
+    **{
+        f"sweep-{n}": (
+            f"sweep-{n}.pt",
+            f"aftertrain train --stop-at {n} --out src/aftertrain/data/sweep-{n}.pt",
+        )
+        for n in SWEEP_STEPS
+    },
     # The recipe sweep's overfitted run (no dropout, last step kept once the validation loss
     # climbs back to 2.03): the one recipe that reproduces Q5, Q6 and Q7 (report/sweep.md).
     "overfit": ("overfit.pt", OVERFIT_COMMAND),
@@ -87,15 +105,19 @@ def bundled_path(name: str) -> Path:
 def resolve(name_or_path: str | os.PathLike) -> tuple[Path, str, bool]:
     """``(path, name, bundled)`` for a bundled name or a checkpoint path."""
     if not isinstance(name_or_path, (str, os.PathLike)) or not str(name_or_path):
-        raise ValueError(f"name_or_path must be a bundled model name ({', '.join(BUNDLED)}) "
-                         f"or a checkpoint path, got {name_or_path!r}")
+        raise ValueError(
+            f"name_or_path must be a bundled model name ({', '.join(BUNDLED)}) "
+            f"or a checkpoint path, got {name_or_path!r}"
+        )
     key = os.fspath(name_or_path)
     if key in BUNDLED:
         return bundled_path(key), key, True
     path = Path(key)
     if not path.is_file():
-        raise ValueError(f"name_or_path {key!r} is neither a bundled model "
-                         f"({', '.join(BUNDLED)}) nor an existing checkpoint file")
+        raise ValueError(
+            f"name_or_path {key!r} is neither a bundled model "
+            f"({', '.join(BUNDLED)}) nor an existing checkpoint file"
+        )
     return path, key, False
 
 
@@ -105,12 +127,12 @@ def check_architecture(net: _model.GPT, name: str = "model") -> None:
         raise ValueError(f"{name} must be an aftertrain.lm.model.GPT, got {type(net).__name__}")
     config = _model.GPTConfig(**{**net.config.__dict__, "dropout": 0.0})
     if config != ARCHITECTURE:
-        raise ValueError(f"{name} has architecture {config}, but the claims need the "
-                         f"article's {ARCHITECTURE}")
+        raise ValueError(
+            f"{name} has architecture {config}, but the claims need the article's {ARCHITECTURE}"
+        )
     n = sum(p.numel() for p in net.parameters())
     if n != ARCHITECTURE_PARAMETERS:  # pragma: no cover - implied by the config
-        raise ValueError(f"{name} has {n} parameters, the article's model "
-                         f"{ARCHITECTURE_PARAMETERS}")
+        raise ValueError(f"{name} has {n} parameters, the article's model {ARCHITECTURE_PARAMETERS}")
 
 
 def load_model(name_or_path: str | os.PathLike = DEFAULT) -> tuple[_model.GPT, ModelIdentity]:
@@ -125,8 +147,10 @@ def load_model(name_or_path: str | os.PathLike = DEFAULT) -> tuple[_model.GPT, M
     except _checkpoint.CheckpointError as err:  # a ValueError naming the file and the fault
         raise _checkpoint.CheckpointError(f"name_or_path {name!r}: {err}") from None
     except Exception as err:  # unpickling, missing keys, shapes that do not fit
-        raise ValueError(f"name_or_path {name!r} is not a checkpoint written by "
-                         f"`aftertrain train --out` ({type(err).__name__}: {err})") from err
+        raise ValueError(
+            f"name_or_path {name!r} is not a checkpoint written by "
+            f"`aftertrain train --out` ({type(err).__name__}: {err})"
+        ) from err
     check_architecture(net, f"name_or_path {name!r}")
     return net, ModelIdentity(name, _read_meta(path)["sha256"], path, bundled)
 

@@ -41,8 +41,7 @@ def encode(text: str, name: str = "text") -> torch.Tensor:
         shown = ", ".join(f"{ch!r} at position {i}" for i, ch in bad[:5])
         more = f" (and {len(bad) - 5} more)" if len(bad) > 5 else ""
         raise ValueError(
-            f"{name} has {len(bad)} character(s) outside the vocabulary "
-            f"(string.printable): {shown}{more}"
+            f"{name} has {len(bad)} character(s) outside the vocabulary (string.printable): {shown}{more}"
         )
     return torch.tensor([_INDEX[ch] for ch in text], dtype=torch.long)
 
@@ -55,12 +54,16 @@ def decode(tokens: torch.Tensor | Sequence[int]) -> str:
         if tokens.dtype == torch.bool:
             raise ValueError("tokens must be integer indices in [0, 100), got a bool tensor")
         tokens = tokens.tolist()
-    if isinstance(tokens, (str, bytes)) or not hasattr(tokens, "__iter__") \
-            or type(tokens).__module__ == "numpy":
-        raise ValueError(f"tokens must be a 1-D tensor or a sequence of ints in [0, {VOCAB_SIZE}), "
-                         f"got {type(tokens).__name__}"
-                         + (" (convert with torch.from_numpy or .tolist())"
-                            if type(tokens).__module__ == "numpy" else ""))
+    if (
+        isinstance(tokens, (str, bytes))
+        or not hasattr(tokens, "__iter__")
+        or type(tokens).__module__ == "numpy"
+    ):
+        raise ValueError(
+            f"tokens must be a 1-D tensor or a sequence of ints in [0, {VOCAB_SIZE}), "
+            f"got {type(tokens).__name__}"
+            + (" (convert with torch.from_numpy or .tolist())" if type(tokens).__module__ == "numpy" else "")
+        )
     out = []
     for i, t in enumerate(tokens):
         if not isinstance(t, int) or isinstance(t, bool) or not 0 <= t < VOCAB_SIZE:
@@ -92,8 +95,9 @@ class Corpus:
         for name in ("train_text", "val_text"):
             value = getattr(self, name)
             if not isinstance(value, str) or len(value) < 2:
-                raise ValueError(f"{name} must be a str of at least 2 characters, got "
-                                 f"{type(value).__name__} {value!r:.40}")
+                raise ValueError(
+                    f"{name} must be a str of at least 2 characters, got {type(value).__name__} {value!r:.40}"
+                )
 
     @functools.cached_property
     def train(self) -> torch.Tensor:
@@ -118,8 +122,7 @@ def load_corpus() -> Corpus:
         raw = path.read_bytes()
     except FileNotFoundError:
         raise CorpusError(
-            f"corpus file {path} is missing; reinstall aftertrain "
-            "(pip install -e .) or restore it from git"
+            f"corpus file {path} is missing; reinstall aftertrain (pip install -e .) or restore it from git"
         ) from None
     digest = hashlib.sha256(raw).hexdigest()
     if digest != CORPUS_SHA256:

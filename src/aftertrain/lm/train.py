@@ -86,34 +86,43 @@ class TrainConfig:
             "steps": (self.steps >= 1, ">= 1"),
             "batch_size": (self.batch_size >= 1, ">= 1"),
             "lr": (finite(self.lr) and self.lr > 0, "a finite number > 0"),
-            "min_lr": (finite(self.min_lr) and 0 <= self.min_lr <= self.lr,
-                       f"a number from 0 to lr ({self.lr})"),
+            "min_lr": (
+                finite(self.min_lr) and 0 <= self.min_lr <= self.lr,
+                f"a number from 0 to lr ({self.lr})",
+            ),
             "warmup": (self.warmup >= 0, ">= 0"),
-            "weight_decay": (finite(self.weight_decay) and self.weight_decay >= 0,
-                             "a finite number >= 0"),
-            "grad_clip": (self.grad_clip is None or (finite(self.grad_clip) and self.grad_clip > 0),
-                          "a finite number > 0, or None for no clipping"),
+            "weight_decay": (finite(self.weight_decay) and self.weight_decay >= 0, "a finite number >= 0"),
+            "grad_clip": (
+                self.grad_clip is None or (finite(self.grad_clip) and self.grad_clip > 0),
+                "a finite number > 0, or None for no clipping",
+            ),
             "eval_every": (self.eval_every >= 1, ">= 1"),
             "threads": (self.threads >= 1, ">= 1"),
-            "stop_at": (self.stop_at is None or 1 <= self.stop_at <= self.steps,
-                        f"None or from 1 to steps ({self.steps})"),
-            "stop_below": (self.stop_below is None or (finite(self.stop_below)
-                                                       and self.stop_below > 0),
-                           "None or a finite loss > 0"),
-            "stop_rising_to": (self.stop_rising_to is None or (finite(self.stop_rising_to)
-                                                               and self.stop_rising_to > 0),
-                               "None or a finite loss > 0"),
+            "stop_at": (
+                self.stop_at is None or 1 <= self.stop_at <= self.steps,
+                f"None or from 1 to steps ({self.steps})",
+            ),
+            "stop_below": (
+                self.stop_below is None or (finite(self.stop_below) and self.stop_below > 0),
+                "None or a finite loss > 0",
+            ),
+            "stop_rising_to": (
+                self.stop_rising_to is None or (finite(self.stop_rising_to) and self.stop_rising_to > 0),
+                "None or a finite loss > 0",
+            ),
             "keep": (self.keep in KEEP, f"one of {', '.join(KEEP)}"),
         }
         for name, (ok, allowed) in checks.items():
             if not ok:
-                raise ValueError(f"{name} has an invalid value {getattr(self, name)!r}; "
-                                 f"allowed: {allowed}")
-        if None not in (self.stop_below, self.stop_rising_to) \
-                and self.stop_rising_to <= self.stop_below:  # it could never stop the run
-            raise ValueError(f"stop_rising_to has an invalid value {self.stop_rising_to!r}; "
-                             f"allowed: above stop_below ({self.stop_below!r}), which stops the "
-                             f"run before its validation loss can climb back to it")
+                raise ValueError(f"{name} has an invalid value {getattr(self, name)!r}; allowed: {allowed}")
+        if (
+            None not in (self.stop_below, self.stop_rising_to) and self.stop_rising_to <= self.stop_below
+        ):  # it could never stop the run
+            raise ValueError(
+                f"stop_rising_to has an invalid value {self.stop_rising_to!r}; "
+                f"allowed: above stop_below ({self.stop_below!r}), which stops the "
+                f"run before its validation loss can climb back to it"
+            )
 
 
 @dataclass(frozen=True)
@@ -161,12 +170,20 @@ DRAFT_LR = 3e-3
 ARTICLE_STEPS = 950
 
 
-def draft_train_config(steps: int = DRAFT_STEPS, seed: int = 1337, threads: int = 2,
-                       eval_every: int = 250) -> TrainConfig:
+def draft_train_config(
+    steps: int = DRAFT_STEPS, seed: int = 1337, threads: int = 2, eval_every: int = 250
+) -> TrainConfig:
     """The reference recipe (optimiser, schedule, batch, seed) with the draft's
     model, steps and learning rate."""
-    return TrainConfig(steps=steps, seed=seed, threads=threads, eval_every=eval_every,
-                       lr=DRAFT_LR, min_lr=DRAFT_LR / 10, model=DRAFT_MODEL)
+    return TrainConfig(
+        steps=steps,
+        seed=seed,
+        threads=threads,
+        eval_every=eval_every,
+        lr=DRAFT_LR,
+        min_lr=DRAFT_LR / 10,
+        model=DRAFT_MODEL,
+    )
 
 
 def learning_rate(step: int, cfg: TrainConfig) -> float:
@@ -205,14 +222,16 @@ def _optimizer(net: torch.nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
     decay = [p for p in net.parameters() if p.dim() >= 2]
     no_decay = [p for p in net.parameters() if p.dim() < 2]
     return torch.optim.AdamW(
-        [{"params": decay, "weight_decay": cfg.weight_decay},
-         {"params": no_decay, "weight_decay": 0.0}],
-        lr=cfg.lr, betas=(0.9, 0.99), foreach=False,
+        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=cfg.lr,
+        betas=(0.9, 0.99),
+        foreach=False,
     )
 
 
-def _batch(data: torch.Tensor, T: int, batch_size: int, gen: torch.Generator
-           ) -> tuple[torch.Tensor, torch.Tensor]:
+def _batch(
+    data: torch.Tensor, T: int, batch_size: int, gen: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``batch_size`` windows of ``T`` tokens at random starts, and their
     targets (the same windows one token on)."""
     starts = torch.randint(0, data.numel() - T - 1, (batch_size,), generator=gen)
@@ -241,6 +260,7 @@ def _train(cfg, data, val, on_progress) -> TrainResult:
             if cfg.stop_below is not None and vl <= cfg.stop_below:
                 return True
             return cfg.stop_rising_to is not None and best < cfg.stop_rising_to <= vl
+
         for step in range(1, last + 1):
             net.train()
             x, y = _batch(data, T, cfg.batch_size, gen)
@@ -266,9 +286,16 @@ def _train(cfg, data, val, on_progress) -> TrainResult:
                     best, best_step = vl, step
                     best_state = copy.deepcopy(net.state_dict())
             if on_progress is not None:
-                on_progress(Progress(step, last, loss.item(), vl,
-                                     None if best == math.inf else best,
-                                     time.perf_counter() - t0))
+                on_progress(
+                    Progress(
+                        step,
+                        last,
+                        loss.item(),
+                        vl,
+                        None if best == math.inf else best,
+                        time.perf_counter() - t0,
+                    )
+                )
             if vl is not None and reached(vl):
                 break
         assert best_state is not None, "the last step always evaluates"
@@ -278,5 +305,4 @@ def _train(cfg, data, val, on_progress) -> TrainResult:
         final = _model.GPT(_model.GPTConfig(**{**cfg.model.__dict__, "dropout": 0.0}))
         final.load_state_dict(best_state)
     train_at_best = next(tl for s, tl, _ in history if s == best_step)
-    return TrainResult(final.eval(), best_step, best, train_at_best, history,
-                       time.perf_counter() - t0)
+    return TrainResult(final.eval(), best_step, best, train_at_best, history, time.perf_counter() - t0)

@@ -30,7 +30,24 @@ from aftertrain.prune.masks import (
     two_four_masks,
 )
 
-__all__ = ["Format", "MagnitudeRanking", "Method", "Stored", "apply_masks", "break_even_sparsity",
-           "bytes_per_element", "bytes_per_element_formula", "from_stored", "global_magnitude_masks",
-           "layer_magnitude_masks", "masks_for", "n_removed", "prunable_weights", "pruned_model",
-           "random_masks", "sparsity_of", "to_stored", "two_four_masks"]
+__all__ = [
+    "Format",
+    "MagnitudeRanking",
+    "Method",
+    "Stored",
+    "apply_masks",
+    "break_even_sparsity",
+    "bytes_per_element",
+    "bytes_per_element_formula",
+    "from_stored",
+    "global_magnitude_masks",
+    "layer_magnitude_masks",
+    "masks_for",
+    "n_removed",
+    "prunable_weights",
+    "pruned_model",
+    "random_masks",
+    "sparsity_of",
+    "to_stored",
+    "two_four_masks",
+]

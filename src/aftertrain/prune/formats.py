@@ -72,8 +72,10 @@ def to_stored(dense: torch.Tensor, fmt: Format) -> Stored:
     if not isinstance(fmt, Format):
         raise ValueError(f"fmt must be a Format, got {fmt!r}")
     if not isinstance(dense, torch.Tensor) or dense.dtype != torch.float32 or dense.dim() != 2:
-        raise ValueError(f"dense must be a 2-D float32 tensor, got "
-                         f"{getattr(dense, 'dtype', type(dense))} {tuple(getattr(dense, 'shape', ()))}")
+        raise ValueError(
+            f"dense must be a 2-D float32 tensor, got "
+            f"{getattr(dense, 'dtype', type(dense))} {tuple(getattr(dense, 'shape', ()))}"
+        )
     if dense.numel() == 0:
         raise ValueError(f"dense must have at least one element, got shape {tuple(dense.shape)}")
     if not bool(torch.isfinite(dense).all()):
@@ -95,8 +97,7 @@ def to_stored(dense: torch.Tensor, fmt: Format) -> Stored:
         crow = torch.zeros(shape[0] + 1, dtype=torch.int64)
         crow[1:] = rows.sum(1).cumsum(0)
         col = rows.nonzero()[:, 1].contiguous()
-        return Stored(fmt, shape, {"values": dense[rows].clone(), "col_indices": col,
-                                   "crow_indices": crow})
+        return Stored(fmt, shape, {"values": dense[rows].clone(), "col_indices": col, "crow_indices": crow})
     # TWO_FOUR
     if shape[1] % 4:
         raise ValueError(f"dense: 2:4 storage needs a last dimension divisible by 4, got {shape}")
@@ -108,8 +109,7 @@ def to_stored(dense: torch.Tensor, fmt: Format) -> Stored:
     order = torch.sort((~groups).to(torch.int8), dim=1, stable=True).indices[:, :2]
     positions = torch.sort(order, dim=1).values
     values = torch.gather(flat.view(-1, 4), 1, positions).reshape(-1).clone()
-    return Stored(fmt, shape, {"values": values,
-                               "positions": packing.pack(positions, 2, signed=False)})
+    return Stored(fmt, shape, {"values": values, "positions": packing.pack(positions, 2, signed=False)})
 
 
 def from_stored(stored: Stored) -> torch.Tensor:
@@ -119,8 +119,10 @@ def from_stored(stored: Stored) -> torch.Tensor:
     try:
         return _from_stored(stored)
     except (KeyError, IndexError, RuntimeError, TypeError, AttributeError) as err:
-        raise ValueError(f"stored: its arrays do not hold a {stored.format.value} matrix of shape "
-                         f"{stored.shape} ({type(err).__name__}: {err})") from None
+        raise ValueError(
+            f"stored: its arrays do not hold a {stored.format.value} matrix of shape "
+            f"{stored.shape} ({type(err).__name__}: {err})"
+        ) from None
 
 
 def _from_stored(stored: Stored) -> torch.Tensor:
@@ -150,17 +152,19 @@ def _from_stored(stored: Stored) -> torch.Tensor:
 def bytes_per_element(matrices: Iterable[torch.Tensor], fmt: Format) -> float:
     """Total stored bytes of ``matrices`` in ``fmt`` divided by their element count."""
     if isinstance(matrices, torch.Tensor) or not isinstance(matrices, Iterable):
-        raise ValueError(f"matrices must be an iterable of 2-D float32 tensors, got "
-                         f"{type(matrices).__name__}")
+        raise ValueError(
+            f"matrices must be an iterable of 2-D float32 tensors, got {type(matrices).__name__}"
+        )
     matrices = list(matrices)
     if not matrices:
         raise ValueError("matrices must hold at least one matrix")
     for i, m in enumerate(matrices):
         if not isinstance(m, torch.Tensor) or m.numel() == 0:
-            raise ValueError(f"matrices[{i}] must be a non-empty 2-D float32 tensor, got "
-                             f"{tuple(getattr(m, 'shape', ())) or type(m).__name__}")
-    return (sum(to_stored(m, fmt).nbytes for m in matrices)
-            / sum(m.numel() for m in matrices))
+            raise ValueError(
+                f"matrices[{i}] must be a non-empty 2-D float32 tensor, got "
+                f"{tuple(getattr(m, 'shape', ())) or type(m).__name__}"
+            )
+    return sum(to_stored(m, fmt).nbytes for m in matrices) / sum(m.numel() for m in matrices)
 
 
 #: Formats whose bytes per element depend on the sparsity alone (not on the shape).
@@ -180,8 +184,10 @@ def bytes_per_element_formula(fmt: Format, sparsity: numbers.Real) -> numbers.Re
     outside ``[0, 1]``.
     """
     if fmt not in SHAPE_FREE:
-        raise ValueError(f"fmt must be one of {[f.name for f in SHAPE_FREE]} (their bytes per "
-                         f"element do not depend on the shape), got {fmt!r}")
+        raise ValueError(
+            f"fmt must be one of {[f.name for f in SHAPE_FREE]} (their bytes per "
+            f"element do not depend on the shape), got {fmt!r}"
+        )
     check_real("sparsity", sparsity, low=0, high=1)
     eighth = Fraction(1, 8)  # one bit per element (bitmask; 2:4's 2 bits per kept half)
     if fmt is Format.DENSE:
@@ -200,6 +206,7 @@ def break_even_sparsity(a: Format, b: Format) -> Fraction:
     (96.875%); above it COO is smaller. ``ValueError`` if the two never cost
     the same at a sparsity in ``[0, 1]``.
     """
+
     def gap(s: Fraction) -> Fraction:
         return Fraction(bytes_per_element_formula(a, s)) - Fraction(bytes_per_element_formula(b, s))
 
@@ -207,6 +214,5 @@ def break_even_sparsity(a: Format, b: Format) -> Fraction:
         raise ValueError(f"a, b: {a.name} and {b.name} differ by the same bytes at every sparsity")
     s = gap(Fraction(0)) / (gap(Fraction(0)) - gap(Fraction(1)))
     if not 0 <= s <= 1:
-        raise ValueError(f"a, b: {a.name} and {b.name} cost the same only at sparsity {s}, "
-                         f"outside [0, 1]")
+        raise ValueError(f"a, b: {a.name} and {b.name} cost the same only at sparsity {s}, outside [0, 1]")
     return s

@@ -74,8 +74,7 @@ def _check_finite_ranking(weights: Mapping[str, torch.Tensor]) -> None:
         if not isinstance(w, torch.Tensor):
             raise ValueError(f"weights: {name} must be a tensor, got {type(w).__name__}")
         if w.numel() == 0:
-            raise ValueError(f"weights: {name} must have at least one element, got shape "
-                             f"{tuple(w.shape)}")
+            raise ValueError(f"weights: {name} must have at least one element, got shape {tuple(w.shape)}")
         if not torch.is_floating_point(w):
             raise ValueError(f"weights: {name} must be floating point, got {w.dtype}")
         if not bool(torch.isfinite(w).all()):
@@ -107,8 +106,9 @@ def _magnitude_order(flat: torch.Tensor) -> torch.Tensor:
 
 def _split(keep: torch.Tensor, shapes: Mapping[str, torch.Size]) -> dict[str, torch.Tensor]:
     sizes = [math.prod(shape) for shape in shapes.values()]
-    return {n: part.view(shape)
-            for (n, shape), part in zip(shapes.items(), torch.split(keep, sizes), strict=True)}
+    return {
+        n: part.view(shape) for (n, shape), part in zip(shapes.items(), torch.split(keep, sizes), strict=True)
+    }
 
 
 def _shapes(weights: Mapping[str, torch.Tensor]) -> dict[str, torch.Size]:
@@ -139,12 +139,12 @@ class MagnitudeRanking:
         """Keep masks (``True`` = kept) at ``sparsity``."""
         check_sparsity(sparsity)
         if self.per_layer:
-            return {n: _drop_first(order, n_removed(sparsity, order.numel()),
-                                   order.numel()).view(self.shapes[n])
-                    for n, order in self.orders.items()}
+            return {
+                n: _drop_first(order, n_removed(sparsity, order.numel()), order.numel()).view(self.shapes[n])
+                for n, order in self.orders.items()
+            }
         order = self.orders["*"]
-        return _split(_drop_first(order, n_removed(sparsity, order.numel()), order.numel()),
-                      self.shapes)
+        return _split(_drop_first(order, n_removed(sparsity, order.numel()), order.numel()), self.shapes)
 
 
 def _flat(weights: Mapping[str, torch.Tensor]) -> torch.Tensor:
@@ -195,8 +195,10 @@ def two_four_masks(weights: Mapping[str, torch.Tensor]) -> dict[str, torch.Tenso
     masks = {}
     for name, w in weights.items():
         if w.dim() != 2 or w.shape[-1] % 4:
-            raise ValueError(f"weights: 2:4 groups need a 2-D matrix whose last dimension is a "
-                             f"multiple of 4; {name} has shape {tuple(w.shape)}")
+            raise ValueError(
+                f"weights: 2:4 groups need a 2-D matrix whose last dimension is a "
+                f"multiple of 4; {name} has shape {tuple(w.shape)}"
+            )
         groups = w.reshape(-1, 4).abs()
         order = torch.sort(groups, dim=1, stable=True).indices
         keep = torch.ones_like(groups, dtype=torch.bool)
@@ -244,12 +246,13 @@ def apply_masks(model: nn.Module, masks: Mapping[str, torch.Tensor]) -> nn.Modul
     for name, keep in masks.items():
         if name not in params:
             raise ValueError(f"masks: {name!r} is not a parameter of the model")
-        if (not isinstance(keep, torch.Tensor) or keep.dtype != torch.bool
-                or keep.shape != params[name].shape):
-            raise ValueError(f"masks: {name!r} must be a bool tensor of shape "
-                             f"{tuple(params[name].shape)}, got "
-                             f"{getattr(keep, 'dtype', type(keep).__name__)} "
-                             f"{tuple(getattr(keep, 'shape', ()))}")
+        if not isinstance(keep, torch.Tensor) or keep.dtype != torch.bool or keep.shape != params[name].shape:
+            raise ValueError(
+                f"masks: {name!r} must be a bool tensor of shape "
+                f"{tuple(params[name].shape)}, got "
+                f"{getattr(keep, 'dtype', type(keep).__name__)} "
+                f"{tuple(getattr(keep, 'shape', ()))}"
+            )
     pruned = copy.deepcopy(model)
     with torch.no_grad():
         for name, p in pruned.named_parameters():
@@ -276,8 +279,9 @@ def sparsity_of(masks: Mapping[str, torch.Tensor]) -> float:
         raise ValueError(f"masks must be a non-empty dict of name -> bool tensor, got {masks!r}")
     for name, m in masks.items():
         if not isinstance(m, torch.Tensor) or m.dtype != torch.bool:
-            raise ValueError(f"masks: {name!r} must be a bool tensor, got "
-                             f"{getattr(m, 'dtype', type(m).__name__)}")
+            raise ValueError(
+                f"masks: {name!r} must be a bool tensor, got {getattr(m, 'dtype', type(m).__name__)}"
+            )
     total = sum(m.numel() for m in masks.values())
     if total == 0:
         raise ValueError("masks must hold at least one position, got only empty masks")

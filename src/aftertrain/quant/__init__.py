@@ -23,7 +23,21 @@ from aftertrain.quant.primitives import (
     unpack_codes,
 )
 
-__all__ = ["FLOAT32_MAX", "MAX_BITS", "MIN_BITS", "SCALE_FLOOR", "Granularity",
-           "QuantizedTensor", "dequantize", "fake_quantize", "pack_codes", "qmax_for",
-           "quantize_codes", "quantized_model", "scales", "storage_bytes", "unpack_codes",
-           "weight_names"]
+__all__ = [
+    "FLOAT32_MAX",
+    "MAX_BITS",
+    "MIN_BITS",
+    "SCALE_FLOOR",
+    "Granularity",
+    "QuantizedTensor",
+    "dequantize",
+    "fake_quantize",
+    "pack_codes",
+    "qmax_for",
+    "quantize_codes",
+    "quantized_model",
+    "scales",
+    "storage_bytes",
+    "unpack_codes",
+    "weight_names",
+]

@@ -86,8 +86,7 @@ def storage_bytes(
             scale_bytes += FLOAT32_BYTES * qt.scales.numel()
         else:
             float_bytes += FLOAT32_BYTES * p.numel()
-    float_weight_bytes = FLOAT32_BYTES * sum(p.numel() for n, p in matrices.items()
-                                             if n not in chosen)
+    float_weight_bytes = FLOAT32_BYTES * sum(p.numel() for n, p in matrices.items() if n not in chosen)
     return {
         "weights": weights,
         "parameters": parameters,

@@ -76,9 +76,7 @@ def check_bits(bits: int) -> None:
 def check_granularity(granularity: Granularity) -> None:
     """Refuse anything but a :class:`Granularity` (ValueError naming the allowed)."""
     if not isinstance(granularity, Granularity):
-        raise ValueError(
-            f"granularity must be one of {[g.name for g in Granularity]}, got {granularity!r}"
-        )
+        raise ValueError(f"granularity must be one of {[g.name for g in Granularity]}, got {granularity!r}")
 
 
 def check_weight(w: torch.Tensor, granularity: Granularity, name: str = "w") -> None:
@@ -86,8 +84,9 @@ def check_weight(w: torch.Tensor, granularity: Granularity, name: str = "w") -> 
     naming ``name``): not floating point, empty, meta, non-finite, beyond
     float32's range, or not 2-D for per-channel scales."""
     if not isinstance(w, torch.Tensor) or not w.is_floating_point():
-        raise ValueError(f"{name} must be a floating-point tensor, got "
-                         f"{getattr(w, 'dtype', type(w).__name__)}")
+        raise ValueError(
+            f"{name} must be a floating-point tensor, got {getattr(w, 'dtype', type(w).__name__)}"
+        )
     if w.numel() == 0:
         raise ValueError(f"{name} must have at least one element")
     if w.is_meta:
@@ -95,12 +94,13 @@ def check_weight(w: torch.Tensor, granularity: Granularity, name: str = "w") -> 
     if not bool(torch.isfinite(w).all()):
         raise ValueError(f"{name} must be finite (no NaN or Inf)")
     if w.dtype == torch.float64 and bool((w.abs() > FLOAT32_MAX).any()):
-        raise ValueError(f"{name} must lie within float32's range, |{name}| <= {FLOAT32_MAX:.6g} "
-                         f"(it is quantized in float32), got max |{name}| "
-                         f"{float(w.abs().max()):.6g}")
+        raise ValueError(
+            f"{name} must lie within float32's range, |{name}| <= {FLOAT32_MAX:.6g} "
+            f"(it is quantized in float32), got max |{name}| "
+            f"{float(w.abs().max()):.6g}"
+        )
     if granularity is Granularity.PER_CHANNEL and w.dim() != 2:
-        raise ValueError(f"{name} must be 2-D for per-channel quantization, got shape "
-                         f"{tuple(w.shape)}")
+        raise ValueError(f"{name} must be 2-D for per-channel quantization, got shape {tuple(w.shape)}")
 
 
 def qmax_for(bits: int) -> int:
@@ -169,20 +169,28 @@ def dequantize(codes: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
     give Inf (PyTorch's fake quantization does give Inf there). ``scales``
     must broadcast against ``codes`` (shape ``()`` or ``(rows, 1)``).
     """
-    if (not isinstance(codes, torch.Tensor) or codes.dtype.is_floating_point
-            or codes.dtype.is_complex or codes.dtype == torch.bool):
-        raise ValueError(f"codes must be an integer tensor, got "
-                         f"{getattr(codes, 'dtype', type(codes).__name__)}")
+    if (
+        not isinstance(codes, torch.Tensor)
+        or codes.dtype.is_floating_point
+        or codes.dtype.is_complex
+        or codes.dtype == torch.bool
+    ):
+        raise ValueError(
+            f"codes must be an integer tensor, got {getattr(codes, 'dtype', type(codes).__name__)}"
+        )
     if not isinstance(scales, torch.Tensor) or not scales.is_floating_point():
-        raise ValueError(f"scales must be a floating-point tensor, got "
-                         f"{getattr(scales, 'dtype', type(scales).__name__)}")
+        raise ValueError(
+            f"scales must be a floating-point tensor, got {getattr(scales, 'dtype', type(scales).__name__)}"
+        )
     if not bool(torch.isfinite(scales).all()) or not bool((scales > 0).all()):
         raise ValueError("scales must be finite and > 0")
     try:
         torch.broadcast_shapes(codes.shape, scales.shape)
     except RuntimeError:
-        raise ValueError(f"scales of shape {tuple(scales.shape)} must broadcast against codes "
-                         f"of shape {tuple(codes.shape)}") from None
+        raise ValueError(
+            f"scales of shape {tuple(scales.shape)} must broadcast against codes "
+            f"of shape {tuple(codes.shape)}"
+        ) from None
     return (codes.to(torch.float32) * scales).clamp(-FLOAT32_MAX, FLOAT32_MAX)
 
 
@@ -197,21 +205,29 @@ def pack_codes(codes: torch.Tensor, bits: int) -> torch.Tensor:
     ``ceil(numel * bits / 8)`` uint8 bytes. 4-bit codes go two to a byte.
     """
     check_bits(bits)
-    if (not isinstance(codes, torch.Tensor) or codes.dtype.is_floating_point
-            or codes.dtype.is_complex or codes.dtype == torch.bool):
+    if (
+        not isinstance(codes, torch.Tensor)
+        or codes.dtype.is_floating_point
+        or codes.dtype.is_complex
+        or codes.dtype == torch.bool
+    ):
         raise ValueError(f"codes must be an integer tensor, got {getattr(codes, 'dtype', codes)}")
     lo, hi = packing.value_range(bits, signed=True)
     if codes.numel() and (int(codes.min()) < lo or int(codes.max()) > hi):
-        raise ValueError(f"codes must lie in [{lo}, {hi}] for {bits} bits, got "
-                         f"[{int(codes.min())}, {int(codes.max())}]")
+        raise ValueError(
+            f"codes must lie in [{lo}, {hi}] for {bits} bits, got [{int(codes.min())}, {int(codes.max())}]"
+        )
     return packing.pack(codes, bits, signed=True)
 
 
 def unpack_codes(packed: torch.Tensor, bits: int, shape: tuple[int, ...]) -> torch.Tensor:
     """Inverse of :func:`pack_codes`: int8 codes of the given shape."""
     check_bits(bits)
-    if (not isinstance(shape, tuple) or not shape
-            or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in shape)):
+    if (
+        not isinstance(shape, tuple)
+        or not shape
+        or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in shape)
+    ):
         raise ValueError(f"shape must be a non-empty tuple of ints >= 1, got {shape!r}")
     n = math.prod(shape)
     return packing.unpack(packed, bits, n, signed=True).to(torch.int8).reshape(shape)
@@ -233,14 +249,20 @@ class QuantizedTensor:
     def __post_init__(self) -> None:
         qmax_for(self.bits)  # validates bits
         if not isinstance(self.shape, tuple) or not all(
-                isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in self.shape):
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in self.shape
+        ):
             raise ValueError(f"shape must be a tuple of ints >= 0, got {self.shape!r}")
         need = math.ceil(math.prod(self.shape) * self.bits / 8)
-        if not isinstance(self.packed, torch.Tensor) or self.packed.dtype != torch.uint8 \
-                or self.packed.numel() != need:
-            raise ValueError(f"packed must be a uint8 tensor of {need} bytes for shape "
-                             f"{self.shape} at {self.bits} bits, got "
-                             f"{getattr(self.packed, 'numel', lambda: type(self.packed).__name__)()}")
+        if (
+            not isinstance(self.packed, torch.Tensor)
+            or self.packed.dtype != torch.uint8
+            or self.packed.numel() != need
+        ):
+            raise ValueError(
+                f"packed must be a uint8 tensor of {need} bytes for shape "
+                f"{self.shape} at {self.bits} bits, got "
+                f"{getattr(self.packed, 'numel', lambda: type(self.packed).__name__)()}"
+            )
 
     @classmethod
     def from_float(cls, w: torch.Tensor, bits: int, granularity: Granularity) -> QuantizedTensor:
@@ -260,5 +282,3 @@ class QuantizedTensor:
     def nbytes(self) -> int:
         """Bytes actually stored: packed codes plus 4 per scale."""
         return self.packed.numel() + FLOAT32_BYTES * self.scales.numel()
-
-

@@ -29,12 +29,19 @@ import importlib.util
 #: exports (``render`` lives in ``.rendering``): importing a submodule binds
 #: its name in the package, which would hide the function.
 _NAMES = {
-    "COMMITTED": "paths", "DEFAULT_OUT": "paths",
-    "README_BEGIN": "assemble", "README_END": "assemble", "build": "assemble",
+    "COMMITTED": "paths",
+    "DEFAULT_OUT": "paths",
+    "README_BEGIN": "assemble",
+    "README_END": "assemble",
+    "build": "assemble",
     "update_readme": "assemble",
-    "claims_rows": "document", "claims_table": "document",
-    "LedgerFile": "reading", "ReportError": "reading", "read_ledger": "reading",
-    "render": "rendering", "summary_counts": "rendering",
+    "claims_rows": "document",
+    "claims_table": "document",
+    "LedgerFile": "reading",
+    "ReportError": "reading",
+    "read_ledger": "reading",
+    "render": "rendering",
+    "summary_counts": "rendering",
 }
 
 __all__ = sorted(_NAMES)

@@ -29,6 +29,8 @@ from aftertrain.report.rendering import render
 
 README_BEGIN = "<!-- claims table: written by `aftertrain report --update-committed` -->"
 README_END = "<!-- end of claims table -->"
+
+
 def read_report_ledgers(folder: str | os.PathLike) -> tuple[LedgerFile, dict[str, LedgerFile]]:
     """The primary ledger of a report folder and the other models' (by label),
     as :func:`main` writes them (``claims.json``, ``claims-<label>.json``)."""
@@ -47,9 +49,14 @@ def read_report_sweep(folder: str | os.PathLike) -> list[dict] | None:
     return sweep_section.read_sweep(path) if path.is_file() else None
 
 
-def build(ledger: LedgerFile, out: str | os.PathLike, checkout: Path | None = None,
-          log: Callable[[str], None] = lambda s: None,
-          others: dict[str, LedgerFile] | None = None, sweep: list[dict] | None = None) -> Path:
+def build(
+    ledger: LedgerFile,
+    out: str | os.PathLike,
+    checkout: Path | None = None,
+    log: Callable[[str], None] = lambda s: None,
+    others: dict[str, LedgerFile] | None = None,
+    sweep: list[dict] | None = None,
+) -> Path:
     """Write ``report.md`` and its plots into ``out`` (each file atomically);
     returns the report's path. ``others`` and ``sweep``: see :func:`render`."""
     out = Path(out)

@@ -20,12 +20,17 @@ def section(doc: Document) -> None:
     if b1 is None:
         doc.missing("B1")
     else:
-        doc.table("Validation loss of the baselines (nats)", ("B1",), ["model", "article", "ours"],
-                  [[f.name, fmt(getattr(ARTICLE.b1, f.name)), fmt(getattr(b1, f.name))]
-                   for f in fields(b1)])
+        doc.table(
+            "Validation loss of the baselines (nats)",
+            ("B1",),
+            ["model", "article", "ours"],
+            [[f.name, fmt(getattr(ARTICLE.b1, f.name)), fmt(getattr(b1, f.name))] for f in fields(b1)],
+        )
     k1 = doc.ledger.table(ET.K1)
     if k1 is not None:
-        doc.table("Cached decoding against full recomputation", ("K1",),
-                  ["", "article", "ours"],
-                  [["largest logit difference", f"{ARTICLE.k1_max_diff:.2e}",
-                    f"{k1.max_diff:.2e}"]])
+        doc.table(
+            "Cached decoding against full recomputation",
+            ("K1",),
+            ["", "article", "ours"],
+            [["largest logit difference", f"{ARTICLE.k1_max_diff:.2e}", f"{k1.max_diff:.2e}"]],
+        )

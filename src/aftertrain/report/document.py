@@ -38,13 +38,14 @@ class Document:
     def table(self, title: str, claim_ids: tuple[str, ...], header: list[str], rows) -> None:
         """Append a markdown table titled ``title``, the verdicts of ``claim_ids`` beside the
         title, with ``header`` and ``rows`` (lists of cells)."""
-        self.add(f"**{title}** ({verdict_cell(self.ledger, *claim_ids)})\n\n"
-                 + markdown_table(header, rows))
+        self.add(f"**{title}** ({verdict_cell(self.ledger, *claim_ids)})\n\n" + markdown_table(header, rows))
 
     def missing(self, name: str) -> None:
         """Append the line saying that the figures of ``name`` were not recorded."""
-        self.add(f"*No figures for {name}: the test that measures them did not run "
-                 f"or failed before recording them.*")
+        self.add(
+            f"*No figures for {name}: the test that measures them did not run "
+            f"or failed before recording them.*"
+        )
 
     def plot(self, name: str, draw: Callable) -> None:
         """Draw ``draw(ax) -> caption`` (:func:`aftertrain.report.plots.render_plot`), keep the plot as
@@ -78,16 +79,23 @@ def verdict_details(ledger: LedgerFile, claim_id: str) -> list[str]:
 
 def verdict_cell_text(ledger: LedgerFile, claim_id: str, note: str = "") -> str:
     """The verdict column of the claims table: the verdict, ``note``, then its details."""
-    return "; ".join([verdict_mark(ledger.verdict(claim_id)) + note,
-                      *verdict_details(ledger, claim_id)])
+    return "; ".join([verdict_mark(ledger.verdict(claim_id)) + note, *verdict_details(ledger, claim_id)])
 
 
 def claims_rows(ledger: LedgerFile) -> list[list[str]]:
     """One row per claim: ID, the claim in a line, the article's figure,
     ours (as the tests recorded it), verdict (with what stands beside it:
     :func:`verdict_details`)."""
-    return [[c.id, f"{c.title}: {c.statement}", c.article or DASH, ours_cell(ledger, c.id),
-             verdict_cell_text(ledger, c.id)] for c in CLAIMS.values()]
+    return [
+        [
+            c.id,
+            f"{c.title}: {c.statement}",
+            c.article or DASH,
+            ours_cell(ledger, c.id),
+            verdict_cell_text(ledger, c.id),
+        ]
+        for c in CLAIMS.values()
+    ]
 
 
 CLAIMS_HEADER = ["ID", "claim", "article", "ours", "verdict"]
@@ -107,5 +115,8 @@ TIMING_CLAIMS = frozenset({"Q11", "S5", "S6", "S7", "X2", "X3", "X4", "X8", "P7"
 def deterministic_rows(rows: list[list[str]]) -> list[list[str]]:
     """Claims-table rows with the timing figures left out (see TIMING_CLAIMS):
     ID, claim, article, then an (ours, verdict) pair per model."""
-    return [row[:3] + [("(timing)" if row[0] in TIMING_CLAIMS and i % 2 == 0 else c)
-                       for i, c in enumerate(row[3:])] for row in rows]
+    return [
+        row[:3]
+        + [("(timing)" if row[0] in TIMING_CLAIMS and i % 2 == 0 else c) for i, c in enumerate(row[3:])]
+        for row in rows
+    ]

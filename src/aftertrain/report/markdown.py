@@ -11,10 +11,15 @@ from aftertrain.claims import verdicts as V
 
 DASH = "–"
 
-VERDICT_MARK = {V.HOLDS: "holds", V.DOES_NOT_REPRODUCE: "**does not reproduce**",
-                V.BROKEN: "**BROKEN**", V.INCONCLUSIVE: "*inconclusive*",
-                V.NOT_DECIDED: "*not decided here*", V.SKIPPED: "skipped",
-                V.NOT_COVERED: "not covered"}
+VERDICT_MARK = {
+    V.HOLDS: "holds",
+    V.DOES_NOT_REPRODUCE: "**does not reproduce**",
+    V.BROKEN: "**BROKEN**",
+    V.INCONCLUSIVE: "*inconclusive*",
+    V.NOT_DECIDED: "*not decided here*",
+    V.SKIPPED: "skipped",
+    V.NOT_COVERED: "not covered",
+}
 
 
 def fmt(x, digits: int = 4) -> str:
@@ -142,11 +147,13 @@ def figures_once(measured: Iterable[str]) -> str:
                 full = item if n == 0 or not label else label + item
                 figs = figures(item)
                 all_shown = bool(figs) and all(f in shown_in and _distinctive(f) for f in figs)
-                redundant = (item in shown_items or full in shown_items
-                             or (len(figs) >= 2 and tuple(figs) in shown_runs
-                                 and any(map(_distinctive, figs)))
-                             or (len(figs) >= 2 and all_shown)
-                             or (len(figs) == 1 and all_shown and bool(label)))
+                redundant = (
+                    item in shown_items
+                    or full in shown_items
+                    or (len(figs) >= 2 and tuple(figs) in shown_runs and any(map(_distinctive, figs)))
+                    or (len(figs) >= 2 and all_shown)
+                    or (len(figs) == 1 and all_shown and bool(label))
+                )
                 if redundant:
                     continue
                 kept.append(item if kept or n == 0 else full)

@@ -40,8 +40,11 @@ def header(ledger: LedgerFile, checkout: Path | None) -> str:
         meta, source = ledger.meta, "taken by `aftertrain report` as it started the test run"
     else:
         meta = collect_for_model(checkout)
-        source = ("**taken at render time**: the ledger carries no run metadata, so these "
-                  "describe the machine that rendered this report, not necessarily the run")
+        source = (
+            "**taken at render time**: the ledger carries no run metadata, so these "
+            "describe the machine that rendered this report, not necessarily the run"
+        )
+
     def known(key: str) -> object:
         value = meta.get(key)
         return "unknown" if value is None else value
@@ -51,11 +54,14 @@ def header(ledger: LedgerFile, checkout: Path | None) -> str:
     sha = str(known("model_sha256"))[:16]
     load = meta.get("load1")
     fields = [
-        f"date {known('date')}", f"commit {known('commit')}",
-        f"CPU {known('cpu')}", f"torch {known('torch')}",
+        f"date {known('date')}",
+        f"commit {known('commit')}",
+        f"CPU {known('cpu')}",
+        f"torch {known('torch')}",
         f"{known('threads')} torch thread(s)",
         f"load {'unknown' if load is None else f'{load:.2f}'} (1-minute average)",
-        f"model {known('model')} (sha256 {sha}…)", kind,
+        f"model {known('model')} (sha256 {sha}…)",
+        kind,
     ]
     return f"{BEGIN}\n**Run**: " + " · ".join(fields) + f" ({source}).\n{END}"
 

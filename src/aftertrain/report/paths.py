@@ -39,8 +39,7 @@ def check_output_folder(out: Path, flag: str = "--out") -> None:
     try:  # os.access says yes to root everywhere: try it
         os.rmdir(tempfile.mkdtemp(prefix=".aftertrain-", dir=parent))
     except OSError as err:
-        raise ReportError(f"{flag} {out}: cannot create a folder in {parent} ({err.strerror})") \
-            from None
+        raise ReportError(f"{flag} {out}: cannot create a folder in {parent} ({err.strerror})") from None
 
 
 def ledger_file(label: str, primary: bool) -> str:

@@ -61,23 +61,28 @@ def series(ax) -> dict[str, dict]:
             in_containers.add(id(line))
             segs = bars[0].get_segments() if bars else []
             if not label.startswith("_"):
-                out[label] = {"x": [float(v) for v in line.get_xdata()],
-                              "y": [float(v) for v in line.get_ydata()],
-                              "low": [float(s[0][1]) for s in segs],
-                              "high": [float(s[1][1]) for s in segs]}
+                out[label] = {
+                    "x": [float(v) for v in line.get_xdata()],
+                    "y": [float(v) for v in line.get_ydata()],
+                    "low": [float(s[0][1]) for s in segs],
+                    "high": [float(s[1][1]) for s in segs],
+                }
         elif isinstance(c, BarContainer) and not label.startswith("_"):
             if c.orientation == "vertical":  # ax.bar: x = position, y = value
-                out[label] = {"x": [float(p.get_x() + p.get_width() / 2) for p in c.patches],
-                              "y": [float(p.get_y() + p.get_height()) for p in c.patches]}
+                out[label] = {
+                    "x": [float(p.get_x() + p.get_width() / 2) for p in c.patches],
+                    "y": [float(p.get_y() + p.get_height()) for p in c.patches],
+                }
             else:  # ax.barh: x = value, y = position
-                out[label] = {"x": [float(p.get_x() + p.get_width()) for p in c.patches],
-                              "y": [float(p.get_y() + p.get_height() / 2) for p in c.patches]}
+                out[label] = {
+                    "x": [float(p.get_x() + p.get_width()) for p in c.patches],
+                    "y": [float(p.get_y() + p.get_height() / 2) for p in c.patches],
+                }
     for line in ax.lines:
         label = line.get_label()
         if label.startswith("_") or id(line) in in_containers:
             continue
-        out[label] = {"x": [float(v) for v in line.get_xdata()],
-                      "y": [float(v) for v in line.get_ydata()]}
+        out[label] = {"x": [float(v) for v in line.get_xdata()], "y": [float(v) for v in line.get_ydata()]}
     return out
 
 
@@ -103,5 +108,4 @@ def style_legend(ax, drafts: list[str], styles: list[tuple[str, dict]]) -> None:
     for label, kw in styles:
         handles.append(Line2D([], [], color="0.35", **kw))
         labels.append(label)
-    ax.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1),
-              borderaxespad=0)
+    ax.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0)

@@ -40,8 +40,9 @@ def read_ledger(path: str | os.PathLike) -> LedgerFile:
         raise ValueError(f"path must be a file path, got {type(path).__name__}")
     path = Path(path)
     if path.is_dir():
-        raise ReportError(f"claims ledger {path} is a folder; give the JSON file "
-                          "written by `pytest --claims-json FILE`")
+        raise ReportError(
+            f"claims ledger {path} is a folder; give the JSON file written by `pytest --claims-json FILE`"
+        )
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:

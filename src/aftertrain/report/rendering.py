@@ -49,25 +49,35 @@ def _findings(doc: Document) -> None:
         doc.add("## What does not reproduce on our model")
         lines = []
         for c in nonrepro:
-            line = (f"- **{c}** ({CLAIMS[c].title}): article {CLAIMS[c].article or DASH}; "
-                    f"this run {ours_cell(led, c)}.")
+            line = (
+                f"- **{c}** ({CLAIMS[c].title}): article {CLAIMS[c].article or DASH}; "
+                f"this run {ours_cell(led, c)}."
+            )
             notes = [n for n in led.claim(c).reasons if _note_fits_this_run(n, led)]
             lines.append(line + "".join(f" The test's note: {n}" for n in notes))
         doc.add("\n".join(lines))
     failing = [c for c in CLAIMS if led.verdict(c) in (V.BROKEN, V.INCONCLUSIVE)]
     if failing:
         doc.add("## Broken and inconclusive claims")
-        doc.add("\n".join(
-            f"- **{c}** ({CLAIMS[c].title}) {led.verdict(c)}: "
-            + (" / ".join(r.replace("\n", " ") for r in led.claim(c).reasons)
-               or "no reason recorded (a ledger written before reasons were recorded)")
-            for c in failing))
+        doc.add(
+            "\n".join(
+                f"- **{c}** ({CLAIMS[c].title}) {led.verdict(c)}: "
+                + (
+                    " / ".join(r.replace("\n", " ") for r in led.claim(c).reasons)
+                    or "no reason recorded (a ledger written before reasons were recorded)"
+                )
+                for c in failing
+            )
+        )
 
 
-def render(ledger: LedgerFile, checkout: Path | None = None,
-           log: Callable[[str], None] = lambda s: None,
-           others: dict[str, LedgerFile] | None = None,
-           sweep: list[dict] | None = None) -> Document:
+def render(
+    ledger: LedgerFile,
+    checkout: Path | None = None,
+    log: Callable[[str], None] = lambda s: None,
+    others: dict[str, LedgerFile] | None = None,
+    sweep: list[dict] | None = None,
+) -> Document:
     """The whole report as a :class:`Document` (markdown and plots), not written.
 
     ``others``: the ledgers of more models by label (:func:`multimodel.model_label`):
@@ -87,13 +97,18 @@ def render(ledger: LedgerFile, checkout: Path | None = None,
     doc.add(
         f"Verdicts and figures from the pytest run recorded in `{Path(ledger.source).name}`; "
         "the article's figures from `aftertrain.claims.catalogue`. "
-        + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())) + "."
-        + ("\n\n**Quick run**: the `quick` hypothesis profile and a third of the timing "
-           "pairs; figures are a first look, not the committed measurement."
-           if ledger.quick else "")
+        + ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+        + "."
+        + (
+            "\n\n**Quick run**: the `quick` hypothesis profile and a third of the timing "
+            "pairs; figures are a first look, not the committed measurement."
+            if ledger.quick
+            else ""
+        )
     )
-    doc.add("## All claims\n\n" + (multimodel.claims_table_per_model(ledgers) if others
-                                     else claims_table(ledger)))
+    doc.add(
+        "## All claims\n\n" + (multimodel.claims_table_per_model(ledgers) if others else claims_table(ledger))
+    )
     for section in SECTIONS:
         log(f"writing section: {section.TITLE}")
         doc.add(f"## {section.TITLE}")

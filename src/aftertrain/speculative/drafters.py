@@ -32,8 +32,9 @@ class ModelDrafter:
         """Feed the prompt ``ids`` to the draft's cache before the first round."""
         self.decoder.feed(ids)
 
-    def draft(self, text: list[int], k: int, u: list[float]
-              ) -> tuple[list[int], list[list[float]], list[float]]:
+    def draft(
+        self, text: list[int], k: int, u: list[float]
+    ) -> tuple[list[int], list[list[float]], list[float]]:
         """``k >= 1`` characters after ``text`` from the uniforms ``u``: the
         drafts, the rows ``q`` they were drawn from (float64, as lists), and
         each draft's ``q``.
@@ -43,7 +44,7 @@ class ModelDrafter:
         then given (a draft scored with a distribution other than the one it
         was sampled from breaks the law)."""
         dec = self.decoder
-        logits = dec.feed(text[len(dec):])[-1]
+        logits = dec.feed(text[len(dec) :])[-1]
         drafts, qs, qx = [], [], []
         for i in range(k):
             # unchecked: Decoder.feed has checked these logits, the caller the temperature
@@ -74,8 +75,9 @@ class TableDrafter:
     def prefill(self, ids: list[int]) -> None:
         """Nothing: a table draft reads its context from the text each round."""
 
-    def draft(self, text: list[int], k: int, u: list[float]
-              ) -> tuple[list[int], list[list[float]], list[float]]:
+    def draft(
+        self, text: list[int], k: int, u: list[float]
+    ) -> tuple[list[int], list[list[float]], list[float]]:
         """As :meth:`ModelDrafter.draft`, from the table's rows: per
         character a dictionary look-up by the last ``context`` characters
         and a bisection (:meth:`aftertrain.speculative.table_drafts.ContextLaw.draw`),
@@ -121,10 +123,12 @@ class Uniforms:
     def take(self, n: int) -> list[float]:
         """The next ``n`` uniforms."""
         if self.next + n > len(self.buffer):
-            self.buffer = self.buffer[self.next:] + torch.rand(
-                max(self.CHUNK, n), dtype=torch.float64, generator=self.source).tolist()
+            self.buffer = (
+                self.buffer[self.next :]
+                + torch.rand(max(self.CHUNK, n), dtype=torch.float64, generator=self.source).tolist()
+            )
             self.next = 0
-        out = self.buffer[self.next:self.next + n]
+        out = self.buffer[self.next : self.next + n]
         self.next += n
         self.taken += n
         return out

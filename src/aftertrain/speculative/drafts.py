@@ -31,7 +31,6 @@ DRAFT_FILE = "draft.pt"
 DRAFT_REBUILD_HINT = "aftertrain train --draft --out src/aftertrain/data/draft.pt"
 
 
-
 class DraftKind(enum.Enum):
     """The drafts of the articles and ours, by the name the tables and the
     command line use (``--draft``): the bigram, the 8- and 4-bit quantized
@@ -49,8 +48,7 @@ def draft_model(kind: DraftKind, reference: GPT) -> nn.Module:
     if not isinstance(kind, DraftKind):
         raise ValueError(f"kind must be a DraftKind ({[k.name for k in DraftKind]}), got {kind!r}")
     if not isinstance(reference, GPT):
-        raise ValueError(f"reference must be an aftertrain.lm.model.GPT, "
-                         f"got {type(reference).__name__}")
+        raise ValueError(f"reference must be an aftertrain.lm.model.GPT, got {type(reference).__name__}")
     if kind is DraftKind.BIGRAM:
         return Bigram.fit().eval()
     if kind in (DraftKind.INT8, DraftKind.INT4):

@@ -69,7 +69,7 @@ class SpeculativeResult:
     @property
     def generated(self) -> torch.Tensor:
         """The new characters' indices (``tokens`` after the prompt)."""
-        return self.tokens[self.prompt_length:]
+        return self.tokens[self.prompt_length :]
 
     @property
     def text(self) -> str:
@@ -98,9 +98,16 @@ class SpeculativeResult:
         }
 
 
-def verify_round(target: Decoder, text: list[int], drafts: list[int], q: list[list[float]],
-                 qx: list[float], u: list[float], v: float, temperature: float
-                 ) -> tuple[int, int, torch.Tensor]:
+def verify_round(
+    target: Decoder,
+    text: list[int],
+    drafts: list[int],
+    q: list[list[float]],
+    qx: list[float],
+    u: list[float],
+    v: float,
+    temperature: float,
+) -> tuple[int, int, torch.Tensor]:
     """One verification: the target scores what it has not seen of ``text``
     and the ``k`` drafts in one cached pass, and the rule
     (:func:`aftertrain.speculative.rule.verify_with_uniforms`, here on plain
@@ -117,13 +124,20 @@ def verify_round(target: Decoder, text: list[int], drafts: list[int], q: list[li
     once; the rule's arithmetic is then that of the tensor rule in the same
     float64 operations (a difference, a clamp at 0, running sums in order),
     so the draws are the same bit for bit."""
-    logits = target.feed(text[len(target):] + drafts)[-(len(drafts) + 1):]
+    logits = target.feed(text[len(target) :] + drafts)[-(len(drafts) + 1) :]
     n, token = round_rule(logits, drafts, q, qx, u, v, temperature)
     return n, token, logits
 
 
-def round_rule(logits: torch.Tensor, drafts: list[int], q: list[list[float]], qx: list[float],
-               u: list[float], v: float, temperature: float) -> tuple[int, int]:
+def round_rule(
+    logits: torch.Tensor,
+    drafts: list[int],
+    q: list[list[float]],
+    qx: list[float],
+    u: list[float],
+    v: float,
+    temperature: float,
+) -> tuple[int, int]:
     """:func:`verify_round` after its forward: ``(accepted, token)`` from the
     k+1 rows of checked logits."""
     k = len(drafts)
@@ -139,17 +153,25 @@ def round_rule(logits: torch.Tensor, drafts: list[int], q: list[list[float]], qx
     return n, draw_from_cdf(cumulative(p_n), v)
 
 
-def _checked(target: NextTokenModel, draft: NextTokenModel | TableDraft,
-             prompt: str | torch.Tensor, n_new: int, k: int, temperature: float,
-             generator: torch.Generator | None) -> tuple[int, list[int], torch.Generator]:
+def _checked(
+    target: NextTokenModel,
+    draft: NextTokenModel | TableDraft,
+    prompt: str | torch.Tensor,
+    n_new: int,
+    k: int,
+    temperature: float,
+    generator: torch.Generator | None,
+) -> tuple[int, list[int], torch.Generator]:
     """Raise ValueError unless :func:`speculative_generate`'s arguments are
     what it allows; return the vocabulary size, the prompt's indices and the
     generator (seed 0 for None)."""
     V = check_model(target, "target").config.vocab_size
     draft_net = draft.model if isinstance(draft, TableDraft) else draft
     if check_model(draft_net, "draft").config.vocab_size != V:
-        raise ValueError(f"target and draft must share a vocabulary: target has {V} "
-                         f"characters, draft {draft_net.config.vocab_size}")
+        raise ValueError(
+            f"target and draft must share a vocabulary: target has {V} "
+            f"characters, draft {draft_net.config.vocab_size}"
+        )
     prompt_ids = prompt_tokens(prompt, V)
     check_int("n_new", n_new, least=0, most=MAX_NEW)
     check_int("k", k, least=1)
@@ -175,13 +197,20 @@ class SpeculativeDecoder:
     and, with the same generator, gives the same characters and logits.
     """
 
-    def __init__(self, target: NextTokenModel, draft: NextTokenModel | TableDraft,
-                 prompt: str | torch.Tensor, temperature: float = 1.0) -> None:
+    def __init__(
+        self,
+        target: NextTokenModel,
+        draft: NextTokenModel | TableDraft,
+        prompt: str | torch.Tensor,
+        temperature: float = 1.0,
+    ) -> None:
         V = check_model(target, "target").config.vocab_size
         draft_net = draft.model if isinstance(draft, TableDraft) else draft
         if check_model(draft_net, "draft").config.vocab_size != V:
-            raise ValueError(f"target and draft must share a vocabulary: target has {V} "
-                             f"characters, draft {draft_net.config.vocab_size}")
+            raise ValueError(
+                f"target and draft must share a vocabulary: target has {V} "
+                f"characters, draft {draft_net.config.vocab_size}"
+            )
         self.prompt = prompt_tokens(prompt, V)
         self.temperature = check_temperature(temperature)
         self.vocab_size = V
@@ -201,29 +230,35 @@ class SpeculativeDecoder:
 
     def _caches(self) -> tuple:
         """Where each cache starts and how much it holds."""
-        decoders = [self.target] + ([self.drafter.decoder]
-                                    if isinstance(self.drafter, ModelDrafter) else [])
+        decoders = [self.target] + ([self.drafter.decoder] if isinstance(self.drafter, ModelDrafter) else [])
         return tuple((d.start, d.cache.length) for d in decoders)
 
-    def generate(self, n_new: int, k: int, generator: torch.Generator | None = None
-                 ) -> SpeculativeResult:
+    def generate(self, n_new: int, k: int, generator: torch.Generator | None = None) -> SpeculativeResult:
         """``n_new`` characters after the prompt, with the statistics and the
         target logits the rule used (:func:`speculative_generate`)."""
         used: list[torch.Tensor] = []
         text, drafted, accepted, passes, draft_passes = self._run(n_new, k, generator, used)
         target_logits = torch.cat(used) if used else torch.zeros(0, self.vocab_size)
-        return SpeculativeResult(torch.tensor(text, dtype=torch.long), len(self.prompt), drafted,
-                                 accepted, passes, draft_passes, target_logits)
+        return SpeculativeResult(
+            torch.tensor(text, dtype=torch.long),
+            len(self.prompt),
+            drafted,
+            accepted,
+            passes,
+            draft_passes,
+            target_logits,
+        )
 
     def decode(self, n_new: int, k: int, generator: torch.Generator | None = None) -> list[int]:
         """The ``n_new`` characters :meth:`generate` gives (same generator,
         same characters, same generator state after), without the result's
         statistics and logits: the work the speedup experiment times."""
-        return self._run(n_new, k, generator, None)[0][len(self.prompt):]
+        return self._run(n_new, k, generator, None)[0][len(self.prompt) :]
 
     @torch.no_grad()
-    def _run(self, n_new: int, k: int, generator: torch.Generator | None,
-             used: list[torch.Tensor] | None) -> tuple[list[int], int, int, int, int]:
+    def _run(
+        self, n_new: int, k: int, generator: torch.Generator | None, used: list[torch.Tensor] | None
+    ) -> tuple[list[int], int, int, int, int]:
         """The loop: the text (prompt included), drafted, accepted, target
         and draft passes; the logits the rule used appended to ``used``
         unless None. Rolls both models back to the prefill after."""
@@ -247,8 +282,9 @@ class SpeculativeDecoder:
                     draft_passes += kk
                 else:
                     drafts, q, qx = [], [], []
-                n, token, logits = verify_round(tdec, text, drafts, q, qx, uniforms[kk:2 * kk],
-                                                uniforms[2 * kk], temperature)
+                n, token, logits = verify_round(
+                    tdec, text, drafts, q, qx, uniforms[kk : 2 * kk], uniforms[2 * kk], temperature
+                )
                 passes += 1
                 drafted += kk
                 accepted += n
@@ -319,11 +355,17 @@ def prompt_tokens(prompt: str | torch.Tensor, V: int, name: str = "prompt") -> l
         if bad:
             raise ValueError(f"{name} holds characters outside the vocabulary: {bad!r}")
         if V != _text.VOCAB_SIZE:
-            raise ValueError(f"a string prompt needs the project vocabulary of "
-                             f"{_text.VOCAB_SIZE} characters; the models have {V}: pass indices")
+            raise ValueError(
+                f"a string prompt needs the project vocabulary of "
+                f"{_text.VOCAB_SIZE} characters; the models have {V}: pass indices"
+            )
         ids = _text.encode(prompt).tolist()
-    elif isinstance(prompt, torch.Tensor) and prompt.dim() == 1 and not prompt.is_floating_point() \
-            and prompt.dtype != torch.bool:
+    elif (
+        isinstance(prompt, torch.Tensor)
+        and prompt.dim() == 1
+        and not prompt.is_floating_point()
+        and prompt.dtype != torch.bool
+    ):
         ids = prompt.tolist()
         if ids and (min(ids) < 0 or max(ids) >= V):
             raise ValueError(f"{name} indices must lie in [0, {V})")

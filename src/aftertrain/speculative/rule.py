@@ -182,8 +182,10 @@ def verify(
 def _check_rule_inputs(p, q, drafts):
     for name, x in (("p", p), ("q", q)):
         if not isinstance(x, torch.Tensor) or x.dim() != 3:
-            raise ValueError(f"{name} must be a 3-D tensor, got {type(x).__name__}"
-                             f"{'' if not isinstance(x, torch.Tensor) else tuple(x.shape)}")
+            raise ValueError(
+                f"{name} must be a 3-D tensor, got {type(x).__name__}"
+                f"{'' if not isinstance(x, torch.Tensor) else tuple(x.shape)}"
+            )
     if not isinstance(drafts, torch.Tensor) or drafts.dim() != 2:
         raise ValueError("drafts must be a 2-D integer tensor (N, k)")
     N, k = drafts.shape
@@ -207,8 +209,9 @@ def _check_rule_inputs(p, q, drafts):
             raise ValueError(f"{name} must be >= 0 everywhere")
         worst = float((x.sum(-1) - 1).abs().max())
         if worst > SUM_TOLERANCE:
-            raise ValueError(f"every row of {name} must sum to 1 within {SUM_TOLERANCE:g}; "
-                             f"worst row is off by {worst:.3g}")
+            raise ValueError(
+                f"every row of {name} must sum to 1 within {SUM_TOLERANCE:g}; worst row is off by {worst:.3g}"
+            )
     if k and bool((q.gather(2, drafts.unsqueeze(2)) <= 0).any()):
         raise ValueError("every drafted character must have q > 0 (it was drawn from q)")
     return p, q, drafts

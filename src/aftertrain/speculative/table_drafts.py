@@ -105,7 +105,7 @@ class TableDraft:
 
     def key(self, text: list[int]) -> tuple[int, ...]:
         """The last ``context`` characters of ``text`` (all of it if shorter)."""
-        return tuple(text[max(0, len(text) - self.context):]) if self.context else ()
+        return tuple(text[max(0, len(text) - self.context) :]) if self.context else ()
 
     def row(self, ctx: tuple[int, ...]) -> ContextLaw:
         """The draft's law after the context ``ctx`` (a :meth:`key`), computed

@@ -32,12 +32,14 @@ against a stored run, ``--benchmark-compare``) and
 import importlib
 
 _WHERE = {
-    **dict.fromkeys(["Clock", "PairedTiming", "median_interval", "min_pairs", "paired_timing"],
-                    "aftertrain.timing.paired"),
-    **dict.fromkeys(["Decision", "Judgement", "RatioRule", "Timings"],
-                    "aftertrain.timing.decision"),
-    **dict.fromkeys(["decide_ratio", "load1", "look_schedule", "sequential_decision",
-                     "sequential_decisions"], "aftertrain.timing.sequential"),
+    **dict.fromkeys(
+        ["Clock", "PairedTiming", "median_interval", "min_pairs", "paired_timing"], "aftertrain.timing.paired"
+    ),
+    **dict.fromkeys(["Decision", "Judgement", "RatioRule", "Timings"], "aftertrain.timing.decision"),
+    **dict.fromkeys(
+        ["decide_ratio", "load1", "look_schedule", "sequential_decision", "sequential_decisions"],
+        "aftertrain.timing.sequential",
+    ),
 }
 
 __all__ = sorted(_WHERE)

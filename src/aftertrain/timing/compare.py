@@ -60,9 +60,13 @@ def machine(machine_info: Mapping) -> dict:
         raise ValueError(f"machine_info must be a mapping, got {type(machine_info).__name__}")
     cpu = machine_info.get("cpu") or {}
     ours = machine_info.get(MACHINE_KEY) or {}
-    return {"cpu": cpu.get("brand_raw") or machine_info.get("processor") or "unknown",
-            "flags": sorted(cpu.get("flags") or []), "cores": cpu.get("count"),
-            "torch": ours.get("torch"), "threads": ours.get("threads")}
+    return {
+        "cpu": cpu.get("brand_raw") or machine_info.get("processor") or "unknown",
+        "flags": sorted(cpu.get("flags") or []),
+        "cores": cpu.get("count"),
+        "torch": ours.get("torch"),
+        "threads": ours.get("threads"),
+    }
 
 
 def machine_difference(stored: Mapping, now: Mapping) -> str | None:
@@ -96,12 +100,17 @@ def store_ratios(benchmark, timings) -> None:
         benchmark.extra_info.setdefault("decisions", []).append(timings.as_dict())
         timings = timings.timings
     if not isinstance(timings, Mapping):
-        raise ValueError(f"timings must be a Decision or a mapping of PairedTiming, "
-                         f"got {type(timings).__name__}")
+        raise ValueError(
+            f"timings must be a Decision or a mapping of PairedTiming, got {type(timings).__name__}"
+        )
     ratios = benchmark.extra_info.setdefault("ratios", {})
     for name, t in timings.items():
-        ratios[str(name)] = {"median": t.median, "ci": [t.ci_low, t.ci_high],
-                             "confidence": t.confidence, "pairs": len(t.ratios)}
+        ratios[str(name)] = {
+            "median": t.median,
+            "ci": [t.ci_low, t.ci_high],
+            "confidence": t.confidence,
+            "pairs": len(t.ratios),
+        }
 
 
 @dataclass(frozen=True)
@@ -117,10 +126,12 @@ class RatioChange:
 
     def line(self) -> str:
         """One line, e.g. for a regression's reason."""
-        return (f"{self.benchmark} [{self.ratio}]: ratio {self.now[0]:.3f} "
-                f"[{self.now[1]:.3f}, {self.now[2]:.3f}] against stored {self.stored[0]:.3f} "
-                f"[{self.stored[1]:.3f}, {self.stored[2]:.3f}]: {self.status}"
-                + (f" ({self.note})" if self.note else ""))
+        return (
+            f"{self.benchmark} [{self.ratio}]: ratio {self.now[0]:.3f} "
+            f"[{self.now[1]:.3f}, {self.now[2]:.3f}] against stored {self.stored[0]:.3f} "
+            f"[{self.stored[1]:.3f}, {self.stored[2]:.3f}]: {self.status}"
+            + (f" ({self.note})" if self.note else "")
+        )
 
 
 def _interval(entry: object, where: str) -> tuple[float, float, float]:
@@ -156,14 +167,12 @@ def compare_ratios(
         raise ValueError(f"threshold must be a finite number > 1, got {threshold!r}")
     for name, runs in (("now", now), ("stored", stored)):
         if not isinstance(runs, Mapping):
-            raise ValueError(f"{name} must map benchmark names to extra_info, got "
-                             f"{type(runs).__name__}")
+            raise ValueError(f"{name} must map benchmark names to extra_info, got {type(runs).__name__}")
     elsewhere = machine_difference(*machines) if machines is not None else None
     out = []
     for bench in sorted(set(now) & set(stored)):
         a, b = now[bench].get("ratios") or {}, stored[bench].get("ratios") or {}
-        undecided = any(d.get("verdict") == INCONCLUSIVE.value
-                        for d in now[bench].get("decisions") or [])
+        undecided = any(d.get("verdict") == INCONCLUSIVE.value for d in now[bench].get("decisions") or [])
         for ratio in sorted(set(a) & set(b)):
             n = _interval(a[ratio], f"now[{bench!r}] ratio {ratio!r}")
             s = _interval(b[ratio], f"stored[{bench!r}] ratio {ratio!r}")
@@ -189,8 +198,14 @@ def ratio_table(changes: list[RatioChange]) -> list[str]:
     (median [interval]), status."""
     rows = [("benchmark", "ratio", "stored", "now", "status")]
     for c in changes:
-        rows.append((c.benchmark, c.ratio,
-                     f"{c.stored[0]:.3f} [{c.stored[1]:.3f}, {c.stored[2]:.3f}]",
-                     f"{c.now[0]:.3f} [{c.now[1]:.3f}, {c.now[2]:.3f}]", str(c.status)))
+        rows.append(
+            (
+                c.benchmark,
+                c.ratio,
+                f"{c.stored[0]:.3f} [{c.stored[1]:.3f}, {c.stored[2]:.3f}]",
+                f"{c.now[0]:.3f} [{c.now[1]:.3f}, {c.now[2]:.3f}]",
+                str(c.status),
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]

@@ -36,8 +36,9 @@ class RatioRule:
             if not (isinstance(v, (int, float)) and not isinstance(v, bool)) or math.isnan(v):
                 raise ValueError(f"{name} must be a number, got {v!r}")
         if not 0.0 <= self.low < self.high:
-            raise ValueError(f"low and high must satisfy 0 <= low < high, got "
-                             f"low={self.low!r}, high={self.high!r}")
+            raise ValueError(
+                f"low and high must satisfy 0 <= low < high, got low={self.low!r}, high={self.high!r}"
+            )
         if (self.low, self.high) == (0.0, math.inf):
             raise ValueError("low or high must bound the ratio, got low=0 and high=inf")
 
@@ -61,8 +62,9 @@ class RatioRule:
     def decide(self, ci_low: float, ci_high: float) -> str | None:
         """``holds``, ``broken`` or None (undecided) for the interval."""
         if not (math.isfinite(ci_low) and math.isfinite(ci_high) and ci_low <= ci_high):
-            raise ValueError(f"ci_low, ci_high must be finite with ci_low <= ci_high, got "
-                             f"{ci_low!r}, {ci_high!r}")
+            raise ValueError(
+                f"ci_low, ci_high must be finite with ci_low <= ci_high, got {ci_low!r}, {ci_high!r}"
+            )
         if self.low <= ci_low and ci_high <= self.high:
             return HOLDS
         if ci_high < self.low or ci_low > self.high:
@@ -104,18 +106,23 @@ class Decision:
 
     def __post_init__(self) -> None:
         if self.verdict not in (HOLDS, BROKEN, INCONCLUSIVE):
-            raise ValueError(f"verdict must be {HOLDS!r}, {BROKEN!r} or {INCONCLUSIVE!r}, "
-                             f"got {self.verdict!r}")
+            raise ValueError(
+                f"verdict must be {HOLDS!r}, {BROKEN!r} or {INCONCLUSIVE!r}, got {self.verdict!r}"
+            )
         if not self.timings and not (self.verdict == INCONCLUSIVE and self.looks == 0):
-            raise ValueError("timings must hold at least one PairedTiming, got none "
-                             "(only an inconclusive decision with looks=0 has none)")
+            raise ValueError(
+                "timings must hold at least one PairedTiming, got none "
+                "(only an inconclusive decision with looks=0 has none)"
+            )
 
     @property
     def timing(self) -> PairedTiming:
         """The one timing of a single-ratio decision."""
         if len(self.timings) != 1:
-            raise ValueError(f"timing needs a decision of one ratio, this one has "
-                             f"{len(self.timings)}: {', '.join(self.timings)}")
+            raise ValueError(
+                f"timing needs a decision of one ratio, this one has "
+                f"{len(self.timings)}: {', '.join(self.timings)}"
+            )
         return next(iter(self.timings.values()))
 
     @property
@@ -125,29 +132,44 @@ class Decision:
 
     def intervals(self) -> str:
         """Each ratio's median and interval, ``name: m [low, high]``, comma-separated."""
-        return ", ".join(f"{name}: {t.median:.3f} [{t.ci_low:.3f}, {t.ci_high:.3f}]"
-                         for name, t in self.timings.items())
+        return ", ".join(
+            f"{name}: {t.median:.3f} [{t.ci_low:.3f}, {t.ci_high:.3f}]" for name, t in self.timings.items()
+        )
 
     @property
     def reason(self) -> str:
         """One line: the verdict, the rule, the intervals, pairs, seconds, load."""
         note = f"; {self.note}" if self.note else ""
         if self.looks == 0:
-            return (f"{self.verdict}: {self.rule}; the budget ran out before the first look "
-                    f"(of {self.max_looks}, alpha {self.alpha:g}) in {self.seconds:.1f} s, "
-                    f"1-minute load {self.load1:.2f}{note}")
-        return (f"{self.verdict}: {self.rule}; {self.intervals()} after {self.pairs} pairs "
-                f"(look {self.looks} of {self.max_looks}, alpha {self.alpha:g}) in "
-                f"{self.seconds:.1f} s, 1-minute load {self.load1:.2f}{note}")
+            return (
+                f"{self.verdict}: {self.rule}; the budget ran out before the first look "
+                f"(of {self.max_looks}, alpha {self.alpha:g}) in {self.seconds:.1f} s, "
+                f"1-minute load {self.load1:.2f}{note}"
+            )
+        return (
+            f"{self.verdict}: {self.rule}; {self.intervals()} after {self.pairs} pairs "
+            f"(look {self.looks} of {self.max_looks}, alpha {self.alpha:g}) in "
+            f"{self.seconds:.1f} s, 1-minute load {self.load1:.2f}{note}"
+        )
 
     def as_dict(self) -> dict:
         """The decision as JSON-ready data (the ledger's and pytest-benchmark's ``extra_info``)."""
-        return {"verdict": self.verdict, "rule": self.rule, "looks": self.looks,
-                "max_looks": self.max_looks, "alpha": self.alpha,
-                "confidence": self.confidence, "seconds": self.seconds, "load1": self.load1,
-                "pairs": self.pairs, "note": self.note,
-                "timings": {k: {"median": t.median, "ci": [t.ci_low, t.ci_high],
-                                "pairs": len(t.ratios)} for k, t in self.timings.items()}}
+        return {
+            "verdict": self.verdict,
+            "rule": self.rule,
+            "looks": self.looks,
+            "max_looks": self.max_looks,
+            "alpha": self.alpha,
+            "confidence": self.confidence,
+            "seconds": self.seconds,
+            "load1": self.load1,
+            "pairs": self.pairs,
+            "note": self.note,
+            "timings": {
+                k: {"median": t.median, "ci": [t.ci_low, t.ci_high], "pairs": len(t.ratios)}
+                for k, t in self.timings.items()
+            },
+        }
 
 
 @dataclass(frozen=True)

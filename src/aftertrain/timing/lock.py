@@ -49,8 +49,7 @@ class TimingLock:
             self._main = open(self.path, "a")  # noqa: SIM115 - held for the lock's life
             self._gate = open(f"{self.path}.gate", "a")  # noqa: SIM115
         except OSError as err:
-            raise ValueError(f"path {self.path}: cannot open the lock file ({err.strerror})") \
-                from None
+            raise ValueError(f"path {self.path}: cannot open the lock file ({err.strerror})") from None
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:

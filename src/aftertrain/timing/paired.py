@@ -69,16 +69,16 @@ def median_interval(
     k = _order_statistic_rank(n, confidence)
     if k == 0:
         raise ValueError(
-            f"values must hold at least {min_pairs(confidence)} values for "
-            f"confidence {confidence}, got {n}"
+            f"values must hold at least {min_pairs(confidence)} values for confidence {confidence}, got {n}"
         )
     coverage = 1.0 - 2.0 * float(scipy.stats.binom.cdf(k - 1, n, 0.5))
     return float(x[k - 1]), float(x[n - k]), coverage
 
 
 def _check_confidence(confidence: float) -> None:
-    if not (isinstance(confidence, (int, float)) and not isinstance(confidence, bool)
-            and 0.0 < confidence < 1.0):
+    if not (
+        isinstance(confidence, (int, float)) and not isinstance(confidence, bool) and 0.0 < confidence < 1.0
+    ):
         raise ValueError(f"confidence must be a float in (0, 1), got {confidence!r}")
 
 
@@ -172,8 +172,9 @@ class Pairs:
     ``clock``, divided by ``calls``.
     """
 
-    def __init__(self, baseline: Callable[[], object], candidate: Callable[[], object],
-                 calls: int, clock: Clock) -> None:
+    def __init__(
+        self, baseline: Callable[[], object], candidate: Callable[[], object], calls: int, clock: Clock
+    ) -> None:
         self.baseline, self.candidate, self.calls, self.clock = baseline, candidate, calls, clock
         self.base: list[float] = []
         self.cand: list[float] = []
@@ -220,19 +221,28 @@ class Pairs:
         """The pairs so far as a :class:`PairedTiming` (median ratio and its interval at ``confidence``)."""
         if min(self.base) <= 0.0:
             raise RuntimeError(
-                "a baseline timing came out as 0 s, below the timer's resolution; "
-                "raise `calls`"
+                "a baseline timing came out as 0 s, below the timer's resolution; raise `calls`"
             )
         ratios = np.asarray(self.cand) / np.asarray(self.base)
         q1, median, q3 = np.percentile(ratios, [25, 50, 75])
         ci_low, ci_high, coverage = median_interval(ratios, confidence)
         return PairedTiming(
-            baseline=tuple(self.base), candidate=tuple(self.cand),
-            ratios=tuple(float(r) for r in ratios), median=float(median),
-            minimum=float(ratios.min()), maximum=float(ratios.max()),
-            q1=float(q1), q3=float(q3), ci_low=ci_low, ci_high=ci_high,
-            confidence=confidence, threads=threads, torch_version=torch.__version__,
-            calls=self.calls, warmup=warmup, coverage=coverage,
+            baseline=tuple(self.base),
+            candidate=tuple(self.cand),
+            ratios=tuple(float(r) for r in ratios),
+            median=float(median),
+            minimum=float(ratios.min()),
+            maximum=float(ratios.max()),
+            q1=float(q1),
+            q3=float(q3),
+            ci_low=ci_low,
+            ci_high=ci_high,
+            confidence=confidence,
+            threads=threads,
+            torch_version=torch.__version__,
+            calls=self.calls,
+            warmup=warmup,
+            coverage=coverage,
         )
 
 
@@ -327,8 +337,9 @@ def paired_timing(
     check_callable("candidate", candidate)
     check_callable("clock", clock)
     _check_confidence(confidence)
-    check_int("pairs", pairs, least=min_pairs(confidence), most=MAX_PAIRS,
-              why=f" for confidence {confidence}")
+    check_int(
+        "pairs", pairs, least=min_pairs(confidence), most=MAX_PAIRS, why=f" for confidence {confidence}"
+    )
     check_int("warmup", warmup, least=0)
     check_int("calls", calls, least=1)
     check_int("threads", threads, least=1)

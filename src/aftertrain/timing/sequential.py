@@ -44,7 +44,7 @@ def look_schedule(first: int, looks: int) -> tuple[int, ...]:
     them)."""
     check_int("first", first, least=1)
     check_int("looks", looks, least=1)
-    return tuple(first * 2 ** j for j in range(looks))
+    return tuple(first * 2**j for j in range(looks))
 
 
 def sequential_decisions(
@@ -124,15 +124,25 @@ def sequential_decisions(
     split, its state (the runs, the start, the last look) would travel
     through every piece.
     """
-    per_call, confidence, schedule = _checked_plan(sides, judgements, alpha, looks, first,
-                                                   budget_s, warmup, calls, threads, clock)
+    per_call, confidence, schedule = _checked_plan(
+        sides, judgements, alpha, looks, first, budget_s, warmup, calls, threads, clock
+    )
     if not isinstance(every_ratio, bool):
         raise ValueError(f"every_ratio must be a bool, got {every_ratio!r}")
 
     def decision(verdict: str, name: str, look: int, timings: dict, note: str = "") -> Decision:
-        return Decision(verdict=verdict, timings=timings, rule=judgements[name].rule,
-                        looks=look, max_looks=looks, alpha=alpha, confidence=confidence,
-                        seconds=clock() - start, load1=load1(), note=note)
+        return Decision(
+            verdict=verdict,
+            timings=timings,
+            rule=judgements[name].rule,
+            looks=look,
+            max_looks=looks,
+            alpha=alpha,
+            confidence=confidence,
+            seconds=clock() - start,
+            load1=load1(),
+            note=note,
+        )
 
     runs = {n: Pairs(b, c, per_call[n], clock) for n, (b, c) in sides.items()}
     decided: dict[str, Decision] = {}
@@ -145,27 +155,39 @@ def sequential_decisions(
         first_s = _first_look_cost(warm_s, per_call, warmup, schedule[0])
         left = budget_s - (clock() - start)
         if first_s > left:
-            return {name: decision(INCONCLUSIVE, name, 0, {}, note=(
-                f"the first look ({schedule[0]} pairs of each of {len(runs)} "
-                f"ratio{'s' if len(runs) > 1 else ''}) would take "
-                f"about {first_s:.1f} s at the warm-up's pace, more than the "
-                f"{left:.1f} s left; not timed")) for name in judgements}
+            return {
+                name: decision(
+                    INCONCLUSIVE,
+                    name,
+                    0,
+                    {},
+                    note=(
+                        f"the first look ({schedule[0]} pairs of each of {len(runs)} "
+                        f"ratio{'s' if len(runs) > 1 else ''}) would take "
+                        f"about {first_s:.1f} s at the warm-up's pace, more than the "
+                        f"{left:.1f} s left; not timed"
+                    ),
+                )
+                for name in judgements
+            }
         for look, size in enumerate(schedule, start=1):
             before = {n: len(r.base) for n, r in runs.items()}
-            if look > 1 and clock() - start + _round_cost(runs, need, size, clock() - start) \
-                    > budget_s:
+            if look > 1 and clock() - start + _round_cost(runs, need, size, clock() - start) > budget_s:
                 break
             quiet.off()
-            cut = _extend_or_cut({n: runs[n] for n in runs if n in need}, size,
-                                 lambda: clock() - start > budget_s)
+            cut = _extend_or_cut(
+                {n: runs[n] for n in runs if n in need}, size, lambda: clock() - start > budget_s
+            )
             quiet.on()
             if cut:  # this look is not taken: the one before stands
                 for n, run in runs.items():
                     run.truncate(before[n])
                 break
             last = look
-            timings = {n: r.summary(confidence, threads, warmup) if n in need or not timings
-                       else timings[n] for n, r in runs.items()}
+            timings = {
+                n: r.summary(confidence, threads, warmup) if n in need or not timings else timings[n]
+                for n, r in runs.items()
+            }
             for name, said in _verdicts(judgements, decided, timings).items():
                 decided[name] = decision(said, name, look, timings)
             if len(decided) == len(judgements) or look == len(schedule):
@@ -173,22 +195,31 @@ def sequential_decisions(
             if every_ratio:
                 need = set(runs)
                 continue
-            need, stuck = _still_needed(judgements, decided, timings, runs, schedule[look:],
-                                        budget_s, lambda: clock() - start)
+            need, stuck = _still_needed(
+                judgements, decided, timings, runs, schedule[look:], budget_s, lambda: clock() - start
+            )
             for name in stuck:
-                decided[name] = decision(INCONCLUSIVE, name, look, timings, note=(
-                    "stopped early: undecided even with every ratio of this decision "
-                    "at its median"))
+                decided[name] = decision(
+                    INCONCLUSIVE,
+                    name,
+                    look,
+                    timings,
+                    note=("stopped early: undecided even with every ratio of this decision at its median"),
+                )
             if not need:
                 break
-    return {name: decided.get(name) or decision(INCONCLUSIVE, name, last, timings)
-            for name in judgements}
+    return {name: decided.get(name) or decision(INCONCLUSIVE, name, last, timings) for name in judgements}
 
 
-def _still_needed(judgements: Mapping[str, Judgement], decided: Mapping[str, Decision],
-                  timings: dict[str, PairedTiming], runs: dict[str, Pairs],
-                  sizes: tuple[int, ...], budget_s: float, elapsed: Callable[[], float]
-                  ) -> tuple[set[str], list[str]]:
+def _still_needed(
+    judgements: Mapping[str, Judgement],
+    decided: Mapping[str, Decision],
+    timings: dict[str, PairedTiming],
+    runs: dict[str, Pairs],
+    sizes: tuple[int, ...],
+    budget_s: float,
+    elapsed: Callable[[], float],
+) -> tuple[set[str], list[str]]:
     """After a look: the ratios that get the next look's pairs (those
     :func:`_plan` names for some undecided judgement), and the undecided
     judgements no pairs of this decision can decide (:func:`_plan` names none)."""
@@ -205,8 +236,14 @@ def _still_needed(judgements: Mapping[str, Judgement], decided: Mapping[str, Dec
     return need, stuck
 
 
-def _plan(judgement: Judgement, timings: dict[str, PairedTiming], runs: dict[str, Pairs],
-          sizes: tuple[int, ...], left: float, elapsed: float) -> set[str]:
+def _plan(
+    judgement: Judgement,
+    timings: dict[str, PairedTiming],
+    runs: dict[str, Pairs],
+    sizes: tuple[int, ...],
+    left: float,
+    elapsed: float,
+) -> set[str]:
     """The ratios whose further pairs can still decide ``judgement``; empty
     when it is undecided even with every ratio taken as known (its interval
     collapsed to its median): then narrowing this decision's intervals
@@ -228,8 +265,7 @@ def _plan(judgement: Judgement, timings: dict[str, PairedTiming], runs: dict[str
     wants = {n for n in timings if judgement.decide({**points, n: timings[n]}) is None}
     if wants:
         return wants
-    widest = sorted(timings, key=lambda n: (timings[n].ci_low - timings[n].ci_high)
-                    / timings[n].median)
+    widest = sorted(timings, key=lambda n: (timings[n].ci_low - timings[n].ci_high) / timings[n].median)
     for i in range(1, len(widest) + 1):
         prefix = set(widest[:i])
         reach = _reachable(runs, prefix, sizes, left, elapsed)
@@ -238,8 +274,7 @@ def _plan(judgement: Judgement, timings: dict[str, PairedTiming], runs: dict[str
     return set(timings)
 
 
-def _projected(timings: dict[str, PairedTiming], names: set[str], pairs: float
-               ) -> dict[str, PairedTiming]:
+def _projected(timings: dict[str, PairedTiming], names: set[str], pairs: float) -> dict[str, PairedTiming]:
     """``timings`` with the intervals of ``names`` as they would be at
     ``pairs`` pairs if the ratios so far were the law: the order-statistic
     interval of n pairs spans about the quantiles 0.5 -+ z / (2 sqrt(n)) (z
@@ -262,8 +297,7 @@ def _projected(timings: dict[str, PairedTiming], names: set[str], pairs: float
     return out
 
 
-def _first_look_cost(warm_s: dict[str, float], per_call: dict[str, int], warmup: int,
-                     first: int) -> float:
+def _first_look_cost(warm_s: dict[str, float], per_call: dict[str, int], warmup: int, first: int) -> float:
     """Seconds of the first look's ``first`` pairs of every ratio at the
     warm-up's pace (one call a side per warm-up pair); 0 without a warm-up."""
     if warmup == 0:
@@ -277,12 +311,16 @@ def _round_cost(runs: dict[str, Pairs], names: set[str], size: int, elapsed: flo
     over the time the pairs themselves took)."""
     timed = sum(r.seconds() for r in runs.values())
     overhead = elapsed / timed if timed > 0 else 1.0
-    return overhead * sum(max(size - len(runs[n].base), 0) * runs[n].seconds() / len(runs[n].base)
-                          for n in names if runs[n].base)
+    return overhead * sum(
+        max(size - len(runs[n].base), 0) * runs[n].seconds() / len(runs[n].base)
+        for n in names
+        if runs[n].base
+    )
 
 
-def _reachable(runs: dict[str, Pairs], names: set[str], sizes: tuple[int, ...], left: float,
-               elapsed: float) -> int:
+def _reachable(
+    runs: dict[str, Pairs], names: set[str], sizes: tuple[int, ...], left: float, elapsed: float
+) -> int:
     """The largest of the coming look sizes ``sizes`` to which the ratios
     ``names`` can be brought within ``left`` seconds (0 when none)."""
     reach = 0
@@ -292,21 +330,20 @@ def _reachable(runs: dict[str, Pairs], names: set[str], sizes: tuple[int, ...], 
     return reach
 
 
-def _checked_plan(sides, judgements, alpha, looks, first, budget_s, warmup, calls, threads,
-                  clock) -> tuple[dict[str, int], float, list[int]]:
+def _checked_plan(
+    sides, judgements, alpha, looks, first, budget_s, warmup, calls, threads, clock
+) -> tuple[dict[str, int], float, list[int]]:
     """:func:`sequential_decisions`' arguments checked: (calls per ratio, the
     per-interval confidence, the look schedule)."""
     if not isinstance(sides, Mapping) or not sides:
-        raise ValueError(f"sides must be a non-empty mapping name -> (baseline, candidate), "
-                         f"got {sides!r}")
+        raise ValueError(f"sides must be a non-empty mapping name -> (baseline, candidate), got {sides!r}")
     for name, pair in sides.items():
         if not (isinstance(pair, tuple) and len(pair) == 2):
             raise ValueError(f"sides[{name!r}] must be a (baseline, candidate) tuple, got {pair!r}")
         check_callable(f"sides[{name!r}] baseline", pair[0])
         check_callable(f"sides[{name!r}] candidate", pair[1])
     if not isinstance(judgements, Mapping) or not judgements:
-        raise ValueError(f"judgements must be a non-empty mapping name -> Judgement, "
-                         f"got {judgements!r}")
+        raise ValueError(f"judgements must be a non-empty mapping name -> Judgement, got {judgements!r}")
     for name, j in judgements.items():
         if not isinstance(j, Judgement):
             raise ValueError(f"judgements[{name!r}] must be a Judgement, got {type(j).__name__}")
@@ -342,8 +379,9 @@ def _extend_or_cut(runs: dict[str, Pairs], size: int, over: Callable[[], bool]) 
     return False
 
 
-def _verdicts(judgements: Mapping[str, Judgement], decided: Mapping[str, Decision],
-              timings: dict) -> dict[str, str]:
+def _verdicts(
+    judgements: Mapping[str, Judgement], decided: Mapping[str, Decision], timings: dict
+) -> dict[str, str]:
     """What each judgement not yet decided says at this look (holds or broken;
     the ones that say None are left out)."""
     out = {}
@@ -352,8 +390,9 @@ def _verdicts(judgements: Mapping[str, Judgement], decided: Mapping[str, Decisio
             continue
         said = judgement.decide(timings)
         if said not in (HOLDS, BROKEN, None):
-            raise ValueError(f"judgements[{name!r}].decide must return {HOLDS!r}, "
-                             f"{BROKEN!r} or None, got {said!r}")
+            raise ValueError(
+                f"judgements[{name!r}].decide must return {HOLDS!r}, {BROKEN!r} or None, got {said!r}"
+            )
         if said is not None:
             out[name] = said
     return out
@@ -361,8 +400,9 @@ def _verdicts(judgements: Mapping[str, Judgement], decided: Mapping[str, Decisio
 
 #: The keyword arguments :func:`sequential_decision` and :func:`decide_ratio`
 #: pass on to :func:`sequential_decisions`.
-_DECISION_OPTIONS = frozenset({"alpha", "looks", "first", "budget_s", "warmup", "calls",
-                               "threads", "clock", "every_ratio"})
+_DECISION_OPTIONS = frozenset(
+    {"alpha", "looks", "first", "budget_s", "warmup", "calls", "threads", "clock", "every_ratio"}
+)
 
 
 def sequential_decision(
@@ -376,8 +416,10 @@ def sequential_decision(
     decide)`` (keyword arguments passed on)."""
     unknown = sorted(set(kwargs) - _DECISION_OPTIONS)
     if unknown:
-        raise ValueError(f"unknown keyword argument(s) {', '.join(unknown)}; allowed: "
-                         f"{', '.join(sorted(_DECISION_OPTIONS))}")
+        raise ValueError(
+            f"unknown keyword argument(s) {', '.join(unknown)}; allowed: "
+            f"{', '.join(sorted(_DECISION_OPTIONS))}"
+        )
     return sequential_decisions(sides, {"claim": Judgement(rule, decide)}, **kwargs)["claim"]
 
 
@@ -396,4 +438,6 @@ def decide_ratio(
     return sequential_decision(
         {"ratio": (baseline, candidate)},
         lambda t: rule.decide(t["ratio"].ci_low, t["ratio"].ci_high),
-        rule=f"median ratio {rule}", **kwargs)
+        rule=f"median ratio {rule}",
+        **kwargs,
+    )
