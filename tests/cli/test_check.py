@@ -205,6 +205,19 @@ def test_a_closed_pipe_ends_quietly_in_process(user_folder, capsys, monkeypatch)
     assert "Traceback" not in err and "BrokenPipe" not in err, err
 
 
+def test_a_closed_standard_output_is_no_error(user_folder, capsys, monkeypatch):
+    """Standard output closed outright (``aftertrain check rule ... >&-``:
+    Python's ``sys.stdout`` is None): the work is done, what would have been
+    printed goes nowhere, and the exit status is still the verdict (0: the
+    rule passed), not an AttributeError at the final flush."""
+    monkeypatch.setattr(sys, "stdout", None)
+    status = cli.main(["check", "rule", "my_rules:correct", "--exact", "--n", "100", "--json", "--quiet"])
+    monkeypatch.undo()
+    err = capsys.readouterr().err
+    assert status == 0, err
+    assert "Traceback" not in err and "AttributeError" not in err, err
+
+
 @pytest.mark.e2e
 def test_a_closed_pipe_ends_quietly(user_folder):
     """``aftertrain check rule ... --json --quiet | head -c 50`` in a child

@@ -75,7 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = argv[1:]
     try:
         status = args.func(args)
-        sys.stdout.flush()  # a closed pipe shows here, not in Python's flush at exit
+        # A closed pipe shows here, not in Python's flush at exit; a standard
+        # output closed outright (`>&-`) is None, and what was printed went nowhere.
+        if sys.stdout is not None:
+            sys.stdout.flush()
         return status
     except UsageError as err:
         print(f"aftertrain {args.command}: error: {err}", file=sys.stderr)
