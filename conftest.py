@@ -103,7 +103,7 @@ def pytest_configure(config):
 def pytest_collection_finish(session):
     """Collection leaves some hundred thousand long-lived objects (test items,
     hypothesis strategies, parametrize ids); frozen, the garbage collector's
-    full passes during the run no longer walk them (on the 2-core AVX2
+    full passes during the run no longer walk them (on a 2-core AVX2
     machine the collector took 2.2-2.9 s a worker of the claims, speculative
     and quantization-kit tests, 1.4-1.9 s frozen). Nothing is freed that
     would have been: they live until the session ends."""
