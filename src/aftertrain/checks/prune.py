@@ -30,6 +30,9 @@ The guarantees checked, per case of the battery and sparsity:
 * ``nested`` (default: as ``magnitude``; not NM, whose sparsity is fixed):
   the weights removed at a smaller sparsity are among those removed at a
   larger one (ties included).
+
+This module calls the pruner and checks its output's form; the guarantees
+on the masks are :mod:`aftertrain.checks.prune_guarantees`.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ import torch
 
 from aftertrain.checks.patterns import NM, Pattern, Scope, Structured, Unstructured
 from aftertrain.checks.prune_battery import battery, nm_battery, structured_battery
+from aftertrain.checks.prune_guarantees import check_masks, check_nested
 from aftertrain.checks.report import Report, Row
 from aftertrain.core.validation import check_seed
 
@@ -172,9 +176,9 @@ def _check_case(
         if masks is None:
             previous = None
             continue
-        _check_masks(report, where, weights, masks, s, pattern, magnitude)
+        check_masks(report, where, weights, masks, s, pattern, magnitude)
         if nested and previous is not None and not isinstance(pattern, NM):
-            _check_nested(report, where, weights, masks, s, previous)
+            check_nested(report, where, weights, masks, s, previous)
         previous = (s, masks)
 
 
@@ -236,213 +240,6 @@ def _check_cases(cases, pattern: Pattern) -> None:
 def _refusable(pattern: Pattern, weights) -> bool:
     """A 2:4 pruner may refuse rows that are not whole blocks."""
     return isinstance(pattern, NM) and any(w.shape[-1] % pattern.m for w in weights.values())
-
-
-def _check_masks(
-    report: Report, where: str, weights, masks, s: float, pattern: Pattern, magnitude: bool
-) -> None:
-    if isinstance(pattern, Unstructured):
-        _check_count(report, where, weights, masks, s, pattern.scope)
-        if magnitude:
-            _check_magnitude(report, where, weights, masks, pattern.scope)
-        return
-    for name, w in weights.items():
-        at = f"{where}, {name}"
-        if isinstance(pattern, Structured):
-            _check_slices(report, at, w, masks[name], s, pattern, magnitude)
-        else:
-            _check_blocks(report, at, w, masks[name], pattern, magnitude)
-
-
-def _check_nested(report: Report, where: str, weights, masks, s: float, previous) -> None:
-    s0, m0 = previous
-    bad = sum(int((~m0[n] & masks[n]).sum()) for n in weights)
-    report.add(
-        Row(
-            where,
-            "nested",
-            bad == 0,
-            value=float(bad),
-            bound=0.0,
-            detail="" if bad == 0 else f"{bad} weights removed at sparsity {s0} are kept at {s}",
-        )
-    )
-
-
-def _check_slices(
-    report: Report,
-    at: str,
-    w: torch.Tensor,
-    mask: torch.Tensor,
-    s: float,
-    pattern: Structured,
-    magnitude: bool,
-) -> None:
-    """Whole slices along ``dim``, ``round(s * size(dim))`` of them, the smallest norms."""
-    per_slice = mask if pattern.dim == 0 else mask.T  # (slices, length)
-    whole = per_slice.all(1) | ~per_slice.any(1)
-    ok = bool(whole.all())
-    report.add(
-        Row(
-            at,
-            "structure",
-            ok,
-            value=float((~whole).sum()),
-            bound=0.0,
-            detail=""
-            if ok
-            else f"{int((~whole).sum())} of {whole.numel()} slices along dim {pattern.dim} are partly kept",
-        )
-    )
-    if not ok:
-        return
-    kept = per_slice.all(1)
-    n = kept.numel()
-    got, want = int((~kept).sum()), round(s * n)
-    report.add(
-        Row(
-            at,
-            "count",
-            got == want,
-            value=float(got),
-            bound=float(want),
-            n=n,
-            detail=""
-            if got == want
-            else f"removed {got} of {n} slices along dim {pattern.dim}, round({s} * {n}) = {want}",
-        )
-    )
-    if not magnitude or kept.all() or not kept.any():
-        return
-    norms = pattern.slice_norms(w)
-    removed, smallest_kept = float(norms[~kept].max()), float(norms[kept].min())
-    # a float32 norm of `length` terms is within length * u of the exact one
-    slack = per_slice.shape[1] * 2.0**-24
-    ok = removed <= smallest_kept * (1 + slack)
-    report.add(
-        Row(
-            at,
-            "magnitude",
-            ok,
-            value=removed,
-            bound=smallest_kept,
-            detail=""
-            if ok
-            else f"a removed slice has norm {removed:.4g} > a kept slice's {smallest_kept:.4g}",
-        )
-    )
-
-
-def _check_blocks(
-    report: Report, at: str, w: torch.Tensor, mask: torch.Tensor, pattern: NM, magnitude: bool
-) -> None:
-    """Exactly ``n`` kept in every block of ``m``, the largest ``|w|`` of the block."""
-    if w.shape[-1] % pattern.m:
-        report.add(
-            Row(
-                at,
-                "count",
-                False,
-                detail=f"rows of {w.shape[-1]} are not whole blocks of {pattern.m}: refuse them (ValueError)",
-            )
-        )
-        return
-    keep, a = pattern.blocks(mask), pattern.blocks(w.abs())
-    kept = keep.sum(1)
-    bad = int((kept != pattern.n).sum())
-    report.add(
-        Row(
-            at,
-            "count",
-            bad == 0,
-            value=float(bad),
-            bound=0.0,
-            n=keep.shape[0],
-            detail=""
-            if bad == 0
-            else f"{bad} of {keep.shape[0]} blocks keep "
-            f"{sorted(set(kept[kept != pattern.n].tolist()))}"
-            f" weights, not {pattern.n}",
-        )
-    )
-    if not magnitude or bad:
-        return
-    removed = a.masked_fill(keep, -1.0).amax(1)
-    smallest_kept = a.masked_fill(~keep, float("inf")).amin(1)
-    wrong = int((removed > smallest_kept).sum())
-    report.add(
-        Row(
-            at,
-            "magnitude",
-            wrong == 0,
-            value=float(wrong),
-            bound=0.0,
-            detail="" if wrong == 0 else f"{wrong} blocks remove a larger |w| than they keep",
-        )
-    )
-
-
-def _check_count(report: Report, where: str, weights, masks, s: float, scope: Scope) -> None:
-    if scope is Scope.GLOBAL:
-        n = sum(w.numel() for w in weights.values())
-        got = sum(int((~m).sum()) for m in masks.values())
-        want = round(s * n)
-        report.add(
-            Row(
-                where,
-                "count",
-                got == want,
-                value=float(got),
-                bound=float(want),
-                n=n,
-                detail="" if got == want else f"removed {got} of {n}, round({s} * {n}) = {want}",
-            )
-        )
-        return
-    for name, w in weights.items():
-        got, want = int((~masks[name]).sum()), round(s * w.numel())
-        report.add(
-            Row(
-                f"{where}, {name}",
-                "count",
-                got == want,
-                value=float(got),
-                bound=float(want),
-                n=w.numel(),
-                detail=""
-                if got == want
-                else f"removed {got} of {w.numel()}, round({s} * {w.numel()}) = {want}",
-            )
-        )
-
-
-def _check_magnitude(report: Report, where: str, weights, masks, scope: Scope) -> None:
-    if scope is Scope.GLOBAL:
-        groups = {
-            "all weights": (
-                torch.cat([w.reshape(-1) for w in weights.values()]),
-                torch.cat([m.reshape(-1) for m in masks.values()]),
-            )
-        }
-    else:
-        groups = {n: (w.reshape(-1), masks[n].reshape(-1)) for n, w in weights.items()}
-    for group, (w, keep) in groups.items():
-        a = w.abs()
-        if keep.all() or not keep.any():
-            report.add(Row(f"{where}, {group}", "magnitude", True))
-            continue
-        removed, kept = float(a[~keep].max()), float(a[keep].min())
-        ok = removed <= kept
-        report.add(
-            Row(
-                f"{where}, {group}",
-                "magnitude",
-                ok,
-                value=removed,
-                bound=kept,
-                detail="" if ok else f"removed |w| {removed:.4g} > kept |w| {kept:.4g}",
-            )
-        )
 
 
 def assert_pruner(prune: Pruner, **kwargs) -> None:
