@@ -47,6 +47,7 @@ Works under pytest-xdist: everything a test reports travels in its
 test at a time under a lock the controller hands them.
 """
 
+from aftertrain.ledger.claim_marker import claim_ids  # noqa: F401
 from aftertrain.ledger.plugin import (  # noqa: F401  (pytest finds the hooks here)
     claim_record,
     pytest_addoption,
@@ -55,4 +56,3 @@ from aftertrain.ledger.plugin import (  # noqa: F401  (pytest finds the hooks he
     pytest_make_collect_report,
     pytest_xdist_auto_num_workers,
 )
-from aftertrain.ledger.state import claim_ids  # noqa: F401

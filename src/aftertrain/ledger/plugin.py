@@ -21,24 +21,28 @@ from aftertrain.core.tolerances import (
     TIMING_BUDGET_S,
     TIMING_BUDGET_TOTAL_S,
 )
-from aftertrain.ledger import benchmark, reuse, workers
+from aftertrain.ledger import benchmark, claim_marker, reuse, workers
+from aftertrain.ledger.claim_marker import claim_ids, marker_problem
 from aftertrain.ledger.model_under_test import READS_MODEL_PROPERTY, marked_part, reads_model
 from aftertrain.ledger.path_options import output_file_problem, path_option_problem
 from aftertrain.ledger.record import ClaimRecord, budget_left, start_total_budget, timing_enabled
-from aftertrain.ledger.state import (
-    CLAIM_PROPERTY,
-    PART_PROPERTY,
-    Ledger,
-    claim_ids,
-    marker_problem,
-    quick_run,
-)
+from aftertrain.ledger.state import CLAIM_PROPERTY, PART_PROPERTY, Ledger, quick_run
 from aftertrain.timing.lock import TimingLock
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Add the ledger's options (``--claims-json``, the timing budgets and lock, ``--model-free-from``)."""
+    """Add the ledger's options (``--claims-json``, ``--claim``, the timing budgets and lock,
+    ``--model-free-from``)."""
     group = parser.getgroup("claims", "aftertrain claims ledger")
+    group.addoption(
+        claim_marker.FLAG,
+        metavar="ID",
+        action="append",
+        default=None,
+        dest="claim",
+        help="run only the tests of claim ID of CLAIMS.md (repeat it, or join IDs with "
+        "commas, for several); the ledger shows the other claims as not run",
+    )
     group.addoption(
         "--claims-json",
         metavar="PATH",
@@ -146,6 +150,12 @@ def pytest_configure(config: pytest.Config) -> None:
                 f"got {budget!r}"
             )
     start_total_budget(config)
+    try:
+        chosen = claim_marker.selected(config.getoption("claim", None))
+    except ValueError as err:
+        raise pytest.UsageError(str(err)) from None
+    if chosen is not None:
+        config.pluginmanager.register(claim_marker.ByClaim(chosen), "aftertrain-by-claim")
     lock = config.getoption("timing_lock", None)
     given = getattr(config, "workerinput", {})
     if switched_on(config) and given.get(workers.LOCK_KEY):  # an xdist worker that times
@@ -164,6 +174,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(_ModelFree(reuse.reused_ids(earlier)), "aftertrain-model-free")
     if switched_on(config) and not hasattr(config, "workerinput"):  # the controller, or a run without xdist
         controller = _Controller(config)
+        if chosen is not None:
+            controller.ledger.selected = chosen
+            controller.ledger.not_selected_reason = claim_marker.reason(chosen)
         if earlier is not None:
             controller.ledger.reuse(earlier, config.getoption("model_free_from"))
         config.pluginmanager.register(controller, "aftertrain-claims-ledger")
@@ -181,7 +194,8 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
 @pytest.hookimpl(wrapper=True)
 def pytest_make_collect_report(collector: pytest.Collector):
     """Turn a claim marker with an unknown ID into a collection error of its
-    module, and store each test's IDs in its user properties."""
+    module, and store each test's IDs in its user properties and among its
+    keywords (``-k Q2`` finds the tests of Q2)."""
     report = yield
     if report.passed and switched_on(collector.config):
         items = [x for x in report.result if isinstance(x, pytest.Item)]
@@ -195,6 +209,7 @@ def pytest_make_collect_report(collector: pytest.Collector):
                 item.user_properties.append((READS_MODEL_PROPERTY, reads_model(item)))
                 ids = claim_ids(item)
                 if ids:
+                    item.extra_keyword_matches.update(ids)
                     item.user_properties.append((CLAIM_PROPERTY, ids))
                     part = marked_part(item)
                     if part is not None:

@@ -1,7 +1,7 @@
 """The ledger's state: test outcomes per claim and the verdicts they give.
 
 No pytest hooks here (they are in :mod:`aftertrain.ledger.plugin`); this
-module reads test reports, resolves markers, ranks outcomes and writes the
+module reads test reports, ranks outcomes and writes the
 JSON. It does not import torch (the plugin loads with every pytest run).
 """
 
@@ -37,6 +37,7 @@ from aftertrain.claims.verdicts import (
     Verdict,
 )
 from aftertrain.core import runmeta
+from aftertrain.ledger.claim_marker import not_selected
 from aftertrain.ledger.model_under_test import READS_MODEL_PROPERTY, ledger_meta
 
 # User properties a test sets (through the claim_record fixture); they travel
@@ -66,34 +67,6 @@ VERDICT_OF = {
     Outcome.PASSED: HOLDS,
     Outcome.SKIPPED: SKIPPED,
 }
-
-
-def claim_ids(item: pytest.Item) -> tuple[str, ...]:
-    """The claim IDs of every ``claim`` marker on ``item``, closest first
-    (the function's, the decorator nearest the function first; then its
-    class's; then its module's), each once where first named. A test counts
-    toward every claim any of its markers names."""
-    ids: list[str] = []
-    for marker in item.iter_markers("claim"):
-        for claim_id in marker.args:
-            if claim_id not in ids:
-                ids.append(claim_id)
-    return tuple(ids)
-
-
-def marker_problem(item: pytest.Item) -> str | None:
-    """Why ``item``'s claim markers are invalid (a marker without IDs, with
-    keyword arguments, or with an unknown ID), or None."""
-    for marker in item.iter_markers("claim"):
-        if not marker.args or marker.kwargs:
-            return f"{item.nodeid}: claim markers take IDs only, e.g. claim('Q2', 'Q3')"
-        unknown = [a for a in marker.args if not (isinstance(a, str) and a in CLAIMS)]
-        if unknown:
-            return (
-                f"{item.nodeid}: unknown claim ID(s) {', '.join(map(repr, unknown))}; "
-                f"known IDs: {', '.join(CLAIMS)}"
-            )
-    return None
 
 
 #: How a crash line names pytest's own expected-failure exception (``pytest.xfail()``).
@@ -164,6 +137,9 @@ class Ledger:
         #: ``meta["model_free_from"]`` when :meth:`reuse` took an earlier run's outcomes
         self.model_free_from: dict | None = None
         self._taken: frozenset[str] = frozenset()  # the node IDs reuse took
+        #: the claims ``--claim`` selected (None: all); the others did not run, for this reason
+        self.selected: tuple[str, ...] | None = None
+        self.not_selected_reason = ""
 
     def add(self, report: pytest.TestReport) -> None:
         """Take one phase's report (setup, call or teardown)."""
@@ -243,6 +219,8 @@ class Ledger:
         ordered = sorted(self.tests.items(), key=lambda kv: kv[0] in self._taken)
         return [
             decide(claim, [t for nodeid, t in ordered if claim.id in self.claims_of[nodeid]])
+            if self.selected is None or claim.id in self.selected
+            else not_selected(claim, self.not_selected_reason)
             for claim in CLAIMS.values()
         ]
 
@@ -259,8 +237,9 @@ class Ledger:
             figures = "; ".join(e.measured)
             line = f"{e.id:<4} {e.verdict_text():<18} {e.title}"
             lines.append(f"{line}  [{figures}]" if figures else line)
+        unselected = [] if self.selected is None else [e.id for e in entries if e.id not in self.selected]
         for e in entries:
-            if e.verdict == NOT_COVERED:
+            if e.verdict == NOT_COVERED or e.id in unselected:
                 continue
             # a skip's reasons are those of the parts not run, said once below
             why = [] if e.verdict in (HOLDS, SKIPPED, NOT_DECIDED) else list(dict.fromkeys(e.reasons))
@@ -286,6 +265,8 @@ class Ledger:
                 f"their outcomes are those of {src['ledger']} (model {src['model']}, "
                 f"the same code)"
             )
+        if unselected:
+            lines.append(f"not run ({self.not_selected_reason}): {', '.join(unselected)}")
         uncovered = [e.id for e in entries if e.verdict == NOT_COVERED]
         if uncovered and len(uncovered) < len(entries):
             lines.append(f"not covered (no test of this run carries the ID): {', '.join(uncovered)}")
