@@ -27,7 +27,8 @@ Usage (from the repository root)::
 
 ``--set`` picks the bug set: ``project`` (tools/mutants.py, the default),
 ``blind`` (tools/mutants_blind.py, written from src/ and docs/ alone) or
-``round3`` (tools/mutants_round3.py, the same for the code of issues 35-37).
+``kit`` (tools/mutants_kit.py, the same for the checks kit, the reuse, the
+ledger file, the compare and the CLI).
 
 Arguments after ``--`` go to pytest, which always runs as
 ``python -m pytest -x -q -p no:cacheprovider [args]``.
@@ -52,7 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mutants import MUTANTS, Mutant
 
 #: The bug sets ``--set`` chooses from (module with a ``MUTANTS`` tuple).
-SETS = {"project": "mutants", "blind": "mutants_blind", "round3": "mutants_round3"}
+SETS = {"project": "mutants", "blind": "mutants_blind", "kit": "mutants_kit"}
 
 
 def bug_set(name: str) -> tuple[Mutant, ...]:
@@ -234,7 +235,7 @@ SUBSETS |= {
 }
 
 
-# Tags of the third independent set (tools/mutants_round3.py): the module's own test files.
+# Tags of the third independent set (tools/mutants_kit.py): the module's own test files.
 _CB = "tests/checks/test_bad_inputs.py"
 SUBSETS |= {
     "r3-quant": ["tests/checks/test_quant.py", "tests/checks/test_quant_guarantees.py", _CB] + _UNTIMED,
@@ -476,8 +477,8 @@ def main(argv: list[str] | None = None) -> int:
         choices=sorted(SETS),
         default="project",
         help="the bug set: project (tools/mutants.py, default), blind "
-        "(tools/mutants_blind.py, written from src/ and docs/ alone) or round3 "
-        "(tools/mutants_round3.py, the code of issues 35-37)",
+        "(tools/mutants_blind.py, written from src/ and docs/ alone) or kit "
+        "(tools/mutants_kit.py, the checks kit, the reuse, the ledger file, the compare, the CLI)",
     )
     ap.add_argument("--list", action="store_true", help="locate every snippet; run nothing")
     ap.add_argument("--only", nargs="+", metavar="ID", help="run these mutant ids")

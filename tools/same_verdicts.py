@@ -22,7 +22,7 @@ outcome (the test asserts its bound), not compared.
 
 Exit status: 0 when every OTHER agrees, 1 when one differs (each difference
 on one line), 2 when a file is not a ledger. .ci/run uses it after its
-kernel-path reruns (issue 31).
+kernel-path reruns.
 """
 
 from __future__ import annotations

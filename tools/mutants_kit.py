@@ -1,6 +1,7 @@
 # ruff: noqa: E501  (a mutant's snippet is quoted whole, as it stands in src/)
-"""The third independent bug set (``tools/mutate.py --set round3``): the code
-added or changed in issues 35-37.
+"""The third independent bug set (``tools/mutate.py --set kit``): the
+checks kit, the reuse of stored parts, the ledger file, the compare and the
+CLI.
 
 Written from ``src/`` alone (and docs/mutation.md, tools/mutate.py, the two
 earlier sets), before any file under ``tests/`` was opened, by a helper who
@@ -16,7 +17,7 @@ comparison, a dropped validation, a wrong default, a field written or read
 under the wrong name, a wrong axis or dtype, a branch removed.
 
 Same format as tools/mutants.py (:class:`mutants.Mutant`); ids
-``r3-<area>-NN``; ``python tools/mutate.py --set round3 --list`` locates
+``r3-<area>-NN``; ``python tools/mutate.py --set kit --list`` locates
 every snippet.
 """
 
