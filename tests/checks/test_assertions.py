@@ -3,7 +3,7 @@
 rule, and the same exact verdict at every seed. p and q come in ``dtype``;
 with ``exact`` the forced-uniform probes hand u and v in ``dtype`` too, and
 the statistical battery draws its uniforms in ``uniforms``, by default
-``dtype`` (as the rule's own ``torch.rand_like(p)``: issue 33, gpt-fast's
+``dtype`` (as the rule's own ``torch.rand_like(p)`` does: gpt-fast's
 bfloat16 defect), float32 when told."""
 
 from __future__ import annotations

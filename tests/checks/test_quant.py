@@ -198,12 +198,13 @@ GRANULARITIES = [PerTensor(), PerAxis(0), PerAxis(1), PerGroup(32), PerGroup(128
 
 #: The kit's own CPU over the CPU of the quantizer's calls it makes, at most:
 #: measured 4.3-5.1 (175 schemes, quantize_scheme; native AVX2 and generic
-#: kernels, idle and with both cores busy; 2-core Zen 3), so a kit whose own
+#: kernels, idle and with both cores busy; a 2-core AVX2 machine), so a kit whose own
 #: work is three times today's fails (3 x 4.3 > 12; tried: its judging run
 #: five times gives 15). A ratio of two CPU times of one process, both of
 #: small torch ops, is the same on a fast or a slow machine, where an
-#: absolute budget (it was 10 CPU s: 1.5 s on the Zen 5 machine, 5.8 s on
-#: the Zen 3) fails on a host 1.75 times slower than the second.
+#: absolute budget of CPU seconds fails the slow machine first (10 CPU s is
+#: 1.5 s on an AVX-512 machine and 5.8 s on an AVX2 one, so a host 1.75 times
+#: slower than the second would fail it).
 KIT_OVER_QUANTIZER_CPU = 12.0
 
 

@@ -1,6 +1,6 @@
 """The classes of a failed row (aftertrain.checks.report: failure, edge
 finding, mismatch) and refusals, on quantizers and pruners built to land in
-each class, and their broken twins that must land in the other (issue 33)."""
+each class, and their broken twins that must land in the other."""
 
 from __future__ import annotations
 

@@ -122,7 +122,7 @@ def test_anything_else_is_refused_naming_the_field(data, fragment):
 
 def test_a_ledger_written_before_defining_parts_reads_with_none_recorded():
     """``defining``, ``undecided`` and ``beside`` came later in format 2: an
-    entry without them (the committed ledgers before issue 35) reads as no
+    entry without them (a format-2 ledger written before they existed) reads as no
     defining part recorded, none undecided, nothing beside; with them, they
     read back as written."""
     old = {"format": FORMAT, "claims": [{"id": "P8", "verdict": "holds", "parts": {"assertions": "holds"}}]}

@@ -263,8 +263,8 @@ def test_the_command_lines_bounds_are_check_rules():
 
 def test_the_exact_failures_are_the_same_at_every_seed(user_folder, capsys):
     """Every input of an exact probe is forced: the zoo's NaN-residual rule
-    fails the same exact checks at --seed 0 and 3 (issue 33: a real defect
-    read 7 failures at one seed and 6 at another)."""
+    fails the same exact checks at --seed 0 and 3 (a probe left to the seed
+    read a real defect as 7 failures at one seed and 6 at another)."""
     exact = []
     for seed in ("0", "3"):
         assert (

@@ -113,7 +113,7 @@ def test_a_pruner_exits_0_and_a_broken_one_1(user_folder, capsys):
 
 def test_a_file_path_imports_the_modules_beside_it(user_folder, capsys):
     """``path/to/file.py:FUNC``: the file's folder goes first on the path, so
-    its own imports of the modules beside it work (issue 33)."""
+    its own imports of the modules beside it work."""
     assert cli.main(["check", "rule", "lib/rules_33.py:rule", "--exact", "--n", "100", "--quiet"]) == 0, (
         capsys.readouterr().err
     )

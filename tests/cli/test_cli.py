@@ -210,7 +210,7 @@ CASES = [
         ["report", "--out", "{tmp}/o2", "--models", "{wrong}"],
         "--models: ",
     ),
-    # issue 36: a negative value named, a run too short for its options, empty model names
+    # a negative value named, a run too short for its options, empty model names
     (
         "train-lr-negative-exponent",
         ["train", "--lr", "-1e-3"],

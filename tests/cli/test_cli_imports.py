@@ -1,7 +1,7 @@
 """What the command line and the package load: ``aftertrain --version``,
 every ``--help`` and the usage errors the arguments alone decide answer
-without importing torch (torch's import took 13-23 s on a loaded 2-core
-machine: issue 36), and ``import aftertrain`` names only modules that exist.
+without importing torch (torch's import can take 13-23 s on a loaded 2-core
+machine), and ``import aftertrain`` names only modules that exist.
 
 Method: one fresh interpreter runs every command line of the table through
 ``aftertrain.cli.main`` and reports, per command line, its exit status and

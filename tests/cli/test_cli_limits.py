@@ -194,8 +194,9 @@ def rule_calls(monkeypatch, tmp_path):
 
 
 def test_check_rule_n_takes_100_to_200000_and_refuses_99_and_200001(rule_calls, capsys):
-    """--n from 100 to 200,000 (issue 36's upper bound): both ends reach the
-    kit, one under and one over are refused before it runs."""
+    """--n from 100 to 200,000 (the upper bound: p and q of every round
+    held at once, about 260 MB): both ends reach the kit, one under and one
+    over are refused before it runs."""
     for n in (100, 200_000):
         assert _main(["check", "rule", "limit_rules:rule", "--n", str(n), "--quiet"], capsys)[0] == 0
         assert rule_calls[-1]["n"] == n

@@ -88,7 +88,7 @@ def test_share_is_the_speedup_over_the_prediction_with_v_k(world):
 
 
 def test_target_figures_invert_each_ratio_and_name_the_verdict():
-    """Issue 32's targets: the share (the loop over its charge) and the
+    """The speedup targets: the share (the loop over its charge) and the
     n-gram's speedup (speculative over plain) are each one over its own
     ratio's median, the range one over the interval's high end to one over
     its low end; the decision's verdict in the targets' words."""

@@ -282,7 +282,7 @@ def test_fit_gain_range_bounds_the_gain_over_its_box():
     assert np.median(widths) < 0.5, np.median(widths)
 
 
-#: One idle run's intervals (pytest of 6ee71ae, the X8 fit decision after 116 pairs):
+#: One idle run's intervals (the X8 fit decision of a default pytest, after 116 pairs):
 #: c and v_k per draft and k, and per cell (chars per pass, speedup low, high).
 IDLE_C = {
     BIGRAM: (0.159, 0.199),

@@ -63,7 +63,7 @@ def test_a_verdict_of_the_parts_that_ran_is_marked_when_a_part_did_not_run(verdi
 @pytest.mark.parametrize("verdict", [SKIPPED, NOT_COVERED, NOT_DECIDED])
 def test_a_verdict_where_nothing_ran_is_never_marked(verdict):
     """Nothing ran, or a defining part did not (``not decided here`` names the
-    part itself, issue 35): no "(part not run)" mark beside it."""
+    part itself): no "(part not run)" mark beside it."""
     assert verdict_text({"verdict": verdict, "not_run": PART}) == verdict
     assert verdict_text({"verdict": verdict, "not_run": ()}) == verdict
 

@@ -68,7 +68,7 @@ def test_claims_table_has_a_figure_and_verdict_column_per_model(doc, ledgers):
     header = MM.claims_header(["reference", "article"])
     assert header[3:] == ["ours (reference)", "verdict (reference)", "ours (article)", "verdict (article)"]
     rows = {r[0]: r for r in read_table(doc.markdown(), header)}
-    # each verdict first, what ran beside the claim after "; " (issue 35)
+    # each verdict first, what ran beside the claim after "; "
     assert rows["Q5"][4].split("; ")[0] == "**does not reproduce**"
     assert rows["Q5"][6].split("; ")[0] == "holds"
     assert "ref-q5 2.7000" in rows["Q5"][3] and "art-q5 2.9000" in rows["Q5"][5]

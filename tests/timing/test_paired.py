@@ -39,8 +39,8 @@ pytest_plugins = ["pytester"]
 # One unit of work: P7's dense matmul, (128x128) @ (128x512), ~0.1 ms on one
 # thread: 1e5 times perf_counter's resolution, and short against a scheduler
 # time slice, so on a loaded machine a preemption spoils a few pairs (which
-# the median discards) rather than every timing. Measured with load average
-# 5 on the 2-core dev box: 20 calls per timing (~2-4 ms) made the ratios of
+# the median discards) rather than every timing. Measured on a 2-core machine
+# with more runnable processes than cores: 20 calls per timing (~2-4 ms) made the ratios of
 # 2x work alternate between 1.3 and 4 with the order in the pair (the
 # timings beat against other processes' slices); 1 call per timing gave a
 # median of 1.995-2.000.
@@ -371,8 +371,8 @@ def test_double_work_gives_ratio_near_two_and_is_not_judged_equal(claim_record):
     the median ratio lies in DOUBLE_WORK_BAND [1.5, 2.6] (reason in
     aftertrain.core.tolerances); the broken variant of the no-difference verdict:
     "inside (0.9, 1.1)" must be broken, never holds; and "slower by at least
-    1.5" holds. Measured on the 2-core dev box under load average 5:
-    medians 1.995-2.000."""
+    1.5" holds. Measured on a 2-core machine with more runnable processes
+    than cores: medians 1.995-2.000."""
     sides = {"r": (work, work_twice)}
 
     def on(rule):
