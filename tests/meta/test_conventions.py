@@ -133,6 +133,7 @@ TESTED_IN = {
     "checks/prune_battery.py": "tests/checks/test_prune.py",
     "checks/prune_guarantees.py": "tests/checks/test_prune.py",
     "checks/quant_battery.py": "tests/checks/test_quant.py",
+    "checks/quant_output.py": "tests/checks/test_quant_guarantees.py",
     "checks/quant_reference.py": "tests/checks/test_quant_guarantees.py",
     "checks/report.py": "tests/checks/test_rule_battery.py",
     "checks/zoo.py": "tests/checks/test_speculative.py",

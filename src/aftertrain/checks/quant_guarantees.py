@@ -1,8 +1,12 @@
-"""The guarantees of :func:`aftertrain.checks.quant.check_quantizer`, one
-function per report row: a quantizer's output (:class:`Output`) judged
-against the scheme's view of the weight (:class:`Reference`), both of
-:mod:`aftertrain.checks.quant_reference`. Formulas and tolerances in
-:mod:`aftertrain.checks.quant`'s docstring."""
+"""The guarantees of :func:`aftertrain.checks.quant.check_quantizer` on one
+case: a quantizer's output (:class:`Output`) judged against the scheme's
+view of the weight (:class:`Reference`), both of
+:mod:`aftertrain.checks.quant_reference`. Here: the output's form, the
+group size a library chose, the rows that call the quantizer again (odd,
+idempotent) and the classing of a failure (an edge finding, or a mismatch
+when the output is another scheme's); the rows that judge the output alone
+are :mod:`aftertrain.checks.quant_output`'s (:func:`judge`). Formulas and
+tolerances in :mod:`aftertrain.checks.quant`'s docstring."""
 
 from __future__ import annotations
 
@@ -10,18 +14,17 @@ from dataclasses import replace
 
 import torch
 
+from aftertrain.checks.quant_output import judge
 from aftertrain.checks.quant_reference import (
     FLOAT32_EPS,
     Output,
     Quantizer,
     Reference,
-    U,
     as_output,
     call_quantizer,
 )
 from aftertrain.checks.report import EDGE, FAILURE, MISMATCH, Report, Row
-from aftertrain.checks.schemes import Mapping, PerAxis, PerGroup, PerTensor, QuantScheme, from_codes
-from aftertrain.core import tolerances as T
+from aftertrain.checks.schemes import Mapping, PerAxis, PerGroup, PerTensor, QuantScheme
 
 
 def check_case(report: Report, quantize: Quantizer, case: str, w: torch.Tensor, scheme: QuantScheme) -> None:
@@ -43,7 +46,7 @@ def check_case(report: Report, quantize: Quantizer, case: str, w: torch.Tensor, 
     out = raw if isinstance(raw, Exception | str) else as_output(raw, w, scheme)
     ref = Reference.of(w, scheme) if scheme.granularity_known else None
     if _check_output(rows, case, out, w, scheme, ref):
-        _judge(rows, case, ref, out, scheme)
+        judge(rows, case, ref, out, scheme)
         if scheme.mapping.odd:
             _check_odd(rows, case, quantize, w, scheme, out, ref)
         if scheme.mapping.idempotent:
@@ -71,19 +74,6 @@ def _merge(report: Report, rows: Report, fits: tuple[str, QuantScheme] | None) -
                 detail=f"{row.detail}; looks like {what} (declare {other})",
             )
         report.add(row)
-
-
-def _judge(report: Report, case: str, ref: Reference, out: Output, scheme: QuantScheme) -> None:
-    """The rows that judge ``out`` alone (no further call of the quantizer)."""
-    _check_round_trip(report, case, ref, out)
-    _check_grid(report, case, ref, out, scheme)
-    if out.codes is not None:
-        _check_codes(report, case, ref, out, scheme)
-    _check_extremes(report, case, ref, out, scheme)
-    if scheme.mapping.keeps_zero:
-        _check_zero(report, case, ref, out)
-    if (~ref.judged).any():
-        _check_edge(report, case, ref, out, scheme)
 
 
 def _chosen_group(
@@ -124,7 +114,7 @@ def _chosen_group(
             continue
         scratch = Report("scratch")
         if _check_output(scratch, case, out, w, chosen, Reference.of(w, chosen)):
-            _judge(scratch, case, Reference.of(w, chosen), out, chosen)
+            judge(scratch, case, Reference.of(w, chosen), out, chosen)
         if how.startswith("its") or all(r.passed or r.severity != FAILURE for r in scratch.rows):
             report.add(Row(case, "group size", True, value=float(g), detail=f"the library chose {g} ({how})"))
             return chosen
@@ -178,226 +168,6 @@ def _check_output(
         )
     )
     return n_bad == 0 or severity == EDGE
-
-
-def _worst(x: torch.Tensor) -> float:
-    return float(x.nan_to_num(float("inf")).max()) if x.numel() else 0.0
-
-
-def _check_round_trip(report: Report, case: str, ref: Reference, out: Output) -> None:
-    err = (ref.w - out.w_hat).abs()
-    excess = err / ref.round_trip_bound()
-    bad = ref.judged & ~(excess <= 1)
-    ok = not bool(bad.any())
-    worst = _worst(excess[ref.judged])
-    report.add(
-        Row(
-            case,
-            "round-trip",
-            ok,
-            value=worst,
-            bound=1.0,
-            severity=ref.severity(bad),
-            detail="" if ok else f"|w - w_hat| reaches {worst:.4g} x the bound scale/2 + 4 u R",
-        )
-    )
-    if ref.floored.any():
-        cost = _worst((err / (ref.p.raw[ref.p.index] / 2))[ref.floored])
-        bad = ref.floored & ~(excess <= 1)
-        report.add(
-            Row(
-                case,
-                "floor",
-                not bool(bad.any()),
-                value=cost,
-                severity=ref.severity(bad),
-                detail=f"groups at the scale floor err up to {cost:.4g} x their unfloored half step",
-            )
-        )
-
-
-def _check_grid(report: Report, case: str, ref: Reference, out: Output, scheme: QuantScheme) -> None:
-    lo, hi = scheme.code_range
-    steps = ref.steps(out.w_hat)
-    outward = torch.where(steps > 0, torch.ceil(steps), torch.floor(steps)).clamp(lo, hi)
-    keep = ref.judged & ~ref.saturated(out.w_hat, outward)
-    k = torch.round(steps)
-    off = (steps - k).abs()
-    slack = ref.grid_slack()
-    bad = keep & ~((off <= slack) & (k >= lo) & (k <= hi))
-    ok = not bool(bad.any())
-    report.add(
-        Row(
-            case,
-            "grid",
-            ok,
-            value=_worst(off[keep]),
-            bound=_worst(slack[keep]),
-            severity=ref.severity(bad),
-            detail=""
-            if ok
-            else f"w_hat in steps is {_worst(off[keep]):.4g} off an "
-            f"integer or outside [{lo}, {hi}] (codes reach {_span(k[keep])})",
-        )
-    )
-
-
-def _span(k: torch.Tensor) -> str:
-    return f"[{float(k.min()):.0f}, {float(k.max()):.0f}]" if k.numel() else "[]"
-
-
-def _check_codes(report: Report, case: str, ref: Reference, out: Output, scheme: QuantScheme) -> None:
-    codes = out.codes
-    lo, hi = scheme.code_range
-    integral = codes == torch.round(codes)
-    fits = (codes >= lo) & (codes <= hi)
-    if not scheme.mapping.symmetric and not bool(fits.all()):  # stored signed or unsigned
-        fits = (codes >= 0) & (codes <= 2**scheme.bits - 1)
-    bad = ~(integral & fits)
-    ok = not bool(bad.any())
-    report.add(
-        Row(
-            case,
-            "codes",
-            ok,
-            value=_worst(codes.abs()),
-            bound=float(hi),
-            severity=ref.severity(bad),
-            detail=""
-            if ok
-            else f"codes integral {bool(integral.all())}, span {_span(codes)}, allowed [{lo}, {hi}]",
-        )
-    )
-    if out.scale is None:
-        return
-    zero = torch.zeros(()) if out.zero is None else out.zero
-    dequant = from_codes(codes, out.scale, zero, scheme.mapping)
-    keep = ref.judged & ~ref.saturated(out.w_hat, codes)
-    gap = (dequant - out.w_hat).abs() - ref.round_trip_bound() + ref.s / 2
-    bad = keep & ~(gap <= 0)
-    ok = not bool(bad.any())
-    report.add(
-        Row(
-            case,
-            "codes match w_hat",
-            ok,
-            severity=ref.severity(bad),
-            detail=""
-            if ok
-            else f"w_hat is not (codes - zero_point) * scale (off by up to "
-            f"{_worst(gap[keep]):.4g} beyond the float slack)",
-        )
-    )
-    rel = (out.scale - ref.s).abs() / ref.s
-    bad = ref.judged & ~(rel <= 4 * U)
-    ok = not bool(bad.any())
-    report.add(
-        Row(
-            case,
-            "scale",
-            ok,
-            value=_worst(rel[ref.judged]),
-            bound=4 * U,
-            severity=ref.severity(bad),
-            detail=""
-            if ok
-            else f"a scale differs from its own group's {scheme.mapping.name} scale by "
-            f"{_worst(rel[ref.judged]):.4g} (relative)",
-        )
-    )
-    if scheme.mapping is Mapping.ASYMMETRIC and out.zero is not None:
-        bad = out.zero != torch.round(out.zero)
-        frac = _worst((out.zero - torch.round(out.zero)).abs())
-        report.add(
-            Row(
-                case,
-                "zero point",
-                not bool(bad.any()),
-                value=frac,
-                bound=0.0,
-                severity=ref.severity(bad),
-                detail=f"the zero point is {frac:.4g} off an integer (not rounded)",
-            )
-        )
-
-
-def _check_extremes(report: Report, case: str, ref: Reference, out: Output, scheme: QuantScheme) -> None:
-    """At each judged group's smallest and largest w: the nearest code in range."""
-    p, n = ref.p, ref.p.scale.numel()
-    flat = torch.arange(ref.w.numel())
-    picks = []
-    for values in (ref.w, -ref.w):
-        top = (
-            values.reshape(-1)
-            .new_full((n,), -float("inf"))
-            .scatter_reduce(0, p.index.reshape(-1), values.reshape(-1), "amax")
-        )
-        at = values.reshape(-1) == top[p.index.reshape(-1)]
-        first = torch.full((n,), ref.w.numel()).scatter_reduce(0, p.index.reshape(-1)[at], flat[at], "amin")
-        picks.append(first)
-    idx = torch.cat(picks).unique()
-    idx = idx[ref.judged.reshape(-1)[idx]]
-    lo, hi = scheme.code_range
-    want = ref.steps(ref.w).reshape(-1)[idx].clamp(lo, hi)
-    got = torch.round(ref.steps(out.w_hat).reshape(-1)[idx])
-    miss = ~((got - want).abs() - 0.5 - ref.grid_slack().reshape(-1)[idx] <= 0)
-    bad = torch.zeros(ref.w.numel(), dtype=torch.bool)
-    bad[idx[miss]] = True
-    ok = not bool(miss.any())
-    report.add(
-        Row(
-            case,
-            "extremes",
-            ok,
-            severity=ref.severity(bad.reshape(ref.w.shape)),
-            detail=""
-            if ok
-            else f"group extremes map to codes {got[miss][:3].tolist()}, "
-            f"not the nearest of {want[miss][:3].tolist()}",
-        )
-    )
-
-
-def _check_zero(report: Report, case: str, ref: Reference, out: Output) -> None:
-    zero_bad = (ref.w == 0) & (out.w_hat != 0)
-    sign_bad = ~(torch.sign(out.w_hat) * torch.sign(ref.w) >= 0)
-    ok = not bool((zero_bad | sign_bad).any())
-    report.add(
-        Row(
-            case,
-            "zero",
-            ok,
-            severity=ref.severity(zero_bad | sign_bad),
-            detail=""
-            if ok
-            else ("a zero weight became non-zero; " if zero_bad.any() else "")
-            + ("a sign flipped" if sign_bad.any() else ""),
-        )
-    )
-
-
-def _check_edge(report: Report, case: str, ref: Reference, out: Output, scheme: QuantScheme) -> None:
-    """Groups whose scale would be subnormal (an edge finding at worst) or
-    zero (an all-zero group must stay 0: a failure)."""
-    # symmetric: w_hat anywhere between 0 and 2w; asymmetric: within the group's range
-    reach = ref.p.amax[ref.p.index] * (1.0 if scheme.mapping.symmetric else 2.0)
-    excess = ((ref.w - out.w_hat).abs() - reach).clamp_min(0)
-    bad = ~ref.judged & ~(excess <= T.QUANT_SUBNORMAL_HALF)
-    ok = not bool(bad.any())
-    worst = _worst(excess[~ref.judged])
-    report.add(
-        Row(
-            case,
-            "edge",
-            ok,
-            value=worst,
-            bound=T.QUANT_SUBNORMAL_HALF,
-            severity=ref.severity(bad),
-            detail=""
-            if ok
-            else f"on a subnormal-scale or all-zero group |w - w_hat| exceeds its reach by {worst:.4g}",
-        )
-    )
 
 
 def _check_odd(
@@ -488,7 +258,7 @@ def _fits_other(
         scratch = Report("scratch")
         if isinstance(out, str) or not _check_output(scratch, "", out, w, other, ref):
             continue
-        _judge(scratch, "", ref, out, other)
+        judge(scratch, "", ref, out, other)
         if all(r.passed or r.severity != FAILURE for r in scratch.rows):
             what = (
                 other.mapping.name
