@@ -153,7 +153,7 @@ def test_the_zero_residual_search_steps_by_ulps_when_the_margin_is_too_coarse():
     raising it by one ulp leaves the sum, so the other cells equal and the
     raised one above: the search must find that step (not give up after the
     margin)."""
-    from aftertrain.checks.rule_exact import _zero_residual_pair
+    from aftertrain.checks.rule_probes import _zero_residual_pair
 
     def normalise(r):
         return r / r.sum()
@@ -173,7 +173,7 @@ def test_the_zero_residual_search_refuses_a_pair_whose_ratio_rounds_to_one():
     at most 64 ulps of float64) to the same values: P <= Q holds with
     P_x / Q_x = 1, which a forced u below 1 would accept, so no step works
     and check_rule_exact says so (ValueError), as its docstring promises."""
-    from aftertrain.checks.rule_exact import _zero_residual_pair
+    from aftertrain.checks.rule_probes import _zero_residual_pair
 
     def to_float32(r):
         return r.float().double()

@@ -136,6 +136,7 @@ TESTED_IN = {
     "checks/quant_output.py": "tests/checks/test_quant_guarantees.py",
     "checks/quant_reference.py": "tests/checks/test_quant_guarantees.py",
     "checks/report.py": "tests/checks/test_rule_battery.py",
+    "checks/rule_probes.py": "tests/checks/test_rule_exact.py",
     "checks/zoo.py": "tests/checks/test_speculative.py",
     "claims/parts.py": "tests/ledger/test_state_parts.py",
     "claims/tables.py": "tests/experiments/test_tables.py",
