@@ -46,8 +46,9 @@ def test_forward_full_window(benchmark, aftertrain_model, window):
     torch.testing.assert_close(forward(), full, rtol=0, atol=0)
 
     benchmark.group = "forward"
-    # Recorded, not asserted (no claim): at load average 12 on the 2-core dev
-    # box the interval's low end fell to 0.58 in one of 8 runs (median 6.5-8.7).
+    # Recorded, not asserted (no claim): on a 2-core machine with six times
+    # more runnable processes than cores the interval's low end fell to 0.58
+    # in one of 8 runs (median 6.5-8.7).
     if benchmark.enabled:
         store_ratios(benchmark, {"forward/step": paired_timing(step, forward, pairs=41)})
     # 100 rounds instead of pytest-benchmark's calibration: ~1 s, not ~5 s.

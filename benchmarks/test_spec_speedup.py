@@ -150,10 +150,10 @@ def test_verification_pass_costs_more_than_a_plain_pass_and_grows_with_k(
 @pytest.mark.does_not_reproduce_on(
     "reference",
     reason=(
-        "on some CPUs: on a 2-core Zen 3 (AVX2) the 8-bit draft at k=8 measured 0.97 [0.96, 0.97] "
-        "(.ci/run on 4e8e4a3, 2026-12-02 21:50 UTC, look 3; 0.957 with its interval above 0.95 at look "
-        "5 an hour before): slower than plain decoding, but not by the 5% margin; 0.81-0.85 on the "
-        "Zen 5 (baselines/reference/spec_speedup.yml)"
+        "on some CPUs: on a 2-core AVX2 CPU the 8-bit draft at k=8 measured 0.97 [0.96, 0.97] "
+        "(.ci/run, look 3; 0.957 with its interval above 0.95 at look 5 in another run): slower than "
+        "plain decoding, but not by the 5% margin; 0.81-0.85 on an AVX-512 one "
+        "(baselines/reference/spec_speedup.yml)"
     ),
 )
 def test_speedup_table_quantized_drafts_are_slower_than_plain(
@@ -176,7 +176,7 @@ def test_speedup_table_quantized_drafts_are_slower_than_plain(
     "reference",
     reason=(
         "measured on the fast loop, decoding after the prompt (baselines/reference/spec_speedup.yml, "
-        "2026-12-02 09:42 UTC, idle, one thread): the bigram draft is no faster than plain decoding: "
+        "idle, one thread): the bigram draft is no faster than plain decoding: "
         "1.07 [0.80, 1.38] at k=2, 0.92 [0.70, 1.17] at k=4, 1.00 [0.89, 1.25] at k=8; article 1.30 "
         "at k=4. Its drafted character costs c = 0.007 (article 0.004: the article's cost "
         "structure), but verifying k+1 positions costs v_k = 1.13 / 1.23 / 1.41 plain steps at k = "
@@ -237,7 +237,7 @@ def test_speedup_formula_never_underrates_the_measured_speedup(
     "reference",
     reason=(
         "measured on the fast loop, decoding after the prompt (baselines/reference/spec_speedup.yml, "
-        "2026-12-02 09:42 UTC, idle): the article's formula overrates the quantized speedups by up to "
+        "idle): the article's formula overrates the quantized speedups by up to "
         "0.21 (8-bit k=2 predicted 1.02, measured 0.84; 8-bit k=4 1.03 vs 0.82; 4-bit k=4 0.88 vs "
         "0.72; 8-bit k=8 0.86 vs 0.85); the article matched to ~0.05. It charges one plain pass per "
         "verification, but a pass over k+1 positions costs v_k = 1.13-1.41 here (X8); with v_k the "
@@ -324,7 +324,7 @@ def test_cheap_and_good_draft_beats_the_bigram_and_plain_decoding(
 
 
 def _targets(config, aftertrain_model, named_drafts, spec) -> Shown:
-    """Issue 32's targets, figures beside X2 (not its verdict): the best
+    """The speedup targets, figures beside X2 (not its verdict): the best
     cheap draft and the n-gram's best k, picked at the speedup decision's
     last look, decided again on fresh pairs
     (:func:`aftertrain.experiments.speedup.target_decisions`: the loop over
@@ -382,7 +382,7 @@ def _picked(best, ngram, last) -> Shown:
     """What the targets time: the best cheap draft and the n-gram's best k
     at the speedup decision's look ``last``."""
     return shown(
-        "issue 32's targets (the best cheap draft {best_draft!s} k={best_k}, the n-gram at "
+        "the speedup targets (the best cheap draft {best_draft!s} k={best_k}, the n-gram at "
         "k={ngram_k}; picked at look {looks}, timed again)",
         best_draft=best.draft,
         best_k=best.k,
