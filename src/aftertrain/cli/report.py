@@ -30,7 +30,7 @@ from aftertrain.report.reading import LedgerFile, ReportError, read_ledger
 # The report's sections (aftertrain.report.meta, .multimodel, .sweep, .assemble,
 # .rendering) import the experiments and torch: they load inside the functions that
 # render, after every argument is checked, so a usage error answers without
-# torch (issue 36; tests/cli/test_cli_imports.py).
+# torch (tests/cli/test_cli_imports.py).
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

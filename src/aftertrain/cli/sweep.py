@@ -21,7 +21,7 @@ from aftertrain.report.paths import DEFAULT_OUT, SWEEP_FILE
 from aftertrain.report.reading import LedgerFile, ReportError, read_ledger
 
 # The sweep's sections and experiments import torch: they load in sweep_main
-# after the arguments are checked (issue 36).
+# after the arguments are checked, so a usage error answers without torch.
 
 #: The checkpoints of the reference run, worst first: steps 250, 950, 1,250, 3,750 (best).
 DEFAULT_SWEEP_MODELS = ("sweep-250", "article", "sweep-1250", "reference")

@@ -271,7 +271,8 @@ RULE_TRIALS = 20_000
 TIMING_ALPHA = 1e-6
 #: Scheduled looks: first, 2x, 4x ... 128x the first round's pairs. Eight
 #: looks take a 25-pair first look to 3200 pairs (the Q11 step: ~2 s idle, ~8 s
-#: at load 7, where 768 pairs left its interval at [0.874, 1.153]) while costing
+#: with both cores of a 2-core machine busy, where 768 pairs left its interval
+#: at [0.874, 1.153]) while costing
 #: only log2(8) = 3 bits of the per-look alpha (min_pairs 25 instead of 21).
 TIMING_LOOKS = 8
 #: Seconds one decision may spend before it is inconclusive (the pytest option
@@ -285,13 +286,12 @@ TIMING_BUDGET_S = 20.0
 #: inconclusive at once without timing. The default run's own budget (5
 #: minutes idle on a 2-core AVX2 runner, the slowest common kind) less 30 s
 #: for the untimed tests that may still run after the last decision (17 s
-#: after the speculative fixture on a 2-core AVX2 machine, 2026-12-02,
-#: docs/measurement.md "round five"). Where the untimed part leaves the
-#: timing less than it needs (that machine: the speedup decision's first
-#: look alone is 41-63 s there), the speculative claims end inconclusive in
-#: the commit's run and are decided by ``aftertrain report``
-#: (REPORT_TIMING_BUDGET_TOTAL_S). Until 2026-12-02: 540 s, which let the
-#: default run take 261-300 s idle on that machine.
+#: after the speculative fixture on a 2-core AVX2 machine). Where the untimed
+#: part leaves the timing less than it needs (on that machine the speedup
+#: decision's first look alone is 41-63 s), the speculative claims end
+#: inconclusive in the commit's run and are decided by ``aftertrain report``
+#: (REPORT_TIMING_BUDGET_TOTAL_S). At 540 s the default run took 261-300 s
+#: idle on that machine, past its 5 minutes.
 TIMING_BUDGET_TOTAL_S = 270.0
 #: ``aftertrain report``'s --timing-budget-total for each suite it runs: a
 #: report is run to be read, not on every commit, so its timing decisions get
@@ -300,7 +300,7 @@ TIMING_BUDGET_TOTAL_S = 270.0
 REPORT_TIMING_BUDGET_TOTAL_S = 540.0
 #: Seconds of the run's whole timing budget the speculative fixture leaves to
 #: the timing claims that may come after it (P7, Q11, X3, X4: 0.0-0.5 s each
-#: idle on the 2-core AVX2 machine, docs/measurement.md "round five"; 10 s
+#: idle on a 2-core AVX2 machine; 10 s
 #: leaves them several times that): the fixture's decisions take at most
 #: what is left less this.
 OTHER_TIMINGS_RESERVE_S = 10.0

@@ -266,8 +266,8 @@ def timed(item: pytest.Item) -> bool:
     the model, so a ``does_not_reproduce_on`` of a pinned model is not a
     strict xfail there but a finding as on an unpinned model (a failed
     assertion is "does not reproduce", a pass holds). Measured: S6 on the
-    reference, the bigram's best speedup below 1.2 on Zen 5 (the committed
-    report) and 1.20 [1.20, 1.21] at k=8 on a Zen 3 (AVX2), the 8-bit
+    reference, the bigram's best speedup below 1.2 on an AVX-512 CPU (the
+    committed report) and 1.20 [1.20, 1.21] at k=8 on an AVX2 one, the 8-bit
     draft's at k=8 0.81-0.85 and 0.97 [0.96, 0.97] (line 0.95): each on
     either side of its line by CPU."""
     return "benchmark" in getattr(item, "fixturenames", ())

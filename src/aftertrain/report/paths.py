@@ -1,7 +1,7 @@
 """Where the report is written and read: the output folders, the ledgers'
 file names, and the check that an output folder can be written. Imports
 neither torch nor the report's sections, so ``aftertrain report``'s usage
-errors answer before torch loads (issue 36)."""
+errors answer before torch loads."""
 
 from __future__ import annotations
 

@@ -253,7 +253,7 @@ class Quiet:
     The collector is switched off without a collection first, as
     :mod:`timeit` does: off is what keeps a collection out of one side's
     time. A full ``gc.collect()`` per timing cost 0.1-0.5 s in a test process
-    holding the models (measured in the suite, issue 31's speed item) and made
+    holding the models (measured in the suite) and made
     the timing method's own fake-clock tests the slowest of their folder."""
 
     def __init__(self, threads: int) -> None:
@@ -324,10 +324,10 @@ def paired_timing(
         Keep one timing short against a scheduler time slice (about 1 ms):
         on a loaded machine a preemption then spoils a few pairs, which the
         median and its interval discard, instead of every timing. Measured on
-        a 2-core box at load average 5, for a 0.1 ms matmul against twice
-        that work: ``calls=1, pairs=61`` gave a median ratio 1.995-2.000,
-        while ``calls=20`` gave ratios alternating between 1.3 and 4 with the
-        order in the pair. Raise ``calls`` only as far as the timer needs;
+        a 2-core machine with more runnable processes than cores, for a
+        0.1 ms matmul against twice that work: ``calls=1, pairs=61`` gave a
+        median ratio 1.995-2.000, while ``calls=20`` gave ratios alternating
+        between 1.3 and 4 with the order in the pair. Raise ``calls`` only as far as the timer needs;
         add pairs instead.
 
     Long: this docstring is the protocol and its measured note; the body
