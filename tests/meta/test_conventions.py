@@ -149,6 +149,8 @@ TESTED_IN = {
     "cli/train.py": "tests/cli/test_cli.py",
     "experiments/article.py": "tests/claims/test_catalogue_figures.py",
     "experiments/quant_outliers.py": "tests/experiments/test_quant_figures.py",
+    "experiments/speculative_steps.py": "tests/experiments/test_speedup_decodings.py",
+    "experiments/speedup_tables.py": "tests/experiments/test_speedup_figures.py",
     "experiments/sweep_points.py": "tests/experiments/test_sweep.py",
     "ledger/benchmark.py": "tests/timing/test_compare_machines.py",
     "prune/formats.py": "tests/prune/test_masks.py",

@@ -6,14 +6,14 @@ reference and its drafts and tabulate as frozen rows
 (:class:`aftertrain.claims.tables.TableRow`; registry
 :data:`aftertrain.experiments.tables.SPECS`); the tests assert on the tables
 and record them, the report renders them. The timed steps (:func:`plain_step`,
-:func:`draft_step`, :func:`verify_step`) are what
+:func:`draft_step`, :func:`verify_step`) and decodings, in
+:mod:`aftertrain.experiments.speculative_steps` (re-exported here), are what
 :mod:`aftertrain.experiments.speedup` times as paired ratios
 (:mod:`aftertrain.timing`): absolute times on a shared machine drift too much.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -22,37 +22,41 @@ import torch
 from aftertrain.claims import tables as TB
 from aftertrain.claims.tables import TableRow, table
 from aftertrain.core.validation import check_int, check_real
+from aftertrain.experiments.speculative_steps import (  # noqa: F401 (re-exported)
+    PROMPT_SLICE,
+    SEED,
+    draft_step,
+    plain_decoding,
+    plain_step,
+    prompt_text,
+    speculative_decoding,
+    verify_step,
+)
 from aftertrain.lm import text as _text
 from aftertrain.lm.decoding import (
     Decoder,
     check_temperature,
     check_torch_generator,
-    decode,
     probabilities,
-    sample_token,
 )
 from aftertrain.lm.protocol import NextTokenModel, check_model
-from aftertrain.speculative.drafters import Uniforms, drafter
 from aftertrain.speculative.generator import (
-    SpeculativeDecoder,
     prompt_tokens,
     speculative_generate,
-    verify_round,
 )
 from aftertrain.speculative.rule import inverse_cdf_sample, verify_batch
 
-#: The article generated 200 characters beyond a prompt, with one fixed seed.
+#: The article generated 200 characters beyond a prompt, with one fixed seed
+#: (:data:`SEED`, beside the prompt in :mod:`aftertrain.experiments.speculative_steps`).
 N_NEW = 200
 KS = (1, 2, 4, 8)
-SEED = 0
-#: Fixed contexts from the validation split: the prompt of the 200-character
-#: runs (S4-S8) and the context of the first-character experiment (S2). The
-#: S2 context ("...Those relations ") ends at a word boundary, where the
+#: A fixed context from the validation split, beside the prompt of the
+#: 200-character runs (S4-S8, :data:`PROMPT_SLICE`): the context of the
+#: first-character experiment (S2). The S2 context ("...Those relations ") ends at a word boundary, where the
 #: reference's next character is uncertain (entropy 2.80 nats, largest
 #: probability 0.126): a spread law, so a biased sampler shows. (Characters
 #: 1000-1099, tried first, end where the reference is all but certain, and
 #: any sampler scores a TV near 0 there.)
-PROMPT_SLICE = slice(0, 32)
 S2_CONTEXT_SLICE = slice(200, 300)
 S2_SAMPLES = 20_000
 #: X1 measures acceptance on longer runs than S4's 200 characters: on 200, the
@@ -123,12 +127,6 @@ def _check_tables_args(
             raise ValueError(f"ks must be a non-empty tuple of distinct ints >= 1, got {ks!r}")
         for k in ks:
             _check_count("every k in ks", k, 1)
-
-
-def prompt_text() -> str:
-    """The prompt of the acceptance and speed runs: the first 32 characters
-    of the validation split."""
-    return _text.load_corpus().val_text[PROMPT_SLICE]
 
 
 @torch.no_grad()
@@ -293,121 +291,3 @@ def long_run_table(
         LongRunRow(**{f.name: getattr(r, f.name) for f in fields(r)})
         for r in acceptance_table(target, drafts, ks=ks, n_new=X1_N_NEW, seed=seed)
     ]
-
-
-# --- timed steps (S5, X8) and decodings (S6, S7, X2, X8): experiments.speedup times them ----
-
-#: Prefix the cost measurements decode after (the validation prompt's length).
-_COST_CONTEXT = 32
-
-
-def plain_step(target: NextTokenModel, temperature: float):
-    """One step of plain cached decoding exactly as decoding.generate runs it
-    (sample a token from the last logits, feed it), rolled back after."""
-    check_model(target, "target")
-    check_temperature(temperature)
-    ids = _text.encode(prompt_text()).tolist()[:_COST_CONTEXT]
-    dec = Decoder(target)
-    logits = dec.feed(ids)[-1]
-    g = torch.Generator().manual_seed(SEED)
-
-    def step() -> None:
-        token = sample_token(logits, temperature, g)
-        dec.feed([token])
-        dec.truncate(len(ids))
-
-    return step
-
-
-def draft_step(draft: NextTokenModel, temperature: float):
-    """One drafted character exactly as the generator drafts it (its
-    drafter: a table look-up for the bigram and the n-gram, a cached forward
-    for a run draft; its uniform taken from a
-    :class:`aftertrain.speculative.drafters.Uniforms`, as the loop takes
-    it), rolled back after."""
-    check_model(draft, "draft")
-    check_temperature(temperature)
-    ids = _text.encode(prompt_text()).tolist()[:_COST_CONTEXT]
-    d = drafter(draft, temperature)
-    d.prefill(ids[:-1])
-    uniforms = Uniforms(torch.Generator().manual_seed(SEED))
-
-    def step() -> None:
-        d.draft(ids, 1, uniforms.take(1))
-        d.rollback(ids)
-
-    return step
-
-
-def verify_step(target: NextTokenModel, k: int, temperature: float):
-    """One verification pass over k+1 positions as the generator runs it
-    (:func:`aftertrain.speculative.generator.verify_round`: one cached
-    forward, the distributions, the rule; its k+1 uniforms taken as the
-    loop takes them), rolled
-    back after. The rule takes its longest path: the first k-1 drafts are
-    accepted, the last is rejected and the next character is drawn from the
-    residual."""
-    check_model(target, "target")
-    check_temperature(temperature)
-    ids = _text.encode(prompt_text()).tolist()[:_COST_CONTEXT]
-    check_int("k", k, least=1, most=len(ids) - 1)
-    drafts = ids[-k - 1 : -1]  # any k characters: the pass's cost does not depend on them
-    dec = Decoder(target)
-    dec.feed(ids[:-1])
-    p = probabilities(dec.feed(ids[-1:] + drafts), temperature)
-    dec.truncate(len(ids) - 1)
-    # q: the target's own rows (accepted at u = 0), the last one a point mass on its
-    # draft, rejected at u just below 1 unless p gives that draft all its mass
-    q = [p[i].tolist() for i in range(k - 1)] + [
-        torch.nn.functional.one_hot(torch.tensor(drafts[-1]), p.shape[-1]).double().tolist()
-    ]
-    qx = [row[x] for row, x in zip(q, drafts, strict=True)]
-    u = [0.0] * (k - 1) + [math.nextafter(1.0, 0.0)]
-    uniforms = Uniforms(torch.Generator().manual_seed(SEED))
-
-    def step() -> None:
-        v = uniforms.take(k + 1)[-1]
-        verify_round(dec, ids, drafts, q, qx, u, v, temperature)
-        dec.truncate(len(ids) - 1)
-
-    return step
-
-
-def plain_decoding(target: NextTokenModel, n_new: int, temperature: float):
-    """Plain decoding of ``n_new`` characters after the validation prompt as
-    :func:`aftertrain.lm.decoding.generate` runs it after its prefill
-    (:func:`aftertrain.lm.decoding.decode`: ``n_new`` cached passes of one
-    position), seed :data:`SEED`. The prompt but its last character is read
-    once, here, untimed; each call decodes, rolls back to it and returns the
-    characters (those of ``generate`` with the same seed)."""
-    check_model(target, "target")
-    check_int("n_new", n_new, least=1)
-    check_temperature(temperature)
-    ids = _text.encode(prompt_text()).tolist()
-    dec = Decoder(target)
-    dec.feed(ids[:-1])
-
-    def run() -> list[int]:
-        return decode(dec, ids[-1], n_new, temperature, torch.Generator().manual_seed(SEED))
-
-    return run
-
-
-def speculative_decoding(
-    target: NextTokenModel, draft: NextTokenModel, k: int, n_new: int, temperature: float
-):
-    """Speculative decoding of ``n_new`` characters after the validation
-    prompt at ``k`` as :func:`aftertrain.speculative.speculative_generate`
-    runs it after its prefill (:meth:`SpeculativeDecoder.decode`), seed
-    :data:`SEED`. The target and a run draft read the prompt but its last
-    character once, here, untimed; each call decodes, rolls both back and
-    returns the characters (those of ``speculative_generate`` with the same
-    seed)."""
-    check_int("k", k, least=1)
-    check_int("n_new", n_new, least=1)
-    decoder = SpeculativeDecoder(target, draft, prompt_text(), temperature)
-
-    def run() -> list[int]:
-        return decoder.decode(n_new, k, torch.Generator().manual_seed(SEED))
-
-    return run

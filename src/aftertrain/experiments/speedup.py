@@ -37,25 +37,27 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
-import numpy as np
 import torch
 
-from aftertrain.claims import tables as TB
-from aftertrain.claims.tables import TableRow, table
 from aftertrain.claims.verdicts import BROKEN, HOLDS
 from aftertrain.core.tolerances import TIMING_ALPHA, TIMING_LOOKS
 from aftertrain.core.validation import check_int, check_real
 from aftertrain.experiments import speculative as XS
 from aftertrain.experiments.speedup_rules import (
-    BIGRAM,
     COST_RULES,
     RULES,
     Cells,
     Interval,
     RatioKey,
     speedup,
+)
+from aftertrain.experiments.speedup_tables import (  # noqa: F401 (re-exported)
+    CostRow,
+    SpeedupRow,
+    SpeedupTables,
+    VerifyRow,
+    speedup_tables,
 )
 from aftertrain.lm.protocol import NextTokenModel, check_model
 from aftertrain.speculative import drafts as D
@@ -220,75 +222,6 @@ def target_figure(decision: Decision, name: str) -> tuple[float, float, float, s
     return (*speedup(decision.timings[name]), TARGET_OUTCOMES.get(decision.verdict, "undecided"))
 
 
-@table(TB.SPEC_DRAFT_COST, ("S5",))
-@dataclass(frozen=True)
-class CostRow(TableRow):
-    """S5: c of one draft (median and interval), and the medians of one plain
-    target step and one drafted character in microseconds."""
-
-    draft: str
-    c: float
-    c_low: float
-    c_high: float
-    target_us: float
-    draft_us: float
-
-
-@table(TB.SPEC_VERIFY_COST, ("X8",))
-@dataclass(frozen=True)
-class VerifyRow(TableRow):
-    """X8: v_k (median and interval), and the medians of one verification pass
-    and one plain step in microseconds."""
-
-    k: int
-    v_k: float
-    v_low: float
-    v_high: float
-    verify_us: float
-    step_us: float
-
-
-@table(TB.SPEC_SPEEDUP, ("S6", "S7", "X2"))
-@dataclass(frozen=True)
-class SpeedupRow(TableRow):
-    """S6 / S7 / X2: plain / speculative time of one draft at ``k`` (median and
-    the interval's ends), with the predictions ``cpp / (1 + k c)`` and
-    ``cpp / (v_k + k c)`` and the costs ``c`` and ``v_k`` they used: the
-    medians at the cost decision's last look, which the speedup judgements
-    read (S5's and X8's tables show their own decision's look, which may be
-    an earlier one)."""
-
-    draft: str
-    k: int
-    chars_per_pass: float
-    speedup: float
-    speedup_min: float
-    speedup_max: float
-    predicted: float
-    predicted_vk: float
-    c: float
-    v_k: float
-
-    @property
-    def share(self) -> float:
-        """The measured speedup's share of the prediction with the
-        verification's cost, ``speedup / predicted_vk``: 1 when the loop
-        costs what the formula charges (a verification pass and k drafted
-        characters a round), below 1 by what else it pays (issue 32 asks
-        at least 0.90 for the best draft)."""
-        return self.speedup / self.predicted_vk
-
-
-@dataclass(frozen=True)
-class SpeedupTables:
-    """The three tables of a decision's look (``speedups`` empty when the
-    decision did not time them)."""
-
-    costs: list[CostRow]
-    verify: list[VerifyRow]
-    speedups: list[SpeedupRow]
-
-
 def _check_budget_and_alpha(budget_s: float, alpha: float) -> None:
     """Raise ValueError, naming the argument, unless ``budget_s`` is a number
     of seconds > 0 and ``alpha`` a float in (0, 1)."""
@@ -327,6 +260,43 @@ def _cost_ratios(target: NextTokenModel, drafts: Mapping[str, NextTokenModel]) -
     return costs
 
 
+def _chars_per_pass(
+    target: NextTokenModel, drafts: Mapping[str, NextTokenModel]
+) -> dict[tuple[str, int], float]:
+    """Characters per target pass of each (draft, k) of SPEEDUP_KS: the
+    seeded run of SPEEDUP_CHARS characters the speedup times."""
+    prompt = XS.prompt_text()
+
+    def spec_run(draft: NextTokenModel, k: int):
+        return speculative_generate(
+            target, draft, prompt, SPEEDUP_CHARS, k, 1.0, torch.Generator().manual_seed(XS.SEED)
+        )
+
+    return {
+        (name, k): spec_run(draft, k).chars_per_pass for name, draft in drafts.items() for k in SPEEDUP_KS
+    }
+
+
+def _judgements(
+    names: Iterable[str], extra: Mapping[str, Interval], cpp: Mapping[tuple[str, int], float]
+) -> dict[str, Judgement]:
+    """The judgements of the rules ``names`` of :data:`RULES`, each reading
+    the look's intervals with ``extra`` (another decision's) beneath them."""
+    return {n: Judgement(RULES[n][0], lambda t, f=RULES[n][1]: f(Cells({**extra, **t}, cpp))) for n in names}
+
+
+def _speedup_sides(target: NextTokenModel, drafts: Mapping[str, NextTokenModel]) -> dict:
+    """The speedup ratios, as (plain, speculative) decodings by ratio key, one
+    per draft and k of SPEEDUP_KS."""
+    # each side prefilled once, untimed: a timed call is the decoding after the prompt
+    plain = XS.plain_decoding(target, SPEEDUP_CHARS, 1.0)
+    return {
+        str(RatioKey.speedup(name, k)): (plain, XS.speculative_decoding(target, draft, k, SPEEDUP_CHARS, 1.0))
+        for name, draft in drafts.items()
+        for k in SPEEDUP_KS
+    }
+
+
 def speedup_decisions(
     target: NextTokenModel,
     drafts: Mapping[str, NextTokenModel],
@@ -343,22 +313,9 @@ def speedup_decisions(
     decisions by rule name (each carrying the costs' timings too) and the
     characters per target pass of each (draft, k)."""
     _check_inputs(target, drafts, budget_s, alpha)
-    prompt = XS.prompt_text()
     half = alpha / 2
     costs = _cost_ratios(target, drafts)
-
-    def spec_run(draft: NextTokenModel, k: int):
-        return speculative_generate(
-            target, draft, prompt, SPEEDUP_CHARS, k, 1.0, torch.Generator().manual_seed(XS.SEED)
-        )
-
-    cpp = {(name, k): spec_run(draft, k).chars_per_pass for name, draft in drafts.items() for k in SPEEDUP_KS}
-
-    def judgements(names: Iterable[str], extra: Mapping[str, Interval]) -> dict[str, Judgement]:
-        return {
-            n: Judgement(RULES[n][0], lambda t, f=RULES[n][1]: f(Cells({**extra, **t}, cpp))) for n in names
-        }
-
+    cpp = _chars_per_pass(target, drafts)
     # The speedup judgements (S7's prediction, X8's fit) read the costs'
     # intervals too, which the costs' own rules may decide on at their first,
     # widest look: every cost ratio gets every look's pairs (every_ratio), and
@@ -367,7 +324,7 @@ def speedup_decisions(
     first = COST_FIRST_LOOKS * min_pairs(1.0 - half / (TIMING_LOOKS * len(costs)))
     decisions = sequential_decisions(
         costs,
-        judgements(COST_RULES, {}),
+        _judgements(COST_RULES, {}, cpp),
         calls=COST_CALLS,
         alpha=half,
         budget_s=budget_s * len(COST_RULES),
@@ -381,70 +338,13 @@ def speedup_decisions(
         (d.timings for d in decisions.values()), key=lambda t: len(next(iter(t.values())).ratios)
     )  # the last look
 
-    # each side prefilled once, untimed: a timed call is the decoding after the prompt
-    plain = XS.plain_decoding(target, SPEEDUP_CHARS, 1.0)
-    sides = {
-        str(RatioKey.speedup(name, k)): (plain, XS.speculative_decoding(target, draft, k, SPEEDUP_CHARS, 1.0))
-        for name, draft in drafts.items()
-        for k in SPEEDUP_KS
-    }
+    sides = _speedup_sides(target, drafts)
     rest = [n for n in RULES if n not in COST_RULES]
     decisions |= sequential_decisions(
-        sides, judgements(rest, cost_timings), warmup=1, alpha=half, budget_s=budget_s * len(rest)
+        sides, _judgements(rest, cost_timings, cpp), warmup=1, alpha=half, budget_s=budget_s * len(rest)
     )
     for n in rest:  # the speedup decisions' timings with the costs', for the tables
         d = decisions[n]
         if d.looks:
             decisions[n] = dataclasses.replace(d, timings={**cost_timings, **d.timings})
     return decisions, cpp
-
-
-def speedup_tables(decision: Decision, cpp: Mapping[tuple[str, int], float]) -> SpeedupTables:
-    """The claims' tables at a decision's look: the costs c, the v_k and
-    (when the decision timed them) the speedups with both predictions."""
-    t = decision.timings
-    drafts = list(dict.fromkeys(d for d, _ in cpp))
-    cost = {d: t[str(RatioKey.cost(d))] for d in drafts}
-    costs = [
-        CostRow(
-            d,
-            cost[d].median,
-            cost[d].ci_low,
-            cost[d].ci_high,
-            target_us=float(np.median(cost[d].baseline)) * 1e6,
-            draft_us=float(np.median(cost[d].candidate)) * 1e6,
-        )
-        for d in drafts
-    ]
-    ver = {k: t[str(RatioKey.verify(k))] for k in SPEEDUP_KS}
-    verify = [
-        VerifyRow(
-            k,
-            ver[k].median,
-            ver[k].ci_low,
-            ver[k].ci_high,
-            verify_us=float(np.median(ver[k].candidate)) * 1e6,
-            step_us=float(np.median(ver[k].baseline)) * 1e6,
-        )
-        for k in SPEEDUP_KS
-    ]
-    c = {r.draft: r.c for r in costs}
-    v = {r.k: r.v_k for r in verify}
-    speedups = []
-    for d, k in cpp if str(RatioKey.speedup(BIGRAM, SPEEDUP_KS[0])) in t else ():
-        med, low, high = speedup(t[str(RatioKey.speedup(d, k))])
-        speedups.append(
-            SpeedupRow(
-                d,
-                k,
-                cpp[d, k],
-                med,
-                speedup_min=low,
-                speedup_max=high,
-                predicted=cpp[d, k] / (1 + k * c[d]),
-                predicted_vk=cpp[d, k] / (v[k] + k * c[d]),
-                c=c[d],
-                v_k=v[k],
-            )
-        )
-    return SpeedupTables(costs, verify, speedups)
