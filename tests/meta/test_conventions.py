@@ -153,6 +153,7 @@ TESTED_IN = {
     "experiments/speedup_tables.py": "tests/experiments/test_speedup_figures.py",
     "experiments/sweep_points.py": "tests/experiments/test_sweep.py",
     "ledger/benchmark.py": "tests/timing/test_compare_machines.py",
+    "ledger/verdict_rule.py": "tests/ledger/test_state_parts.py",
     "prune/formats.py": "tests/prune/test_masks.py",
     "quant/api.py": "tests/quant/test_primitives.py",
     "report/baselines.py": "tests/report/test_rendering_figures.py",
