@@ -140,28 +140,42 @@ def test_committed_report_is_the_rendering_of_its_committed_ledger():
     assert meta.strip_header(rendered) == meta.strip_header((COMMITTED / "report.md").read_text())
 
 
-def _committed_rows() -> tuple[list[str], list[list[str]]]:
-    """The claims table's header and rows as the committed ledgers give them
-    (a verdict column per model when the committed report has several)."""
-    primary, others = R.assemble.read_report_ledgers(COMMITTED)
-    if not others:
-        return R.document.CLAIMS_HEADER, R.claims_rows(primary)
-    ledgers = {MM.model_label(primary): primary, **others}
-    return MM.claims_header(list(ledgers)), MM.claims_rows_per_model(ledgers)
+def _readme_table_mismatches(table: str, primary: R.LedgerFile, others: dict) -> list[str]:
+    """The claims whose line in a README claims table ``table`` is not the
+    catalogue's ID and title with each ledger's verdict, read back cell by
+    cell (an independent reading: the verdict words, not the rendering)."""
+    ledgers = [primary, *others.values()]
+    header = ["ID", "claim"] + [f"verdict ({m})" for m in (MM.model_label(primary), *others)]
+    rows = read_table(table, header)
+    wrong = [] if [r[0] for r in rows] == list(CLAIMS) else ["order"]
+    for row in rows:
+        verdicts = [cell.strip("*").lower() for cell in row[2:]]
+        if row[1] != CLAIMS[row[0]].title or verdicts != [led.verdict(row[0]) for led in ledgers]:
+            wrong.append(row[0])
+    return wrong
 
 
-def _readme_rows(header: list[str]) -> list[list[str]]:
+def _committed_readme_table() -> str:
     readme = (ROOT / "README.md").read_text()
-    table = readme.split(R.README_BEGIN, 1)[1].split(R.README_END, 1)[0]
-    return read_table(table, header)
+    return readme.split(R.README_BEGIN, 1)[1].split(R.README_END, 1)[0]
 
 
-def test_readme_claims_table_agrees_with_the_committed_ledger(committed):
-    """Verdicts, claims, the article's figures and every deterministic figure
-    exactly, for every committed model; timing figures (which move on every
-    run) are not compared."""
-    header, rows = _committed_rows()
-    assert deterministic_rows(_readme_rows(header)) == deterministic_rows(rows)
+def test_readme_claims_table_is_the_committed_ledgers_verdicts():
+    """A line per claim (ID, the article's words, the verdict on each
+    committed model), exactly as the committed ledgers give it."""
+    primary, others = R.assemble.read_report_ledgers(COMMITTED)
+    assert list(others) == ["article"]
+    assert _readme_table_mismatches(_committed_readme_table(), primary, others) == []
+
+
+@pytest.mark.teeth
+def test_readme_table_check_catches_a_changed_verdict_or_title():
+    primary, others = R.assemble.read_report_ledgers(COMMITTED)
+    table = _committed_readme_table()
+    q2 = next(line for line in table.splitlines() if line.startswith("| Q2 |"))
+    for edit in (q2.replace("| holds |", "| **BROKEN** |", 1), q2.replace("int8", "int4", 1)):
+        assert edit != q2
+        assert _readme_table_mismatches(table.replace(q2, edit), primary, others) == ["Q2"]
 
 
 def test_readme_check_sees_a_verdict_or_figure_change_but_not_a_timing_move(committed):
@@ -183,7 +197,7 @@ def test_update_readme_rewrites_only_the_table_between_its_markers(tmp_path, com
     R.update_readme(readme, committed)
     text = readme.read_text()
     assert text.startswith("# title\n") and text.endswith(f"{R.README_END}\n## after\n")
-    assert "old table" not in text and R.claims_table(committed) in text
+    assert "old table" not in text and R.readme_table(committed) in text
     readme.write_text("# no markers\n")
     with pytest.raises(R.ReportError, match="no claims-table markers"):
         R.update_readme(readme, committed)
@@ -220,7 +234,7 @@ def test_update_committed_writes_report_ledger_and_readme_of_the_checkout(tmp_pa
     assert status == 0
     assert (checkout / "report" / "report.md").is_file()
     assert json.loads((checkout / "report" / "claims.json").read_text()) == committed_data()
-    assert R.claims_table(committed) in (checkout / "README.md").read_text()
+    assert R.readme_table(committed) in (checkout / "README.md").read_text()
 
 
 # --- each figure once; reasons; what did not reproduce ----------------------------------

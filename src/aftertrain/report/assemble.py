@@ -7,10 +7,11 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from aftertrain.claims.catalogue import CLAIMS
 from aftertrain.core.io import atomic_write
 from aftertrain.report import multimodel
 from aftertrain.report import sweep as sweep_section
-from aftertrain.report.document import claims_table
+from aftertrain.report.markdown import markdown_table, verdict_mark
 from aftertrain.report.paths import (  # noqa: F401 (re-exported: the report's folders)
     COMMITTED,
     DEFAULT_MODELS,
@@ -82,8 +83,21 @@ def update_readme(readme: Path, ledger: LedgerFile, others: dict[str, LedgerFile
     atomic_write(readme, head + README_BEGIN + "\n" + readme_table(ledger, others) + "\n" + README_END + tail)
 
 
+def readme_rows(ledger: LedgerFile, others: dict[str, LedgerFile] | None = None) -> list[list[str]]:
+    """The README's claims table, a line per claim: its ID, the article's
+    words (the claim's title in the catalogue) and its verdict on each
+    model, the primary ``ledger``'s first (its figures and what stands
+    beside each verdict are in report.md)."""
+    ledgers = [ledger, *(others or {}).values()]
+    return [[c.id, c.title] + [verdict_mark(led.verdict(c.id)) for led in ledgers] for c in CLAIMS.values()]
+
+
+def readme_header(ledger: LedgerFile, others: dict[str, LedgerFile] | None = None) -> list[str]:
+    """The README table's header: ID, claim, then ``verdict (model)`` per model."""
+    labels = [multimodel.model_label(ledger), *(others or {})]
+    return ["ID", "claim"] + [f"verdict ({label})" for label in labels]
+
+
 def readme_table(ledger: LedgerFile, others: dict[str, LedgerFile] | None = None) -> str:
-    """The README's claims table: one verdict column per model with ``others``."""
-    if not others:
-        return claims_table(ledger)
-    return multimodel.claims_table_per_model({multimodel.model_label(ledger): ledger, **others})
+    """The README's claims table in markdown (:func:`readme_header`, :func:`readme_rows`)."""
+    return markdown_table(readme_header(ledger, others), readme_rows(ledger, others))

@@ -1,5 +1,5 @@
-"""The README's command section lists what a user can run, and the figures
-it states are the code's: every subcommand and every option that
+"""The commands page (docs/commands.md) lists what a user can run, and the
+figures it and the page on running the tests (docs/running.md) state are the code's: every subcommand and every option that
 ``aftertrain COMMAND --help`` shows, the number of plots the report writes
 (counted on reports rendered from the committed ledgers and sweep file), and
 the claims with a timed part (those of the committed ledger).
@@ -18,8 +18,8 @@ from aftertrain.claims.ledgerfile import LedgerFile
 from aftertrain.ledger.state import Part
 
 ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text()
-COMMANDS = README[README.index("## `aftertrain` commands") : README.index("## Layout")]
+COMMANDS = (ROOT / "docs" / "commands.md").read_text()
+RUNNING = (ROOT / "docs" / "running.md").read_text()
 SUBCOMMANDS = ("report", "sweep", "train", "sample", "check")
 
 
@@ -48,12 +48,12 @@ def _options(help_text: str) -> set[str]:
     [[c] for c in SUBCOMMANDS] + [["check", kit] for kit in ("rule", "quantizer", "pruner")],
     ids=lambda a: " ".join(a),
 )
-def test_the_readme_lists_every_option_of_every_command(argv, capsys):
+def test_the_commands_page_lists_every_option_of_every_command(argv, capsys):
     text = _help(argv, capsys)
     name = " ".join(argv)
     assert f"`aftertrain {name} " in COMMANDS, name
     missing = sorted(_options(text) - _flags(COMMANDS))
-    assert missing == [], f"aftertrain {name}: {missing} not in the README's command section"
+    assert missing == [], f"aftertrain {name}: {missing} not in docs/commands.md"
 
 
 def test_a_missing_option_is_found(capsys):
@@ -66,7 +66,7 @@ def test_a_missing_option_is_found(capsys):
     assert _options(_help(["train"], capsys)) - _flags(COMMANDS.replace("--warmup", "")) == {"--warmup"}
 
 
-def test_the_readme_lists_every_command(capsys):
+def test_the_commands_page_lists_every_command(capsys):
     text = _help([], capsys)
     listed = set(re.search(r"\{([a-z,]+)\}", text).group(1).split(","))
     assert listed == set(SUBCOMMANDS)
@@ -78,7 +78,7 @@ def _number(pattern: str) -> int:
     return int(found.group(1))
 
 
-def test_the_plot_counts_the_readme_states_are_the_reports(no_png):
+def test_the_plot_counts_the_commands_page_states_are_the_reports(no_png):
     """Rendered (not written, the plots not saved as PNG) from the committed
     ledgers: the reference's alone, the reference's and the article model's
     (the default run's two models), and those two with the committed sweep file."""
@@ -113,10 +113,10 @@ def _ids(listed: str) -> set[str]:
     return out
 
 
-def test_the_readmes_timing_claims_are_the_claims_with_a_timed_part():
-    """The list in "Running the tests" against the committed ledger: every
+def test_the_timing_claims_listed_are_the_claims_with_a_timed_part():
+    """The list in docs/running.md against the committed ledger: every
     claim one of whose parts is timed (S8 and X7 among them)."""
-    text = " ".join(README.split())
+    text = " ".join(RUNNING.split())
     listed = re.search(r"every claim with a timed part \(([^;)]+)[;)]", text).group(1)
     ledger = LedgerFile.from_json(json.loads((ROOT / "report" / "claims.json").read_text()))
     timed = {c.id for c in ledger.claims if Part.TIMED.value in c.parts}
