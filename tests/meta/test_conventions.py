@@ -165,6 +165,7 @@ TESTED_IN = {
     "report/prune.py": "tests/report/test_rendering_figures.py",
     "report/quant.py": "tests/report/test_rendering_figures.py",
     "report/speculative.py": "tests/report/test_rendering_figures.py",
+    "report/sweep_tables.py": "tests/report/test_sweep_figures.py",
     "speculative/drafters.py": "tests/speculative/test_generator_fast_loop.py",
     "speculative/drafts.py": "tests/experiments/test_speedup_rules.py",
     "timing/decision.py": "tests/timing/test_sequential.py",
