@@ -50,6 +50,31 @@ def paths(tmp_path_factory) -> dict[str, str]:
     (tmp / "no_verdict.json").write_text(json.dumps({"format": 2, "claims": [{"id": "Q2"}], "tables": {}}))
     (tmp / "bad_tables.json").write_text(json.dumps({"format": 2, "claims": [], "tables": [1, 2]}))
     (tmp / "bad_meta.json").write_text(json.dumps({"format": 2, "claims": [], "tables": {}, "meta": "today"}))
+    ledger = json.loads(Path(LEDGER).read_text())
+    q2 = next(c for c in ledger["claims"] if c["id"] == "Q2")
+    (tmp / "q2_twice.json").write_text(
+        json.dumps({**ledger, "claims": [*ledger["claims"], {**q2, "verdict": "broken"}]})
+    )
+    row = ledger["tables"]["q4"]["rows"][0]
+    (tmp / "nan_figure.json").write_text(
+        json.dumps(ledger).replace(f'"per_tensor": {row["per_tensor"]}', '"per_tensor": NaN', 1)
+    )
+    for name, bad in (
+        ("row_missing_a_field.json", {}),
+        ("row_with_a_text_figure.json", {"per_tensor": "low"}),
+    ):
+        rows = [
+            {k: v for k, v in row.items() if k != "per_tensor"} | bad,
+            *ledger["tables"]["q4"]["rows"][1:],
+        ]
+        tables = {**ledger["tables"], "q4": {**ledger["tables"]["q4"], "rows": rows}}
+        (tmp / name).write_text(json.dumps({**ledger, "tables": tables}))
+    (tmp / "table_not_rows.json").write_text(
+        json.dumps({**ledger, "tables": {**ledger["tables"], "b1": [1, 2]}})
+    )
+    (tmp / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    os.symlink(tmp / "loop.json", tmp / "loop.json")
+    os.mkfifo(tmp / "pipe.json")
     state = torch.load(reference_path(), map_location="cpu", weights_only=True)
     buf = tmp / "buf.pt"
     torch.save(state["state_dict"], buf)
@@ -117,6 +142,29 @@ CASES = [
     ),
     ("report-ledger-bad-tables", ["report", "--claims-json", "{tmp}/bad_tables.json"], "'tables'"),
     ("report-ledger-bad-meta", ["report", "--claims-json", "{tmp}/bad_meta.json"], "'meta'"),
+    (
+        "report-ledger-a-claim-twice",
+        ["report", "--claims-json", "{tmp}/q2_twice.json"],
+        "more than one entry for Q2 (Q2: holds, broken)",
+    ),
+    ("report-ledger-nan-figure", ["report", "--claims-json", "{tmp}/nan_figure.json"], "NaN, not finite"),
+    (
+        "report-ledger-row-missing-a-field",
+        ["report", "--claims-json", "{tmp}/row_missing_a_field.json"],
+        "table 'q4' is malformed: data is not a BitsRow record: missing ['per_tensor']",
+    ),
+    (
+        "report-ledger-row-with-a-text-figure",
+        ["report", "--claims-json", "{tmp}/row_with_a_text_figure.json"],
+        "table 'q4' is malformed: BitsRow.per_tensor must be a finite number, got 'low'",
+    ),
+    ("report-ledger-table-not-rows", ["report", "--claims-json", "{tmp}/table_not_rows.json"], "table 'b1'"),
+    ("report-ledger-deep", ["report", "--claims-json", "{tmp}/deep.json"], "nested more than 32 deep"),
+    ("report-ledger-link-loop", ["report", "--claims-json", "{tmp}/loop.json"], "symbolic link loop"),
+    ("report-ledger-pipe", ["report", "--claims-json", "{tmp}/pipe.json"], "is a named pipe"),
+    ("report-ledger-device", ["report", "--claims-json", "/dev/zero"], "/dev/zero is a device"),
+    ("sweep-ledger-pipe", ["sweep", "--claims-json", "{tmp}/pipe.json"], "is a named pipe"),
+    ("sweep-ledger-a-claim-twice", ["sweep", "--claims-json", "{tmp}/q2_twice.json"], "more than one entry"),
     (
         "report-quick-with-ledger",
         ["report", "--quick", "--claims-json", "{ledger}", "--out", "{tmp}/q"],

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from aftertrain.claims import tables as TB
 from aftertrain.claims.ledgerfile import LedgerFile
-from aftertrain.claims.tables import Shape, TableRow, TableSpec, spec_of, table
+from aftertrain.claims.tables import Shape, TableRow, TableSpec, check_row, spec_of, table
 from aftertrain.experiments import prune as EP
 from aftertrain.experiments import quant as EQ
 from aftertrain.experiments import tables as ET
@@ -129,3 +130,42 @@ def test_a_spec_refuses_other_rows_and_records_naming_the_keys():
         spec.from_record({"a": 1})
     with pytest.raises(ValueError, match="name must be a table"):
         ET.spec("q44")
+
+
+@pytest.mark.parametrize("path", LEDGERS, ids=lambda p: p.name)
+def test_committed_tables_hold_what_their_row_types_say(path):
+    """Every row of the committed ledgers passes ``check_row``: the check
+    the report's reader makes refuses nothing a run writes."""
+    ledger = LedgerFile.from_json(json.loads(Path(path).read_text()))
+    for name, record in ledger.tables.items():
+        typed = ET.spec(name).from_record(record)
+        rows = typed.values() if isinstance(typed, dict) else typed if isinstance(typed, list) else [typed]
+        for row in rows:
+            check_row(row)
+
+
+@pytest.mark.parametrize(
+    ("row", "words"),
+    [
+        (EQ.BitsRow(8, float("nan"), 1.0), "BitsRow.per_tensor must be a finite number, got nan"),
+        (EQ.BitsRow(8, True, 1.0), "BitsRow.per_tensor must be a finite number, got True"),
+        (EQ.BitsRow(8.0, 1.0, 1.0), "BitsRow.bits must be an int, got 8.0"),
+        (
+            EQ.BitsTable(1.5, (EQ.BitsRow(8, 1.0, "low"),)),
+            "BitsRow.per_channel must be a finite number, got 'low'",
+        ),
+        (ET.CsrTable((), "none"), "CsrTable.crossover must be a finite number, got 'none'"),
+        (
+            ET.DenseZeros(0.5, 1.0, (1.0, None), 1.0, 1.0),
+            "DenseZeros.ci must be a list of items each a finite",
+        ),
+    ],
+)
+def test_check_row_names_the_row_type_the_field_and_the_value(row, words):
+    with pytest.raises(ValueError, match=re.escape(words)):
+        check_row(row)
+
+
+def test_check_row_takes_an_int_for_a_float_and_none_where_optional():
+    check_row(EQ.BitsRow(8, 2, 1.5))
+    check_row(ET.CsrTable((ET.CsrRatio(0.5, 1.0, (0.9, 1.1)),), None))

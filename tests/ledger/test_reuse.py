@@ -266,7 +266,9 @@ def test_outside_a_git_checkout_nothing_is_taken(tmp_path):
         reuse.read(str(_ledger(tmp_path)), tmp_path, quick=False)
 
 
-@pytest.mark.parametrize("content", [None, "not json", '{"claims": 1}'])
+@pytest.mark.parametrize(
+    "content", [None, "not json", '{"claims": 1}', "[" * 100_000 + "]" * 100_000, '{"claims": [NaN]}']
+)
 def test_an_unreadable_earlier_ledger_is_refused(tmp_path, content):
     path = tmp_path / "earlier.json"
     if content is not None:
@@ -278,7 +280,7 @@ def test_an_unreadable_earlier_ledger_is_refused(tmp_path, content):
 def test_a_refused_ledger_is_a_one_line_usage_error(pytester, suite, tmp_path):
     result = _run(pytester, f"--model-free-from={tmp_path / 'missing.json'}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"*--model-free-from {tmp_path / 'missing.json'}: cannot read*"])
+    result.stderr.fnmatch_lines([f"*--model-free-from {tmp_path / 'missing.json'} does not exist*"])
 
 
 def test_without_the_ledger_the_flag_is_a_usage_error(pytester, tmp_path):

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
+import types
 import typing
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, TypeVar
@@ -128,6 +130,54 @@ class TableRow:
                 for f in dataclasses.fields(cls)
             }
         )
+
+
+def check_row(row: TableRow) -> None:
+    """Each field of ``row`` (and of the rows nested in it) holds what its
+    annotation says: a float a finite number (an int too, a bool not), an
+    int an int, a str a str, a bool a bool, ``X | None`` None or X, a tuple
+    or dict its items; ValueError naming the row type, the field and the
+    value otherwise. :meth:`TableRow.from_record` checks the keys, this the
+    values (a ledger read back is checked whole before it is rendered)."""
+    hints = typing.get_type_hints(type(row))
+    for f in dataclasses.fields(row):
+        problem = _value_problem(getattr(row, f.name), hints[f.name])
+        if problem:
+            raise ValueError(f"{type(row).__name__}.{f.name} must be {problem}")
+
+
+def _value_problem(value: object, hint: object) -> str | None:
+    """What ``value`` should have been for ``hint`` and what it is, or None."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _value_problem(value, inner[0]) if len(inner) == 1 else None
+    if isinstance(hint, type) and issubclass(hint, TableRow):
+        if not isinstance(value, hint):
+            return f"a {hint.__name__} row, got {value!r:.80}"
+        check_row(value)
+        return None
+    if origin is tuple or origin is dict:
+        if not isinstance(value, (tuple, list, dict)):
+            return f"a list, got {value!r:.80}"
+        items = value.values() if isinstance(value, dict) else value
+        kinds = args[1:] if origin is dict else args
+        for n, item in enumerate(items):
+            kind = kinds[0] if len(kinds) == 2 and kinds[1] is Ellipsis else kinds[min(n, len(kinds) - 1)]
+            problem = _value_problem(item, kind) if kinds else None
+            if problem:
+                return f"a list of items each {problem}"
+        return None
+    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is float and not (is_number and math.isfinite(value)):
+        return f"a finite number, got {value!r:.80}"
+    if hint is int and not (is_number and isinstance(value, int)):
+        return f"an int, got {value!r:.80}"
+    if hint in (str, bool) and not isinstance(value, hint):
+        return f"a {hint.__name__}, got {value!r:.80}"
+    return None
 
 
 class Shape(enum.Enum):

@@ -30,11 +30,11 @@ recorded as reading the model.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from aftertrain.claims.ledgerfile import LedgerFile, LedgerFormatError
 from aftertrain.core import runmeta
+from aftertrain.core.io import read_json
 from aftertrain.ledger.state import WORKTREE
 
 FLAG = "--model-free-from"
@@ -43,10 +43,7 @@ FLAG = "--model-free-from"
 def read(path: str, root: Path | None, quick: bool) -> LedgerFile:
     """The ledger at ``path``, checked usable for this run (checkout ``root``,
     ``quick`` or not); ValueError naming the flag, the file and the fix."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{FLAG} {path}: cannot read a claims ledger there ({err})") from None
+    data = read_json(path, FLAG)
     try:
         file = LedgerFile.from_json(data, f"{FLAG} {path}")
     except LedgerFormatError as err:

@@ -10,9 +10,7 @@ claim by claim (``ledger.claim(id)``) and table by table (``ledger.table(SPEC)``
 
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
 
 from aftertrain.claims.ledgerfile import (  # noqa: F401 (re-exported: where the metadata came from)
     META_FROM_LEDGER,
@@ -21,6 +19,8 @@ from aftertrain.claims.ledgerfile import (  # noqa: F401 (re-exported: where the
     LedgerFile,
     LedgerFormatError,
 )
+from aftertrain.claims.tables import check_row
+from aftertrain.core.io import read_json
 
 #: What ``--quick`` changes in the pytest run behind the report: the ``quick``
 #: hypothesis profile (derandomized like ``ci``, 10 examples instead of 25) and
@@ -35,25 +35,56 @@ class ReportError(RuntimeError):
 
 
 def read_ledger(path: str | os.PathLike) -> LedgerFile:
-    """The ledger file at ``path``; :class:`ReportError` saying why it cannot be read."""
+    """The ledger file at ``path``, checked whole before anything renders it:
+    a regular JSON file of bounded size and depth, every number finite
+    (:func:`aftertrain.core.io.read_json`), of this version's format
+    (:meth:`LedgerFile.from_json`), one entry per claim, and every table one
+    this version knows, each row with every field of the type its row type
+    says (:func:`aftertrain.claims.tables.check_row`). :class:`ReportError`,
+    one line saying why, otherwise."""
     if not isinstance(path, (str, os.PathLike)):
         raise ValueError(f"path must be a file path, got {type(path).__name__}")
-    path = Path(path)
-    if path.is_dir():
-        raise ReportError(
-            f"claims ledger {path} is a folder; give the JSON file written by `pytest --claims-json FILE`"
-        )
+    source = os.fspath(path)
     try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ReportError(f"claims ledger {path} does not exist") from None
-    except PermissionError:
-        raise ReportError(f"claims ledger {path} cannot be read (permission denied)") from None
-    except UnicodeDecodeError:
-        raise ReportError(f"claims ledger {path} is not a text file (not JSON)") from None
-    except json.JSONDecodeError as err:
-        raise ReportError(f"claims ledger {path} is not valid JSON: {err}") from None
+        data = read_json(path, "claims ledger")
+    except ValueError as err:
+        raise ReportError(str(err)) from None
     try:
-        return LedgerFile.from_json(data, str(path))
+        ledger = LedgerFile.from_json(data, source)
     except LedgerFormatError as err:
         raise ReportError(str(err)) from None
+    ids = [c.id for c in ledger.claims]
+    twice = sorted({i for i in ids if ids.count(i) > 1}, key=ids.index)
+    if twice:
+        verdicts = "; ".join(
+            f"{i}: {', '.join(str(c.verdict) for c in ledger.claims if c.id == i)}" for i in twice
+        )
+        raise ReportError(
+            f"claims ledger {source} has more than one entry for {', '.join(twice)} "
+            f"({verdicts}); a ledger holds one entry per claim"
+        )
+    for name, record in ledger.tables.items():
+        problem = table_problem(name, record)
+        if problem:
+            raise ReportError(f"claims ledger {source}: table {name!r} {problem}")
+    return ledger
+
+
+def table_problem(name: str, record: object) -> str | None:
+    """Why the ledger's table ``name`` cannot be rendered (a name this
+    version does not know, a record that is not its rows, a field of the
+    wrong type), or None."""
+    from aftertrain.experiments.tables import SPECS, spec  # torch's import, only for a ledger with tables
+
+    try:
+        known = spec(name)
+    except ValueError:
+        return f"is not a table this version knows ({', '.join(SPECS)})"
+    try:
+        table = known.from_record(record)
+        rows = table.values() if isinstance(table, dict) else table if isinstance(table, list) else [table]
+        for row in rows:
+            check_row(row)
+    except (ValueError, TypeError, KeyError, AttributeError) as err:
+        return f"is malformed: {err}"
+    return None
