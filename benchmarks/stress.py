@@ -26,7 +26,7 @@ Exit status 1 (a ``STRESS FAILED`` line each) when a pytest run exited
 non-zero or called a claim broken, or a teeth candidate got its expected
 verdict in fewer than 90% of its decisions; 0 otherwise.
 
-Prints markdown tables (docs/measurement.md holds them). Writes nothing else.
+Prints markdown tables (docs/measurement.md, "Stress", says how to read them). Writes nothing else.
 """
 
 from __future__ import annotations

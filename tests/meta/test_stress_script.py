@@ -1,7 +1,7 @@
 """benchmarks/stress.py: what makes a stress run fail, and its arguments.
 
 The runs themselves (minutes of pytest under load) are measured, not tested
-here; docs/measurement.md holds their table."""
+here; docs/measurement.md says what the script runs and when it fails."""
 
 from __future__ import annotations
 
