@@ -84,6 +84,7 @@ def sweep_main(args) -> int:
         raise ReportError(f"--models names a model twice: {names}")
     claims_json = split_values(args.claims_json, "--claims-json")
     reuse_files = split_values(args.reuse, "--reuse")
+    ledgers = _ledgers(claims_json)  # a bad ledger refused before the models load
     from aftertrain.experiments import sweep as ESW
     from aftertrain.lm import registry as _models
     from aftertrain.report import sweep as sweep_section
@@ -93,7 +94,6 @@ def sweep_main(args) -> int:
             _models.resolve(m)
         except ValueError as err:
             raise ReportError(f"--models: {err}") from None
-    ledgers = _ledgers(claims_json)
     # Points of an earlier sweep file, by SHA-256: not measured again.
     reuse = {p.sha256: p for f in reuse_files for p in sweep_section.read_sweep(f) if p.complete}
     points = []
