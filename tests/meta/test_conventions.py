@@ -169,6 +169,7 @@ TESTED_IN = {
     "speculative/drafters.py": "tests/speculative/test_generator_fast_loop.py",
     "speculative/drafts.py": "tests/experiments/test_speedup_rules.py",
     "timing/decision.py": "tests/timing/test_sequential.py",
+    "timing/look_plan.py": "tests/timing/test_sequential.py",
 }
 
 
