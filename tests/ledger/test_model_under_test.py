@@ -1,5 +1,5 @@
 """The model plugin's options (aftertrain.ledger.model_under_test): an empty
-``--aftertrain-model`` or ``--aftertrain-baselines`` is a usage error naming
+``--aftertrain-model``, ``--aftertrain-baselines`` or ``$AFTERTRAIN_MODEL`` is a usage error naming
 the option and what it must name, before any model loads or test runs, not
 a silent run on the default reference model."""
 
@@ -30,3 +30,23 @@ def test_an_empty_model_option_is_a_usage_error(pytester: pytest.Pytester, argv,
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
     assert words in result.stderr.str(), result.stderr.str()
     assert "ran" not in result.stdout.str()
+
+
+@pytest.mark.parametrize("value", ["", " "])
+def test_an_empty_model_variable_is_a_usage_error(pytester: pytest.Pytester, monkeypatch, value):
+    """``AFTERTRAIN_MODEL=`` (a CI template's empty variable) is refused as
+    ``--aftertrain-model ''`` is, not a silent run on the reference."""
+    pytester.makepyfile(test_x="def test_x():\n    raise AssertionError('ran')\n")
+    monkeypatch.setenv("AFTERTRAIN_MODEL", value)
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    words = f"$AFTERTRAIN_MODEL must name a bundled model or a checkpoint file, got {value!r}"
+    assert words in result.stderr.str(), result.stderr.str()
+    assert "ran" not in result.stdout.str()
+
+
+def test_the_option_wins_over_an_empty_model_variable(pytester: pytest.Pytester, monkeypatch):
+    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    monkeypatch.setenv("AFTERTRAIN_MODEL", "")
+    result = pytester.runpytest("--aftertrain-model", "reference")
+    assert result.ret == pytest.ExitCode.OK, result.stderr.str()

@@ -207,6 +207,13 @@ def pytest_configure(config: pytest.Config) -> None:
         given = config.getoption(dest)
         if given is not None and not given.strip():  # '' would fall back to the default
             raise pytest.UsageError(f"--{dest.replace('_', '-')} must name {what}, got {given!r}")
+    given = os.environ.get(ENV_VAR)
+    if config.getoption("aftertrain_model", None) is None and given is not None and not given.strip():
+        # as the option: '' would fall back to the default (a CI template's empty variable)
+        raise pytest.UsageError(
+            f"${ENV_VAR} must name a bundled model or a checkpoint file, got {given!r}; "
+            "unset it to run on the default, the reference"
+        )
     baselines = config.getoption("aftertrain_baselines")
     if baselines and Path(baselines).exists() and not Path(baselines).is_dir():
         raise pytest.UsageError(
