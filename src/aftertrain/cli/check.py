@@ -51,8 +51,18 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     sub = p.add_subparsers(
         dest="check_kind", required=True, metavar="{rule,quantizer,pruner}", parser_class=type(p)
     )
+    _add_rule(sub)
+
+    from aftertrain.cli import check_kits
+
+    check_kits.add_parsers(sub)
+    return p
+
+
+def _add_rule(subparsers) -> None:
+    """Add ``check rule`` and its options to the subcommands ``subparsers``."""
     r = add_check(
-        sub,
+        subparsers,
         "rule",
         help="a speculative sampler's verification rule",
         description="Judge a verification rule (docs/checks.md, 'The rule protocol'): "
@@ -96,11 +106,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         seed_help="seed of the statistical battery's cases and draws (default 0; "
         "the exact probes are the same at every seed)",
     )
-
-    from aftertrain.cli import check_kits
-
-    check_kits.add_parsers(sub)
-    return p
 
 
 def run(args: argparse.Namespace) -> int:

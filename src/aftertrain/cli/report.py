@@ -34,7 +34,12 @@ from aftertrain.report.reading import LedgerFile, ReportError, read_ledger
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Add ``report`` and its options to ``subparsers``."""
+    """Add ``report`` and its options to ``subparsers``.
+
+    Long: one ``add_argument`` per option, in the order ``--help`` lists
+    them; the options interleave what to write, what to run and what to
+    read, so no group of them is a piece of its own.
+    """
     p = subparsers.add_parser(
         "report",
         help="run the claims' tests and write the report (tables beside the article's, plots)",

@@ -78,32 +78,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         metavar="STEP",
         help="stop after STEP steps of the unchanged schedule (the bundled article model: --stop-at 950)",
     )
-    p.add_argument("--lr", type=positive, default=None, help="peak learning rate (default 1e-3)")
-    p.add_argument(
-        "--min-lr",
-        type=non_negative,
-        default=None,
-        help="learning rate at the end of the cosine decay, at most --lr (default 1e-4)",
-    )
-    p.add_argument(
-        "--warmup", type=int_in(0, MAX_STEPS), default=None, help="steps of linear warm-up (default 100)"
-    )
-    p.add_argument(
-        "--weight-decay",
-        type=non_negative,
-        default=None,
-        help="AdamW weight decay on 2-D weights (default 0.1)",
-    )
-    p.add_argument("--dropout", type=dropout, default=None, help="dropout (default 0.2)")
-    clip = p.add_mutually_exclusive_group()
-    clip.add_argument(
-        "--grad-clip",
-        type=positive,
-        default=None,
-        metavar="NORM",
-        help="clip the global gradient norm at NORM (default 1.0)",
-    )
-    clip.add_argument("--no-grad-clip", action="store_true", help="no gradient clipping")
+    _add_recipe(p)
     p.add_argument(
         "--stop-below",
         type=positive,
@@ -139,6 +114,38 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     p.set_defaults(func=run)
     return p
+
+
+def _add_recipe(p: argparse.ArgumentParser) -> None:
+    """The recipe's options (learning rate and its schedule, weight decay,
+    dropout, gradient clipping), each defaulting to the reference recipe's
+    value (:class:`aftertrain.lm.train.TrainConfig`)."""
+    p.add_argument("--lr", type=positive, default=None, help="peak learning rate (default 1e-3)")
+    p.add_argument(
+        "--min-lr",
+        type=non_negative,
+        default=None,
+        help="learning rate at the end of the cosine decay, at most --lr (default 1e-4)",
+    )
+    p.add_argument(
+        "--warmup", type=int_in(0, MAX_STEPS), default=None, help="steps of linear warm-up (default 100)"
+    )
+    p.add_argument(
+        "--weight-decay",
+        type=non_negative,
+        default=None,
+        help="AdamW weight decay on 2-D weights (default 0.1)",
+    )
+    p.add_argument("--dropout", type=dropout, default=None, help="dropout (default 0.2)")
+    clip = p.add_mutually_exclusive_group()
+    clip.add_argument(
+        "--grad-clip",
+        type=positive,
+        default=None,
+        metavar="NORM",
+        help="clip the global gradient norm at NORM (default 1.0)",
+    )
+    clip.add_argument("--no-grad-clip", action="store_true", help="no gradient clipping")
 
 
 @contextlib.contextmanager
