@@ -146,6 +146,8 @@ def test_measured_records_the_text():
         (lambda: shown("{x!s}", x=1.5), r"\{x!s\} is a label and takes a str or an Enum member, got 1.5"),
         (lambda: shown("{x:.2f}", x="1.50"), r"\{x\} shows a figure and takes a number"),
         (lambda: shown("{x}", x=(1, "a")), r"\{x\} shows a figure"),
+        (lambda: shown("{x:.2f}", x=True), r"\{x\} shows a figure and takes a number \(not a bool\)"),
+        (lambda: shown("{x}", x={"a": False}), r"\{x\} shows a figure and takes a number \(not a bool\)"),
         (lambda: shown("{BitsRow.bits}"), r"no value for \{BitsRow.bits\}"),
         (lambda: shown("{AcceptanceRow.k}", _acceptance(LongRunRow)), r"no value for \{AcceptanceRow.k\}"),
         (lambda: shown("{AcceptanceRow.nope}", _acceptance()), r"no value for \{AcceptanceRow.nope\}"),
@@ -167,7 +169,7 @@ def test_measured_records_the_text():
     ],
 )
 def test_shown_catches_a_value_of_the_wrong_kind(call, message):
-    """A number passed as a label, a string as a figure, a row of another
+    """A number passed as a label, a string or a bool as a figure, a row of another
     type than the template names (LongRunRow for AcceptanceRow), a missing
     value or field, an unnamed or nested placeholder, two collections, an
     empty text: each is refused with the placeholder named."""

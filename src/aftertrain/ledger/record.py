@@ -115,9 +115,10 @@ def _figure(name: str, value: object, conversion: str | None, template: str, nam
     if isinstance(value, Shown):
         return ""
     items = value.values() if isinstance(value, Mapping) else value if isinstance(value, tuple) else (value,)
-    if not all(v is None or isinstance(v, _NUMBER) for v in items):
+    # a bool is a number to Python, but True written as a figure is "1.00"
+    if not all(v is None or (isinstance(v, _NUMBER) and not isinstance(v, bool)) for v in items):
         raise ValueError(
-            f"template {template!r}: {{{name}}} shows a figure and takes a number "
+            f"template {template!r}: {{{name}}} shows a figure and takes a number (not a bool) "
             f"(a tuple or dict of numbers, or None), a text of shown(...), or a "
             f"label written {{{name}!s}}; got {value!r}"
         )
