@@ -137,6 +137,23 @@ def test_a_file_path_imports_the_modules_beside_it(user_folder, capsys):
             ["quantizer", "my_kits:absmax_int4", "--scheme", "int4 SYMMETRIC PerTensor() floor=x"],
             "floor=<float>",
         ),
+        *(
+            (
+                ["quantizer", "my_kits:absmax_int4", "--scheme", f"int4 SYMMETRIC PerTensor() floor={floor}"],
+                f"--scheme 'int4 SYMMETRIC PerTensor() floor={value}': scale_floor must be a float in "
+                f"[1.18e-38, 1), got {value}",
+            )
+            for floor, value in (("nan", "nan"), ("-1", "-1.0"), ("inf", "inf"), ("1", "1.0"))
+        ),
+        (
+            ["quantizer", "my_kits:absmax_int4", "--scheme", "int4 SYMMETRIC PerGroup(1000000000)"],
+            "--scheme 'int4 SYMMETRIC PerGroup(1000000000)': a group size must be at most 65,536 "
+            "(the largest the default battery is built for), got 1,000,000,000",
+        ),
+        (
+            ["pruner", "my_kits:two_four", "--pattern", "1:1000000"],
+            "--pattern 1:1000000: M must be at most 65,536 (the longest block the default battery",
+        ),
         (["pruner", "my_kits:two_four", "--pattern", "4:2"], "1 <= N < M"),
         (["pruner", "my_kits:two_four", "--pattern", "diagonal"], "expected N:M"),
         (

@@ -93,6 +93,28 @@ def build_scheme(parsed: tuple):
     return S.QuantScheme(bits, S.Mapping[mapping], granularity, **extra)
 
 
+def battery_scheme(parsed: tuple):
+    """The QuantScheme of :func:`parse_scheme`'s tuple, one the command line
+    can judge: a valid floor, and a group size the default battery holds
+    (the command line has no cases of the user's own); ValueError naming
+    the ``--scheme`` value and what is allowed (imports torch)."""
+    from aftertrain.checks.quant_battery import MAX_BATTERY_GROUP
+
+    bits, mapping, (kind, arg), floor = parsed
+    text = f"int{bits} {mapping} {kind}({'' if arg is None and kind == 'PerTensor' else arg})"
+    text += "" if floor is None else f" floor={floor}"
+    try:
+        scheme = build_scheme(parsed)
+    except ValueError as err:
+        raise ValueError(f"--scheme '{text}': {err}") from None
+    if kind == "PerGroup" and arg is not None and arg > MAX_BATTERY_GROUP:
+        raise ValueError(
+            f"--scheme '{text}': a group size must be at most {MAX_BATTERY_GROUP:,} "
+            f"(the largest the default battery is built for), got {arg:,}"
+        )
+    return scheme
+
+
 def parse_pattern(text: str) -> tuple:
     """``("nm", n, m)``, ``("unstructured", scope)`` or ``("structured",
     dim, norm)`` of a ``--pattern`` value."""
@@ -198,14 +220,16 @@ def cmd_quantizer(args: argparse.Namespace) -> int:
     function ``args.target`` names, at each ``--scheme``; print the report (or its JSON).
     Returns the exit status: 0 passed, 1 failed, 2 usage error."""
 
+    try:  # before the user's module loads and the kit runs
+        schemes = [battery_scheme(s) for s in args.scheme]
+    except ValueError as err:
+        print(f"aftertrain check quantizer: error: {err}", file=sys.stderr)
+        return 2
+
     def reports_of(quantize, progress):
         from aftertrain.checks.quant import check_quantizer
 
-        return [
-            check_quantizer(
-                quantize, schemes=[build_scheme(s) for s in args.scheme], seed=args.seed, strict=args.strict
-            )
-        ]
+        return [check_quantizer(quantize, schemes=schemes, seed=args.seed, strict=args.strict)]
 
     return run_reports(args, "aftertrain check quantizer", "w_hat", reports_of)
 
@@ -220,6 +244,15 @@ def cmd_pruner(args: argparse.Namespace) -> int:
         print(
             "aftertrain check pruner: error: --sparsities does not apply to an N:M pattern "
             "(its sparsity is 1 - N/M)",
+            file=sys.stderr,
+        )
+        return 2
+    from aftertrain.checks.prune_battery import MAX_BATTERY_BLOCK
+
+    if args.pattern[0] == "nm" and args.pattern[2] > MAX_BATTERY_BLOCK:
+        print(
+            f"aftertrain check pruner: error: --pattern {args.pattern[1]}:{args.pattern[2]}: M must be "
+            f"at most {MAX_BATTERY_BLOCK:,} (the longest block the default battery is built for)",
             file=sys.stderr,
         )
         return 2
