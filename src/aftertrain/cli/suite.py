@@ -45,6 +45,41 @@ def is_checkout(path: Path) -> bool:
     return (path / "pyproject.toml").is_file() and (path / "tests").is_dir()
 
 
+def _pytest_command(
+    checkout: Path,
+    json_path: Path,
+    model: str | None,
+    timing_lock: Path | None,
+    model_free_from: Path | None,
+) -> list[str]:
+    """The command line of :func:`run_ledger`'s pytest run (its arguments as there)."""
+    from aftertrain.ledger import reuse
+
+    # The checkout's configuration named outright, and every path option in its
+    # --flag=PATH form: pytest picks its rootdir from the command line's paths
+    # before aftertrain's options are known, so a path given as a separate
+    # word outside the checkout would root it there.
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        f"--rootdir={checkout}",
+        f"--config-file={checkout / 'pyproject.toml'}",
+        f"--claims-json={json_path}",
+        f"--timing-budget-total={REPORT_TIMING_BUDGET_TOTAL_S:g}",
+    ]
+    if model is not None:
+        cmd += [f"--aftertrain-model={model}"]
+    if timing_lock is not None:  # side by side: one process each, the cores shared by the runs
+        cmd += [f"--timing-lock={timing_lock}", "-n", "0"]
+    if model_free_from is not None:
+        cmd += [f"{reuse.FLAG}={model_free_from}"]
+    return cmd
+
+
 def run_ledger(
     checkout: Path,
     json_path: Path,
@@ -73,32 +108,9 @@ def run_ledger(
     ledger keeps pytest's exit status (``pytest_status``: 1 when a test
     failed, a claim's or not).
     """
-    from aftertrain.ledger import reuse
-
     if not is_checkout(checkout):
         raise ReportError(f"checkout must be an aftertrain source tree with tests/, got {checkout}")
-    # The checkout's configuration named outright, and every path option in its
-    # --flag=PATH form: pytest picks its rootdir from the command line's paths
-    # before aftertrain's options are known, so a path given as a separate
-    # word outside the checkout would root it there.
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-p",
-        "no:cacheprovider",
-        "-q",
-        f"--rootdir={checkout}",
-        f"--config-file={checkout / 'pyproject.toml'}",
-        f"--claims-json={json_path}",
-        f"--timing-budget-total={REPORT_TIMING_BUDGET_TOTAL_S:g}",
-    ]
-    if model is not None:
-        cmd += [f"--aftertrain-model={model}"]
-    if timing_lock is not None:  # side by side: one process each, the cores shared by the runs
-        cmd += [f"--timing-lock={timing_lock}", "-n", "0"]
-    if model_free_from is not None:
-        cmd += [f"{reuse.FLAG}={model_free_from}"]
+    cmd = _pytest_command(checkout, json_path, model, timing_lock, model_free_from)
     env = {**os.environ, **(QUICK_ENV if quick else {})}
     log(
         f"running the claims' tests: {' '.join(cmd[1:])} (in {checkout})"
@@ -156,6 +168,53 @@ def _model_free_from(
     return None
 
 
+def _plans(models: list[str], run_dir: Path, claims_json: list[str]) -> list[tuple[int, str, str, Path]]:
+    """Each model's run: (its index, the model, its label, its ledger's path
+    in ``run_dir``), each ledger's path appended to ``claims_json``."""
+    from aftertrain.lm import registry as _models
+
+    plans = []
+    for i, m in enumerate(models):
+        label = Path(m).stem if m not in _models.BUNDLED else m
+        run_path = (run_dir / ledger_file(label, i == 0)).resolve()
+        claims_json.append(str(run_path))
+        plans.append((i, m, label, run_path))
+    return plans
+
+
+def _model_line(i: int, models: list[str], reused: bool) -> str:
+    """The progress line starting the run of ``models[i]`` (``reused``: the
+    tests that do not read the model are taken from the first model's run)."""
+    m = models[i]
+    return f"model {i + 1} of {len(models)}: {m} (the claims' tests with --aftertrain-model {m}" + (
+        f"; those that do not read the model ran on {models[0]}: their outcomes are taken from its ledger)"
+        if reused
+        else ")"
+    )
+
+
+def _last_line(output: Path) -> str:
+    """pytest's last line in the log ``output``: its summary ("... passed ... in 296.65s")."""
+    tail = [line.strip() for line in output.read_text(errors="replace").splitlines() if line.strip()]
+    return tail[-1] if tail else "no output"
+
+
+def _side_by_side(
+    one: Callable[[tuple], LedgerFile], plans: list[tuple], jobs: int, logs: Path, log: Callable[[str], None]
+) -> list[LedgerFile]:
+    """``one`` of each of ``plans``, ``jobs`` at a time; the logs' folder
+    ``logs`` removed when every run passed, kept (and named) when one failed."""
+    log(f"running {len(plans)} models {jobs} at a time (--jobs {jobs}); timing runs one at a time")
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        ran = list(pool.map(one, plans))
+    if all(led.pytest_status == 0 for led in ran):
+        shutil.rmtree(logs, ignore_errors=True)
+        log(f"every run passed: their logs and lock ({logs}) removed")
+    else:
+        log(f"a run failed: every run's whole log is kept in {logs}")
+    return ran
+
+
 def run_models(
     models: list[str],
     checkout: Path,
@@ -178,17 +237,11 @@ def run_models(
     read the model (``--model-free-from`` the first run's ledger): the
     others' outcomes are the same on every model, so they run once. Side by
     side, every run is whole (the first's ledger is not there yet)."""
-    from aftertrain.lm import registry as _models
     from aftertrain.report import meta
 
     jobs = min(jobs, len(models))
     logs = Path(tempfile.mkdtemp(prefix="aftertrain-report-logs-")) if jobs > 1 else None
-    plans = []
-    for i, m in enumerate(models):
-        label = Path(m).stem if m not in _models.BUNDLED else m
-        run_path = (run_dir / ledger_file(label, i == 0)).resolve()
-        claims_json.append(str(run_path))
-        plans.append((i, m, label, run_path))
+    plans = _plans(models, run_dir, claims_json)
 
     def one(plan, first: LedgerFile | None = None) -> LedgerFile:
         i, m, label, run_path = plan
@@ -197,15 +250,7 @@ def run_models(
             if first is None  # the first model's run: take its model-free outcomes
             else _model_free_from(checkout, first, plans[0][3], models[0], m, log)
         )
-        log(
-            f"model {i + 1} of {len(models)}: {m} (the claims' tests with --aftertrain-model {m}"
-            + (
-                f"; those that do not read the model ran on {models[0]}: their outcomes are "
-                f"taken from its ledger)"
-                if earlier
-                else ")"
-            )
-        )
+        log(_model_line(i, models, earlier is not None))
         output = logs / f"pytest-{i + 1}-{label}.log" if logs else None
         led = run_ledger(
             checkout,
@@ -218,21 +263,13 @@ def run_models(
             output=output,
             model_free_from=earlier,
         )
-        if output:  # pytest's last line: its summary ("... passed ... in 296.65s")
-            tail = [line.strip() for line in output.read_text(errors="replace").splitlines() if line.strip()]
-            log(f"model {m}: {tail[-1] if tail else 'no output'} (all of it: {output})")
+        if output:
+            log(f"model {m}: {_last_line(output)} (all of it: {output})")
         log(f"model {m}: pytest exit status {led.pytest_status}")
         return led
 
     if logs is not None:
-        log(f"running {len(models)} models {jobs} at a time (--jobs {jobs}); timing runs one at a time")
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            ran = list(pool.map(one, plans))
-        if all(led.pytest_status == 0 for led in ran):
-            shutil.rmtree(logs, ignore_errors=True)
-            log(f"every run passed: their logs and lock ({logs}) removed")
-        else:
-            log(f"a run failed: every run's whole log is kept in {logs}")
+        ran = _side_by_side(one, plans, jobs, logs, log)
     else:
         ran = [one(plans[0])]
         ran += [one(plan, ran[0]) for plan in plans[1:]]

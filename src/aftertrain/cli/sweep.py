@@ -85,7 +85,6 @@ def sweep_main(args) -> int:
     claims_json = split_values(args.claims_json, "--claims-json")
     reuse_files = split_values(args.reuse, "--reuse")
     ledgers = _ledgers(claims_json)  # a bad ledger refused before the models load
-    from aftertrain.experiments import sweep as ESW
     from aftertrain.lm import registry as _models
     from aftertrain.report import sweep as sweep_section
 
@@ -107,32 +106,42 @@ def sweep_main(args) -> int:
         # A ledger of this very checkpoint; one without metadata by its model's name
         # (ledgers from before --aftertrain-model: the reference's).
         led = ledgers.get(ident.sha256) or ledgers.get(label)
-        fig = ESW.figures_from_tables(led) if led is not None else None
-        if fig is not None:
-            log(f"model {i + 1} of {len(names)}: {label}: figures from {led.source}")
-            source = f"ledger {Path(led.source).name}"
-        else:
-            log(f"model {i + 1} of {len(names)}: {label}: measuring (bits, sensitivity, pruning, acceptance)")
-            fig = ESW.key_figures(net)
-            source = "measured"
-        log(f"model {label}: fragility and the speculative figures (acceptance, no timing)")
-        meta = _models.model_meta(m)
-        points.append(
-            ESW.sweep_point(
-                label,
-                fig,
-                source,
-                sha256=ident.sha256,
-                training=ESW.Training.of(meta),
-                fragility=ESW.fragility(net, fig.q7),
-                speculative=ESW.speculative_figures(net),
-            )
-        )
-        log(f"model {label}: validation loss {fig.val_loss:.4f}")
+        points.append(_point(m, label, net, ident.sha256, led, f"model {i + 1} of {len(names)}", log))
     path = _write(out, points, getattr(args, "argv", []))
     losses = ", ".join(f"{p.model} {p.val_loss:.4f}" for p in points)
     print(f"{out / SWEEP_FILE}, {path}: {len(points)} checkpoints ({losses})")
     return 0
+
+
+def _point(m: str, label: str, net, sha256: str, led: LedgerFile | None, at: str, log):
+    """The sweep point of the model ``m`` (loaded as ``net``), named
+    ``label``: its key figures from ``led`` (a ledger of it) when that
+    holds them, else measured; its fragility and speculative figures
+    measured. ``at`` starts its first progress line."""
+    from aftertrain.experiments import sweep as ESW
+    from aftertrain.lm import registry as _models
+
+    fig = ESW.figures_from_tables(led) if led is not None else None
+    if fig is not None:
+        log(f"{at}: {label}: figures from {led.source}")
+        source = f"ledger {Path(led.source).name}"
+    else:
+        log(f"{at}: {label}: measuring (bits, sensitivity, pruning, acceptance)")
+        fig = ESW.key_figures(net)
+        source = "measured"
+    log(f"model {label}: fragility and the speculative figures (acceptance, no timing)")
+    meta = _models.model_meta(m)
+    point = ESW.sweep_point(
+        label,
+        fig,
+        source,
+        sha256=sha256,
+        training=ESW.Training.of(meta),
+        fragility=ESW.fragility(net, fig.q7),
+        speculative=ESW.speculative_figures(net),
+    )
+    log(f"model {label}: validation loss {fig.val_loss:.4f}")
+    return point
 
 
 def _ledgers(claims_json: list[str]) -> dict[str, LedgerFile]:

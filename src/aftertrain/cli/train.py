@@ -79,6 +79,25 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         help="stop after STEP steps of the unchanged schedule (the bundled article model: --stop-at 950)",
     )
     _add_recipe(p)
+    _add_stopping(p)
+    p.add_argument(
+        "--draft",
+        action="store_true",
+        help="train the 1-layer draft GPT of speculative decoding instead "
+        "(bundled as src/aftertrain/data/draft.pt)",
+    )
+    p.add_argument(
+        "--out",
+        help="where to write the checkpoint (atomically; checked before "
+        "training); the bundled one is src/aftertrain/data/reference.pt",
+    )
+    p.set_defaults(func=run)
+    return p
+
+
+def _add_stopping(p: argparse.ArgumentParser) -> None:
+    """The options that stop training on the validation loss, and which
+    weights it keeps (the best evaluation's or the last step's)."""
     p.add_argument(
         "--stop-below",
         type=positive,
@@ -101,19 +120,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         default=None,
         help="keep the weights of the best evaluation (default) or of the last step",
     )
-    p.add_argument(
-        "--draft",
-        action="store_true",
-        help="train the 1-layer draft GPT of speculative decoding instead "
-        "(bundled as src/aftertrain/data/draft.pt)",
-    )
-    p.add_argument(
-        "--out",
-        help="where to write the checkpoint (atomically; checked before "
-        "training); the bundled one is src/aftertrain/data/reference.pt",
-    )
-    p.set_defaults(func=run)
-    return p
 
 
 def _add_recipe(p: argparse.ArgumentParser) -> None:
