@@ -81,22 +81,10 @@ ACTIVATION_SITES = {
 
 
 @torch.no_grad()
-def activation_channel_ratios(
-    model: nn.Module, tokens: torch.Tensor | None = None
-) -> dict[str, ActivationPeak]:
-    """Q10: per site, max over channels / median over channels of ``max|x|``.
-
-    ``x`` is the input of the site's module (``ACTIVATION_SITES``: block 0's
-    and block 2's FFN input after LayerNorm, the residual stream entering the
-    final LayerNorm), over every position of the validation split cut into
-    windows of the context length as :func:`aftertrain.lm.evaluation.val_loss` does.
-    Returns ``{site: ActivationPeak}``.
-    """
-    from aftertrain.lm.text import load_corpus
-
-    weight_matrices(model)
-    if tokens is None:
-        tokens = load_corpus().val
+def _checked_sites(model: nn.Module, tokens) -> dict[str, nn.Module]:
+    """The model's modules by name; ValueError unless ``tokens`` is a
+    non-empty 1-D int64 tensor of ids in the model's vocabulary and the
+    model has every module of :data:`ACTIVATION_SITES`."""
     if (
         not isinstance(tokens, torch.Tensor)
         or tokens.dtype != torch.int64
@@ -120,6 +108,26 @@ def activation_channel_ratios(
     missing = [m for m in ACTIVATION_SITES.values() if m not in modules]
     if missing:
         raise ValueError(f"model has no module {missing} (the activation sites {ACTIVATION_SITES})")
+    return modules
+
+
+def activation_channel_ratios(
+    model: nn.Module, tokens: torch.Tensor | None = None
+) -> dict[str, ActivationPeak]:
+    """Q10: per site, max over channels / median over channels of ``max|x|``.
+
+    ``x`` is the input of the site's module (``ACTIVATION_SITES``: block 0's
+    and block 2's FFN input after LayerNorm, the residual stream entering the
+    final LayerNorm), over every position of the validation split cut into
+    windows of the context length as :func:`aftertrain.lm.evaluation.val_loss` does.
+    Returns ``{site: ActivationPeak}``.
+    """
+    from aftertrain.lm.text import load_corpus
+
+    weight_matrices(model)
+    if tokens is None:
+        tokens = load_corpus().val
+    modules = _checked_sites(model, tokens)
     peaks: dict[str, torch.Tensor] = {}
     handles = []
     for site, mod in ACTIVATION_SITES.items():
