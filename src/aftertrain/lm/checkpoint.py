@@ -89,6 +89,17 @@ def load_checkpoint(path: str | os.PathLike, rebuild: str | None = None) -> GPT:
     if not path.is_file() or not meta_path.is_file():
         missing = path if not path.is_file() else meta_path
         raise CheckpointError(f"checkpoint file {missing} is missing{hint}")
+    _check_sha256(path, meta_path, hint)
+    model = _model_from(path)
+    bad = _non_finite(model)
+    if bad:
+        raise CheckpointError(f"checkpoint {path} holds NaN or inf weights (in {bad}){hint}")
+    return model.eval()
+
+
+def _check_sha256(path: Path, meta_path: Path, hint: str) -> None:
+    """Raise :class:`CheckpointError` unless ``meta_path`` is a JSON object
+    whose ``sha256`` is the SHA-256 of ``path`` (``hint`` ends each message)."""
     try:
         meta = json.loads(meta_path.read_text())
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
@@ -110,6 +121,11 @@ def load_checkpoint(path: str | os.PathLike, rebuild: str | None = None) -> GPT:
             f"checkpoint {path} has SHA-256 {digest}, but {meta_path} records "
             f"{recorded}: the file is corrupted{hint}"
         )
+
+
+def _model_from(path: Path) -> GPT:
+    """The GPT that ``path`` holds (its config with dropout 0, its weights);
+    :class:`CheckpointError` when it is no checkpoint :func:`save_checkpoint` wrote."""
     try:
         blob = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # torch raises several types for a file it cannot read
@@ -132,10 +148,7 @@ def load_checkpoint(path: str | os.PathLike, rebuild: str | None = None) -> GPT:
             f"checkpoint {path} is not an aftertrain checkpoint: its weights "
             f"do not match its config ({_first_line(err)})"
         ) from None
-    bad = _non_finite(model)
-    if bad:
-        raise CheckpointError(f"checkpoint {path} holds NaN or inf weights (in {bad}){hint}")
-    return model.eval()
+    return model
 
 
 def _non_finite(model: torch.nn.Module) -> str | None:
