@@ -9,35 +9,16 @@ file, and a file of another :data:`FORMAT` is refused with the command that
 writes a current one. Outcomes, verdicts and parts are the enums of
 :mod:`aftertrain.claims.verdicts` and :mod:`aftertrain.claims.parts`.
 
-Layout (format 2)::
+The layout is specified once, as a JSON Schema shipped beside this module
+(:data:`SCHEMA_PATH`, ``claims.schema.json``: every key, its type and the
+enums of the verdicts, outcomes and parts); docs/ledger.md describes it and
+what each verdict means. The tests validate every ledger they write against it.
 
-    {"format": 2,
-     "meta": {date, commit, cpu, torch, threads, load1, model, model_sha256, quick,
-              [model_free_from]},
-     "claims": [{"id", "title", "statement", "article", "verdict",
-                 "defining": [part, ...], "undecided": [{"part", "what", "reason"}],
-                 "not_run": [{"part", "reason"}], "parts": {part: verdict},
-                 "beside": {part: {outcome: count}},
-                 "reasons": [...], "measured": [...],
-                 "tests": [{"nodeid", "outcome", "reason", "xfail_reason",
-                            "measured", "part", "not_run", "reads_model"}]}],
-     "tables": {name: record},
-     "model_free_tables": [name, ...]}
-
-``reads_model`` (a test's outcome may depend on the model:
-:func:`aftertrain.ledger.model_under_test.reads_model`) and ``model_free_tables`` (the
-tables written by tests that do not read it) came later in format 2: a file
-without them reads as ``reads_model`` None (not known) and no such tables.
-``meta["model_free_from"]`` is present when the run took the outcomes of
-the tests that do not read the model from an earlier run's ledger
-(``pytest --model-free-from FILE``): ``{"ledger", "model", "model_sha256",
-"commit", "tests"}`` of that run.
-
-``defining``, ``undecided`` and ``beside`` (:mod:`aftertrain.claims.parts`:
-the claim's defining parts, those that did not run with why, and the
-outcomes of the tests beside the claim, of the method and of other models)
-and the verdict ``not decided here`` came later in format 2: a file without
-them reads as no defining part recorded, none undecided, nothing beside.
+The reader is more lenient than the schema in one way: a format-2 file
+written before ``reads_model``, ``model_free_tables``, ``defining``,
+``undecided`` and ``beside`` were added reads as ``reads_model`` None (not
+known), no model-free tables, no defining part recorded, none undecided and
+nothing beside; the schema describes the file as written now, every key present.
 """
 
 from __future__ import annotations
@@ -61,10 +42,22 @@ from aftertrain.claims.verdicts import (
 )
 from aftertrain.core.io import atomic_write
 
-__all__ = ["FORMAT", "ClaimEntry", "LedgerFile", "LedgerFormatError", "NotRun", "TestEntry", "Undecided"]
+__all__ = [
+    "FORMAT",
+    "SCHEMA_PATH",
+    "ClaimEntry",
+    "LedgerFile",
+    "LedgerFormatError",
+    "NotRun",
+    "TestEntry",
+    "Undecided",
+]
 
-#: The version of the layout above; bumped when a field changes meaning.
+#: The version of the layout (the schema's ``format``); bumped when a field changes meaning.
 FORMAT = 2
+#: The JSON Schema (draft 2020-12) of the file ``pytest --claims-json FILE`` writes,
+#: shipped in the package: a user's CI validates a ledger against it (docs/ledger.md).
+SCHEMA_PATH = Path(__file__).with_name("claims.schema.json")
 
 #: Where a ledger's run metadata came from (:attr:`LedgerFile.meta_source`).
 META_FROM_LEDGER = "ledger"
