@@ -27,6 +27,10 @@ import pytest
 import torch
 from hypothesis import HealthCheck, settings
 
+# Every ledger a run of this process writes (the suite's --claims-json, a
+# test's inner run) is validated against the schema shipped in the package.
+pytest_plugins = ["tests.common.ledger_schema"]
+
 settings.register_profile(
     "ci",
     derandomize=True,
