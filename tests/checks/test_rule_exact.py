@@ -125,6 +125,30 @@ def test_batch_consistency_catches_a_change_in_the_last_row_only():
     assert any(check == "batch consistency" for _, check in _failed_rows(report)), str(report)
 
 
+@pytest.mark.teeth
+def test_batch_consistency_catches_a_batch_bug_only_on_the_callers_cases():
+    """``cases`` replace the fixed case in the batch probe: a rule that
+    changes the last row of a batch only at V = 5 (no probe and no fixed
+    case has 5 symbols) passes without them and fails "batch consistency"
+    on the caller's V = 5 case."""
+    rule = zoo.make_rule()
+
+    def last_row_off_at_v5(p, q, drafts, u, v):
+        accepted, token = rule(p, q, drafts, u, v)
+        if drafts.shape[0] > 1 and p.shape[-1] == 5:
+            token = token.clone()
+            token[-1] = (token[-1] + 1) % 5
+        return accepted, token
+
+    p = torch.tensor([[0.1, 0.2, 0.3, 0.2, 0.2]] * 3, dtype=torch.float64)
+    q = torch.tensor([[0.3, 0.1, 0.2, 0.2, 0.2]] * 2, dtype=torch.float64)
+    assert CS.check_rule_exact(last_row_off_at_v5).passed
+    report = CS.check_rule_exact(last_row_off_at_v5, cases=[("five symbols", p, q)])
+    assert _failed_rows(report) == [("batch of 64 equals row by row (five symbols)", "batch consistency")], (
+        str(report)
+    )
+
+
 def test_the_rules_renormalise_attribute_is_used_when_none_is_given():
     """``renormalise`` defaults to the rule's attribute: the search calls it."""
     calls = []
