@@ -240,6 +240,35 @@ def _batch(
     return x, y
 
 
+def _step(net, opt, data, T: int, cfg, gen: torch.Generator, step: int) -> float:
+    """One optimiser step, the ``step``-th (from 1): a batch of ``T``
+    characters a row, the scheduled learning rate, the gradients clipped
+    when ``cfg`` says; the batch's loss. FloatingPointError when it is not finite."""
+    net.train()
+    x, y = _batch(data, T, cfg.batch_size, gen)
+    for group in opt.param_groups:
+        group["lr"] = learning_rate(step - 1, cfg)
+    logits = net(x)
+    loss = F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1))
+    if not torch.isfinite(loss):
+        raise FloatingPointError(f"training loss became {loss.item()} at step {step}")
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    if cfg.grad_clip is not None:
+        torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.grad_clip)
+    opt.step()
+    return loss.item()
+
+
+def _stops(cfg, best: float, vl: float) -> bool:
+    """Whether training stops after an evaluation of validation loss ``vl``
+    (``best``: the best so far, this one included): at or below
+    ``cfg.stop_below``, or at or above ``cfg.stop_rising_to`` after one below it."""
+    if cfg.stop_below is not None and vl <= cfg.stop_below:
+        return True
+    return cfg.stop_rising_to is not None and best < cfg.stop_rising_to <= vl
+
+
 def _train(cfg, data, val, on_progress) -> TrainResult:
     """The training loop of :func:`train` (its arguments checked there)."""
     gen = torch.Generator().manual_seed(cfg.seed)
@@ -256,26 +285,9 @@ def _train(cfg, data, val, on_progress) -> TrainResult:
         t0 = time.perf_counter()
         last = cfg.steps if cfg.stop_at is None else cfg.stop_at
 
-        def reached(vl: float) -> bool:
-            if cfg.stop_below is not None and vl <= cfg.stop_below:
-                return True
-            return cfg.stop_rising_to is not None and best < cfg.stop_rising_to <= vl
-
         for step in range(1, last + 1):
-            net.train()
-            x, y = _batch(data, T, cfg.batch_size, gen)
-            for group in opt.param_groups:
-                group["lr"] = learning_rate(step - 1, cfg)
-            logits = net(x)
-            loss = F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1))
-            if not torch.isfinite(loss):
-                raise FloatingPointError(f"training loss became {loss.item()} at step {step}")
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if cfg.grad_clip is not None:
-                torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.grad_clip)
-            opt.step()
-            recent.append(loss.item())
+            loss = _step(net, opt, data, T, cfg, gen, step)
+            recent.append(loss)
             vl = None
             if step % cfg.eval_every == 0 or step == last:
                 vl = val_loss(net, val)
@@ -290,13 +302,13 @@ def _train(cfg, data, val, on_progress) -> TrainResult:
                     Progress(
                         step,
                         last,
-                        loss.item(),
+                        loss,
                         vl,
                         None if best == math.inf else best,
                         time.perf_counter() - t0,
                     )
                 )
-            if vl is not None and reached(vl):
+            if vl is not None and _stops(cfg, best, vl):
                 break
         assert best_state is not None, "the last step always evaluates"
         if cfg.keep == "last":  # the loop ended on an evaluation: the last step or a stop_*
