@@ -15,26 +15,15 @@ pytest-benchmark (its session, its machine hooks, the compare of ratios).
 Tests tie themselves to claims with ``@pytest.mark.claim("Q2")`` (several
 IDs in one marker, several markers, or a module's ``pytestmark``); an ID
 missing from :data:`aftertrain.claims.catalogue.CLAIMS` is a collection error. At the
-end of the run one line per claim gives its verdict, in precedence order
-(names from :mod:`aftertrain.claims.verdicts`):
+end of the run one line per claim gives its verdict, strongest first; the
+verdict words and what each means are defined once, on
+:class:`aftertrain.claims.verdicts.Verdict` (shown in docs/ledger.md).
 
-- ``broken``: a test failed, errored (in setup or teardown too, also when
-  marked xfail: pytest calls that xfailed, the ledger an error), or passed
-  although marked xfail;
-- ``does not reproduce``: a test is an xfail (strict, by house rule) and
-  failed as expected;
-- ``inconclusive``: a timing decision could not decide within its budget
-  (not a failure unless ``--timing-strict``);
-- ``skipped``: a timing test was not timed (``--benchmark-disable``,
-  ``--benchmark-skip``), or every test was skipped;
-- ``holds``: every test that ran passed (skipped ones aside);
-- ``not covered``: no test of this run carries the ID.
-
-``--claims-json PATH`` writes the ledger as JSON: per claim id, title,
-verdict, ``reasons`` (failure message, xfail reason, inconclusive reason,
-skip reason), tests with outcomes, figures; the tables; and a ``meta``
-block (date, commit, cpu, torch, threads, load1, model, model_sha256,
-quick).
+``--claims-json PATH`` writes the ledger file
+(:mod:`aftertrain.claims.ledgerfile`): per claim its verdict, why, its tests
+with their outcomes and figures; the tables; the run's metadata. Its layout
+is the JSON Schema shipped beside that module, ``claims.schema.json``
+(docs/ledger.md).
 
 ``--model-free-from CLAIMS_JSON`` (:mod:`aftertrain.ledger.reuse`): a run
 on another model runs only the tests that read the model and takes the

@@ -1,0 +1,77 @@
+"""The ledger's page (docs/ledger.md) is the code's: its verdict and outcome
+tables list the words of ``aftertrain.claims.verdicts`` in order, each
+meaning word for word the comment on its member (the one definition), each
+outcome with the verdict it gives; the page names the schema where the
+package ships it and the format the writer writes."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+from aftertrain.claims.ledgerfile import FORMAT, SCHEMA_PATH
+from aftertrain.claims.verdicts import Outcome, Verdict
+from aftertrain.ledger.state import VERDICT_OF
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = (ROOT / "docs" / "ledger.md").read_text()
+
+
+def member_comments(source: str) -> dict[str, str]:
+    """Each ``NAME = "word"`` line's ``#:`` comment above it, as one line of
+    markdown (``x`` and :role:`x` written `x`), by its word."""
+    found, pending = {}, []
+    for line in source.splitlines():
+        text = line.strip()
+        if text.startswith("#:"):
+            pending.append(text[2:].strip())
+            continue
+        member = re.fullmatch(r'[A-Z_]+ = "([^"]+)"', text)
+        if member and pending:
+            found[member[1]] = re.sub(r":\w+:`([^`]+)`", r"`\1`", " ".join(pending)).replace("``", "`")
+        pending = []
+    return found
+
+
+def table_rows(heading: str) -> list[list[str]]:
+    """The cells of each body row of the first table after the first column
+    heading ``heading`` (backticks around a word kept)."""
+    lines = PAGE.split(f"| {heading} |", 1)[1].splitlines()[2:]
+    rows = []
+    for line in lines:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split(" | ")])
+    return rows
+
+
+def test_member_comments_reads_each_members_comment_as_markdown():
+    source = 'class V:\n    #: a ``b`` and :mod:`c.d`\n    #: e\n    X = "x"\n    Y = "y"\n'
+    assert member_comments(source) == {"x": "a `b` and `c.d` e"}
+
+
+@pytest.mark.parametrize(
+    "heading, enum",
+    [("verdict", Verdict), ("outcome", Outcome)],
+    ids=["verdicts", "outcomes"],
+)
+def test_the_pages_words_and_meanings_are_the_enums_in_order(heading, enum):
+    comments = member_comments(inspect.getsource(enum))
+    rows = table_rows(heading)
+    assert [row[0] for row in rows] == [f"`{member.value}`" for member in enum]
+    assert {row[0].strip("`"): row[1] for row in rows} == {m.value: comments[m.value] for m in enum}
+
+
+def test_the_page_gives_the_verdict_each_outcome_gives():
+    assert {row[0].strip("`"): row[2].strip("`") for row in table_rows("outcome")} == {
+        o.value: v.value for o, v in VERDICT_OF.items()
+    }
+
+
+def test_the_page_names_the_schema_where_the_package_ships_it_and_the_format():
+    in_package = SCHEMA_PATH.relative_to(ROOT / "src").as_posix()
+    assert f"`{in_package}`" in PAGE and f"`src/{in_package}`" in PAGE
+    assert f"| `format` | the version of the layout: `{FORMAT}` |" in PAGE
