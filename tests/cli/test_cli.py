@@ -200,6 +200,11 @@ CASES = [
     ("train-out-unwritable", ["train", "--out", "{locked}/model.pt"], "not writable"),
     ("train-draft-steps-zero", ["train", "--draft", "--steps", "0"], "from 1 to"),
     # sample
+    (
+        "sample-k-without-draft",
+        ["sample", "--k", "8"],
+        "--k 8 applies only with --draft (characters drafted per round); give --draft NAME or leave --k out",
+    ),
     ("sample-length-negative", ["sample", "--length", "-1"], "from 0 to 2000"),
     ("sample-length-word", ["sample", "--length", "abc"], "'abc'"),
     ("sample-length-huge", ["sample", "--length", "100000000"], "100000000"),

@@ -27,3 +27,20 @@ def test_sample_with_a_draft_prints_its_text_and_the_runs_figures(capsys):
     assert "speedup over plain decoding on this run" in err and "99% interval" in err
     assert main(["sample", "--draft", "bigram", "--length", "0"]) == 0
     assert "nothing timed" in capsys.readouterr().err
+
+
+def test_sample_run_tells_progress_each_run_as_it_starts():
+    """``progress`` hears of the speculative run, then each of the timed
+    runs by number (warm-up and pairs, both sides), so ``aftertrain sample``
+    can say where a long run is."""
+    from aftertrain.experiments.sample import sample_run
+    from aftertrain.lm.text import VOCAB_SIZE
+    from tests.common.toys import toy_gpt
+
+    heard: list[str] = []
+    target = toy_gpt(VOCAB_SIZE, seed=0)
+    sample_run(target, Bigram.fit(), "The ", 3, 2, pairs=8, progress=heard.append)
+    assert heard[0] == "the speculative run (3 characters, k=2)"
+    runs = [h for h in heard[1:] if h.startswith("timing the speedup: run ")]
+    assert runs == heard[1:] and len(runs) == 2 * (8 + 1)
+    assert runs[-1].startswith("timing the speedup: run 18 of 18 (")

@@ -10,7 +10,10 @@ import sys
 from pathlib import Path
 
 from aftertrain.cli.options import MAX_SEED, UsageError, int_in, temperature
+from aftertrain.cli.progress import heartbeat
 
+#: ``sample --k`` when --draft is given without it.
+DEFAULT_K = 4
 #: ``sample --length`` at most: generation is one model step per character
 #: (about 10-30 ms each on 2 cores), so this is up to about a minute.
 MAX_SAMPLE_LENGTH = 2000
@@ -18,7 +21,14 @@ MAX_SAMPLE_LENGTH = 2000
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add ``sample`` and its options to ``subparsers``."""
-    p = subparsers.add_parser("sample", help="print text sampled from the reference model")
+    p = subparsers.add_parser(
+        "sample",
+        help="print text sampled from the reference model",
+        description="Print text sampled from the bundled reference model or a checkpoint; "
+        "with --draft, by speculative decoding, with its characters per target pass and "
+        "its speedup timed on the run. A line of progress on standard error at least "
+        "every 5 seconds.",
+    )
     p.add_argument("--prompt", default="The ", help="text to continue (default 'The ')")
     p.add_argument(
         "--length",
@@ -38,7 +48,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "target pass and the speedup measured on the run",
     )
     p.add_argument(
-        "--k", type=int_in(1, 64), default=4, help="characters drafted per round with --draft (default 4)"
+        "--k",
+        type=int_in(1, 64),
+        default=None,
+        help=f"characters drafted per round; only with --draft (default {DEFAULT_K})",
     )
     p.set_defaults(func=run)
     return p
@@ -77,6 +90,12 @@ def checkpoint_from_option(path: str):
 
 def run(args: argparse.Namespace) -> int:
     """Print the prompt and its sampled continuation; 0."""
+    if args.k is not None and not args.draft:
+        raise UsageError(
+            f"--k {args.k} applies only with --draft (characters drafted per round); "
+            "give --draft NAME or leave --k out"
+        )
+    k = DEFAULT_K if args.k is None else args.k
     if args.checkpoint:  # a missing file or a folder: before torch loads
         p = Path(args.checkpoint)
         if p.is_dir() or not p.is_file():
@@ -106,15 +125,16 @@ def run(args: argparse.Namespace) -> int:
     if args.length > 500:
         print(f"sampling {args.length} characters (one model step each)...", file=sys.stderr, flush=True)
     try:
-        if args.draft:  # speculative decoding; its figures on standard error
-            from aftertrain.experiments.sample import sample_with_draft
+        with heartbeat("sample", f"sampling {args.length} characters") as at:
+            if args.draft:  # speculative decoding; its figures on standard error
+                from aftertrain.experiments.sample import sample_with_draft
 
-            out, figures = sample_with_draft(
-                net, args.draft, args.prompt, args.length, args.k, args.temperature, args.seed
-            )
-            print(figures, file=sys.stderr)
-        else:
-            out = _decoding.sample_text(net, args.prompt, args.length, args.temperature, args.seed)
+                out, figures = sample_with_draft(
+                    net, args.draft, args.prompt, args.length, k, args.temperature, args.seed, progress=at
+                )
+                print(figures, file=sys.stderr)
+            else:
+                out = _decoding.sample_text(net, args.prompt, args.length, args.temperature, args.seed)
     except ValueError as err:
         if not args.checkpoint:
             raise  # the bundled model refusing valid arguments is a bug

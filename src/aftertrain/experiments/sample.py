@@ -6,6 +6,7 @@ the same length and seed, alternating, on one thread; never an absolute time).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -44,11 +45,14 @@ def sample_run(
     temperature: float = 1.0,
     seed: int = 0,
     pairs: int = SAMPLE_PAIRS,
+    progress: Callable[[str], None] | None = None,
 ) -> SampleRun:
     """``length`` characters after ``prompt`` by speculative decoding with
     ``draft`` at ``k`` (seeded by ``seed``), and the speedup of that run:
     the same run and plain decoding of the same length and seed, timed
-    alternately in ``pairs`` pairs on one thread (:func:`aftertrain.timing.paired_timing`)."""
+    alternately in ``pairs`` pairs on one thread (:func:`aftertrain.timing.paired_timing`).
+    ``progress(stage)`` is told each run as it starts (a few words: it is
+    called inside the timed runs, so it must only note them)."""
     from aftertrain.lm.decoding import generate
     from aftertrain.timing import paired_timing
 
@@ -61,13 +65,26 @@ def sample_run(
             target, draft, prompt, length, k, temperature, torch.Generator().manual_seed(seed)
         )
 
+    note = progress or (lambda stage: None)
+    note(f"the speculative run ({length} characters, k={k})")
     r = spec()
     ids = _text.encode(prompt)
+    warmup = 1
+    runs = 2 * (pairs + warmup)
+    done = [0]
+
+    def counted(fn: Callable[[], object], what: str) -> Callable[[], None]:
+        def run() -> None:
+            done[0] += 1
+            note(f"timing the speedup: run {done[0]} of {runs} ({what})")
+            fn()
+
+        return run
 
     def plain() -> None:
         generate(target, ids, length, temperature, torch.Generator().manual_seed(seed))
 
-    t = paired_timing(plain, spec, pairs=pairs, warmup=1)
+    t = paired_timing(counted(plain, "plain"), counted(spec, "speculative"), pairs=pairs, warmup=warmup)
     return SampleRun(
         r.text, r.chars_per_pass, r.acceptance_rate, 1.0 / t.median, 1.0 / t.ci_high, 1.0 / t.ci_low, pairs
     )
@@ -78,11 +95,18 @@ DRAFT_NAMES = {"bigram": "BIGRAM", "n-gram": "NGRAM", "8-bit": "INT8", "4-bit": 
 
 
 def sample_with_draft(
-    target: NextTokenModel, name: str, prompt: str, length: int, k: int, temperature: float, seed: int
+    target: NextTokenModel,
+    name: str,
+    prompt: str,
+    length: int,
+    k: int,
+    temperature: float,
+    seed: int,
+    progress: Callable[[str], None] | None = None,
 ) -> tuple[str, str]:
     """``aftertrain sample --draft NAME --k K``: the generated text and one
     line of its figures (characters per target pass, acceptance, the speedup
-    measured on the run, :func:`sample_run`)."""
+    measured on the run, :func:`sample_run`, told ``progress``)."""
     from aftertrain.speculative import drafts as D
 
     if name not in DRAFT_NAMES:
@@ -90,7 +114,7 @@ def sample_with_draft(
     draft = D.draft_model(D.DraftKind[DRAFT_NAMES[name]], target)
     if length == 0:
         return "", f"speculative ({name} draft, k={k}): no characters asked for, nothing timed"
-    r = sample_run(target, draft, prompt, length, k, temperature, seed)
+    r = sample_run(target, draft, prompt, length, k, temperature, seed, progress=progress)
     acc = "n/a" if r.acceptance is None else f"{r.acceptance:.3f}"
     cpp = "n/a" if r.chars_per_pass is None else f"{r.chars_per_pass:.2f}"
     return r.text, (

@@ -1,0 +1,60 @@
+"""Progress of a command's long work that has no steps of its own to show
+(``sample``'s generation and its timed pairs): a line on standard error
+whenever nothing was written for :data:`HEARTBEAT_S` seconds, saying how
+long the work has run and what it is at.
+
+The library reports where it is through a callback (``progress(stage)``,
+a few words) and never prints; the line is written from a thread, so a
+single model step or timed run longer than the interval shows too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import TextIO
+
+#: Seconds without a line after which one is written. The thread looks
+#: four times as often, so on a busy machine a line still comes within
+#: about 5 s (the promise every long command keeps).
+HEARTBEAT_S = 4.0
+
+
+@contextlib.contextmanager
+def heartbeat(
+    command: str,
+    stage: str,
+    stream: TextIO | None = None,
+    every: float = HEARTBEAT_S,
+) -> Iterator[Callable[[str], None]]:
+    """Yield ``at(stage)``, which sets what the work is at; while the block
+    runs, ``[COMMAND Ns] STAGE`` is written to ``stream`` (standard error)
+    whenever nothing was written for ``every`` seconds (starting at
+    ``stage``). ``at`` itself writes nothing: it is cheap enough to call
+    inside timed code."""
+    stream = sys.stderr if stream is None else stream
+    t0 = time.monotonic()
+    state = {"stage": stage, "written": t0}
+    done = threading.Event()
+
+    def beat() -> None:
+        while not done.wait(every / 4):
+            now = time.monotonic()
+            if now - state["written"] >= every:
+                stream.write(f"[{command} {now - t0:4.0f}s] {state['stage']}\n")
+                stream.flush()
+                state["written"] = now
+
+    def at(text: str) -> None:
+        state["stage"] = text
+
+    thread = threading.Thread(target=beat, name=f"aftertrain-{command}-progress", daemon=True)
+    thread.start()
+    try:
+        yield at
+    finally:
+        done.set()
+        thread.join()
