@@ -28,23 +28,23 @@ HUGE = {"huge row": torch.tensor([[FLOAT32_MAX, -1e38, 3.0], [0.5, -0.25, 1.0]])
 TINY = {"tiny row": torch.tensor([[1e-40, -3e-41, 0.0], [0.5, -0.25, 1.0]])}
 
 
-def nan_at(row: int):
-    """The reference quantizer with w_hat[row, 0] NaN."""
+def nan_at(*rows: int):
+    """The reference quantizer with w_hat[row, 0] NaN in each of ``rows``."""
 
     def quantize(w, scheme):
         w_hat = quantize_scheme(w, scheme)[0].clone()
-        w_hat[row, 0] = float("nan")
+        w_hat[list(rows), 0] = float("nan")
         return w_hat
 
     return quantize
 
 
-def garbage_at(row: int):
-    """The reference quantizer with row ``row`` replaced by 5 x w."""
+def garbage_at(*rows: int):
+    """The reference quantizer with each of ``rows`` replaced by 5 x w."""
 
     def quantize(w, scheme):
         w_hat = quantize_scheme(w, scheme)[0].clone()
-        w_hat[row] = 5 * w[row]
+        w_hat[list(rows)] = 5 * w[list(rows)]
         return w_hat
 
     return quantize
@@ -75,6 +75,19 @@ def test_severity_catches_garbage_off_a_subnormal_group_as_a_failure():
     assert assert_quantizer(garbage_at(0), schemes=[SYM], cases=TINY) is None
     broken = check_quantizer(garbage_at(1), schemes=[SYM], cases=TINY)
     assert not broken.passed and "failure" in classes(broken), str(broken)
+
+
+@pytest.mark.parametrize(
+    "quantize, cases", [(nan_at(0, 1), HUGE), (garbage_at(0, 1), TINY)], ids=["nan", "garbage"]
+)
+@pytest.mark.teeth
+def test_severity_catches_a_row_wrong_at_the_edge_and_off_it_as_a_failure(quantize, cases):
+    """One check failing in an edge group (float32's max, a subnormal scale)
+    and in an ordinary group of the same case is a failure, not an edge
+    finding: the ordinary group is a weight a trained model has. Each row
+    alone is classed right above; here both are wrong at once."""
+    report = check_quantizer(quantize, schemes=[SYM], cases=cases)
+    assert not report.passed and "failure" in classes(report), str(report)
 
 
 @pytest.mark.teeth
