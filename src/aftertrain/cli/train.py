@@ -29,10 +29,11 @@ from aftertrain.cli.options import (
 #: ``train --steps`` at most (the reference recipe is 5000).
 MAX_STEPS = 1_000_000
 MAX_THREADS = 256
-#: ``train`` writes a progress line at least this often, however slow a step
-#: is: on a busy 2-core machine a step of two spinning threads took 5.6 s
-#: (docs/models.md), and a log then showed nothing for minutes.
-PROGRESS_EVERY_S = 5.0
+#: ``train`` writes a progress line when nothing was written for this long,
+#: however slow a step is: on a busy 2-core machine a step of two spinning
+#: threads took 5.6 s (docs/models.md), and a log then showed nothing for
+#: minutes. The thread looks every second, so a line comes within 5 s.
+PROGRESS_EVERY_S = 4.0
 
 #: ``train`` options that change the recipe: flag -> TrainConfig field (dropout is
 #: the model's). The draft has its own recipe, so they are refused with --draft.
@@ -51,7 +52,14 @@ RECIPE_FLAGS = {
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add ``train`` and its options to ``subparsers``."""
-    p = subparsers.add_parser("train", help="train the reference model (deterministic recipe)")
+    p = subparsers.add_parser(
+        "train",
+        help="train the reference model (deterministic recipe)",
+        description="Train the reference model (or, with --draft, the draft GPT of "
+        "speculative decoding) by the deterministic recipe, and write the checkpoint "
+        "where --out says (without it, nothing is written); a progress line on "
+        "standard error at least every 5 seconds.",
+    )
     p.add_argument(
         "--steps",
         type=int_in(1, MAX_STEPS),
