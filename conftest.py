@@ -59,6 +59,18 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+@pytest.fixture
+def pytester(pytester, monkeypatch):
+    """pytest's ``pytester``, its inner runs started without the variables
+    of the run around this one (``tests.common.inner_runs.clear_run_variables``:
+    ``aftertrain report --quick``'s, a CI's ``AFTERTRAIN_MODEL``): cleared
+    before the test sets its own."""
+    from tests.common.inner_runs import clear_run_variables
+
+    clear_run_variables(monkeypatch)
+    return pytester
+
+
 @pytest.fixture(scope="session")
 def corpus():
     from aftertrain.lm.text import load_corpus

@@ -180,3 +180,20 @@ def test_two_models_side_by_side_never_time_while_the_other_runs_a_test(tmp_path
         others = [(s, e) for p, _, s, e in runs if p != pid]
         assert all(e <= start or s >= end for s, e in others), (start, end, others)
     assert (out / "claims.json").is_file() and (out / "claims-article.json").is_file()
+
+
+@pytest.mark.e2e
+def test_report_quick_on_the_reference_runs_this_checkouts_suite_and_exits_0(tmp_path, capfd, monkeypatch):
+    """The README's ``aftertrain report --quick --models reference``, whole:
+    this checkout's own suite in a child pytest with the quick variables
+    set, so every test that starts a run of its own must clear them (an
+    inner run that inherits ``AFTERTRAIN_QUICK=1`` times a third of the
+    pairs it asks for and fails). Exit 0, and the report says it is quick."""
+    outside_any_run(monkeypatch)
+    out = tmp_path / "out"
+    status = main(["report", "--quick", "--models", "reference", "--out", str(out)])
+    err = capfd.readouterr().err
+    assert status == 0, err[-4000:]
+    report = (out / "report.md").read_text()
+    assert "quick" in report.lower()
+    assert json.loads((out / "claims.json").read_text())["claims"]
