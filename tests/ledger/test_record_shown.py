@@ -131,6 +131,27 @@ def test_a_text_names_the_figures_it_shows_as_the_inventory_reads_them_from_the_
     )
 
 
+def test_figures_are_in_the_order_first_shown_each_once_over_a_collection():
+    """A template written once per row of a collection, showing one field
+    twice and a text of shown(...) whose figures repeat its own: each figure
+    is named once, where it is first shown."""
+    rows = [BitsRow(8, 2.0, 2.1), BitsRow(4, 2.5, 2.4), BitsRow(2, 3.0, 2.9)]
+    inner = shown("{x:.1f} {BitsRow.per_channel:.2f}", BitsRow(8, 1.0, 1.0), x=1.0)
+    text = shown(
+        "{BitsRow.per_tensor:.4f} {x:.2f} {BitsRow.bits} {BitsRow.per_tensor:.1f} {inner}",
+        rows,
+        x=0.5,
+        inner=inner,
+    )
+    assert text.count("; ") == 2
+    assert text.figures == (
+        "row:BitsRow.per_tensor",
+        "value:x",
+        "row:BitsRow.bits",
+        "row:BitsRow.per_channel",
+    )
+
+
 def test_measured_records_the_text():
     node = SimpleNamespace(user_properties=[])
     ClaimRecord(node, None).measured("{BitsRow.bits} bits", BitsRow(8, 2.0, 2.0))
