@@ -414,6 +414,29 @@ def test_a_run_that_took_its_model_free_outcomes_says_so():
     assert not R.LedgerFile.from_json(data, "x.json").taken_whole("S1")
 
 
+def test_a_claim_with_no_tests_is_not_taken_from_the_earlier_run():
+    """In a run that took its model-free outcomes (``--model-free-from``), a
+    claim with no test at all (not covered) was decided by no test of the
+    earlier run: its verdict cell reads as in a whole run, without the
+    earlier run's note, and the section's "every test of ..." lists only
+    the claims whose every test was taken (S1 here)."""
+    data = committed_data()
+    data["meta"]["model"] = "article"
+    for c in data["claims"]:
+        for t in c["tests"]:
+            t["reads_model"] = c["id"] != "S1"
+        if c["id"] == "Q4":
+            c.update(tests=[], verdict="not covered", parts={}, defining=[])
+    whole = R.LedgerFile.from_json(data, "claims-article.json")
+    data["meta"]["model_free_from"] = {"ledger": "claims.json", "model": "reference", "tests": 10}
+    taken = R.LedgerFile.from_json(data, "claims-article.json")
+    assert not taken.taken_whole("Q4") and taken.taken_whole("S1")
+    cells = {r[0]: r[-1] for r in MM.claims_rows_per_model({"article": taken})}
+    assert cells["Q4"] == {r[0]: r[-1] for r in MM.claims_rows_per_model({"article": whole})}["Q4"]
+    assert "reference's run" not in cells["Q4"] and "reference's run" in cells["S1"]
+    assert "(every test of S1; some tests of the others)" in MM.model_free_text("article", taken)
+
+
 def test_a_later_model_runs_every_test_when_the_checkout_changed(tmp_path, monkeypatch, capsys, no_png):
     """The first model's outcomes stand for a later model's only on the same
     tracked code: when it changed between the runs (a commit, an edit of a
