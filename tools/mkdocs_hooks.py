@@ -5,8 +5,9 @@ code at build time, so they cannot drift from it.
   subcommand, from :func:`aftertrain.cli.build_parser`;
 - ``reference/pytest-plugins.md``: the options each of aftertrain's pytest
   plugins registers (the ``pytest11`` entry points, their
-  ``pytest_addoption`` called on a recorder) and their fixtures with the
-  class each returns (rendered from the docstrings by mkdocstrings).
+  ``pytest_addoption`` called on a recorder), the markers their
+  ``pytest_configure`` declares, and their fixtures with the class each
+  returns (rendered from the docstrings by mkdocstrings).
 """
 
 from __future__ import annotations
@@ -107,6 +108,37 @@ class _Recorder:
         self.ini.append((name, help))
 
 
+class _Stop(Exception):
+    """Raised by :class:`_MarkerRecorder` at the first step past the markers."""
+
+
+@dataclass
+class _MarkerRecorder:
+    """Stands for ``pytest.Config`` in a plugin's ``pytest_configure``: records
+    the markers it declares (``addinivalue_line("markers", ...)``, its first
+    lines), then stops it at the first other call, before it checks options
+    or loads anything."""
+
+    markers: list[str] = field(default_factory=list)
+
+    def addinivalue_line(self, name: str, line: str) -> None:
+        if name == "markers":
+            self.markers.append(line)
+
+    def __getattr__(self, name: str) -> object:
+        raise _Stop(name)
+
+
+def declared_markers(module: ModuleType) -> list[str]:
+    """The ``name(args): description`` lines of the markers ``module``'s ``pytest_configure`` declares."""
+    recorder = _MarkerRecorder()
+    try:
+        module.pytest_configure(recorder)
+    except _Stop:
+        pass
+    return recorder.markers
+
+
 def _escaped(text: str) -> str:
     """``text`` for Markdown: ``<`` and ``&`` escaped outside its code spans."""
     parts = text.split("`")
@@ -156,7 +188,7 @@ def fixture_type(fixture: object) -> type | None:
 
 
 def plugins_page() -> str:
-    """The pytest plugins' reference: each plugin's options and fixtures."""
+    """The pytest plugins' reference: each plugin's options, markers and fixtures."""
     names = plugins()
     if not names:
         raise RuntimeError("no pytest11 entry point of aftertrain: install it (pip install -e '.[docs]')")
@@ -166,9 +198,10 @@ def plugins_page() -> str:
         "aftertrain installs two pytest plugins (`pytest11` entry points), inert "
         "unless switched on: by `-p NAME` (this project's `addopts`) or by one of "
         "their options. Written at build time: the options are what each "
-        "plugin's `pytest_addoption` registers, the fixtures are rendered "
-        "from their docstrings. The [ledger](../ledger.md) is the file "
-        "`--claims-json` writes; its words are in the [glossary](../glossary.md).",
+        "plugin's `pytest_addoption` registers, the markers what its "
+        "`pytest_configure` declares, the fixtures are rendered from their "
+        "docstrings. The [ledger](../ledger.md) is the file `--claims-json` "
+        "writes; its words are in the [glossary](../glossary.md).",
         "",
     ]
     for name in names:
@@ -183,6 +216,12 @@ def plugins_page() -> str:
             out += [_option_line(names, attrs) for names, attrs in group.options]
         for ini_name, ini_help in recorder.ini:
             out += [f"`{ini_name}` (ini)\n:   {_escaped(ini_help)}\n"]
+        markers = declared_markers(module)
+        if markers:
+            out += ["### Markers", ""]
+            for line in markers:
+                signature, _, description = line.partition(": ")
+                out += [f"`@pytest.mark.{signature}`\n:   {_escaped(description)}\n"]
         found = fixtures(module)
         if found:
             out += ["### Fixtures", ""]

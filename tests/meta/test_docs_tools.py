@@ -38,10 +38,11 @@ def test_cli_page_has_the_help_of_every_subcommand(hooks):
         assert f"\n## {prog}\n\n```text\nusage: {prog}" in page, prog
 
 
-def test_plugins_page_lists_every_registered_option_and_fixture(hooks):
-    """The options are what each plugin's ``pytest_addoption`` registers, so
-    a new option is on the page without an edit; the fixtures are rendered
-    from their docstrings, with the class a fixture returns."""
+def test_plugins_page_lists_every_registered_option_marker_and_fixture(hooks):
+    """The options are what each plugin's ``pytest_addoption`` registers and
+    the markers what its ``pytest_configure`` declares, so a new one is on
+    the page without an edit; the fixtures are rendered from their
+    docstrings, with the class a fixture returns."""
     page = hooks.plugins_page()
     assert hooks.plugins() == ["aftertrain.ledger", "aftertrain.ledger.model_under_test"]
     for name in hooks.plugins():
@@ -53,6 +54,8 @@ def test_plugins_page_lists_every_registered_option_and_fixture(hooks):
             assert f"`{option}" in page, option
     for shown in ("`--claims-json PATH`", "`--aftertrain-model NAME_OR_PATH`", "`--timing-budget SECONDS`"):
         assert shown in page
+    for marker in ("claim(*ids)", "does_not_reproduce_on(*models, reason)", "expectation_of(", "on_model("):
+        assert f"`@pytest.mark.{marker}" in page, marker
     for entry in (
         "::: aftertrain.ledger.plugin.claim_record",
         "::: aftertrain.ledger.record.ClaimRecord",
