@@ -212,19 +212,12 @@ def flip_section(doc: Document, ledgers: dict[str, LedgerFile]) -> None:
     )
     for other_name, other in others:
         not_on_primary, lost = flips(primary, other)
+        header = _flip_header(first, other_name)
         if not not_on_primary:
             doc.add(f"Every claim that `{first}` covers holds or is inconclusive there; nothing to compare.")
         else:
             rows = [
-                [
-                    c,
-                    CLAIMS[c].title,
-                    CLAIMS[c].article or DASH,
-                    ours_cell(primary, c),
-                    ours_cell(other, c),
-                    verdict_mark(other.verdict(c)),
-                    "**yes**" if other.verdict(c) == V.HOLDS else "no",
-                ]
+                [*_flip_row(c, primary, other), "**yes**" if other.verdict(c) == V.HOLDS else "no"]
                 for c in not_on_primary
             ]
             flipped = [r[0] for r in rows if r[-1] == "**yes**"]
@@ -233,41 +226,35 @@ def flip_section(doc: Document, ledgers: dict[str, LedgerFile]) -> None:
                 f"({len(flipped)} of {len(rows)} reproduce there"
                 + (f": {', '.join(flipped)}" if flipped else "")
                 + ")\n\n"
-                + markdown_table(
-                    [
-                        "ID",
-                        "claim",
-                        "article",
-                        f"ours ({first})",
-                        f"ours ({other_name})",
-                        f"verdict ({other_name})",
-                        "reproduces",
-                    ],
-                    rows,
-                )
+                + markdown_table([*header, "reproduces"], rows)
             )
         if lost:
             doc.add(
                 f"**Holds on `{first}` but not on `{other_name}`** ({', '.join(lost)})\n\n"
-                + markdown_table(
-                    [
-                        "ID",
-                        "claim",
-                        "article",
-                        f"ours ({first})",
-                        f"ours ({other_name})",
-                        f"verdict ({other_name})",
-                    ],
-                    [
-                        [
-                            c,
-                            CLAIMS[c].title,
-                            CLAIMS[c].article or DASH,
-                            ours_cell(primary, c),
-                            ours_cell(other, c),
-                            verdict_mark(other.verdict(c)),
-                        ]
-                        for c in lost
-                    ],
-                )
+                + markdown_table(header, [_flip_row(c, primary, other) for c in lost])
             )
+
+
+def _flip_header(first: str, other_name: str) -> list[str]:
+    """The columns of :func:`_flip_row` for the models ``first`` and ``other_name``."""
+    return [
+        "ID",
+        "claim",
+        "article",
+        f"ours ({first})",
+        f"ours ({other_name})",
+        f"verdict ({other_name})",
+    ]
+
+
+def _flip_row(c: str, primary: LedgerFile, other: LedgerFile) -> list[str]:
+    """Claim ``c`` on two models: its ID, title, the article's figure, ours
+    on each and its verdict on ``other``."""
+    return [
+        c,
+        CLAIMS[c].title,
+        CLAIMS[c].article or DASH,
+        ours_cell(primary, c),
+        ours_cell(other, c),
+        verdict_mark(other.verdict(c)),
+    ]
