@@ -15,6 +15,7 @@ import torch
 
 from aftertrain.checks import adapters as AD
 from aftertrain.checks import schemes as SC
+from aftertrain.checks import strategies as ST
 from aftertrain.checks.patterns import NM
 from aftertrain.checks.prune import check_pruner, nm_battery
 from aftertrain.checks.quant import check_quantizer
@@ -93,6 +94,33 @@ CASES = [
     # the rule battery's rounds: p and q of every round are held at once
     (check_rule, dict(rule=_refuse, n=MAX_N + 1), ["n must be an int <= 200,000", "held at once", "200001"]),
     (check_rule, dict(rule=_refuse, n=10**12), ["n must be", "1000000000000"]),
+    # the public strategies, checked when called (not at their first draw)
+    (
+        ST.tie_matrices,
+        dict(bits=1),
+        "bits must be an int in [2, 8] (the widths the kit's schemes accept), got 1",
+    ),
+    (ST.tie_matrices, dict(bits=None), "bits must be an int in [2, 8]"),
+    (ST.tie_matrices, dict(bits=4, max_cols=1), "max_cols must be an int >= 2, got 1"),
+    (ST.weights, dict(bits=9), "bits must be an int in [2, 8]"),
+    (ST.weights, dict(max_rows=0), "max_rows must be an int >= 1, got 0"),
+    (ST.weight_matrices, dict(max_cols=True), "max_cols must be an int >= 1, got True"),
+    (ST.heavy_tailed, dict(max_rows=-1), "max_rows must be an int >= 1, got -1"),
+    (ST.mixed_row_scales, dict(max_cols=2.5), "max_cols must be an int >= 1, got 2.5"),
+    (ST.subnormal_rows, dict(max_rows=1), "max_rows must be an int >= 2, got 1"),
+    (
+        ST.weight_matrix,
+        dict(col_multiple=0),
+        "col_multiple must be an int in [1, 12] (at most max_cols), got 0",
+    ),
+    (ST.weight_matrix, dict(values=[1.0]), "values must be a hypothesis strategy of floats"),
+    (ST.weight_dicts, dict(max_matrices=0), "max_matrices must be an int >= 1, got 0"),
+    (ST.distinct_weight_dicts, dict(max_matrices=0), "max_matrices must be an int >= 1, got 0"),
+    (ST.sparse_matrix, dict(max_cols=4, col_multiple=8), "col_multiple must be an int in [1, 4]"),
+    (ST.nm_shapes, dict(max_m=1), "max_m must be an int >= 2, got 1"),
+    (ST.probability_vector, dict(size=0), "size must be an int >= 1, got 0"),
+    (ST.verification_case, dict(max_vocab=1), "max_vocab must be an int >= 2, got 1"),
+    (ST.distributions, dict(max_k=0), "max_k must be an int >= 1, got 0"),
 ]
 
 

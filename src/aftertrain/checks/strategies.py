@@ -8,7 +8,10 @@ kit's batteries are built from, near the edges where implementations break.
 strategy is deterministic under hypothesis' ``derandomize`` and shrinks.
 
 Needs ``hypothesis`` (``pip install "aftertrain[strategies]"``); the rest
-of :mod:`aftertrain.checks` imports without it.
+of :mod:`aftertrain.checks` imports without it. Each strategy checks its
+arguments when it is called (:func:`aftertrain.core.validation.check_int`'s
+words: ``max_rows must be an int >= 1, got 0``), not when hypothesis first
+draws from it.
 
 Speculative decoding:
 
@@ -32,8 +35,14 @@ Pruning: :data:`sparsities`, :func:`weight_matrix`, :func:`weight_dicts`,
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
+
 import numpy as np
 import torch
+
+from aftertrain.core.validation import check_int
 
 try:
     from hypothesis import strategies as st
@@ -67,6 +76,60 @@ __all__ = [
     "weights",
 ]
 
+# --- argument checks ---------------------------------------------------------
+
+#: An argument check: ``(name, value, every argument by name)``; raises ValueError.
+Check = Callable[[str, object, dict], object]
+
+
+def _least(n: int) -> Check:
+    return lambda name, value, _: check_int(name, value, least=n)
+
+
+def _bits(name: str, value: object, _: dict) -> None:
+    check_int(name, value, least=2, most=8, why=" (the widths the kit's schemes accept)")
+
+
+def _bits_or_none(name: str, value: object, given: dict) -> None:
+    if value is not None:
+        _bits(name, value, given)
+
+
+def _strategy(name: str, value: object, _: dict) -> None:
+    if not isinstance(value, st.SearchStrategy):
+        raise ValueError(
+            f"{name} must be a hypothesis strategy of floats (e.g. free_values), got {value!r:.80}"
+        )
+
+
+def _multiple(name: str, value: object, given: dict) -> None:
+    check_int("max_cols", given["max_cols"], least=1)
+    check_int(name, value, least=1, most=given["max_cols"], why=" (at most max_cols)")
+
+
+def _checked(**checks: Check):
+    """Check the named arguments when the strategy is called (not at its
+    first draw, where hypothesis would word the mistake)."""
+
+    def wrap(strategy):
+        signature = inspect.signature(strategy)
+
+        @functools.wraps(strategy)
+        def checked(*args, **kwargs):
+            given = signature.bind(*args, **kwargs)
+            given.apply_defaults()
+            for name, check in checks.items():
+                check(name, given.arguments[name], given.arguments)
+            return strategy(*args, **kwargs)
+
+        checked.__qualname__ = strategy.__name__  # a module-level name, not hypothesis' inner one
+        return checked
+
+    return wrap
+
+
+_ROWS_COLS = {"max_rows": _least(1), "max_cols": _least(1)}
+
 # --- quantization -------------------------------------------------------------
 
 #: Every width the kit's schemes accept.
@@ -76,6 +139,7 @@ quant_bits = st.integers(2, 8)
 _float32 = st.floats(width=32, allow_nan=False, allow_infinity=False)
 
 
+@_checked(**_ROWS_COLS)
 @st.composite
 def weight_matrices(draw, max_rows: int = 8, max_cols: int = 8):
     """A finite float32 matrix, built to stress a quantizer.
@@ -96,6 +160,7 @@ def weight_matrices(draw, max_rows: int = 8, max_cols: int = 8):
     return torch.from_numpy(a)
 
 
+@_checked(bits=_bits, max_rows=_least(1), max_cols=_least(2))
 @st.composite
 def tie_matrices(draw, bits: int, max_rows: int = 6, max_cols: int = 8):
     """A float32 matrix whose ``w / scale`` hits exact half-integers.
@@ -125,6 +190,7 @@ def _gaussian(draw, shape) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal(shape)
 
 
+@_checked(**_ROWS_COLS)
 @st.composite
 def heavy_tailed(draw, max_rows: int = 8, max_cols: int = 16):
     """Cubed Gaussians (a few values far out: one sets the scale, the rest
@@ -136,6 +202,7 @@ def heavy_tailed(draw, max_rows: int = 8, max_cols: int = 16):
     return torch.from_numpy(a.astype(np.float32))
 
 
+@_checked(**_ROWS_COLS)
 @st.composite
 def mixed_row_scales(draw, max_rows: int = 8, max_cols: int = 16):
     """Gaussian rows each multiplied by its own power of ten, 1e-30 to 1e30
@@ -146,6 +213,7 @@ def mixed_row_scales(draw, max_rows: int = 8, max_cols: int = 16):
     return torch.from_numpy(a.astype(np.float32))
 
 
+@_checked(max_rows=_least(2), max_cols=_least(1))
 @st.composite
 def subnormal_rows(draw, max_rows: int = 6, max_cols: int = 8):
     """Rows of subnormal float32 values (and zeros) beside at least one
@@ -161,6 +229,7 @@ def subnormal_rows(draw, max_rows: int = 6, max_cols: int = 8):
     return torch.from_numpy(a.astype(np.float32))
 
 
+@_checked(**_ROWS_COLS, bits=_bits_or_none)
 @st.composite
 def weights(draw, max_rows: int = 8, max_cols: int = 16, bits: int | None = None):
     """Any of the quantization strategies above (tie matrices at ``bits``,
@@ -189,6 +258,7 @@ tied_values = st.sampled_from([-2.0, 0.0, 2.0])
 free_values = st.floats(-1e3, 1e3, allow_nan=False, width=32)
 
 
+@_checked(values=_strategy, max_rows=_least(1), col_multiple=_multiple)
 @st.composite
 def weight_matrix(draw, values=free_values, max_rows: int = 9, max_cols: int = 12, col_multiple: int = 1):
     """A float32 matrix of 1..max_rows x 1..max_cols, its column count a
@@ -199,6 +269,7 @@ def weight_matrix(draw, values=free_values, max_rows: int = 9, max_cols: int = 1
     return torch.tensor(flat, dtype=torch.float32).view(rows, cols)
 
 
+@_checked(values=_strategy, max_matrices=_least(1))
 @st.composite
 def weight_dicts(draw, values=free_values, max_matrices: int = 4):
     """1..max_matrices named matrices, as a pruner is handed them."""
@@ -206,6 +277,7 @@ def weight_dicts(draw, values=free_values, max_matrices: int = 4):
     return {f"m{i}.weight": draw(weight_matrix(values)) for i in range(n)}
 
 
+@_checked(max_matrices=_least(1))
 @st.composite
 def distinct_weight_dicts(draw, max_matrices: int = 3):
     """Named matrices whose magnitudes are all distinct (no ties anywhere), so
@@ -222,6 +294,7 @@ def distinct_weight_dicts(draw, max_matrices: int = 3):
     return {f"m{i}.weight": p.view(shape) for i, (p, shape) in enumerate(zip(parts, shapes, strict=True))}
 
 
+@_checked(max_rows=_least(1), col_multiple=_multiple)
 @st.composite
 def sparse_matrix(draw, max_rows: int = 9, max_cols: int = 16, col_multiple: int = 1):
     """A float32 matrix with a drawn fraction of exact zeros: all zero, fully
@@ -231,6 +304,7 @@ def sparse_matrix(draw, max_rows: int = 9, max_cols: int = 16, col_multiple: int
     return torch.where(torch.tensor(keep).view(dense.shape), dense, torch.zeros(()))
 
 
+@_checked(max_m=_least(2), max_rows=_least(1), max_blocks=_least(1))
 @st.composite
 def nm_shapes(draw, max_m: int = 16, max_rows: int = 8, max_blocks: int = 4):
     """``(n, m, rows, cols)``: an N:M pattern (1 <= n < m <= max_m, 2:4
@@ -243,6 +317,7 @@ def nm_shapes(draw, max_m: int = 16, max_rows: int = 8, max_blocks: int = 4):
 # --- speculative decoding ------------------------------------------------------
 
 
+@_checked(size=_least(1))
 @st.composite
 def probability_vector(draw, size: int):
     """A probability vector of ``size`` cells: some exactly zero, some tiny,
@@ -304,8 +379,8 @@ def verification_case(max_vocab: int = 6, max_k: int = 3, relations=RELATIONS):
     relations = tuple(relations)
     if not relations or set(relations) - set(ALL_RELATIONS):
         raise ValueError(f"relations must be a non-empty subset of {ALL_RELATIONS}, got {relations!r}")
-    if not (isinstance(max_vocab, int) and max_vocab >= 2 and isinstance(max_k, int) and max_k >= 1):
-        raise ValueError(f"max_vocab must be an int >= 2 and max_k an int >= 1, got {max_vocab!r}, {max_k!r}")
+    check_int("max_vocab", max_vocab, least=2)
+    check_int("max_k", max_k, least=1)
     return _verification_case(max_vocab, max_k, relations)
 
 
