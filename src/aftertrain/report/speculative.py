@@ -72,75 +72,89 @@ def _first_token(doc: Document) -> None:
 
 
 def _acceptance(doc: Document) -> None:
+    """S4's table and plot beside the article's, then X1's table."""
     s4 = doc.ledger.table(ET.SPEC_ACCEPTANCE)
     if s4 is None:
         doc.missing("S4")
     else:
-        rows = []
-        published = by_draft_and_k(ARTICLE.s4)
-        for r in s4:
-            art = published.get((r.draft, r.k))
-            a = lambda field, f, art=art: f.format(getattr(art, field)) if art else DASH
-            rows.append(
-                [
-                    r.draft,
-                    r.k,
-                    a("acceptance", "{:.3f}"),
-                    f"{r.acceptance:.3f}",
-                    f"{r.predicted_acceptance:.3f}",
-                    a("chars_per_pass", "{:.2f}"),
-                    f"{r.chars_per_pass:.2f}",
-                    a("target_passes", "{}"),
-                    r.target_passes,
-                ]
-            )
-        doc.table(
-            "Acceptance follows draft quality (200 characters, seed fixed)",
-            ("S4", "S8", "X1"),
+        _acceptance_table(doc, s4)
+        doc.plot("spec_acceptance", _acceptance_drawer(s4))
+    _x1_table(doc)
+
+
+def _acceptance_table(doc: Document, s4) -> None:
+    """S4's table: each draft and k, the article's figures beside ours."""
+    rows = []
+    published = by_draft_and_k(ARTICLE.s4)
+    for r in s4:
+        art = published.get((r.draft, r.k))
+        a = lambda field, f, art=art: f.format(getattr(art, field)) if art else DASH
+        rows.append(
             [
-                "draft",
-                "k",
-                "acceptance (article)",
-                "acceptance (ours)",
-                "X1 prediction from k=1 (ours)",
-                "chars/pass (article)",
-                "chars/pass (ours)",
-                "target passes (article)",
-                "target passes (ours)",
-            ],
-            rows,
+                r.draft,
+                r.k,
+                a("acceptance", "{:.3f}"),
+                f"{r.acceptance:.3f}",
+                f"{r.predicted_acceptance:.3f}",
+                a("chars_per_pass", "{:.2f}"),
+                f"{r.chars_per_pass:.2f}",
+                a("target_passes", "{}"),
+                r.target_passes,
+            ]
         )
+    doc.table(
+        "Acceptance follows draft quality (200 characters, seed fixed)",
+        ("S4", "S8", "X1"),
+        [
+            "draft",
+            "k",
+            "acceptance (article)",
+            "acceptance (ours)",
+            "X1 prediction from k=1 (ours)",
+            "chars/pass (article)",
+            "chars/pass (ours)",
+            "target passes (article)",
+            "target passes (ours)",
+        ],
+        rows,
+    )
 
-        def draw(ax):
-            groups = by_draft(s4)
-            for i, (d, rs) in enumerate(groups.items()):
-                color = draft_color(d, i)
-                ks = [r.k for r in rs]
-                ax.plot(ks, [r.acceptance for r in rs], "o-", color=color, label=f"{d} measured")
-                ax.plot(
-                    ks, [r.predicted_acceptance for r in rs], ":", color=color, label=f"{d} X1 prediction"
-                )
-                points = article_points(ARTICLE.s4, d, "acceptance")
-                if points:
-                    ax.plot(*zip(*points, strict=True), "x", color=color, ms=9, label=f"{d} article")
-            k_axis(ax, [r.k for r in s4])
-            style_legend(
-                ax,
-                list(groups),
-                [
-                    ("measured", {"marker": "o", "ls": "-"}),
-                    ("X1 prediction", {"ls": ":"}),
-                    ("article", {"marker": "x", "ls": "", "ms": 9}),
-                ],
-            )
-            ax.set(
-                xlabel="draft length k",
-                ylabel="acceptance rate (accepted / drafted)",
-                title="Acceptance against k (S4, X1)",
-            )
-            return "Acceptance rate against k per draft, with the X1 prediction a(1-a^k)/(k(1-a))"
 
-        doc.plot("spec_acceptance", draw)
+def _acceptance_drawer(s4):
+    """S4's plot: acceptance against k per draft, with the X1 prediction and the article's figures."""
+
+    def draw(ax):
+        groups = by_draft(s4)
+        for i, (d, rs) in enumerate(groups.items()):
+            color = draft_color(d, i)
+            ks = [r.k for r in rs]
+            ax.plot(ks, [r.acceptance for r in rs], "o-", color=color, label=f"{d} measured")
+            ax.plot(ks, [r.predicted_acceptance for r in rs], ":", color=color, label=f"{d} X1 prediction")
+            points = article_points(ARTICLE.s4, d, "acceptance")
+            if points:
+                ax.plot(*zip(*points, strict=True), "x", color=color, ms=9, label=f"{d} article")
+        k_axis(ax, [r.k for r in s4])
+        style_legend(
+            ax,
+            list(groups),
+            [
+                ("measured", {"marker": "o", "ls": "-"}),
+                ("X1 prediction", {"ls": ":"}),
+                ("article", {"marker": "x", "ls": "", "ms": 9}),
+            ],
+        )
+        ax.set(
+            xlabel="draft length k",
+            ylabel="acceptance rate (accepted / drafted)",
+            title="Acceptance against k (S4, X1)",
+        )
+        return "Acceptance rate against k per draft, with the X1 prediction a(1-a^k)/(k(1-a))"
+
+    return draw
+
+
+def _x1_table(doc: Document) -> None:
+    """X1's table: the k = 8 acceptance predicted from k = 1 against the measured one."""
     x1 = doc.ledger.table(ET.SPEC_X1)
     art = {a.draft: a for a in ARTICLE.x1}
     if x1 is not None:
@@ -266,47 +280,50 @@ def _speedup_row(r: SpeedupRow, art6, art7) -> list:
     ]
 
 
+def _speedup_series(ax, d: str, rs: list[SpeedupRow], color, dx: float) -> None:
+    """One draft's series of S6's plot, its k shifted by ``dx``: the measured
+    median with its interval (hollow where undecided), the prediction with
+    v_k and the article's figures."""
+    ks = [r.k + dx for r in rs]
+    med = [r.speedup for r in rs]
+    ax.errorbar(
+        ks,
+        med,
+        yerr=[
+            [m - r.speedup_min for m, r in zip(med, rs, strict=True)],
+            [r.speedup_max - m for m, r in zip(med, rs, strict=True)],
+        ],
+        fmt="o-",
+        color=color,
+        capsize=3,
+        ms=4,
+        lw=1.2,
+        label=f"{d} measured",
+    )
+    undecided = [(k, m) for k, m, r in zip(ks, med, rs, strict=True) if not _decided(r)]
+    if undecided:  # hollow: the interval contains 1, faster or slower not decided
+        ax.plot(
+            *zip(*undecided, strict=True), "o", mfc="white", mec=color, ms=6, zorder=3, label="_undecided"
+        )
+    ax.plot(ks, [r.predicted_vk for r in rs], "_", color=color, ms=12, mew=2, label=f"{d} predicted (v_k)")
+    points = article_points(ARTICLE.s6, d, "speedup")
+    if points:
+        ax.plot(
+            [k + dx for k, _ in points],
+            [v for _, v in points],
+            "x",
+            color=color,
+            ms=8,
+            label=f"{d} article",
+        )
+
+
 def _draw_speedup(ax, s6: list[SpeedupRow]) -> str:
     """S6's plot: the measured speedup against k per draft, with S7's prediction
     and the article's figures."""
     groups = by_draft(s6)
-    n = len(groups)
     for i, (d, rs) in enumerate(groups.items()):
-        color, dx = draft_color(d, i), dodge(i, n)
-        ks = [r.k + dx for r in rs]
-        med = [r.speedup for r in rs]
-        ax.errorbar(
-            ks,
-            med,
-            yerr=[
-                [m - r.speedup_min for m, r in zip(med, rs, strict=True)],
-                [r.speedup_max - m for m, r in zip(med, rs, strict=True)],
-            ],
-            fmt="o-",
-            color=color,
-            capsize=3,
-            ms=4,
-            lw=1.2,
-            label=f"{d} measured",
-        )
-        undecided = [(k, m) for k, m, r in zip(ks, med, rs, strict=True) if not _decided(r)]
-        if undecided:  # hollow: the interval contains 1, faster or slower not decided
-            ax.plot(
-                *zip(*undecided, strict=True), "o", mfc="white", mec=color, ms=6, zorder=3, label="_undecided"
-            )
-        ax.plot(
-            ks, [r.predicted_vk for r in rs], "_", color=color, ms=12, mew=2, label=f"{d} predicted (v_k)"
-        )
-        points = article_points(ARTICLE.s6, d, "speedup")
-        if points:
-            ax.plot(
-                [k + dx for k, _ in points],
-                [v for _, v in points],
-                "x",
-                color=color,
-                ms=8,
-                label=f"{d} article",
-            )
+        _speedup_series(ax, d, rs, draft_color(d, i), dodge(i, len(groups)))
     ax.axhline(1.0, color="k", lw=1)
     k_axis(ax, [r.k for r in s6])
     style_legend(
