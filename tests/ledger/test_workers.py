@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from aftertrain.ledger import workers
+from aftertrain.ledger import record, workers
 from aftertrain.ledger.record import budget_left, start_total_budget
 from tests.common.inner_runs import XDIST_VARIABLES, outside_any_run
 from tests.common.pytester_sources import FLOCK_PROBE
@@ -86,6 +87,39 @@ def test_a_worker_starts_the_budget_from_what_its_controller_has_left(pytester):
     config = pytester.parseconfig()
     start_total_budget(config, 12.5)
     assert 12.0 < budget_left(config) <= 12.5
+
+
+def test_a_worker_started_mid_run_gets_what_is_left_of_the_controllers_budget(
+    pytester, monkeypatch, tmp_path
+):
+    """The controller (``--timing-budget-total=1000``, 400 s of it spent on
+    its clock) hands a worker configured now the end of its budget, and the
+    worker counts from that end: 600 s left, not a fresh 1000."""
+    outside_any_run(monkeypatch)
+    now = [1000.0]
+    monkeypatch.setattr(record, "clock", lambda: now[0])
+    lock = tmp_path / "lock"
+    lock.touch()
+    controller = pytester.parseconfigure(
+        "-p",
+        "aftertrain.ledger",
+        "--dist",
+        "load",
+        "--tx",
+        "popen",
+        "--timing-budget-total=1000",
+        f"--timing-lock={lock}",
+    )
+    now[0] += 400
+    node = SimpleNamespace(workerinput={"workerid": "gw0"})
+    controller.hook.pytest_configure_node(node=node)
+    worker = pytester.parseconfig("-p", "aftertrain.ledger", "--timing-budget-total=1000")
+    worker.workerinput = node.workerinput
+    worker._do_configure()  # what pytester.parseconfigure does, once workerinput is set
+    try:
+        assert 590 < budget_left(worker) <= 600
+    finally:
+        worker._ensure_unconfigure()
 
 
 # A timed and an untimed test in two files, run by two workers: each reports
