@@ -291,6 +291,21 @@ def _pooled(obs: np.ndarray, expected: np.ndarray, min_expected: float) -> tuple
     return obs, expected, pooled
 
 
+def _checked_gof_inputs(
+    samples_or_counts: ArrayLike, p: ArrayLike, counts: bool, min_expected: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`chisquare_gof`'s arguments checked: ``(p, observed counts per
+    cell)``, at least one sample; ValueError naming the argument otherwise."""
+    p = check_distribution(p, "p")
+    check_real("min_expected", min_expected, low=0.0, low_open=True)
+    if not isinstance(counts, (bool, np.bool_)):
+        raise ValueError(f"counts must be a bool, got {counts!r}")
+    obs = _observed(samples_or_counts, p, counts)
+    if obs.sum() <= 0:
+        raise ValueError("samples_or_counts must hold at least one sample")
+    return p, obs
+
+
 def chisquare_gof(
     samples_or_counts: ArrayLike,
     p: ArrayLike,
@@ -322,15 +337,8 @@ def chisquare_gof(
         min_expected: the smallest expected count a cell may have, a finite
             number > 0 (default :data:`MIN_EXPECTED`, Cochran's 5).
     """
-    p = check_distribution(p, "p")
-    check_real("min_expected", min_expected, low=0.0, low_open=True)
-    if not isinstance(counts, (bool, np.bool_)):
-        raise ValueError(f"counts must be a bool, got {counts!r}")
-    obs = _observed(samples_or_counts, p, counts)
+    p, obs = _checked_gof_inputs(samples_or_counts, p, counts, min_expected)
     n = obs.sum()
-    if n <= 0:
-        raise ValueError("samples_or_counts must hold at least one sample")
-
     impossible = p == 0
     if np.any(obs[impossible] > 0):
         return GoodnessOfFit(statistic=math.inf, dof=int((~impossible).sum()) - 1, pvalue=0.0, pooled_cells=0)
