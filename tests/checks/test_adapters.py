@@ -5,14 +5,25 @@ at either end, an unnormalised row, a low-precision row), and
 :func:`forced_uniforms` (what ``torch.rand_like`` and ``torch.multinomial``
 return while it is active, that the real multinomial still validates, and
 that both are restored after). Every expected index is worked by hand from
-the docstring's rule: the first ``i`` with ``cumsum_i > v * sum``."""
+the docstring's rule: the first ``i`` with ``cumsum_i > v * sum``.
+
+The adapters for code written against ``model(ids).logits`` and torch's
+global generator (:func:`from_logits_loop`, :func:`from_logits_step`), for
+a rule drawing its own uniforms (:func:`forced_uniforms`) and for a pruner
+of a whole model (:func:`from_model_pruner`): docs/checks.md's examples run
+as written and fail when broken as the docs say, and the adapters' own
+promises (the seeding, the return forms, the masks they read)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+from torch import nn
 
+from aftertrain.checks import adapters
 from aftertrain.checks.adapters import exponential_race, forced_uniforms, inverse_cdf
+from aftertrain.checks.speculative import assert_generator, toy_models
+from tests.common.docs_examples import run_docs_example
 
 
 def _draw(row: list[float], v: float, dtype=torch.float64) -> int:
@@ -126,3 +137,195 @@ def test_exponential_race_over_three_cells_follows_probs():
     draws = exponential_race(probs, torch.Generator().manual_seed(11))
     counts = torch.bincount(draws, minlength=3).double()
     assert chisquare(counts.numpy(), (20_000 * probs[0]).numpy()).pvalue > 1e-6
+
+
+# --- code over model(ids).logits and torch's global generator ---------------------------
+
+
+def test_a_rule_embedded_in_a_decoding_step_passes_through_from_logits_step():
+    """docs/checks.md's step, its rule inline, as written: assert_generator
+    (200 runs, k = 1 and 2, T = 0.3 and 1, greedy) returns None."""
+    run_docs_example("rule in a decoding step")
+
+
+@pytest.mark.teeth
+def test_from_logits_step_catches_a_residual_taken_from_p_alone():
+    """The same step drawing a rejected token from p instead of (p - q)+:
+    the emitted law is wrong wherever a draft is rejected; every joint law's
+    chi-square fails at 200 runs (chi2 47-83 on 4-12 dof, p-values below
+    1e-7 against a threshold of 2.5e-7, seed 0)."""
+    with pytest.raises(AssertionError, match=r"FAILED .*\n  - joint law .* chi-square failed"):
+        run_docs_example("rule in a decoding step", ("(p[i] - qs[i]).clamp_min(0)", "p[i]"))
+
+
+def _sampling_loop(model_name: str):
+    """A plain sampling loop over ``model(ids).logits`` and torch's global
+    generator, sampling from ``model_name`` ("target" or "draft"), returning
+    the prompt and the new tokens (1, L + n_new)."""
+
+    def loop(target, draft, ids, n_new, k, temperature):
+        model = target if model_name == "target" else draft
+        for _ in range(n_new):
+            logits = model(input_ids=ids).logits[0, -1].double()
+            if temperature == 0:
+                nxt = logits.argmax().reshape(1, 1)
+            else:
+                nxt = torch.multinomial(torch.softmax(logits / temperature, -1), 1)[None]
+            ids = torch.cat([ids, nxt], 1)
+        return ids
+
+    loop.__name__ = f"sample the {model_name}"
+    return loop
+
+
+def test_from_logits_loop_passes_a_plain_sampler_of_the_target():
+    """A loop that samples the target itself follows the target's law: it
+    passes (100 runs at k = 1, T = 1; greedy)."""
+    assert_generator(
+        adapters.from_logits_loop(_sampling_loop("target")), runs=100, ks=(1,), temperatures=(1.0,)
+    )
+
+
+@pytest.mark.teeth
+def test_from_logits_loop_catches_a_loop_sampling_the_draft():
+    """The same loop sampling the draft: the toys' draft sees one symbol,
+    the target two, so the joint law (support and chi-square) and greedy
+    decoding all fail."""
+    with pytest.raises(AssertionError, match=r"FAILED (.|\n)*chi-square failed(.|\n)*greedy failed"):
+        assert_generator(
+            adapters.from_logits_loop(_sampling_loop("draft")), runs=100, ks=(1,), temperatures=(1.0,)
+        )
+
+
+def test_from_logits_loop_seeds_the_global_generator_from_the_checks_and_leaves_it_as_it_was():
+    """Two calls with generators of one seed give the same tokens; torch's
+    global state after them is what it was before."""
+    generate = adapters.from_logits_loop(_sampling_loop("target"))
+    target, draft = toy_models()
+    prompt = torch.tensor([0, 1])
+    before = torch.random.get_rng_state()
+    a, b = (generate(target, draft, prompt, 20, 1, 1.0, torch.Generator().manual_seed(5)) for _ in range(2))
+    assert torch.equal(a, b) and a.dtype == torch.int64 and a.shape == (20,)
+    assert torch.equal(torch.random.get_rng_state(), before)
+
+
+@pytest.mark.parametrize(
+    "shape_of",
+    [lambda ids, n: ids, lambda ids, n: ids[0], lambda ids, n: ids[0, -n:]],
+    ids=["(1, L + n_new)", "(L + n_new,)", "(n_new,)"],
+)
+def test_from_logits_loop_takes_the_prompt_and_new_tokens_or_the_new_tokens_alone(shape_of):
+    loop = _sampling_loop("target")
+    generate = adapters.from_logits_loop(lambda t, d, ids, n, k, T: shape_of(loop(t, d, ids, n, k, T), n))
+    target, draft = toy_models()
+    out = generate(target, draft, torch.tensor([0, 1, 2]), 4, 1, 0.0, torch.Generator())
+    assert (
+        out.tolist()
+        == adapters.from_logits_loop(loop)(
+            target, draft, torch.tensor([0, 1, 2]), 4, 1, 0.0, torch.Generator()
+        ).tolist()
+    )
+
+
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda: adapters.from_logits_loop(lambda t, d, ids, n, k, T: ids), "must return the prompt and 4"),
+        (lambda: adapters.from_logits_loop(lambda t, d, ids, n, k, T: [1, 2]), "must return a tensor"),
+        (
+            lambda: adapters.from_logits_loop(lambda t, d, ids, n, k, T: torch.zeros(1, 6).long()),
+            "changed the prompt",
+        ),
+        (lambda: adapters.from_logits_step(lambda t, d, ids, k, T: ids), r"must return ids \(1, L \+ m\)"),
+        (
+            lambda: adapters.from_logits_step(lambda t, d, ids, k, T: torch.cat([ids * 0 + 3, ids], 1)),
+            "changed the text it was handed",
+        ),
+    ],
+    ids=["prompt alone", "a list", "another prompt", "a step adding nothing", "a step rewriting the text"],
+)
+def test_what_a_loop_or_step_returns_wrongly_is_a_failure_line_naming_it(make, match):
+    """The adapters raise ValueError, which check_generator reports as the
+    failure line of the first run, not as a crash of the kit."""
+    target, draft = toy_models()
+    with pytest.raises(ValueError, match=match):
+        make()(target, draft, torch.tensor([1, 2]), 4, 1, 1.0, torch.Generator())
+
+
+@pytest.mark.parametrize(
+    "make", [adapters.from_logits_loop, adapters.from_logits_step, adapters.from_model_pruner]
+)
+def test_the_adapters_refuse_what_is_not_callable(make):
+    with pytest.raises(ValueError, match="must be callable"):
+        make(3)
+
+
+# --- a rule that draws its own uniforms ---------------------------------------------------
+
+
+def test_a_rule_drawing_rand_like_and_multinomial_passes_under_forced_uniforms():
+    """docs/checks.md's batched rule drawing torch.rand_like and
+    torch.multinomial, forced: assert_rule(exact=True, n=2000) passes."""
+    run_docs_example("forced uniforms")
+
+
+@pytest.mark.teeth
+def test_forced_uniforms_exact_probes_catches_accepting_at_u_le_p_over_q():
+    """Accepting at ``rand_like * q <= p`` accepts a draft with p = 0 at
+    u = 0, probability 0 in any sample: the forced u = 0 probes fail."""
+    with pytest.raises(
+        AssertionError, match=r"check_rule_exact.*FAILED(.|\n)*forced uniforms failed: got accepted 1"
+    ):
+        run_docs_example("forced uniforms", (" < px)", " <= px)"))
+
+
+# --- a pruner of a whole model ---------------------------------------------------------------
+
+
+def test_a_model_pruner_from_torch_ln_structured_passes_through_from_model_pruner():
+    """docs/checks.md's pruner of every nn.Linear of a model (torch's
+    ln_structured, rows by L2): assert_pruner(Structured(0, 2)) passes."""
+    run_docs_example("model pruner")
+
+
+@pytest.mark.teeth
+def test_from_model_pruner_catches_a_model_pruner_removing_columns_claimed_as_rows():
+    with pytest.raises(
+        AssertionError, match=r"FAILED(.|\n)*structure failed: .* slices along dim 0 are partly kept"
+    ):
+        run_docs_example("model pruner", ("dim=0)\n", "dim=1)\n"))
+
+
+def test_from_model_pruner_hosts_each_weight_at_its_name_and_reads_zeroed_weights_without_a_mask():
+    """A pruner that zeros rows in place (no weight_mask): the host holds a
+    bias-free nn.Linear at each dotted name (``.weight`` dropped), the masks
+    are ``weight != 0``, and the weights handed in are left as they were."""
+    seen = []
+
+    def zero_first_row(model, sparsity):
+        seen.extend(name for name, m in model.named_modules() if isinstance(m, nn.Linear))
+        for m in model.modules():
+            if isinstance(m, nn.Linear):
+                assert m.bias is None
+                with torch.no_grad():
+                    m.weight[0] = 0
+
+    w = {"blocks.0.qkv.weight": torch.ones(2, 3), "head": torch.full((3, 2), 2.0)}
+    masks = adapters.from_model_pruner(zero_first_row)(w, 0.5)
+    assert sorted(seen) == ["blocks.0.qkv", "head"]
+    assert masks["blocks.0.qkv.weight"].tolist() == [[False] * 3, [True] * 3]
+    assert masks["head"].tolist() == [[False, False], [True, True], [True, True]]
+    assert torch.equal(w["head"], torch.full((3, 2), 2.0))
+
+
+@pytest.mark.parametrize(
+    "weights, match",
+    [
+        ({"a": torch.ones(3)}, "prunes 2-D weights"),
+        ({"a": torch.ones(2, 2), "a.b": torch.ones(2, 2)}, "must not nest"),
+    ],
+    ids=["1-D", "nested names"],
+)
+def test_from_model_pruner_refuses_weights_no_linear_layer_holds(weights, match):
+    with pytest.raises(ValueError, match=match):
+        adapters.from_model_pruner(lambda model, s: None)(weights, 0.5)

@@ -120,7 +120,8 @@ def test_docs_checks_example_runs():
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "checks.md").read_text()
     body = text.split("## Pruners", 1)[1].split("\n## ", 1)[0]
-    (code,) = re.findall(r"```python\n(.*?)```", body, flags=re.DOTALL)
+    # the first block; the model-level pruner's (marked "model pruner") runs in test_adapters.py
+    code = re.findall(r"```python\n(.*?)```", body, flags=re.DOTALL)[0]
     exec(compile(code, "docs/checks.md (Pruners)", "exec"), {})
 
 
@@ -255,6 +256,17 @@ def test_check_pruner_catches_a_2_4_pruner_refusing_whole_blocks():
     )
     [refused] = [r for r in report.rows if r.check == "refused"]
     assert refused.passed and refused.case.startswith("rows not whole blocks")
+
+
+def test_a_pruners_exception_line_names_its_type_message_and_line():
+    """As a rule's: the failed ``output`` row reads ``raised ValueError:
+    <message> (at <this file>:<the raise's line>)``, the innermost frame of
+    the user's code."""
+    report = check_pruner(_refuses_everything, pattern=NM(2, 4))
+    line = _refuses_everything.__code__.co_firstlineno + 2
+    [first, *_] = [r for r in report.rows if r.check == "output"]
+    assert first.detail.startswith("raised ValueError: this pruner only takes rows of 8 (at "), first.detail
+    assert first.detail.endswith(f"checks/test_prune.py:{line})"), first.detail
 
 
 def test_a_case_with_one_ragged_matrix_among_whole_ones_may_be_refused():

@@ -516,6 +516,40 @@ def test_the_docs_pytest_example_runs_from_a_folder_outside_the_checkout(tmp_pat
     assert "1 passed, 1 xfailed" in out.stdout, out.stdout + out.stderr
 
 
+# --- assert_generator ------------------------------------------------------------------
+
+
+def _aftertrain_generate(target, draft, prompt, n_new, k, temperature, generator):
+    """aftertrain's own loop in check_generator's protocol."""
+    return S.speculative_generate(target, draft, prompt, n_new, k, temperature, generator).generated
+
+
+def test_assert_generator_passes_aftertrain_speculative_generate():
+    """aftertrain's own loop at k = 2, 200 runs per temperature (0.3 and 1),
+    and greedy: None (the full default check is the command's test,
+    tests/cli/test_check.py)."""
+    assert CS.assert_generator(_aftertrain_generate, runs=200, ks=(2,)) is None
+
+
+@pytest.mark.teeth
+def test_assert_generator_catches_temperature_on_the_draft_only():
+    """The zoo's loop scoring p at temperature 1 (rejected 20/20 seeds at
+    100 runs, docs/checks.md): AssertionError whose first line is the
+    report's verdict, then one line per failure."""
+    from aftertrain.checks.assertions import assert_generator
+
+    bug = zoo.make_generator(zoo.GeneratorBug.TEMPERATURE_ON_DRAFT_ONLY)
+    with pytest.raises(AssertionError) as info:
+        assert_generator(bug, runs=100, ks=(1,), temperatures=(0.3,))
+    first, *lines = str(info.value).splitlines()
+    assert (
+        first.startswith("check_generator(zoo generator (temperature on the draft only)")
+        and "FAILED" in first
+    )
+    assert lines and all(line.startswith("  - ") for line in lines), str(info.value)
+    assert any("chi-square failed" in line for line in lines), str(info.value)
+
+
 # --- the zero-residual probe searched with the rule's own arithmetic -------------------
 
 

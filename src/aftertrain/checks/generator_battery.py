@@ -18,6 +18,11 @@ from aftertrain.core.validation import check_int, is_int, is_real
 from aftertrain.lm.protocol import TableConfig, TokenCache, check_idx, texts
 from aftertrain.stats import ALPHA
 
+#: Seconds of runs between two progress lines within one joint law, so a
+#: slow generator still shows it is alive (the command promises a line at
+#: least every 5 s; one run of the toys takes milliseconds).
+PROGRESS_EVERY_S = 2.0
+
 
 class ToyTable(nn.Module):
     """A toy language model over ``vocab_size`` symbols whose exact law is
@@ -182,14 +187,20 @@ def _joint_law(
     alpha: float,
     generator: torch.Generator,
     V: int,
+    say: Callable[[str], None],
 ) -> None:
     """Rows "support" and "chi-square" of the first ``length`` tokens of
-    ``runs`` calls against the target's exact joint law."""
+    ``runs`` calls against the target's exact joint law; ``say`` gets a line
+    at least every :data:`PROGRESS_EVERY_S` seconds of runs."""
     law = exact_prefix_law(target, prompt, length, temperature)
     case = f"joint law T={temperature:g} k={k} n_new={n_new}"
     weights = V ** np.arange(length - 1, -1, -1)
     codes = []
-    for _ in range(runs):
+    start = last = time.perf_counter()
+    for i in range(runs):
+        if time.perf_counter() - last >= PROGRESS_EVERY_S:
+            last = time.perf_counter()
+            say(f"check_generator: joint law T={temperature:g} k={k}, {i}/{runs} runs, {last - start:.1f} s")
         out = _generated(
             report, case, generate, (target, draft, prompt.clone(), n_new, k, temperature, generator), n_new
         )
@@ -305,7 +316,11 @@ def check_generator(
     Error rate: the chi-square tests run at ``alpha / (len(ks) *
     len(temperatures))`` each (Bonferroni), so a correct generator fails
     with probability <= alpha; the greedy and output checks are exact.
-    ``progress`` is called with one line after each joint law and greedy run.
+    ``progress`` is called with one line after each joint law and greedy
+    run, and within a joint law every :data:`PROGRESS_EVERY_S` seconds.
+    ``generate`` runs with one torch thread (restored afterwards): a call
+    on the toys is tiny tensor operations, which several threads on a busy
+    machine slow many times over.
     """
     _check_arguments(generate, runs, ks, length, n_new, temperatures, greedy_tokens, alpha, seed)
     say = rule_battery.check_progress(progress)
@@ -316,30 +331,32 @@ def check_generator(
         f"runs={runs}, ks={tuple(ks)}, T={tuple(temperatures)}, seed={seed})"
     )
     per_test = alpha / (len(ks) * len(temperatures))
-    for (ti, temperature), k in itertools.product(enumerate(temperatures), ks):
-        start = time.perf_counter()
-        _joint_law(
-            report,
-            generate,
-            target,
-            draft,
-            prompt_t,
-            k=k,
-            temperature=temperature,
-            runs=runs,
-            length=length,
-            n_new=n_new or max(length, k + 1),
-            alpha=per_test,
-            generator=torch.Generator().manual_seed(seed * 1009 + 31 * ti + k),
-            V=V,
-        )
-        say(
-            f"check_generator: joint law T={temperature:g} k={k}, {runs} runs, "
-            f"{time.perf_counter() - start:.1f} s"
-        )
-    for k in ks:
-        start = time.perf_counter()
-        for pr in (prompt_t, torch.arange(5) % V):
-            _greedy(report, generate, target, draft, pr, k, greedy_tokens, seed)
-        say(f"check_generator: greedy k={k}, {time.perf_counter() - start:.1f} s")
+    with rule_battery.one_torch_thread():
+        for (ti, temperature), k in itertools.product(enumerate(temperatures), ks):
+            start = time.perf_counter()
+            _joint_law(
+                report,
+                generate,
+                target,
+                draft,
+                prompt_t,
+                k=k,
+                temperature=temperature,
+                runs=runs,
+                length=length,
+                n_new=n_new or max(length, k + 1),
+                alpha=per_test,
+                generator=torch.Generator().manual_seed(seed * 1009 + 31 * ti + k),
+                V=V,
+                say=say,
+            )
+            say(
+                f"check_generator: joint law T={temperature:g} k={k}, {runs} runs, "
+                f"{time.perf_counter() - start:.1f} s"
+            )
+        for k in ks:
+            start = time.perf_counter()
+            for pr in (prompt_t, torch.arange(5) % V):
+                _greedy(report, generate, target, draft, pr, k, greedy_tokens, seed)
+            say(f"check_generator: greedy k={k}, {time.perf_counter() - start:.1f} s")
     return report

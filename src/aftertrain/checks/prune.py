@@ -15,8 +15,9 @@ fixes is checked: counts, shapes, the structure; nesting only if asked.
 
 The guarantees checked, per case of the battery and sparsity:
 
-* ``output``: no exception, one bool mask per weight, of its shape; the
-  input left unmodified (an N:M pruner may refuse rows that are not whole
+* ``output``: no exception (its line names its type, message and the
+  innermost frame of the user's code), one bool mask per weight, of its
+  shape; the input left unmodified (an N:M pruner may refuse rows that are not whole
   blocks of ``m``, undefined for the pattern, with any exception that has a
   message: a passed ``refused`` row, "refused (AssertionError: ...)"; an
   exception on an input the pattern defines fails);
@@ -46,6 +47,7 @@ from aftertrain.checks.patterns import NM, Pattern, Scope, Structured, Unstructu
 from aftertrain.checks.prune_battery import battery, nm_battery, structured_battery
 from aftertrain.checks.prune_guarantees import check_masks, check_nested
 from aftertrain.checks.report import Report, Row
+from aftertrain.checks.rule_battery import describe_exception
 from aftertrain.core.validation import check_seed
 
 #: The kit's one import place: ``from aftertrain.checks.prune import NM,
@@ -170,8 +172,8 @@ def _check_case(
         if isinstance(error, Exception) and _refusable(pattern, weights) and str(error):
             report.add(Row(where, "refused", True, detail=f"refused ({type(error).__name__}: {error})"))
             return
-        if isinstance(error, Exception):
-            error = f"raised {type(error).__name__}: {error}"
+        if isinstance(error, Exception):  # its type, message and the line of the user's code
+            error = f"raised {describe_exception(error)}"
         report.add(Row(where, "output", error is None, detail=error or ""))
         if masks is None:
             previous = None

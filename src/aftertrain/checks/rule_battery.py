@@ -14,6 +14,7 @@ import os
 import sysconfig
 import traceback
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -285,6 +286,20 @@ def describe_exception(exc: BaseException) -> str:
             where = f" (at {frame.filename}:{frame.lineno})"
             break
     return f"{type(exc).__name__}: {(msg[0] if msg else '')[:200]}{where}"
+
+
+@contextmanager
+def one_torch_thread():
+    """torch at one thread inside, its thread count restored afterwards: a
+    round of a rule, or a call of a decoding loop on the toy models, is a
+    few dozen tiny tensor operations, which several threads on a busy
+    machine slow many times over."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 #: The precisions a rule may be handed p and q in.

@@ -25,8 +25,9 @@ randomness from torch's global generator; the kit seeds it inside
 ``torch.random.fork_rng``, so the caller's global state is left as it was.
 :func:`sequential` wraps a rule that handles one round at a time;
 ``aftertrain.checks.adapters`` wraps transformers' rule and assisted
-generation; :func:`assert_rule` is the one-line form for a test suite
-(:func:`rule_reports` what ``aftertrain check rule`` runs).
+generation; :func:`assert_rule` and :func:`assert_generator` are the
+one-line forms for a test suite (:func:`rule_reports` what ``aftertrain
+check rule`` runs).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from aftertrain.stats import ALPHA
 
 __all__ = [
     "DEFAULT_N",
+    "assert_generator",
     "assert_rule",
     "rule_reports",
     "DTYPES",
@@ -236,14 +238,10 @@ def sequential(rule_one: Callable) -> Callable:
         N = drafts.shape[0]
         accepted = torch.empty(N, dtype=torch.int64)
         token = torch.empty(N, dtype=torch.int64)
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
+        with rule_battery.one_torch_thread():
             for i in range(N):
                 a, t = rule_one(p[i], q[i], drafts[i], *(x[i] for x in extra))
                 accepted[i], token[i] = int(a), int(t)
-        finally:
-            torch.set_num_threads(threads)
         return accepted, token
 
     batched.__name__ = f"sequential({getattr(rule_one, '__name__', 'rule')})"
@@ -335,3 +333,13 @@ def assert_rule(
     ]
     if failed:
         raise AssertionError("\n".join(failed))
+
+
+def assert_generator(generate: Callable, target=None, draft=None, **kwargs) -> None:
+    """:func:`check_generator` with the same arguments (``runs=``, ``ks=``,
+    ``seed=``, ...), raising AssertionError with the report (its verdict
+    first, one line per failure) when it fails; None when ``generate``
+    passes. False-alarm rate: at most ``alpha`` (1e-6 by default: the
+    chi-square tests share it, Bonferroni; the greedy and output checks are
+    exact)."""
+    check_generator(generate, target, draft, **kwargs).raise_for_failures()
