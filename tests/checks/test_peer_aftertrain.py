@@ -9,8 +9,12 @@ user would write, in the scheme and pattern it claims.
   (:func:`~aftertrain.checks.speculative.drawing_uniforms`), in
   ``check_rule``'s. The adapter hands ``log p`` as the logits and the
   draft's rows either as the kit hands them or as the loop makes them, the
-  softmax of their logs; ``renormalise`` declares that softmax, so the kit's
-  searched probe leaves an all-zero residual as the rule computes it.
+  softmax of their logs; ``renormalise`` declares that softmax, so with the
+  rows as the loop makes them the kit's searched probe leaves an all-zero
+  residual as the rule computes it. With the rows as handed, the fixed
+  probes of a draft outside p's support leave one where the softmax gives
+  p back exactly (on this project's CPU; elsewhere the residual may be a
+  few ulps and the probe judges an ordinary draw, as it must pass too).
 - The loop's fall-back after an all-zero residual, driven in
   :func:`~aftertrain.speculative.generator.verify_round` and in
   :func:`~aftertrain.speculative.speculative_generate` (its uniforms forced)
