@@ -13,8 +13,9 @@ user would write, in the scheme and pattern it claims.
   rows as the loop makes them the kit's searched probe leaves an all-zero
   residual as the rule computes it. With the rows as handed, the fixed
   probes of a draft outside p's support leave one where the softmax gives
-  p back exactly (on this project's CPU; elsewhere the residual may be a
-  few ulps and the probe judges an ordinary draw, as it must pass too).
+  p back exactly (a matter of the softmax kernel's rounding; where it
+  rounds up the residual is a few ulps and the probe judges an ordinary
+  draw, which a correct rule passes too).
 - The loop's fall-back after an all-zero residual, driven in
   :func:`~aftertrain.speculative.generator.verify_round` and in
   :func:`~aftertrain.speculative.speculative_generate` (its uniforms forced)
