@@ -1,5 +1,6 @@
 """The commands page (docs/commands.md) lists what a user can run, and the
-figures it and the page on running the tests (docs/running.md) state are the code's: every subcommand and every option that
+figures it and the page on running the tests (docs/running.md) state are
+the code's: every subcommand and every option that
 ``aftertrain COMMAND --help`` shows, the number of plots the report writes
 (counted on reports rendered from the committed ledgers and sweep file), and
 the claims with a timed part (those of the committed ledger).
@@ -45,7 +46,7 @@ def _options(help_text: str) -> set[str]:
 
 @pytest.mark.parametrize(
     "argv",
-    [[c] for c in SUBCOMMANDS] + [["check", kit] for kit in ("rule", "quantizer", "pruner")],
+    [[c] for c in SUBCOMMANDS] + [["check", kit] for kit in ("rule", "generator", "quantizer", "pruner")],
     ids=lambda a: " ".join(a),
 )
 def test_the_commands_page_lists_every_option_of_every_command(argv, capsys):

@@ -7,7 +7,6 @@ package ships it and the format the writer writes."""
 from __future__ import annotations
 
 import inspect
-import re
 from pathlib import Path
 
 import pytest
@@ -15,37 +14,16 @@ import pytest
 from aftertrain.claims.ledgerfile import FORMAT, SCHEMA_PATH
 from aftertrain.claims.verdicts import Outcome, Verdict
 from aftertrain.ledger.state import VERDICT_OF
+from tests.common import docs_tables
+from tests.common.docs_tables import member_comments
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = (ROOT / "docs" / "ledger.md").read_text()
 
 
-def member_comments(source: str) -> dict[str, str]:
-    """Each ``NAME = "word"`` line's ``#:`` comment above it, as one line of
-    markdown (``x`` and :role:`x` written `x`), by its word."""
-    found, pending = {}, []
-    for line in source.splitlines():
-        text = line.strip()
-        if text.startswith("#:"):
-            pending.append(text[2:].strip())
-            continue
-        member = re.fullmatch(r'[A-Z_]+ = "([^"]+)"', text)
-        if member and pending:
-            found[member[1]] = re.sub(r":\w+:`([^`]+)`", r"`\1`", " ".join(pending)).replace("``", "`")
-        pending = []
-    return found
-
-
 def table_rows(heading: str) -> list[list[str]]:
-    """The cells of each body row of the first table after the first column
-    heading ``heading`` (backticks around a word kept)."""
-    lines = PAGE.split(f"| {heading} |", 1)[1].splitlines()[2:]
-    rows = []
-    for line in lines:
-        if not line.startswith("|"):
-            break
-        rows.append([cell.strip() for cell in line.strip("|").split(" | ")])
-    return rows
+    """The body rows of the page's first table under the column ``heading``."""
+    return docs_tables.table_rows(PAGE, heading)
 
 
 def test_member_comments_reads_each_members_comment_as_markdown():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib
+import inspect
 import re
 import shlex
 from pathlib import Path
@@ -16,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from aftertrain import cli
+from aftertrain.claims.verdicts import Verdict
+from tests.common.docs_tables import member_comments, table_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
@@ -96,3 +99,13 @@ def test_a_wrong_scheme_in_a_check_command_would_be_refused():
     with pytest.raises(SystemExit) as exit_:
         cli.build_parser().parse_args(bad)
     assert exit_.value.code == 2
+
+
+def test_the_readmes_verdict_table_is_the_codes_word_for_word():
+    """The README's "Reading a verdict" table lists the verdict words of
+    ``aftertrain.claims.verdicts`` in order, each meaning the comment on its
+    member (the one definition; docs/ledger.md shows the same table)."""
+    comments = member_comments(inspect.getsource(Verdict))
+    rows = table_rows(README.split("## Reading a verdict", 1)[1], "verdict")
+    assert [row[0] for row in rows] == [f"`{v.value}`" for v in Verdict]
+    assert [row[1] for row in rows] == [comments[v.value] for v in Verdict]
