@@ -43,6 +43,27 @@ def two_four(weights, sparsity):
     return out
 
 
+def _rows_by(norm, weights, sparsity):
+    out = {}
+    for name, w in weights.items():
+        drop = round(sparsity * w.shape[0])
+        order = torch.linalg.vector_norm(w, ord=norm, dim=1).argsort(stable=True)
+        keep = torch.ones_like(w, dtype=torch.bool)
+        keep[order[:drop]] = False
+        out[name] = keep
+    return out
+
+
+def rows_l2(weights, sparsity):
+    """whole rows, the smallest L2 norms first: torch.nn.utils.prune.ln_structured(n=2, dim=0)."""
+    return _rows_by(2, weights, sparsity)
+
+
+def rows_l1(weights, sparsity):
+    """whole rows, the smallest L1 norms first: right under rows:1, wrong under the default norm 2."""
+    return _rows_by(1, weights, sparsity)
+
+
 def signed_two_four(weights, sparsity):
     """broken: keeps the 2 largest signed values."""
     out = {}
@@ -109,6 +130,21 @@ def test_a_pruner_exits_0_and_a_broken_one_1(user_folder, capsys):
     assert report["passed"] and any(r["check"] == "refused" for r in report["rows"])
     assert cli.main(["check", "pruner", "my_kits:signed_two_four", "--pattern", "2:4", "--quiet"]) == 1
     assert "magnitude failed" in capsys.readouterr().out
+
+
+def test_rows_without_a_norm_means_the_l2_norm(user_folder, capsys):
+    """``--pattern rows`` (and ``columns``) without ``:NORM`` judges by the
+    L2 norm, as documented (and as ``ln_structured``'s usual ``n=2``): an L2
+    row pruner passes it, an L1 one passes only ``rows:1`` and fails it."""
+    assert check_kits.parse_pattern("rows") == ("structured", 0, 2)
+    assert check_kits.parse_pattern("columns") == ("structured", 1, 2)
+    argv = ["--json", "--quiet"]
+    assert cli.main(["check", "pruner", "my_kits:rows_l2", "--pattern", "rows", *argv]) == 0
+    assert cli.main(["check", "pruner", "my_kits:rows_l1", "--pattern", "rows:1", *argv]) == 0
+    capsys.readouterr()
+    assert cli.main(["check", "pruner", "my_kits:rows_l1", "--pattern", "rows", *argv]) == 1
+    [report] = json.loads(capsys.readouterr().out)
+    assert any(r["check"] == "magnitude" and not r["passed"] for r in report["rows"])
 
 
 def test_a_file_path_imports_the_modules_beside_it(user_folder, capsys):
