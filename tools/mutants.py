@@ -130,8 +130,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "checkpoint-03",
         "checkpoint",
         "loaded model left in training mode",
-        "    return model.eval()\n\n\ndef _non_finite",
-        "    return model\n\n\ndef _non_finite",
+        'holds NaN or inf weights (in {bad}){hint}")\n    return model.eval()',
+        'holds NaN or inf weights (in {bad}){hint}")\n    return model',
     ),
     M(
         "checkpoint-04",
@@ -205,15 +205,19 @@ MUTANTS: tuple[Mutant, ...] = (
         "decoding-05",
         "decoding",
         "generate samples from the first position's logits",
-        "logits = decoder.feed(prompt)[-1]",
-        "logits = decoder.feed(prompt)[0]",
+        # lm/decoding.py: generate prefills the prompt but its last character and samples
+        # after feeding that one, so the prompt's logits are not read; the bug rewritten:
+        # the first character sampled from the first prompt position's logits (no prefill).
+        "    if len(ids) > 1:\n        decoder.feed(ids[:-1])\n"
+        "    new = decode(decoder, ids[-1], n_new, temperature, generator)",
+        "    new = decode(decoder, ids[0], n_new, temperature, generator)",
     ),
     M(
         "decoding-06",
         "decoding",
         "generate produces one token too few",
-        "for _ in range(n_new):\n        token",
-        "for _ in range(n_new - 1):\n        token",
+        "for i in range(n_new):\n        token",
+        "for i in range(n_new - 1):\n        token",
     ),
     M(
         "decoding-07",
@@ -329,15 +333,15 @@ MUTANTS: tuple[Mutant, ...] = (
         "drafts-05",
         "drafts",
         "n-gram uses one character of context fewer",
-        "h = context[max(0, len(context) - self.order + 1):]",
-        "h = context[max(0, len(context) - self.order + 2):]",
+        "h = context[max(0, len(context) - self.order + 1) :]",
+        "h = context[max(0, len(context) - self.order + 2) :]",
     ),
     M(
         "drafts-06",
         "drafts",
         "n-gram forward reads one character of context fewer than distribution()",
-        "self._distribution(tuple(seen[max(0, i - self.order + 2):i + 1]))",
-        "self._distribution(tuple(seen[max(0, i - self.order + 3):i + 1]))",
+        "self._distribution(tuple(seen[max(0, i - self.order + 2) : i + 1]))",
+        "self._distribution(tuple(seen[max(0, i - self.order + 3) : i + 1]))",
     ),
     M(
         "drafts-07",
@@ -396,7 +400,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "packing-01",
         "packing",
         "pack values least significant bit first",
-        "planes = np.unpackbits(u[:, None], axis=1)[:, 8 - bits:]",
+        "planes = np.unpackbits(u[:, None], axis=1)[:, 8 - bits :]",
         "planes = np.unpackbits(u[:, None], axis=1, bitorder='little')[:, :bits]",
     ),
     M(
@@ -667,8 +671,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "rule-11",
         "speculative-rule",
         "predicted acceptance divides by k + 1",
-        "return a1 * (1 - a1 ** k) / (k * (1 - a1))",
-        "return a1 * (1 - a1 ** k) / ((k + 1) * (1 - a1))",
+        "return a1 * (1 - a1**k) / (k * (1 - a1))",
+        "return a1 * (1 - a1**k) / ((k + 1) * (1 - a1))",
     ),
     # --- speculative-generator -----------------------------------------------------------
     M(
@@ -937,7 +941,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "timing-11",
         "timing",
         "look schedule grows linearly instead of doubling",
-        "return tuple(first * 2 ** j for j in range(looks))",
+        "return tuple(first * 2**j for j in range(looks))",
         "return tuple(first * (j + 1) for j in range(looks))",
     ),
     M(
@@ -958,8 +962,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "timing-14",
         "timing",
         "budget check ignores the next round's estimated time",
-        "if look > 1 and clock() - start + _round_cost(runs, need, size, clock() - start) \\\n",
-        "if look > 1 and clock() - start \\\n",
+        "if look > 1 and clock() - start + round_cost(runs, need, size, clock() - start) > budget_s:",
+        "if look > 1 and clock() - start > budget_s:",
     ),
     # --- ledger --------------------------------------------------------------------------
     M(
@@ -1004,12 +1008,8 @@ MUTANTS: tuple[Mutant, ...] = (
         # ledger/state.py: an untimed test no longer has a verdict of its own (it is in
         # NOT_RAN, filtered out before VERDICT_OF); the bug is untimed read as a run
         # whose verdict is holds. (VERDICT_OF's entry alone reaches only the reasons.)
-        "NOT_RAN = (Outcome.UNTIMED, Outcome.SKIPPED)\nVERDICT_OF = {Outcome.ERROR: BROKEN, Outcome.FAILED: BROKEN,"
-        " Outcome.XPASSED: BROKEN,\n              Outcome.XFAILED: DOES_NOT_REPRODUCE, Outcome.INCONCLUSIVE: INCONCLUSIVE,\n"
-        "              Outcome.UNTIMED: SKIPPED, Outcome.PASSED: HOLDS,",
-        "NOT_RAN = (Outcome.SKIPPED,)\nVERDICT_OF = {Outcome.ERROR: BROKEN, Outcome.FAILED: BROKEN,"
-        " Outcome.XPASSED: BROKEN,\n              Outcome.XFAILED: DOES_NOT_REPRODUCE, Outcome.INCONCLUSIVE: INCONCLUSIVE,\n"
-        "              Outcome.UNTIMED: HOLDS, Outcome.PASSED: HOLDS,",
+        "NOT_RAN = (Outcome.UNTIMED, Outcome.SKIPPED)\nVERDICT_OF = {\n    Outcome.ERROR: BROKEN,\n    Outcome.FAILED: BROKEN,\n    Outcome.XPASSED: BROKEN,\n    Outcome.XFAILED: DOES_NOT_REPRODUCE,\n    Outcome.INCONCLUSIVE: INCONCLUSIVE,\n    Outcome.UNTIMED: SKIPPED,\n",
+        "NOT_RAN = (Outcome.SKIPPED,)\nVERDICT_OF = {\n    Outcome.ERROR: BROKEN,\n    Outcome.FAILED: BROKEN,\n    Outcome.XPASSED: BROKEN,\n    Outcome.XFAILED: DOES_NOT_REPRODUCE,\n    Outcome.INCONCLUSIVE: INCONCLUSIVE,\n    Outcome.UNTIMED: HOLDS,\n",
     ),
     # --- report --------------------------------------------------------------------------
     M(
@@ -1102,15 +1102,15 @@ MUTANTS: tuple[Mutant, ...] = (
         "checks-05",
         "checks",
         "rule battery's chi-square loosened (p-value vs alpha / 100)",
-        "fit.pvalue >= alpha, position=j",
-        "fit.pvalue >= alpha / 100, position=j",
+        '"chi-square",\n                fit.pvalue >= alpha,\n                position=j,',
+        '"chi-square",\n                fit.pvalue >= alpha / 100,\n                position=j,',
     ),
     M(
         "checks-06",
         "checks",
         "rule battery's TV check loosened by two",
-        "tv <= limit, position=j",
-        "tv <= 2 * limit, position=j",
+        "tv <= limit,\n                position=j,",
+        "tv <= 2 * limit,\n                position=j,",
     ),
     # --- speedup (the speculative timing claims' rules) ------------------------------------
     M(
@@ -1145,8 +1145,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "speedup-05",
         "speedup",
         "S7 judged on the median end of the slack (broken on the low end only)",
-        "BROKEN if s_lo > FORMULA_SLACK * p_hi else None)",
-        "BROKEN if s_hi > FORMULA_SLACK * p_hi else None)",
+        "BROKEN if s_lo > FORMULA_SLACK * p_hi else None",
+        "BROKEN if s_hi > FORMULA_SLACK * p_hi else None",
     ),
     M(
         "speedup-06",
@@ -1180,8 +1180,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "speedup-10",
         "speedup",
         "S5 leaves the n-gram's cost unjudged",
-        "for d in (BIGRAM, D.DraftKind.NGRAM.value)])",
-        "for d in (BIGRAM,)])",
+        "for d in (BIGRAM, D.DraftKind.NGRAM.value)]",
+        "for d in (BIGRAM,)]",
     ),
     M(
         "speedup-11",

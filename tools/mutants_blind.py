@@ -151,8 +151,12 @@ MUTANTS: tuple[Mutant, ...] = (
         "blind-decoding-04",
         "decoding",
         "generation starts from the first prompt character's logits",
-        "logits = decoder.feed(prompt)[-1]",
-        "logits = decoder.feed(prompt)[0]",
+        # lm/decoding.py: generate prefills the prompt but its last character and samples
+        # after feeding that one, so the prompt's logits are not read; the bug rewritten:
+        # the first character sampled from the first prompt position's logits (no prefill).
+        "    if len(ids) > 1:\n        decoder.feed(ids[:-1])\n"
+        "    new = decode(decoder, ids[-1], n_new, temperature, generator)",
+        "    new = decode(decoder, ids[0], n_new, temperature, generator)",
     ),
     M(
         "blind-decoding-05",
@@ -299,7 +303,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "blind-packing-01",
         "packing",
         "pack keeps the high bits of each byte instead of the low ones",
-        "planes = np.unpackbits(u[:, None], axis=1)[:, 8 - bits:]",
+        "planes = np.unpackbits(u[:, None], axis=1)[:, 8 - bits :]",
         "planes = np.unpackbits(u[:, None], axis=1)[:, :bits]",
     ),
     M(
@@ -399,8 +403,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "blind-quant-06",
         "quant",
         "bits table columns swapped (per-channel loss under per-tensor)",
-        "for g in (Granularity.PER_TENSOR, Granularity.PER_CHANNEL))))",
-        "for g in (Granularity.PER_CHANNEL, Granularity.PER_TENSOR))))",
+        "for g in (Granularity.PER_TENSOR, Granularity.PER_CHANNEL)\n",
+        "for g in (Granularity.PER_CHANNEL, Granularity.PER_TENSOR)\n",
     ),
     M(
         "blind-quant-07",
@@ -540,8 +544,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "blind-generator-03",
         "speculative-generator",
         "drafts sampled at temperature 1 whatever asked",
-        "row = row_of(probabilities(logits, self.temperature))",
-        "row = row_of(probabilities(logits, 1.0))",
+        "row_of(probabilities(logits, self.temperature))",
+        "row_of(probabilities(logits, 1.0))",
     ),
     M(
         "blind-generator-04",
@@ -568,8 +572,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "blind-generator-07",
         "speculative-generator",
         "X1 prediction without the leading factor a",
-        "return a1 * (1 - a1 ** k) / (k * (1 - a1))",
-        "return (1 - a1 ** k) / (k * (1 - a1))",
+        "return a1 * (1 - a1**k) / (k * (1 - a1))",
+        "return (1 - a1**k) / (k * (1 - a1))",
     ),
     # --- experiments (speedup.py: the timed tables) ------------------------------------
     M(
@@ -764,8 +768,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "blind-report-06",
         "report",
         "S4 table's target passes column shows the drafted count",
-        'f"{r.chars_per_pass:.2f}", a("target_passes", "{}"), r.target_passes])',
-        'f"{r.chars_per_pass:.2f}", a("target_passes", "{}"), r.drafted])',
+        'a("target_passes", "{}"),\n                r.target_passes,',
+        'a("target_passes", "{}"),\n                r.drafted,',
     ),
     M(
         "blind-report-07",
@@ -857,8 +861,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "blind-cli-03",
         "cli",
         "checkpoint metadata records train and validation loss swapped",
-        '"command": command, "val_loss": result.val_loss, "train_loss": result.train_loss,',
-        '"command": command, "val_loss": result.train_loss, "train_loss": result.val_loss,',
+        '"val_loss": result.val_loss,\n        "train_loss": result.train_loss,',
+        '"val_loss": result.train_loss,\n        "train_loss": result.val_loss,',
     ),
     M(
         "blind-cli-04",

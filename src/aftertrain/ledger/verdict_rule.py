@@ -31,8 +31,6 @@ from aftertrain.claims.verdicts import (
 # run" beside the verdict (an untimed timing test beside a passing teeth test
 # reads "holds; not run: timed part (not timed)").
 NOT_RAN = (Outcome.UNTIMED, Outcome.SKIPPED)
-
-
 VERDICT_OF = {
     Outcome.ERROR: BROKEN,
     Outcome.FAILED: BROKEN,
