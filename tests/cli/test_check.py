@@ -287,3 +287,123 @@ def test_the_exact_failures_are_the_same_at_every_seed(user_folder, capsys):
         exact.append(json.loads(capsys.readouterr().out)[0]["failures"])
     assert exact[0] == exact[1] and exact[0], exact
     assert any(line.startswith("batch of 16, row 5") for line in exact[0]), exact[0]
+
+
+# --- check generator --------------------------------------------------------------------
+
+USER_LOOPS = """
+import torch
+from aftertrain.checks import zoo
+from aftertrain.speculative import speculative_generate
+
+
+def aftertrain_loop(target, draft, prompt, n_new, k, temperature, generator):
+    return speculative_generate(target, draft, prompt, n_new, k, temperature, generator).generated
+
+
+draft_only = zoo.make_generator(zoo.GeneratorBug.TEMPERATURE_ON_DRAFT_ONLY)
+
+
+def _next(model, ids, temperature):
+    logits = model(ids).logits[0, -1].double()
+    if temperature == 0:
+        return logits.argmax().reshape(1, 1)
+    return torch.multinomial(torch.softmax(logits / temperature, -1), 1)[None]
+
+
+def loop(target, draft, ids, n_new, k, temperature):
+    for _ in range(n_new):
+        ids = torch.cat([ids, _next(target, ids, temperature)], 1)
+    return ids
+
+
+def step(target, draft, ids, k, temperature):
+    return torch.cat([ids, _next(target, ids, temperature)], 1)
+"""
+
+
+@pytest.fixture
+def loops_folder(tmp_path, monkeypatch):
+    (tmp_path / "my_loops.py").write_text(USER_LOOPS)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "my_loops", raising=False)
+    return tmp_path
+
+
+def test_check_generator_passes_aftertrain_speculative_generate(loops_folder, capsys):
+    """aftertrain's own loop, through a file naming it: exit 0, the report
+    on standard output, progress on standard error (100 runs per k and
+    temperature here; the default 600 is the e2e test below)."""
+    assert cli.main(["check", "generator", "my_loops.py:aftertrain_loop", "--runs", "100"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("check_generator(aftertrain_loop, runs=100, ks=(1, 2)") and "PASSED" in out
+    assert "check_generator: joint law T=0.3 k=1" in err and "greedy k=2" in err
+
+
+@pytest.mark.teeth
+def test_check_generator_command_catches_temperature_on_the_draft_only(loops_folder, capsys):
+    """The zoo's loop scoring p at temperature 1: exit 1, the verdict line,
+    then one line per failure (its JSON lists the same failures)."""
+    argv = ["check", "generator", "my_loops:draft_only", "--runs", "100", "--quiet"]
+    assert cli.main(argv) == 1
+    first, *lines = capsys.readouterr().out.strip().splitlines()
+    assert "FAILED" in first and lines and all(line.startswith("  - ") for line in lines), lines
+    assert cli.main([*argv, "--json"]) == 1
+    [report] = json.loads(capsys.readouterr().out)
+    assert not report["passed"] and len(report["failures"]) == len(lines)
+
+
+@pytest.mark.parametrize("form, func", [("--loop", "loop"), ("--step", "step")])
+def test_check_generator_takes_a_loop_or_a_step_over_model_logits(loops_folder, capsys, form, func):
+    """``--loop`` and ``--step``: FUNC over ``model(ids).logits`` and
+    torch's global generator (a plain sampler of the target passes)."""
+    assert cli.main(["check", "generator", f"my_loops:{func}", form, "--runs", "50", "--quiet"]) == 0
+    assert "PASSED" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv, match",
+    [
+        (["my_loops:loop", "--loop", "--step"], "argument --step: not allowed with argument --loop"),
+        (["my_loops:loop", "--runs", "5"], "argument --runs: must be from 10 to 100,000, got 5"),
+        (["my_loops:nothing"], "my_loops has no callable 'nothing'"),
+    ],
+)
+def test_check_generator_usage_errors_exit_2_with_one_line(loops_folder, capsys, argv, match):
+    try:
+        code = cli.main(["check", "generator", *argv])
+    except SystemExit as exc:  # argparse's own errors
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2
+    assert match in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.e2e
+def test_check_generator_on_aftertrain_speculative_generate_at_the_defaults_within_60_s(loops_folder):
+    """The command at its defaults (600 runs, k = 1 and 2, T = 0.3 and 1,
+    greedy) on aftertrain's own loop, as a user runs it: exit 0 within
+    60 s of wall time, progress lines at most 5 s apart. It takes 6-11 s
+    on a loaded 2-core machine (torch's import included); 60 s is the
+    kit's promise of speed, not a fitted figure."""
+    import time
+
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aftertrain", "check", "generator", "my_loops.py:aftertrain_loop"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=loops_folder,
+        env=env,
+    )
+    seen = []
+    for _ in proc.stderr:
+        seen.append(time.perf_counter())
+    out = proc.stdout.read()
+    assert proc.wait(timeout=120) == 0, out
+    wall = time.perf_counter() - start
+    assert "PASSED" in out and wall < 60, (wall, out)
+    gaps = [b - a for a, b in zip(seen, seen[1:], strict=False)]
+    assert seen and max(gaps, default=0) <= 5, gaps

@@ -1,4 +1,4 @@
-"""``aftertrain check rule|quantizer|pruner MODULE:FUNC``: aftertrain's
+"""``aftertrain check rule|generator|quantizer|pruner MODULE:FUNC``: aftertrain's
 checks on a user's implementation from the command line. ``MODULE`` is an
 importable module (the current folder first) or a path to a ``.py`` file
 (its folder is put first on the path, so it imports the modules beside it).
@@ -38,20 +38,25 @@ DTYPES = ("float64", "float32", "bfloat16", "float16")
 #: once, about 260 MB at 200,000), repeated here so that a usage error needs
 #: no torch (tests/cli/test_check.py keeps them equal).
 MIN_N, MAX_N = 100, 200_000
+#: ``--runs`` at least and at most: check_generator's least (10) and a bound
+#: on the time (each run is a call of the user's loop: four joint laws of
+#: 100,000 calls are about 11 minutes of aftertrain's own loop, ~1.6 ms a call).
+MIN_RUNS, MAX_RUNS = 10, 100_000
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Add ``check`` (with its ``rule``, ``quantizer`` and ``pruner``
-    subcommands) to ``subparsers``."""
+    """Add ``check`` (with its ``rule``, ``generator``, ``quantizer`` and
+    ``pruner`` subcommands) to ``subparsers``."""
     p = subparsers.add_parser(
         "check",
         help="run aftertrain's conformance checks on your own implementation",
         description="Run aftertrain.checks on an implementation of yours.",
     )
     sub = p.add_subparsers(
-        dest="check_kind", required=True, metavar="{rule,quantizer,pruner}", parser_class=type(p)
+        dest="check_kind", required=True, metavar="{rule,generator,quantizer,pruner}", parser_class=type(p)
     )
     _add_rule(sub)
+    _add_generator(sub)
 
     from aftertrain.cli import check_kits
 
@@ -106,6 +111,58 @@ def _add_rule(subparsers) -> None:
         seed_help="seed of the statistical battery's cases and draws (default 0; "
         "the exact probes are the same at every seed)",
     )
+
+
+def _add_generator(subparsers) -> None:
+    """Add ``check generator`` and its options to the subcommands ``subparsers``."""
+    g = add_check(
+        subparsers,
+        "generator",
+        help="a speculative decoding loop",
+        description="Judge a decoding loop (docs/checks.md, 'check_generator'): the joint "
+        "law of its first tokens on toy models against the target's exact law, and "
+        "greedy decoding at temperature 0. Exit 0 passed, 1 failed, 2 usage error.",
+        target="the loop, generate(target, draft, prompt, n_new, k, temperature, generator)",
+    )
+    form = g.add_mutually_exclusive_group()
+    form.add_argument(
+        "--loop",
+        action="store_true",
+        help="FUNC is loop(target, draft, ids, n_new, k, temperature) -> ids over "
+        "model(ids).logits, drawing from torch's global generator",
+    )
+    form.add_argument(
+        "--step",
+        action="store_true",
+        help="FUNC is one round, step(target, draft, ids, k, temperature) -> ids, over "
+        "model(ids).logits, drawing from torch's global generator",
+    )
+    g.add_argument(
+        "--runs",
+        type=int_in(MIN_RUNS, MAX_RUNS, grouped=True),
+        default=600,
+        help=f"calls per k and temperature, {MIN_RUNS} to {MAX_RUNS:,} (default 600: "
+        "fewer miss a filtered draft in some seeds, docs/checks.md)",
+    )
+    add_common(g, run_generator, seed_help="seed of the generator handed to each call (default 0)")
+
+
+def run_generator(args: argparse.Namespace) -> int:
+    """``check generator``: run :func:`aftertrain.checks.speculative.check_generator` on
+    FUNC (through ``adapters.from_logits_loop`` with ``--loop``, ``from_logits_step``
+    with ``--step``); print the report (or its JSON). Returns 0 passed, 1 failed, 2
+    usage error."""
+
+    def reports_of(fn, progress):
+        from aftertrain.checks import adapters
+        from aftertrain.checks.speculative import check_generator
+
+        generate = (
+            adapters.from_logits_loop(fn) if args.loop else adapters.from_logits_step(fn) if args.step else fn
+        )
+        return [check_generator(generate, runs=args.runs, seed=args.seed, progress=progress)]
+
+    return run_reports(args, "aftertrain check generator", "the generated tokens", reports_of)
 
 
 def run(args: argparse.Namespace) -> int:
