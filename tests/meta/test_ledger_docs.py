@@ -53,3 +53,15 @@ def test_the_page_names_the_schema_where_the_package_ships_it_and_the_format():
     in_package = SCHEMA_PATH.relative_to(ROOT / "src").as_posix()
     assert f"`{in_package}`" in PAGE and f"`src/{in_package}`" in PAGE
     assert f"| `format` | the version of the layout: `{FORMAT}` |" in PAGE
+
+
+def test_the_glossarys_verdict_entries_are_the_comments_word_for_word():
+    """docs/glossary.md's heading per verdict word holds its meaning as the
+    code states it (the first letter capitalised, a full stop), so the
+    glossary, this page and the README say one thing."""
+    glossary = (ROOT / "docs" / "glossary.md").read_text()
+    comments = member_comments(inspect.getsource(Verdict))
+    for verdict in Verdict:
+        text = glossary.split(f"### {verdict.value}\n\n", 1)[1].split("\n\n", 1)[0]
+        meaning = comments[verdict.value]
+        assert text == meaning[0].upper() + meaning[1:] + ".", verdict.value

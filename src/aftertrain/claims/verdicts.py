@@ -19,10 +19,13 @@ class Verdict(StrEnum):
     """A claim's verdict, strongest first (the meaning of each word is on its member)."""
 
     #: a deciding test failed or errored (in setup or teardown too, also under
-    #: an ``xfail`` marker), or a test marked as a strict xfail passed
+    #: an ``xfail`` marker) where the claim is expected to hold, or a test
+    #: marked as a strict xfail passed: the run fails
     BROKEN = "broken"
-    #: a deciding test marked as a strict xfail (a claim known not to hold on
-    #: this model) failed as expected, and every defining part ran
+    #: a deciding test found the claim false on the model under test, and every
+    #: defining part ran: a strict xfail (``does_not_reproduce_on`` the pinned
+    #: reference) failed as expected, or an assertion of the claim failed in a
+    #: timed test or on a model without pinned expectations; the run passes
     DOES_NOT_REPRODUCE = "does not reproduce"
     #: a timing decision could not decide within its budget (a failure only
     #: under ``--timing-strict``)
