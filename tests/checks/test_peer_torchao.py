@@ -17,6 +17,7 @@ What they do wrong is a finding, kept as a strict xfail with the figure.
 from __future__ import annotations
 
 import functools
+import logging
 import types
 import warnings
 
@@ -291,3 +292,23 @@ def test_mask_creator_masks_a_2_by_6_weight_across_rows_and_refuses_3_by_6():
     assert mask.reshape(-1, 4).sum(1).tolist() == [2, 2, 2]  # blocks of the flattened tensor
     with pytest.raises(ValueError):
         ao().mask_creator(torch.arange(1.0, 19.0).reshape(3, 6), 2, 4)
+
+
+def test_torchaos_import_noise_on_a_cpu_is_dropped_and_nothing_else():
+    """The root conftest drops the two warnings importing torchao logs on a
+    CPU (an extension built for another Python or for CUDA that cannot load
+    here; torch's deprecation note on the Enum torchao registers), which a
+    reader takes for a failure; any other warning of those loggers passes."""
+
+    def kept(name: str, message: str) -> bool:
+        record = logging.LogRecord(name, logging.WARNING, __file__, 0, message, None, None)
+        return bool(logging.getLogger(name).filter(record))
+
+    so = "/site-packages/torchao/_C_mxfp8.cpython-310-x86_64-linux-gnu.so"
+    assert not kept("torchao", f"Failed to load {so}: Could not load this library: {so}")
+    assert not kept(
+        "torch.utils._pytree",
+        "<enum 'KernelPreference'> is an Enum subclass and is now natively supported by torch.compile",
+    )
+    assert kept("torchao", "Skipping import of cpp extensions due to incompatible torch version")
+    assert kept("torch.utils._pytree", "some other warning")
