@@ -23,6 +23,7 @@ from aftertrain.checks import speculative as CS
 from aftertrain.checks import zoo
 from aftertrain.checks.rule_battery import battery, n_tests
 from aftertrain.stats import ALPHA
+from tests.common.docs_examples import docs_block
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -467,13 +468,6 @@ def test_exponential_race_recipe_catches_a_race_over_the_unnormalised_wrong_law(
     exec(compile(docs_block("exponential race"), "docs/checks.md", "exec"), namespace)  # noqa: S102
     assert namespace["good"].passed and namespace["good_exact"].passed
     assert not namespace["bad"].passed and not namespace["bad_exact"].passed
-
-
-def docs_block(marker: str) -> str:
-    """The ```python block of docs/checks.md that follows the line holding ``marker``."""
-    text = (ROOT / "docs" / "checks.md").read_text()
-    after = text.split(f"<!-- example: {marker} -->", 1)[1]
-    return re.search(r"```python\n(.*?)```", after, flags=re.DOTALL).group(1)
 
 
 # --- assert_rule ------------------------------------------------------------------------

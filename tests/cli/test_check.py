@@ -261,6 +261,16 @@ def test_the_command_lines_bounds_are_check_rules():
         speculative.check_rule(lambda p, q, d: None, n=check.MAX_N + 1)
 
 
+def test_the_generator_commands_least_runs_are_check_generators():
+    """--runs' least is repeated in the command line (a usage error needs no
+    torch): it must be check_generator's."""
+    from aftertrain.checks import speculative
+    from aftertrain.cli import check
+
+    with pytest.raises(ValueError, match="runs must be an int >= 10"):
+        speculative.check_generator(lambda *a: None, runs=check.MIN_RUNS - 1)
+
+
 def test_the_exact_failures_are_the_same_at_every_seed(user_folder, capsys):
     """Every input of an exact probe is forced: the zoo's NaN-residual rule
     fails the same exact checks at --seed 0 and 3 (a probe left to the seed
