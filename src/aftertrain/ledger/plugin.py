@@ -32,7 +32,10 @@ from aftertrain.timing.lock import TimingLock
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Add the ledger's options (``--claims-json``, ``--claim``, the timing budgets and lock,
-    ``--model-free-from``)."""
+    ``--model-free-from``).
+
+    Long: one ``addoption`` per option with its help text, read top to bottom
+    as ``pytest --help`` lists them."""
     group = parser.getgroup("claims", "aftertrain claims ledger")
     group.addoption(
         claim_marker.FLAG,
