@@ -1102,15 +1102,15 @@ MUTANTS: tuple[Mutant, ...] = (
         "checks-05",
         "checks",
         "rule battery's chi-square loosened (p-value vs alpha / 100)",
-        '"chi-square",\n                fit.pvalue >= alpha,\n                position=j,',
-        '"chi-square",\n                fit.pvalue >= alpha / 100,\n                position=j,',
+        '"chi-square",\n            fit.pvalue >= alpha,\n            position=j,',
+        '"chi-square",\n            fit.pvalue >= alpha / 100,\n            position=j,',
     ),
     M(
         "checks-06",
         "checks",
         "rule battery's TV check loosened by two",
-        "tv <= limit,\n                position=j,",
-        "tv <= 2 * limit,\n                position=j,",
+        "tv <= limit,\n            position=j,",
+        "tv <= 2 * limit,\n            position=j,",
     ),
     # --- speedup (the speculative timing claims' rules) ------------------------------------
     M(

@@ -211,7 +211,15 @@ def _joint_law(
             report.add(Row(case, "outputs", False, detail=f"token out of [0, {V}): {first}"))
             return
         codes.append(int(first @ weights))
-    codes = np.array(codes)
+    _judge_joint(report, case, np.array(codes), law, length, alpha)
+
+
+def _judge_joint(
+    report: Report, case: str, codes: np.ndarray, law: np.ndarray, length: int, alpha: float
+) -> None:
+    """Rows "support" and "chi-square" of the prefixes ``codes`` (each of the
+    first ``length`` tokens as one base-V number) against their exact law."""
+    runs = codes.size
     impossible = int((law[codes] == 0).sum())
     report.add(
         Row(
@@ -321,6 +329,10 @@ def check_generator(
     ``generate`` runs with one torch thread (restored afterwards): a call
     on the toys is tiny tensor operations, which several threads on a busy
     machine slow many times over.
+
+    Long: this docstring is the protocol a generator is judged by and the
+    list of its checks (the kit's reference for this check); the body is
+    one loop over the joint laws and one over the greedy runs.
     """
     _check_arguments(generate, runs, ks, length, n_new, temperatures, greedy_tokens, alpha, seed)
     say = rule_battery.check_progress(progress)

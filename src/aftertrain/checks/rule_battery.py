@@ -168,61 +168,75 @@ def judge_case(
 ) -> None:
     """Support, law (chi-square and TV) at every position and the acceptance
     rate at every drafted position, each statistical test at ``alpha``."""
-    k, p, q = case.k, case.p, case.q
+    k, p = case.k, case.p
     for j in range(k + 1):
         reached = accepted >= j
         chars = token if j == k else torch.where(accepted > j, drafts[:, j], token)
         chars = chars[reached].numpy()
-        pj = p[j].numpy()
-        m = chars.size
-        if m == 0:
-            continue
-        bad = int((pj[chars] == 0).sum())
-        report.add(
-            Row(
-                case.name,
-                "support",
-                bad == 0,
-                position=j,
-                n=m,
-                value=float(bad),
-                bound=0.0,
-                detail=f"{bad} of {m} emitted characters have p = 0" if bad else "",
-            )
+        if chars.size:
+            _judge_law(report, case.name, j, chars, p[j].numpy(), alpha, seed)
+    _judge_acceptance(report, case, accepted, alpha)
+
+
+def _judge_law(
+    report: Report, name: str, j: int, chars: np.ndarray, pj: np.ndarray, alpha: float, seed: int
+) -> None:
+    """The rows of position ``j``: every emitted character ``chars`` in p's
+    support, then their law against ``pj`` (chi-square and TV at ``alpha``)."""
+    m = chars.size
+    bad = int((pj[chars] == 0).sum())
+    report.add(
+        Row(
+            name,
+            "support",
+            bad == 0,
+            position=j,
+            n=m,
+            value=float(bad),
+            bound=0.0,
+            detail=f"{bad} of {m} emitted characters have p = 0" if bad else "",
         )
-        if bad:
-            continue
-        fit = stats.chisquare_gof(chars, pj)
-        report.add(
-            Row(
-                case.name,
-                "chi-square",
-                fit.pvalue >= alpha,
-                position=j,
-                statistic=fit.statistic,
-                dof=fit.dof,
-                p_value=fit.pvalue,
-                n=m,
-                bound=alpha,
-                detail=f"law differs from p: chi2 {fit.statistic:.1f} on "
-                f"{fit.dof} dof, p-value {fit.pvalue:.3g} < {alpha:.3g}",
-            )
+    )
+    if bad:
+        return
+    fit = stats.chisquare_gof(chars, pj)
+    report.add(
+        Row(
+            name,
+            "chi-square",
+            fit.pvalue >= alpha,
+            position=j,
+            statistic=fit.statistic,
+            dof=fit.dof,
+            p_value=fit.pvalue,
+            n=m,
+            bound=alpha,
+            detail=f"law differs from p: chi2 {fit.statistic:.1f} on "
+            f"{fit.dof} dof, p-value {fit.pvalue:.3g} < {alpha:.3g}",
         )
-        tv = stats.empirical_tv(chars, pj)
-        null = stats.tv_null_distribution(pj, m, TV_NULL_TRIALS, seed + j)
-        limit = stats.tv_threshold(null, m, alpha)
-        report.add(
-            Row(
-                case.name,
-                "tv",
-                tv <= limit,
-                position=j,
-                n=m,
-                tv=tv,
-                tv_threshold=limit,
-                detail=f"TV {tv:.4f} above the same-sample bound {limit:.4f}",
-            )
+    )
+    tv = stats.empirical_tv(chars, pj)
+    null = stats.tv_null_distribution(pj, m, TV_NULL_TRIALS, seed + j)
+    limit = stats.tv_threshold(null, m, alpha)
+    report.add(
+        Row(
+            name,
+            "tv",
+            tv <= limit,
+            position=j,
+            n=m,
+            tv=tv,
+            tv_threshold=limit,
+            detail=f"TV {tv:.4f} above the same-sample bound {limit:.4f}",
         )
+    )
+
+
+def _judge_acceptance(report: Report, case: Case, accepted: torch.Tensor, alpha: float) -> None:
+    """The acceptance rate at every drafted position against the exact
+    ``sum(min(p, q))``: exact where the rate is 0 or 1, else a binomial test
+    at ``alpha``."""
+    k, p, q = case.k, case.p, case.q
     for j in range(k):
         reached = int((accepted >= j).sum())
         if reached == 0:

@@ -201,6 +201,10 @@ def check_rule(
             instead of the default battery (:func:`rule_battery.battery`).
         name: the subject line of the report.
         progress: called with one line after each case (its time), e.g. ``print``.
+
+    Long: this docstring is the protocol a rule is judged by, what each row
+    checks and its error rate (the kit's reference for this check); the
+    body is one loop over the cases.
     """
     say = _check_arguments(rule, n, alpha, seed, dtype, progress)
     battery = rule_battery.battery(seed) if cases is None else rule_battery.as_cases(cases)
