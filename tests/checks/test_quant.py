@@ -122,13 +122,17 @@ def test_kit_catches_wrong_axis_per_channel_scales():
 
 
 def test_a_quantizer_that_raises_or_returns_garbage_is_a_failure_not_a_crash():
+    """An exception is a failed ``output`` row naming its type, message and
+    the line of the user's code, as a rule's and a pruner's are."""
+
     def raises(w, bits, g):
         raise RuntimeError("boom")
 
     def wrong_shape(w, bits, g):
         return w.reshape(-1)
 
-    assert "raised RuntimeError: boom" in str(check_quantizer(raises, bits=[8]))
+    line = raises.__code__.co_firstlineno + 1
+    assert f"raised RuntimeError: boom (at {__file__}:{line})" in str(check_quantizer(raises, bits=[8]))
     assert failed_checks(check_quantizer(wrong_shape, bits=[8])) == {"output"}
 
 

@@ -24,6 +24,7 @@ from aftertrain.checks.quant_reference import (
     call_quantizer,
 )
 from aftertrain.checks.report import EDGE, FAILURE, MISMATCH, Report, Row
+from aftertrain.checks.rule_battery import describe_exception
 from aftertrain.checks.schemes import Mapping, PerAxis, PerGroup, PerTensor, QuantScheme
 
 
@@ -144,7 +145,7 @@ def _check_output(
                 case,
                 "output",
                 False,
-                detail=f"raised {type(out).__name__}: {out}"
+                detail=f"raised {describe_exception(out)}"
                 + (" (on a case reaching the format's edge)" if at_edge else ""),
                 severity=EDGE if at_edge else FAILURE,
             )
@@ -231,7 +232,7 @@ def _check_idempotent(
 
 
 def _describe(out) -> str:
-    return f"raised {type(out).__name__}: {out}" if isinstance(out, Exception) else str(out)
+    return f"raised {describe_exception(out)}" if isinstance(out, Exception) else str(out)
 
 
 def _fits_other(
