@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from aftertrain.cli.options import UsageError
+from aftertrain.cli.progress import heartbeat
 from aftertrain.cli.report import check_output_folder, split_values
 from aftertrain.core.io import atomic_write
 from aftertrain.report.paths import DEFAULT_OUT, SWEEP_FILE
@@ -96,18 +97,27 @@ def sweep_main(args) -> int:
     # Points of an earlier sweep file, by SHA-256: not measured again.
     reuse = {p.sha256: p for f in reuse_files for p in sweep_section.read_sweep(f) if p.complete}
     points = []
-    for i, m in enumerate(names):
-        net, ident = _models.load_model(m)
-        label = m if ident.bundled else Path(m).stem
-        if ident.sha256 in reuse:
-            log(f"model {i + 1} of {len(names)}: {label}: reused from --reuse")
-            points.append(replace(reuse[ident.sha256], model=label))
-            continue
-        # A ledger of this very checkpoint; one without metadata by its model's name
-        # (ledgers from before --aftertrain-model: the reference's).
-        led = ledgers.get(ident.sha256) or ledgers.get(label)
-        points.append(_point(m, label, net, ident.sha256, led, f"model {i + 1} of {len(names)}", log))
-    path = _write(out, points, getattr(args, "argv", []))
+    # a measurement runs minutes without a line of its own: a line at least every 5 s
+    with heartbeat("sweep", f"loading {names[0]}") as at:
+
+        def say(msg: str) -> None:
+            log(msg)
+            at(msg)
+
+        for i, m in enumerate(names):
+            at(f"model {i + 1} of {len(names)}: loading {m}")
+            net, ident = _models.load_model(m)
+            label = m if ident.bundled else Path(m).stem
+            if ident.sha256 in reuse:
+                say(f"model {i + 1} of {len(names)}: {label}: reused from --reuse")
+                points.append(replace(reuse[ident.sha256], model=label))
+                continue
+            # A ledger of this very checkpoint; one without metadata by its model's name
+            # (ledgers from before --aftertrain-model: the reference's).
+            led = ledgers.get(ident.sha256) or ledgers.get(label)
+            points.append(_point(m, label, net, ident.sha256, led, f"model {i + 1} of {len(names)}", say))
+        at("writing sweep.json, sweep.md and its plots")
+        path = _write(out, points, getattr(args, "argv", []))
     losses = ", ".join(f"{p.model} {p.val_loss:.4f}" for p in points)
     print(f"{out / SWEEP_FILE}, {path}: {len(points)} checkpoints ({losses})")
     return 0
