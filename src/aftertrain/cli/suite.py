@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
+from aftertrain.cli.progress import heartbeat
 from aftertrain.core import runmeta
 from aftertrain.core.tolerances import REPORT_TIMING_BUDGET_TOTAL_S
 from aftertrain.report.paths import ledger_file
@@ -116,7 +117,12 @@ def run_ledger(
         f"running the claims' tests: {' '.join(cmd[1:])} (in {checkout})"
         + (f"; its output goes to {output}" if output else "")
     )
-    with open(output, "w") if output else contextlib.nullcontext(sys.stderr) as stream:
+    # pytest's output in a file says nothing here: a line at least every 5 s instead
+    running = f"model {model or 'reference'}: pytest running (its log: {output})"
+    with (
+        open(output, "w") if output else contextlib.nullcontext(sys.stderr) as stream,
+        heartbeat("report", running) if output else contextlib.nullcontext(),
+    ):
         proc = subprocess.run(cmd, cwd=checkout, env=env, stdout=stream, stderr=stream)
     if proc.returncode not in (0, 1) or not json_path.is_file():
         where = f"; its output: {output}" if output else ""
