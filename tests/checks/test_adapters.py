@@ -209,6 +209,20 @@ def test_from_logits_loop_seeds_the_global_generator_from_the_checks_and_leaves_
     assert torch.equal(torch.random.get_rng_state(), before)
 
 
+def test_the_models_a_loop_is_handed_answer_logits_and_keep_their_attributes():
+    """``model(ids).logits`` and ``model(input_ids=ids).logits`` are the
+    model's logits; ``model.config`` is the model's own."""
+    seen = []
+
+    def loop(target, draft, ids, n_new, k, temperature):
+        seen.append((target.config.vocab_size, draft(input_ids=ids).logits.shape, target(ids).logits.shape))
+        return ids[0, :n_new] % target.config.vocab_size
+
+    target, draft = toy_models()
+    adapters.from_logits_loop(loop)(target, draft, torch.tensor([0, 1, 2]), 2, 1, 1.0, torch.Generator())
+    assert seen == [(4, (1, 3, 4), (1, 3, 4))]
+
+
 @pytest.mark.parametrize(
     "shape_of",
     [lambda ids, n: ids, lambda ids, n: ids[0], lambda ids, n: ids[0, -n:]],

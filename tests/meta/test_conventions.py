@@ -129,6 +129,7 @@ def subject_problem(rel: Path, src: Path = SRC) -> str | None:
 #: the verdicts' words through the ledger that gives them).
 TESTED_IN = {
     "checks/generator_battery.py": "tests/checks/test_speculative.py",
+    "checks/model_adapters.py": "tests/checks/test_adapters.py",
     "checks/patterns.py": "tests/checks/test_prune.py",
     "checks/prune_battery.py": "tests/checks/test_prune.py",
     "checks/prune_guarantees.py": "tests/checks/test_prune.py",
