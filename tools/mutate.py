@@ -10,8 +10,9 @@ working tree is never edited. A mutant is
   collection);
 - survived: every test passed;
 - timeout: pytest ran past ``--timeout`` seconds (counted as killed, shown apart);
-- stale: its snippet occurs nowhere, or more than once, under src/aftertrain/
-  (the code moved or changed: refresh the snippet); never silently skipped.
+- stale: its snippet occurs nowhere, or more than once, in the ``.py`` and
+  ``.json`` files under src/aftertrain/ (the code moved or changed: refresh
+  the snippet); never silently skipped.
 
 Mutants marked ``equivalent`` (with the reason) are run but kept out of the
 kill rate. The unmutated tree is run first (``--no-baseline`` skips it): if
@@ -24,11 +25,14 @@ Usage (from the repository root)::
     python tools/mutate.py --only stats-03 rule-01 -- tests/test_stats.py
     python tools/mutate.py --module stats --jobs 2 --timeout 900 -- -n 2
     python tools/mutate.py --set blind --list          # the independent bug set
+    python tools/mutate.py --set capabilities --module schema --jobs 1 -- tests/claims -n 0
 
 ``--set`` picks the bug set: ``project`` (tools/mutants.py, the default),
 ``blind`` (tools/mutants_blind.py, written from src/ and docs/ alone) or
 ``kit`` (tools/mutants_kit.py, the same for the checks kit, the reuse, the
-ledger file, the compare and the CLI).
+ledger file, the compare and the CLI) or ``capabilities``
+(tools/mutants_capabilities.py, the same for the ledger file's schema and
+format and the README's claims table).
 
 Arguments after ``--`` go to pytest, which always runs as
 ``python -m pytest -x -q -p no:cacheprovider [args]``.
@@ -53,7 +57,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mutants import MUTANTS, Mutant
 
 #: The bug sets ``--set`` chooses from (module with a ``MUTANTS`` tuple).
-SETS = {"project": "mutants", "blind": "mutants_blind", "kit": "mutants_kit"}
+SETS = {
+    "project": "mutants",
+    "blind": "mutants_blind",
+    "kit": "mutants_kit",
+    "capabilities": "mutants_capabilities",
+}
 
 
 def bug_set(name: str) -> tuple[Mutant, ...]:
@@ -74,6 +83,9 @@ IGNORE = shutil.ignore_patterns(
     ".git", ".venv", "venv", "__pycache__", ".pytest_cache", ".hypothesis", "*.egg-info", ".mutation"
 )
 OUTCOMES = ("killed", "timeout", "survived", "stale", "error")
+#: The files under src/aftertrain a snippet is searched in: the code and the
+#: JSON shipped in the package (the ledger file's schema, claims.schema.json).
+SEARCHED = ("*.py", "*.json")
 
 #: ``--subset``: the test files of each module, run first (deterministic tests
 #: of the default suite, so a mutant they kill is killed by the default
@@ -277,10 +289,15 @@ class Result:
 
 
 def locate(mutant: Mutant, root: Path) -> tuple[Path | None, str]:
-    """The one file under ``root/src/aftertrain`` holding the snippet, or
+    """The one file under ``root/src/aftertrain`` (its ``.py`` and ``.json``
+    files, :data:`SEARCHED`) holding the snippet, or
     ``(None, reason)`` when it is found in no file or more than once."""
     hits = []
-    files = [root / PACKAGE / mutant.file] if mutant.file else sorted((root / PACKAGE).rglob("*.py"))
+    files = (
+        [root / PACKAGE / mutant.file]
+        if mutant.file
+        else sorted(p for pattern in SEARCHED for p in (root / PACKAGE).rglob(pattern))
+    )
     for path in files:
         if not path.is_file():
             return None, f"file {mutant.file} not found"
@@ -477,8 +494,9 @@ def main(argv: list[str] | None = None) -> int:
         choices=sorted(SETS),
         default="project",
         help="the bug set: project (tools/mutants.py, default), blind "
-        "(tools/mutants_blind.py, written from src/ and docs/ alone) or kit "
-        "(tools/mutants_kit.py, the checks kit, the reuse, the ledger file, the compare, the CLI)",
+        "(tools/mutants_blind.py, written from src/ and docs/ alone), kit "
+        "(tools/mutants_kit.py, the checks kit, the reuse, the ledger file, the compare, the CLI) "
+        "or capabilities (tools/mutants_capabilities.py, the ledger's schema, the README's table)",
     )
     ap.add_argument("--list", action="store_true", help="locate every snippet; run nothing")
     ap.add_argument("--only", nargs="+", metavar="ID", help="run these mutant ids")
