@@ -266,14 +266,6 @@ def test_what_a_loop_or_step_returns_wrongly_is_a_failure_line_naming_it(make, m
         make()(target, draft, torch.tensor([1, 2]), 4, 1, 1.0, torch.Generator())
 
 
-@pytest.mark.parametrize(
-    "make", [adapters.from_logits_loop, adapters.from_logits_step, adapters.from_model_pruner]
-)
-def test_the_adapters_refuse_what_is_not_callable(make):
-    with pytest.raises(ValueError, match="must be callable"):
-        make(3)
-
-
 # --- a rule that draws its own uniforms ---------------------------------------------------
 
 

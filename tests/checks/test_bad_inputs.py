@@ -55,6 +55,10 @@ CASES = [
     (AD.exponential_race, dict(probs=torch.tensor([[0.2, 0.8], [0.5, NAN]])), ["probs", "row 1"]),
     (AD.exponential_race, dict(probs=torch.tensor([[-1.0, 2.0]])), ["probs", ">= 0"]),
     (AD.exponential_race, dict(probs=torch.ones(3)), ["probs must be a 2-D", "(3,)"]),
+    # the adapters of code written against a model: the callable they wrap
+    (AD.from_logits_loop, dict(loop=3), ["loop must be callable", "int"]),
+    (AD.from_logits_step, dict(step=None), ["step must be callable", "NoneType"]),
+    (AD.from_model_pruner, dict(prune_model="prune"), ["prune_model must be callable", "str"]),
     # the quantizer battery: sized from the scheme, refused with the size it would need
     (
         check_quantizer,
