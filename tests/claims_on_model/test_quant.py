@@ -665,11 +665,13 @@ def test_int8_text_parts_from_float32_text_after_a_shared_prefix(
     SAMPLED_LOGIT_DIFF); the tie is named in a warning and the live texts,
     another sample, are not compared. Any other difference fails, as a character
     sampled otherwise by more than the bound does."""
+    # the texts around where they part (from 12 characters before), not their shared start
+    start = max(0, (diverged.position or 1) - 13)
     claim_record.measured(
         "parts at character {Divergence.position} (float32 {float32!r}, int8 {int8!r})",
         diverged,
-        float32=diverged.float32[:40],
-        int8=diverged.quantized[:40],
+        float32=diverged.float32[start : start + 24],
+        int8=diverged.quantized[start : start + 24],
     )
     claim_record.table(diverged)
     check_parts_after_a_shared_prefix(diverged)
