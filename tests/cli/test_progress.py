@@ -31,3 +31,14 @@ def test_work_shorter_than_the_interval_writes_nothing():
     with heartbeat("sample", "starting", stream=stream, every=5.0):
         pass
     assert stream.getvalue() == ""
+
+
+def test_a_line_of_the_callers_own_starts_the_interval_again():
+    """``at(stage, written=True)``: the caller has just written a line, so
+    none comes until the interval has passed again."""
+    stream = io.StringIO()
+    with heartbeat("check rule", "starting", stream=stream, every=0.3) as at:
+        for _ in range(6):
+            time.sleep(0.1)
+            at("check_rule: exact k=2", written=True)
+    assert stream.getvalue() == ""

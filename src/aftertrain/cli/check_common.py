@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from aftertrain.cli.options import int_in
+from aftertrain.cli.progress import heartbeat
 
 #: ``--seed`` at most (a torch.Generator seed).
 MAX_SEED = 2**64 - 1
@@ -126,7 +127,16 @@ def run_reports(args: argparse.Namespace, say: str, what: str, reports_of) -> in
             print(f"{say}: error: {err}", file=sys.stderr)
             return 2
         try:
-            reports = reports_of(fn, progress)
+            if progress is None:
+                reports = reports_of(fn, progress)
+            else:  # a line at least every 5 s, between the kit's own progress lines too
+                with heartbeat(say.removeprefix("aftertrain "), f"judging {args.target}") as at:
+
+                    def said(line: str) -> None:
+                        progress(line)
+                        at(line, written=True)
+
+                    reports = reports_of(fn, said)
         except CheckUsageError as err:
             print(f"{say}: error: {err}", file=sys.stderr)
             return 2

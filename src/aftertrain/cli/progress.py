@@ -29,12 +29,13 @@ def heartbeat(
     stage: str,
     stream: TextIO | None = None,
     every: float = HEARTBEAT_S,
-) -> Iterator[Callable[[str], None]]:
-    """Yield ``at(stage)``, which sets what the work is at; while the block
-    runs, ``[COMMAND Ns] STAGE`` is written to ``stream`` (standard error)
-    whenever nothing was written for ``every`` seconds (starting at
-    ``stage``). ``at`` itself writes nothing: it is cheap enough to call
-    inside timed code."""
+) -> Iterator[Callable[..., None]]:
+    """Yield ``at(stage, written=False)``, which sets what the work is at;
+    while the block runs, ``[COMMAND Ns] STAGE`` is written to ``stream``
+    (standard error) whenever nothing was written for ``every`` seconds
+    (starting at ``stage``). ``at`` itself writes nothing: it is cheap
+    enough to call inside timed code; ``written=True`` says the caller has
+    just written a line of its own (the interval starts again)."""
     stream = sys.stderr if stream is None else stream
     t0 = time.monotonic()
     state = {"stage": stage, "written": t0}
@@ -48,8 +49,10 @@ def heartbeat(
                 stream.flush()
                 state["written"] = now
 
-    def at(text: str) -> None:
+    def at(text: str, written: bool = False) -> None:
         state["stage"] = text
+        if written:
+            state["written"] = time.monotonic()
 
     thread = threading.Thread(target=beat, name=f"aftertrain-{command}-progress", daemon=True)
     thread.start()

@@ -102,7 +102,7 @@ def sweep_main(args) -> int:
 
         def say(msg: str) -> None:
             log(msg)
-            at(msg)
+            at(msg, written=True)
 
         for i, m in enumerate(names):
             at(f"model {i + 1} of {len(names)}: loading {m}")
