@@ -341,6 +341,16 @@ def test_there_are_enough_cases():
     assert len({c[0] for c in CASES}) == len(CASES)
 
 
+def test_every_command_has_a_description_line_in_its_help():
+    """``aftertrain COMMAND --help`` says what the command does above its
+    options (argparse shows ``description``, not the one-line ``help``)."""
+    parser = cli.build_parser()
+    [sub] = [a for a in parser._actions if a.dest == "command"]
+    commands = sub.choices
+    assert set(commands) == {"report", "sweep", "train", "sample", "check"}
+    assert [name for name, p in commands.items() if not p.description] == []
+
+
 def test_version_prints_the_package_version(capsys):
     from aftertrain import __version__
 
