@@ -62,6 +62,7 @@ SETS = {
     "blind": "mutants_blind",
     "kit": "mutants_kit",
     "capabilities": "mutants_capabilities",
+    "generator-kit": "mutants_generator_kit",
 }
 
 
