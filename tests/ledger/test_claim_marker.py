@@ -10,7 +10,7 @@ import json
 import pytest
 
 from aftertrain.claims.catalogue import CLAIMS
-from aftertrain.ledger.claim_marker import selected
+from aftertrain.ledger.claim_marker import selected_claims
 from tests.common.inner_runs import outside_any_run
 
 pytest_plugins = ["pytester"]
@@ -89,10 +89,10 @@ def test_k_finds_a_tests_claim_ids(pytester: pytest.Pytester):
     [(None, None), (["Q10", "Q2"], ("Q2", "Q10")), (["Q2, Q3", "Q2"], ("Q2", "Q3"))],
 )
 def test_selected_is_in_catalogue_order_each_once(values, ids):
-    assert selected(values) == ids
+    assert selected_claims(values) == ids
 
 
 @pytest.mark.parametrize("values", [["q2"], ["Q2,"], [""]])
 def test_selected_refuses_what_is_not_a_claim_id(values):
     with pytest.raises(ValueError, match="--claim .*: not a claim of CLAIMS.md; known IDs: Q1"):
-        selected(values)
+        selected_claims(values)

@@ -66,7 +66,7 @@ def not_selected(claim: Claim, reason: str) -> ClaimEntry:
     )
 
 
-def selected(values: list[str] | None) -> tuple[str, ...] | None:
+def selected_claims(values: list[str] | None) -> tuple[str, ...] | None:
     """The claim IDs ``--claim`` named (each value one ID or several joined
     by commas), in CLAIMS.md order; None when it was not given. ValueError
     naming the unknown IDs and listing the known ones."""

@@ -154,7 +154,7 @@ def pytest_configure(config: pytest.Config) -> None:
             )
     start_total_budget(config)
     try:
-        chosen = claim_marker.selected(config.getoption("claim", None))
+        chosen = claim_marker.selected_claims(config.getoption("claim", None))
     except ValueError as err:
         raise pytest.UsageError(str(err)) from None
     if chosen is not None:
