@@ -63,6 +63,7 @@ SETS = {
     "kit": "mutants_kit",
     "capabilities": "mutants_capabilities",
     "generator-kit": "mutants_generator_kit",
+    "ledger-reader": "mutants_ledger_reader",
 }
 
 
