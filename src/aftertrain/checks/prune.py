@@ -18,9 +18,10 @@ The guarantees checked, per case of the battery and sparsity:
 * ``output``: no exception (its line names its type, message and the
   innermost frame of the user's code), one bool mask per weight, of its
   shape; the input left unmodified (an N:M pruner may refuse rows that are not whole
-  blocks of ``m``, undefined for the pattern, with any exception that has a
-  message: a passed ``refused`` row, "refused (AssertionError: ...)"; an
-  exception on an input the pattern defines fails);
+  blocks of ``m``, undefined for the pattern, with an exception it raises to
+  refuse, :mod:`aftertrain.checks.refusals`: a passed ``refused`` row,
+  "refused (ValueError: ...)"; a crash in its computation, or any exception
+  on an input the pattern defines, fails);
 * ``structure``: Structured: every slice along ``dim`` kept or removed whole;
 * ``count``: exactly the rounded count removed (globally, per matrix, in
   slices per matrix); NM: exactly ``n`` kept in every block of ``m``;
@@ -46,6 +47,7 @@ import torch
 from aftertrain.checks.patterns import NM, Pattern, Scope, Structured, Unstructured
 from aftertrain.checks.prune_battery import battery, nm_battery, structured_battery
 from aftertrain.checks.prune_guarantees import check_masks, check_nested
+from aftertrain.checks.refusals import is_refusal, refused_row
 from aftertrain.checks.report import Report, Row
 from aftertrain.checks.rule_battery import describe_exception
 from aftertrain.core.validation import check_seed
@@ -169,8 +171,8 @@ def _check_case(
     for s in sparsities:
         where = f"{case}, sparsity {s}"
         masks, error = _call(prune, weights, s)
-        if isinstance(error, Exception) and _refusable(pattern, weights) and str(error):
-            report.add(Row(where, "refused", True, detail=f"refused ({type(error).__name__}: {error})"))
+        if isinstance(error, Exception) and _refusable(pattern, weights) and is_refusal(error):
+            report.add(refused_row(where, error))
             return
         if isinstance(error, Exception):  # its type, message and the line of the user's code
             error = f"raised {describe_exception(error)}"

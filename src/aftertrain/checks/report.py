@@ -14,8 +14,10 @@ Every failed row has a class (:data:`SEVERITIES`):
   line says what to declare instead.
 
 A refusal (an implementation that refuses an input the scheme or pattern
-leaves undefined, with an exception and a message) is a passed row whose
-``check`` is ``"refused"``, never a failure.
+leaves undefined, by the rule of :mod:`aftertrain.checks.refusals`) is a
+passed row whose ``check`` is ``"refused"``, never a failure. Every row has
+a class, :attr:`Row.outcome` (``"class"`` in ``as_dict()``): ``"passed"``,
+``"refused"`` or its failed class.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from dataclasses import dataclass, field
 FAILURE, EDGE, MISMATCH = "failure", "edge", "mismatch"
 #: The classes of a failed row.
 SEVERITIES = (FAILURE, EDGE, MISMATCH)
+PASSED, REFUSED = "passed", "refused"
+#: The class of any row (:attr:`Row.outcome`, ``"class"`` in ``--json``).
+OUTCOMES = (PASSED, REFUSED, *SEVERITIES)
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,14 @@ class Row:
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:
             raise ValueError(f"severity must be one of {SEVERITIES}, got {self.severity!r}")
+
+    @property
+    def outcome(self) -> str:
+        """The row's class (:data:`OUTCOMES`): ``"refused"`` for a refusal,
+        ``"passed"`` for any other passed row, else its ``severity``."""
+        if self.passed:
+            return REFUSED if self.check == REFUSED else PASSED
+        return self.severity
 
     def line(self) -> str:
         """The one-line account of a failed row."""
@@ -136,7 +149,7 @@ class Report:
             "failures": list(self.failures),
             "mismatches": list(self.mismatches),
             "edges": list(self.edges),
-            "rows": [asdict(r) for r in self.rows],
+            "rows": [{**asdict(r), "class": r.outcome} for r in self.rows],
         }
 
     def raise_for_failures(self) -> None:
