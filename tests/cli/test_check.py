@@ -390,30 +390,22 @@ def test_check_generator_usage_errors_exit_2_with_one_line(loops_folder, capsys,
 
 
 @pytest.mark.e2e
-def test_check_generator_on_aftertrain_speculative_generate_at_the_defaults_within_60_s(loops_folder):
+def test_check_generator_on_aftertrain_speculative_generate_at_the_defaults(loops_folder):
     """The command at its defaults (600 runs, k = 1 and 2, T = 0.3 and 1,
-    greedy) on aftertrain's own loop, as a user runs it: exit 0 within
-    60 s of wall time, progress lines at most 5 s apart. It takes 6-11 s
-    on a loaded 2-core machine (torch's import included); 60 s is the
-    kit's promise of speed, not a fitted figure."""
-    import time
-
+    greedy) on aftertrain's own loop, as a user runs it, in a child
+    process: exit 0, PASSED, progress lines on standard error. Its wall
+    time (6-11 s on a loaded 2-core machine, torch's import included) is
+    not asserted: a shared runner's pace is no property of the code; the
+    progress interval is tested on a fake clock (tests/cli/test_progress.py)."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    start = time.perf_counter()
-    proc = subprocess.Popen(
+    proc = subprocess.run(
         [sys.executable, "-m", "aftertrain", "check", "generator", "my_loops.py:aftertrain_loop"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        capture_output=True,
         text=True,
         cwd=loops_folder,
         env=env,
+        timeout=600,
     )
-    seen = []
-    for _ in proc.stderr:
-        seen.append(time.perf_counter())
-    out = proc.stdout.read()
-    assert proc.wait(timeout=120) == 0, out
-    wall = time.perf_counter() - start
-    assert "PASSED" in out and wall < 60, (wall, out)
-    gaps = [b - a for a, b in zip(seen, seen[1:], strict=False)]
-    assert seen and max(gaps, default=0) <= 5, gaps
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "PASSED" in proc.stdout
+    assert proc.stderr.strip(), "no progress line"

@@ -8,22 +8,57 @@ import io
 import re
 import time
 
-from aftertrain.cli.progress import heartbeat
+from aftertrain.cli.progress import HEARTBEAT_S, heartbeat
+
+
+class FakeClock:
+    """A clock the test moves by hand: the heartbeat's interval is read on
+    it, so what a test asserts does not depend on how busy the machine is
+    (the thread only looks every ``POLL`` real seconds)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+POLL = 0.005
+
+
+def _lines(stream: io.StringIO) -> list[str]:
+    return stream.getvalue().splitlines()
+
+
+def _wait_for(stream: io.StringIO, n: int) -> list[str]:
+    """The stream's lines once it has ``n`` (at most 30 s of waiting for the thread)."""
+    deadline = time.monotonic() + 30
+    while len(_lines(stream)) < n and time.monotonic() < deadline:
+        time.sleep(POLL)
+    return _lines(stream)
+
+
+def _settle() -> None:
+    """Long enough for the thread to look many times."""
+    time.sleep(40 * POLL)
 
 
 def test_a_line_comes_each_interval_with_the_current_stage():
-    stream = io.StringIO()
-    with heartbeat("sample", "starting", stream=stream, every=0.05) as at:
-        time.sleep(0.2)
+    stream, clock = io.StringIO(), FakeClock()
+    with heartbeat("sample", "starting", stream=stream, every=4.0, clock=clock, poll=POLL) as at:
+        clock.now = 3.9
+        _settle()
+        assert _lines(stream) == []
+        clock.now = 4.0
+        assert _wait_for(stream, 1) == ["[sample    4s] starting"]
         at("timing the speedup: run 3 of 18 (plain)")
-        time.sleep(0.2)
-    lines = stream.getvalue().splitlines()
-    assert len(lines) >= 4, lines
-    assert all(re.fullmatch(r"\[sample +\d+s\] .+", line) for line in lines), lines
-    assert lines[0].endswith("] starting") and lines[-1].endswith("] timing the speedup: run 3 of 18 (plain)")
-    ended = len(stream.getvalue())
-    time.sleep(0.15)
-    assert len(stream.getvalue()) == ended  # the thread stopped with the block
+        clock.now = 8.5
+        lines = _wait_for(stream, 2)
+    assert lines == ["[sample    4s] starting", "[sample    8s] timing the speedup: run 3 of 18 (plain)"]
+    assert all(re.fullmatch(r"\[sample +\d+s\] .+", line) for line in lines)
+    clock.now = 100.0
+    _settle()
+    assert len(_lines(stream)) == 2  # the thread stopped with the block
 
 
 def test_work_shorter_than_the_interval_writes_nothing():
@@ -33,12 +68,21 @@ def test_work_shorter_than_the_interval_writes_nothing():
     assert stream.getvalue() == ""
 
 
+def test_the_interval_promised_leaves_room_within_5_s():
+    """Every long command promises a line at least every 5 s: the interval
+    and the thread's look (a quarter of it) add up to 5 s at most."""
+    assert HEARTBEAT_S + HEARTBEAT_S / 4 <= 5.0
+
+
 def test_a_line_of_the_callers_own_starts_the_interval_again():
     """``at(stage, written=True)``: the caller has just written a line, so
     none comes until the interval has passed again."""
-    stream = io.StringIO()
-    with heartbeat("check rule", "starting", stream=stream, every=0.3) as at:
-        for _ in range(6):
-            time.sleep(0.1)
+    stream, clock = io.StringIO(), FakeClock()
+    with heartbeat("check rule", "starting", stream=stream, every=4.0, clock=clock, poll=POLL) as at:
+        for now in (3.0, 6.0, 9.0):
+            clock.now = now
             at("check_rule: exact k=2", written=True)
-    assert stream.getvalue() == ""
+            _settle()
+        assert _lines(stream) == []
+        clock.now = 13.0
+        assert _wait_for(stream, 1) == ["[check rule   13s] check_rule: exact k=2"]

@@ -29,21 +29,25 @@ def heartbeat(
     stage: str,
     stream: TextIO | None = None,
     every: float = HEARTBEAT_S,
+    clock: Callable[[], float] = time.monotonic,
+    poll: float | None = None,
 ) -> Iterator[Callable[..., None]]:
     """Yield ``at(stage, written=False)``, which sets what the work is at;
     while the block runs, ``[COMMAND Ns] STAGE`` is written to ``stream``
-    (standard error) whenever nothing was written for ``every`` seconds
-    (starting at ``stage``). ``at`` itself writes nothing: it is cheap
+    (standard error) whenever nothing was written for ``every`` seconds of
+    ``clock`` (starting at ``stage``), looked at every ``poll`` seconds
+    (default ``every / 4``). ``at`` itself writes nothing: it is cheap
     enough to call inside timed code; ``written=True`` says the caller has
     just written a line of its own (the interval starts again)."""
     stream = sys.stderr if stream is None else stream
-    t0 = time.monotonic()
+    poll = every / 4 if poll is None else poll
+    t0 = clock()
     state = {"stage": stage, "written": t0}
     done = threading.Event()
 
     def beat() -> None:
-        while not done.wait(every / 4):
-            now = time.monotonic()
+        while not done.wait(poll):
+            now = clock()
             if now - state["written"] >= every:
                 stream.write(f"[{command} {now - t0:4.0f}s] {state['stage']}\n")
                 stream.flush()
@@ -52,7 +56,7 @@ def heartbeat(
     def at(text: str, written: bool = False) -> None:
         state["stage"] = text
         if written:
-            state["written"] = time.monotonic()
+            state["written"] = clock()
 
     thread = threading.Thread(target=beat, name=f"aftertrain-{command}-progress", daemon=True)
     thread.start()
