@@ -295,7 +295,7 @@ def torch_weight_norm_unstructured(weights, sparsity):
         "WeightNormSparsifier never removes the last block below sparsity 1: it removes at most "
         "n - 1 of n blocks, so 0.9 of 4 weights removes 3 (round(3.6) = 4), 0.9 of one weight 0, "
         "and with (1, 4) blocks 0.99 of 32 blocks removes 31, 0.75 of 2 removes 1; on the kit's "
-        "battery 2 of 336 checks fail, both count (the single weight at 0.7 and 0.9 is kept); "
+        "battery 2 of 389 checks fail, both count (the single weight at 0.7 and 0.9 is kept); "
         "magnitude order and nesting hold"
     ),
 )
@@ -308,12 +308,12 @@ def _per_layer_report():
     return check_pruner(torch_weight_norm_unstructured, scope=Scope.PER_LAYER)
 
 
-def test_torch_weight_norm_sparsifier_fails_2_of_336_checks_both_count():
-    """The figure of the xfail above, as docs/checks.md states it: of 336
+def test_torch_weight_norm_sparsifier_fails_2_of_389_checks_both_count():
+    """The figure of the xfail above, as docs/checks.md states it: of 389
     checks 2 fail, both count rows (the single weight at 0.7 and 0.9)."""
     report = _per_layer_report()
     failed = [r for r in report.rows if not r.passed]
-    assert len(report.rows) == 336 and len(failed) == 2, str(report)
+    assert len(report.rows) == 389 and len(failed) == 2, str(report)
     assert {r.check for r in failed} == {"count"}
     assert sorted(r.case for r in failed) == [
         "single weight, sparsity 0.7, w",

@@ -19,6 +19,8 @@ import torch
 
 def absmax_int4(w, scheme):
     """symmetric, per group of 32, codes in [-8, 7]: torchao's SYMMETRIC."""
+    if w.shape[1] % 32:
+        raise ValueError(f"rows of {w.shape[1]} are not whole groups of 32")
     g = w.reshape(w.shape[0], -1, 32)
     s = (g.abs().amax(-1, keepdim=True) / 7.5).clamp_min(torch.finfo(torch.float32).tiny)
     return (torch.round(g / s).clamp(-8, 7) * s).reshape(w.shape)
@@ -62,6 +64,18 @@ def rows_l2(weights, sparsity):
 def rows_l1(weights, sparsity):
     """whole rows, the smallest L1 norms first: right under rows:1, wrong under the default norm 2."""
     return _rows_by(1, weights, sparsity)
+
+
+def rows_kept_truncated(weights, sparsity):
+    """whole rows by L2 norm, torch-pruning's count n - int(n * (1 - s)), never the last row."""
+    out = {}
+    for name, w in weights.items():
+        n = w.shape[0]
+        drop = min(n - int(n * (1 - sparsity)), n - 1)
+        keep = torch.ones_like(w, dtype=torch.bool)
+        keep[torch.linalg.vector_norm(w, dim=1).argsort(stable=True)[:drop]] = False
+        out[name] = keep
+    return out
 
 
 def signed_two_four(weights, sparsity):
@@ -136,8 +150,8 @@ def test_rows_without_a_norm_means_the_l2_norm(user_folder, capsys):
     """``--pattern rows`` (and ``columns``) without ``:NORM`` judges by the
     L2 norm, as documented (and as ``ln_structured``'s usual ``n=2``): an L2
     row pruner passes it, an L1 one passes only ``rows:1`` and fails it."""
-    assert check_kits.parse_pattern("rows") == ("structured", 0, 2)
-    assert check_kits.parse_pattern("columns") == ("structured", 1, 2)
+    assert check_kits.parse_pattern("rows") == ("structured", 0, 2, "HALF_EVEN", 0)
+    assert check_kits.parse_pattern("columns") == ("structured", 1, 2, "HALF_EVEN", 0)
     argv = ["--json", "--quiet"]
     assert cli.main(["check", "pruner", "my_kits:rows_l2", "--pattern", "rows", *argv]) == 0
     assert cli.main(["check", "pruner", "my_kits:rows_l1", "--pattern", "rows:1", *argv]) == 0
@@ -145,6 +159,26 @@ def test_rows_without_a_norm_means_the_l2_norm(user_folder, capsys):
     assert cli.main(["check", "pruner", "my_kits:rows_l1", "--pattern", "rows", *argv]) == 1
     [report] = json.loads(capsys.readouterr().out)
     assert any(r["check"] == "magnitude" and not r["passed"] for r in report["rows"])
+
+
+def test_a_declared_count_convention_passes_and_undeclared_reads_mismatch(user_folder, capsys):
+    """torch-pruning's count, declared in --pattern's words, passes (every
+    row's class "passed" in --json); undeclared, the count rows it explains
+    are mismatches naming the declaration, and the report fails."""
+    declared = "rows:2 rounding=kept_truncated keep_at_least=1"
+    argv = ["check", "pruner", "my_kits:rows_kept_truncated", "--json", "--quiet", "--pattern"]
+    assert cli.main([*argv, declared]) == 0
+    [report] = json.loads(capsys.readouterr().out)
+    assert {r["class"] for r in report["rows"]} == {"passed"}
+    assert cli.main([*argv, "rows"]) == 1
+    [report] = json.loads(capsys.readouterr().out)
+    assert {r["class"] for r in report["rows"] if not r["passed"]} == {"mismatch"}
+    assert report["mismatches"] and all(
+        line.endswith(
+            "(declare Structured(dim=0, norm=2, rounding=Rounding.KEPT_TRUNCATED, keep_at_least=1))"
+        )
+        for line in report["mismatches"]
+    ), report["mismatches"]
 
 
 def test_a_file_path_imports_the_modules_beside_it(user_folder, capsys):
@@ -192,6 +226,13 @@ def test_a_file_path_imports_the_modules_beside_it(user_folder, capsys):
         ),
         (["pruner", "my_kits:two_four", "--pattern", "4:2"], "1 <= N < M"),
         (["pruner", "my_kits:two_four", "--pattern", "diagonal"], "expected N:M"),
+        (["pruner", "my_kits:two_four", "--pattern", "2:4 rounding=floor"], "N:M keeps exactly N of every M"),
+        (
+            ["pruner", "my_kits:rows_l2", "--pattern", "rows rounding=banker"],
+            "rounding=<half_even|half_up|floor|ceil|kept_truncated> or keep_at_least=<int >= 0>, "
+            "got 'rounding=banker'",
+        ),
+        (["pruner", "my_kits:rows_l2", "--pattern", "rows keep_at_least=-1"], "got 'keep_at_least=-1'"),
         (
             ["pruner", "my_kits:two_four", "--pattern", "2:4", "--sparsities", "0.5"],
             "--sparsities does not apply to an N:M pattern",
@@ -214,7 +255,7 @@ def test_usage_errors_exit_2_with_one_line(user_folder, capsys, argv, match):
 def test_scheme_and_pattern_words_are_the_kits():
     """--scheme's mapping names are repeated (a usage error needs no torch):
     they must be Mapping's; a scheme's printed form parses back to it."""
-    from aftertrain.checks.prune import NM, Scope, Structured, Unstructured
+    from aftertrain.checks.prune import NM, Rounding, Scope, Structured, Unstructured
     from aftertrain.checks.quant import Mapping, PerAxis, PerGroup, PerTensor, QuantScheme
 
     assert check_kits.MAPPINGS == tuple(m.name for m in Mapping)
@@ -231,6 +272,13 @@ def test_scheme_and_pattern_words_are_the_kits():
     assert build(check_kits.parse_pattern("2:4")) == NM(2, 4)
     assert build(check_kits.parse_pattern("global")) == Unstructured(Scope.GLOBAL)
     assert build(check_kits.parse_pattern("columns:inf")) == Structured(1, float("inf"))
+    assert check_kits.ROUNDINGS == tuple(r.name for r in Rounding)
+    assert build(check_kits.parse_pattern("rows:2 rounding=kept_truncated keep_at_least=1")) == Structured(
+        0, 2, rounding=Rounding.KEPT_TRUNCATED, keep_at_least=1
+    )
+    assert build(check_kits.parse_pattern("per-layer rounding=FLOOR")) == Unstructured(
+        Scope.PER_LAYER, rounding=Rounding.FLOOR
+    )
 
 
 def test_a_file_named_like_a_loaded_module_does_not_shadow_it(user_folder, capsys):

@@ -128,3 +128,51 @@ def signed_two_four_masks(weights, s):
         keep.scatter_(1, torch.topk(blocks, 2, dim=1).indices, True)
         masks[name] = keep.view(w.shape)
     return masks
+
+
+# --- counting conventions: torch-pruning's, and pruners counting otherwise -------
+
+
+def rows_counted(removed, importance=None):
+    """A row pruner removing ``removed(s, n)`` rows of every matrix, the
+    smallest ``importance(w)`` first (default: L2 norm per row); ``removed``
+    is a counting convention, e.g. ``Rounding.FLOOR.removed``."""
+
+    def prune(weights, s):
+        masks = {}
+        for name, w in weights.items():
+            imp = torch.linalg.vector_norm(w, dim=1) if importance is None else importance(w)
+            keep = torch.ones(w.shape[0], dtype=torch.bool)
+            keep[torch.sort(imp, stable=True).indices[: removed(s, w.shape[0])]] = False
+            masks[name] = keep.unsqueeze(1).expand_as(w).clone()
+        return masks
+
+    return prune
+
+
+def torch_pruning_rows(p: float = 2):
+    """torch-pruning 1.6.1's local width pruning of a Linear's rows, minimal
+    (read from its source, not imported): importance ``|w|^p`` summed over
+    the row (``MagnitudeImportance(p)``, ``w.abs().pow(self.p).sum(1)``:
+    at ``p = inf`` every row with a weight above 1 ties at inf, below 1 at 0);
+    ``n - int(n * (1 - s))`` rows removed (``BasePruner``'s ``n_pruned``),
+    and none at all where that count reaches every row
+    (``DependencyGraph.check_pruning_group``: "avoid over-pruning")."""
+
+    def removed(s, n):
+        count = n - int(n * (1 - s))
+        return 0 if count >= n else count
+
+    return rows_counted(removed, importance=lambda w: w.abs().pow(p).sum(1))
+
+
+def global_counted(removed):
+    """A global magnitude pruner removing ``removed(s, N)`` of all N weights."""
+
+    def prune(weights, s):
+        flat = _flat(weights)
+        keep = torch.ones(flat.numel(), dtype=torch.bool)
+        keep[torch.sort(flat.abs(), stable=True).indices[: removed(s, flat.numel())]] = False
+        return _split(keep, weights)
+
+    return prune

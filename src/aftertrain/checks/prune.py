@@ -44,8 +44,9 @@ from collections.abc import Callable, Iterable, Mapping
 
 import torch
 
-from aftertrain.checks.patterns import NM, Pattern, Scope, Structured, Unstructured
+from aftertrain.checks.patterns import NM, Pattern, Rounding, Scope, Structured, Unstructured
 from aftertrain.checks.prune_battery import battery, nm_battery, structured_battery
+from aftertrain.checks.prune_counts import Counted, name_fitting_count
 from aftertrain.checks.prune_guarantees import check_masks, check_nested
 from aftertrain.checks.refusals import is_refusal, refused_row
 from aftertrain.checks.report import Report, Row
@@ -53,12 +54,13 @@ from aftertrain.checks.rule_battery import describe_exception
 from aftertrain.core.validation import check_seed
 
 #: The kit's one import place: ``from aftertrain.checks.prune import NM,
-#: Scope, Structured, Unstructured, check_pruner, assert_pruner``
+#: Rounding, Scope, Structured, Unstructured, check_pruner, assert_pruner``
 #: (the batteries, from :mod:`aftertrain.checks.prune_battery`, re-exported).
 __all__ = [
     "NM",
     "Pattern",
     "Report",
+    "Rounding",
     "Row",
     "Scope",
     "Structured",
@@ -151,9 +153,10 @@ def check_pruner(
             else battery(seed)
         )
     report = Report(name or getattr(prune, "__name__", repr(prune)))
+    counted: list[Counted] = []
     for case, weights in cases.items():
-        _check_case(report, prune, case, weights, sparsities, pattern, magnitude, nested)
-    return report
+        _check_case(report, prune, case, weights, sparsities, pattern, magnitude, nested, counted)
+    return report if isinstance(pattern, NM) else name_fitting_count(report, pattern, counted)
 
 
 def _check_case(
@@ -165,8 +168,10 @@ def _check_case(
     pattern: Pattern,
     magnitude: bool,
     nested: bool,
+    counted: list[Counted],
 ) -> None:
-    """Every row of one case, sparsity by sparsity (nesting against the previous one)."""
+    """Every row of one case, sparsity by sparsity (nesting against the
+    previous one); its count rows appended to ``counted``."""
     previous = None
     for s in sparsities:
         where = f"{case}, sparsity {s}"
@@ -180,7 +185,7 @@ def _check_case(
         if masks is None:
             previous = None
             continue
-        check_masks(report, where, weights, masks, s, pattern, magnitude)
+        check_masks(report, where, weights, masks, s, pattern, magnitude, counted)
         if nested and previous is not None and not isinstance(pattern, NM):
             check_nested(report, where, weights, masks, s, previous)
         previous = (s, masks)

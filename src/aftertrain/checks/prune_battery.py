@@ -10,13 +10,24 @@ from aftertrain.checks.patterns import NM
 from aftertrain.core.validation import check_seed
 
 
+#: Counts where the conventions of :class:`~aftertrain.checks.patterns.Rounding`
+#: part at the default sparsities: at 10, 0.05 removes 0 (half to even, floor)
+#: or 1 (half up, ceil) and 0.9 removes 9, or 10 under torch-pruning's
+#: ``10 - int(10 * (1 - 0.9))`` (``int(0.9999999999999998) = 0`` kept); at
+#: 20 (and 30), 0.9 removes 18 (27), or 19 (28) under torch-pruning's,
+#: which alone tells it from ``ceil`` once one slice is always kept.
+ROUNDING_SIZES = (10, 20, 30)
+
+
 def battery(seed: int = 0) -> dict[str, dict[str, torch.Tensor]]:
     """The default cases: dicts of float32 weights, deterministic in ``seed``.
 
     Distinct Gaussian matrices of three sizes; heavy ties (values -2, 0, 2);
     two matrices on scales 1 and 100 (global takes the small one first,
     per-layer half of each); large negative weights (a signed ranking takes
-    them first); odd sizes 5, 15, 6 and 10 (exact halves); a single weight.
+    them first); odd sizes 5, 15, 6 and 10 (exact halves); 10 and 20 weights
+    (30 over both), where the roundings part (:data:`ROUNDING_SIZES`); a
+    single weight.
     """
     check_seed(seed)
     g = torch.Generator().manual_seed(seed)
@@ -42,6 +53,7 @@ def battery(seed: int = 0) -> dict[str, dict[str, torch.Tensor]]:
             "six": torch.randn(2, 3, generator=g),
             "ten": torch.randn(2, 5, generator=g),
         },
+        "ten and twenty": {"ten": torch.randn(2, 5, generator=g), "twenty": torch.randn(4, 5, generator=g)},
         "single weight": {"w": torch.tensor([[0.5]])},
     }
 
@@ -52,7 +64,8 @@ def structured_battery(seed: int = 0) -> dict[str, dict[str, torch.Tensor]]:
     Gaussian matrices, square, tall and wide; rows of scales 2**-r in an
     order where row norms and column norms rank differently; tied slice
     norms (rows that are permutations of one another); five rows and five
-    columns (exact halves); a single weight.
+    columns (exact halves); 10 and 20 rows and columns, where the roundings
+    part (:data:`ROUNDING_SIZES`); a single weight.
     """
     check_seed(seed)
     g = torch.Generator().manual_seed(seed)
@@ -68,6 +81,11 @@ def structured_battery(seed: int = 0) -> dict[str, dict[str, torch.Tensor]]:
         "row scales": {"w": scaled, "wt": scaled.T.contiguous()},
         "tied norms": {"w": tied, "wt": tied.T.contiguous()},
         "odd sizes": {"five": torch.randn(5, 5, generator=g)},
+        "ten and twenty": {
+            "ten": torch.randn(10, 6, generator=g),
+            "twenty": torch.randn(20, 3, generator=g),
+            "twenty wide": torch.randn(3, 20, generator=g),
+        },
         "single weight": {"w": torch.tensor([[0.5]])},
     }
 

@@ -10,25 +10,34 @@ from __future__ import annotations
 import torch
 
 from aftertrain.checks.patterns import NM, Pattern, Scope, Structured, Unstructured
+from aftertrain.checks.prune_counts import Counted, count_row
 from aftertrain.checks.report import Report, Row
 
 
 def check_masks(
-    report: Report, where: str, weights, masks, s: float, pattern: Pattern, magnitude: bool
+    report: Report,
+    where: str,
+    weights,
+    masks,
+    s: float,
+    pattern: Pattern,
+    magnitude: bool,
+    counted: list[Counted],
 ) -> None:
     """Add to ``report`` the rows of the masks ``masks`` of ``weights`` at
     sparsity ``s`` under ``pattern``: the count and (``magnitude``) the
     order, over all weights or per matrix as the scope says; per matrix,
-    the whole slices (Structured) or the blocks' counts (NM)."""
+    the whole slices (Structured) or the blocks' counts (NM). Each count
+    row of a counting pattern is appended to ``counted`` with ``s``."""
     if isinstance(pattern, Unstructured):
-        _check_count(report, where, weights, masks, s, pattern.scope)
+        _check_count(report, where, weights, masks, s, pattern, counted)
         if magnitude:
             _check_magnitude(report, where, weights, masks, pattern.scope)
         return
     for name, w in weights.items():
         at = f"{where}, {name}"
         if isinstance(pattern, Structured):
-            _check_slices(report, at, w, masks[name], s, pattern, magnitude)
+            _check_slices(report, at, w, masks[name], s, pattern, magnitude, counted)
         else:
             _check_blocks(report, at, w, masks[name], pattern, magnitude)
 
@@ -58,8 +67,9 @@ def _check_slices(
     s: float,
     pattern: Structured,
     magnitude: bool,
+    counted: list[Counted],
 ) -> None:
-    """Whole slices along ``dim``, ``round(s * size(dim))`` of them, the smallest norms."""
+    """Whole slices along ``dim``, the pattern's count of them, the smallest norms."""
     per_slice = mask if pattern.dim == 0 else mask.T  # (slices, length)
     whole = per_slice.all(1) | ~per_slice.any(1)
     ok = bool(whole.all())
@@ -78,21 +88,10 @@ def _check_slices(
     if not ok:
         return
     kept = per_slice.all(1)
-    n = kept.numel()
-    got, want = int((~kept).sum()), round(s * n)
-    report.add(
-        Row(
-            at,
-            "count",
-            got == want,
-            value=float(got),
-            bound=float(want),
-            n=n,
-            detail=""
-            if got == want
-            else f"removed {got} of {n} slices along dim {pattern.dim}, round({s} * {n}) = {want}",
-        )
+    row = count_row(
+        at, int((~kept).sum()), kept.numel(), s, pattern.counting, f" slices along dim {pattern.dim}"
     )
+    counted.append((report.add(row), s))
     if magnitude and kept.any() and not kept.all():
         _check_slice_norms(report, at, w, kept, per_slice.shape[1], pattern)
 
@@ -170,38 +169,18 @@ def _check_blocks(
     )
 
 
-def _check_count(report: Report, where: str, weights, masks, s: float, scope: Scope) -> None:
-    if scope is Scope.GLOBAL:
+def _check_count(
+    report: Report, where: str, weights, masks, s: float, pattern: Unstructured, counted: list[Counted]
+) -> None:
+    """The pattern's count of weights removed, over all weights (global) or per matrix."""
+    if pattern.scope is Scope.GLOBAL:
         n = sum(w.numel() for w in weights.values())
         got = sum(int((~m).sum()) for m in masks.values())
-        want = round(s * n)
-        report.add(
-            Row(
-                where,
-                "count",
-                got == want,
-                value=float(got),
-                bound=float(want),
-                n=n,
-                detail="" if got == want else f"removed {got} of {n}, round({s} * {n}) = {want}",
-            )
-        )
+        counted.append((report.add(count_row(where, got, n, s, pattern.counting)), s))
         return
     for name, w in weights.items():
-        got, want = int((~masks[name]).sum()), round(s * w.numel())
-        report.add(
-            Row(
-                f"{where}, {name}",
-                "count",
-                got == want,
-                value=float(got),
-                bound=float(want),
-                n=w.numel(),
-                detail=""
-                if got == want
-                else f"removed {got} of {w.numel()}, round({s} * {w.numel()}) = {want}",
-            )
-        )
+        row = count_row(f"{where}, {name}", int((~masks[name]).sum()), w.numel(), s, pattern.counting)
+        counted.append((report.add(row), s))
 
 
 def _check_magnitude(report: Report, where: str, weights, masks, scope: Scope) -> None:

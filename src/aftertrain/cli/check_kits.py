@@ -10,7 +10,11 @@ prints: ``"int4 SYMMETRIC_FULL PerGroup(32)"``, ``"int8 SYMMETRIC PerAxis(0)"``,
 size), with an optional fourth word ``floor=X`` (a float, or ``eps`` for
 float32's machine epsilon, torchao's int8 floor). ``--pattern``: ``N:M``
 (e.g. ``2:4``), ``global``, ``per-layer``, ``rows`` or ``columns`` with an
-optional norm (``rows:1``, ``columns:inf``; default 2).
+optional norm (``rows:1``, ``columns:inf``; default 2), then the count's
+convention if it is not the default: ``rounding=floor`` (``half_even``,
+``half_up``, ``floor``, ``ceil``, ``kept_truncated``) and
+``keep_at_least=1``, as the Python keywords: torch-pruning's rows are
+``'rows:2 rounding=kept_truncated keep_at_least=1'``.
 """
 
 from __future__ import annotations
@@ -115,26 +119,51 @@ def battery_scheme(parsed: tuple):
     return scheme
 
 
+#: --pattern's rounding names (aftertrain.checks.patterns.Rounding), repeated
+#: so that a usage error needs no torch (tests/cli/test_check_kits.py keeps them equal).
+ROUNDINGS = ("HALF_EVEN", "HALF_UP", "FLOOR", "CEIL", "KEPT_TRUNCATED")
+PATTERN_FORM = (
+    "N:M (e.g. 2:4), or global, per-layer, rows[:NORM] or columns[:NORM] (NORM 1, 2 or inf) "
+    "followed by optional rounding=ROUNDING and keep_at_least=K"
+)
+
+
 def parse_pattern(text: str) -> tuple:
-    """``("nm", n, m)``, ``("unstructured", scope)`` or ``("structured",
-    dim, norm)`` of a ``--pattern`` value."""
-    bad = argparse.ArgumentTypeError(
-        f"expected N:M (e.g. 2:4), global, per-layer, rows[:NORM] or columns[:NORM] "
-        f"(NORM 1, 2 or inf), got {text!r}"
-    )
-    t = text.strip().lower()
-    if re.fullmatch(r"[0-9]+:[0-9]+", t):
-        n, m = (int(x) for x in t.split(":"))
+    """``("nm", n, m)``, ``("unstructured", scope, rounding, keep_at_least)``
+    or ``("structured", dim, norm, rounding, keep_at_least)`` of a
+    ``--pattern`` value: ``"rows:2 rounding=kept_truncated keep_at_least=1"``
+    (``rounding`` a :data:`ROUNDINGS` name, any case, ``-`` for ``_``;
+    default ``HALF_EVEN`` and 0); argparse.ArgumentTypeError naming what is
+    allowed."""
+    bad = argparse.ArgumentTypeError
+    first, *words = text.strip().lower().split() or [""]
+    if re.fullmatch(r"[0-9]+:[0-9]+", first):
+        n, m = (int(x) for x in first.split(":"))
         if not 1 <= n < m:
-            raise argparse.ArgumentTypeError(f"N:M needs 1 <= N < M, got {text!r}")
+            raise bad(f"N:M needs 1 <= N < M, got {text!r}")
+        if words:
+            raise bad(f"N:M keeps exactly N of every M, no count to round: got {text!r}")
         return ("nm", n, m)
-    if t in ("global", "per-layer"):
-        return ("unstructured", t)
-    s = re.fullmatch(r"(rows|columns)(?::(1|2|inf))?", t)
+    s = re.fullmatch(r"(rows|columns)(?::(1|2|inf))?", first)
+    if first not in ("global", "per-layer") and not s:
+        raise bad(f"expected {PATTERN_FORM}, got {text!r}")
+    counting = {"rounding": "HALF_EVEN", "keep_at_least": 0}
+    for word in words:
+        key, _, value = word.partition("=")
+        if key == "rounding" and value.upper().replace("-", "_") in ROUNDINGS:
+            counting[key] = value.upper().replace("-", "_")
+        elif key == "keep_at_least" and value.isdigit():
+            counting[key] = int(value)
+        else:
+            raise bad(
+                f"after the pattern: rounding=<{'|'.join(r.lower() for r in ROUNDINGS)}> or "
+                f"keep_at_least=<int >= 0>, got {word!r} in {text!r}"
+            )
+    tail = (counting["rounding"], counting["keep_at_least"])
     if not s:
-        raise bad
+        return ("unstructured", first, *tail)
     norm = math.inf if s.group(2) == "inf" else int(s.group(2) or 2)
-    return ("structured", 0 if s.group(1) == "rows" else 1, norm)
+    return ("structured", 0 if s.group(1) == "rows" else 1, norm, *tail)
 
 
 def build_pattern(parsed: tuple):
@@ -143,9 +172,11 @@ def build_pattern(parsed: tuple):
 
     if parsed[0] == "nm":
         return P.NM(parsed[1], parsed[2])
-    if parsed[0] == "unstructured":
-        return P.Unstructured(P.Scope.GLOBAL if parsed[1] == "global" else P.Scope.PER_LAYER)
-    return P.Structured(parsed[1], parsed[2])
+    *head, rounding, keep = parsed
+    counting = {"rounding": P.Rounding[rounding], "keep_at_least": keep}
+    if head[0] == "unstructured":
+        return P.Unstructured(P.Scope.GLOBAL if head[1] == "global" else P.Scope.PER_LAYER, **counting)
+    return P.Structured(head[1], head[2], **counting)
 
 
 def _sparsities(text: str) -> list[float]:
@@ -198,7 +229,8 @@ def add_parsers(sub) -> None:
         type=parse_pattern,
         required=True,
         metavar="PATTERN",
-        help="N:M (e.g. 2:4), global, per-layer, rows[:NORM] or columns[:NORM]",
+        help="N:M (e.g. 2:4), global, per-layer, rows[:NORM] or columns[:NORM], then optional "
+        "rounding=half_even|half_up|floor|ceil|kept_truncated and keep_at_least=K",
     )
     p.add_argument(
         "--random",
