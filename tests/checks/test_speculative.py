@@ -129,14 +129,20 @@ def test_the_zoos_correct_rule_and_loop_pass():
 
 
 def test_check_generator_splits_alpha_over_every_k_and_temperature():
-    """Bonferroni over the joint-law tests: with 2 ks and 2 temperatures each
-    chi-square row is at alpha / 4 (not alpha / 2, which would hold the
-    family only to 2 alpha)."""
+    """Bonferroni over the joint-law tests: with 2 ks and 2 temperatures,
+    and on the default toys the zero probes at each k, each chi-square row
+    is at alpha / 6 (alpha / 4 on models of one's own; not alpha / 2, which
+    would hold the family only to 2 alpha)."""
     report = CS.check_generator(
         zoo.make_generator(), runs=100, ks=(1, 2), temperatures=(1.0, 0.5), alpha=1e-3
     )
     bounds = [r.bound for r in report.rows if r.check == "chi-square"]
-    assert len(bounds) == 4 and set(bounds) == {1e-3 / 4}, str(report)
+    assert len(bounds) == 6 and set(bounds) == {1e-3 / 6}, str(report)
+    own = CS.check_generator(
+        zoo.make_generator(), *CS.toy_models(), runs=100, ks=(1, 2), temperatures=(1.0, 0.5), alpha=1e-3
+    )
+    bounds = [r.bound for r in own.rows if r.check == "chi-square"]
+    assert len(bounds) == 4 and set(bounds) == {1e-3 / 4}, str(own)
 
 
 def test_the_u_zero_bug_is_invisible_to_the_statistical_battery():

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+from aftertrain.checks.generator_toys import ZERO_FRACTION
 from aftertrain.checks.speculative import ToyTable, toy_models
 from aftertrain.lm.model import GPT, GPTConfig
 from aftertrain.lm.protocol import TableConfig, TokenCache, check_idx, texts
@@ -102,13 +103,15 @@ TOY_TEMPERATURE = 0.3  # far from 1, so a q taken at temperature 1 shows (TV up 
 
 
 def toy_target() -> ToyTable:
-    """The kit's default target: a table on the last two symbols."""
-    return toy_models(TOY_V)[0]
+    """The kit's toy target with zero-probability entries (its zero probes'):
+    a table on the last two symbols, 20% of entries at p = 0."""
+    return toy_models(TOY_V, zero_fraction=ZERO_FRACTION)[0]
 
 
 def toy_draft() -> ToyTable:
-    """The kit's default draft: a table on the last symbol."""
-    return toy_models(TOY_V)[1]
+    """The kit's toy draft with zero-probability entries (its zero probes'):
+    a table on the last symbol, 20% of entries at q = 0."""
+    return toy_models(TOY_V, zero_fraction=ZERO_FRACTION)[1]
 
 
 __all__ = [

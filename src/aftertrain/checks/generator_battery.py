@@ -13,71 +13,17 @@ from torch import nn
 
 from aftertrain import stats
 from aftertrain.checks import rule_battery
+from aftertrain.checks.generator_toys import ZERO_FRACTION, toy_models
 from aftertrain.checks.report import Report, Row
 from aftertrain.core.validation import check_int, is_int, is_real
-from aftertrain.lm.protocol import TableConfig, TokenCache, check_idx, texts
 from aftertrain.stats import ALPHA
 
+#: The label of the joint laws run on the zero-probability toys.
+ZERO_PROBES = " (toys with p = 0 and q = 0 entries)"
 #: Seconds of runs between two progress lines within one joint law, so a
 #: slow generator still shows it is alive (the command promises a line at
 #: least every 5 s; one run of the toys takes milliseconds).
 PROGRESS_EVERY_S = 2.0
-
-
-class ToyTable(nn.Module):
-    """A toy language model over ``vocab_size`` symbols whose exact law is
-    cheap to enumerate.
-
-    The next-symbol logits are a random table indexed by the last ``order``
-    symbols (1 or 2; the first symbol sees a "start" index before it). A
-    fraction ``zero_fraction`` of the logits is -inf (probability 0 at any
-    temperature), never a row's largest, so supports differ between models.
-    ``forward(idx (B, L)) -> logits (B, L, V)`` scores whole texts; with
-    ``cache`` (from ``new_cache()``) it continues the cached text, which is
-    aftertrain's Decoder interface (``config.block_size``, ``new_cache()``).
-    """
-
-    def __init__(
-        self, vocab_size: int, seed: int, order: int = 2, scale: float = 1.5, zero_fraction: float = 0.2
-    ) -> None:
-        super().__init__()
-        if order not in (1, 2):
-            raise ValueError(f"order must be 1 or 2, got {order!r}")
-        check_int("vocab_size", vocab_size, least=2)
-        self.config = TableConfig(vocab_size)
-        self.order = order
-        V = vocab_size
-        g = torch.Generator().manual_seed(seed)
-        logits = torch.randn(V + 1, V, V, generator=g) * scale
-        drop = torch.rand(V + 1, V, V, generator=g) < zero_fraction
-        drop &= logits < logits.amax(-1, keepdim=True)  # keep each row's top symbol
-        self.register_buffer("table", logits.masked_fill(drop, float("-inf")))
-
-    def forward(self, idx: torch.Tensor, cache: TokenCache | None = None) -> torch.Tensor:
-        """Logits (B, T, V) for ``idx`` (int64, (B, T), symbols below ``vocab_size``): row b,
-        position t reads the table at the symbol before and the symbol at t (the start index
-        before the first symbol; only the symbol at t when ``order`` is 1). With ``cache`` the
-        rows continue the cached text, which this call extends. ValueError when ``idx`` is not
-        such a tensor or ``cache`` is not a :class:`TokenCache`."""
-        V = self.config.vocab_size
-        T = check_idx(idx, V).shape[1]
-        out = []
-        for seen in texts(idx, cache):
-            start = len(seen) - T
-            prev = [seen[i - 1] if i >= 1 and self.order == 2 else V for i in range(start, len(seen))]
-            out.append(self.table[torch.tensor(prev), torch.tensor(seen[start:])])
-        return torch.stack(out)
-
-    def new_cache(self) -> TokenCache:
-        """An empty :class:`TokenCache`: the text seen so far, which ``forward(idx, cache)``
-        continues and extends (aftertrain's Decoder interface)."""
-        return TokenCache()
-
-
-def toy_models(vocab_size: int = 4) -> tuple[ToyTable, ToyTable]:
-    """The default (target, draft) of :func:`check_generator`: a table on the
-    last two symbols and one on the last symbol, 20% of entries at p = 0."""
-    return ToyTable(vocab_size, seed=11, order=2), ToyTable(vocab_size, seed=12, order=1)
 
 
 def _probs(logits: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -188,12 +134,14 @@ def _joint_law(
     generator: torch.Generator,
     V: int,
     say: Callable[[str], None],
+    label: str = "",
 ) -> None:
     """Rows "support" and "chi-square" of the first ``length`` tokens of
-    ``runs`` calls against the target's exact joint law; ``say`` gets a line
-    at least every :data:`PROGRESS_EVERY_S` seconds of runs."""
+    ``runs`` calls against the target's exact joint law (the case named
+    with ``label`` after it); ``say`` gets a line at least every
+    :data:`PROGRESS_EVERY_S` seconds of runs."""
     law = exact_prefix_law(target, prompt, length, temperature)
-    case = f"joint law T={temperature:g} k={k} n_new={n_new}"
+    case = f"joint law T={temperature:g} k={k} n_new={n_new}{label}"
     weights = V ** np.arange(length - 1, -1, -1)
     codes = []
     start = last = time.perf_counter()
@@ -301,8 +249,10 @@ def check_generator(
     ``temperature`` a float >= 0 (0 is greedy) and ``generator`` a seeded
     ``torch.Generator`` for every random draw; it returns the ``n_new``
     generated tokens as a 1-D int64 tensor. ``target`` and ``draft`` are
-    :class:`ToyTable` models by default (:func:`toy_models`): ``model(idx
-    (1, L)) -> logits (1, L, V)``, plus aftertrain's Decoder interface.
+    :class:`~aftertrain.checks.generator_toys.ToyTable` models by default
+    (:func:`~aftertrain.checks.generator_toys.toy_models`, full support):
+    ``model(idx (1, L)) -> logits (1, L, V)``, plus aftertrain's Decoder
+    interface.
 
     Checks, for every k in ``ks``:
 
@@ -315,14 +265,19 @@ def check_generator(
       follow the target's exact joint law at that temperature, enumerated
       from the target's logits (V**length cells; Pearson chi-square, cells
       pooled to expected >= 5);
+    - zero probes (the default toys only): the joint law again at the
+      largest temperature for every k, on toys with 20% of their entries at
+      probability 0 (:data:`ZERO_PROBES` in the case name): a loop that
+      emits a p = 0 token, or crashes on q = 0, fails these cases apart from
+      the law on the full-support toys;
     - greedy: at temperature 0, ``greedy_tokens`` tokens after the prompt
       (and after a 5-token prompt) equal plain greedy decoding of the
       target (argmax, first index on ties) token for token;
     - outputs: int64, shape (n_new,), no exception (a failure line names
       the exception, its message and the innermost frame of the user's code).
 
-    Error rate: the chi-square tests run at ``alpha / (len(ks) *
-    len(temperatures))`` each (Bonferroni), so a correct generator fails
+    Error rate: the chi-square tests run at ``alpha`` over the number of
+    joint laws each (Bonferroni), so a correct generator fails
     with probability <= alpha; the greedy and output checks are exact.
     ``progress`` is called with one line after each joint law and greedy
     run, and within a joint law every :data:`PROGRESS_EVERY_S` seconds.
@@ -336,21 +291,27 @@ def check_generator(
     """
     _check_arguments(generate, runs, ks, length, n_new, temperatures, greedy_tokens, alpha, seed)
     say = rule_battery.check_progress(progress)
+    toys = target is None and draft is None
     target, draft, prompt_t, V = _models_and_prompt(target, draft, prompt)
+    # (target, draft, temperature, its index in the seed, k, label) of every joint law
+    laws = [(target, draft, t, ti, k, "") for (ti, t), k in itertools.product(enumerate(temperatures), ks)]
+    if toys:
+        zeros = toy_models(V, zero_fraction=ZERO_FRACTION)
+        laws += [(*zeros, max(temperatures), len(temperatures), k, ZERO_PROBES) for k in ks]
     report = Report(
         name
         or f"check_generator({getattr(generate, '__name__', 'generate')}, "
         f"runs={runs}, ks={tuple(ks)}, T={tuple(temperatures)}, seed={seed})"
     )
-    per_test = alpha / (len(ks) * len(temperatures))
+    per_test = alpha / len(laws)
     with rule_battery.one_torch_thread():
-        for (ti, temperature), k in itertools.product(enumerate(temperatures), ks):
+        for law_target, law_draft, temperature, ti, k, label in laws:
             start = time.perf_counter()
             _joint_law(
                 report,
                 generate,
-                target,
-                draft,
+                law_target,
+                law_draft,
                 prompt_t,
                 k=k,
                 temperature=temperature,
@@ -361,9 +322,10 @@ def check_generator(
                 generator=torch.Generator().manual_seed(seed * 1009 + 31 * ti + k),
                 V=V,
                 say=say,
+                label=label,
             )
             say(
-                f"check_generator: joint law T={temperature:g} k={k}, {runs} runs, "
+                f"check_generator: joint law T={temperature:g} k={k}{label}, {runs} runs, "
                 f"{time.perf_counter() - start:.1f} s"
             )
         for k in ks:

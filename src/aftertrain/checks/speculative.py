@@ -39,7 +39,8 @@ import numpy as np
 import torch
 
 from aftertrain.checks import rule_battery
-from aftertrain.checks.generator_battery import ToyTable, check_generator, toy_models
+from aftertrain.checks.generator_battery import check_generator
+from aftertrain.checks.generator_toys import ToyTable, toy_models
 from aftertrain.checks.report import Report, Row
 from aftertrain.checks.rule_battery import DTYPES, FIXED_P, FIXED_Q, Case  # noqa: F401 (re-exported)
 from aftertrain.checks.rule_exact import check_rule_exact
