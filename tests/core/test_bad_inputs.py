@@ -28,6 +28,7 @@ def env(tmp_path_factory) -> SimpleNamespace:
         "huge": '{"x": 1e999}',
         "deep": "[" * 100_000 + "]" * 100_000,
         "deep_enough": "[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1),
+        "deep_objects": '{"a": ' * (MAX_JSON_DEPTH + 1) + "1" + "}" * (MAX_JSON_DEPTH + 1),
         "not_json": "{ not json",
     }
     for name, text in files.items():
@@ -55,6 +56,7 @@ CASES = [
     (read_json, dict(path=_at("not_json.json"), what=LEDGER), "not_json.json is not valid JSON"),
     (read_json, dict(path=_at("deep.json"), what=LEDGER), f"is nested more than {MAX_JSON_DEPTH} deep"),
     (read_json, dict(path=_at("deep_enough.json"), what=LEDGER), f"nested more than {MAX_JSON_DEPTH} deep"),
+    (read_json, dict(path=_at("deep_objects.json"), what=LEDGER), f"nested more than {MAX_JSON_DEPTH} deep"),
     (read_json, dict(path=_at("nan.json"), what=LEDGER), "nan.json holds the number NaN, not finite"),
     (read_json, dict(path=_at("inf.json"), what=LEDGER), "holds the number -Infinity, not finite"),
     (read_json, dict(path=_at("huge.json"), what=LEDGER), "holds the number 1e999, not finite"),
@@ -75,3 +77,18 @@ def test_a_file_at_the_bounds_reads(tmp_path):
     for _ in range(MAX_JSON_DEPTH):
         [value] = value
     assert value == 1e300
+
+
+def test_a_file_of_exactly_64_mib_passes_the_size_bound(tmp_path):
+    """At most 64 MiB (docs and :data:`MAX_JSON_BYTES`): a file of exactly
+    64 * 2**20 bytes is not refused for its size (a sparse file of NULs, so
+    refused as not JSON instead), one byte more is."""
+    path = tmp_path / "exactly.json"
+    with open(path, "wb") as f:  # sparse: no disk written
+        f.truncate(64 * 2**20)
+    with pytest.raises(ValueError, match="exactly.json is not valid JSON"):
+        read_json(path, LEDGER)
+    with open(path, "ab") as f:
+        f.truncate(64 * 2**20 + 1)
+    with pytest.raises(ValueError, match="at most 67,108,864 are read"):
+        read_json(path, LEDGER)

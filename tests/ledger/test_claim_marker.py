@@ -23,7 +23,7 @@ def test_q2_holds():
     pass
 
 @pytest.mark.claim("Q3", "Q4")
-def test_q3_and_q4():
+def test_of_two_claims():
     pass
 
 @pytest.mark.claim("Q10")
@@ -77,11 +77,12 @@ def test_an_unknown_claim_is_refused_listing_the_known_ones(pytester: pytest.Pyt
 
 def test_k_finds_a_tests_claim_ids(pytester: pytest.Pytester):
     """The claim IDs are among a test's keywords: ``-k Q4`` finds the test
-    marked ``claim("Q3", "Q4")``, whose name does not say Q4."""
+    marked ``claim("Q3", "Q4")``, whose name does not say Q4 (``-k``
+    matches case-insensitively: a name holding ``q4`` would pass it alone)."""
     pytester.makepyfile(test_claimed=TESTS)
     result = pytester.runpytest("-p", "aftertrain.ledger", "-k", "Q4", "-v")
     result.assert_outcomes(passed=1, deselected=3)
-    result.stdout.fnmatch_lines(["*test_q3_and_q4 PASSED*"])
+    result.stdout.fnmatch_lines(["*test_of_two_claims PASSED*"])
 
 
 @pytest.mark.parametrize(
