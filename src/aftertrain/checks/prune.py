@@ -8,10 +8,16 @@ kept, one entry per weight. It must not modify ``weights``. The pruner
 claims a pattern of :mod:`aftertrain.checks.patterns`: ``Unstructured(scope)``,
 ``Structured(dim, norm)`` or ``NM(n, m)``.
 
-``round`` is Python's (half to even, on the float64 product): at ``n = 5``,
-sparsity 0.5 removes 2 and 0.3 removes 2; this is how ``torch.nn.utils.prune``
-counts too. With ``magnitude=False`` (a random pruner) only what the pattern
-fixes is checked: counts, shapes, the structure; nesting only if asked.
+The count is the pattern's (:class:`~aftertrain.checks.patterns.Counting`):
+by default Python's ``round`` (half to even, on the float64 product: at
+``n = 5``, sparsity 0.5 removes 2 and 0.3 removes 2; this is how
+``torch.nn.utils.prune`` counts too), or the declared ``rounding`` and
+``keep_at_least`` (torch-pruning's: ``Structured(0, 2,
+rounding=Rounding.KEPT_TRUNCATED, keep_at_least=1)``). Undeclared, the count
+rows another convention explains are mismatches naming it
+(:mod:`aftertrain.checks.prune_counts`). With ``magnitude=False`` (a random
+pruner) only what the pattern fixes is checked: counts, shapes, the
+structure; nesting only if asked.
 
 The guarantees checked, per case of the battery and sparsity:
 
@@ -23,7 +29,7 @@ The guarantees checked, per case of the battery and sparsity:
   "refused (ValueError: ...)"; a crash in its computation, or any exception
   on an input the pattern defines, fails);
 * ``structure``: Structured: every slice along ``dim`` kept or removed whole;
-* ``count``: exactly the rounded count removed (globally, per matrix, in
+* ``count``: exactly the pattern's count removed (globally, per matrix, in
   slices per matrix); NM: exactly ``n`` kept in every block of ``m``;
 * ``magnitude``: no removed ``|w|`` exceeds a kept ``|w|`` (over all weights
   for global, within each matrix per layer, within each block for NM); no
