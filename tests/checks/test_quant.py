@@ -19,9 +19,12 @@ from aftertrain.checks.schemes import (
     PerGroup,
     PerTensor,
     QuantScheme,
+    group_index,
+    qparams,
     quantize_scheme,
 )
 from aftertrain.quant import Granularity, fake_quantize
+from tests.common.docs_examples import run_code
 from tests.common.kit import failed_checks
 from tests.common.quant_bugs import (
     affine_zero_point,
@@ -152,7 +155,7 @@ def test_docs_checks_example_runs():
     text = (Path(__file__).resolve().parents[2] / "docs" / "checks.md").read_text()
     body = text.split("## Quantizers", 1)[1].split("\n## ", 1)[0]
     (code,) = re.findall(r"```python\n(.*?)```", body, flags=re.DOTALL)
-    exec(compile(code, "docs/checks.md (Quantizers)", "exec"), {})
+    run_code(code, "docs/checks.md (Quantizers)")
 
 
 def test_round_trip_bound_is_the_derived_slack():
@@ -216,7 +219,7 @@ def test_kit_passes_a_correct_quantizer_of_every_mapping_and_granularity_at_a_bo
     """quantize_scheme (float32, the formulas of aftertrain.checks.schemes)
     under every mapping, per tensor, per row, per column and per group of 32
     and 128 (int4 per group is the ecosystem's weight-only default), at every
-    width 2..8: 175 schemes, every guarantee on every case of the battery,
+    width 2..8: 245 schemes, every guarantee on every case of the battery,
     the edge cases included (a group size that does not divide the row is a
     shorter last group). The kit's own CPU (all but the quantizer's calls)
     stays within KIT_OVER_QUANTIZER_CPU times the quantizer's (CPU time, so
@@ -250,9 +253,10 @@ def test_kit_passes_a_correct_quantizer_of_every_mapping_and_granularity_at_a_bo
             "codes",
             "codes match w_hat",
             "scale",
-            "extremes",
             "edge",
         } <= checks, mapping
+        # a free zero point has no nearest code of its own to judge the extremes at
+        assert ("extremes" in checks) == (mapping is not Mapping.ASYMMETRIC_FREE_ZERO), mapping
         assert ("odd" in checks) is mapping.odd and ("zero" in checks) is mapping.keeps_zero
         assert ("idempotent" in checks) is mapping.idempotent
 
@@ -448,3 +452,27 @@ def test_heavy_tailed_cases_hold_a_negative_extreme(bits):
     for w in (battery(bits)["heavy-tailed"], group_battery(bits, 4)["heavy-tailed"]):
         extreme = w.reshape(-1)[w.abs().argmax()]
         assert float(extreme) == -40.0
+
+
+@pytest.mark.teeth
+@pytest.mark.parametrize("granularity", [PerTensor(), PerAxis(0), PerGroup(32)])
+def test_round_trip_catches_small_groups_collapsed_to_one_value(granularity):
+    """hqq's collapse: a group whose range is at most 1e-4 becomes its
+    smallest value. The default battery's small-but-normal case (values 1e-5
+    to 1e-4, a range of at most 9e-5 in every row, group and tensor) fails
+    the round trip at every granularity: int4's half step there is about
+    3e-6, the collapse errs up to 9e-5."""
+    scheme = QuantScheme(4, Mapping.ASYMMETRIC_FLOAT_SHIFT, granularity)
+
+    def collapse(w, s):
+        w_hat = quantize_scheme(w, s)[0]
+        p = qparams(w, s)
+        index, n = group_index(tuple(w.shape), s.granularity)
+        lo = w.new_full((n,), float("inf")).scatter_reduce(0, index.reshape(-1), w.reshape(-1), "amin")
+        hi = w.new_full((n,), -float("inf")).scatter_reduce(0, index.reshape(-1), w.reshape(-1), "amax")
+        small = (hi - lo <= 1e-4) & (p.amax >= 1e-30)
+        return torch.where(small[index], lo[index], w_hat)
+
+    report = check_quantizer(collapse, schemes=scheme)
+    small = [r for r in report.rows if r.case.startswith("small normal") and r.outcome == "failure"]
+    assert "round-trip" in {r.check for r in small}, str(report)

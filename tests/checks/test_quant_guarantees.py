@@ -17,6 +17,7 @@ from aftertrain.checks.quant import FLOAT32_EPS, check_quantizer
 from aftertrain.checks.schemes import (
     Mapping,
     PerAxis,
+    PerGroup,
     PerTensor,
     QuantScheme,
     group_index,
@@ -260,3 +261,207 @@ def test_odd_row_catches_a_quantizer_that_returns_the_same_output_for_minus_w():
         sign_blind, schemes=[SYM8], cases={"positive sum": torch.tensor([[1.0, -0.5, 0.25]])}
     )
     assert failed_checks(report) == {"odd"}, str(report)
+
+
+# --- declared conventions: signed scale, free zero, low-precision input and scales ---
+
+GAUSS = {"gaussian": torch.randn(4, 64, generator=torch.Generator().manual_seed(1))}
+
+
+def _free_zero(shift: torch.Tensor | float):
+    """hqq's form ``(q - z) * scale`` with min/max's scale and the zero moved by ``shift`` codes."""
+
+    def quantize(w, scheme):
+        p = qparams(w, replace(scheme, mapping=Mapping.ASYMMETRIC_FREE_ZERO))
+        s, z = p.scale.float()[p.index], p.zero.float()[p.index] + shift
+        return (torch.round(w / s + z).clamp(0, 2**scheme.bits - 1) - z) * s
+
+    return quantize
+
+
+FREE = QuantScheme(4, Mapping.ASYMMETRIC_FREE_ZERO, PerGroup(32))
+
+
+def test_a_free_zero_moved_off_the_grid_passes_declared_and_is_named_undeclared():
+    """hqq's optimised zero: moved 0.3 codes off min/max's, every element is
+    still within half a step (the extremes land 0.3 steps inside), so
+    ASYMMETRIC_FREE_ZERO passes; declared ASYMMETRIC_FLOAT_SHIFT its grid is
+    0.3 off, a mismatch naming ASYMMETRIC_FREE_ZERO."""
+    assert check_quantizer(_free_zero(0.3), schemes=FREE, cases=GAUSS).passed
+    shift = replace(FREE, mapping=Mapping.ASYMMETRIC_FLOAT_SHIFT)
+    report = check_quantizer(_free_zero(0.3), schemes=shift, cases=GAUSS)
+    assert report.mismatches and all("looks like ASYMMETRIC_FREE_ZERO" in m for m in report.mismatches)
+
+
+@pytest.mark.teeth
+def test_round_trip_catches_a_free_zero_that_clips():
+    """A zero moved 0.8 codes: the group's largest w maps to 15.8, clipped to
+    15, 0.8 steps off: the round trip (half a step) fails."""
+    report = check_quantizer(_free_zero(0.8), schemes=FREE, cases=GAUSS)
+    assert "round-trip" in failed_checks(report), str(report)
+
+
+@pytest.mark.teeth
+def test_grid_catches_two_zero_points_in_one_group():
+    """Even columns on one zero, odd ones on another 0.3 codes away: each
+    element within half a step, but the group's w_hat is on no one grid."""
+    shift = torch.tensor([0.3, 0.0]).repeat(32)
+    report = check_quantizer(_free_zero(shift), schemes=FREE, cases=GAUSS)
+    assert failed_checks(report) == {"grid"}, str(report)
+
+
+SIGNED = QuantScheme(4, Mapping.SYMMETRIC_SIGNED_SCALE, PerAxis(0))
+
+
+def test_a_signed_scale_output_declared_symmetric_full_is_named():
+    """neural-compressor's full range (a negative scale where the larger
+    extreme is positive) under SYMMETRIC_FULL: a mismatch naming it."""
+    full = replace(SIGNED, mapping=Mapping.SYMMETRIC_FULL)
+    report = check_quantizer(lambda w, s: quantize_scheme(w, SIGNED)[0], schemes=full, cases=GAUSS)
+    assert report.mismatches and all("looks like SYMMETRIC_SIGNED_SCALE" in m for m in report.mismatches)
+
+
+@pytest.mark.teeth
+def test_round_trip_catches_a_signed_scale_never_negative():
+    """The scale amax / 8 always positive: a row whose larger extreme is
+    positive clips it to 7 steps, one step (not half) off."""
+
+    def never_negative(w, scheme):
+        s = w.abs().amax(1, keepdim=True) / 2 ** (scheme.bits - 1)
+        return torch.round(w / s).clamp(-(2 ** (scheme.bits - 1)), 2 ** (scheme.bits - 1) - 1) * s
+
+    w = torch.tensor([[1.0, -0.5, 0.25, 0.1], [-1.0, 0.5, 0.25, 0.1]])
+    report = check_quantizer(never_negative, schemes=SIGNED, cases={"signs": w})
+    assert "round-trip" in failed_checks(report), str(report)
+
+
+INT8 = QuantScheme(8, Mapping.SYMMETRIC, PerAxis(0))
+
+
+def _low_scales(dtype: torch.dtype):
+    """neural-compressor's ``recover()``: codes from the float32 scale, w_hat from it rounded to dtype."""
+
+    def quantize(w, scheme):
+        p = qparams(w, INT8)
+        s = p.scale.float()[p.index]
+        return torch.round(w / s).clamp(-127, 127) * s.to(dtype).float()
+
+    return quantize
+
+
+def test_float16_scales_pass_declared_and_are_named_undeclared():
+    """Dequantized with float16 scales, each w_hat moves by up to 127 x the
+    scale's rounding (2**-11 relative): declared ``scale_dtype`` passes,
+    undeclared a mismatch naming ``scale=float16``."""
+    declared = replace(INT8, scale_dtype=torch.float16)
+    assert check_quantizer(_low_scales(torch.float16), schemes=declared, cases=GAUSS).passed
+    report = check_quantizer(_low_scales(torch.float16), schemes=INT8, cases=GAUSS)
+    assert report.mismatches and all("scale=float16" in m for m in report.mismatches), str(report)
+
+
+@pytest.mark.teeth
+def test_round_trip_catches_bfloat16_scales_declared_float16():
+    """bfloat16 rounds the scale 8 times coarser (2**-8): past float16's drift."""
+    declared = replace(INT8, scale_dtype=torch.float16)
+    report = check_quantizer(_low_scales(torch.bfloat16), schemes=declared, cases=GAUSS)
+    assert "round-trip" in failed_checks(report), str(report)
+
+
+def _from_copy(dtype: torch.dtype):
+    """bitsandbytes' module path: the weight quantized from a copy in ``dtype``."""
+    return lambda w, scheme: quantize_scheme(w.to(dtype).float(), INT8)[0]
+
+
+def test_a_float16_copy_quantized_passes_declared_and_is_named_undeclared():
+    declared = replace(INT8, input_dtype=torch.float16)
+    assert check_quantizer(_from_copy(torch.float16), schemes=declared, cases=GAUSS).passed
+    report = check_quantizer(_from_copy(torch.float16), schemes=INT8, cases=GAUSS)
+    assert report.mismatches and all("input=float16" in m for m in report.mismatches), str(report)
+
+
+@pytest.mark.teeth
+def test_round_trip_catches_a_bfloat16_copy_declared_float16():
+    """A bfloat16 copy errs up to 2**-9 |w|, past half a step of the float16
+    copy's grid for some element of every row at 8 bits."""
+    declared = replace(INT8, input_dtype=torch.float16)
+    report = check_quantizer(_from_copy(torch.bfloat16), schemes=declared, cases=GAUSS)
+    assert "round-trip" in failed_checks(report), str(report)
+
+
+# --- classification: crashes, constant groups, the all-zero group, the floor hint ---
+
+
+@pytest.mark.teeth
+def test_output_catches_a_quantizer_raising_on_a_constant_row():
+    """A constant row (the single element [[-0.75]], all-zero rows) is an
+    ordinary input, not float32's edge: raising there is a failure, even
+    with a message, and the report FAILS."""
+
+    def refuses_constant(w, scheme):
+        if bool((w.amax(1) == w.amin(1)).any()):
+            raise ValueError("a constant row has no range")
+        return quantize_scheme(w, scheme)
+
+    scheme = QuantScheme(4, Mapping.ASYMMETRIC_FLOAT_SHIFT, PerAxis(0))
+    report = check_quantizer(refuses_constant, schemes=scheme)
+    rows = [r for r in report.rows if r.case.startswith("single element") and r.check == "output"]
+    assert not report.passed and rows and rows[0].outcome == "failure", str(report)
+
+
+def test_a_crash_on_a_ragged_row_fails_and_a_raise_is_a_refusal():
+    """Rows of 48 under PerGroup(32): a reshape's RuntimeError (a crash in a
+    tensor operation) is a failure; ``raise ValueError("rows of 48 ...")``
+    a refusal, a passed row of class "refused"."""
+
+    def crashes(w, scheme):
+        groups = w.reshape(w.shape[0], -1, 32)
+        return quantize_scheme(groups.reshape(w.shape), scheme)
+
+    def refuses(w, scheme):
+        if w.shape[1] % 32:
+            raise ValueError(f"rows of {w.shape[1]} are not whole groups of 32")
+        return quantize_scheme(w, scheme)
+
+    scheme, cases = QuantScheme(4, Mapping.SYMMETRIC, PerGroup(32)), {"ragged": torch.randn(2, 48)}
+    crash = check_quantizer(crashes, schemes=scheme, cases=cases)
+    assert [r.outcome for r in crash.rows] == ["failure"] and "RuntimeError" in crash.failures[0]
+    refusal = check_quantizer(refuses, schemes=scheme, cases=cases)
+    assert refusal.passed and [r.outcome for r in refusal.rows] == ["refused"], str(refusal)
+
+
+def test_a_declared_floor_never_judges_the_all_zero_group():
+    """hqq returns scale 1.0 for an all-zero group (its output exactly 0):
+    with its step floor 5e-5 declared the group is not judged at the floor,
+    only held to 0 (``edge``), and every row passes."""
+    scheme = replace(FREE, scale_floor=5e-5)
+
+    def hqq_zero(w, s):
+        w_hat, codes, scale, zero = quantize_scheme(w, s)
+        return w_hat, codes, torch.where(qparams(w, s).amax == 0, 1.0, scale), zero
+
+    w = torch.cat([torch.randn(1, 32), torch.zeros(1, 32)], dim=1)
+    report = check_quantizer(hqq_zero, schemes=scheme, cases={"zero group": w})
+    assert report.passed and {r.outcome for r in report.rows} == {"passed"}, str(report)
+
+
+def test_the_floor_hint_names_the_step_floor_the_output_shows():
+    """A step floored at 5e-5 (hqq's) on small-but-normal groups, declared
+    without it: a mismatch reading "looks like a scale floor of 5e-05"."""
+    shift = QuantScheme(4, Mapping.ASYMMETRIC_FLOAT_SHIFT, PerGroup(32))
+    w = 1e-5 + 9e-5 * torch.rand(2, 64, generator=torch.Generator().manual_seed(2))
+    w = torch.cat([w, torch.randn(2, 64)], dim=1)
+    floored = replace(shift, scale_floor=5e-5)
+    report = check_quantizer(lambda x, s: quantize_scheme(x, floored)[0], schemes=shift, cases={"small": w})
+    assert report.mismatches and all("a scale floor of 5e-05" in m for m in report.mismatches), str(report)
+
+
+def test_every_row_has_a_meaningful_class():
+    """Every row's class is passed, refused, failure, edge or mismatch;
+    a passed row's is "passed" (a refusal's "refused")."""
+    report = check_quantizer(quantize_scheme, schemes=QuantScheme(4, Mapping.SYMMETRIC_FULL, PerGroup(32)))
+    classes = {r.outcome for r in report.rows}
+    assert classes <= {"passed", "refused", "failure", "edge", "mismatch"} and "passed" in classes
+    assert all(r.outcome == "passed" for r in report.rows if r.passed and r.check != "refused")
+    assert all(
+        row["class"] == r.outcome for row, r in zip(report.as_dict()["rows"], report.rows, strict=True)
+    )

@@ -3,6 +3,7 @@ them: the ```python block after a ``<!-- example: NAME -->`` line."""
 
 from __future__ import annotations
 
+import linecache
 import re
 from pathlib import Path
 
@@ -25,6 +26,13 @@ def run_docs_example(marker: str, replace: tuple[str, str] | None = None) -> dic
         old, new = replace
         assert old in code, f"{old!r} is not in the example {marker!r}"
         code = code.replace(old, new)
+    return run_code(code, f"docs/checks.md ({marker})")
+
+
+def run_code(code: str, where: str) -> dict:
+    """Execute ``code`` under the file name ``where`` (its lines readable by
+    a traceback, as a refusal's ``raise`` statement is told); its namespace."""
     namespace: dict = {}
-    exec(compile(code, f"docs/checks.md ({marker})", "exec"), namespace)  # noqa: S102
+    linecache.cache[where] = (len(code), None, code.splitlines(keepends=True), where)
+    exec(compile(code, where, "exec"), namespace)  # noqa: S102
     return namespace

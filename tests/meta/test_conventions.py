@@ -135,6 +135,7 @@ TESTED_IN = {
     "checks/prune_guarantees.py": "tests/checks/test_prune.py",
     "checks/quant_battery.py": "tests/checks/test_quant.py",
     "checks/quant_output.py": "tests/checks/test_quant_guarantees.py",
+    "checks/precision.py": "tests/checks/test_schemes.py",
     "checks/quant_reference.py": "tests/checks/test_quant_guarantees.py",
     "checks/report.py": "tests/checks/test_rule_battery.py",
     "checks/rule_probes.py": "tests/checks/test_rule_exact.py",

@@ -69,6 +69,7 @@ from collections.abc import Mapping as MappingABC
 
 import torch
 
+from aftertrain.checks.codebooks import FP4, NF4, Codebook, CodebookScheme, quantize_codebook
 from aftertrain.checks.quant_battery import battery, group_battery, scheme_battery
 from aftertrain.checks.quant_guarantees import check_case
 from aftertrain.checks.quant_reference import FLOAT32_EPS
@@ -90,7 +91,11 @@ __all__ = [
     "EDGE",
     "FAILURE",
     "FLOAT32_EPS",
+    "FP4",
     "MISMATCH",
+    "NF4",
+    "Codebook",
+    "CodebookScheme",
     "Mapping",
     "PerAxis",
     "PerGroup",
@@ -102,6 +107,7 @@ __all__ = [
     "battery",
     "check_quantizer",
     "group_battery",
+    "quantize_codebook",
     "quantize_scheme",
     "reference_quantizer",
     "scheme_battery",
@@ -183,11 +189,14 @@ def _schemes(quantize, schemes, bits, granularities) -> tuple[list[QuantScheme],
         raise ValueError("pass either schemes or the article's bits and granularities, not both")
     given = schemes
     try:
-        schemes = [schemes] if isinstance(schemes, QuantScheme) else list(schemes)
+        schemes = [schemes] if isinstance(schemes, QuantScheme | CodebookScheme) else list(schemes)
     except TypeError:
         schemes = []
-    if not schemes or not all(isinstance(s, QuantScheme) for s in schemes):
-        raise ValueError(f"schemes must be a QuantScheme or a non-empty list of them, got {given!r}")
+    if not schemes or not all(isinstance(s, QuantScheme | CodebookScheme) for s in schemes):
+        raise ValueError(
+            f"schemes must be a QuantScheme or a non-empty list of them (QuantScheme or "
+            f"CodebookScheme), got {given!r}"
+        )
     return schemes, quantize
 
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import torch
 
+from aftertrain.checks.codebooks import CodebookScheme
 from aftertrain.checks.schemes import PerGroup, QuantScheme
 from aftertrain.core.validation import check_seed
 from aftertrain.quant.primitives import FLOAT32_MAX, qmax_for
 
 #: The largest group size the default battery is built for. Its cases hold
-#: about 42 float32 values per element of a group (tests/checks/test_quant.py
+#: about 44 float32 values per element of a group (tests/checks/test_quant.py
 #: counts them), so 65,536 is 11 MB; torchao's and quanto's group sizes are 32
 #: to 256, and a group of a whole row of a large model is about 16,384. A
 #: larger group is judged on the user's own ``cases``.
@@ -20,7 +21,7 @@ MAX_BATTERY_GROUP = 2**16
 #: values (quanto picks 128 and 96) and one case is a single row of 128.
 CHOSEN_GROUP_BATTERY = 128
 #: Float32 values of the default battery per element of a group (at most).
-BATTERY_VALUES_PER_GROUP_ELEMENT = 42
+BATTERY_VALUES_PER_GROUP_ELEMENT = 44
 
 
 def battery(bits: int, seed: int = 0) -> dict[str, torch.Tensor]:
@@ -29,7 +30,9 @@ def battery(bits: int, seed: int = 0) -> dict[str, torch.Tensor]:
 
     Gaussian; heavy-tailed with a negative extreme; exact ties (every ``w /
     scale`` but the largest a half-integer, per row, for SYMMETRIC); rows of
-    mixed scales; all-zero rows; an all-zero tensor; subnormal rows beside a
+    mixed scales; all-zero rows; an all-zero tensor; small-but-normal
+    values (every row and the tensor of range under 1e-4, values 1e-5 to
+    1e-4: hqq collapses such groups to one value); subnormal rows beside a
     normal one; an all-subnormal tensor; float32's largest values; a single
     element.
     """
@@ -51,6 +54,7 @@ def battery(bits: int, seed: int = 0) -> dict[str, torch.Tensor]:
         "mixed row scales": mixed,
         "all-zero rows": zero_rows,
         "all zero": torch.zeros(3, 4),
+        "small normal values": _small_normal(4, 8, g),
         "subnormal rows": subnormal,
         "all subnormal": torch.tensor([[1e-40, -2e-41, 0.0, 3e-45], [5e-39, 0.0, -1e-44, 1e-42]]),
         "float32 max": torch.tensor(
@@ -58,6 +62,13 @@ def battery(bits: int, seed: int = 0) -> dict[str, torch.Tensor]:
         ),
         "single element": torch.tensor([[-0.75]]),
     }
+
+
+def _small_normal(rows: int, cols: int, g: torch.Generator) -> torch.Tensor:
+    """Normal float32 values in [1e-5, 1e-4]: every group's range is under 1e-4, far above
+    float32's subnormals (1.18e-38), so each group has an ordinary scale (``amax / qmax``
+    about 1e-5 at 4 bits): not an edge."""
+    return 1e-5 + 9e-5 * torch.rand(rows, cols, generator=g)
 
 
 def _ties(rows: int, cols: int, qmax: int, g: torch.Generator) -> torch.Tensor:
@@ -74,7 +85,8 @@ def group_battery(bits: int, group_size: int, seed: int = 0) -> dict[str, torch.
     Gaussian; heavy-tailed with a negative extreme; exact ties per group;
     groups of scales 1e-3 and 1e3 side by side in every row (a scale taken
     from another group is off by 1e6); an all-zero group and an all-zero
-    row; a subnormal group beside a normal one; float32's largest values;
+    row; small-but-normal groups (values 1e-5 to 1e-4 in every group and
+    row); a subnormal group beside a normal one; float32's largest values;
     one group; rows of 1.5 groups (the group size does not divide the row).
     """
     group_size = PerGroup(group_size).group_size  # validates it
@@ -113,6 +125,7 @@ def group_battery(bits: int, group_size: int, seed: int = 0) -> dict[str, torch.
         "exact ties": _ties(4, n - 1, qmax, g).reshape(2, 2 * n) if n > 1 else _ties(2, 0, qmax, g),
         "group scales 1e-3 and 1e3": torch.randn(3, 2 * n, generator=g) * scales,
         "all-zero group and row": zero,
+        "small normal groups": _small_normal(1, 2 * n, g),
         "subnormal group": subnormal,
         "float32 max": huge,
         "one group": torch.randn(1, n, generator=g),
@@ -122,9 +135,9 @@ def group_battery(bits: int, group_size: int, seed: int = 0) -> dict[str, torch.
     return cases
 
 
-def scheme_battery(scheme: QuantScheme, seed: int = 0) -> dict[str, torch.Tensor]:
-    """The default cases of ``scheme``: :func:`group_battery` per group,
-    :func:`battery` otherwise."""
+def scheme_battery(scheme: QuantScheme | CodebookScheme, seed: int = 0) -> dict[str, torch.Tensor]:
+    """The default cases of ``scheme`` (a codebook's at 4 bits): :func:`group_battery`
+    per group, :func:`battery` otherwise."""
     if isinstance(scheme.granularity, PerGroup):
         size = scheme.granularity.group_size
         return group_battery(scheme.bits, CHOSEN_GROUP_BATTERY if size is None else size, seed)

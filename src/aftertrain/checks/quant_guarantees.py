@@ -14,6 +14,7 @@ from dataclasses import replace
 
 import torch
 
+from aftertrain.checks.codebooks import CODEBOOKS, CodebookScheme, check_codebook_case, codebook_fits
 from aftertrain.checks.quant_output import judge
 from aftertrain.checks.quant_reference import (
     FLOAT32_EPS,
@@ -22,10 +23,12 @@ from aftertrain.checks.quant_reference import (
     Reference,
     as_output,
     call_quantizer,
+    per_element,
 )
+from aftertrain.checks.refusals import is_refusal, refused_row
 from aftertrain.checks.report import EDGE, FAILURE, MISMATCH, Report, Row
 from aftertrain.checks.rule_battery import describe_exception
-from aftertrain.checks.schemes import Mapping, PerAxis, PerGroup, PerTensor, QuantScheme
+from aftertrain.checks.schemes import Mapping, PerAxis, PerGroup, PerTensor, QuantScheme, qparams
 
 
 def check_case(report: Report, quantize: Quantizer, case: str, w: torch.Tensor, scheme: QuantScheme) -> None:
@@ -33,6 +36,9 @@ def check_case(report: Report, quantize: Quantizer, case: str, w: torch.Tensor, 
     (module :mod:`aftertrain.checks.report`): a row that fails only on
     groups at the format's edge is an edge finding; when the output is
     another scheme's correct output, the failed rows are a mismatch naming it."""
+    if isinstance(scheme, CodebookScheme):
+        check_codebook_case(report, quantize, case, w, scheme)
+        return
     raw = call_quantizer(quantize, w, scheme)
     rows = Report(case)
     if (
@@ -132,11 +138,14 @@ def _check_output(
     judged. A group size that does not divide the row is undefined: any
     exception with a message there is a refusal. An exception on a case
     holding groups at the format's edge is an edge finding; non-finite
-    values only in such groups are too (the other groups are then judged)."""
+    values only in such groups are too (the other groups are then judged).
+    A refusal follows :mod:`aftertrain.checks.refusals`' rule: on a row the
+    group size does not divide, a ``raise`` or ``assert`` of the judged code
+    with a message; a crash in a tensor operation is a failure."""
     g = scheme.granularity
     ragged = isinstance(g, PerGroup) and g.group_size is not None and w.shape[1] % g.group_size != 0
-    if isinstance(out, Exception) and ragged and str(out):
-        report.add(Row(case, "refused", True, detail=f"refused ({type(out).__name__}: {out})"))
+    if isinstance(out, Exception) and ragged and is_refusal(out):
+        report.add(refused_row(case, out))
         return False
     if isinstance(out, Exception):
         at_edge = ref is not None and bool(ref.edge.any())
@@ -240,18 +249,32 @@ def _fits_other(
 ) -> tuple[str, QuantScheme] | None:
     """``(what, scheme)`` for the first other scheme whose every judging row
     (round trip, grid, codes, scale, extremes, zero) the quantizer's answer
-    ``raw`` passes but at the format's edge, else None. ``edge``: the
-    declared scheme's edge elements; another scheme that would excuse more
-    (a whole tensor holding float32's max as one group) is no fit."""
-    others = [replace(scheme, mapping=m) for m in Mapping if m is not scheme.mapping]
+    ``raw`` passes but at the format's edge, else None: another mapping or
+    granularity, a scale floor (float32's eps, or the one the output shows),
+    a float16 or bfloat16 input copy or scale. ``edge``: the declared
+    scheme's edge elements; another scheme that would excuse more (a whole
+    tensor holding float32's max as one group) is no fit."""
+    others = [(m.name, replace(scheme, mapping=m)) for m in Mapping if m is not scheme.mapping]
     others += [
-        replace(scheme, granularity=g)
+        (str(g), replace(scheme, granularity=g))
         for g in (PerTensor(), PerAxis(0), PerAxis(1))
         if g != scheme.granularity
     ]
-    if scheme.scale_floor != FLOAT32_EPS:
-        others.append(replace(scheme, scale_floor=FLOAT32_EPS))
-    for other in others:
+    for floor in (FLOAT32_EPS, _shown_floor(w, raw, scheme)):
+        if floor is not None and floor > scheme.scale_floor:
+            others.append((f"a scale floor of {floor:.3g}", replace(scheme, scale_floor=floor)))
+    for dtype in (torch.float16, torch.bfloat16):
+        name = str(dtype).removeprefix("torch.")
+        if scheme.input_dtype is None:
+            others.append((f"a {name} copy quantized", replace(scheme, input_dtype=dtype)))
+        if scheme.scale_dtype is None:
+            others.append((f"{name} scales", replace(scheme, scale_dtype=dtype)))
+    if scheme.granularity_known and bool(torch.isfinite(raw[0]).all()):
+        for book in CODEBOOKS.values():
+            other = CodebookScheme(book, scheme.granularity, scheme.input_dtype, scheme.scale_dtype)
+            if codebook_fits(w, raw, other):
+                return f"the {book.name} codebook", other
+    for what, other in others:
         ref = Reference.of(w, other)
         if not bool(ref.judged.any()) or bool((ref.edge & ~edge).any()):
             continue
@@ -261,12 +284,31 @@ def _fits_other(
             continue
         judge(scratch, "", ref, out, other)
         if all(r.passed or r.severity != FAILURE for r in scratch.rows):
-            what = (
-                other.mapping.name
-                if other.mapping is not scheme.mapping
-                else str(other.granularity)
-                if other.granularity != scheme.granularity
-                else f"a scale floor of {other.scale_floor:.3g}"
-            )
             return what, other
     return None
+
+
+def _shown_floor(w: torch.Tensor, raw: tuple, scheme: QuantScheme) -> float | None:
+    """The scale floor the output shows, to 3 significant digits: the
+    smallest returned scale above its group's raw scale, else the smallest
+    step between two values of ``w_hat`` in a group whose raw scale is below
+    it (hqq's step floor 5e-5); None where no group shows one."""
+    if not scheme.granularity_known:
+        return None
+    p = qparams(w, scheme)
+    index, n = p.index.reshape(-1), p.scale.numel()
+    if len(raw) == 4 and isinstance(raw[2], torch.Tensor):
+        scale = per_element(raw[2], w, scheme, "scale")
+        if isinstance(scale, str):
+            return None
+        step = scale.abs().reshape(-1).new_full((n,), float("inf"))
+        step = step.scatter_reduce(0, index, scale.abs().reshape(-1), "amin")
+    else:
+        w_hat = raw[0].detach().double().reshape(-1)
+        order = torch.sort(index[torch.sort(w_hat).indices], stable=True)
+        sorted_index, by = order.values, torch.sort(w_hat).indices[order.indices]
+        gap = w_hat[by].diff()
+        keep = (sorted_index.diff() == 0) & (gap > 0)
+        step = gap.new_full((n,), float("inf")).scatter_reduce(0, sorted_index[1:][keep], gap[keep], "amin")
+    shown = step[torch.isfinite(step) & (step > p.raw * (1 + 1e-3)) & (p.amax > 0)]
+    return float(f"{float(shown.min()):.3g}") if shown.numel() and float(shown.min()) < 1 else None

@@ -25,7 +25,8 @@ def judge(report: Report, case: str, ref: Reference, out: Output, scheme: QuantS
     _check_grid(report, case, ref, out, scheme)
     if out.codes is not None:
         _check_codes(report, case, ref, out, scheme)
-    _check_extremes(report, case, ref, out, scheme)
+    if scheme.mapping is not Mapping.ASYMMETRIC_FREE_ZERO:  # the nearest code of a free zero is its own
+        _check_extremes(report, case, ref, out, scheme)
     if scheme.mapping.keeps_zero:
         _check_zero(report, case, ref, out)
     if (~ref.judged).any():
@@ -69,8 +70,19 @@ def _check_round_trip(report: Report, case: str, ref: Reference, out: Output) ->
 
 
 def _check_grid(report: Report, case: str, ref: Reference, out: Output, scheme: QuantScheme) -> None:
-    lo, hi = scheme.code_range
+    """``w_hat`` in steps of ``s`` is an integer in the group's code range; a free
+    zero point (ASYMMETRIC_FREE_ZERO): each group's ``w_hat`` spans at most
+    ``2**bits - 1`` steps of ``s`` from its smallest value, whatever the zero."""
+    lo, hi = ref.code_lo, ref.code_hi
     steps = ref.steps(out.w_hat)
+    if scheme.mapping is Mapping.ASYMMETRIC_FREE_ZERO:
+        n, i = ref.p.scale.numel(), ref.p.index.reshape(-1)
+        least = (
+            out.w_hat.reshape(-1)
+            .new_full((n,), float("inf"))
+            .scatter_reduce(0, i, out.w_hat.reshape(-1), "amin")
+        )
+        steps = (out.w_hat - least[ref.p.index]) / ref.s
     outward = torch.where(steps > 0, torch.ceil(steps), torch.floor(steps)).clamp(lo, hi)
     keep = ref.judged & ~ref.saturated(out.w_hat, outward)
     k = torch.round(steps)
@@ -89,7 +101,7 @@ def _check_grid(report: Report, case: str, ref: Reference, out: Output, scheme: 
             detail=""
             if ok
             else f"w_hat in steps is {_worst(off[keep]):.4g} off an "
-            f"integer or outside [{lo}, {hi}] (codes reach {_span(k[keep])})",
+            f"integer or outside {_span(torch.cat([lo[keep], hi[keep]]))} (codes reach {_span(k[keep])})",
         )
     )
 
@@ -146,8 +158,10 @@ def _check_scale(report: Report, case: str, ref: Reference, out: Output, scheme:
             f"{_worst(gap[keep]):.4g} beyond the float slack)",
         )
     )
-    rel = (out.scale - ref.s).abs() / ref.s
-    bad = ref.judged & ~(rel <= 4 * U)
+    scale = out.scale.abs() if scheme.mapping is Mapping.SYMMETRIC_SIGNED_SCALE else out.scale
+    rel = (scale - ref.s).abs() / ref.s
+    # a declared scale_dtype: the scale's own rounding, drift / (R / s + 1) / s
+    bad = ref.judged & ~(rel <= 4 * U + ref.drift / (ref.R + ref.s))
     ok = not bool(bad.any())
     report.add(
         Row(
@@ -195,8 +209,8 @@ def _check_extremes(report: Report, case: str, ref: Reference, out: Output, sche
         picks.append(first)
     idx = torch.cat(picks).unique()
     idx = idx[ref.judged.reshape(-1)[idx]]
-    lo, hi = scheme.code_range
-    want = ref.steps(ref.w).reshape(-1)[idx].clamp(lo, hi)
+    lo, hi = ref.code_lo.reshape(-1)[idx], ref.code_hi.reshape(-1)[idx]
+    want = torch.minimum(torch.maximum(ref.steps(ref.w).reshape(-1)[idx], lo), hi)
     got = torch.round(ref.steps(out.w_hat).reshape(-1)[idx])
     miss = ~((got - want).abs() - 0.5 - ref.grid_slack().reshape(-1)[idx] <= 0)
     bad = torch.zeros(ref.w.numel(), dtype=torch.bool)

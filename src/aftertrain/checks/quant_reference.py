@@ -49,7 +49,10 @@ class Output:
 class Reference:
     """The scheme's view of ``w``, per element, float64: scale ``s``, zero
     point ``z``, float slack scale ``R``, ``judged`` (a normal or declared
-    floored scale) and ``floored`` (the floor is in force)."""
+    floored scale) and ``floored`` (the floor is in force), ``edge`` (a
+    group at the format's edge), the codes ``code_lo`` and ``code_hi`` the
+    group's grid reaches, and ``drift``, how far a declared ``scale_dtype``'s
+    rounding may move ``w_hat``."""
 
     w: torch.Tensor
     p: QParams
@@ -60,24 +63,51 @@ class Reference:
     floored: torch.Tensor
     mapping: Mapping
     edge: torch.Tensor
+    code_lo: torch.Tensor
+    code_hi: torch.Tensor
+    drift: torch.Tensor
 
     @classmethod
     def of(cls, w: torch.Tensor, scheme: QuantScheme) -> Reference:
-        """The scheme's view of ``w`` (any shape) under ``scheme``, per element in float64: scale
-        and zero point from :func:`aftertrain.checks.schemes.qparams`, the slack scale ``R``
+        """The scheme's view of ``w`` (any shape) under ``scheme``, per element in float64:
+        ``w`` itself, or its copy in the declared ``input_dtype`` (an element that overflows
+        that copy keeps its float32 value and puts its group at the format's edge); scale and
+        zero point from :func:`aftertrain.checks.schemes.qparams`, the slack scale ``R``
         (``max|w|`` of the group; 4 times that for an asymmetric mapping, whose range and shift
-        each reach ``2 max|w|``), ``judged`` (the group's raw scale is a normal float32, at
-        least ``SCALE_FLOOR``, or the scheme declares a floor above that), ``floored`` (judged,
-        and the raw scale is below the scale in use: the floor is in force) and ``edge`` (a
-        group at float32's edge: a nonzero group whose raw scale is subnormal and not floored,
-        or ``max|w| > OVERFLOW_EDGE``)."""
+        each reach ``2 max|w|``), ``judged`` (a group holding a nonzero value whose raw scale
+        is a normal float32, or 0 for a constant group of normal values, or the scheme
+        declares a floor: an all-zero group is never judged, it must stay 0), ``floored``
+        (judged, and the raw scale is below the scale in use: the floor is in force) and
+        ``edge`` (a group at the format's edge: a nonzero group whose raw scale is subnormal
+        and not floored, ``max|w| > OVERFLOW_EDGE``, or a value or scale past the declared
+        low precision's largest). ``drift``: with a ``scale_dtype``, the scale's rounding in
+        that dtype times the codes' reach ``R / s + 1`` (plus a float zero point's rounding
+        times the scale)."""
+        over = torch.zeros(w.shape, dtype=torch.bool)
+        if scheme.input_dtype is not None:
+            low = w.to(scheme.input_dtype).float()
+            over = ~torch.isfinite(low)
+            w = torch.where(over, w, low)
         p = qparams(w, scheme)
         i = p.index
         # asymmetric: the range hi - lo and the shift each reach 2 amax
         R = p.amax * (1.0 if scheme.mapping.symmetric else 4.0)
-        judged = (p.raw >= SCALE_FLOOR) | (scheme.scale_floor > SCALE_FLOOR)
+        normal = p.amax >= SCALE_FLOOR
+        judged = (p.amax > 0) & (
+            (p.raw >= SCALE_FLOOR) | (scheme.scale_floor > SCALE_FLOOR) | ((p.raw == 0) & normal)
+        )
         # an all-zero group is no edge: its w_hat must be 0 (the ``edge`` row)
         edge = (~judged & (p.amax > 0)) | (p.amax > OVERFLOW_EDGE)
+        edge |= torch.zeros_like(edge).scatter_reduce(0, i.reshape(-1), over.reshape(-1), "amax")
+        drift = torch.zeros_like(p.scale)
+        if scheme.scale_dtype is not None:
+            low_s = p.scale.float().to(scheme.scale_dtype).double()
+            edge |= ~torch.isfinite(low_s)
+            drift = (low_s - p.scale).abs().nan_to_num(0.0, 0.0, 0.0) * (R / p.scale + 1)
+            if scheme.mapping.float_zero:
+                low_z = p.zero.float().to(scheme.scale_dtype).double()
+                dz = (low_z - p.zero).abs().nan_to_num(0.0, 0.0, 0.0)
+                drift += dz * (1.0 if scheme.mapping is Mapping.ASYMMETRIC_FLOAT_SHIFT else p.scale)
         return cls(
             w.double(),
             p,
@@ -88,6 +118,9 @@ class Reference:
             (judged & (p.raw < p.scale))[i],
             scheme.mapping,
             edge[i],
+            p.code_lo[i],
+            p.code_hi[i],
+            drift[i],
         )
 
     def severity(self, bad: torch.Tensor) -> str:
@@ -105,7 +138,8 @@ class Reference:
         and multiply, relative to the group's range) plus half the smallest subnormal over
         ``s``. Note: at 8 bits, ``R / s`` is about 127, so the slack is about
         ``4 * 127 * 2**-24 = 3.0e-5`` of a step."""
-        return T.QUANT_GRID_SLACK_ULPS * U * self.R / self.s + T.QUANT_SUBNORMAL_HALF / self.s
+        slack = T.QUANT_GRID_SLACK_ULPS * U * self.R + T.QUANT_SUBNORMAL_HALF + self.drift
+        return slack / self.s
 
     def saturated(self, w_hat: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
         """Elements held at +-float32 max because their code's value
@@ -117,8 +151,14 @@ class Reference:
     def round_trip_bound(self) -> torch.Tensor:
         """Per element, the largest ``|w_hat - w|`` a correct quantizer reaches: half a step
         (``s / 2``) plus ``QUANT_ROUND_TRIP_SLACK_ULPS / 2 * u * R`` (float32 rounding,
-        relative to the group's range ``R``) plus half the smallest subnormal."""
-        return self.s / 2 + T.QUANT_ROUND_TRIP_SLACK_ULPS / 2 * U * self.R + T.QUANT_SUBNORMAL_HALF
+        relative to the group's range ``R``) plus half the smallest subnormal, plus the
+        ``drift`` of a declared scale precision; SYMMETRIC_SIGNED_SCALE adds how far ``w`` lies
+        past the grid's short end (``qmax * s``, up to one step: neural-compressor clips it)."""
+        bound = self.s / 2 + T.QUANT_ROUND_TRIP_SLACK_ULPS / 2 * U * self.R + T.QUANT_SUBNORMAL_HALF
+        if self.mapping is Mapping.SYMMETRIC_SIGNED_SCALE:
+            k = self.steps(self.w)
+            bound = bound + ((k - self.code_hi).clamp_min(0) + (self.code_lo - k).clamp_min(0)) * self.s
+        return bound + self.drift
 
 
 def call_quantizer(quantize: Quantizer, w: torch.Tensor, scheme: QuantScheme):

@@ -20,8 +20,10 @@ mapping                    scale                                 zero point z   
 SYMMETRIC                  ``amax / qmax`` (the article's)       0               ``[-qmax, qmax]``
 SYMMETRIC_FULL             ``amax / ((qmax - qmin) / 2)``        0               ``[qmin, qmax]``
 SYMMETRIC_NO_CLIPPING_ERR  ``max(hi+ / qmax, lo- / qmin)``       0               ``[qmin, qmax]``
+SYMMETRIC_SIGNED_SCALE     ``+-amax / 2**(bits-1)``              0               ``[qmin, qmax]``
 ASYMMETRIC                 ``(hi+ - lo-) / (qmax - qmin)``       integer         ``[qmin, qmax]``
 ASYMMETRIC_FLOAT_SHIFT     ``(hi - lo) / (2**bits - 1)``         shift ``-lo``   ``[0, 2**bits-1]``
+ASYMMETRIC_FREE_ZERO       ``(hi - lo) / (2**bits - 1)``         any float       ``[0, 2**bits-1]``
 =========================  ====================================  ==============  ===============
 
 ``hi+ = max(hi, 0)`` and ``lo- = min(lo, 0)``. ASYMMETRIC is torchao's
@@ -40,6 +42,7 @@ from dataclasses import dataclass
 
 import torch
 
+from aftertrain.checks.precision import check_low_precision, scheme_options
 from aftertrain.quant.primitives import FLOAT32_MAX, MAX_BITS, MIN_BITS, SCALE_FLOOR, qmax_for
 
 
@@ -52,11 +55,19 @@ class Mapping(enum.Enum):
     SYMMETRIC_NO_CLIPPING_ERR = "symmetric-no-clipping-err"
     ASYMMETRIC = "asymmetric"
     ASYMMETRIC_FLOAT_SHIFT = "asymmetric-float-shift"
+    #: neural-compressor's ``use_full_range``: ``scale = +-amax / 2**(bits-1)``,
+    #: negative when the larger extreme is the positive one, so that extreme
+    #: lands exactly on the most negative code ``qmin``.
+    SYMMETRIC_SIGNED_SCALE = "symmetric-signed-scale"
+    #: hqq's default (``optimize=True``): ASYMMETRIC_FLOAT_SHIFT's scale, a float
+    #: zero point in code units (``w_hat = (q - z) * scale``) that an optimiser
+    #: moves off the min/max grid; judged by the round trip and the grid alone.
+    ASYMMETRIC_FREE_ZERO = "asymmetric-free-zero"
 
     @property
     def keeps_zero(self) -> bool:
         """0 is on the grid: ``w == 0`` gives ``w_hat == 0``, no sign flips."""
-        return self is not Mapping.ASYMMETRIC_FLOAT_SHIFT
+        return self not in (Mapping.ASYMMETRIC_FLOAT_SHIFT, Mapping.ASYMMETRIC_FREE_ZERO)
 
     @property
     def odd(self) -> bool:
@@ -71,13 +82,23 @@ class Mapping(enum.Enum):
         the scale land exactly on the grid's ends. Not so for SYMMETRIC_FULL
         (``amax`` maps to ``qmax + 1/2``, clipped) and ASYMMETRIC (the
         extremes are rounded to the grid, which moves the next scale)."""
-        return self not in (Mapping.SYMMETRIC_FULL, Mapping.ASYMMETRIC)
+        return self not in (Mapping.SYMMETRIC_FULL, Mapping.ASYMMETRIC, Mapping.ASYMMETRIC_FREE_ZERO)
 
     @property
     def symmetric(self) -> bool:
         """Whether the mapping is one of the symmetric ones (SYMMETRIC, SYMMETRIC_FULL,
         SYMMETRIC_NO_CLIPPING_ERR: zero point 0); False for the asymmetric ones."""
-        return self in (Mapping.SYMMETRIC, Mapping.SYMMETRIC_FULL, Mapping.SYMMETRIC_NO_CLIPPING_ERR)
+        return self in (
+            Mapping.SYMMETRIC,
+            Mapping.SYMMETRIC_FULL,
+            Mapping.SYMMETRIC_NO_CLIPPING_ERR,
+            Mapping.SYMMETRIC_SIGNED_SCALE,
+        )
+
+    @property
+    def float_zero(self) -> bool:
+        """The zero point is a float (the shift, or hqq's free zero), not an integer."""
+        return self in (Mapping.ASYMMETRIC_FLOAT_SHIFT, Mapping.ASYMMETRIC_FREE_ZERO)
 
 
 @dataclass(frozen=True)
@@ -139,14 +160,25 @@ SchemeGranularity = PerTensor | PerAxis | PerGroup
 class QuantScheme:
     """What a quantizer claims: ``bits`` in 2..8, a :class:`Mapping`, a
     granularity and ``scale_floor``, the smallest scale it uses (torchao:
-    float32's eps 1.19e-7; aftertrain and the default: the smallest normal
-    float32, 1.18e-38). A group whose scale would fall below the floor gets
-    the floor: its round trip is judged at ``floor / 2``."""
+    float32's eps 1.19e-7; hqq: its step floor 5e-5; aftertrain and the
+    default: the smallest normal float32, 1.18e-38). A group whose scale
+    would fall below the floor gets the floor: its round trip is judged at
+    ``floor / 2``.
+
+    Two precisions, None for float32 (torchao's ``scale_dtype`` name):
+    ``input_dtype``, the copy of the weight the library quantizes
+    (bitsandbytes' module path quantizes a float16 copy: the guarantees hold
+    for ``w.to(input_dtype)``), and ``scale_dtype``, the precision of the
+    scale and a float zero point it dequantizes with (neural-compressor's
+    ``recover()``: float16 scales; each ``w_hat`` may then move by its code
+    times the scale's rounding)."""
 
     bits: int
     mapping: Mapping
     granularity: SchemeGranularity
     scale_floor: float = SCALE_FLOOR
+    input_dtype: torch.dtype | None = None
+    scale_dtype: torch.dtype | None = None
 
     def __post_init__(self) -> None:
         if (
@@ -170,10 +202,12 @@ class QuantScheme:
             raise ValueError(
                 f"scale_floor must be a float in [{SCALE_FLOOR:.3g}, 1), got {self.scale_floor!r}"
             )
+        check_low_precision(self.input_dtype, "input_dtype")
+        check_low_precision(self.scale_dtype, "scale_dtype")
 
     def __str__(self) -> str:
-        floor = "" if self.scale_floor == SCALE_FLOOR else f", floor {self.scale_floor:.3g}"
-        return f"int{self.bits} {self.mapping.name} {self.granularity}{floor}"
+        """The form ``--scheme`` reads back: ``int4 SYMMETRIC_FULL PerGroup(32) floor=eps``."""
+        return f"int{self.bits} {self.mapping.name} {self.granularity}{scheme_options(self)}"
 
     @property
     def granularity_known(self) -> bool:
@@ -189,10 +223,12 @@ class QuantScheme:
     @property
     def code_range(self) -> tuple[int, int]:
         """The codes the mapping uses: ``[-qmax, qmax]``, ``[0, 2**bits - 1]``
-        or ``[qmin, qmax]``."""
+        or ``[qmin, qmax]`` (SYMMETRIC_SIGNED_SCALE: the codes stored; on the
+        positive scale's grid a group whose larger extreme is positive spans
+        ``[-qmax, qmax + 1]``, :attr:`QParams.codes`)."""
         if self.mapping is Mapping.SYMMETRIC:
             return -self.qmax, self.qmax
-        if self.mapping is Mapping.ASYMMETRIC_FLOAT_SHIFT:
+        if self.mapping.float_zero:
             return 0, 2**self.bits - 1
         return -self.qmax - 1, self.qmax
 
@@ -223,15 +259,21 @@ def _reduce(x: torch.Tensor, index: torch.Tensor, n: int, how: str) -> torch.Ten
 @dataclass(frozen=True)
 class QParams:
     """Reference parameters of every group, float64 ``(n_groups,)``:
-    ``raw`` the scale before the floor, ``scale`` after it, ``zero`` the
-    integer zero point (ASYMMETRIC_FLOAT_SHIFT: the shift ``-lo``), ``amax`` the
-    group's largest magnitude, ``index`` the group of every element."""
+    ``raw`` the scale before the floor, ``scale`` after it (positive),
+    ``zero`` the zero point (ASYMMETRIC_FLOAT_SHIFT: the shift ``-lo``;
+    ASYMMETRIC_FREE_ZERO: min/max's ``-lo / scale``, which the library may
+    move), ``amax`` the group's largest magnitude, ``index`` the group of
+    every element, ``code_lo`` and ``code_hi`` the codes the group's grid
+    reaches on the positive scale (SYMMETRIC_SIGNED_SCALE: ``[-qmax, qmax +
+    1]`` where the larger extreme is positive, its scale negative)."""
 
     raw: torch.Tensor
     scale: torch.Tensor
     zero: torch.Tensor
     amax: torch.Tensor
     index: torch.Tensor
+    code_lo: torch.Tensor
+    code_hi: torch.Tensor
 
 
 def qparams(w: torch.Tensor, scheme: QuantScheme) -> QParams:
@@ -243,12 +285,17 @@ def qparams(w: torch.Tensor, scheme: QuantScheme) -> QParams:
     amax = torch.maximum(hi.abs(), lo.abs())
     qmax, qmin, m = scheme.qmax, -scheme.qmax - 1, scheme.mapping
     zero = torch.zeros_like(amax)
+    code_lo, code_hi = (torch.full_like(amax, float(c)) for c in scheme.code_range)
     if m is Mapping.SYMMETRIC:
         raw = amax / qmax
     elif m is Mapping.SYMMETRIC_FULL:
         raw = amax / ((qmax - qmin) / 2)
     elif m is Mapping.SYMMETRIC_NO_CLIPPING_ERR:
         raw = torch.maximum(hi.clamp_min(0) / qmax, lo.clamp_max(0) / qmin)
+    elif m is Mapping.SYMMETRIC_SIGNED_SCALE:
+        raw = amax / -qmin
+        flip = hi.abs() > lo.abs()  # the scale is negative: code qmin is +amax
+        code_lo, code_hi = torch.where(flip, -qmax, code_lo), torch.where(flip, -qmin, code_hi)
     elif m is Mapping.ASYMMETRIC:
         raw = (hi.clamp_min(0) - lo.clamp_max(0)) / (qmax - qmin)
     else:
@@ -258,7 +305,9 @@ def qparams(w: torch.Tensor, scheme: QuantScheme) -> QParams:
         zero = (qmin - torch.round(lo.clamp_max(0) / scale)).clamp(qmin, qmax)
     elif m is Mapping.ASYMMETRIC_FLOAT_SHIFT:
         zero = -lo
-    return QParams(raw, scale, zero, amax, index)
+    elif m is Mapping.ASYMMETRIC_FREE_ZERO:
+        zero = -lo / scale
+    return QParams(raw, scale, zero, amax, index, code_lo, code_hi)
 
 
 def to_codes(x: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor, mapping: Mapping) -> torch.Tensor:
@@ -283,8 +332,11 @@ def quantize_scheme(
     """A correct quantizer of every scheme, in float32: ``(w_hat, codes,
     scale, zero_point)`` with ``q = clamp(round(w / scale + z), *code_range)``
     and ``w_hat = (q - z) * scale`` (ASYMMETRIC_FLOAT_SHIFT: ``zero_point``
-    is the shift, :func:`to_codes`); ``scale`` and ``zero_point`` have one
-    entry per group (numbered as :func:`group_index`).
+    is the shift, :func:`to_codes`; SYMMETRIC_SIGNED_SCALE: the scale is
+    negative where the larger extreme is positive); ``scale`` and
+    ``zero_point`` have one entry per group (numbered as :func:`group_index`).
+    It quantizes ``w.to(input_dtype)`` and dequantizes with the scale and
+    zero point rounded to ``scale_dtype``, where the scheme declares them.
 
     Note: int4 SYMMETRIC_FULL of the row ``[1.5, -0.75]`` has scale
     ``1.5 / 7.5 = 0.2``; ``1.5 / 0.2 = 7.5`` rounds to 8 and is clipped to
@@ -298,12 +350,21 @@ def quantize_scheme(
             f"{getattr(w, 'dtype', type(w).__name__)} "
             f"{tuple(getattr(w, 'shape', ()))}"
         )
+    if scheme.input_dtype is not None:
+        w = w.to(scheme.input_dtype).float()
     p = qparams(w, scheme)
+    m, i = scheme.mapping, p.index
     scale, zero = p.scale.float(), p.zero.float()
-    s, z = scale[p.index], zero[p.index]
-    if scheme.mapping is Mapping.ASYMMETRIC_FLOAT_SHIFT:  # w + shift may overflow float32
+    s, z = scale[i], zero[i]
+    if m.float_zero:  # w + shift may overflow float32
         w, s, z = w.double(), s.double(), z.double()
-    lo, hi = scheme.code_range
-    q = torch.round(to_codes(w, s, z, scheme.mapping)).clamp(lo, hi)
-    w_hat = from_codes(q, s, z, scheme.mapping).float().clamp(-FLOAT32_MAX, FLOAT32_MAX)
+    q = torch.round(to_codes(w, s, z, m)).clamp(p.code_lo[i].to(w.dtype), p.code_hi[i].to(w.dtype))
+    if m is Mapping.SYMMETRIC_SIGNED_SCALE:  # neural-compressor's form: codes in [qmin, qmax]
+        flip = p.code_hi > scheme.qmax
+        scale, q = torch.where(flip, -scale, scale), torch.where(flip[i], -q, q)
+    if scheme.scale_dtype is not None:
+        scale = scale.to(scheme.scale_dtype).float()
+        zero = zero.to(scheme.scale_dtype).float() if m.float_zero else zero
+    s, z = scale[i].to(w.dtype), zero[i].to(w.dtype)
+    w_hat = from_codes(q, s, z, m).float().clamp(-FLOAT32_MAX, FLOAT32_MAX)
     return w_hat, q.float(), scale, zero

@@ -7,8 +7,9 @@ before torch loads.
 ``--scheme`` reads as a :class:`~aftertrain.checks.schemes.QuantScheme`
 prints: ``"int4 SYMMETRIC_FULL PerGroup(32)"``, ``"int8 SYMMETRIC PerAxis(0)"``,
 ``"int4 ASYMMETRIC_FLOAT_SHIFT PerGroup(None)"`` (the library picks the group
-size), with an optional fourth word ``floor=X`` (a float, or ``eps`` for
-float32's machine epsilon, torchao's int8 floor). ``--pattern``: ``N:M``
+size), ``"NF4 PerGroup(64)"`` (a codebook), then optional ``floor=X`` (a float,
+or ``eps`` for float32's machine epsilon, torchao's int8 floor),
+``input=float16`` and ``scale=float16`` (or ``bfloat16``). ``--pattern``: ``N:M``
 (e.g. ``2:4``), ``global``, ``per-layer``, ``rows`` or ``columns`` with an
 optional norm (``rows:1``, ``columns:inf``; default 2), then the count's
 convention if it is not the default: ``rounding=floor`` (``half_even``,
@@ -34,79 +35,125 @@ MAPPINGS = (
     "SYMMETRIC_NO_CLIPPING_ERR",
     "ASYMMETRIC",
     "ASYMMETRIC_FLOAT_SHIFT",
+    "SYMMETRIC_SIGNED_SCALE",
+    "ASYMMETRIC_FREE_ZERO",
 )
+#: --scheme's codebook names (aftertrain.checks.codebooks.CODEBOOKS), repeated likewise.
+CODEBOOK_NAMES = ("NF4", "FP4")
+#: --scheme's precision names (aftertrain.checks.precision.LOW_PRECISION), repeated likewise.
+PRECISIONS = ("float16", "bfloat16")
 _GRANULARITY = re.compile(r"^(PerTensor)\(\)$|^(PerAxis)\((-1|0|1)\)$|^(PerGroup)\(([0-9]+|None)\)$")
-SCHEME_FORM = "'int<bits> <MAPPING> <PerTensor()|PerAxis(0)|PerGroup(g)|PerGroup(None)> [floor=X]'"
+SCHEME_FORM = (
+    "'int<bits> <MAPPING> <PerTensor()|PerAxis(0)|PerGroup(g)|PerGroup(None)> [floor=X] "
+    "[input=float16|bfloat16] [scale=float16|bfloat16]' or 'NF4|FP4 <granularity> [input=...] [scale=...]'"
+)
 
 
 def parse_scheme(text: str) -> tuple:
-    """``(bits, mapping name, (kind, arg), floor or None)`` of a ``--scheme``
-    value; argparse.ArgumentTypeError naming what is allowed."""
+    """``(head, (kind, arg), options)`` of a ``--scheme`` value, as
+    ``str(scheme)`` prints it: ``head`` is ``(bits, mapping name)`` or a
+    codebook name, ``options`` a tuple of ``(key, value)``: ``floor`` (a
+    float, or ``"eps"`` for float32's machine epsilon, torchao's int8
+    floor), ``input`` and ``scale`` (a precision name); an
+    argparse.ArgumentTypeError naming what is allowed."""
     words = text.replace(",", " ").split()
     bad = argparse.ArgumentTypeError
-    if len(words) not in (3, 4):
+    codebook = bool(words) and words[0].upper() in CODEBOOK_NAMES
+    n_head = 1 if codebook else 2
+    if len(words) < n_head + 1:
         raise bad(f"expected {SCHEME_FORM}, got {text!r}")
-    m = re.fullmatch(r"int([0-9]+)", words[0])
-    if not m or not 2 <= int(m.group(1)) <= 8:
-        raise bad(f"bits must be int2 to int8, got {words[0]!r} in {text!r}")
-    mapping = words[1].upper().replace("-", "_")
-    if mapping not in MAPPINGS:
-        raise bad(f"mapping must be one of {', '.join(MAPPINGS)}, got {words[1]!r}")
-    g = _GRANULARITY.match(words[2])
+    if codebook:
+        head = words[0].upper()
+    else:
+        m = re.fullmatch(r"int([0-9]+)", words[0])
+        if not m or not 2 <= int(m.group(1)) <= 8:
+            raise bad(f"bits must be int2 to int8 (or a codebook, NF4 or FP4), got {words[0]!r} in {text!r}")
+        mapping = words[1].upper().replace("-", "_")
+        if mapping not in MAPPINGS:
+            raise bad(f"mapping must be one of {', '.join(MAPPINGS)}, got {words[1]!r}")
+        head = (int(m.group(1)), mapping)
+    granularity = _parse_granularity(words[n_head])
+    if codebook and granularity == ("PerGroup", None):
+        raise bad(f"a codebook's blocks must have a size, got {words[n_head]!r}")
+    return head, granularity, _parse_options(words[n_head + 1 :], codebook)
+
+
+def _parse_granularity(word: str) -> tuple:
+    g = _GRANULARITY.match(word)
     if not g:
-        raise bad(
-            f"granularity must be PerTensor(), PerAxis(0|1|-1), PerGroup(<size>) or "
-            f"PerGroup(None), got {words[2]!r}"
+        raise argparse.ArgumentTypeError(
+            "granularity must be PerTensor(), PerAxis(0|1|-1), PerGroup(<size>) or "
+            f"PerGroup(None), got {word!r}"
         )
     if g.group(1):
-        granularity = ("PerTensor", None)
-    elif g.group(2):
-        granularity = ("PerAxis", int(g.group(3)))
-    else:
-        size = None if g.group(5) == "None" else int(g.group(5))
-        if size == 0:
-            raise bad(f"a group size must be at least 1, got {words[2]!r}")
-        granularity = ("PerGroup", size)
-    floor = None
-    if len(words) == 4:
-        f = re.fullmatch(r"floor=(.+)", words[3])
-        try:
-            floor = "eps" if f and f.group(1) == "eps" else float(f.group(1)) if f else None
-        except ValueError:
-            floor = None
-        if floor is None:
-            raise bad(f"the fourth word must be floor=<float> or floor=eps, got {words[3]!r}")
-    return int(m.group(1)), mapping, granularity, floor
+        return ("PerTensor", None)
+    if g.group(2):
+        return ("PerAxis", int(g.group(3)))
+    size = None if g.group(5) == "None" else int(g.group(5))
+    if size == 0:
+        raise argparse.ArgumentTypeError(f"a group size must be at least 1, got {word!r}")
+    return ("PerGroup", size)
+
+
+def _parse_options(words: list[str], codebook: bool) -> tuple:
+    """The ``key=value`` words after the granularity, each key at most once."""
+    options: dict = {}
+    keys = ("input", "scale") if codebook else ("floor", "input", "scale")
+    for word in words:
+        key, _, value = word.partition("=")
+        if key not in keys or key in options:
+            raise argparse.ArgumentTypeError(
+                f"after the granularity: {', '.join(k + '=' for k in keys)} each at most once, got {word!r}"
+            )
+        if key == "floor":
+            try:
+                options[key] = "eps" if value == "eps" else float(value)
+            except ValueError:
+                raise argparse.ArgumentTypeError(
+                    f"the floor must be floor=<float> or floor=eps, got {word!r}"
+                ) from None
+        elif value in PRECISIONS:
+            options[key] = value
+        else:
+            raise argparse.ArgumentTypeError(f"{key}= must be float16 or bfloat16, got {word!r}")
+    return tuple(options.items())
 
 
 def build_scheme(parsed: tuple):
-    """The QuantScheme of :func:`parse_scheme`'s tuple (imports torch)."""
+    """The QuantScheme or CodebookScheme of :func:`parse_scheme`'s tuple (imports torch)."""
     import torch
 
+    from aftertrain.checks import codebooks as C
     from aftertrain.checks import schemes as S
+    from aftertrain.checks.precision import LOW_PRECISION
 
-    bits, mapping, (kind, arg), floor = parsed
+    head, (kind, arg), options = parsed
     granularity = {
         "PerTensor": lambda: S.PerTensor(),
         "PerAxis": lambda: S.PerAxis(arg),
         "PerGroup": lambda: S.PerGroup(arg),
     }[kind]()
-    extra = (
-        {} if floor is None else {"scale_floor": torch.finfo(torch.float32).eps if floor == "eps" else floor}
-    )
+    extra = {f"{key}_dtype": LOW_PRECISION[v] for key, v in options if key in ("input", "scale")}
+    for key, v in options:
+        if key == "floor":
+            extra["scale_floor"] = torch.finfo(torch.float32).eps if v == "eps" else v
+    if isinstance(head, str):
+        return C.CodebookScheme(C.CODEBOOKS[head], granularity, **extra)
+    bits, mapping = head
     return S.QuantScheme(bits, S.Mapping[mapping], granularity, **extra)
 
 
 def battery_scheme(parsed: tuple):
-    """The QuantScheme of :func:`parse_scheme`'s tuple, one the command line
+    """The scheme of :func:`parse_scheme`'s tuple, one the command line
     can judge: a valid floor, and a group size the default battery holds
     (the command line has no cases of the user's own); ValueError naming
     the ``--scheme`` value and what is allowed (imports torch)."""
     from aftertrain.checks.quant_battery import MAX_BATTERY_GROUP
 
-    bits, mapping, (kind, arg), floor = parsed
-    text = f"int{bits} {mapping} {kind}({'' if arg is None and kind == 'PerTensor' else arg})"
-    text += "" if floor is None else f" floor={floor}"
+    head, (kind, arg), options = parsed
+    text = f"{head} " if isinstance(head, str) else f"int{head[0]} {head[1]} "
+    text += f"{kind}({'' if arg is None and kind == 'PerTensor' else arg})"
+    text += "".join(f" {key}={value}" for key, value in options)
     try:
         scheme = build_scheme(parsed)
     except ValueError as err:
@@ -209,7 +256,8 @@ def add_parsers(sub) -> None:
         required=True,
         metavar="'int4 SYMMETRIC_FULL PerGroup(32)'",
         help="a scheme the quantizer claims (repeat for several): bits, mapping, "
-        "granularity, optional floor=X or floor=eps",
+        "granularity (or NF4|FP4 and granularity), optional floor=X|eps, "
+        "input=float16|bfloat16, scale=float16|bfloat16",
     )
     q.add_argument(
         "--strict", action="store_true", help="edge findings (float32's max, subnormal scales) fail too"
