@@ -100,7 +100,8 @@ TINY_ROWS = torch.tensor(
     reason=(
         "Int8Params quantizes through float16, and a row whose max|w| is below half float16's "
         "smallest subnormal (5.96e-8 / 2: float16 rounds it to 0) becomes all zeros, SCB 0, "
-        "though the float32 SCB it stores could scale it: rows of max|w| 1e-8, 2.9e-8 and 1e-30 of a float32 Linear come back 0 "
+        "though the float32 SCB it stores could scale it: rows of max|w| 1e-8, 2.9e-8 and 1e-30 "
+        "of a float32 Linear come back 0 "
         "(the kit, told the weight is float32: |w - w_hat| reaches 254 x the round-trip bound, "
         "extremes map to code 0 not 127, 'looks like a float16 copy quantized'; told "
         "input_dtype=float16, it passes: the float16 copy of those rows is 0)"
