@@ -204,6 +204,28 @@ def test_a_file_path_imports_the_modules_beside_it(user_folder, capsys):
         (["quantizer", "my_kits:absmax_int4", "--scheme", "int4 SYMMETRIC PerRow()"], "granularity must be"),
         (["quantizer", "my_kits:absmax_int4", "--scheme", "int4 SYMMETRIC PerGroup(0)"], "at least 1"),
         (
+            ["quantizer", "my_kits:absmax_int4", "--scheme", "int4 SYMMETRIC PerTensor() input=float32"],
+            "input= must be float16 or bfloat16, got 'input=float32'",
+        ),
+        (
+            [
+                "quantizer",
+                "my_kits:absmax_int4",
+                "--scheme",
+                "int4 SYMMETRIC PerTensor() scale=float16 scale=float16",
+            ],
+            "floor=, input=, scale= each at most once",
+        ),
+        (
+            ["quantizer", "my_kits:absmax_int4", "--scheme", "NF4 PerGroup(64) floor=eps"],
+            "input=, scale= each",
+        ),
+        (
+            ["quantizer", "my_kits:absmax_int4", "--scheme", "NF4 PerGroup(None)"],
+            "a codebook's blocks must have",
+        ),
+        (["quantizer", "my_kits:absmax_int4", "--scheme", "NF5 PerGroup(64)"], "or 'NF4|FP4 <granularity>"),
+        (
             ["quantizer", "my_kits:absmax_int4", "--scheme", "int4 SYMMETRIC PerTensor() floor=x"],
             "floor=<float>",
         ),
@@ -253,8 +275,11 @@ def test_usage_errors_exit_2_with_one_line(user_folder, capsys, argv, match):
 
 
 def test_scheme_and_pattern_words_are_the_kits():
-    """--scheme's mapping names are repeated (a usage error needs no torch):
-    they must be Mapping's; a scheme's printed form parses back to it."""
+    """--scheme's mapping, codebook and precision names are repeated (a usage
+    error needs no torch): they must be the kit's; a scheme's printed form
+    (options and codebooks too) parses back to it."""
+    import torch
+
     from aftertrain.checks.prune import NM, Rounding, Scope, Structured, Unstructured
     from aftertrain.checks.quant import Mapping, PerAxis, PerGroup, PerTensor, QuantScheme
 
@@ -268,6 +293,18 @@ def test_scheme_and_pattern_words_are_the_kits():
         assert check_kits.build_scheme(check_kits.parse_scheme(str(scheme))) == scheme
     eps = check_kits.build_scheme(check_kits.parse_scheme("int8 SYMMETRIC_FULL PerAxis(0) floor=eps"))
     assert eps.scale_floor == 2.0**-23
+    from aftertrain.checks.codebooks import CODEBOOKS, FP4, NF4, CodebookScheme
+    from aftertrain.checks.precision import LOW_PRECISION
+
+    assert check_kits.CODEBOOK_NAMES == tuple(CODEBOOKS) and check_kits.PRECISIONS == tuple(LOW_PRECISION)
+    for scheme in (
+        QuantScheme(4, Mapping.ASYMMETRIC_FREE_ZERO, PerGroup(64), scale_floor=5e-5),
+        QuantScheme(8, Mapping.SYMMETRIC_SIGNED_SCALE, PerAxis(0), scale_dtype=torch.float16),
+        QuantScheme(8, Mapping.SYMMETRIC, PerAxis(0), scale_floor=2.0**-23, input_dtype=torch.bfloat16),
+        CodebookScheme(NF4, PerGroup(64), input_dtype=torch.float16),
+        CodebookScheme(FP4, PerTensor(), scale_dtype=torch.bfloat16),
+    ):
+        assert check_kits.build_scheme(check_kits.parse_scheme(str(scheme))) == scheme, str(scheme)
     build = check_kits.build_pattern
     assert build(check_kits.parse_pattern("2:4")) == NM(2, 4)
     assert build(check_kits.parse_pattern("global")) == Unstructured(Scope.GLOBAL)
@@ -290,3 +327,15 @@ def test_a_file_named_like_a_loaded_module_does_not_shadow_it(user_folder, capsy
     assert cli.main(["check", "rule", "lib/json.py:rule", "--exact", "--n", "100", "--json", "--quiet"]) == 0
     assert [r["passed"] for r in json.loads(capsys.readouterr().out)] == [True, True]
     assert json.dumps is sys.modules["json"].dumps
+
+
+def test_check_quantizer_judges_a_codebook_scheme(user_folder, capsys):
+    """``--scheme 'NF4 PerGroup(64) input=float16'``: bitsandbytes' NF4 on a
+    float16 copy, the kit's reference, passes (exit 0)."""
+    (user_folder / "nf4_kit.py").write_text(
+        "from aftertrain.checks.codebooks import quantize_codebook\n\n\n"
+        "def nf4(w, scheme):\n    return quantize_codebook(w, scheme)\n"
+    )
+    argv = ["check", "quantizer", "nf4_kit:nf4", "--scheme", "NF4 PerGroup(64) input=float16", "--quiet"]
+    assert cli.main(argv) == 0
+    assert capsys.readouterr().out.startswith("nf4: PASSED")

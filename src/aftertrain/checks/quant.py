@@ -22,8 +22,10 @@ the group's ``max|w|`` (symmetric) or ``4 max|w|`` (asymmetric: the range
 ``hi - lo`` and the shift each reach ``2 max|w|``):
 
 * ``output``: no exception, shape kept, every value finite (a group size
-  that does not divide the row, undefined for the scheme, may be refused
-  with any exception that has a message: a passed ``refused`` row);
+  that does not divide the row, undefined for the scheme, may be refused by
+  :mod:`aftertrain.checks.refusals`' rule: a ``raise`` or ``assert`` of the
+  judged code with a message is a passed ``refused`` row, a crash in a
+  tensor operation a failure; a constant row is an ordinary case);
 * ``group size`` (``PerGroup(None)``, the library picks): the group size
   the output shows (the returned scale's entries per row, else the smallest
   dividing the row that ``w_hat`` fits), 1 for a longer row failing;
@@ -52,10 +54,17 @@ the group's ``max|w|`` (symmetric) or ``4 max|w|`` (asymmetric: the range
 An element held at +-float32 max because its code's value lies past it
 (SYMMETRIC_FULL's ``qmin * s`` at ``w = -3.4e38``) is exempt from the grid.
 
+The declared conventions (:class:`~aftertrain.checks.schemes.QuantScheme`'s
+``input_dtype`` and ``scale_dtype``, the mappings SYMMETRIC_SIGNED_SCALE and
+ASYMMETRIC_FREE_ZERO) and the codebook schemes
+(:mod:`aftertrain.checks.codebooks`, NF4 and FP4) are judged by the same
+rows, widened or replaced as their docstrings say.
+
 Each failed row is classed (:mod:`aftertrain.checks.report`): an edge
 finding when it fails only on groups at float32's edge (``max|w|`` above
-float32's max / 4, or a scale that would be subnormal; an exception on a
-case holding such a group), a mismatch when the case's output passes every
+float32's max / 4, or a scale that would be subnormal; a value or scale past
+a declared low precision's largest; an exception on a case holding such a
+group: a constant group is no edge), a mismatch when the case's output passes every
 row judging it alone under another scheme (the line says "looks like
 SYMMETRIC_FULL (declare ...)"), else a failure. Edge findings fail the
 report only with ``strict``.
