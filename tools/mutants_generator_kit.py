@@ -184,8 +184,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "gk-thread-02",
         "gk-battery",
         "check_generator runs generate at the caller's thread count (one_torch_thread dropped)",
-        "    with rule_battery.one_torch_thread():\n        for (ti, temperature), k in",
-        "    with torch.inference_mode(False):\n        for (ti, temperature), k in",
+        "    with rule_battery.one_torch_thread():\n        for law_target, law_draft, temperature, ti, k, label in laws:",
+        "    with torch.inference_mode(False):\n        for law_target, law_draft, temperature, ti, k, label in laws:",
     ),
     M(
         "gk-progress-01",
