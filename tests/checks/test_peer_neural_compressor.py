@@ -29,7 +29,7 @@ import pytest
 import torch
 
 from aftertrain.checks.quant import check_quantizer, scheme_battery
-from aftertrain.checks.schemes import Mapping, PerAxis, PerGroup, QuantScheme
+from aftertrain.checks.schemes import Mapping, PerAxis, PerGroup, QuantScheme, group_index
 
 pytest.importorskip("neural_compressor")
 
@@ -95,7 +95,9 @@ FLOAT16_PRODUCT = (
     "convention not yet declarable in the kit: w_hat is float16, recover() multiplying the codes "
     "by the float16 scale in float16 (scale_dtype=float16 covers the scale's rounding, not the "
     "product's): grid up to 0.0047 of a step off at 4 bits and 0.1 at 8, codes match w_hat off "
-    "by up to 0.47 at |w_hat| 2.8e3, round trip 1.02 x the bound at 8 bits"
+    "by up to 0.47 at |w_hat| 2.8e3, round trip 1.02 x the bound at 8 bits; and at 8 bits the "
+    "kit's grid row fails on groups whose float16 scale is subnormal (small normal groups: 0.49 "
+    "of a step, the round trip holding) even for the float32 product"
 )
 
 
@@ -113,6 +115,28 @@ def test_rtn_passes_the_kit_under_its_declared_scheme(mapping):
             check_quantizer(
                 rtn_weight, schemes=[scheme], cases=cases(scheme, "float32 max")
             ).raise_for_failures()
+
+
+def float32_product(w: torch.Tensor, scheme: QuantScheme) -> tuple[torch.Tensor, ...]:
+    """RTN's codes, float16 scales and zero points, their product taken in
+    float32 (what ``recover()`` would give but for its float16 product)."""
+    _, codes, scale, zero = rtn_weight(w, scheme)
+    index, _ = group_index(tuple(w.shape), scheme.granularity)
+    offset = 0 if zero is None else zero.reshape(-1)[index]
+    return (codes - offset) * scale.reshape(-1)[index], codes, scale, zero
+
+
+@pytest.mark.parametrize("mapping", MAPPINGS, ids=lambda m: m.name)
+def test_rtn_codes_and_float16_scales_pass_the_kit_at_4_bits(mapping):
+    """What the xfail above leaves out, separately: RTN's own codes, float16
+    scales and zero points, multiplied in float32, pass every guarantee at
+    4 bits per group of 32 and per row (float32's max aside), so the
+    failures of ``recover()`` are its float16 product alone."""
+    for granularity in (PerGroup(32), PerAxis(0)):
+        scheme = rtn(4, mapping, granularity)
+        check_quantizer(
+            float32_product, schemes=[scheme], cases=cases(scheme, "float32 max")
+        ).raise_for_failures()
 
 
 @pytest.mark.parametrize("mapping", MAPPINGS, ids=lambda m: m.name)
