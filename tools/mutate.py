@@ -276,6 +276,24 @@ SUBSETS |= {
     "r3-cli": ["tests/cli/test_check.py", "tests/cli/test_cli.py", "tests/cli/test_cli_limits.py"] + _UNTIMED,
 }
 
+# Tags of the capabilities' set (tools/mutants_capabilities.py): each capability's own test files.
+SUBSETS |= {
+    "schema": [
+        "tests/claims/test_ledgerfile_schema.py",
+        "tests/meta/test_ledger_docs.py",
+        "tests/claims/test_ledgerfile.py",
+        "tests/claims/test_ledgerfile_fields.py",
+    ]
+    + _UNTIMED,
+    "readme-table": [
+        "tests/report/test_assemble.py",
+        "tests/report/test_multimodel.py",
+        "tests/meta/test_readme.py",
+        "tests/core/test_io.py",
+    ]
+    + _UNTIMED,
+}
+
 
 @dataclass
 class Result:

@@ -11,13 +11,21 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import json
+import os
 import re
 
 import pytest
 from jsonschema import Draft202012Validator
 
 from aftertrain.claims.catalogue import CLAIMS
-from aftertrain.claims.ledgerfile import FORMAT, SCHEMA_PATH, ClaimEntry, LedgerFile, TestEntry
+from aftertrain.claims.ledgerfile import (
+    FORMAT,
+    SCHEMA_PATH,
+    ClaimEntry,
+    LedgerFile,
+    LedgerFormatError,
+    TestEntry,
+)
 from aftertrain.claims.parts import NOT_RUN, Part
 from aftertrain.claims.verdicts import Outcome, Verdict
 from aftertrain.core import runmeta
@@ -108,6 +116,10 @@ BROKEN_LEDGERS = {
     "an extra top-level key": (lambda d: d.update(verdicts={}), "('verdicts' was unexpected)"),
     "an extra claim key": (lambda d: d["claims"][0].update(score=1), "('score' was unexpected)"),
     "a table that is a number": (lambda d: d["tables"].update(q3=1.5), "at tables/q3"),
+    "a beside count of 0": (
+        lambda d: d["claims"][0]["beside"].update({"teeth": {"passed": 0}}),
+        "at claims/0/beside/teeth/passed",
+    ),
 }
 
 
@@ -153,3 +165,73 @@ def test_the_suites_ledger_validation_catches_a_run_that_writes_a_ledger_without
     assert re.fullmatch(
         r"out\.json does not match claims\.schema\.json: at meta: 'worktree' is a required property", invalid
     )
+
+
+#: The meta keys docs/ledger.md says are ``null`` where the value is not known
+#: (``runmeta.collect`` gives None for ``threads`` and ``torch`` without torch).
+UNKNOWABLE_META = ("commit", "torch", "threads", "load1", "model", "model_sha256", WORKTREE)
+
+
+def test_a_ledger_whose_run_metadata_is_not_known_matches_the_schema():
+    """Each key the metadata may not know is nullable: a ledger of a run that
+    knew none of them (and took its model-free outcomes from a run that knew
+    none either) still validates."""
+    data = committed_data()
+    data["meta"].update(dict.fromkeys(UNKNOWABLE_META))
+    data["meta"]["model_free_from"] = {
+        "ledger": "claims.json",
+        "model": None,
+        "model_sha256": None,
+        "commit": None,
+        "tests": 0,
+    }
+    assert_valid_ledger(data, "claims.json")
+
+
+@pytest.mark.parametrize("found", [None, 1, FORMAT + 1, str(FORMAT)])
+def test_another_format_is_refused_with_the_command_that_writes_a_current_one(found):
+    """docs/ledger.md: the refusal names the file, the format it holds and
+    the one this version reads, and says how to write a current one; a file
+    without ``format`` is refused the same way."""
+    data = committed_data()
+    if found is None:
+        del data["format"]
+    else:
+        data["format"] = found
+    with pytest.raises(LedgerFormatError) as err:
+        LedgerFile.from_json(data, "old.json")
+    message = str(err.value)
+    assert message.startswith(f"old.json is a claims ledger of format {found!r}; ")
+    assert f"this version reads format {FORMAT}" in message
+    assert message.endswith("`python -m pytest --claims-json FILE`")
+
+
+def test_every_verdict_and_outcome_is_written_valid_and_read_back():
+    """A ledger holding each verdict once and a test of each outcome (and
+    one without an outcome) matches the schema and reads back equal: the
+    reader knows every word the writer may write."""
+    ids = list(CLAIMS)
+    tests = tuple(TestEntry(f"t.py::test_{n}", o) for n, o in enumerate([*Outcome, None]))
+    claims = tuple(
+        ClaimEntry(ids[n], v, title=CLAIMS[ids[n]].title, tests=tests if n == 0 else ())
+        for n, v in enumerate(Verdict)
+    )
+    ledger = LedgerFile(claims, meta=committed_data()["meta"])
+    data = ledger.to_json()
+    assert_valid_ledger(data, "all-words.json")
+    assert LedgerFile.from_json(data, "all-words.json") == ledger
+
+
+@pytest.mark.skipif(os.name == "nt", reason="replacing a file that is open is refused on Windows")
+def test_write_replaces_the_file_whole(tmp_path):
+    """Written atomically: a reader that opened the old file before the write
+    still reads the whole old file, the path holds the whole new one, and no
+    temporary is left beside it."""
+    path = tmp_path / "claims.json"
+    path.write_text("old ledger\n")
+    ledger = LedgerFile.from_json(committed_data(), "claims.json")
+    with path.open() as reader:
+        ledger.write(path)
+        assert reader.read() == "old ledger\n"
+    assert LedgerFile.from_json(json.loads(path.read_text())) == ledger
+    assert [p.name for p in tmp_path.iterdir()] == ["claims.json"]

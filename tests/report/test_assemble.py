@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -21,6 +22,8 @@ import pytest
 from aftertrain import report as R
 from aftertrain.claims import tables as TB
 from aftertrain.claims.catalogue import CLAIMS
+from aftertrain.claims.ledgerfile import ClaimEntry, LedgerFile
+from aftertrain.claims.verdicts import Verdict
 from aftertrain.cli import main
 from aftertrain.report import meta as meta
 from aftertrain.report import multimodel as MM
@@ -201,6 +204,79 @@ def test_update_readme_rewrites_only_the_table_between_its_markers(tmp_path, com
     readme.write_text("# no markers\n")
     with pytest.raises(R.ReportError, match="no claims-table markers"):
         R.update_readme(readme, committed)
+
+
+def test_the_readme_table_made_reads_back_as_the_catalogue_and_the_ledgers():
+    """What :func:`readme_table` makes, read back cell by cell as the
+    committed README's is: the catalogue's ID and title (not its
+    statement) with each committed model's verdict, in that order."""
+    primary, others = R.assemble.read_report_ledgers(COMMITTED)
+    assert _readme_table_mismatches(R.readme_table(primary, others), primary, others) == []
+
+
+def test_a_claim_the_run_left_out_keeps_its_line_as_not_covered():
+    """A line per claim of the catalogue, whatever the ledger holds: a run
+    of one claim (``pytest --claim Q2``) gives Q2's verdict and ``not
+    covered`` on every other line."""
+    only_q2 = LedgerFile((ClaimEntry("Q2", Verdict.HOLDS, title=CLAIMS["Q2"].title),))
+    rows = R.readme_rows(only_q2)
+    assert [r[0] for r in rows] == list(CLAIMS)
+    assert {r[0]: r[2] for r in rows} == {c: "holds" if c == "Q2" else "not covered" for c in CLAIMS}
+    assert _readme_table_mismatches(R.readme_table(only_q2), only_q2, {}) == []
+
+
+def test_update_readme_writes_the_markers_and_the_table_on_their_own_lines_and_again(tmp_path, committed):
+    """The text between the markers is the table alone, each marker on its
+    own line, so a second update (with another model beside) finds them
+    and rewrites the table again, and nothing else."""
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# title\n{R.README_BEGIN}\nold table\n{R.README_END}\n## after\n")
+    R.update_readme(readme, committed)
+    table = R.readme_table(committed)
+    assert readme.read_text() == f"# title\n{R.README_BEGIN}\n{table}\n{R.README_END}\n## after\n"
+    others = {"article": R.read_ledger(COMMITTED / "claims-article.json")}
+    R.update_readme(readme, committed, others)
+    table = R.readme_table(committed, others)
+    assert readme.read_text() == f"# title\n{R.README_BEGIN}\n{table}\n{R.README_END}\n## after\n"
+
+
+@pytest.mark.parametrize("marker", ["begin", "end"])
+def test_a_readme_with_one_marker_is_refused_and_left_as_it_was(tmp_path, committed, marker):
+    readme = tmp_path / "README.md"
+    text = f"# title\n{R.README_BEGIN if marker == 'begin' else R.README_END}\nold table\n"
+    readme.write_text(text)
+    with pytest.raises(R.ReportError, match="no claims-table markers"):
+        R.update_readme(readme, committed)
+    assert readme.read_text() == text
+
+
+def test_the_committed_readme_holds_the_markers_update_readme_looks_for():
+    """``aftertrain report --update-committed`` rewrites the committed
+    README: it holds each marker once, on its own line, the begin marker first."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert lines.count(R.README_BEGIN) == 1 and lines.count(R.README_END) == 1
+    assert lines.index(R.README_BEGIN) < lines.index(R.README_END)
+
+
+def test_update_readme_refuses_a_folder(tmp_path, committed):
+    folder = tmp_path / "README.md"
+    folder.mkdir()
+    with pytest.raises(ValueError, match="readme must be an existing file"):
+        R.update_readme(folder, committed)
+
+
+@pytest.mark.skipif(os.name == "nt", reason="replacing a file that is open is refused on Windows")
+def test_update_readme_replaces_the_file_whole(tmp_path, committed):
+    """Written atomically: a reader that opened the README before the update
+    still reads the whole old text, and no temporary is left beside it."""
+    readme = tmp_path / "README.md"
+    old = f"# title\n{R.README_BEGIN}\nold table\n{R.README_END}\n"
+    readme.write_text(old)
+    with readme.open() as reader:
+        R.update_readme(readme, committed)
+        assert reader.read() == old
+    assert R.readme_table(committed) in readme.read_text()
+    assert [p.name for p in tmp_path.iterdir()] == ["README.md"]
 
 
 # --- no tracked file rewritten unless asked ------------------------------------------
