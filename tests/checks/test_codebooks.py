@@ -114,6 +114,9 @@ def test_a_float16_copy_quantized_passes_only_declared():
 
     cases = {"gaussian": torch.randn(2, 128), "small": 1e-3 * torch.randn(2, 128)}
     assert check_quantizer(from_half, schemes=fp16, cases=cases).passed
+    # bitsandbytes' module path also returns w_hat in float16: declared, the reference passes
+    both = CodebookScheme(NF4, PerGroup(64), input_dtype=torch.float16, output_dtype=torch.float16)
+    assert check_quantizer(quantize_codebook, schemes=both, cases=cases).passed
     report = check_quantizer(from_half, schemes=NF4_64, cases=cases)
     assert report.mismatches and all("input=float16" in m for m in report.mismatches), str(report)
 

@@ -465,3 +465,24 @@ def test_every_row_has_a_meaningful_class():
     assert all(
         row["class"] == r.outcome for row, r in zip(report.as_dict()["rows"], report.rows, strict=True)
     )
+
+
+def test_w_hat_returned_in_float16_passes_declared():
+    """hqq dequantizes in its ``compute_dtype``, float16: each w_hat moves by
+    up to half an ulp of max|w| + s there (2**-11 relative), which the
+    declared ``output_dtype`` allows and the undeclared scheme does not."""
+    declared = replace(FREE, output_dtype=torch.float16)
+    assert check_quantizer(quantize_scheme, schemes=declared).passed
+    report = check_quantizer(lambda w, s: quantize_scheme(w, declared), schemes=FREE, cases=GAUSS)
+    assert report.mismatches and not report.passed, str(report)
+
+
+@pytest.mark.teeth
+def test_round_trip_catches_w_hat_in_bfloat16_declared_float16():
+    """bfloat16 output rounds 8 times coarser (2**-8 relative): at 8 bits
+    that is about 2 x half a step, past float16's slack."""
+    declared = replace(INT8, output_dtype=torch.float16)
+    report = check_quantizer(
+        lambda w, s: quantize_scheme(w, INT8)[0].bfloat16().float(), schemes=declared, cases=GAUSS
+    )
+    assert "round-trip" in failed_checks(report), str(report)

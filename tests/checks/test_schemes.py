@@ -105,7 +105,7 @@ def test_a_scheme_prints_the_words_scheme_reads_back():
     assert str(eps) == "int8 SYMMETRIC_FULL PerTensor() floor=eps"
 
 
-@pytest.mark.parametrize("key", ["input_dtype", "scale_dtype"])
+@pytest.mark.parametrize("key", ["input_dtype", "scale_dtype", "output_dtype"])
 def test_a_precision_other_than_float16_or_bfloat16_is_refused(key):
     with pytest.raises(ValueError, match=f"{key} must be None, torch.float16 or torch.bfloat16"):
         QuantScheme(4, Mapping.SYMMETRIC, PerTensor(), **{key: torch.float32})

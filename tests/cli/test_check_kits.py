@@ -214,11 +214,11 @@ def test_a_file_path_imports_the_modules_beside_it(user_folder, capsys):
                 "--scheme",
                 "int4 SYMMETRIC PerTensor() scale=float16 scale=float16",
             ],
-            "floor=, input=, scale= each at most once",
+            "floor=, input=, scale=, output= each at most once",
         ),
         (
             ["quantizer", "my_kits:absmax_int4", "--scheme", "NF4 PerGroup(64) floor=eps"],
-            "input=, scale= each",
+            "input=, scale=, output= each",
         ),
         (
             ["quantizer", "my_kits:absmax_int4", "--scheme", "NF4 PerGroup(None)"],
@@ -301,7 +301,10 @@ def test_scheme_and_pattern_words_are_the_kits():
         QuantScheme(4, Mapping.ASYMMETRIC_FREE_ZERO, PerGroup(64), scale_floor=5e-5),
         QuantScheme(8, Mapping.SYMMETRIC_SIGNED_SCALE, PerAxis(0), scale_dtype=torch.float16),
         QuantScheme(8, Mapping.SYMMETRIC, PerAxis(0), scale_floor=2.0**-23, input_dtype=torch.bfloat16),
-        CodebookScheme(NF4, PerGroup(64), input_dtype=torch.float16),
+        CodebookScheme(NF4, PerGroup(64), input_dtype=torch.float16, output_dtype=torch.float16),
+        QuantScheme(
+            4, Mapping.ASYMMETRIC_FREE_ZERO, PerGroup(64), scale_floor=5e-5, output_dtype=torch.float16
+        ),
         CodebookScheme(FP4, PerTensor(), scale_dtype=torch.bfloat16),
     ):
         assert check_kits.build_scheme(check_kits.parse_scheme(str(scheme))) == scheme, str(scheme)

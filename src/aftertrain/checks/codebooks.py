@@ -11,8 +11,9 @@ nearest ``w / amax`` and dequantizes ``w_hat = t[k] * amax``. The guarantees,
 with ``u = 2**-24``:
 
 * ``table``: every ``w_hat`` is a table value times its block's ``amax``, up
-  to ``2 u amax`` (the product's rounding) and a declared ``scale_dtype``'s
-  rounding of ``amax``;
+  to ``2 u amax`` (the product's rounding), a declared ``scale_dtype``'s
+  rounding of ``amax`` and half an ulp of ``amax`` in a declared
+  ``output_dtype``;
 * ``nearest``: that entry is a nearest one to ``w / amax`` (either at a
   tie), up to ``4 u`` (``w * fl(1 / amax)`` rounds twice) and the same
   ``scale_dtype`` rounding: the round trip is at most half the gap between
@@ -32,7 +33,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from aftertrain.checks.precision import check_low_precision, scheme_options
+from aftertrain.checks.precision import check_low_precision, output_slack, scheme_options
 from aftertrain.checks.quant_reference import U, as_output, call_quantizer
 from aftertrain.checks.refusals import is_refusal, refused_row
 from aftertrain.checks.report import EDGE, FAILURE, MISMATCH, Report, Row
@@ -74,23 +75,14 @@ class Codebook:
 #: bitsandbytes' NF4 (``get_4bit_type("nf4")``, QLoRA's NormalFloat: quantiles of N(0, 1)).
 NF4 = Codebook(
     "NF4",
-    (
-        -1.0,
-        -0.6961928009986877,
-        -0.5250730514526367,
-        -0.39491748809814453,
-        -0.28444138169288635,
-        -0.18477343022823334,
-        -0.09105003625154495,
-        0.0,
-        0.07958029955625534,
-        0.16093020141124725,
-        0.24611230194568634,
-        0.33791524171829224,
-        0.44070982933044434,
-        0.5626170039176941,
-        0.7229568362236023,
-        1.0,
+    tuple(
+        float(x)
+        for x in (
+            "-1.0 -0.6961928009986877 -0.5250730514526367 -0.39491748809814453 -0.28444138169288635 "
+            "-0.18477343022823334 -0.09105003625154495 0.0 0.07958029955625534 0.16093020141124725 "
+            "0.24611230194568634 0.33791524171829224 0.44070982933044434 0.5626170039176941 "
+            "0.7229568362236023 1.0"
+        ).split()
     ),
 )
 #: bitsandbytes' FP4 (``get_4bit_type("fp4")``: 1 sign, 2 exponent, 1 mantissa bit, bias 2,
@@ -107,12 +99,15 @@ class CodebookScheme:
     """What a codebook quantizer claims: the table, the blocks sharing an
     absmax (``PerGroup(64)``: bitsandbytes' default ``blocksize``), and the
     precisions of :class:`~aftertrain.checks.schemes.QuantScheme` (the copy
-    quantized, ``input_dtype``; the stored absmax, ``scale_dtype``)."""
+    quantized, ``input_dtype``; the stored absmax, ``scale_dtype``; the
+    ``w_hat`` returned, ``output_dtype``: bitsandbytes dequantizes to the
+    module's float16)."""
 
     codebook: Codebook
     granularity: SchemeGranularity = PerGroup(64)
     input_dtype: torch.dtype | None = None
     scale_dtype: torch.dtype | None = None
+    output_dtype: torch.dtype | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.codebook, Codebook):
@@ -126,6 +121,7 @@ class CodebookScheme:
             )
         check_low_precision(self.input_dtype, "input_dtype")
         check_low_precision(self.scale_dtype, "scale_dtype")
+        check_low_precision(self.output_dtype, "output_dtype")
 
     def __str__(self) -> str:
         """The form ``--scheme`` reads back: ``NF4 PerGroup(64) input=float16``."""
@@ -153,7 +149,10 @@ def quantize_codebook(w: torch.Tensor, scheme: CodebookScheme) -> tuple[torch.Te
     t = scheme.codebook.table().float()
     x = w / amax.clamp_min(SCALE_FLOOR)[index]
     codes = (x.unsqueeze(-1) - t).abs().argmin(-1)
-    return t[codes] * amax[index], codes.float(), amax, None
+    w_hat = t[codes] * amax[index]
+    if scheme.output_dtype is not None:
+        w_hat = w_hat.to(scheme.output_dtype).float()
+    return w_hat, codes.float(), amax, None
 
 
 @dataclass(frozen=True)
@@ -185,6 +184,9 @@ class _View:
         edge = ((amax > 0) & (amax < SCALE_FLOOR)) | torch.zeros(n, dtype=torch.bool).scatter_reduce(
             0, i, over.reshape(-1), "amax"
         )
+        if scheme.output_dtype is not None:
+            drift = drift + output_slack(scheme.output_dtype, amax)
+            edge |= amax > torch.finfo(scheme.output_dtype).max
         return cls(wd, amax[index], drift[index], (amax >= SCALE_FLOOR)[index] & ~edge[index], edge[index])
 
     def severity(self, bad: torch.Tensor) -> str:
@@ -245,13 +247,15 @@ def check_codebook_case(report: Report, quantize, case: str, w: torch.Tensor, sc
 
 def _others(scheme: CodebookScheme) -> list[CodebookScheme]:
     """The conventions a codebook output may follow instead of ``scheme``'s:
-    the other built-in table, a float16 or bfloat16 copy or absmax."""
+    the other built-in table, a float16 or bfloat16 copy, absmax or output."""
     others = [replace(scheme, codebook=c) for c in CODEBOOKS.values() if c != scheme.codebook]
     for dtype in (torch.float16, torch.bfloat16):
         if scheme.input_dtype is None:
             others.append(replace(scheme, input_dtype=dtype))
         if scheme.scale_dtype is None:
             others.append(replace(scheme, scale_dtype=dtype))
+        if scheme.output_dtype is None:
+            others.append(replace(scheme, output_dtype=dtype))
     return others
 
 

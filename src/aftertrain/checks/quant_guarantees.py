@@ -251,32 +251,50 @@ def _fits_other(
     (round trip, grid, codes, scale, extremes, zero) the quantizer's answer
     ``raw`` passes but at the format's edge, else None: another mapping or
     granularity, a scale floor (float32's eps, or the one the output shows),
-    a float16 or bfloat16 input copy or scale. ``edge``: the declared
+    a float16 or bfloat16 input copy, scale or output. ``edge``: the declared
     scheme's edge elements; another scheme that would excuse more (a whole
-    tensor holding float32's max as one group) is no fit."""
-    others = [(m.name, replace(scheme, mapping=m)) for m in Mapping if m is not scheme.mapping]
-    others += [
-        (str(g), replace(scheme, granularity=g))
-        for g in (PerTensor(), PerAxis(0), PerAxis(1))
-        if g != scheme.granularity
+    tensor holding float32's max as one group), or a precision whose rounding
+    moves ``w_hat`` by more than a quarter step (bfloat16 at 8 bits: half a
+    step, where floor rounding would pass), is no fit."""
+    shapes = [(m.name, {"mapping": m}) for m in Mapping if m is not scheme.mapping]
+    shapes += [
+        (str(g), {"granularity": g}) for g in (PerTensor(), PerAxis(0), PerAxis(1)) if g != scheme.granularity
     ]
+    floors = []
     for floor in (FLOAT32_EPS, _shown_floor(w, raw, scheme)):
         if floor is not None and floor > scheme.scale_floor:
-            others.append((f"a scale floor of {floor:.3g}", replace(scheme, scale_floor=floor)))
+            floors.append((f"a scale floor of {floor:.3g}", {"scale_floor": floor}))
+    # the tightest first: one change, then a mapping with a precision (hqq: a free
+    # zero, w_hat in float16); float16 before bfloat16; a copy before a scale before w_hat
+    changes = shapes + floors
     for dtype in (torch.float16, torch.bfloat16):
         name = str(dtype).removeprefix("torch.")
-        if scheme.input_dtype is None:
-            others.append((f"a {name} copy quantized", replace(scheme, input_dtype=dtype)))
-        if scheme.scale_dtype is None:
-            others.append((f"{name} scales", replace(scheme, scale_dtype=dtype)))
+        precisions = [
+            (what, {f"{key}_dtype": dtype})
+            for key, what in (
+                ("input", f"a {name} copy quantized"),
+                ("scale", f"{name} scales"),
+                ("output", f"w_hat in {name}"),
+            )
+            if getattr(scheme, f"{key}_dtype") is None
+        ]
+        changes += precisions
+        changes += [
+            (f"{a} with {b}", {**ca, **cb}) for a, ca in shapes[: len(Mapping) - 1] for b, cb in precisions
+        ]
+    others = [(what, replace(scheme, **change)) for what, change in changes]
     if scheme.granularity_known and bool(torch.isfinite(raw[0]).all()):
         for book in CODEBOOKS.values():
-            other = CodebookScheme(book, scheme.granularity, scheme.input_dtype, scheme.scale_dtype)
+            other = CodebookScheme(
+                book, scheme.granularity, scheme.input_dtype, scheme.scale_dtype, scheme.output_dtype
+            )
             if codebook_fits(w, raw, other):
                 return f"the {book.name} codebook", other
     for what, other in others:
         ref = Reference.of(w, other)
         if not bool(ref.judged.any()) or bool((ref.edge & ~edge).any()):
+            continue
+        if bool((ref.drift > ref.s / 4)[ref.judged].any()):  # a precision this loose excuses a bug
             continue
         out = as_output(raw, w, other)
         scratch = Report("scratch")

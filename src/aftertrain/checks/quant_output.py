@@ -75,6 +75,7 @@ def _check_grid(report: Report, case: str, ref: Reference, out: Output, scheme: 
     ``2**bits - 1`` steps of ``s`` from its smallest value, whatever the zero."""
     lo, hi = ref.code_lo, ref.code_hi
     steps = ref.steps(out.w_hat)
+    slack = ref.grid_slack()
     if scheme.mapping is Mapping.ASYMMETRIC_FREE_ZERO:
         n, i = ref.p.scale.numel(), ref.p.index.reshape(-1)
         least = (
@@ -83,11 +84,11 @@ def _check_grid(report: Report, case: str, ref: Reference, out: Output, scheme: 
             .scatter_reduce(0, i, out.w_hat.reshape(-1), "amin")
         )
         steps = (out.w_hat - least[ref.p.index]) / ref.s
+        slack = slack + ref.drift / ref.s  # the anchor, the smallest w_hat, drifts too
     outward = torch.where(steps > 0, torch.ceil(steps), torch.floor(steps)).clamp(lo, hi)
     keep = ref.judged & ~ref.saturated(out.w_hat, outward)
     k = torch.round(steps)
     off = (steps - k).abs()
-    slack = ref.grid_slack()
     bad = keep & ~((off <= slack) & (k >= lo) & (k <= hi))
     ok = not bool(bad.any())
     report.add(

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
+from aftertrain.checks.precision import output_slack
 from aftertrain.checks.report import EDGE, FAILURE
 from aftertrain.checks.schemes import (
     Mapping,
@@ -82,7 +83,9 @@ class Reference:
         and not floored, ``max|w| > OVERFLOW_EDGE``, or a value or scale past the declared
         low precision's largest). ``drift``: with a ``scale_dtype``, the scale's rounding in
         that dtype times the codes' reach ``R / s + 1`` (plus a float zero point's rounding
-        times the scale)."""
+        times the scale); with an ``output_dtype``, half an ulp of ``max|w| + s`` there
+        (:func:`~aftertrain.checks.precision.output_slack`), a group past its largest value
+        at the format's edge."""
         over = torch.zeros(w.shape, dtype=torch.bool)
         if scheme.input_dtype is not None:
             low = w.to(scheme.input_dtype).float()
@@ -108,6 +111,9 @@ class Reference:
                 low_z = p.zero.float().to(scheme.scale_dtype).double()
                 dz = (low_z - p.zero).abs().nan_to_num(0.0, 0.0, 0.0)
                 drift += dz * (1.0 if scheme.mapping is Mapping.ASYMMETRIC_FLOAT_SHIFT else p.scale)
+        if scheme.output_dtype is not None:
+            drift = drift + output_slack(scheme.output_dtype, p.amax + p.scale)  # |w_hat| <= amax + s
+            edge |= p.amax > torch.finfo(scheme.output_dtype).max
         return cls(
             w.double(),
             p,

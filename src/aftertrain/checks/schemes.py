@@ -171,7 +171,10 @@ class QuantScheme:
     for ``w.to(input_dtype)``), and ``scale_dtype``, the precision of the
     scale and a float zero point it dequantizes with (neural-compressor's
     ``recover()``: float16 scales; each ``w_hat`` may then move by its code
-    times the scale's rounding)."""
+    times the scale's rounding); ``output_dtype``, the precision of the
+    ``w_hat`` returned (torchao's ``dequantize_affine(output_dtype=...)``,
+    hqq's ``compute_dtype``, float16 by default; bitsandbytes dequantizes to
+    the module's float16): each ``w_hat`` may move by half an ulp there."""
 
     bits: int
     mapping: Mapping
@@ -179,6 +182,7 @@ class QuantScheme:
     scale_floor: float = SCALE_FLOOR
     input_dtype: torch.dtype | None = None
     scale_dtype: torch.dtype | None = None
+    output_dtype: torch.dtype | None = None
 
     def __post_init__(self) -> None:
         if (
@@ -204,6 +208,7 @@ class QuantScheme:
             )
         check_low_precision(self.input_dtype, "input_dtype")
         check_low_precision(self.scale_dtype, "scale_dtype")
+        check_low_precision(self.output_dtype, "output_dtype")
 
     def __str__(self) -> str:
         """The form ``--scheme`` reads back: ``int4 SYMMETRIC_FULL PerGroup(32) floor=eps``."""
@@ -367,4 +372,6 @@ def quantize_scheme(
         zero = zero.to(scheme.scale_dtype).float() if m.float_zero else zero
     s, z = scale[i].to(w.dtype), zero[i].to(w.dtype)
     w_hat = from_codes(q, s, z, m).float().clamp(-FLOAT32_MAX, FLOAT32_MAX)
+    if scheme.output_dtype is not None:
+        w_hat = w_hat.to(scheme.output_dtype).float()
     return w_hat, q.float(), scale, zero

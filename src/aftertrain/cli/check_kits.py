@@ -9,7 +9,7 @@ prints: ``"int4 SYMMETRIC_FULL PerGroup(32)"``, ``"int8 SYMMETRIC PerAxis(0)"``,
 ``"int4 ASYMMETRIC_FLOAT_SHIFT PerGroup(None)"`` (the library picks the group
 size), ``"NF4 PerGroup(64)"`` (a codebook), then optional ``floor=X`` (a float,
 or ``eps`` for float32's machine epsilon, torchao's int8 floor),
-``input=float16`` and ``scale=float16`` (or ``bfloat16``). ``--pattern``: ``N:M``
+``input=float16``, ``scale=float16`` and ``output=float16`` (or ``bfloat16``). ``--pattern``: ``N:M``
 (e.g. ``2:4``), ``global``, ``per-layer``, ``rows`` or ``columns`` with an
 optional norm (``rows:1``, ``columns:inf``; default 2), then the count's
 convention if it is not the default: ``rounding=floor`` (``half_even``,
@@ -45,7 +45,8 @@ PRECISIONS = ("float16", "bfloat16")
 _GRANULARITY = re.compile(r"^(PerTensor)\(\)$|^(PerAxis)\((-1|0|1)\)$|^(PerGroup)\(([0-9]+|None)\)$")
 SCHEME_FORM = (
     "'int<bits> <MAPPING> <PerTensor()|PerAxis(0)|PerGroup(g)|PerGroup(None)> [floor=X] "
-    "[input=float16|bfloat16] [scale=float16|bfloat16]' or 'NF4|FP4 <granularity> [input=...] [scale=...]'"
+    "[input=float16|bfloat16] [scale=...] [output=...]' or 'NF4|FP4 <granularity> [input=...] [scale=...] "
+    "[output=...]'"
 )
 
 
@@ -54,7 +55,7 @@ def parse_scheme(text: str) -> tuple:
     ``str(scheme)`` prints it: ``head`` is ``(bits, mapping name)`` or a
     codebook name, ``options`` a tuple of ``(key, value)``: ``floor`` (a
     float, or ``"eps"`` for float32's machine epsilon, torchao's int8
-    floor), ``input`` and ``scale`` (a precision name); an
+    floor), ``input``, ``scale`` and ``output`` (a precision name); an
     argparse.ArgumentTypeError naming what is allowed."""
     words = text.replace(",", " ").split()
     bad = argparse.ArgumentTypeError
@@ -98,7 +99,7 @@ def _parse_granularity(word: str) -> tuple:
 def _parse_options(words: list[str], codebook: bool) -> tuple:
     """The ``key=value`` words after the granularity, each key at most once."""
     options: dict = {}
-    keys = ("input", "scale") if codebook else ("floor", "input", "scale")
+    keys = ("input", "scale", "output") if codebook else ("floor", "input", "scale", "output")
     for word in words:
         key, _, value = word.partition("=")
         if key not in keys or key in options:
@@ -133,7 +134,7 @@ def build_scheme(parsed: tuple):
         "PerAxis": lambda: S.PerAxis(arg),
         "PerGroup": lambda: S.PerGroup(arg),
     }[kind]()
-    extra = {f"{key}_dtype": LOW_PRECISION[v] for key, v in options if key in ("input", "scale")}
+    extra = {f"{key}_dtype": LOW_PRECISION[v] for key, v in options if key != "floor"}
     for key, v in options:
         if key == "floor":
             extra["scale_floor"] = torch.finfo(torch.float32).eps if v == "eps" else v
@@ -257,7 +258,7 @@ def add_parsers(sub) -> None:
         metavar="'int4 SYMMETRIC_FULL PerGroup(32)'",
         help="a scheme the quantizer claims (repeat for several): bits, mapping, "
         "granularity (or NF4|FP4 and granularity), optional floor=X|eps, "
-        "input=float16|bfloat16, scale=float16|bfloat16",
+        "input=float16|bfloat16, scale=float16|bfloat16, output=float16|bfloat16",
     )
     q.add_argument(
         "--strict", action="store_true", help="edge findings (float32's max, subnormal scales) fail too"
