@@ -486,3 +486,16 @@ def test_round_trip_catches_w_hat_in_bfloat16_declared_float16():
         lambda w, s: quantize_scheme(w, INT8)[0].bfloat16().float(), schemes=declared, cases=GAUSS
     )
     assert "round-trip" in failed_checks(report), str(report)
+
+
+def test_a_one_line_if_raise_is_a_refusal():
+    """``if w.shape[1] % 32: raise ValueError(...)`` on one line: the raise
+    after the colon is the statement that refuses, a refusal."""
+
+    def refuses(w, scheme):
+        if w.shape[1] % 32: raise ValueError(f"rows of {w.shape[1]} are not whole groups of 32")  # fmt: skip  # noqa: E701
+        return quantize_scheme(w, scheme)
+
+    scheme = QuantScheme(4, Mapping.SYMMETRIC, PerGroup(32))
+    report = check_quantizer(refuses, schemes=scheme, cases={"ragged": torch.randn(2, 48)})
+    assert report.passed and [r.outcome for r in report.rows] == ["refused"], str(report)

@@ -19,6 +19,7 @@ defines, so is a refusal.
 from __future__ import annotations
 
 import os
+import re
 import sysconfig
 import traceback
 
@@ -46,8 +47,8 @@ def is_refusal(error: BaseException) -> bool:
     last = frames[-1]
     if os.path.realpath(last.filename).startswith(_LIBRARY_DIRS):
         return False
-    statement = (last.line or "").lstrip()
-    return statement.startswith(("raise ", "raise(", "assert ", "assert("))
+    # the line's statement, or the one after a colon: ``if w.shape[1] % g: raise ValueError(...)``
+    return re.match(r"(?:.*:\s*)?(?:raise|assert)\b", (last.line or "").strip()) is not None
 
 
 def refused_row(case: str, error: BaseException) -> Row:
