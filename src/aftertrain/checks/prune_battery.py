@@ -9,7 +9,6 @@ import torch
 from aftertrain.checks.patterns import NM
 from aftertrain.core.validation import check_seed
 
-
 #: Counts where the conventions of :class:`~aftertrain.checks.patterns.Rounding`
 #: part at the default sparsities: at 10, 0.05 removes 0 (half to even, floor)
 #: or 1 (half up, ceil) and 0.9 removes 9, or 10 under torch-pruning's
