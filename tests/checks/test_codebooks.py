@@ -9,7 +9,15 @@ import pytest
 import torch
 
 from aftertrain.checks.codebooks import CODEBOOKS, FP4, NF4, Codebook, CodebookScheme, quantize_codebook
-from aftertrain.checks.quant import Mapping, PerAxis, PerGroup, PerTensor, QuantScheme, check_quantizer
+from aftertrain.checks.quant import (
+    Mapping,
+    PerAxis,
+    PerBlock,
+    PerGroup,
+    PerTensor,
+    QuantScheme,
+    check_quantizer,
+)
 from tests.common.kit import failed_checks
 
 NF4_64 = CodebookScheme(NF4, PerGroup(64))
@@ -136,3 +144,30 @@ def test_bad_codebooks_raise_value_error_naming_the_argument(make, words):
     with pytest.raises(ValueError) as err:
         make()
     assert all(w in str(err.value) for w in words), str(err.value)
+
+
+def _flat_nf4(w, scheme):
+    """bitsandbytes' ``quantize_4bit``: blocks of 64 of the flattened weight."""
+    return quantize_codebook(w, CodebookScheme(NF4, PerBlock(64)))[0]
+
+
+def test_blocks_of_the_flattened_weight_pass_as_per_block_and_are_named_per_group():
+    """Rows of 96 at block size 64 (the battery's rows of 1.5 blocks): a block
+    straddles two rows. Declared ``PerBlock(64)`` every case passes; declared
+    ``PerGroup(64)`` the straddling case is a mismatch naming ``PerBlock(64)``."""
+    assert check_quantizer(_flat_nf4, schemes=CodebookScheme(NF4, PerBlock(64))).passed
+    report = check_quantizer(_flat_nf4, schemes=NF4_64)
+    assert report.mismatches and all("declare NF4 PerBlock(64)" in m for m in report.mismatches), str(report)
+    assert all(m.startswith("group size does not divide the row") for m in report.mismatches), str(report)
+
+
+@pytest.mark.teeth
+def test_table_catches_per_row_blocks_declared_per_block():
+    """The converse: blocks that restart at every row claimed as blocks of
+    the flattened weight: on rows of 96 the second block's absmax is another."""
+    report = check_quantizer(
+        lambda w, s: quantize_codebook(w, NF4_64)[0],
+        schemes=CodebookScheme(NF4, PerBlock(64)),
+        cases={"rows of 96": torch.randn(4, 96) * torch.tensor([[1.0], [10.0], [0.1], [3.0]])},
+    )
+    assert "table" in failed_checks(report), str(report)

@@ -224,6 +224,10 @@ def test_a_file_path_imports_the_modules_beside_it(user_folder, capsys):
             ["quantizer", "my_kits:absmax_int4", "--scheme", "NF4 PerGroup(None)"],
             "a codebook's blocks must have",
         ),
+        (
+            ["quantizer", "my_kits:absmax_int4", "--scheme", "int4 SYMMETRIC PerBlock(64)"],
+            "is a codebook's granularity",
+        ),
         (["quantizer", "my_kits:absmax_int4", "--scheme", "NF5 PerGroup(64)"], "or 'NF4|FP4 <granularity>"),
         (
             ["quantizer", "my_kits:absmax_int4", "--scheme", "int4 SYMMETRIC PerTensor() floor=x"],
@@ -281,7 +285,7 @@ def test_scheme_and_pattern_words_are_the_kits():
     import torch
 
     from aftertrain.checks.prune import NM, Rounding, Scope, Structured, Unstructured
-    from aftertrain.checks.quant import Mapping, PerAxis, PerGroup, PerTensor, QuantScheme
+    from aftertrain.checks.quant import Mapping, PerAxis, PerBlock, PerGroup, PerTensor, QuantScheme
 
     assert check_kits.MAPPINGS == tuple(m.name for m in Mapping)
     for scheme in (
@@ -306,6 +310,7 @@ def test_scheme_and_pattern_words_are_the_kits():
             4, Mapping.ASYMMETRIC_FREE_ZERO, PerGroup(64), scale_floor=5e-5, output_dtype=torch.float16
         ),
         CodebookScheme(FP4, PerTensor(), scale_dtype=torch.bfloat16),
+        CodebookScheme(NF4, PerBlock(64), output_dtype=torch.float16),
     ):
         assert check_kits.build_scheme(check_kits.parse_scheme(str(scheme))) == scheme, str(scheme)
     build = check_kits.build_pattern

@@ -1,6 +1,7 @@
 """Codebook schemes: a lookup table of code values scaled by each block's
 absmax (bitsandbytes' 4-bit ``quant_type="nf4"`` and ``"fp4"``, whose
-``blocksize`` is the kit's ``PerGroup(blocksize)``), and their guarantees
+``blocksize`` is the kit's ``PerBlock(blocksize)``: blocks of the flattened
+weight, the same as ``PerGroup(blocksize)`` where it divides the row), and their guarantees
 (:func:`check_codebook_case`, run by
 :func:`aftertrain.checks.quant.check_quantizer` for a
 :class:`CodebookScheme`).
@@ -38,7 +39,7 @@ from aftertrain.checks.quant_reference import U, as_output, call_quantizer
 from aftertrain.checks.refusals import is_refusal, refused_row
 from aftertrain.checks.report import EDGE, FAILURE, MISMATCH, Report, Row
 from aftertrain.checks.rule_battery import describe_exception
-from aftertrain.checks.schemes import PerAxis, PerGroup, PerTensor, SchemeGranularity, group_index
+from aftertrain.checks.schemes import PerAxis, PerBlock, PerGroup, PerTensor, SchemeGranularity, group_index
 from aftertrain.core import tolerances as T
 from aftertrain.quant.primitives import SCALE_FLOOR
 
@@ -104,7 +105,7 @@ class CodebookScheme:
     module's float16)."""
 
     codebook: Codebook
-    granularity: SchemeGranularity = PerGroup(64)
+    granularity: SchemeGranularity | PerBlock = PerGroup(64)
     input_dtype: torch.dtype | None = None
     scale_dtype: torch.dtype | None = None
     output_dtype: torch.dtype | None = None
@@ -112,11 +113,11 @@ class CodebookScheme:
     def __post_init__(self) -> None:
         if not isinstance(self.codebook, Codebook):
             raise ValueError(f"codebook must be a Codebook (NF4, FP4 or your own), got {self.codebook!r}")
-        if not isinstance(self.granularity, PerTensor | PerAxis | PerGroup) or self.granularity == PerGroup(
-            None
-        ):
+        if not isinstance(
+            self.granularity, PerTensor | PerAxis | PerGroup | PerBlock
+        ) or self.granularity == PerGroup(None):
             raise ValueError(
-                "granularity must be PerTensor(), PerAxis(axis) or PerGroup(blocksize), "
+                "granularity must be PerTensor(), PerAxis(axis), PerGroup(blocksize) or PerBlock(blocksize), "
                 f"got {self.granularity!r}"
             )
         check_low_precision(self.input_dtype, "input_dtype")
@@ -247,8 +248,11 @@ def check_codebook_case(report: Report, quantize, case: str, w: torch.Tensor, sc
 
 def _others(scheme: CodebookScheme) -> list[CodebookScheme]:
     """The conventions a codebook output may follow instead of ``scheme``'s:
-    the other built-in table, a float16 or bfloat16 copy, absmax or output."""
+    the other built-in table, blocks of the flattened weight, a float16 or
+    bfloat16 copy, absmax or output."""
     others = [replace(scheme, codebook=c) for c in CODEBOOKS.values() if c != scheme.codebook]
+    if isinstance(scheme.granularity, PerGroup):  # bitsandbytes blocks the flattened weight
+        others.append(replace(scheme, granularity=PerBlock(scheme.granularity.group_size)))
     for dtype in (torch.float16, torch.bfloat16):
         if scheme.input_dtype is None:
             others.append(replace(scheme, input_dtype=dtype))

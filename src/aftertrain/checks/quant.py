@@ -86,6 +86,7 @@ from aftertrain.checks.report import EDGE, FAILURE, MISMATCH, Report, Row
 from aftertrain.checks.schemes import (
     Mapping,
     PerAxis,
+    PerBlock,
     PerGroup,
     PerTensor,
     QuantScheme,
@@ -104,6 +105,7 @@ __all__ = [
     "MISMATCH",
     "NF4",
     "Codebook",
+    "PerBlock",
     "CodebookScheme",
     "Mapping",
     "PerAxis",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from aftertrain.checks.codebooks import CodebookScheme
-from aftertrain.checks.schemes import PerGroup, QuantScheme
+from aftertrain.checks.schemes import PerBlock, PerGroup, QuantScheme
 from aftertrain.core.validation import check_seed
 from aftertrain.quant.primitives import FLOAT32_MAX, qmax_for
 
@@ -138,6 +138,8 @@ def group_battery(bits: int, group_size: int, seed: int = 0) -> dict[str, torch.
 def scheme_battery(scheme: QuantScheme | CodebookScheme, seed: int = 0) -> dict[str, torch.Tensor]:
     """The default cases of ``scheme`` (a codebook's at 4 bits): :func:`group_battery`
     per group, :func:`battery` otherwise."""
+    if isinstance(scheme.granularity, PerBlock):  # rows of 1.5 blocks: a block straddles two rows
+        return group_battery(scheme.bits, scheme.granularity.block_size, seed)
     if isinstance(scheme.granularity, PerGroup):
         size = scheme.granularity.group_size
         return group_battery(scheme.bits, CHOSEN_GROUP_BATTERY if size is None else size, seed)

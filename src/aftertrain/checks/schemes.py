@@ -151,6 +151,23 @@ class PerGroup:
         return f"PerGroup({self.group_size})"
 
 
+@dataclass(frozen=True)
+class PerBlock:
+    """One scale per ``block_size`` consecutive elements of the flattened
+    weight (bitsandbytes' blockwise 4-bit, ``blocksize``): where the block
+    size does not divide a row, a block straddles two rows. A codebook
+    scheme's granularity (:class:`~aftertrain.checks.codebooks.CodebookScheme`)."""
+
+    block_size: int
+
+    def __post_init__(self) -> None:
+        if isinstance(self.block_size, bool) or not isinstance(self.block_size, int) or self.block_size < 1:
+            raise ValueError(f"block_size must be an int >= 1, got {self.block_size!r}")
+
+    def __str__(self) -> str:
+        return f"PerBlock({self.block_size})"
+
+
 #: A scheme's granularity in torchao's vocabulary (its ``Granularity`` classes);
 #: :class:`aftertrain.quant.Granularity` is the article's two choices.
 SchemeGranularity = PerTensor | PerAxis | PerGroup
@@ -238,7 +255,9 @@ class QuantScheme:
         return -self.qmax - 1, self.qmax
 
 
-def group_index(shape: tuple[int, ...], granularity: SchemeGranularity) -> tuple[torch.Tensor, int]:
+def group_index(
+    shape: tuple[int, ...], granularity: SchemeGranularity | PerBlock
+) -> tuple[torch.Tensor, int]:
     """``(index, n_groups)``: the group of every element of a 2-D weight,
     int64 of ``shape``, numbered row-major (row, then group along the row)."""
     rows, cols = shape
@@ -253,6 +272,8 @@ def group_index(shape: tuple[int, ...], granularity: SchemeGranularity) -> tuple
         return torch.zeros(shape, dtype=torch.int64), 1
     if isinstance(granularity, PerAxis):
         return (r, rows) if granularity.axis == 0 else (c, cols)
+    if isinstance(granularity, PerBlock):
+        return (r * cols + c) // granularity.block_size, -(-rows * cols // granularity.block_size)
     per_row = -(-cols // granularity.group_size)
     return r * per_row + c // granularity.group_size, rows * per_row
 

@@ -42,7 +42,9 @@ MAPPINGS = (
 CODEBOOK_NAMES = ("NF4", "FP4")
 #: --scheme's precision names (aftertrain.checks.precision.LOW_PRECISION), repeated likewise.
 PRECISIONS = ("float16", "bfloat16")
-_GRANULARITY = re.compile(r"^(PerTensor)\(\)$|^(PerAxis)\((-1|0|1)\)$|^(PerGroup)\(([0-9]+|None)\)$")
+_GRANULARITY = re.compile(
+    r"^(PerTensor)\(\)$|^(PerAxis)\((-1|0|1)\)$|^(PerGroup)\(([0-9]+|None)\)$|^(PerBlock)\(([0-9]+)\)$"
+)
 SCHEME_FORM = (
     "'int<bits> <MAPPING> <PerTensor()|PerAxis(0)|PerGroup(g)|PerGroup(None)> [floor=X] "
     "[input=float16|bfloat16] [scale=...] [output=...]' or 'NF4|FP4 <granularity> [input=...] [scale=...] "
@@ -76,6 +78,8 @@ def parse_scheme(text: str) -> tuple:
     granularity = _parse_granularity(words[n_head])
     if codebook and granularity == ("PerGroup", None):
         raise bad(f"a codebook's blocks must have a size, got {words[n_head]!r}")
+    if not codebook and granularity[0] == "PerBlock":
+        raise bad(f"PerBlock (blocks of the flattened weight) is a codebook's granularity, got {text!r}")
     return head, granularity, _parse_options(words[n_head + 1 :], codebook)
 
 
@@ -83,17 +87,20 @@ def _parse_granularity(word: str) -> tuple:
     g = _GRANULARITY.match(word)
     if not g:
         raise argparse.ArgumentTypeError(
-            "granularity must be PerTensor(), PerAxis(0|1|-1), PerGroup(<size>) or "
-            f"PerGroup(None), got {word!r}"
+            "granularity must be PerTensor(), PerAxis(0|1|-1), PerGroup(<size>), PerGroup(None) or "
+            f"(a codebook's) PerBlock(<size>), got {word!r}"
         )
     if g.group(1):
         return ("PerTensor", None)
     if g.group(2):
         return ("PerAxis", int(g.group(3)))
-    size = None if g.group(5) == "None" else int(g.group(5))
+    if g.group(6):
+        kind, size = "PerBlock", int(g.group(7))
+    else:
+        kind, size = "PerGroup", None if g.group(5) == "None" else int(g.group(5))
     if size == 0:
         raise argparse.ArgumentTypeError(f"a group size must be at least 1, got {word!r}")
-    return ("PerGroup", size)
+    return (kind, size)
 
 
 def _parse_options(words: list[str], codebook: bool) -> tuple:
@@ -133,6 +140,7 @@ def build_scheme(parsed: tuple):
         "PerTensor": lambda: S.PerTensor(),
         "PerAxis": lambda: S.PerAxis(arg),
         "PerGroup": lambda: S.PerGroup(arg),
+        "PerBlock": lambda: S.PerBlock(arg),
     }[kind]()
     extra = {f"{key}_dtype": LOW_PRECISION[v] for key, v in options if key != "floor"}
     for key, v in options:
@@ -159,7 +167,7 @@ def battery_scheme(parsed: tuple):
         scheme = build_scheme(parsed)
     except ValueError as err:
         raise ValueError(f"--scheme '{text}': {err}") from None
-    if kind == "PerGroup" and arg is not None and arg > MAX_BATTERY_GROUP:
+    if kind in ("PerGroup", "PerBlock") and arg is not None and arg > MAX_BATTERY_GROUP:
         raise ValueError(
             f"--scheme '{text}': a group size must be at most {MAX_BATTERY_GROUP:,} "
             f"(the largest the default battery is built for), got {arg:,}"
