@@ -104,8 +104,8 @@ def _batch_consistency(rule, case: rule_battery.Case, dtype, g, report: Report, 
 ROW_V = 0.125
 #: The seed of the batch probes' ordinary rounds: fixed, so that every input
 #: of an exact probe is forced and the same rule gives the same failures
-#: whatever seed a caller passes (issue 33: vLLM's defect read 7 failures at
-#: seed 3 and 6 at seed 0 when row 5's v and the rounds came from the seed).
+#: whatever seed a caller passes (with row 5's v and the rounds drawn from
+#: the seed, vLLM's defect read 7 failures at seed 3 and 6 at seed 0).
 BATCH_SEED = 3
 
 

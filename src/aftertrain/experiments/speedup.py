@@ -10,7 +10,7 @@ on one thread), named by a
 times them in two sequential decisions (the costs, then the speedups), each
 at alpha / 2, so a claim reading both errs with probability <= alpha;
 :func:`speedup_tables` gives the claims' tables at a decision's look;
-:func:`target_decisions` times issue 32's two targets, figures beside X2:
+:func:`target_decisions` times the two speedup targets, figures beside X2:
 the loop against what ``cpp / (v_k + k c)`` charges for it
 (:func:`charged_decoding`) and the n-gram over plain decoding.
 
@@ -20,13 +20,12 @@ claims compare, and the decision needs ~30 pairs of each of the 15 cells
 prompt alone: each side is prefilled once, untimed
 (:func:`aftertrain.experiments.speculative.plain_decoding`,
 :func:`~aftertrain.experiments.speculative.speculative_decoding`), each call
-decodes the 30 characters and rolls back. (Until 2026-12-02 both calls
-first read the 32-character prompt, ~2 plain steps a side, which pulled a
-30-character speedup toward 1: the n-gram's at k=4 from ~2.6 to ~2.35.) A
-pair now costs plain ~30 steps (~0.016-0.025 s) + speculative
-~0.007-0.035 s; both decisions together took 55-60 s at load 1.5 and
-~100 s at load 4 on the shared 2-core box (main, reading the prompt: 55-78 s
-and ~70-75 s alike: the load decides, see docs/speculative.md). What a
+decodes the 30 characters and rolls back. (Reading the 32-character prompt
+in the timed call, ~2 plain steps a side, would pull a 30-character speedup
+toward 1: the n-gram's at k=4 from ~2.6 to ~2.35.) A pair costs plain ~30
+steps (~0.016-0.025 s) + speculative ~0.007-0.035 s; both decisions together
+take about a minute on a lightly loaded 2-core machine and up to their
+budgets under load: the load decides, not the loop (docs/speculative.md). What a
 first look costs at the floor (idle, one thread): the costs 8 ratios x 112
 pairs x one call of a ~0.5-1.8 ms step a side (~1.5 s), the speedups 15
 cells x 29 pairs x (plain ~0.016 s + speculative ~0.007-0.035 s) ~ 15 s.
@@ -79,10 +78,10 @@ SPEEDUP_CHARS = 30
 #: caches: docs/speculative.md) still 13 or more of ``perf_counter``'s 0.1 us; one call keeps
 #: each timing under a scheduler slice (:func:`aftertrain.timing.paired_timing`'s
 #: note), where 5 calls (3.75 ms a side) left the cost decision no first look
-#: within its 40 s at load 10 on 2 cores. Blocks of m calls, as the loop runs
-#: its verifications and steps back to back, were tried for issue 32's share
-#: (docs/speculative.md, "Timing c and v_k as blocks of m calls"; lightly
-#: loaded, both models): m = 4 lifts v_4 by ~0.03 and v_8 by ~0.07 of the
+#: within its 40 s on a loaded 2-core machine. Blocks of m calls, as the loop
+#: runs its verifications and steps back to back, were tried for the speedup
+#: targets' share (docs/speculative.md, "What the loop costs beyond its
+#: steps"; lightly loaded, both models): m = 4 lifts v_4 by ~0.03 and v_8 by ~0.07 of the
 #: ~0.1-0.15 to back to back, and takes the decision from 2-5 s to 8-19 s
 #: (28 pairs give the widest intervals, S5 waits for look 4-5); m = 2 at 56
 #: pairs costs what one call at 112 does and lifts v_k by 1-4%. Neither brings
@@ -93,7 +92,7 @@ COST_CALLS = 1
 COST_FIRST_LOOKS = 4
 
 
-#: Issue 32's targets for speculative decoding that pays: the best draft's
+#: The speedup targets, for speculative decoding that pays: the best draft's
 #: speedup at least this share of ``cpp / (v_k + k c)``, and the n-gram's at
 #: least :data:`NGRAM_TARGET` over plain decoding. Engineering targets, not
 #: claims of the article: figures beside the claims (:func:`target_decisions`),
@@ -165,7 +164,7 @@ def target_decisions(
     alpha: float = TIMING_ALPHA,
     clock: Clock = time.perf_counter,
 ) -> dict[str, Decision]:
-    """Issue 32's two targets, each one paired ratio in one sequential
+    """The two speedup targets, each one paired ratio in one sequential
     decision (:data:`TARGET_RULES`; alpha over both ratios and every look):
 
     - ``"share"``: the best draft ``best = (draft, k)``'s loop
