@@ -499,3 +499,20 @@ def test_a_one_line_if_raise_is_a_refusal():
     scheme = QuantScheme(4, Mapping.SYMMETRIC, PerGroup(32))
     report = check_quantizer(refuses, schemes=scheme, cases={"ragged": torch.randn(2, 48)})
     assert report.passed and [r.outcome for r in report.rows] == ["refused"], str(report)
+
+
+def test_a_subnormal_float16_scale_moves_the_end_codes_within_its_drift():
+    """At 8 bits a group of max|w| about 1e-4 has a scale near 7.9e-7, in
+    float16's subnormal range (kept to about 4%): codes from the float32
+    scale times the float16 one read up to 132 steps of the exact scale.
+    Declared ``scale_dtype=float16`` that is the scale's drift (127 x 4%),
+    so the grid's code range widens by it and the case passes."""
+
+    def recover(w, scheme):
+        p = qparams(w, INT8)
+        s = p.scale.float()[p.index]
+        return torch.round(w / s).clamp(-127, 127) * s.half().float()
+
+    w = 1e-5 + 9e-5 * torch.rand(4, 32, generator=torch.Generator().manual_seed(3))
+    report = check_quantizer(recover, schemes=replace(INT8, scale_dtype=torch.float16), cases={"small": w})
+    assert report.passed, str(report)
