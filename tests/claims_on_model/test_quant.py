@@ -119,7 +119,7 @@ def check_int8_nearly_free(row: EQ.BitsRow, float_loss: float) -> None:
 @pytest.mark.claim("Q2")
 def test_int8_loss_within_0p01_of_float32(bits_rows, model_val_loss, claim_record):
     """Article: 2.0272 -> 2.0290 per-tensor, 2.0280 per-channel (+0.0017,
-    +0.0008). The claim's 0.01 nats is the issue's reading of "nearly free"
+    +0.0008). The claim's 0.01 nats is this suite's reading of "nearly free"
     (the third decimal); both granularities."""
     row = bits_rows[8]
     claim_record.measured(
@@ -247,7 +247,7 @@ def check_six_bits_hold(row: EQ.BitsRow, float_loss: float) -> None:
 @pytest.mark.claim("Q5")
 def test_down_to_6_bits_within_0p05_of_float32(bits_rows, model_val_loss, claim_record):
     """Article: "down to 6 bits the loss moves only in the second decimal"
-    (6-bit +0.0327 / +0.0115); 0.05 nats is the issue's bound, both
+    (6-bit +0.0327 / +0.0115); 0.05 nats is this suite's bound, both
     granularities, at 8 and 6 bits."""
     claim_record.measured(
         "float32 {float32:.4f}; {rows}", float32=model_val_loss, rows=fmt_row([bits_rows[8], bits_rows[6]])

@@ -318,7 +318,7 @@ def test_update_committed_writes_report_ledger_and_readme_of_the_checkout(tmp_pa
 
 def test_each_figure_once_per_cell(committed):
     """No item of an "ours" cell repeats what the cell showed before it, and
-    the repeats the issue found (Q4-Q7, S4) are gone."""
+    the repeats once found in Q4-Q7 and S4 are gone."""
     for cid in CLAIMS:
         cell = R.document.ours_cell(committed, cid)
         assert figures_once([cell]) == cell, cid

@@ -91,7 +91,7 @@ INIT_STD_RTOL = NORMAL_DRAW_ULPS * FLOAT32_UNIT_ROUNDOFF
 #: Measured: bit-equal across kernel paths and 1 or 2 threads on one machine.
 FIRST_STEPS_FLOAT64_RTOL = 1e-9
 #: Logits computed two ways that differ only in float32 summation order agree
-#: to this (absolute): cached against recomputed (claim K1, the issue's "to
+#: to this (absolute): cached against recomputed (claim K1, read as "to
 #: within 1e-4"), k+1 positions in one verification pass against one at a
 #: time (S2's context policy), batched against row by row. The article
 #: measured 9.06e-06 between cached and full passes over <= 128 positions;
