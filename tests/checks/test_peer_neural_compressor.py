@@ -135,7 +135,7 @@ def test_rtn_w_hat_is_the_float16_product_of_its_codes_and_scales(mapping, bits)
         "RTN at 8 bits asymmetric: recover() computes (q - zp).to(torch.int8) * scale, and q - zp "
         "spans [-255, 255] (unsigned codes, a zero point up to 255), so every element of code "
         "distance above 127 from its zero point wraps: on the Gaussian case |w - w_hat| reaches "
-        "509 x the round-trip bound per group of 32 (494 x per row), codes -165 and 128 read back"
+        "451 x the round-trip bound per group of 32 (428 x per row), codes -165 and 128 read back"
     ),
 )
 def test_rtn_int8_asymmetric_keeps_its_weights(granularity):
