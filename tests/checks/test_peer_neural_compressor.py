@@ -48,6 +48,17 @@ def inc() -> types.SimpleNamespace:
     return types.SimpleNamespace(RTNConfig=RTNConfig, convert=convert, prepare=prepare)
 
 
+@pytest.fixture(autouse=True, scope="module")
+def workspace_outside_the_tree(tmp_path_factory):
+    """neural-compressor makes its workspace folder (``./nc_workspace/<time>/``,
+    left empty by RTN) in the working directory whenever it reads it: it
+    is pointed at a temporary folder, so the checkout stays as it was."""
+    inc()
+    from neural_compressor.common import set_workspace
+
+    set_workspace(str(tmp_path_factory.mktemp("nc_workspace")))
+
+
 def rtn_config(scheme: QuantScheme):
     """The scheme in ``RTNConfig``'s words."""
     g = scheme.granularity
