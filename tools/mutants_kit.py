@@ -85,27 +85,32 @@ MUTANTS: tuple[Mutant, ...] = (
         "or not SCALE_FLOOR <= self.scale_floor < 1",
         "or not SCALE_FLOOR <= self.scale_floor <= 1",
     ),
+    # r3-schemes-09: ASYMMETRIC_FREE_ZERO joined the non-idempotent mappings; the bug still drops ASYMMETRIC.
     M(
         "r3-schemes-09",
         "r3-quant",
         "ASYMMETRIC judged idempotent too",
-        "return self not in (Mapping.SYMMETRIC_FULL, Mapping.ASYMMETRIC)",
-        "return self is not Mapping.SYMMETRIC_FULL",
+        "return self not in (Mapping.SYMMETRIC_FULL, Mapping.ASYMMETRIC, Mapping.ASYMMETRIC_FREE_ZERO)",
+        "return self not in (Mapping.SYMMETRIC_FULL, Mapping.ASYMMETRIC_FREE_ZERO)",
     ),
     # --- checks/quant_guarantees.py (r3-guar-01, 03: now checks/quant_reference.py) ---------
+    # r3-guar-01: `judged` now also needs a nonzero group and judges a normal group whose raw scale
+    # is 0 (checks/quant_reference.py); the bug still drops the declared-floor term alone.
     M(
         "r3-guar-01",
         "r3-quant",
         "a declared scale floor is not judged (groups at the floor exempt)",
-        "judged = (p.raw >= SCALE_FLOOR) | (scheme.scale_floor > SCALE_FLOOR)",
-        "judged = p.raw >= SCALE_FLOOR",
+        "(p.raw >= SCALE_FLOOR) | (scheme.scale_floor > SCALE_FLOOR) | ((p.raw == 0) & normal)",
+        "(p.raw >= SCALE_FLOOR) | ((p.raw == 0) & normal)",
     ),
+    # r3-guar-02: a refusal is now checks/refusals.is_refusal (a raise or assert of the judged code
+    # with a message), not any message; the bug still drops the ragged-groups condition.
     M(
         "r3-guar-02",
         "r3-quant",
         "any exception with a message is a refusal, not only on ragged groups",
-        "if isinstance(out, Exception) and ragged and str(out):",
-        "if isinstance(out, Exception) and str(out):",
+        "if isinstance(out, Exception) and ragged and is_refusal(out):",
+        "if isinstance(out, Exception) and is_refusal(out):",
     ),
     M(
         "r3-guar-03",
@@ -114,11 +119,13 @@ MUTANTS: tuple[Mutant, ...] = (
         "if len(out) not in (3, 4):",
         "if len(out) not in (2, 3, 4):",
     ),
+    # r3-guar-04: the code range is now widened by a declared scale precision's reach
+    # (checks/quant_output._check_grid); the bug still drops the range test.
     M(
         "r3-guar-04",
         "r3-quant",
         "grid row ignores codes outside the mapping range",
-        "bad = keep & ~((off <= slack) & (k >= lo) & (k <= hi))",
+        "bad = keep & ~((off <= slack) & (k >= lo - reach) & (k <= hi + reach))",
         "bad = keep & ~(off <= slack)",
     ),
     M(
@@ -244,12 +251,14 @@ MUTANTS: tuple[Mutant, ...] = (
         "bad = int((kept != pattern.n).sum())",
         "bad = int((kept < pattern.n).sum())",
     ),
+    # r3-prune-07: the count is now the pattern's declared Counting (checks/prune_counts.count_row,
+    # from checks/prune_guarantees._check_count); the per-layer branch judges by FLOOR whatever is declared.
     M(
         "r3-prune-07",
         "r3-prune",
         "per-layer count truncates instead of rounding",
-        "got, want = int((~masks[name]).sum()), round(s * w.numel())",
-        "got, want = int((~masks[name]).sum()), int(s * w.numel())",
+        'row = count_row(f"{where}, {name}", int((~masks[name]).sum()), w.numel(), s, pattern.counting)',
+        'row = count_row(f"{where}, {name}", int((~masks[name]).sum()), w.numel(), s, type(pattern.counting)(type(pattern.rounding).FLOOR, pattern.keep_at_least))',
     ),
     M(
         "r3-prune-08",
