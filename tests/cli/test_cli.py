@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -75,6 +76,14 @@ def paths(tmp_path_factory) -> dict[str, str]:
     (tmp / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
     os.symlink(tmp / "loop.json", tmp / "loop.json")
     os.mkfifo(tmp / "pipe.json")
+    (tmp / "nan_sweep.json").write_text(
+        re.sub(
+            r'"val_loss": [-+.0-9e]+',
+            '"val_loss": NaN',
+            (ROOT / "report" / "sweep.json").read_text(),
+            count=1,
+        )
+    )
     state = torch.load(reference_path(), map_location="cpu", weights_only=True)
     buf = tmp / "buf.pt"
     torch.save(state["state_dict"], buf)
@@ -164,6 +173,13 @@ CASES = [
     ("report-ledger-pipe", ["report", "--claims-json", "{tmp}/pipe.json"], "is a named pipe"),
     ("report-ledger-device", ["report", "--claims-json", "/dev/zero"], "/dev/zero is a device"),
     ("sweep-ledger-pipe", ["sweep", "--claims-json", "{tmp}/pipe.json"], "is a named pipe"),
+    ("report-sweep-nan-val-loss", ["report", "--sweep", "{tmp}/nan_sweep.json"], "NaN, not finite"),
+    (
+        "report-sweep-pipe",
+        ["report", "--sweep", "{tmp}/pipe.json"],
+        "sweep file {tmp}/pipe.json is a named pipe",
+    ),
+    ("sweep-reuse-pipe", ["sweep", "--reuse", "{tmp}/pipe.json", "--out", "{tmp}/o7"], "is a named pipe"),
     ("sweep-ledger-a-claim-twice", ["sweep", "--claims-json", "{tmp}/q2_twice.json"], "more than one entry"),
     (
         "report-quick-with-ledger",

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import re
 import shutil
 from pathlib import Path
 
@@ -265,16 +267,30 @@ def test_report_renders_the_sweep_file_of_its_output_folder(tmp_path):
 @pytest.mark.parametrize(
     "content, message",
     [
-        ("not json", "cannot be read"),
+        ("not json", "not valid JSON"),
         ('{"version": 99, "points": []}', "version"),
         ('{"version": 1, "points": [{"model": "x"}]}', "malformed point"),
+        (
+            re.sub(r'"val_loss": [-+.0-9e]+', '"val_loss": NaN', SW.sweep_json(SWEEP), count=1),
+            "holds the number NaN, not finite",
+        ),
+        ("[" * 100 + "]" * 100, "nested more than 32 deep"),
     ],
 )
 def test_read_sweep_refuses_a_bad_file(tmp_path, content, message):
+    """A sweep file is read as a claims ledger is (core.io.read_json): a
+    point whose validation loss is NaN is refused, not sorted and drawn."""
     path = tmp_path / "sweep.json"
     path.write_text(content)
     with pytest.raises(R.ReportError, match=message):
         SW.read_sweep(path)
+
+
+def test_read_sweep_refuses_a_named_pipe_without_waiting(tmp_path):
+    """A named pipe would block the read until a writer comes: refused from its stat."""
+    os.mkfifo(tmp_path / "sweep.json")
+    with pytest.raises(R.ReportError, match="sweep file .* is a named pipe"):
+        SW.read_sweep(tmp_path / "sweep.json")
 
 
 @pytest.mark.parametrize("jobs", [None, 1, 2])  # None: the default, one model at a time

@@ -16,6 +16,7 @@ import json
 import os
 from pathlib import Path
 
+from aftertrain.core.io import read_json
 from aftertrain.experiments.sweep import (
     THRESHOLDS,
     Margin,
@@ -60,14 +61,15 @@ PLOTS = (
 
 
 def read_sweep(path: str | os.PathLike) -> list[SweepPoint]:
-    """The points of a sweep file, sorted by validation loss (best first)."""
+    """The points of a sweep file, sorted by validation loss (best first):
+    a regular JSON file of bounded size and depth, every number finite
+    (:func:`aftertrain.core.io.read_json`), of this version's format, each
+    point whole. :class:`ReportError`, one line saying why, otherwise."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ReportError(f"sweep file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ReportError(f"sweep file {path} cannot be read as JSON: {err}") from None
+        data = read_json(path, "sweep file")
+    except ValueError as err:
+        raise ReportError(str(err)) from None
     if (
         not isinstance(data, dict)
         or data.get("version") != VERSION
