@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from aftertrain.core.io import MAX_JSON_BYTES, MAX_JSON_DEPTH, read_json
+from aftertrain.core.io import MAX_JSON_BYTES, MAX_JSON_DEPTH, MAX_JSON_INT_DIGITS, read_json
 from tests.common.bad_inputs import Lazy, case_id, check_raises_naming
 
 LEDGER = "claims ledger"
@@ -30,6 +30,7 @@ def env(tmp_path_factory) -> SimpleNamespace:
         "deep_enough": "[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1),
         "deep_objects": '{"a": ' * (MAX_JSON_DEPTH + 1) + "1" + "}" * (MAX_JSON_DEPTH + 1),
         "not_json": "{ not json",
+        "long_int": '{"x": -' + "9" * (MAX_JSON_INT_DIGITS + 1) + "}",
     }
     for name, text in files.items():
         (folder / f"{name}.json").write_text(text)
@@ -60,6 +61,11 @@ CASES = [
     (read_json, dict(path=_at("nan.json"), what=LEDGER), "nan.json holds the number NaN, not finite"),
     (read_json, dict(path=_at("inf.json"), what=LEDGER), "holds the number -Infinity, not finite"),
     (read_json, dict(path=_at("huge.json"), what=LEDGER), "holds the number 1e999, not finite"),
+    (
+        read_json,
+        dict(path=_at("long_int.json"), what=LEDGER),
+        "long_int.json holds an integer of 4,301 digits; at most 4,300 digits are read",
+    ),
     (read_json, dict(path=3, what=LEDGER), "path must be a file path (str or os.PathLike), got int"),
 ]
 
@@ -77,6 +83,14 @@ def test_a_file_at_the_bounds_reads(tmp_path):
     for _ in range(MAX_JSON_DEPTH):
         [value] = value
     assert value == 1e300
+
+
+def test_an_integer_of_exactly_4300_digits_reads(tmp_path):
+    """At most :data:`MAX_JSON_INT_DIGITS` digits (Python's own limit on
+    converting a string to an int), a sign not counted: the longest reads whole."""
+    path = tmp_path / "long.json"
+    path.write_text("-" + "9" * MAX_JSON_INT_DIGITS)
+    assert read_json(path, LEDGER) == -(10**MAX_JSON_INT_DIGITS - 1)
 
 
 def test_a_file_of_exactly_64_mib_passes_the_size_bound(tmp_path):

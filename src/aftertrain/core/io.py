@@ -7,7 +7,8 @@ checkpoints, ledgers and reports all go through :func:`atomic_write`.
 A JSON file a user names (a claims ledger, a sweep file) is read by
 :func:`read_json`: only a regular file (a named pipe would wait forever,
 ``/dev/zero`` never ends), at most :data:`MAX_JSON_BYTES`, nested at most
-:data:`MAX_JSON_DEPTH` deep, every number finite; anything else is one
+:data:`MAX_JSON_DEPTH` deep, every number finite and every integer at most
+:data:`MAX_JSON_INT_DIGITS` digits long; anything else is one
 ValueError line naming the file and what is allowed.
 """
 
@@ -31,6 +32,10 @@ MAX_JSON_BYTES = 64 * 2**20
 #: nest 6 deep (a nested table row's list); Python's parser fails near
 #: 1,000 deep.
 MAX_JSON_DEPTH = 32
+#: The most digits of one integer :func:`read_json` reads: Python's own
+#: limit on turning a string into an int (``sys.get_int_max_str_digits``'s
+#: default); a figure of aftertrain has fewer than 20.
+MAX_JSON_INT_DIGITS = 4300
 
 
 def atomic_write(path: str | os.PathLike, data: str | bytes, *, mode: int | None = None) -> Path:
@@ -92,8 +97,9 @@ def read_json(path: str | os.PathLike, what: str) -> object:
     ``what``, the path and what is allowed, for: no such file, a folder, a
     symbolic link loop, anything but a regular file, a file that cannot be
     read, one over :data:`MAX_JSON_BYTES`, not UTF-8, not JSON, nested over
-    :data:`MAX_JSON_DEPTH` deep, or holding a number that is not finite
-    (``NaN``, ``Infinity``, ``1e999``)."""
+    :data:`MAX_JSON_DEPTH` deep, holding a number that is not finite
+    (``NaN``, ``Infinity``, ``1e999``) or an integer of more than
+    :data:`MAX_JSON_INT_DIGITS` digits."""
     if not isinstance(path, (str, os.PathLike)):
         raise ValueError(f"path must be a file path (str or os.PathLike), got {type(path).__name__}")
     where = f"{what} {os.fspath(path)}"
@@ -126,9 +132,15 @@ def read_json(path: str | os.PathLike, what: str) -> object:
         raise ValueError(f"{where} is not a text file (not JSON)") from None
     deep = f"{where} is nested more than {MAX_JSON_DEPTH} deep; a JSON file of aftertrain is not"
     try:
-        value = json.loads(text, parse_constant=_not_finite, parse_float=_finite_float)
+        value = json.loads(
+            text, parse_constant=_not_finite, parse_float=_finite_float, parse_int=_bounded_int
+        )
     except json.JSONDecodeError as err:
         raise ValueError(f"{where} is not valid JSON: {err}") from None
+    except _TooLong as err:
+        raise ValueError(
+            f"{where} holds an integer of {err}; at most {MAX_JSON_INT_DIGITS:,} digits are read"
+        ) from None
     except _NotFinite as err:
         raise ValueError(f"{where} holds the number {err}, not finite; every figure must be finite") from None
     except RecursionError:  # deeper than the parser goes
@@ -151,6 +163,17 @@ def _finite_float(text: str) -> float:
     if not math.isfinite(value):
         raise _NotFinite(text)
     return value
+
+
+class _TooLong(ValueError):
+    pass
+
+
+def _bounded_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_JSON_INT_DIGITS:
+        raise _TooLong(f"{digits:,} digits")
+    return int(text)
 
 
 def _depth(value: object) -> int:
