@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from aftertrain.ledger import record, workers
+from aftertrain.ledger import plugin, record, workers
 from aftertrain.ledger.record import budget_left, start_total_budget
 from tests.common.inner_runs import XDIST_VARIABLES, outside_any_run
 from tests.common.pytester_sources import FLOCK_PROBE
@@ -93,11 +93,17 @@ def test_a_worker_started_mid_run_gets_what_is_left_of_the_controllers_budget(
     pytester, monkeypatch, tmp_path
 ):
     """The controller (``--timing-budget-total=1000``, 400 s of it spent on
-    its clock) hands a worker configured now the end of its budget, and the
-    worker counts from that end: 600 s left, not a fresh 1000."""
+    its clock) hands a worker the end of its budget as a wall-clock time,
+    and the worker, configured 25 s later, counts from that end: 575 s
+    left, not a fresh 1000 (nor the 600 left at the hand-off). Every clock
+    read is a fake one (the budget's and the wall clock the hand-off
+    reads), so the figure is exact on a machine of any pace."""
     outside_any_run(monkeypatch)
     now = [1000.0]
     monkeypatch.setattr(record, "clock", lambda: now[0])
+    wall = SimpleNamespace(time=lambda: now[0])  # the hand-off's time.time, on the same fake
+    monkeypatch.setattr(workers, "time", wall)
+    monkeypatch.setattr(plugin, "time", wall)
     lock = tmp_path / "lock"
     lock.touch()
     controller = pytester.parseconfigure(
@@ -113,11 +119,12 @@ def test_a_worker_started_mid_run_gets_what_is_left_of_the_controllers_budget(
     now[0] += 400
     node = SimpleNamespace(workerinput={"workerid": "gw0"})
     controller.hook.pytest_configure_node(node=node)
+    now[0] += 25
     worker = pytester.parseconfig("-p", "aftertrain.ledger", "--timing-budget-total=1000")
     worker.workerinput = node.workerinput
     worker._do_configure()  # what pytester.parseconfigure does, once workerinput is set
     try:
-        assert 590 < budget_left(worker) <= 600
+        assert budget_left(worker) == 575
     finally:
         worker._ensure_unconfigure()
 
