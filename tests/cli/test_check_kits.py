@@ -260,6 +260,19 @@ def test_a_file_path_imports_the_modules_beside_it(user_folder, capsys):
         ),
         (["pruner", "my_kits:rows_l2", "--pattern", "rows keep_at_least=-1"], "got 'keep_at_least=-1'"),
         (
+            ["pruner", "my_kits:rows_l2", "--pattern", "rows:2 rounding=floor rounding=ceil"],
+            "argument --pattern: after the pattern: rounding= at most once, got it twice in "
+            "'rows:2 rounding=floor rounding=ceil'",
+        ),
+        (
+            ["pruner", "my_kits:rows_l2", "--pattern", "rows keep_at_least=1 keep_at_least=2"],
+            "keep_at_least= at most once, got it twice in 'rows keep_at_least=1 keep_at_least=2'",
+        ),
+        (
+            ["pruner", "my_kits:rows_l2", "--pattern", "rows keep_at_least=\u00b2"],
+            "keep_at_least=<int >= 0>, got 'keep_at_least=\u00b2'",
+        ),
+        (
             ["pruner", "my_kits:two_four", "--pattern", "2:4", "--sparsities", "0.5"],
             "--sparsities does not apply to an N:M pattern",
         ),

@@ -189,8 +189,8 @@ def parse_pattern(text: str) -> tuple:
     or ``("structured", dim, norm, rounding, keep_at_least)`` of a
     ``--pattern`` value: ``"rows:2 rounding=kept_truncated keep_at_least=1"``
     (``rounding`` a :data:`ROUNDINGS` name, any case, ``-`` for ``_``;
-    default ``HALF_EVEN`` and 0); argparse.ArgumentTypeError naming what is
-    allowed."""
+    ``keep_at_least`` ASCII digits; each at most once; default ``HALF_EVEN``
+    and 0); argparse.ArgumentTypeError naming what is allowed."""
     bad = argparse.ArgumentTypeError
     first, *words = text.strip().lower().split() or [""]
     if re.fullmatch(r"[0-9]+:[0-9]+", first):
@@ -203,19 +203,21 @@ def parse_pattern(text: str) -> tuple:
     s = re.fullmatch(r"(rows|columns)(?::(1|2|inf))?", first)
     if first not in ("global", "per-layer") and not s:
         raise bad(f"expected {PATTERN_FORM}, got {text!r}")
-    counting = {"rounding": "HALF_EVEN", "keep_at_least": 0}
+    given: dict = {}
     for word in words:
         key, _, value = word.partition("=")
+        if key in given:
+            raise bad(f"after the pattern: {key}= at most once, got it twice in {text!r}")
         if key == "rounding" and value.upper().replace("-", "_") in ROUNDINGS:
-            counting[key] = value.upper().replace("-", "_")
-        elif key == "keep_at_least" and value.isdigit():
-            counting[key] = int(value)
+            given[key] = value.upper().replace("-", "_")
+        elif key == "keep_at_least" and re.fullmatch(r"[0-9]+", value):
+            given[key] = int(value)
         else:
             raise bad(
                 f"after the pattern: rounding=<{'|'.join(r.lower() for r in ROUNDINGS)}> or "
                 f"keep_at_least=<int >= 0>, got {word!r} in {text!r}"
             )
-    tail = (counting["rounding"], counting["keep_at_least"])
+    tail = (given.get("rounding", "HALF_EVEN"), given.get("keep_at_least", 0))
     if not s:
         return ("unstructured", first, *tail)
     norm = math.inf if s.group(2) == "inf" else int(s.group(2) or 2)
