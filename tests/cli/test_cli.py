@@ -466,27 +466,39 @@ def test_a_run_that_diverges_is_one_line_exit_1_and_no_checkpoint(monkeypatch, t
         assert not out.exists() and "Traceback" not in err
 
 
-def test_training_shows_progress_every_interval_however_slow_a_step(monkeypatch):
+def test_training_shows_progress_every_interval_however_slow_a_step():
     """The progress display writes a line whenever nothing was written for
     ``every`` seconds, from a thread: during the start-up (no step yet) and
-    during a step slower than ``every``, on a log as on a terminal."""
+    during a step slower than ``every``, on a log as on a terminal. The
+    interval is read on a clock the test moves by hand (the thread looks
+    every 5 ms of real time), so the lines do not depend on the machine's pace."""
     import io
 
     from aftertrain.cli.train import training_progress
     from aftertrain.lm.train import Progress
 
-    log = io.StringIO()
-    with training_progress(stream=log, every=0.05) as show:
-        time.sleep(0.4)  # the start-up: no step yet
-        show(Progress(3, 10, 2.5, None, None, 1.0))
-        time.sleep(0.4)  # a slow step
-    lines = log.getvalue().splitlines()
-    assert any("starting" in line for line in lines), lines
-    assert any("step 3/10, loss 2.5000" in line for line in lines), lines
-    assert len(lines) >= 4, lines
+    def wait_for(n: int) -> list[str]:  # the thread's lines once there are n (at most 30 s)
+        deadline = time.monotonic() + 30
+        while len(log.getvalue().splitlines()) < n and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return log.getvalue().splitlines()
+
+    log, now = io.StringIO(), [0.0]
+    with training_progress(stream=log, every=4.0, clock=lambda: now[0], poll=0.005) as show:
+        now[0] = 3.9
+        time.sleep(0.2)  # the thread looks about 40 times: under the interval, no line
+        assert log.getvalue() == ""
+        now[0] = 4.0  # the start-up: no step yet
+        wait_for(1)
+        now[0] = 5.0
+        show(Progress(3, 10, 2.5, None, None, 1.0))  # no validation: no line of its own
+        now[0] = 8.0  # a slow step: 4 s since the last line (not since the last step)
+        wait_for(2)
+    assert log.getvalue().splitlines() == ["  4s: starting (corpus, model)", "  8s: step 3/10, loss 2.5000"]
     quiet = io.StringIO()
-    with training_progress(stream=quiet, every=60.0) as show:
+    with training_progress(stream=quiet, every=4.0, clock=lambda: 0.0, poll=0.005) as show:
         show(Progress(1, 10, 2.5, None, None, 0.1))  # no validation, nothing slow: no line
+        time.sleep(0.05)
     assert quiet.getvalue() == ""
 
 

@@ -14,7 +14,9 @@ import shlex
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TextIO
 
 from aftertrain.cli.options import (
     MAX_SEED,
@@ -163,16 +165,28 @@ def _add_recipe(p: argparse.ArgumentParser) -> None:
 
 
 @contextlib.contextmanager
-def training_progress(stream=None, every: float = PROGRESS_EVERY_S, width: int = 30):
+def training_progress(
+    stream: TextIO | None = None,
+    every: float = PROGRESS_EVERY_S,
+    width: int = 30,
+    clock: Callable[[], float] = time.monotonic,
+    poll: float | None = None,
+) -> Iterator[Callable]:
     """Training progress, as the ``on_progress`` callback it yields: on a
     terminal a bar rewritten in place (at most 5 times a second), elsewhere (a
-    log, CI) one line per validation; and on both a line whenever nothing was
-    written for ``every`` seconds (from a thread, so the start-up and a step
-    slower than ``every`` show too)."""
+    log, CI) one line per validation; and on both a line ``  Ns: STAGE``
+    whenever nothing was written for ``every`` seconds of ``clock`` (from a
+    thread looking every ``poll`` seconds, default ``min(1, every / 4)``, so
+    the start-up and a step slower than ``every`` show too).
+
+    Its own thread rather than :func:`aftertrain.cli.progress.heartbeat`'s:
+    on a terminal the bar's line is left unended, and the thread's line
+    must end it first, under the lock the bar's writes hold."""
     stream = sys.stderr if stream is None else stream
+    poll = min(1.0, every / 4) if poll is None else poll
     tty = stream.isatty()
     lock = threading.Lock()
-    t0 = time.monotonic()
+    t0 = clock()
     state = {"p": None, "written": t0, "bar": 0.0, "open": False}  # open: a bar line unended
     done = threading.Event()
 
@@ -180,7 +194,7 @@ def training_progress(stream=None, every: float = PROGRESS_EVERY_S, width: int =
         with lock:
             stream.write(("\n" if state["open"] and not bar else "") + text)
             stream.flush()
-            state["written"], state["open"] = time.monotonic(), bar
+            state["written"], state["open"] = clock(), bar
 
     def show(p) -> None:
         state["p"] = p
@@ -201,15 +215,15 @@ def training_progress(stream=None, every: float = PROGRESS_EVERY_S, width: int =
             )
 
     def heartbeat() -> None:
-        while not done.wait(min(1.0, every / 4)):
-            if time.monotonic() - state["written"] >= every:
+        while not done.wait(poll):
+            if clock() - state["written"] >= every:
                 p = state["p"]
                 at = (
                     "starting (corpus, model)"
                     if p is None
                     else f"step {p.step}/{p.steps}, loss {p.train_loss:.4f}"
                 )
-                write(f"  {time.monotonic() - t0:.0f}s: {at}\n")
+                write(f"  {clock() - t0:.0f}s: {at}\n")
 
     beat = threading.Thread(target=heartbeat, name="aftertrain-progress", daemon=True)
     beat.start()
