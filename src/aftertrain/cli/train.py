@@ -179,9 +179,9 @@ def training_progress(
     thread looking every ``poll`` seconds, default ``min(1, every / 4)``, so
     the start-up and a step slower than ``every`` show too).
 
-    Its own thread rather than :func:`aftertrain.cli.progress.heartbeat`'s:
-    on a terminal the bar's line is left unended, and the thread's line
-    must end it first, under the lock the bar's writes hold."""
+    Long: the bar, the validation lines and the thread's lines share one
+    lock and the bar's unended line, which a thread's line must end first;
+    hence its own thread, not :func:`aftertrain.cli.progress.heartbeat`'s."""
     stream = sys.stderr if stream is None else stream
     poll = min(1.0, every / 4) if poll is None else poll
     tty = stream.isatty()
