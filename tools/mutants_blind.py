@@ -800,8 +800,9 @@ MUTANTS: tuple[Mutant, ...] = (
         "wrong = int((removed > smallest_kept).sum())",
         "wrong = int((removed >= smallest_kept).sum())",
     ),
-    # blind-checks-02: the count is now the pattern's declared Counting (checks/prune_counts.count_row,
-    # from checks/prune_guarantees._check_count); the global branch judges by FLOOR whatever is declared.
+    # blind-checks-02: the count is judged by the pattern's declared Counting (checks/prune_counts.count_row,
+    # from checks/prune_guarantees._check_count); the bug's global branch judges by FLOOR whatever is
+    # declared.
     M(
         "blind-checks-02",
         "checks",
@@ -824,8 +825,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "limit = stats.tv_threshold(null, m, alpha)",
         "limit = stats.tv_threshold(null, m)",
     ),
-    # blind-checks-05: alpha is now split over every joint law (ks x temperatures, plus the
-    # zero-probability toys' laws, checks/generator_battery.py); the bug still splits it over ks only.
+    # blind-checks-05: alpha is split over every joint law (ks x temperatures, plus the
+    # zero-probability toys' laws, checks/generator_battery.py); the bug splits it over ks only.
     M(
         "blind-checks-05",
         "checks",
@@ -833,8 +834,9 @@ MUTANTS: tuple[Mutant, ...] = (
         "per_test = alpha / len(laws)",
         "per_test = alpha / len(ks)",
     ),
-    # blind-checks-06: the bound now adds a declared scale_dtype's drift (checks/quant_output.py); FLOAT32_EPS
-    # is not imported there, so the loosened bound is spelt torch.finfo(torch.float32).eps (= FLOAT32_EPS).
+    # blind-checks-06: the bound (checks/quant_output.py) is 4 U (2 eps, U float32's unit roundoff) plus a
+    # declared scale_dtype's drift; the bug doubles that term to 4 eps, spelt torch.finfo(torch.float32).eps
+    # (FLOAT32_EPS is not imported there).
     M(
         "blind-checks-06",
         "checks",

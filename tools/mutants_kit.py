@@ -85,7 +85,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "or not SCALE_FLOOR <= self.scale_floor < 1",
         "or not SCALE_FLOOR <= self.scale_floor <= 1",
     ),
-    # r3-schemes-09: ASYMMETRIC_FREE_ZERO joined the non-idempotent mappings; the bug still drops ASYMMETRIC.
+    # r3-schemes-09: the non-idempotent mappings are SYMMETRIC_FULL, ASYMMETRIC and ASYMMETRIC_FREE_ZERO;
+    # the bug drops ASYMMETRIC from them, so its round trip is judged idempotent.
     M(
         "r3-schemes-09",
         "r3-quant",
@@ -93,9 +94,10 @@ MUTANTS: tuple[Mutant, ...] = (
         "return self not in (Mapping.SYMMETRIC_FULL, Mapping.ASYMMETRIC, Mapping.ASYMMETRIC_FREE_ZERO)",
         "return self not in (Mapping.SYMMETRIC_FULL, Mapping.ASYMMETRIC_FREE_ZERO)",
     ),
-    # --- checks/quant_guarantees.py (r3-guar-01, 03: now checks/quant_reference.py) ---------
-    # r3-guar-01: `judged` now also needs a nonzero group and judges a normal group whose raw scale
-    # is 0 (checks/quant_reference.py); the bug still drops the declared-floor term alone.
+    # --- checks/quant_guarantees.py, quant_reference.py (r3-guar-01, 03), quant_output.py (04, 05) ---
+    # r3-guar-01: `judged` (checks/quant_reference.py) takes a nonzero group whose raw scale is at
+    # least the floor, any nonzero group when a floor is declared, and a normal group whose raw scale
+    # is 0; the bug drops the declared-floor term alone, so groups at a declared floor go unjudged.
     M(
         "r3-guar-01",
         "r3-quant",
@@ -103,8 +105,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "(p.raw >= SCALE_FLOOR) | (scheme.scale_floor > SCALE_FLOOR) | ((p.raw == 0) & normal)",
         "(p.raw >= SCALE_FLOOR) | ((p.raw == 0) & normal)",
     ),
-    # r3-guar-02: a refusal is now checks/refusals.is_refusal (a raise or assert of the judged code
-    # with a message), not any message; the bug still drops the ragged-groups condition.
+    # r3-guar-02: a refusal is checks/refusals.is_refusal (a raise or assert of the judged code with
+    # a message) on ragged groups only; the bug drops the ragged-groups condition, so any refusal passes.
     M(
         "r3-guar-02",
         "r3-quant",
@@ -119,8 +121,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "if len(out) not in (3, 4):",
         "if len(out) not in (2, 3, 4):",
     ),
-    # r3-guar-04: the code range is now widened by a declared scale precision's reach
-    # (checks/quant_output._check_grid); the bug still drops the range test.
+    # r3-guar-04: the grid row (checks/quant_output._check_grid) tests each code against the mapping's
+    # range widened by a declared scale precision's reach; the bug drops the range test.
     M(
         "r3-guar-04",
         "r3-quant",
@@ -251,8 +253,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "bad = int((kept != pattern.n).sum())",
         "bad = int((kept < pattern.n).sum())",
     ),
-    # r3-prune-07: the count is now the pattern's declared Counting (checks/prune_counts.count_row,
-    # from checks/prune_guarantees._check_count); the per-layer branch judges by FLOOR whatever is declared.
+    # r3-prune-07: the count is judged by the pattern's declared Counting (checks/prune_counts.count_row,
+    # from checks/prune_guarantees._check_count); the bug's per-layer branch judges by FLOOR whatever is declared.
     M(
         "r3-prune-07",
         "r3-prune",
@@ -370,10 +372,10 @@ MUTANTS: tuple[Mutant, ...] = (
         "x = v.double().unsqueeze(-1) * total",
     ),
     # --- checks/assertions.py --------------------------------------------------------------
-    # r3-assert-01: exact mode's default now draws the uniforms in the handed
-    # dtype by design (checks/speculative.rule_reports, "bf16 battery
-    # uniforms"); float32 uniforms for bfloat16 are asked with uniforms=. The
-    # same bug (bfloat16 uniforms where float32 were asked) is repointed at that.
+    # r3-assert-01: exact mode's default draws the uniforms in the handed dtype
+    # (checks/speculative.rule_reports, "bf16 battery uniforms"); float32
+    # uniforms for bfloat16 are asked with uniforms=. The bug ignores that
+    # request and draws bfloat16 uniforms where float32 were asked.
     M(
         "r3-assert-01",
         "r3-assertions",
@@ -599,9 +601,9 @@ MUTANTS: tuple[Mutant, ...] = (
         "math.isfinite(threshold) and threshold >= 1):",
     ),
     # --- cli/ ------------------------------------------------------------------------------
-    # r3-cli-01/02: check's copy of the whole-number type was merged into
-    # cli/options.int_in (grouped=True is check's); each bug stays on the
-    # options it hit before: the grouped ones (check's --n/--seed), the others.
+    # r3-cli-01/02: every whole-number option is cli/options.int_in (grouped=True
+    # for check's --n/--seed); r3-cli-01 breaks the grouped options' upper bound,
+    # r3-cli-02 the others' lower bound.
     M(
         "r3-cli-01",
         "r3-cli",

@@ -5,9 +5,9 @@ every :data:`PROGRESS_EVERY_S` seconds (2 s: neither more nor less often,
 on a fake clock), and through :func:`assert_generator` on the target and
 draft it was given.
 
-Written from the generator-kit mutation campaign (docs/mutation.md,
-"Capability campaigns"): each test kills a mutant that the capability's
-own tests let live."""
+Why: the capability's own tests pass whether or not this is done, so
+each test here is the one a broken variant fails (its mutant in
+tools/mutants_generator_kit.py, docs/mutation.md "Capability campaigns")."""
 
 from __future__ import annotations
 

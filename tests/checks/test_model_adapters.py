@@ -6,9 +6,9 @@ handed, the last one included; :func:`from_model_pruner` reads the mask from
 ``weight_mask`` where the pruner leaves one, so a weight that was 0 before
 pruning and that the mask keeps is kept.
 
-Written from the generator-kit mutation campaign (docs/mutation.md,
-"Capability campaigns"): each test kills a mutant that the capability's
-own tests let live."""
+Why: the capability's own tests pass whether or not this is done, so
+each test here is the one a broken variant fails (its mutant in
+tools/mutants_generator_kit.py, docs/mutation.md "Capability campaigns")."""
 
 from __future__ import annotations
 

@@ -5,9 +5,9 @@ interval again (cli.check_common.run_reports: no ``[check generator Ns]``
 line while the kit writes lines of its own more often than the interval;
 on a fake clock).
 
-Written from the generator-kit mutation campaign (docs/mutation.md,
-"Capability campaigns"): each test kills a mutant that the capability's
-own tests let live."""
+Why: the capability's own tests pass whether or not this is done, so
+each test here is the one a broken variant fails (its mutant in
+tools/mutants_generator_kit.py, docs/mutation.md "Capability campaigns")."""
 
 from __future__ import annotations
 
