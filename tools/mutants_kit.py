@@ -155,7 +155,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "r3-guar-08",
         "r3-quant",
         "sign flips not checked by the zero row",
-        "sign_bad = ~(torch.sign(out.w_hat) * torch.sign(ref.w) >= 0)",
+        "sign_bad = ~(torch.sign(w_hat) * torch.sign(w) >= 0)",
         "sign_bad = torch.zeros_like(zero_bad)",
     ),
     M(

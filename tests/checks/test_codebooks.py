@@ -17,6 +17,7 @@ from aftertrain.checks.quant import (
     PerTensor,
     QuantScheme,
     check_quantizer,
+    quantize_scheme,
 )
 from tests.common.kit import failed_checks
 
@@ -96,6 +97,27 @@ def test_edge_catches_an_all_zero_block_made_nonzero():
     assert "edge" in failed_checks(check_quantizer(shifted, schemes=NF4_64, cases={"zero block": w}))
 
 
+@pytest.mark.teeth
+def test_zero_catches_a_sign_flip_and_says_which_under_a_codebook():
+    """A codebook output whose first value has the wrong sign fails ``zero``
+    with the integer schemes' wording, "a sign flipped" (one row, one
+    wording for both kinds of scheme), and the all-zero block's ``edge`` row
+    carries its bound, half float32's smallest subnormal."""
+
+    def flipped(w, scheme):
+        w_hat = quantize_codebook(w, scheme)[0].clone()
+        w_hat[0, 0] = -w_hat[0, 0]
+        return w_hat
+
+    w = torch.cat([torch.randn(1, 64, generator=torch.Generator().manual_seed(0)), torch.zeros(1, 64)], dim=1)
+    w[0, 0] = 0.5
+    report = check_quantizer(flipped, schemes=NF4_64, cases={"zero block": w})
+    [zero] = [r for r in report.rows if r.check == "zero"]
+    [edge] = [r for r in report.rows if r.check == "edge"]
+    assert not zero.passed and zero.detail == "a sign flipped", str(report)
+    assert edge.passed and edge.bound == 2.0**-149, str(report)
+
+
 def test_an_fp4_output_declared_nf4_is_a_mismatch_naming_fp4():
     """Undeclared conventions are named: FP4's output under NF4 reads
     "looks like FP4 PerGroup(64) (declare FP4 PerGroup(64))"."""
@@ -144,6 +166,30 @@ def test_bad_codebooks_raise_value_error_naming_the_argument(make, words):
     with pytest.raises(ValueError) as err:
         make()
     assert all(w in str(err.value) for w in words), str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("w", "words"),
+    [
+        (torch.tensor([[0.5, float("nan")]]), ["finite", "1 NaN or inf values"]),
+        (torch.ones(8), ["2-D float32", "torch.float32 (8,)"]),
+        ("w", ["2-D float32", "got str"]),
+        (torch.ones(2, 4, dtype=torch.int64), ["2-D float32", "torch.int64 (2, 4)"]),
+    ],
+    ids=["NaN", "1-D", "a str", "int64"],
+)
+@pytest.mark.parametrize(
+    ("quantize", "scheme"),
+    [(quantize_codebook, NF4_64), (quantize_scheme, QuantScheme(4, Mapping.SYMMETRIC, PerGroup(64)))],
+    ids=["quantize_codebook", "quantize_scheme"],
+)
+def test_the_reference_quantizers_raise_value_error_naming_a_bad_w(quantize, scheme, w, words):
+    """Both reference quantizers take what the kit's protocol hands a
+    quantizer, a finite non-empty 2-D float32 tensor, and name anything else
+    (a NaN came back as NaN, a 1-D weight failed to unpack its shape)."""
+    with pytest.raises(ValueError, match="^w must be a finite, non-empty 2-D float32 tensor") as err:
+        quantize(w, scheme)
+    assert all(word in str(err.value) for word in words), str(err.value)
 
 
 def _flat_nf4(w, scheme):

@@ -10,7 +10,7 @@ import torch
 import torch.nn.utils.prune
 
 from aftertrain.checks.prune import NM, check_pruner
-from aftertrain.checks.refusals import is_refusal, refused_row
+from aftertrain.checks.refusals import in_library, is_refusal, refused_row
 from aftertrain.checks.report import OUTCOMES, Report, Row
 
 
@@ -40,6 +40,21 @@ def _shape_crash():
     return torch.ones(4) + torch.ones(3)  # RuntimeError: The size of tensor a (4) must match ...
 
 
+ROWS_OF_6 = torch.ones(3, 6)  # 18 values: not whole blocks of 4
+
+
+def _commented_crash():
+    return ROWS_OF_6.reshape(-1, 4)  # note: raise ValueError when rows are not whole blocks
+
+
+def _crash_in_the_message():
+    raise ValueError(f"rows of {ROWS_OF_6.shape[5]} are not whole blocks")  # IndexError before the raise
+
+
+def _crash_in_the_assert_message():
+    assert ROWS_OF_6.shape[1] % 4 == 0, f"rows of {ROWS_OF_6.shape[5]} are not whole blocks"
+
+
 def _torch_raise():
     # torch's own `raise ValueError("amount=-1 should either be a float in the range [0, 1] ...")`
     torch.nn.utils.prune.l1_unstructured(torch.nn.Linear(2, 2), "weight", amount=-1)
@@ -53,13 +68,68 @@ def _torch_raise():
         (_bare_assert, False),
         (_shape_crash, False),
         (_torch_raise, False),
+        (_commented_crash, False),
+        (_crash_in_the_message, False),
+        (_crash_in_the_assert_message, False),
     ],
-    ids=["raise with a message", "assert with a message", "bare assert", "tensor crash", "a raise in torch"],
+    ids=[
+        "raise with a message",
+        "assert with a message",
+        "bare assert",
+        "tensor crash",
+        "a raise in torch",
+        "a crash on a line whose comment says raise",
+        "a crash building the raise's message",
+        "a crash building the assert's message",
+    ],
 )
 def test_a_refusal_is_a_raise_or_assert_of_the_judged_code_with_a_message(fn, refusal):
     """The rule, case by case: hqq's shape crash says "must match" and is
-    still a crash (its innermost frame is arithmetic, not a ``raise``)."""
+    still a crash (its innermost frame is arithmetic, not a ``raise``); so is
+    a reshape whose line's comment says "raise", and an IndexError raised
+    while a ``raise`` or ``assert`` builds its message (the statement never
+    raised)."""
     assert is_refusal(_raised(fn)) is refusal
+
+
+# A pyenv, conda or Docker python's standard library holds its site-packages.
+STDLIB = "/opt/py/lib/python3.11/"
+SITE = ("/opt/py/lib/python3.11/site-packages/", "/root/.local/lib/python3.11/site-packages/")
+TORCH = ("/opt/py/lib/python3.11/site-packages/torch/",)
+
+
+@pytest.mark.parametrize(
+    ("path", "library"),
+    [
+        ("/opt/py/lib/python3.11/site-packages/compressed_tensors/quant.py", False),
+        ("/opt/py/lib/python3.11/site-packages/mypkg/prune.py", False),
+        ("/root/.local/lib/python3.11/site-packages/mypkg/prune.py", False),
+        ("/home/me/project/quantize.py", False),
+        ("/opt/py/lib/python3.11/site-packages/torch/nn/utils/prune.py", True),
+        ("/opt/py/lib/python3.11/functools.py", True),
+        ("/opt/py/lib/python3.11/json/decoder.py", True),
+    ],
+    ids=[
+        "an installed library",
+        "a package installed without a venv",
+        "a user install",
+        "a script",
+        "torch",
+        "the standard library",
+        "a standard package",
+    ],
+)
+def test_in_library_is_torch_and_the_standard_library_not_its_site_packages(path, library):
+    """Only torch's and the standard library's own files are library code:
+    a site-packages folder inside the standard library's folder (pyenv,
+    conda, the official Docker images) holds judged code."""
+    assert in_library(path, torch_dirs=TORCH, stdlib_dirs=(STDLIB,), site_dirs=SITE) is library
+
+
+@pytest.mark.parametrize("error", [None, "x", ValueError], ids=["None", "a str", "an exception class"])
+def test_is_refusal_of_a_non_exception_raises_value_error_naming_it(error):
+    with pytest.raises(ValueError, match=r"error must be an exception \(a BaseException\), got "):
+        is_refusal(error)
 
 
 def test_refused_row_is_a_passed_row_of_class_refused():

@@ -14,6 +14,8 @@ from aftertrain.core.validation import (
     check_probability,
     check_real,
     check_seed,
+    check_type,
+    check_weight,
     is_int,
     is_real,
 )
@@ -120,3 +122,28 @@ def test_check_callable_names_the_type_it_got():
     assert check_callable("f", len) is len
     with pytest.raises(ValueError, match="f must be callable, got int"):
         check_callable("f", 3)
+
+
+def test_check_type_names_what_is_allowed_and_the_type_it_got():
+    error = ValueError("x")
+    assert check_type("error", error, BaseException, "an exception") is error
+    with pytest.raises(ValueError, match="error must be an exception, got NoneType"):
+        check_type("error", None, BaseException, "an exception")
+
+
+@pytest.mark.parametrize(
+    ("value", "got"),
+    [
+        ([[1.0]], "got list"),
+        (torch.ones(2, 2, dtype=torch.float64), r"got torch.float64 \(2, 2\)"),
+        (torch.ones(4), r"got torch.float32 \(4,\)"),
+        (torch.ones(0, 3), r"got torch.float32 \(0, 3\)"),
+        (torch.tensor([[1.0, float("inf"), float("nan")]]), "got 2 NaN or inf values"),
+    ],
+    ids=["a list", "float64", "1-D", "empty", "not finite"],
+)
+def test_check_weight_takes_a_finite_non_empty_2d_float32_tensor(value, got):
+    w = torch.ones(2, 3)
+    assert check_weight("w", w) is w
+    with pytest.raises(ValueError, match=f"w must be a finite, non-empty 2-D float32 tensor, {got}"):
+        check_weight("w", value)

@@ -35,12 +35,14 @@ from dataclasses import dataclass, replace
 import torch
 
 from aftertrain.checks.precision import check_low_precision, output_slack, scheme_options
+from aftertrain.checks.quant_output import check_edge, check_zero, worst
 from aftertrain.checks.quant_reference import U, as_output, call_quantizer
 from aftertrain.checks.refusals import is_refusal, refused_row
 from aftertrain.checks.report import EDGE, FAILURE, MISMATCH, Report, Row
 from aftertrain.checks.rule_battery import describe_exception
 from aftertrain.checks.schemes import PerAxis, PerBlock, PerGroup, PerTensor, SchemeGranularity, group_index
 from aftertrain.core import tolerances as T
+from aftertrain.core.validation import check_weight
 from aftertrain.quant.primitives import SCALE_FLOOR
 
 
@@ -141,6 +143,7 @@ def quantize_codebook(w: torch.Tensor, scheme: CodebookScheme) -> tuple[torch.Te
     :func:`~aftertrain.checks.schemes.group_index`); an all-zero block is 0."""
     if not isinstance(scheme, CodebookScheme):
         raise ValueError(f"scheme must be a CodebookScheme, got {scheme!r}")
+    w = check_weight("w", w)
     if scheme.input_dtype is not None:
         w = w.to(scheme.input_dtype).float()
     index, n = group_index(tuple(w.shape), scheme.granularity)
@@ -192,10 +195,6 @@ class _View:
 
     def severity(self, bad: torch.Tensor) -> str:
         return FAILURE if bool((bad & ~self.edge).any()) else EDGE
-
-
-def _worst(x: torch.Tensor) -> float:
-    return float(x.nan_to_num(float("inf")).max()) if x.numel() else 0.0
 
 
 def check_codebook_case(report: Report, quantize, case: str, w: torch.Tensor, scheme: CodebookScheme) -> None:
@@ -289,9 +288,9 @@ def judge_codebook(report: Report, case: str, view: _View, w_hat: torch.Tensor, 
             case,
             "table",
             not bool(bad.any()),
-            value=_worst(off[view.judged]),
+            value=worst(off[view.judged]),
             severity=view.severity(bad),
-            detail=f"w_hat / amax is {_worst(off[view.judged]):.4g} off every {scheme.codebook.name} value"
+            detail=f"w_hat / amax is {worst(off[view.judged]):.4g} off every {scheme.codebook.name} value"
             if bad.any()
             else "",
         )
@@ -304,49 +303,20 @@ def judge_codebook(report: Report, case: str, view: _View, w_hat: torch.Tensor, 
             case,
             "nearest",
             not bool(bad.any()),
-            value=_worst(excess[view.judged]),
+            value=worst(excess[view.judged]),
             severity=view.severity(bad),
-            detail=f"an entry {_worst(excess[view.judged]):.4g} (in amax) farther than the nearest "
+            detail=f"an entry {worst(excess[view.judged]):.4g} (in amax) farther than the nearest "
             f"{scheme.codebook.name} value to w / amax"
             if bad.any()
             else "",
         )
     )
     if bool((t == 0).any()):
-        _check_zero(report, case, view, w_hat)
+        check_zero(report, case, view.w, w_hat, view.severity)
     if len(raw) == 4:
         _check_codes(report, case, view, w_hat, raw, scheme, slack)
-    if (~view.judged).any():
-        _check_edge(report, case, view, w_hat)
-
-
-def _check_zero(report: Report, case: str, view: _View, w_hat: torch.Tensor) -> None:
-    """A table holding 0: 0 stays 0 and no sign flips."""
-    bad = ((view.w == 0) & (w_hat != 0)) | ~(torch.sign(w_hat) * torch.sign(view.w) >= 0)
-    ok = not bool(bad.any())
-    report.add(
-        Row(case, "zero", ok, severity=view.severity(bad), detail="" if ok else "0 moved or a sign flipped")
-    )
-
-
-def _check_edge(report: Report, case: str, view: _View, w_hat: torch.Tensor) -> None:
-    """An all-zero block stays 0; a subnormal one keeps ``|w - w_hat| <= amax``."""
-    rest = ~view.judged
-    excess = ((view.w - w_hat).abs() - view.amax).clamp_min(0)
-    bad = rest & ~(excess <= T.QUANT_SUBNORMAL_HALF)
-    report.add(
-        Row(
-            case,
-            "edge",
-            not bool(bad.any()),
-            value=_worst(excess[rest]),
-            severity=view.severity(bad),
-            detail="on an all-zero or subnormal block |w - w_hat| exceeds its amax by "
-            f"{_worst(excess[rest]):.4g}"
-            if bad.any()
-            else "",
-        )
-    )
+    if (~view.judged).any():  # an all-zero or subnormal block: |w - w_hat| <= amax
+        check_edge(report, case, view.w, w_hat, view.amax, view.judged, view.severity)
 
 
 def _check_codes(report, case, view, w_hat, raw, scheme, slack) -> None:
@@ -374,7 +344,7 @@ def _check_codes(report, case, view, w_hat, raw, scheme, slack) -> None:
             case,
             "codes match w_hat",
             not bool(bad.any()),
-            value=_worst(gap[view.judged]),
+            value=worst(gap[view.judged]),
             severity=view.severity(bad),
             detail="w_hat is not table[codes] * scale" if bad.any() else "",
         )
@@ -386,10 +356,10 @@ def _check_codes(report, case, view, w_hat, raw, scheme, slack) -> None:
             case,
             "scale",
             not bool(bad.any()),
-            value=_worst(rel[view.judged]),
+            value=worst(rel[view.judged]),
             bound=4 * U,
             severity=view.severity(bad),
-            detail=f"a scale is {_worst(rel[view.judged]):.4g} (relative) off its block's absmax"
+            detail=f"a scale is {worst(rel[view.judged]):.4g} (relative) off its block's absmax"
             if bad.any()
             else "",
         )

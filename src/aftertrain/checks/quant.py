@@ -92,7 +92,7 @@ from aftertrain.checks.schemes import (
     QuantScheme,
     quantize_scheme,
 )
-from aftertrain.core.validation import check_seed
+from aftertrain.core.validation import check_seed, check_weight
 from aftertrain.quant.primitives import Granularity, check_bits, fake_quantize, quantize_codes
 
 #: The kit's one import place: ``from aftertrain.checks.quant import
@@ -236,14 +236,7 @@ def _check_cases(cases) -> None:
     if not isinstance(cases, MappingABC) or not cases:
         raise ValueError("cases must be a non-empty dict of name -> tensor")
     for case, w in cases.items():
-        if (
-            not isinstance(w, torch.Tensor)
-            or w.dtype != torch.float32
-            or w.dim() != 2
-            or w.numel() == 0
-            or not bool(torch.isfinite(w).all())
-        ):
-            raise ValueError(f"cases: {case!r} must be a finite, non-empty 2-D float32 tensor")
+        check_weight(f"cases: {case!r}", w)
 
 
 def assert_quantizer(quantize: Quantizer | ArticleQuantizer, **kwargs) -> None:

@@ -135,13 +135,13 @@ def _check_output(
     report: Report, case: str, out, w: torch.Tensor, scheme: QuantScheme, ref: Reference | None
 ) -> bool:
     """Record the ``output`` (or ``refused``) row; True when ``out`` can be
-    judged. A group size that does not divide the row is undefined: any
-    exception with a message there is a refusal. An exception on a case
-    holding groups at the format's edge is an edge finding; non-finite
-    values only in such groups are too (the other groups are then judged).
-    A refusal follows :mod:`aftertrain.checks.refusals`' rule: on a row the
-    group size does not divide, a ``raise`` or ``assert`` of the judged code
-    with a message; a crash in a tensor operation is a failure."""
+    judged. A group size that does not divide the row is undefined: there an
+    exception that :func:`aftertrain.checks.refusals.is_refusal` reads as a
+    refusal (raised by a ``raise`` or ``assert`` of the judged code, with a
+    message) is one; any other exception, a crash in a tensor operation
+    included, is a failure, or an edge finding on a case holding groups at
+    the format's edge. Non-finite values only in such groups are an edge
+    finding too (the other groups are then judged)."""
     g = scheme.granularity
     ragged = isinstance(g, PerGroup) and g.group_size is not None and w.shape[1] % g.group_size != 0
     if isinstance(out, Exception) and ragged and is_refusal(out):

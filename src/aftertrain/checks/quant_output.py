@@ -9,12 +9,17 @@ the rows that call the quantizer again, and the classing of a failure, are
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from aftertrain.checks.quant_reference import Output, Reference, U
 from aftertrain.checks.report import Report, Row
 from aftertrain.checks.schemes import Mapping, QuantScheme, from_codes
 from aftertrain.core import tolerances as T
+
+#: A failed row's severity from the elements that break it (``Reference.severity``).
+Severity = Callable[[torch.Tensor], str]
 
 
 def judge(report: Report, case: str, ref: Reference, out: Output, scheme: QuantScheme) -> None:
@@ -28,12 +33,15 @@ def judge(report: Report, case: str, ref: Reference, out: Output, scheme: QuantS
     if scheme.mapping is not Mapping.ASYMMETRIC_FREE_ZERO:  # the nearest code of a free zero is its own
         _check_extremes(report, case, ref, out, scheme)
     if scheme.mapping.keeps_zero:
-        _check_zero(report, case, ref, out)
+        check_zero(report, case, ref.w, out.w_hat, ref.severity)
     if (~ref.judged).any():
-        _check_edge(report, case, ref, out, scheme)
+        # symmetric: w_hat anywhere between 0 and 2w; asymmetric: within the group's range
+        reach = ref.p.amax[ref.p.index] * (1.0 if scheme.mapping.symmetric else 2.0)
+        check_edge(report, case, ref.w, out.w_hat, reach, ref.judged, ref.severity)
 
 
-def _worst(x: torch.Tensor) -> float:
+def worst(x: torch.Tensor) -> float:
+    """The largest value of ``x`` (NaN counts as inf), 0 when ``x`` is empty."""
     return float(x.nan_to_num(float("inf")).max()) if x.numel() else 0.0
 
 
@@ -42,20 +50,20 @@ def _check_round_trip(report: Report, case: str, ref: Reference, out: Output) ->
     excess = err / ref.round_trip_bound()
     bad = ref.judged & ~(excess <= 1)
     ok = not bool(bad.any())
-    worst = _worst(excess[ref.judged])
+    most = worst(excess[ref.judged])
     report.add(
         Row(
             case,
             "round-trip",
             ok,
-            value=worst,
+            value=most,
             bound=1.0,
             severity=ref.severity(bad),
-            detail="" if ok else f"|w - w_hat| reaches {worst:.4g} x the bound scale/2 + 4 u R",
+            detail="" if ok else f"|w - w_hat| reaches {most:.4g} x the bound scale/2 + 4 u R",
         )
     )
     if ref.floored.any():
-        cost = _worst((err / (ref.p.raw[ref.p.index] / 2))[ref.floored])
+        cost = worst((err / (ref.p.raw[ref.p.index] / 2))[ref.floored])
         bad = ref.floored & ~(excess <= 1)
         report.add(
             Row(
@@ -97,12 +105,12 @@ def _check_grid(report: Report, case: str, ref: Reference, out: Output, scheme: 
             case,
             "grid",
             ok,
-            value=_worst(off[keep]),
-            bound=_worst(slack[keep]),
+            value=worst(off[keep]),
+            bound=worst(slack[keep]),
             severity=ref.severity(bad),
             detail=""
             if ok
-            else f"w_hat in steps is {_worst(off[keep]):.4g} off an "
+            else f"w_hat in steps is {worst(off[keep]):.4g} off an "
             f"integer or outside {_span(torch.cat([lo[keep], hi[keep]]))} (codes reach {_span(k[keep])})",
         )
     )
@@ -126,7 +134,7 @@ def _check_codes(report: Report, case: str, ref: Reference, out: Output, scheme:
             case,
             "codes",
             ok,
-            value=_worst(codes.abs()),
+            value=worst(codes.abs()),
             bound=float(hi),
             severity=ref.severity(bad),
             detail=""
@@ -157,7 +165,7 @@ def _check_scale(report: Report, case: str, ref: Reference, out: Output, scheme:
             detail=""
             if ok
             else f"w_hat is not (codes - zero_point) * scale (off by up to "
-            f"{_worst(gap[keep]):.4g} beyond the float slack)",
+            f"{worst(gap[keep]):.4g} beyond the float slack)",
         )
     )
     scale = out.scale.abs() if scheme.mapping is Mapping.SYMMETRIC_SIGNED_SCALE else out.scale
@@ -170,18 +178,18 @@ def _check_scale(report: Report, case: str, ref: Reference, out: Output, scheme:
             case,
             "scale",
             ok,
-            value=_worst(rel[ref.judged]),
+            value=worst(rel[ref.judged]),
             bound=4 * U,
             severity=ref.severity(bad),
             detail=""
             if ok
             else f"a scale differs from its own group's {scheme.mapping.name} scale by "
-            f"{_worst(rel[ref.judged]):.4g} (relative)",
+            f"{worst(rel[ref.judged]):.4g} (relative)",
         )
     )
     if scheme.mapping is Mapping.ASYMMETRIC and out.zero is not None:
         bad = out.zero != torch.round(out.zero)
-        frac = _worst((out.zero - torch.round(out.zero)).abs())
+        frac = worst((out.zero - torch.round(out.zero)).abs())
         report.add(
             Row(
                 case,
@@ -232,16 +240,18 @@ def _check_extremes(report: Report, case: str, ref: Reference, out: Output, sche
     )
 
 
-def _check_zero(report: Report, case: str, ref: Reference, out: Output) -> None:
-    zero_bad = (ref.w == 0) & (out.w_hat != 0)
-    sign_bad = ~(torch.sign(out.w_hat) * torch.sign(ref.w) >= 0)
+def check_zero(report: Report, case: str, w: torch.Tensor, w_hat: torch.Tensor, severity: Severity) -> None:
+    """The ``zero`` row of a scheme that keeps zero: 0 stays 0 and no sign
+    flips (``w_hat * w >= 0``); ``severity`` classes the elements that break it."""
+    zero_bad = (w == 0) & (w_hat != 0)
+    sign_bad = ~(torch.sign(w_hat) * torch.sign(w) >= 0)
     ok = not bool((zero_bad | sign_bad).any())
     report.add(
         Row(
             case,
             "zero",
             ok,
-            severity=ref.severity(zero_bad | sign_bad),
+            severity=severity(zero_bad | sign_bad),
             detail=""
             if ok
             else ("a zero weight became non-zero; " if zero_bad.any() else "")
@@ -250,25 +260,33 @@ def _check_zero(report: Report, case: str, ref: Reference, out: Output) -> None:
     )
 
 
-def _check_edge(report: Report, case: str, ref: Reference, out: Output, scheme: QuantScheme) -> None:
-    """Groups whose scale would be subnormal (an edge finding at worst) or
-    zero (an all-zero group must stay 0: a failure)."""
-    # symmetric: w_hat anywhere between 0 and 2w; asymmetric: within the group's range
-    reach = ref.p.amax[ref.p.index] * (1.0 if scheme.mapping.symmetric else 2.0)
-    excess = ((ref.w - out.w_hat).abs() - reach).clamp_min(0)
-    bad = ~ref.judged & ~(excess <= T.QUANT_SUBNORMAL_HALF)
+def check_edge(
+    report: Report,
+    case: str,
+    w: torch.Tensor,
+    w_hat: torch.Tensor,
+    reach: torch.Tensor,
+    judged: torch.Tensor,
+    severity: Severity,
+) -> None:
+    """The ``edge`` row of the groups not ``judged`` (all-zero, or a scale
+    or absmax that would be subnormal): ``|w - w_hat| <= reach`` per
+    element, up to half float32's smallest subnormal (an all-zero group's
+    reach is 0: it stays 0)."""
+    excess = ((w - w_hat).abs() - reach).clamp_min(0)
+    bad = ~judged & ~(excess <= T.QUANT_SUBNORMAL_HALF)
     ok = not bool(bad.any())
-    worst = _worst(excess[~ref.judged])
+    most = worst(excess[~judged])
     report.add(
         Row(
             case,
             "edge",
             ok,
-            value=worst,
+            value=most,
             bound=T.QUANT_SUBNORMAL_HALF,
-            severity=ref.severity(bad),
+            severity=severity(bad),
             detail=""
             if ok
-            else f"on a subnormal-scale or all-zero group |w - w_hat| exceeds its reach by {worst:.4g}",
+            else f"on a subnormal-scale or all-zero group |w - w_hat| exceeds its reach by {most:.4g}",
         )
     )

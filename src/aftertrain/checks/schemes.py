@@ -43,6 +43,7 @@ from dataclasses import dataclass
 import torch
 
 from aftertrain.checks.precision import check_low_precision, scheme_options
+from aftertrain.core.validation import check_weight
 from aftertrain.quant.primitives import FLOAT32_MAX, MAX_BITS, MIN_BITS, SCALE_FLOOR, qmax_for
 
 
@@ -370,12 +371,7 @@ def quantize_scheme(
     """
     if not isinstance(scheme, QuantScheme):
         raise ValueError(f"scheme must be a QuantScheme, got {scheme!r}")
-    if not isinstance(w, torch.Tensor) or w.dtype != torch.float32 or w.dim() != 2:
-        raise ValueError(
-            f"w must be a 2-D float32 tensor, got "
-            f"{getattr(w, 'dtype', type(w).__name__)} "
-            f"{tuple(getattr(w, 'shape', ()))}"
-        )
+    w = check_weight("w", w)
     if scheme.input_dtype is not None:
         w = w.to(scheme.input_dtype).float()
     p = qparams(w, scheme)

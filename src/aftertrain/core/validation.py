@@ -15,6 +15,8 @@ import math
 import numbers
 from typing import Any
 
+import torch
+
 #: The largest seed ``torch.Generator.manual_seed`` takes (an unsigned 64-bit
 #: integer; 2**64 raises "Overflow when unpacking long long").
 MAX_SEED = 2**64 - 1
@@ -106,8 +108,30 @@ def check_probability(name: str, value: object) -> float:
     return check_real(name, value, low=0, high=1, low_open=True, high_open=True)
 
 
+def check_type(name: str, value: Any, kind: type | tuple[type, ...], what: str) -> Any:
+    """``value`` when it is an instance of ``kind``; the message names
+    ``what`` is allowed (``"an exception (a BaseException)"``) and the type
+    it got."""
+    if not isinstance(value, kind):
+        raise ValueError(f"{name} must be {what}, got {type(value).__name__}")
+    return value
+
+
 def check_callable(name: str, value: Any) -> Any:
     """A callable (a function, a bound method, an object with ``__call__``)."""
     if not callable(value):
         raise ValueError(f"{name} must be callable, got {type(value).__name__}")
     return value
+
+
+def check_weight(name: str, value: object) -> torch.Tensor:
+    """A weight a quantizer takes: a finite, non-empty 2-D float32 tensor."""
+    if not isinstance(value, torch.Tensor):
+        got = type(value).__name__
+    elif value.dtype != torch.float32 or value.dim() != 2 or value.numel() == 0:
+        got = f"{value.dtype} {tuple(value.shape)}"
+    elif not bool(torch.isfinite(value).all()):
+        got = f"{int((~torch.isfinite(value)).sum())} NaN or inf values"
+    else:
+        return value
+    raise ValueError(f"{name} must be a finite, non-empty 2-D float32 tensor, got {got}")
