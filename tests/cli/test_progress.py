@@ -8,7 +8,7 @@ import io
 import re
 import time
 
-from aftertrain.cli.progress import HEARTBEAT_S, heartbeat
+from aftertrain.cli.progress import HEARTBEAT_S, heartbeat, relay
 
 
 class FakeClock:
@@ -86,3 +86,14 @@ def test_a_line_of_the_callers_own_starts_the_interval_again():
         assert _lines(stream) == []
         clock.now = 13.0
         assert _wait_for(stream, 1) == ["[check rule   13s] check_rule: exact k=2"]
+
+
+def test_relay_copies_a_childs_output_and_quiets_the_heartbeat_after_each_piece():
+    """Each piece the child writes goes to the sink as it comes and counts
+    as a line of the work's own (``written=True``), so the heartbeat speaks
+    only when the child is silent for the interval."""
+    source = io.BufferedReader(io.BytesIO(b"....F..\nx" * 3), buffer_size=4)
+    sink, calls = io.StringIO(), []
+    relay(source, sink, lambda stage, written=False: calls.append((stage, written)), "pytest running")
+    assert sink.getvalue() == "....F..\nx" * 3
+    assert calls and set(calls) == {("pytest running", True)}

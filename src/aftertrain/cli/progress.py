@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 #: Seconds without a line after which one is written. The thread looks
 #: four times as often, so on a busy machine a line still comes within
@@ -65,3 +65,16 @@ def heartbeat(
     finally:
         done.set()
         thread.join()
+
+
+def relay(source: BinaryIO, sink: TextIO, at: Callable[..., None], stage: str) -> None:
+    """Copy a child process's output ``source`` (bytes, read as they come)
+    to ``sink`` until it ends, telling :func:`heartbeat`'s ``at`` after each
+    piece that a line of the work's own was written (``stage`` stays what the
+    work is at): a child that writes keeps the heartbeat quiet, a child
+    silent for the interval (one slow test) gets a heartbeat line."""
+    read = getattr(source, "read1", source.read)
+    while chunk := read(65536):
+        sink.write(chunk.decode(errors="replace"))
+        sink.flush()
+        at(stage, written=True)

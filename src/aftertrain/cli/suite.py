@@ -6,18 +6,18 @@ that cannot be done is a :class:`~aftertrain.report.reading.ReportError`.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from aftertrain.cli.progress import heartbeat
+from aftertrain.cli.progress import heartbeat, relay
 from aftertrain.core import runmeta
 from aftertrain.core.tolerances import REPORT_TIMING_BUDGET_TOTAL_S
 from aftertrain.report.paths import ledger_file
@@ -117,13 +117,7 @@ def run_ledger(
         f"running the claims' tests: {' '.join(cmd[1:])} (in {checkout})"
         + (f"; its output goes to {output}" if output else "")
     )
-    # pytest's output in a file says nothing here: a line at least every 5 s instead
-    running = f"model {model or 'reference'}: pytest running (its log: {output})"
-    with (
-        open(output, "w") if output else contextlib.nullcontext(sys.stderr) as stream,
-        heartbeat("report", running) if output else contextlib.nullcontext(),
-    ):
-        proc = subprocess.run(cmd, cwd=checkout, env=env, stdout=stream, stderr=stream)
+    proc = _run_pytest(cmd, checkout, env, output, model)
     if proc.returncode not in (0, 1) or not json_path.is_file():
         where = f"; its output: {output}" if output else ""
         raise ReportError(
@@ -135,6 +129,30 @@ def run_ledger(
     if ledger.meta_source == META_NONE and meta:
         ledger = replace(ledger, meta={**meta, "quick": quick}, meta_source=META_FROM_REPORT_RUN)
     return replace(ledger, pytest_status=proc.returncode)
+
+
+def _run_pytest(
+    cmd: list[str], checkout: Path, env: dict[str, str], output: Path | None, model: str | None
+) -> subprocess.CompletedProcess:
+    """Run pytest's command line ``cmd`` in ``checkout``, its output to the
+    file ``output`` or, without one, relayed to standard error through a
+    pipe; either way a line at least every 5 s (:func:`heartbeat`): pytest's
+    output in a file says nothing here, and its own output can be silent for
+    one slow test."""
+    if output:
+        running = f"model {model or 'reference'}: pytest running (its log: {output})"
+        with open(output, "w") as stream, heartbeat("report", running):
+            return subprocess.run(cmd, cwd=checkout, env=env, stdout=stream, stderr=stream)
+    running = f"model {model or 'reference'}: pytest running a test"
+    read_end, write_end = os.pipe()
+    with heartbeat("report", running) as at, open(read_end, "rb", buffering=0) as source:
+        relaying = threading.Thread(target=relay, args=(source, sys.stderr, at, running), daemon=True)
+        relaying.start()
+        try:
+            return subprocess.run(cmd, cwd=checkout, env=env, stdout=write_end, stderr=write_end)
+        finally:
+            os.close(write_end)  # the child has ended: the relay reads to the end and stops
+            relaying.join()
 
 
 def labelled(ledgers: list[LedgerFile]) -> tuple[LedgerFile, dict[str, LedgerFile]]:

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 #: The largest seed ``torch.Generator.manual_seed`` takes (an unsigned 64-bit
 #: integer; 2**64 raises "Overflow when unpacking long long").
@@ -125,7 +126,11 @@ def check_callable(name: str, value: Any) -> Any:
 
 
 def check_weight(name: str, value: object) -> torch.Tensor:
-    """A weight a quantizer takes: a finite, non-empty 2-D float32 tensor."""
+    """A weight a quantizer takes: a finite, non-empty 2-D float32 tensor.
+    (torch is imported here, not with the module: the argument checks load
+    before a command sets torch's thread policy.)"""
+    import torch
+
     if not isinstance(value, torch.Tensor):
         got = type(value).__name__
     elif value.dtype != torch.float32 or value.dim() != 2 or value.numel() == 0:
