@@ -16,6 +16,7 @@ from aftertrain.lm import checkpoint as CK
 from aftertrain.lm import model as _model
 from aftertrain.lm import registry as _models
 from aftertrain.lm.evaluation import val_loss
+from tests.common.inner_runs import outside_any_run
 
 pytest_plugins = ["pytester"]
 
@@ -159,11 +160,14 @@ def test_plugin_on_the_reference_a_claim_that_starts_to_hold_is_broken(pytester)
     ).assert_outcomes(passed=1)
 
 
-def test_a_timed_tests_expectation_on_the_reference_is_a_finding_not_a_strict_xfail(pytester):
+def test_a_timed_tests_expectation_on_the_reference_is_a_finding_not_a_strict_xfail(pytester, monkeypatch):
     """A timed test (it takes ``benchmark``) marked not to reproduce on the
     reference: its verdict depends on the machine, so a failed assertion is
     "does not reproduce" and a pass holds (no XPASS(strict)); an untimed
-    test with the same marker stays a strict xfail."""
+    test with the same marker stays a strict xfail. The inner run starts
+    outside any run (in an xdist worker pytest-benchmark would warn that
+    benchmarks are disabled, a line a user reads as a fault)."""
+    outside_any_run(monkeypatch)
     pytester.makepyfile(
         test_timed="""
         import pytest
