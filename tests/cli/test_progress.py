@@ -97,3 +97,22 @@ def test_relay_copies_a_childs_output_and_quiets_the_heartbeat_after_each_piece(
     relay(source, sink, lambda stage, written=False: calls.append((stage, written)), "pytest running")
     assert sink.getvalue() == "....F..\nx" * 3
     assert calls and set(calls) == {("pytest running", True)}
+
+
+class _GoneReader(io.StringIO):
+    def write(self, text: str) -> int:
+        raise BrokenPipeError("the reader went away")
+
+
+def test_relay_keeps_draining_when_its_sink_fails_or_is_closed():
+    """A sink that fails (``| head`` gone) or none at all (standard error
+    closed): the child's output is still read to the end, so the child
+    never blocks on a full pipe; a character split across pieces decodes whole."""
+    text = "é" * 50_000
+    for sink in (_GoneReader(), None):
+        source = io.BufferedReader(io.BytesIO(text.encode()), buffer_size=3)
+        relay(source, sink, lambda stage, written=False: None, "pytest running")
+        assert source.read() == b""
+    whole = io.StringIO()
+    relay(io.BufferedReader(io.BytesIO(text.encode()), buffer_size=3), whole, lambda *a, **k: None, "x")
+    assert whole.getvalue() == text

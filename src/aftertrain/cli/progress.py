@@ -10,6 +10,7 @@ single model step or timed run longer than the interval shows too.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import sys
 import threading
@@ -67,14 +68,22 @@ def heartbeat(
         thread.join()
 
 
-def relay(source: BinaryIO, sink: TextIO, at: Callable[..., None], stage: str) -> None:
-    """Copy a child process's output ``source`` (bytes, read as they come)
-    to ``sink`` until it ends, telling :func:`heartbeat`'s ``at`` after each
-    piece that a line of the work's own was written (``stage`` stays what the
-    work is at): a child that writes keeps the heartbeat quiet, a child
-    silent for the interval (one slow test) gets a heartbeat line."""
+def relay(source: BinaryIO, sink: TextIO | None, at: Callable[..., None], stage: str) -> None:
+    """Copy a child process's output ``source`` (bytes, read as they come,
+    decoded as UTF-8 across pieces) to ``sink`` until it ends, telling
+    :func:`heartbeat`'s ``at`` after each piece that a line of the work's own
+    was written (``stage`` stays what the work is at): a child that writes
+    keeps the heartbeat quiet, a child silent for the interval (one slow
+    test) gets a heartbeat line. Without a sink (standard error closed), or
+    once it fails (a reader that went away), the output is read and dropped,
+    so the child never blocks on a full pipe."""
+    decode = codecs.getincrementaldecoder("utf-8")(errors="replace").decode
     read = getattr(source, "read1", source.read)
     while chunk := read(65536):
-        sink.write(chunk.decode(errors="replace"))
-        sink.flush()
+        if sink is not None:
+            try:
+                sink.write(decode(chunk))
+                sink.flush()
+            except (OSError, ValueError):
+                sink = None
         at(stage, written=True)
