@@ -14,6 +14,7 @@ from aftertrain.core.validation import (
     check_probability,
     check_real,
     check_seed,
+    check_tokens,
     check_type,
     check_weight,
     is_int,
@@ -147,3 +148,26 @@ def test_check_weight_takes_a_finite_non_empty_2d_float32_tensor(value, got):
     assert check_weight("w", w) is w
     with pytest.raises(ValueError, match=f"w must be a finite, non-empty 2-D float32 tensor, {got}"):
         check_weight("w", value)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ([1, 2], "must be a 1-D integer tensor of at least 2 tokens, got list"),
+        (torch.tensor([1.0, 2.0]), r"be a 1-D integer tensor .*, got torch.float32 \(2,\)"),
+        (torch.tensor([True, False]), r"be a 1-D integer tensor .*, got torch.bool \(2,\)"),
+        (torch.tensor([[1, 2]]), r"be a 1-D integer tensor .*, got torch.int64 \(1, 2\)"),
+        (torch.tensor([3]), r"be a 1-D integer tensor of at least 2 tokens, got torch.int64 \(1,\)"),
+        (torch.tensor([1, 10]), r"must lie in \[0, 10\) \(the vocabulary\), got indices from 1 to 10"),
+        (torch.tensor([-1, 2]), r"must lie in \[0, 10\) \(the vocabulary\), got indices from -1 to 2"),
+    ],
+    ids=["a list", "float", "bool", "2-D", "too short", "past the end", "negative"],
+)
+def test_check_tokens_takes_a_1d_integer_tensor_inside_the_vocabulary(value, message):
+    ok = torch.tensor([0, 9], dtype=torch.int32)
+    assert torch.equal(check_tokens("tokens", ok, 10), ok.long())
+    assert check_tokens("tokens", ok.long(), 10).dtype == torch.int64
+    with pytest.raises(ValueError, match="tokens must " + message.removeprefix("must ")):
+        check_tokens("tokens", value, 10)
+    with pytest.raises(ValueError, match="vocab_size must be an int >= 1, got 0"):
+        check_tokens("tokens", ok, 0)

@@ -140,3 +140,33 @@ def check_weight(name: str, value: object) -> torch.Tensor:
     else:
         return value
     raise ValueError(f"{name} must be a finite, non-empty 2-D float32 tensor, got {got}")
+
+
+def check_tokens(name: str, value: object, vocab_size: int | None = None, *, least: int = 2) -> torch.Tensor:
+    """A token sequence: a 1-D integer tensor (not bool) of at least
+    ``least`` indices, each in ``[0, vocab_size)`` when ``vocab_size`` is
+    given, returned as int64 (the tensor itself when it is int64 already).
+    The range message names the smallest and largest index it got, e.g.
+    ``tokens must lie in [0, 100) (the vocabulary), got indices from 1 to 150``."""
+    import torch
+
+    if vocab_size is not None:
+        check_int("vocab_size", vocab_size, least=1)
+    if (
+        not isinstance(value, torch.Tensor)
+        or value.dim() != 1
+        or value.numel() < least
+        or value.is_floating_point()
+        or value.is_complex()
+        or value.dtype == torch.bool
+    ):
+        is_tensor = isinstance(value, torch.Tensor)
+        got = f"{value.dtype} {tuple(value.shape)}" if is_tensor else type(value).__name__
+        raise ValueError(f"{name} must be a 1-D integer tensor of at least {least} tokens, got {got}")
+    if vocab_size is not None and value.numel():
+        low, high = int(value.min()), int(value.max())
+        if low < 0 or high >= vocab_size:
+            raise ValueError(
+                f"{name} must lie in [0, {vocab_size}) (the vocabulary), got indices from {low} to {high}"
+            )
+    return value.long()

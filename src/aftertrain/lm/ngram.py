@@ -17,9 +17,10 @@ from collections import Counter, defaultdict
 import torch
 import torch.nn as nn
 
-from aftertrain.core.validation import check_int, check_real
+from aftertrain.core.validation import check_int, check_real, check_tokens, check_type
 from aftertrain.lm import text as _text
 from aftertrain.lm.checkpoint import load_reference
+from aftertrain.lm.counts import PairCounts, add_alpha_unigram
 from aftertrain.lm.evaluation import val_loss
 from aftertrain.lm.protocol import TableConfig, TokenCache, check_idx, check_model, texts
 
@@ -34,69 +35,149 @@ BIGRAM_ALPHA = 0.1
 #: so long contexts pay): 5 is the best.
 NGRAM_ORDER = 5
 
+#: Most float64 numbers the n-gram keeps as computed context laws (128 MiB):
+#: 167,772 contexts of the character vocabulary (more than the bundled
+#: splits hold), 110 of a 151,936-token one.
+MEMO_MAX_FLOATS = 2**24
+
+
+#: Largest vocabulary whose bigram is a dense (V, V) table: 1024 symbols
+#: keep it at 4 MiB (float32) and its fit under 40 MiB; the character
+#: vocabulary's stored figures come from this table's arithmetic. Above it
+#: the bigram keeps only the observed pairs (:class:`~aftertrain.lm.counts.PairCounts`).
+DENSE_MAX_VOCAB = 1024
+
+#: Add-one smoothing of the unigram baseline, as the n-gram's ``P_0``.
+UNIGRAM_ALPHA = 1.0
+
 
 class Bigram(nn.Module):
-    """P(next | previous character) from add-alpha smoothed training counts.
+    """P(next | previous token) from add-alpha smoothed training counts.
 
-    ``log_probs[a, b] = log((count(a, b) + alpha) / (count(a, .) + alpha * V))``.
+    ``log P(b | a) = log((count(a, b) + alpha) / (count(a, .) + alpha * V))``.
+    Built from a (V, V) table of log-probabilities (``log_probs``, float32)
+    or from the observed pairs and ``alpha`` (``pairs``): rows are then
+    computed when asked, so memory is proportional to the corpus, not V * V.
+    :meth:`fit` picks the table up to :data:`DENSE_MAX_VOCAB` symbols.
     """
 
-    def __init__(self, log_probs: torch.Tensor, block_size: int = 128) -> None:
+    def __init__(
+        self,
+        log_probs: torch.Tensor | None = None,
+        block_size: int = 128,
+        *,
+        pairs: PairCounts | None = None,
+        alpha: float | None = None,
+    ) -> None:
         super().__init__()
-        V = _text.VOCAB_SIZE
+        if (log_probs is None) == (pairs is None):
+            raise ValueError("give either log_probs (a (V, V) table) or pairs and alpha, not both or neither")
+        if pairs is not None:
+            check_type("pairs", pairs, PairCounts, "an aftertrain.lm.counts.PairCounts")
+            self.alpha = check_real("alpha", alpha, low=0.0, low_open=True)
+            self.config = TableConfig(pairs.vocab_size, block_size)
+            self.pairs = pairs
+            return
+        if alpha is not None:
+            raise ValueError(f"alpha goes with pairs (a log_probs table is smoothed), got alpha={alpha!r}")
         if (
             not isinstance(log_probs, torch.Tensor)
-            or log_probs.shape != (V, V)
+            or log_probs.dim() != 2
+            or log_probs.shape[0] != log_probs.shape[1]
+            or not log_probs.numel()
             or not log_probs.is_floating_point()
         ):
-            got = getattr(log_probs, "shape", None) or type(log_probs).__name__
-            raise ValueError(f"log_probs must be a float tensor of shape ({V}, {V}), got {got}")
+            got = tuple(log_probs.shape) if isinstance(log_probs, torch.Tensor) else type(log_probs).__name__
+            raise ValueError(f"log_probs must be a square float tensor of shape (V, V), got {got}")
         if bool(torch.isnan(log_probs).any()) or bool(torch.isposinf(log_probs).any()):
             raise ValueError("log_probs must not hold NaN or +inf")
-        self.config = TableConfig(V, block_size)
+        self.config = TableConfig(log_probs.shape[0], block_size)
+        self.pairs = None
         self.register_buffer("log_probs", log_probs.float())
 
     @classmethod
-    def fit(cls, tokens: torch.Tensor | None = None, alpha: float = BIGRAM_ALPHA) -> Bigram:
-        """Count adjacent pairs of ``tokens`` (default: the training split)."""
+    def fit(
+        cls,
+        tokens: torch.Tensor | None = None,
+        alpha: float = BIGRAM_ALPHA,
+        vocab_size: int | None = None,
+    ) -> Bigram:
+        """Count adjacent pairs of ``tokens`` (default: the training split),
+        indices in ``[0, vocab_size)`` (default: the character vocabulary).
+
+        Note: a 151,936-token vocabulary and 200,000 tokens store about
+        2 * 151,936 + 2 * 200,000 numbers (the pairs), not 2.3e10.
+        """
         check_real("alpha", alpha, low=0.0, low_open=True)
-        if tokens is None:
-            tokens = _text.load_corpus().train
-        if (
-            not isinstance(tokens, torch.Tensor)
-            or tokens.dim() != 1
-            or tokens.numel() < 2
-            or tokens.is_floating_point()
-            or tokens.dtype == torch.bool
-        ):
-            raise ValueError("tokens must be a 1-D integer tensor of at least 2 tokens")
-        V = _text.VOCAB_SIZE
-        if int(tokens.min()) < 0 or int(tokens.max()) >= V:
-            raise ValueError(f"tokens must lie in [0, {V}) (the vocabulary)")
-        tokens = tokens.long()
-        counts = torch.zeros(V * V, dtype=torch.float64)
-        counts.index_add_(
-            0, tokens[:-1] * V + tokens[1:], torch.ones(tokens.numel() - 1, dtype=torch.float64)
-        )
-        counts = counts.view(V, V) + alpha
-        return cls(torch.log(counts / counts.sum(dim=1, keepdim=True)))
+        V = _text.VOCAB_SIZE if vocab_size is None else check_int("vocab_size", vocab_size, least=1)
+        tokens = check_tokens("tokens", _text.load_corpus().train if tokens is None else tokens, V)
+        pairs = PairCounts.of(tokens, V)
+        if V <= DENSE_MAX_VOCAB:
+            return cls(pairs.dense_log_probs(alpha))
+        return cls(pairs=pairs, alpha=alpha)
+
+    def rows(self, prev: torch.Tensor) -> torch.Tensor:
+        """``log P(. | a)`` for each token ``a`` of ``prev`` (integer tensor,
+        indices checked by the caller): float32 ``(*prev.shape, V)``."""
+        if self.pairs is None:
+            return self.log_probs[prev]
+        return self.pairs.log_rows(prev, self.alpha)
 
     def forward(self, idx: torch.Tensor, cache: TokenCache | None = None) -> torch.Tensor:
         """Logits (B, T, V): the log-probability row of each token."""
         texts(check_idx(idx, self.config.vocab_size), cache)  # extends the cache
-        return self.log_probs[idx]
+        return self.rows(idx)
 
     def new_cache(self) -> TokenCache:
         """An empty token cache (the bigram only reads the last token)."""
         return TokenCache()
 
 
-class Uniform(nn.Module):
-    """Every character equally likely: scores ln(100) = 4.6052 nats."""
+class Unigram(nn.Module):
+    """P(next) from add-alpha smoothed training counts, whatever came before:
+    ``P(w) = (c(w) + alpha) / (N + alpha * V)``."""
 
-    def __init__(self, block_size: int = 128) -> None:
+    def __init__(self, probs: torch.Tensor, block_size: int = 128) -> None:
         super().__init__()
-        self.config = TableConfig(_text.VOCAB_SIZE, block_size)
+        if not isinstance(probs, torch.Tensor) or probs.dim() != 1 or not probs.numel():
+            got = tuple(probs.shape) if isinstance(probs, torch.Tensor) else type(probs).__name__
+            raise ValueError(f"probs must be a non-empty 1-D float tensor (V,), got {got}")
+        if not probs.is_floating_point() or not bool(((probs > 0) & torch.isfinite(probs)).all()):
+            raise ValueError("probs must hold finite probabilities > 0")
+        self.config = TableConfig(probs.numel(), block_size)
+        self.register_buffer("log_probs", torch.log(probs.double()).float())
+
+    @classmethod
+    def fit(
+        cls,
+        tokens: torch.Tensor | None = None,
+        alpha: float = UNIGRAM_ALPHA,
+        vocab_size: int | None = None,
+    ) -> Unigram:
+        """Count the tokens of ``tokens`` (default: the training split),
+        indices in ``[0, vocab_size)`` (default: the character vocabulary)."""
+        V = _text.VOCAB_SIZE if vocab_size is None else check_int("vocab_size", vocab_size, least=1)
+        tokens = _text.load_corpus().train if tokens is None else tokens
+        return cls(add_alpha_unigram(tokens, V, alpha))
+
+    def forward(self, idx: torch.Tensor, cache: TokenCache | None = None) -> torch.Tensor:
+        """Logits (B, T, V): the same log-probability row at every position."""
+        texts(check_idx(idx, self.config.vocab_size), cache)  # extends the cache
+        return self.log_probs.expand(*idx.shape, self.config.vocab_size)
+
+    def new_cache(self) -> TokenCache:
+        """An empty token cache (the unigram reads nothing)."""
+        return TokenCache()
+
+
+class Uniform(nn.Module):
+    """Every token equally likely: scores ln(V) nats (ln(100) = 4.6052 on
+    the character vocabulary, the default)."""
+
+    def __init__(self, block_size: int = 128, vocab_size: int | None = None) -> None:
+        super().__init__()
+        V = _text.VOCAB_SIZE if vocab_size is None else vocab_size
+        self.config = TableConfig(V, block_size)
 
     def forward(self, idx: torch.Tensor, cache: TokenCache | None = None) -> torch.Tensor:
         """Logits (B, T, V), all zero."""
@@ -108,13 +189,33 @@ class Uniform(nn.Module):
         return TokenCache()
 
 
-def baseline_losses(reference: nn.Module | None = None) -> dict[str, float]:
-    """Validation loss (nats) of the uniform predictor, the bigram and the reference."""
+def baseline_losses(
+    reference: nn.Module | None = None,
+    train: torch.Tensor | None = None,
+    val: torch.Tensor | None = None,
+) -> dict[str, float]:
+    """Validation loss (nats) of the uniform predictor, the bigram and the
+    reference, on the reference's vocabulary and window.
+
+    The bigram is fit on ``train`` and every model scored on ``val``
+    (defaults: the character corpus's splits, which only a reference of the
+    character vocabulary may use; any other passes its own tokenization of
+    a corpus, indices in ``[0, reference.config.vocab_size)``).
+    """
     reference = load_reference() if reference is None else check_model(reference, "reference")
+    V, T = reference.config.vocab_size, reference.config.block_size
+    if V != _text.VOCAB_SIZE and (train is None or val is None):
+        raise ValueError(
+            f"train and val must be given for a reference of {V} symbols (its own tokens); "
+            f"the default splits are the {_text.VOCAB_SIZE}-character corpus"
+        )
+    corpus = _text.load_corpus() if train is None or val is None else None
+    train = check_tokens("train", corpus.train if train is None else train, V)
+    val = check_tokens("val", corpus.val if val is None else val, V)
     return {
-        "uniform": val_loss(Uniform()),
-        "bigram": val_loss(Bigram.fit()),
-        "reference": val_loss(reference),
+        "uniform": val_loss(Uniform(T, V), val),
+        "bigram": val_loss(Bigram.fit(train, vocab_size=V), val),
+        "reference": val_loss(reference, val),
     }
 
 
@@ -138,51 +239,51 @@ class NGram(nn.Module):
         self, tables: list[dict[tuple[int, ...], Counter]], unigram: torch.Tensor, block_size: int = 128
     ) -> None:
         super().__init__()
-        V = _text.VOCAB_SIZE
         if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
             raise ValueError(f"tables must be a list of dicts, got {type(tables).__name__}")
-        if not isinstance(unigram, torch.Tensor) or unigram.shape != (V,) or not unigram.is_floating_point():
-            got = getattr(unigram, "shape", None) or type(unigram).__name__
-            raise ValueError(f"unigram must be a float tensor of shape ({V},), got {got}")
+        if (
+            not isinstance(unigram, torch.Tensor)
+            or unigram.dim() != 1
+            or not unigram.numel()
+            or not unigram.is_floating_point()
+        ):
+            got = tuple(unigram.shape) if isinstance(unigram, torch.Tensor) else type(unigram).__name__
+            raise ValueError(f"unigram must be a non-empty 1-D float tensor (V,), got {got}")
         if (
             not bool(torch.isfinite(unigram).all())
             or bool((unigram < 0).any())
             or not float(unigram.sum()) > 0
         ):
             raise ValueError("unigram must hold finite weights >= 0 with a positive sum")
-        self.config = TableConfig(V, block_size)
+        self.config = TableConfig(unigram.numel(), block_size)
         self.order = len(tables) + 1
-        self._tables = tables  # tables[j-1][h] = Counter of next characters after h (len j)
+        self._tables = tables  # tables[j-1][h] = Counter of next tokens after h (len j)
         self.register_buffer("unigram", unigram.double())
+        # context -> its law (float64, V); cleared when it would pass MEMO_MAX_FLOATS
         self._memo: dict[tuple[int, ...], torch.Tensor] = {}
 
     @classmethod
-    def fit(cls, tokens: torch.Tensor | None = None, order: int = NGRAM_ORDER) -> NGram:
-        """Count every context of 1 .. order-1 characters in ``tokens``
-        (default: the training split)."""
+    def fit(
+        cls,
+        tokens: torch.Tensor | None = None,
+        order: int = NGRAM_ORDER,
+        vocab_size: int | None = None,
+    ) -> NGram:
+        """Count every context of 1 .. order-1 tokens in ``tokens`` (default:
+        the training split), indices in ``[0, vocab_size)`` (default: the
+        character vocabulary). Memory: at most (order - 1) * n table
+        entries for n tokens, and the unigram's V weights."""
         check_int("order", order, least=1)
-        if tokens is None:
-            tokens = _text.load_corpus().train
-        if (
-            not isinstance(tokens, torch.Tensor)
-            or tokens.dim() != 1
-            or tokens.numel() < 2
-            or tokens.is_floating_point()
-            or tokens.dtype == torch.bool
-        ):
-            raise ValueError("tokens must be a 1-D integer tensor of at least 2 tokens")
+        V = _text.VOCAB_SIZE if vocab_size is None else check_int("vocab_size", vocab_size, least=1)
+        tokens = check_tokens("tokens", _text.load_corpus().train if tokens is None else tokens, V)
         ids = tokens.tolist()
-        V = _text.VOCAB_SIZE
-        if min(ids) < 0 or max(ids) >= V:
-            raise ValueError(f"tokens must lie in [0, {V})")
         tables: list[dict[tuple[int, ...], Counter]] = []
         for j in range(1, order):
             table: dict[tuple[int, ...], Counter] = defaultdict(Counter)
             for i in range(j, len(ids)):
                 table[tuple(ids[i - j : i])][ids[i]] += 1
             tables.append(dict(table))
-        counts = torch.bincount(tokens.long(), minlength=V).double()
-        return cls(tables, (counts + 1) / (counts.sum() + V))
+        return cls(tables, add_alpha_unigram(tokens, V, 1.0))
 
     def distribution(self, context: tuple[int, ...]) -> torch.Tensor:
         """P(next | context) (float64, V): the model uses the last order-1 characters."""
@@ -207,6 +308,8 @@ class NGram(nn.Module):
             counts = torch.zeros_like(dist)
             counts[list(seen.keys())] = torch.tensor(list(seen.values()), dtype=torch.float64)
             dist = (counts + types * dist) / (total + types)
+        if (len(self._memo) + 1) * self.config.vocab_size > MEMO_MAX_FLOATS:
+            self._memo.clear()
         self._memo[h] = dist
         return dist
 
@@ -214,17 +317,11 @@ class NGram(nn.Module):
         """Logits (B, T, V): ``log P(next | tokens so far)`` at every position;
         with a cache, the context continues the cached tokens."""
         T = check_idx(idx, self.config.vocab_size).shape[1]
-        rows = []
-        for seen in texts(idx, cache):
-            rows.append(
-                torch.stack(
-                    [
-                        self._distribution(tuple(seen[max(0, i - self.order + 2) : i + 1]))
-                        for i in range(len(seen) - T, len(seen))
-                    ]
-                )
-            )
-        return torch.log(torch.stack(rows)).float()
+        out = torch.empty(*idx.shape, self.config.vocab_size)
+        for b, seen in enumerate(texts(idx, cache)):
+            for t, i in enumerate(range(len(seen) - T, len(seen))):
+                out[b, t] = torch.log(self._distribution(tuple(seen[max(0, i - self.order + 2) : i + 1])))
+        return out
 
     def new_cache(self) -> TokenCache:
         """An empty token cache (the n-gram's only state)."""
