@@ -68,6 +68,8 @@ if TYPE_CHECKING:  # aftertrain.lm.registry imports torch: only once the plugin 
     from aftertrain.lm.registry import ModelIdentity
 
 ENV_VAR = "AFTERTRAIN_MODEL"
+TEXT_ENV_VAR = "AFTERTRAIN_TEXT"
+DRAFT_ENV_VAR = "AFTERTRAIN_DRAFT"
 MARKER = "does_not_reproduce_on"
 EXPECTATION = "expectation_of"
 ON_MODEL = "on_model"
@@ -111,6 +113,7 @@ PLUGIN_NAME = "aftertrain.ledger.model_under_test"
 
 MODEL_KEY = pytest.StashKey["ModelIdentity"]()
 _NET = pytest.StashKey[object]()
+_DRAFT = pytest.StashKey[object]()
 _LENIENT = pytest.StashKey[bool]()
 
 
@@ -121,9 +124,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--aftertrain-model",
         metavar="NAME_OR_PATH",
         default=None,
-        help=f"bundled model (aftertrain.lm.registry.BUNDLED: reference, article...) or the "
-        f"path of a checkpoint written by `aftertrain train --out` (write "
-        f"--aftertrain-model=PATH); default: ${ENV_VAR}, else the bundled reference",
+        help=f"bundled model (aftertrain.lm.registry.BUNDLED: reference, article...), the "
+        f"path of a checkpoint written by `aftertrain train --out`, or a transformers causal-LM "
+        f"folder (config.json, weights, tokenizer; write --aftertrain-model=PATH); "
+        f"default: ${ENV_VAR}, else the bundled reference",
+    )
+    group.addoption(
+        "--aftertrain-text",
+        metavar="FILE",
+        default=None,
+        help=f"UTF-8 text a transformers model is measured on (its first 6/7 train the tables, "
+        f"the rest is the validation text); default: ${TEXT_ENV_VAR}, else the bundled corpus",
+    )
+    group.addoption(
+        "--aftertrain-draft",
+        metavar="PATH",
+        default=None,
+        help=f"a transformers causal-LM folder of the same tokenizer, drafting for the model "
+        f"under test in the speculative claims; default: ${DRAFT_ENV_VAR}, else none",
     )
     group.addoption(
         "--aftertrain-baselines",
@@ -174,6 +192,8 @@ def pytest_load_initial_conftests(
     for flag, dest in (
         ("--aftertrain-model", "aftertrain_model"),
         ("--aftertrain-baselines", "aftertrain_baselines"),
+        ("--aftertrain-text", "aftertrain_text"),
+        ("--aftertrain-draft", "aftertrain_draft"),
     ):
         problem = path_option_problem(early_config, args, flag, getattr(ns, dest, None))
         if problem:
@@ -222,12 +242,48 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     from aftertrain.lm import registry as _models
 
+    text, draft = (
+        _path_setting(config, "aftertrain_text", TEXT_ENV_VAR),
+        _path_setting(config, "aftertrain_draft", DRAFT_ENV_VAR),
+    )
     try:
-        net, ident = _models.load_model(selected(config))
+        net, ident = _models.load_model(selected(config), text=text)
     except (ValueError, _models.CheckpointError) as err:
-        raise pytest.UsageError(f"--aftertrain-model / ${ENV_VAR}: {err}") from None
+        flag = "--aftertrain-text" if str(err).startswith("text") else "--aftertrain-model"
+        raise pytest.UsageError(f"{flag}: {err}") from None
     config.stash[MODEL_KEY] = ident
     config.stash[_NET] = net
+    if draft is not None:
+        config.stash[_DRAFT] = _load_draft(net, draft, text)
+
+
+def _path_setting(config: pytest.Config, dest: str, env: str) -> str | None:
+    """The option ``dest``, else the environment variable ``env``, else None;
+    an empty value is a usage error (it would silently mean the default)."""
+    given = config.getoption(dest, None)
+    source = f"--{dest.replace('_', '-')}"
+    if given is None:
+        given, source = os.environ.get(env), f"${env}"
+    if given is not None and not given.strip():
+        raise pytest.UsageError(f"{source} must name a path, got {given!r}; leave it out for the default")
+    return given
+
+
+def _load_draft(net, draft: str, text: str | None):
+    """The user's draft model (a transformers folder) checked against the model under test."""
+    from aftertrain.lm import hf as _hf
+
+    if not isinstance(net, _hf.HFModel):
+        raise pytest.UsageError(
+            f"--aftertrain-draft {draft}: a draft model is for a transformers model under test; "
+            "our GPT's draft is the bundled draft GPT"
+        )
+    try:
+        model = _hf.load_folder(draft, text)
+        _hf.check_same_vocabulary(net, model, "--aftertrain-draft")
+    except ValueError as err:
+        raise pytest.UsageError(f"--aftertrain-draft: {err}") from None
+    return model
 
 
 def ledger_meta(config: pytest.Config) -> dict:
@@ -374,3 +430,11 @@ def aftertrain_model(pytestconfig):
     """The model the claims run on (eval mode, loaded and hash-checked once at
     configuration); tests must not modify it."""
     return _loaded(pytestconfig, _NET)
+
+
+@pytest.fixture(scope="session")
+def aftertrain_draft(pytestconfig):
+    """The user's draft model (``--aftertrain-draft``), checked against the
+    model under test's vocabulary, or None when none was given."""
+    _loaded(pytestconfig, _NET)
+    return pytestconfig.stash.get(_DRAFT, None)

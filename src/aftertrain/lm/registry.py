@@ -11,11 +11,13 @@ Four checkpoints ship in ``aftertrain/data``:
   5,000 steps (``aftertrain train --stop-at 950``), at the article's
   quality (validation loss about 2.03; the article's model 2.0272).
 
-:func:`load_model` accepts either name, or the path of a checkpoint written
+:func:`load_model` accepts either name, the path of a checkpoint written
 by ``aftertrain train --out PATH`` (a ``.pt`` file with its ``.pt.json``
-recording its SHA-256). Every model must have the article's architecture
-(:data:`ARCHITECTURE`, 637,156 parameters, the bundled vocabulary): the
-claims, their tables and the drafts of speculative decoding assume it.
+recording its SHA-256), or a folder ``transformers`` loads offline as a
+causal LM with its tokenizer (:mod:`aftertrain.lm.hf`: the model a user
+ships, read with its own tokenizer and text). A checkpoint must have the
+article's architecture (:data:`ARCHITECTURE`, 637,156 parameters, the
+bundled vocabulary); a transformers folder any causal-LM architecture.
 The model is returned with its identity (name, SHA-256, path), which the
 test suite uses to pick the stored baselines and the per-model expectations
 and which the claims ledger prints in its header.
@@ -30,6 +32,7 @@ from importlib import resources
 from pathlib import Path
 
 from aftertrain.lm import checkpoint as _checkpoint
+from aftertrain.lm import hf as _hf
 from aftertrain.lm import model as _model
 from aftertrain.lm import train as _train
 from aftertrain.lm.checkpoint import CheckpointError
@@ -87,12 +90,15 @@ DEFAULT = "reference"
 class ModelIdentity:
     """Which model a run uses: ``name`` (a bundled name, or the path as
     given), the checkpoint's ``sha256`` and ``path``, and whether it is
-    ``bundled`` (bundled models have stored baselines and expectations)."""
+    ``bundled`` (bundled models have stored baselines and expectations).
+    For a transformers folder ``sha256`` is :func:`aftertrain.lm.hf.folder_digest`
+    (its config and weight files) and ``kind`` is ``"transformers"``."""
 
     name: str
     sha256: str
     path: Path
     bundled: bool
+    kind: str = "gpt"
 
 
 def bundled_path(name: str) -> Path:
@@ -113,10 +119,17 @@ def resolve(name_or_path: str | os.PathLike) -> tuple[Path, str, bool]:
     if key in BUNDLED:
         return bundled_path(key), key, True
     path = Path(key)
+    if path.is_dir():
+        if not _hf.is_model_folder(path):
+            raise ValueError(
+                f"name_or_path {key!r} is a folder without config.json: not a transformers model folder "
+                "(config.json, the weights and the tokenizer's files)"
+            )
+        return path, key, False
     if not path.is_file():
         raise ValueError(
             f"name_or_path {key!r} is neither a bundled model "
-            f"({', '.join(BUNDLED)}) nor an existing checkpoint file"
+            f"({', '.join(BUNDLED)}), an existing checkpoint file nor a transformers model folder"
         )
     return path, key, False
 
@@ -135,12 +148,25 @@ def check_architecture(net: _model.GPT, name: str = "model") -> None:
         raise ValueError(f"{name} has {n} parameters, the article's model {ARCHITECTURE_PARAMETERS}")
 
 
-def load_model(name_or_path: str | os.PathLike = DEFAULT) -> tuple[_model.GPT, ModelIdentity]:
+def load_model(
+    name_or_path: str | os.PathLike = DEFAULT, text: str | os.PathLike | None = None
+) -> tuple[_model.GPT | _hf.HFModel, ModelIdentity]:
     """The model (eval mode, hash-checked against its ``.json``) and its
     identity. ``ValueError`` for an unknown name, a missing file, or a model
     of another architecture; a :class:`aftertrain.lm.checkpoint.CheckpointError` (a ValueError) for a
-    file that does not match its recorded SHA-256."""
+    file that does not match its recorded SHA-256. A transformers folder
+    gives an :class:`aftertrain.lm.hf.HFModel` reading ``text`` (a UTF-8
+    file; default the bundled corpus) with its tokenizer; ``text`` is
+    refused for our GPT, whose vocabulary is the corpus's characters."""
     path, name, bundled = resolve(name_or_path)
+    if path.is_dir():
+        net = _hf.load_folder(path, text)
+        return net, ModelIdentity(name, _hf.folder_digest(path), path, False, "transformers")
+    if text is not None:
+        raise ValueError(
+            f"text {os.fspath(text)!r} is only for a transformers model folder; {name!r} is our GPT, "
+            "which reads the bundled corpus (its vocabulary is that corpus's characters)"
+        )
     hint = BUNDLED[name][1] if bundled else None
     try:
         net = _checkpoint.load_checkpoint(path, rebuild=hint)
