@@ -47,7 +47,25 @@ from aftertrain.lm.protocol import NextTokenModel, check_model
 from aftertrain.speculative.drafters import ModelDrafter, Uniforms, drafter
 from aftertrain.speculative.table_drafts import TableDraft, cumulative, draw_from_cdf
 
-__all__ = ["SpeculativeDecoder", "SpeculativeResult", "speculative_generate", "verify_round"]
+__all__ = ["Round", "SpeculativeDecoder", "SpeculativeResult", "speculative_generate", "verify_round"]
+
+
+@dataclass(frozen=True)
+class Round:
+    """One round of the loop as it ran: what its parts were given and gave
+    (:mod:`aftertrain.experiments.round_account` replays them part by part).
+
+    Invariant: ``len(uniforms) == 2 * len(drafts) + 1``; ``accepted <= len(drafts)``.
+    """
+
+    start: int  # characters of the text (prompt included) when the round began
+    uniforms: list[float]  # the round's 2 kk + 1 uniforms, in the documented order
+    drafts: list[int]
+    q: list[list[float]]  # the draft's rows
+    qx: list[float]  # each draft's own q
+    logits: torch.Tensor  # (kk + 1, V): the target's rows the rule read
+    accepted: int
+    token: int
 
 
 @dataclass(frozen=True)
@@ -236,8 +254,9 @@ class SpeculativeDecoder:
     def generate(self, n_new: int, k: int, generator: torch.Generator | None = None) -> SpeculativeResult:
         """``n_new`` characters after the prompt, with the statistics and the
         target logits the rule used (:func:`speculative_generate`)."""
-        used: list[torch.Tensor] = []
-        text, drafted, accepted, passes, draft_passes = self._run(n_new, k, generator, used)
+        rounds: list[Round] = []
+        text, drafted, accepted, passes, draft_passes = self._run(n_new, k, generator, rounds)
+        used = [r.logits[: r.accepted + 1] for r in rounds]
         target_logits = torch.cat(used) if used else torch.zeros(0, self.vocab_size)
         return SpeculativeResult(
             torch.tensor(text, dtype=torch.long),
@@ -255,13 +274,20 @@ class SpeculativeDecoder:
         statistics and logits: the work the speedup experiment times."""
         return self._run(n_new, k, generator, None)[0][len(self.prompt) :]
 
+    def rounds(
+        self, n_new: int, k: int, generator: torch.Generator | None = None
+    ) -> tuple[list[int], list[Round]]:
+        """The text (prompt included) :meth:`decode` makes, and its rounds as they ran."""
+        rounds: list[Round] = []
+        return self._run(n_new, k, generator, rounds)[0], rounds
+
     @torch.no_grad()
     def _run(
-        self, n_new: int, k: int, generator: torch.Generator | None, used: list[torch.Tensor] | None
+        self, n_new: int, k: int, generator: torch.Generator | None, rounds: list[Round] | None
     ) -> tuple[list[int], int, int, int, int]:
         """The loop: the text (prompt included), drafted, accepted, target
-        and draft passes; the logits the rule used appended to ``used``
-        unless None. Rolls both models back to the prefill after."""
+        and draft passes; each :class:`Round` appended to ``rounds`` unless
+        None. Rolls both models back to the prefill after."""
         check_int("n_new", n_new, least=0, most=MAX_NEW)
         check_int("k", k, least=1)
         if generator is None:
@@ -288,8 +314,8 @@ class SpeculativeDecoder:
                 passes += 1
                 drafted += kk
                 accepted += n
-                if used is not None:
-                    used.append(logits[: n + 1])
+                if rounds is not None:
+                    rounds.append(Round(len(text), uniforms, drafts, q, qx, logits, n, token))
                 text += drafts[:n] + [token]
                 _roll_back(tdec, text)
                 ddec.rollback(text)

@@ -1,0 +1,236 @@
+"""The cost account of a speculative call replays the loop's own work, part
+by part, and its figures are the decision's ratios summed.
+
+The replays (:func:`aftertrain.experiments.round_account.part_replays`) are
+checked against the loop itself: each returns what the loop made (the
+drafts, the target's logits bit for bit, the rule's outcome, the text), and
+feeds each model the same positions in the same passes (counted by a forward
+hook), so the account times the loop's work and no other; a replay that
+rolls its draft back one character too far (same text, one more position a
+round) is caught. The account's figures are checked on a fake clock against
+the medians of the recorded ratios, computed here.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import numpy as np
+import pytest
+import torch
+
+from aftertrain.experiments import round_account as RA
+from aftertrain.experiments import speculative as XS
+from aftertrain.experiments.speedup import SPEEDUP_CHARS
+from aftertrain.experiments.speedup_tables import SpeedupRow
+from aftertrain.speculative import drafts as D
+from aftertrain.speculative import speculative_generate
+from aftertrain.speculative.drafters import ModelDrafter
+
+CELLS = [(kind, k) for kind in D.DraftKind for k in (2, 8)]
+
+
+def _fed(run, *models) -> list[list[int]]:
+    """The positions each of ``models`` is fed, pass by pass, while ``run()`` runs."""
+    fed: list[list[int]] = [[] for _ in models]
+    hooks = [
+        m.register_forward_hook(lambda mod, args, out, i=i: fed[i].append(int(args[0].shape[-1])))
+        for i, m in enumerate(models)
+    ]
+    try:
+        run()
+    finally:
+        for h in hooks:
+            h.remove()
+    return fed
+
+
+@pytest.mark.parametrize("kind, k", CELLS, ids=[f"{kind.value} k={k}" for kind, k in CELLS])
+def test_each_part_replays_what_the_loop_made(aftertrain_model, speculative_drafts, kind, k):
+    """Against the public generator with the timed run's seed: the drafts'
+    count and accepted prefixes, the rule's outcomes, the target's logits
+    the rule used (torch.equal) and the generated text; twice, so each
+    replay leaves its decoders at the prefill."""
+    draft = speculative_drafts[kind]
+    want = speculative_generate(
+        aftertrain_model,
+        draft,
+        XS.prompt_text(),
+        SPEEDUP_CHARS,
+        k,
+        1.0,
+        torch.Generator().manual_seed(XS.SEED),
+    )
+    parts = RA.part_replays(aftertrain_model, draft, k, SPEEDUP_CHARS, 1.0)
+    for _ in range(2):
+        drafts, logits = parts[RA.Part.DRAFT](), parts[RA.Part.VERIFY]()
+        outcomes, text = parts[RA.Part.RULE](), parts[RA.Part.REST]()
+        assert text == want.generated.tolist()
+        assert sum(map(len, drafts)) == want.drafted and sum(n for n, _ in outcomes) == want.accepted
+        assert len(drafts) == len(logits) == len(outcomes) == want.target_passes
+        emitted = [x for d, (n, token) in zip(drafts, outcomes, strict=True) for x in (*d[:n], token)]
+        assert emitted == text
+        used = torch.cat([rows[: n + 1] for rows, (n, _) in zip(logits, outcomes, strict=True)])
+        assert torch.equal(used, want.target_logits)
+
+
+@pytest.mark.parametrize("kind", [D.DraftKind.INT8, D.DraftKind.GPT], ids=lambda kind: kind.value)
+def test_the_model_parts_feed_the_positions_the_loop_feeds(aftertrain_model, speculative_drafts, kind):
+    """The draft replay feeds the draft, and the verification replay the
+    target, the positions the loop feeds them, pass by pass (the draft's
+    two characters after a fully accepted round included); the rule and the
+    bookkeeping feed neither."""
+    draft, k = speculative_drafts[kind], 4
+    loop = XS.speculative_decoding(aftertrain_model, draft, k, SPEEDUP_CHARS, 1.0)
+    parts = RA.part_replays(aftertrain_model, draft, k, SPEEDUP_CHARS, 1.0)
+    target_fed, draft_fed = _fed(loop, aftertrain_model, draft)
+    assert 2 in draft_fed, "no fully accepted round: the two-character feed is not exercised"
+    assert _fed(parts[RA.Part.DRAFT], aftertrain_model, draft) == [[], draft_fed]
+    assert _fed(parts[RA.Part.VERIFY], aftertrain_model, draft) == [target_fed, []]
+    for part in (RA.Part.RULE, RA.Part.REST):
+        assert _fed(parts[part], aftertrain_model, draft) == [[], []]
+
+
+@pytest.mark.teeth
+def test_the_position_check_catches_a_draft_replay_that_rolls_back_too_far(
+    aftertrain_model, speculative_drafts, monkeypatch
+):
+    """A drafter that keeps one character less after a rejection still
+    drafts the same text (it feeds the character again) but feeds the
+    draft one more position that round: the draft replay's positions
+    differ from the loop's."""
+    draft = speculative_drafts[D.DraftKind.GPT]  # rejects often: a rollback to cut back
+    loop = XS.speculative_decoding(aftertrain_model, draft, 4, SPEEDUP_CHARS, 1.0)
+    draft_fed = _fed(loop, draft)[0]
+
+    def too_far(self, text):
+        self.decoder.truncate(max(0, min(len(self.decoder), len(text) - 2)))
+
+    monkeypatch.setattr(ModelDrafter, "rollback", too_far)
+    parts = RA.part_replays(aftertrain_model, draft, 4, SPEEDUP_CHARS, 1.0)
+    assert _fed(parts[RA.Part.DRAFT], draft)[0] != draft_fed
+
+
+class _Clock:
+    """A fake clock the fake sides advance: each call takes its seconds
+    times a jitter of +-4% from a seeded generator."""
+
+    def __init__(self) -> None:
+        self.now, self.rng = 0.0, np.random.default_rng(11)
+
+    def __call__(self) -> float:
+        return self.now
+
+    def side(self, seconds: float):
+        def run() -> None:
+            self.now += seconds * (1.0 + 0.04 * self.rng.uniform(-1.0, 1.0))
+
+        return run
+
+
+LOOP_S = 0.010
+#: Parts costing the loop's time: 0.62 + 0.34 + 0.03 + 0.01 = 1.
+PARTS_S = {RA.Part.DRAFT: 0.0062, RA.Part.VERIFY: 0.0034, RA.Part.RULE: 0.0003, RA.Part.REST: 0.0001}
+
+
+def _account(monkeypatch, parts_s=PARTS_S):
+    """account_decisions for one cell on toy models, every side a fake cost."""
+    from aftertrain.lm.text import VOCAB_SIZE
+    from tests.common.toys import toy_gpt
+
+    clock = _Clock()
+    target, draft = toy_gpt(VOCAB_SIZE, seed=1), toy_gpt(VOCAB_SIZE, seed=2)
+    monkeypatch.setattr(XS, "speculative_decoding", lambda t, d, k, n, temp: clock.side(LOOP_S))
+    monkeypatch.setattr(
+        RA, "part_replays", lambda t, d, k, n, temp: {p: clock.side(s) for p, s in parts_s.items()}
+    )
+    return RA.account_decisions(target, {("8-bit", 2): draft}, budget_s=1e4, alpha=1e-6, clock=clock)
+
+
+def test_an_account_of_the_loops_whole_time_is_explained_and_sums_the_medians(monkeypatch):
+    """Parts costing the loop's time: holds; the row's shares are the
+    medians of the recorded ratios, its figure their sum and its interval
+    the sums of the ends, each computed here from the decision's pairs."""
+    decision = _account(monkeypatch)[("8-bit", 2)]
+    assert decision.verdict == "holds"
+    row = RA.account_row(decision, "8-bit", 2)
+    timings = {p: decision.timings[RA.part_key("8-bit", 2, p)] for p in RA.Part}
+    for p, t in timings.items():
+        assert row.shares[p] == statistics.median(t.ratios)
+        assert row.shares[p] == pytest.approx(PARTS_S[p] / LOOP_S, rel=0.05)
+    assert row.accounted == pytest.approx(
+        sum(statistics.median(t.ratios) for t in timings.values()), rel=1e-12
+    )
+    assert row.low == pytest.approx(sum(t.ci_low for t in timings.values()), rel=1e-12)
+    assert row.high == pytest.approx(sum(t.ci_high for t in timings.values()), rel=1e-12)
+    assert row.low <= row.accounted <= row.high and row.explained
+    assert row.pairs == len(timings[RA.Part.DRAFT].ratios) and row.looks == decision.looks
+
+
+@pytest.mark.teeth
+@pytest.mark.parametrize(
+    "missing, verdict",
+    [(0.25, "broken"), (0.07, None)],
+    ids=["a quarter of the loop unaccounted", "7% unaccounted"],
+)
+def test_an_account_that_misses_part_of_the_loop_is_not_explained(monkeypatch, missing, verdict):
+    """The loop costing ``missing`` of its time beyond its parts (a part the
+    account does not replay): a quarter is ``broken`` (interval wholly below
+    0.90); 7% leaves the median below 0.95, so the row is not explained
+    whatever the decision says."""
+    parts = {**PARTS_S, RA.Part.DRAFT: PARTS_S[RA.Part.DRAFT] - missing * LOOP_S}
+    decision = _account(monkeypatch, parts)[("8-bit", 2)]
+    row = RA.account_row(decision, "8-bit", 2)
+    assert row.accounted == pytest.approx(1.0 - missing, abs=0.03)
+    assert not row.explained
+    if verdict:
+        assert decision.verdict == verdict and row.high < RA.EXPLAINED[0]
+
+
+def _speedup_row(**changes) -> SpeedupRow:
+    base = dict(
+        draft="8-bit",
+        k=2,
+        chars_per_pass=3.0,
+        speedup=0.8,
+        speedup_min=0.7,
+        speedup_max=0.9,
+        predicted=1.0,
+        predicted_vk=0.95,
+        c=1.0,
+        v_k=1.1,
+    )
+    return SpeedupRow(**{**base, **changes})
+
+
+def _row(shares, draft="8-bit", k=2) -> RA.AccountRow:
+    total = math.fsum(shares.values())
+    return RA.AccountRow(draft, k, shares, total, total - 0.02, total + 0.02, 1, 28)
+
+
+def test_round_costs_put_each_part_per_target_pass_in_plain_steps():
+    """The docstring's worked case: cpp 3 and speedup 0.8 make a pass cost
+    3.75 plain characters' time; shares 0.6 / 0.36 / 0.04 are 2.25 / 1.35 /
+    0.15 of it, against the formula's 2 (k c) and 1: the verification
+    exceeds its charge the most."""
+    shares = {RA.Part.DRAFT: 0.6, RA.Part.VERIFY: 0.35, RA.Part.RULE: 0.01, RA.Part.REST: 0.04}
+    cost = RA.round_costs(_row(shares), _speedup_row())
+    assert (cost.drafting, cost.verification, cost.bookkeeping) == pytest.approx((2.25, 1.35, 0.15))
+    assert cost.charged_drafting == 2.0
+    assert cost.excess == pytest.approx({"verification": 0.35, "drafting": 0.25, "bookkeeping": 0.15})
+    assert cost.overrates == "verification"
+    dearer_drafts = {**shares, RA.Part.DRAFT: 0.7, RA.Part.VERIFY: 0.25}
+    assert RA.round_costs(_row(dearer_drafts), _speedup_row()).overrates == "drafting"
+
+
+def test_round_costs_need_the_same_cell():
+    shares = dict.fromkeys(RA.Part, 0.25)
+    with pytest.raises(ValueError, match="same cell"):
+        RA.round_costs(_row(shares, k=4), _speedup_row())
+
+
+def test_account_row_names_a_missing_ratio(monkeypatch):
+    decision = _account(monkeypatch)[("8-bit", 2)]
+    with pytest.raises(ValueError, match="lacks the ratios"):
+        RA.account_row(decision, "4-bit", 2)
