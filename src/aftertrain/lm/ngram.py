@@ -305,9 +305,9 @@ class NGram(nn.Module):
         seen = self._tables[len(h) - 1].get(h) if h else None
         if seen:
             total, types = sum(seen.values()), len(seen)
-            counts = torch.zeros_like(dist)
-            counts[list(seen.keys())] = torch.tensor(list(seen.values()), dtype=torch.float64)
-            dist = (counts + types * dist) / (total + types)
+            mixed = types * dist  # (count + T * P) / (c + T): the count added where seen
+            mixed[list(seen.keys())] += torch.tensor(list(seen.values()), dtype=torch.float64)
+            dist = mixed.div_(total + types)
         if (len(self._memo) + 1) * self.config.vocab_size > MEMO_MAX_FLOATS:
             self._memo.clear()
         self._memo[h] = dist
