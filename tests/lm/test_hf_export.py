@@ -197,6 +197,8 @@ def test_bad_inputs_raise_value_errors_naming_the_argument(reference, tmp_path):
         H.fold_head_bias(net.head.weight, net.head.bias, net.ln.bias).bound(torch.zeros(3, 3))
     with pytest.raises(ValueError, match="weight must be"):
         H.fold_head_bias(torch.zeros(200, 128), torch.zeros(200), torch.zeros(128))
+    with pytest.raises(ValueError, match="rank below"):
+        H.fold_head_bias(torch.zeros(100, 128), torch.ones(100), torch.zeros(128))
     with pytest.raises(ValueError, match="bias must be"):
         H.fold_head_bias(net.head.weight, torch.zeros(3), net.ln.bias)
     with pytest.raises(ValueError, match="does not exist"):

@@ -69,6 +69,7 @@ class HeadBiasFold:
     (``W d = c``, minimum norm; float64) and what that changes.
 
     Attributes:
+        weight: the head weight ``W`` the fold was solved for, float64.
         d: the shift added to the LayerNorm's bias, shape (n_embd,), float64.
         residual: ``max_r |(W d - c)_r|`` in float64 (about 1e-15 of ``c``).
         rounding_bound: ``max_r ||W_r||_2 * ||e||_2`` with ``|e_j| = u |b_j + d_j|``:
@@ -108,8 +109,9 @@ class HeadBiasFold:
 def fold_head_bias(weight: torch.Tensor, bias: torch.Tensor, ln_bias: torch.Tensor) -> HeadBiasFold:
     """The minimum-norm ``d`` with ``weight @ d = bias`` (float64, via the
     pseudo-inverse), for a ``weight`` of shape (vocab, n_embd) with
-    vocab <= n_embd, and the rounding bound of storing ``ln_bias + d`` in
-    float32 (see the module docstring)."""
+    vocab <= n_embd and full row rank (else ValueError: no exact ``d``),
+    and the rounding bound of storing ``ln_bias + d`` in float32 (see the
+    module docstring)."""
     if not isinstance(weight, torch.Tensor) or weight.dim() != 2 or weight.shape[0] > weight.shape[1]:
         got = getattr(weight, "shape", None) or type(weight).__name__
         raise ValueError(f"weight must be a 2-D tensor (vocab, n_embd) with vocab <= n_embd, got {got}")
@@ -122,9 +124,11 @@ def fold_head_bias(weight: torch.Tensor, bias: torch.Tensor, ln_bias: torch.Tens
     c = bias.detach().to(torch.float64)
     d = torch.linalg.pinv(W) @ c
     residual = float((W @ d - c).abs().max())
-    assert residual <= 1e-9 * max(1.0, float(c.abs().max())), (
-        f"head weight is rank deficient: W d - c = {residual}"
-    )
+    if residual > 1e-9 * max(1.0, float(c.abs().max())):
+        raise ValueError(
+            f"weight has rank below its {W.shape[0]} rows: no d solves weight @ d = bias "
+            f"(least-squares residual {residual:.3g}); the bias cannot be folded"
+        )
     e = FLOAT32_UNIT_ROUNDOFF * (ln_bias.detach().to(torch.float64) + d).abs()
     rounding = float(W.norm(dim=1).max() * e.norm())
     return HeadBiasFold(weight=W, d=d, residual=residual, rounding_bound=rounding)
