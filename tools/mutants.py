@@ -268,8 +268,9 @@ MUTANTS: tuple[Mutant, ...] = (
         "bigram-01",
         "bigram",
         "pairs counted reversed (next, previous)",
-        "tokens[:-1] * V + tokens[1:]",
-        "tokens[1:] * V + tokens[:-1]",
+        # the pairs are counted in lm/counts.py (PairCounts.of) for every vocabulary
+        "torch.unique(tokens[:-1] * vocab_size + tokens[1:], return_counts=True)",
+        "torch.unique(tokens[1:] * vocab_size + tokens[:-1], return_counts=True)",
     ),
     M(
         "bigram-02",
@@ -282,15 +283,16 @@ MUTANTS: tuple[Mutant, ...] = (
         "bigram-03",
         "bigram",
         "smoothing added twice",
-        "counts = counts.view(V, V) + alpha",
-        "counts = counts.view(V, V) + 2 * alpha",
+        # the dense table (the character vocabulary's) is PairCounts.dense_log_probs
+        "counts = self.dense() + alpha",
+        "counts = self.dense() + 2 * alpha",
     ),
     M(
         "bigram-04",
         "bigram",
         "bigram forward does not extend the cache",
-        "texts(check_idx(idx, self.config.vocab_size), cache)  # extends the cache\n        return self.log_probs[idx]",  # noqa: E501
-        "check_idx(idx, self.config.vocab_size)\n        return self.log_probs[idx]",
+        "texts(check_idx(idx, self.config.vocab_size), cache)  # extends the cache\n        return self.rows(idx)",
+        "check_idx(idx, self.config.vocab_size)\n        return self.rows(idx)",
     ),
     M(
         "bigram-05",
@@ -312,8 +314,9 @@ MUTANTS: tuple[Mutant, ...] = (
         "drafts-02",
         "drafts",
         "unigram without add-one smoothing",
-        "return cls(tables, (counts + 1) / (counts.sum() + V))",
-        "return cls(tables, (counts + 1e-9) / (counts.sum() + V * 1e-9))",
+        # the add-one unigram is lm/counts.py's add_alpha_unigram at alpha 1
+        "return cls(tables, add_alpha_unigram(tokens, V, 1.0))",
+        "return cls(tables, add_alpha_unigram(tokens, V, 1e-9))",
     ),
     M(
         "drafts-03",
@@ -354,8 +357,9 @@ MUTANTS: tuple[Mutant, ...] = (
         "drafts-08",
         "drafts",
         "unigram counts drop the first token",
-        "counts = torch.bincount(tokens.long(), minlength=V).double()",
-        "counts = torch.bincount(tokens[1:].long(), minlength=V).double()",
+        # the unigram's counts are lm/counts.py's add_alpha_unigram
+        "counts = torch.bincount(tokens, minlength=vocab_size).double()",
+        "counts = torch.bincount(tokens[1:], minlength=vocab_size).double()",
     ),
     # --- quant ---------------------------------------------------------------------------
     M("quant-01", "quant", "qmax one too large", "return 2 ** (bits - 1) - 1", "return 2 ** (bits - 1)"),

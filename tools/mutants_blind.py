@@ -222,15 +222,17 @@ MUTANTS: tuple[Mutant, ...] = (
         "blind-ngram-02",
         "ngram",
         "bigram pairs counted as (next, previous)",
-        "tokens[:-1] * V + tokens[1:]",
-        "tokens[1:] * V + tokens[:-1]",
+        # the pairs are counted in lm/counts.py (PairCounts.of) for every vocabulary
+        "torch.unique(tokens[:-1] * vocab_size + tokens[1:], return_counts=True)",
+        "torch.unique(tokens[1:] * vocab_size + tokens[:-1], return_counts=True)",
     ),
     M(
         "blind-ngram-03",
         "ngram",
         "n-gram unigram not normalised (add-one counts over N)",
-        "return cls(tables, (counts + 1) / (counts.sum() + V))",
-        "return cls(tables, (counts + 1) / counts.sum())",
+        # the add-one unigram is lm/counts.py's add_alpha_unigram
+        "return (counts + alpha) / (counts.sum() + alpha * vocab_size)",
+        "return (counts + alpha) / counts.sum()",
     ),
     M(
         "blind-ngram-04",

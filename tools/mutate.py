@@ -140,18 +140,27 @@ SUBSETS: dict[str, list[str]] = {
     "evaluation": [
         "tests/lm/test_model.py",
         "tests/lm/test_ngram.py",
+        "tests/lm/test_ngram_large_vocab.py",
         "tests/lm/test_evaluation.py",
         "tests/lm/test_bad_inputs.py",
     ]
     + _UNTIMED,
     "checkpoint": ["tests/lm/test_model.py", "tests/lm/test_train.py", "tests/lm/test_bad_inputs.py"]
     + _UNTIMED,
-    "bigram": ["tests/lm/test_ngram.py", "tests/lm/test_protocol.py", "tests/lm/test_decoding_laws.py"]
+    "bigram": [
+        "tests/lm/test_ngram.py",
+        "tests/lm/test_counts.py",
+        "tests/lm/test_ngram_large_vocab.py",
+        "tests/lm/test_protocol.py",
+        "tests/lm/test_decoding_laws.py",
+    ]
     + _UNTIMED,
     "drafts": [
         "tests/lm/test_decoding_laws.py",
         "tests/prune/test_masks.py",
         "tests/lm/test_ngram.py",
+        "tests/lm/test_counts.py",
+        "tests/lm/test_ngram_large_vocab.py",
         "tests/lm/test_protocol.py",
         "tests/claims_on_model/test_speculative.py",
     ]
@@ -223,6 +232,8 @@ SUBSETS |= {
     "train": ["tests/lm/test_train.py", "tests/lm/test_model.py", "tests/lm/test_checkpoint.py"] + _UNTIMED,
     "ngram": [
         "tests/lm/test_ngram.py",
+        "tests/lm/test_counts.py",
+        "tests/lm/test_ngram_large_vocab.py",
         "tests/lm/test_protocol.py",
         "tests/lm/test_decoding_laws.py",
         "tests/claims_on_model/test_speculative.py",

@@ -1,13 +1,16 @@
-"""Table models: the two baselines of claim B1 (a bigram model and a uniform
-predictor) and the interpolated n-gram, a draft of claim X2.
+"""Table models: the baselines of claim B1 (a bigram model and a uniform
+predictor; a unigram beside them) and the interpolated n-gram, a draft of
+claim X2, over any vocabulary (``vocab_size``; default the 100 characters).
 
-Both implement :class:`aftertrain.lm.protocol.NextTokenModel` (a
+Each implements :class:`aftertrain.lm.protocol.NextTokenModel` (a
 :class:`~aftertrain.lm.protocol.TableConfig` and a
 :class:`~aftertrain.lm.protocol.TokenCache`), so
 :func:`aftertrain.lm.evaluation.val_loss` scores them the same way as the GPT
 and the bigram can serve as a draft model for speculative decoding (it gives
-a next-character distribution for any context: the row of its last
-character).
+a next-token distribution for any context: the row of its last token).
+Memory is proportional to the training tokens, not to V * V: the bigram of
+a large vocabulary keeps only its observed pairs
+(:class:`~aftertrain.lm.counts.PairCounts`).
 """
 
 from __future__ import annotations
