@@ -28,6 +28,7 @@ import torch
 
 from aftertrain import speculative as S
 from aftertrain.core.tolerances import OTHER_TIMINGS_RESERVE_S
+from aftertrain.experiments import round_account as RA
 from aftertrain.experiments import speculative as XS
 from aftertrain.experiments import speedup as XU
 from aftertrain.experiments import speedup_rules as SR
@@ -247,22 +248,84 @@ def test_speedup_formula_never_underrates_the_measured_speedup(
     ),
 )
 def test_speedup_formula_matches_quantized_drafts_within_0p05(
-    benchmark, claim_record, aftertrain_model, named_drafts, spec
+    benchmark, request, claim_record, aftertrain_model, named_drafts, spec
 ):
     """S7. For the 8-bit and 4-bit drafts at k = 2, 4, 8 the prediction
     cpp / (1 + k c) is within ARTICLE_MATCH of the measured speedup (the
-    article's "match to about 0.05"), on the intervals."""
+    article's "match to about 0.05"), on the intervals. Beside it, not
+    deciding it: each quantized draft's cost account at the k the formula
+    overrates most (:func:`_accounts`)."""
     decision, tabs = _judged(
         claim_record, spec, "S7 match", benchmark, (aftertrain_model, named_drafts[D.DraftKind.INT8.value])
     )
     quantized = [r for r in tabs.speedups if r.draft in QUANTIZED]
     worst = max(quantized, key=lambda r: abs(r.predicted - r.speedup))
     claim_record.measured(
-        "largest |predicted - measured| {gap:.2f} ({worst})",
+        "largest |predicted - measured| {gap:.2f} ({worst}); {accounts}",
         gap=abs(worst.predicted - worst.speedup),
         worst=_fmt(worst),
+        accounts=_accounts(request.config, aftertrain_model, named_drafts, quantized),
     )
     claim_record.conclude(decision)
+
+
+#: The most seconds the default run gives the cost account, at one look:
+#: two cells' four ratios at the fewest pairs (24) take about 7 s idle; a
+#: first look not predicted to fit is not started (the line says so).
+ACCOUNT_BUDGET_S = 30.0
+
+
+def _accounts(config, aftertrain_model, named_drafts, quantized) -> Shown:
+    """Each quantized draft's cost account at the k where cpp / (1 + k c)
+    overrates its speedup most (picked at the speedup decision's look,
+    timed on fresh pairs): the share of the loop's time its parts explain
+    (:func:`aftertrain.experiments.round_account.account_row`), and its
+    round per target pass in plain decoding's time per character beside
+    what the formula charges (:func:`~aftertrain.experiments.round_account.round_costs`);
+    one look, within what is left of the run's timing budget beyond the
+    reserve (the whole account, every look: tools/account_spec.py)."""
+    picked = {}
+    for r in quantized:
+        if (
+            r.draft not in picked
+            or r.predicted - r.speedup > picked[r.draft].predicted - picked[r.draft].speedup
+        ):
+            picked[r.draft] = r
+    budget = min(timing_budget(config), budget_left(config) - OTHER_TIMINGS_RESERVE_S, ACCOUNT_BUDGET_S)
+    if budget <= 0:
+        return shown("the cost account: not timed, the run's timing budget is spent")
+    decisions = RA.account_decisions(
+        aftertrain_model,
+        {(r.draft, r.k): named_drafts[r.draft] for r in picked.values()},
+        budget_s=budget,
+        looks=1,
+    )
+    timed = [(RA.account_row(d, *cell), picked[cell[0]]) for cell, d in decisions.items() if d.looks]
+    if not timed:
+        return shown("the cost account: not timed: {why!s}", why=next(iter(decisions.values())).note)
+    return shown(
+        "{draft!s} k={k}: accounted {accounted:.2f} [{low:.2f}, {high:.2f}] of the loop's time "
+        "(draft {draft_share:.2f}, verify {verify_share:.2f}, rule {rule_share:.2f}, rest "
+        "{rest_share:.2f}; {pairs} pairs), a target pass costing verification {verification:.2f} "
+        "(the formula charges one plain step), drafting {drafting:.2f} (k c {charged:.2f}), "
+        "bookkeeping {bookkeeping:.2f} plain characters' time: the {overrates!s} overrates it",
+        timed,
+        draft=lambda t: t[0].draft,
+        k=lambda t: t[0].k,
+        accounted=lambda t: t[0].accounted,
+        low=lambda t: t[0].low,
+        high=lambda t: t[0].high,
+        draft_share=lambda t: t[0].shares[RA.Part.DRAFT],
+        verify_share=lambda t: t[0].shares[RA.Part.VERIFY],
+        rule_share=lambda t: t[0].shares[RA.Part.RULE],
+        rest_share=lambda t: t[0].shares[RA.Part.REST],
+        pairs=lambda t: t[0].pairs,
+        verification=lambda t: RA.round_costs(*t).verification,
+        drafting=lambda t: RA.round_costs(*t).drafting,
+        charged=lambda t: RA.round_costs(*t).charged_drafting,
+        bookkeeping=lambda t: RA.round_costs(*t).bookkeeping,
+        overrates=lambda t: RA.round_costs(*t).overrates,
+    )
 
 
 @pytest.mark.claim("X8")

@@ -932,6 +932,37 @@ _add(
     "400 points and the corners of its box",
 )
 
+RA_T = "tests/experiments/test_round_account.py"
+_add(
+    tuple(
+        f"{MS}{BENCH_SPEC}::_accounts | {f}"
+        for f in (
+            "accounted",
+            "low",
+            "high",
+            "draft_share",
+            "verify_share",
+            "rule_share",
+            "rest_share",
+            "pairs",
+        )
+    ),
+    f"{RA_T}::test_an_account_of_the_loops_whole_time_is_explained_and_sums_the_medians",
+    "account_row on a fake clock: each share the median of its recorded ratios, the account "
+    "their sum and its interval the sums of the ends, computed in the test; the pairs the "
+    "ratios' count; what the parts replay is the loop's own work (the same test file)",
+)
+_add(
+    tuple(
+        f"{MS}{BENCH_SPEC}::_accounts | {f}" for f in ("verification", "drafting", "charged", "bookkeeping")
+    ),
+    f"{RA_T}::test_round_costs_put_each_part_per_target_pass_in_plain_steps",
+    "round_costs on a hand-worked cell: shares times cpp / speedup, k c from the row's c",
+)
+_label(
+    f"{MS}{BENCH_SPEC}::_accounts | k",
+    "the k the speedup decision's medians picked, a value of its grid (SPEEDUP_KS)",
+)
 _label(f"{MS}{GEN_T}::* | k", "the parametrized k, a value of the test's grid")
 _label(
     (f"{MS}{BENCH_SPEC}::_picked | best_k", f"{MS}{BENCH_SPEC}::_picked | ngram_k"),

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import torch
 
-from aftertrain.core.tolerances import TIMING_ALPHA
+from aftertrain.core.tolerances import TIMING_ALPHA, TIMING_LOOKS
 from aftertrain.core.validation import check_int
 from aftertrain.experiments import speculative as XS
 from aftertrain.experiments.speedup_tables import SpeedupRow
@@ -225,14 +225,15 @@ def account_decisions(
     *,
     budget_s: float,
     alpha: float = TIMING_ALPHA,
+    looks: int = TIMING_LOOKS,
     n_new: int = 30,
     clock: Callable[[], float] | None = None,
 ) -> dict[tuple[str, int], Decision]:
     """The account of each cell ``(draft name, k) -> draft model``: its four
     parts (:func:`part_replays`) each timed against the loop it replays,
     ``n_new`` characters after the validation prompt at temperature 1, in one
-    sequential decision (alpha over every ratio and look; ``budget_s``
-    seconds for all). Each cell's judgement holds when its account's
+    sequential decision (alpha over every ratio and at most ``looks``
+    looks; ``budget_s`` seconds for all). Each cell's judgement holds when its account's
     interval lies inside EXPLAINED (:func:`_explained`); read a cell with
     :func:`account_row`."""
     check_model(target, "target")
@@ -249,7 +250,9 @@ def account_decisions(
             _explained(name, k),
         )
     extra = {} if clock is None else {"clock": clock}
-    decided = sequential_decisions(sides, judgements, warmup=1, alpha=alpha, budget_s=budget_s, **extra)
+    decided = sequential_decisions(
+        sides, judgements, warmup=1, alpha=alpha, looks=looks, budget_s=budget_s, **extra
+    )
     return {cell: decided[cell_name(*cell)] for cell in cells}
 
 

@@ -1,0 +1,89 @@
+"""The cost account of every speculative cell: what share of the loop's
+measured time its parts explain (docs/speculative.md, "The cost account").
+
+For every draft and k of the speedup tables, each part of the loop (the
+draft's steps and rollback, the target's verification, the rule, the
+bookkeeping) is replayed over the seeded run's rounds and timed against the
+loop as a paired ratio, in one sequential decision
+(:func:`aftertrain.experiments.round_account.account_decisions`, one
+thread, alpha 1e-6 over every ratio and look); printed per cell: each
+part's share, the account ``A [lo, hi]`` and whether it lies in
+0.95-1.05 with its interval inside 0.90-1.10. With ``--speedups`` the
+claims' speedup decision runs first and each cell's round is put per target
+pass in plain decoding's time per character beside what cpp / (1 + k c)
+charges (:func:`aftertrain.experiments.round_account.round_costs`).
+
+    python tools/account_spec.py [--model reference] [--budget 900] [--speedups]
+        [--drafts 8-bit,4-bit] [--ks 2,4,8]
+
+Every cell: 15 cells, 60 ratios, looks at about 30, 60, 120 and 240 pairs
+until each cell's interval lies inside 0.90-1.10 (or wholly outside it);
+a look of every ratio is about a minute per 30 pairs on an idle 2-core
+machine, so 3-8 minutes (under a load of 6-8 on 2 cores, 244 s reached the
+second look only, intervals about +-0.2). ``--speedups`` adds the claims'
+decisions first (about a minute idle). Run it on an idle machine: the
+figures are the point, and a busy one widens the intervals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import torch
+
+from aftertrain.experiments import round_account as RA
+from aftertrain.experiments import speedup as XU
+from aftertrain.lm import registry
+from aftertrain.speculative import drafts as D
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=registry.DEFAULT)
+    parser.add_argument("--budget", type=float, default=900.0, help="seconds for the account's decision")
+    parser.add_argument("--drafts", default=",".join(k.value for k in D.DraftKind))
+    parser.add_argument("--ks", default=",".join(map(str, XU.SPEEDUP_KS)))
+    parser.add_argument("--speedups", action="store_true", help="also the claims' decisions and round costs")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    target, _ = registry.load_model(args.model)
+    target.eval()
+    kinds = {k.value: k for k in D.DraftKind}
+    names = args.drafts.split(",")
+    models = {name: D.draft_model(kinds[name], target) for name in kinds}
+    cells = {(name, int(k)): models[name] for name in names for k in args.ks.split(",")}
+    print(f"model {args.model}; load before {os.getloadavg()[0]:.2f}", flush=True)
+    speedups = {}
+    if args.speedups:
+        decisions, cpp = XU.speedup_decisions(target, models, budget_s=args.budget / len(XU.RULES))
+        last = max(decisions.values(), key=lambda d: d.looks)
+        speedups = {(r.draft, r.k): r for r in XU.speedup_tables(last, cpp).speedups}
+    start = time.perf_counter()
+    decided = RA.account_decisions(target, cells, budget_s=args.budget)
+    print(f"account decision: {time.perf_counter() - start:.0f} s, load after {os.getloadavg()[0]:.2f}")
+    for (name, k), decision in decided.items():
+        if decision.looks == 0:
+            print(f"{name} k={k}: not timed ({decision.note})")
+            continue
+        row = RA.account_row(decision, name, k)
+        parts = " ".join(f"{p.value} {row.shares[p]:.3f}" for p in RA.Part)
+        print(
+            f"{name} k={k}: accounted {row.accounted:.3f} [{row.low:.3f}, {row.high:.3f}] "
+            f"{'explained' if row.explained else 'NOT explained'} ({parts}; look {row.looks}, "
+            f"{row.pairs} pairs, {decision.verdict})"
+        )
+        if (name, k) in speedups:
+            cost = RA.round_costs(row, speedups[name, k])
+            s = speedups[name, k]
+            print(
+                f"    per target pass in plain characters' time: verification {cost.verification:.2f} "
+                f"(charged 1), drafting {cost.drafting:.2f} (charged k c {cost.charged_drafting:.2f}), "
+                f"bookkeeping {cost.bookkeeping:.2f}; overrates: {cost.overrates}; speedup "
+                f"{s.speedup:.2f}, predicted {s.predicted:.2f}, with v_k {s.predicted_vk:.2f}"
+            )
+
+
+if __name__ == "__main__":
+    main()
