@@ -8,18 +8,20 @@ loop as a paired ratio, in one sequential decision
 (:func:`aftertrain.experiments.round_account.account_decisions`, one
 thread, alpha 1e-6 over every ratio and look); printed per cell: each
 part's share, the account ``A [lo, hi]`` and whether it lies in
-0.95-1.05 with its interval inside 0.90-1.10. With ``--speedups`` the
+0.95-1.05 with its interval inside 0.90-1.10; once with the parts replayed
+alone and once knocked out of the loop (``--method``: what the loop saves
+without each part, so the cache state the parts leave each other counts). With ``--speedups`` the
 claims' speedup decision runs first and each cell's round is put per target
 pass in plain decoding's time per character beside what cpp / (1 + k c)
 charges (:func:`aftertrain.experiments.round_account.round_costs`).
 
     python tools/account_spec.py [--model reference] [--budget 900] [--speedups]
-        [--drafts 8-bit,4-bit] [--ks 2,4,8]
+        [--method alone|knockout|both] [--drafts 8-bit,4-bit] [--ks 2,4,8]
 
 Every cell: 15 cells, 60 ratios, looks at about 30, 60, 120 and 240 pairs
 until each cell's interval lies inside 0.90-1.10 (or wholly outside it);
 a look of every ratio is about a minute per 30 pairs on an idle 2-core
-machine, so 3-8 minutes (under a load of 6-8 on 2 cores, 244 s reached the
+machine, so 3-8 minutes a method, 6-16 for both (under a load of 6-8 on 2 cores, 244 s reached the
 second look only, intervals about +-0.2). ``--speedups`` adds the claims'
 decisions first (about a minute idle). Run it on an idle machine: the
 figures are the point, and a busy one widens the intervals.
@@ -46,6 +48,12 @@ def main() -> None:
     parser.add_argument("--drafts", default=",".join(k.value for k in D.DraftKind))
     parser.add_argument("--ks", default=",".join(map(str, XU.SPEEDUP_KS)))
     parser.add_argument("--speedups", action="store_true", help="also the claims' decisions and round costs")
+    parser.add_argument(
+        "--method",
+        choices=[m.value for m in RA.Method] + ["both"],
+        default="both",
+        help="parts replayed alone, knocked out of the loop, or both (one decision each)",
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     target, _ = registry.load_model(args.model)
@@ -60,29 +68,39 @@ def main() -> None:
         decisions, cpp = XU.speedup_decisions(target, models, budget_s=args.budget / len(XU.RULES))
         last = max(decisions.values(), key=lambda d: d.looks)
         speedups = {(r.draft, r.k): r for r in XU.speedup_tables(last, cpp).speedups}
-    start = time.perf_counter()
-    decided = RA.account_decisions(target, cells, budget_s=args.budget)
-    print(f"account decision: {time.perf_counter() - start:.0f} s, load after {os.getloadavg()[0]:.2f}")
-    for (name, k), decision in decided.items():
-        if decision.looks == 0:
-            print(f"{name} k={k}: not timed ({decision.note})")
-            continue
-        row = RA.account_row(decision, name, k)
-        parts = " ".join(f"{p.value} {row.shares[p]:.3f}" for p in RA.Part)
+    methods = list(RA.Method) if args.method == "both" else [RA.Method(args.method)]
+    for method in methods:
+        start = time.perf_counter()
+        decided = RA.account_decisions(target, cells, budget_s=args.budget, method=method)
         print(
-            f"{name} k={k}: accounted {row.accounted:.3f} [{row.low:.3f}, {row.high:.3f}] "
-            f"{'explained' if row.explained else 'NOT explained'} ({parts}; look {row.looks}, "
-            f"{row.pairs} pairs, {decision.verdict})"
+            f"account, parts {method.value}: {time.perf_counter() - start:.0f} s, "
+            f"load after {os.getloadavg()[0]:.2f}",
+            flush=True,
         )
-        if (name, k) in speedups:
-            cost = RA.round_costs(row, speedups[name, k])
-            s = speedups[name, k]
-            print(
-                f"    per target pass in plain characters' time: verification {cost.verification:.2f} "
-                f"(charged 1), drafting {cost.drafting:.2f} (charged k c {cost.charged_drafting:.2f}), "
-                f"bookkeeping {cost.bookkeeping:.2f}; overrates: {cost.overrates}; speedup "
-                f"{s.speedup:.2f}, predicted {s.predicted:.2f}, with v_k {s.predicted_vk:.2f}"
-            )
+        for (name, k), decision in decided.items():
+            _print_cell(decision, name, k, method, speedups.get((name, k)))
+
+
+def _print_cell(decision, name: str, k: int, method: RA.Method, speedup) -> None:
+    """One cell's account line, and its round costs when ``speedup`` (its SpeedupRow) is given."""
+    if decision.looks == 0:
+        print(f"{name} k={k}: not timed ({decision.note})")
+        return
+    row = RA.account_row(decision, name, k, method)
+    parts = " ".join(f"{p.value} {row.shares[p]:.3f}" for p in RA.Part)
+    print(
+        f"{name} k={k}: accounted {row.accounted:.3f} [{row.low:.3f}, {row.high:.3f}] "
+        f"{'explained' if row.explained else 'NOT explained'} ({parts}; look {row.looks}, "
+        f"{row.pairs} pairs, {decision.verdict})"
+    )
+    if speedup is not None:
+        cost = RA.round_costs(row, speedup)
+        print(
+            f"    per target pass in plain characters' time: verification {cost.verification:.2f} "
+            f"(charged 1), drafting {cost.drafting:.2f} (charged k c {cost.charged_drafting:.2f}), "
+            f"bookkeeping {cost.bookkeeping:.2f}; overrates: {cost.overrates}; speedup "
+            f"{speedup.speedup:.2f}, predicted {speedup.predicted:.2f}, with v_k {speedup.predicted_vk:.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -75,12 +75,25 @@ def test_each_part_replays_what_the_loop_made(aftertrain_model, speculative_draf
         assert torch.equal(used, want.target_logits)
 
 
+@pytest.mark.parametrize("kind, k", CELLS, ids=[f"{kind.value} k={k}" for kind, k in CELLS])
+def test_each_knocked_out_loop_makes_the_loops_text(aftertrain_model, speculative_drafts, kind, k):
+    """The loop with a part's results looked up, and with none run, makes
+    the timed loop's characters, call after call."""
+    draft = speculative_drafts[kind]
+    want = XS.speculative_decoding(aftertrain_model, draft, k, SPEEDUP_CHARS, 1.0)()
+    loops = RA.knockouts(aftertrain_model, draft, k, SPEEDUP_CHARS, 1.0)
+    assert set(loops) == set(RA.Part)
+    for _ in range(2):
+        assert {p: run() for p, run in loops.items()} == dict.fromkeys(RA.Part, want)
+
+
 @pytest.mark.parametrize("kind", [D.DraftKind.INT8, D.DraftKind.GPT], ids=lambda kind: kind.value)
 def test_the_model_parts_feed_the_positions_the_loop_feeds(aftertrain_model, speculative_drafts, kind):
     """The draft replay feeds the draft, and the verification replay the
     target, the positions the loop feeds them, pass by pass (the draft's
     two characters after a fully accepted round included); the rule and the
-    bookkeeping feed neither."""
+    bookkeeping feed neither. Knocked out of the loop, a model part feeds
+    its model nothing and the other's as the loop does."""
     draft, k = speculative_drafts[kind], 4
     loop = XS.speculative_decoding(aftertrain_model, draft, k, SPEEDUP_CHARS, 1.0)
     parts = RA.part_replays(aftertrain_model, draft, k, SPEEDUP_CHARS, 1.0)
@@ -90,6 +103,11 @@ def test_the_model_parts_feed_the_positions_the_loop_feeds(aftertrain_model, spe
     assert _fed(parts[RA.Part.VERIFY], aftertrain_model, draft) == [target_fed, []]
     for part in (RA.Part.RULE, RA.Part.REST):
         assert _fed(parts[part], aftertrain_model, draft) == [[], []]
+    without = RA.knockouts(aftertrain_model, draft, k, SPEEDUP_CHARS, 1.0)
+    assert _fed(without[RA.Part.DRAFT], aftertrain_model, draft) == [target_fed, []]
+    assert _fed(without[RA.Part.VERIFY], aftertrain_model, draft) == [[], draft_fed]
+    assert _fed(without[RA.Part.RULE], aftertrain_model, draft) == [target_fed, draft_fed]
+    assert _fed(without[RA.Part.REST], aftertrain_model, draft) == [[], []]
 
 
 @pytest.mark.teeth
@@ -134,8 +152,9 @@ LOOP_S = 0.010
 PARTS_S = {RA.Part.DRAFT: 0.0062, RA.Part.VERIFY: 0.0034, RA.Part.RULE: 0.0003, RA.Part.REST: 0.0001}
 
 
-def _account(monkeypatch, parts_s=PARTS_S):
-    """account_decisions for one cell on toy models, every side a fake cost."""
+def _account(monkeypatch, parts_s=PARTS_S, method=RA.Method.ALONE):
+    """account_decisions for one cell on toy models, every side a fake cost
+    (for ``Method.KNOCKOUT`` a model part's side is the loop less the part)."""
     from aftertrain.lm.text import VOCAB_SIZE
     from tests.common.toys import toy_gpt
 
@@ -145,7 +164,13 @@ def _account(monkeypatch, parts_s=PARTS_S):
     monkeypatch.setattr(
         RA, "part_replays", lambda t, d, k, n, temp: {p: clock.side(s) for p, s in parts_s.items()}
     )
-    return RA.account_decisions(target, {("8-bit", 2): draft}, budget_s=1e4, alpha=1e-6, clock=clock)
+    without = {p: LOOP_S - s if p in RA.RUN_PARTS else s for p, s in parts_s.items()}
+    monkeypatch.setattr(
+        RA, "knockouts", lambda t, d, k, n, temp: {p: clock.side(s) for p, s in without.items()}
+    )
+    return RA.account_decisions(
+        target, {("8-bit", 2): draft}, budget_s=1e4, alpha=1e-6, method=method, clock=clock
+    )
 
 
 def test_an_account_of_the_loops_whole_time_is_explained_and_sums_the_medians(monkeypatch):
@@ -166,6 +191,26 @@ def test_an_account_of_the_loops_whole_time_is_explained_and_sums_the_medians(mo
     assert row.high == pytest.approx(sum(t.ci_high for t in timings.values()), rel=1e-12)
     assert row.low <= row.accounted <= row.high and row.explained
     assert row.pairs == len(timings[RA.Part.DRAFT].ratios) and row.looks == decision.looks
+
+
+def test_a_knocked_out_account_takes_each_model_parts_share_as_what_the_loop_saves(monkeypatch):
+    """Sides costing the loop less each model part: a part's share is 1 -
+    the median of without / loop, its interval 1 - the interval's ends
+    swapped; the rest's its own ratio; computed here from the pairs."""
+    decision = _account(monkeypatch, method=RA.Method.KNOCKOUT)[("8-bit", 2)]
+    row = RA.account_row(decision, "8-bit", 2, RA.Method.KNOCKOUT)
+    timings = {p: decision.timings[RA.part_key("8-bit", 2, p)] for p in RA.Part}
+    ends = []
+    for p, t in timings.items():
+        m = statistics.median(t.ratios)
+        share = (1 - m, 1 - t.ci_high, 1 - t.ci_low) if p in RA.RUN_PARTS else (m, t.ci_low, t.ci_high)
+        assert row.shares[p] == pytest.approx(share[0], abs=1e-12)
+        assert row.shares[p] == pytest.approx(PARTS_S[p] / LOOP_S, abs=0.03)
+        ends.append(share)
+    assert (row.accounted, row.low, row.high) == pytest.approx(
+        tuple(map(sum, zip(*ends, strict=True))), abs=1e-12
+    )
+    assert decision.verdict == "holds" and row.explained and row.method is RA.Method.KNOCKOUT
 
 
 @pytest.mark.teeth
@@ -206,7 +251,7 @@ def _speedup_row(**changes) -> SpeedupRow:
 
 def _row(shares, draft="8-bit", k=2) -> RA.AccountRow:
     total = math.fsum(shares.values())
-    return RA.AccountRow(draft, k, shares, total, total - 0.02, total + 0.02, 1, 28)
+    return RA.AccountRow(draft, k, RA.Method.ALONE, shares, total, total - 0.02, total + 0.02, 1, 28)
 
 
 def test_round_costs_put_each_part_per_target_pass_in_plain_steps():

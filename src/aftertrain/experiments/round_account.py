@@ -40,6 +40,7 @@ import torch
 from aftertrain.core.tolerances import TIMING_ALPHA, TIMING_LOOKS
 from aftertrain.core.validation import check_int
 from aftertrain.experiments import speculative as XS
+from aftertrain.experiments.speedup_rules import Interval
 from aftertrain.experiments.speedup_tables import SpeedupRow
 from aftertrain.lm.decoding import check_torch_generator
 from aftertrain.lm.protocol import NextTokenModel, check_model
@@ -64,6 +65,33 @@ class Part(enum.Enum):
     REST = "rest"
 
 
+#: The parts a round runs a model or the rule for (the rest is the loop's own work).
+RUN_PARTS = (Part.DRAFT, Part.VERIFY, Part.RULE)
+
+
+class Method(enum.Enum):
+    """How a part's time is taken: ``ALONE``, the part replayed by itself
+    over every round (:func:`part_replays`); ``KNOCKOUT``, what the loop
+    saves when the part's results are looked up instead of made
+    (:func:`knockouts`: its share is 1 - without / loop), so the cache
+    state the other parts leave it, and the one it leaves them, count too."""
+
+    ALONE = "alone"
+    KNOCKOUT = "knockout"
+
+
+def _recorded(
+    target: NextTokenModel, draft: NextTokenModel, k: int, n_new: int, temperature: float
+) -> tuple[SpeculativeDecoder, list[int], list[Round]]:
+    """A decoder prefilled as the loop's, and the text and rounds of the
+    seeded run :func:`XS.speculative_decoding` times."""
+    check_int("k", k, least=1)
+    check_int("n_new", n_new, least=1)
+    decoder = SpeculativeDecoder(target, draft, XS.prompt_text(), temperature)
+    text, rounds = decoder.rounds(n_new, k, torch.Generator().manual_seed(XS.SEED))
+    return decoder, text, rounds
+
+
 def part_replays(
     target: NextTokenModel, draft: NextTokenModel, k: int, n_new: int, temperature: float
 ) -> dict[Part, Callable[[], list]]:
@@ -72,17 +100,13 @@ def part_replays(
     ``XS.SEED``), replayed over every round as a zero-argument callable that
     returns what it made, round by round: the drafts (``DRAFT``), the
     target's logits (``VERIFY``), ``(accepted, token)`` (``RULE``) and the
-    generated characters (``REST``), each the loop's own (tested). Each
-    replay leaves its decoders at the prefill, as the loop does."""
-    check_int("k", k, least=1)
-    check_int("n_new", n_new, least=1)
-    recorder = SpeculativeDecoder(target, draft, XS.prompt_text(), temperature)
-    text, rounds = recorder.rounds(n_new, k, torch.Generator().manual_seed(XS.SEED))
-    prompt = recorder.prompt
+    generated characters (``REST``: :func:`_loop` with no part run), each
+    the loop's own (tested). Each replay leaves its decoders at the
+    prefill, as the loop does."""
+    replay, text, rounds = _recorded(target, draft, k, n_new, temperature)
+    prompt, tdec, ddec = replay.prompt, replay.target, replay.drafter
     before = [text[: r.start] for r in rounds]
     after = before[1:] + [text]
-    replay = SpeculativeDecoder(target, draft, XS.prompt_text(), temperature)
-    tdec, ddec = replay.target, replay.drafter
 
     def drafts() -> list:
         made = []
@@ -112,21 +136,37 @@ def part_replays(
             )
         return made
 
+    rest = _loop(replay, rounds, n_new, k, frozenset())
+    return {Part.DRAFT: drafts, Part.VERIFY: verify, Part.RULE: rule, Part.REST: rest}
+
+
+def knockouts(
+    target: NextTokenModel, draft: NextTokenModel, k: int, n_new: int, temperature: float
+) -> dict[Part, Callable[[], list]]:
+    """The loop of the same seeded run as :func:`part_replays`, once with
+    each of :data:`RUN_PARTS` knocked out (its results looked up, the other
+    parts run as the loop runs them) and once with none run (``REST``),
+    each returning the generated characters (the loop's own, tested)."""
+    replay, _, rounds = _recorded(target, draft, k, n_new, temperature)
     return {
-        Part.DRAFT: drafts,
-        Part.VERIFY: verify,
-        Part.RULE: rule,
-        Part.REST: _rest(recorder, rounds, n_new, k),
+        **{p: _loop(replay, rounds, n_new, k, frozenset(RUN_PARTS) - {p}) for p in RUN_PARTS},
+        Part.REST: _loop(replay, rounds, n_new, k, frozenset()),
     }
 
 
-def _rest(recorder: SpeculativeDecoder, rounds: list[Round], n_new: int, k: int) -> Callable[[], list]:
-    """The loop of :meth:`SpeculativeDecoder.decode` with each part's result
-    looked up in ``rounds``: its checks, its generator, the uniforms, the
-    counters, the text and the cache check after."""
-    prompt = recorder.prompt
+def _loop(
+    replay: SpeculativeDecoder, rounds: list[Round], n_new: int, k: int, run: frozenset[Part]
+) -> Callable[[], list]:
+    """The loop of :meth:`SpeculativeDecoder.decode` on ``replay``'s
+    decoders, running the parts in ``run`` and looking up the others'
+    results in ``rounds``: its checks, its generator, the uniforms, the
+    counters, the text, the rollbacks of the models it runs and the cache
+    check after. With every part run it is the loop."""
+    prompt, temperature = replay.prompt, replay.temperature
+    tdec, ddec = replay.target, replay.drafter
+    drafting, verifying, ruling = (p in run for p in RUN_PARTS)
 
-    def rest() -> list:
+    def loop() -> list:
         check_int("n_new", n_new, least=0)
         check_int("k", k, least=1)
         generator = torch.Generator().manual_seed(XS.SEED)
@@ -138,18 +178,36 @@ def _rest(recorder: SpeculativeDecoder, rounds: list[Round], n_new: int, k: int)
         with Uniforms(generator) as source:
             while len(text) < end:
                 kk = min(k, end - len(text) - 1)
-                source.take(2 * kk + 1)
+                uniforms = source.take(2 * kk + 1)
                 r = next(played)
-                drafts, n, token = r.drafts, r.accepted, r.token
+                if drafting and kk:
+                    drafts, q, qx = ddec.draft(text, kk, uniforms[:kk])
+                else:
+                    drafts, q, qx = r.drafts, r.q, r.qx
                 draft_passes += kk
+                logits = tdec.feed(text[len(tdec) :] + drafts)[-(kk + 1) :] if verifying else r.logits
+                if ruling:
+                    n, token = round_rule(
+                        logits, drafts, q, qx, uniforms[kk : 2 * kk], uniforms[2 * kk], temperature
+                    )
+                else:
+                    n, token = r.accepted, r.token
                 passes += 1
                 drafted += kk
                 accepted += n
                 text += drafts[:n] + [token]
-        assert recorder._caches() == recorder.held
+                if verifying:
+                    _roll_back(tdec, text)
+                if drafting:
+                    ddec.rollback(text)
+        if verifying:
+            _roll_back(tdec, prompt)
+        if drafting:
+            ddec.rollback(prompt)
+        assert replay._caches() == replay.held, "the replay's caches moved off the prefill"
         return text[len(prompt) :]
 
-    return rest
+    return loop
 
 
 def part_key(draft: str, k: int, part: Part) -> str:
@@ -162,14 +220,24 @@ def cell_name(draft: str, k: int) -> str:
     return f"{draft} k={k}"
 
 
+def part_share(timing: Interval, part: Part, method: Method) -> tuple[float, float, float]:
+    """(median, low, high) of ``part``'s share of the loop's time from its
+    ratio's timing: the ratio itself for a part replayed alone and for the
+    rest, 1 - the ratio (its interval's ends swapped) for a part knocked out."""
+    if method is Method.KNOCKOUT and part in RUN_PARTS:
+        return 1.0 - timing.median, 1.0 - timing.ci_high, 1.0 - timing.ci_low
+    return timing.median, timing.ci_low, timing.ci_high
+
+
 @dataclass(frozen=True)
 class AccountRow:
     """The account of one (draft, k) at a decision's look: each part's share
-    of the loop's time (the median of part / loop) and their sum with its
-    interval (the sums of the parts' interval ends)."""
+    of the loop's time (:func:`part_share`, at the median) and their sum with
+    its interval (the sums of the parts' interval ends)."""
 
     draft: str
     k: int
+    method: Method
     shares: dict[Part, float]
     accounted: float
     low: float
@@ -187,34 +255,39 @@ class AccountRow:
         )
 
 
-def account_row(decision: Decision, draft: str, k: int) -> AccountRow:
-    """The :class:`AccountRow` of ``draft`` at ``k`` from a decision holding
-    its four part ratios; ``ValueError`` when it lacks one."""
+def _shares(timings: Mapping[str, Interval], draft: str, k: int, method: Method) -> dict[Part, tuple]:
+    """Each part's (median, low, high) share of ``draft`` at ``k``;
+    ``ValueError`` when ``timings`` lacks a ratio."""
     keys = {p: part_key(draft, k, p) for p in Part}
-    missing = [key for key in keys.values() if key not in decision.timings]
+    missing = [key for key in keys.values() if key not in timings]
     if missing:
-        raise ValueError(f"decision lacks the ratios {missing} (it has {sorted(decision.timings)})")
-    t = {p: decision.timings[key] for p, key in keys.items()}
+        raise ValueError(f"decision lacks the ratios {missing} (it has {sorted(timings)})")
+    return {p: part_share(timings[key], p, method) for p, key in keys.items()}
+
+
+def account_row(decision: Decision, draft: str, k: int, method: Method = Method.ALONE) -> AccountRow:
+    """The :class:`AccountRow` of ``draft`` at ``k`` from a decision holding
+    its four part ratios timed by ``method``; ``ValueError`` when it lacks one."""
+    shares = _shares(decision.timings, draft, k, method)
     return AccountRow(
         draft,
         k,
-        {p: t[p].median for p in Part},
-        math.fsum(x.median for x in t.values()),
-        math.fsum(x.ci_low for x in t.values()),
-        math.fsum(x.ci_high for x in t.values()),
+        method,
+        {p: s[0] for p, s in shares.items()},
+        *(math.fsum(s[i] for s in shares.values()) for i in range(3)),
         decision.looks,
-        min(len(x.ratios) for x in t.values()),
+        min(len(decision.timings[part_key(draft, k, p)].ratios) for p in Part),
     )
 
 
-def _explained(draft: str, k: int) -> Callable[[Mapping], str | None]:
+def _explained(draft: str, k: int, method: Method) -> Callable[[Mapping], str | None]:
     """Holds when the account's interval lies inside EXPLAINED, broken when
     wholly outside it (as :class:`RatioRule` on the sums of the ends)."""
     rule = RatioRule.inside(EXPLAINED)
 
     def decide(t: Mapping) -> str | None:
-        ends = [t[part_key(draft, k, p)] for p in Part]
-        return rule.decide(math.fsum(x.ci_low for x in ends), math.fsum(x.ci_high for x in ends))
+        shares = _shares(t, draft, k, method).values()
+        return rule.decide(math.fsum(s[1] for s in shares), math.fsum(s[2] for s in shares))
 
     return decide
 
@@ -226,11 +299,13 @@ def account_decisions(
     budget_s: float,
     alpha: float = TIMING_ALPHA,
     looks: int = TIMING_LOOKS,
+    method: Method = Method.ALONE,
     n_new: int = 30,
     clock: Callable[[], float] | None = None,
 ) -> dict[tuple[str, int], Decision]:
     """The account of each cell ``(draft name, k) -> draft model``: its four
-    parts (:func:`part_replays`) each timed against the loop it replays,
+    parts (:func:`part_replays` for ``Method.ALONE``, :func:`knockouts` for
+    ``Method.KNOCKOUT``) each timed against the loop they replay,
     ``n_new`` characters after the validation prompt at temperature 1, in one
     sequential decision (alpha over every ratio and at most ``looks``
     looks; ``budget_s`` seconds for all). Each cell's judgement holds when its account's
@@ -243,11 +318,12 @@ def account_decisions(
     for (name, k), draft in cells.items():
         check_model(draft, f"cells[{name!r}, {k!r}]")
         loop = XS.speculative_decoding(target, draft, k, n_new, 1.0)
-        for part, replay in part_replays(target, draft, k, n_new, 1.0).items():
+        replays = (part_replays if method is Method.ALONE else knockouts)(target, draft, k, n_new, 1.0)
+        for part, replay in replays.items():
             sides[part_key(name, k, part)] = (loop, replay)
         judgements[cell_name(name, k)] = Judgement(
             f"{cell_name(name, k)}: the parts' sum of the loop's time inside {list(EXPLAINED)}",
-            _explained(name, k),
+            _explained(name, k, method),
         )
     extra = {} if clock is None else {"clock": clock}
     decided = sequential_decisions(
@@ -315,12 +391,16 @@ def round_costs(row: AccountRow, speedup: SpeedupRow) -> RoundCost:
 __all__ = [
     "EXPLAINED",
     "EXPLAINED_MEDIAN",
+    "RUN_PARTS",
     "AccountRow",
+    "Method",
     "Part",
     "RoundCost",
     "account_decisions",
     "account_row",
     "cell_name",
+    "knockouts",
+    "part_share",
     "part_key",
     "part_replays",
     "round_costs",
