@@ -60,8 +60,9 @@ class Bigram(nn.Module):
     ``log P(b | a) = log((count(a, b) + alpha) / (count(a, .) + alpha * V))``.
     Built from a (V, V) table of log-probabilities (``log_probs``, float32)
     or from the observed pairs and ``alpha`` (``pairs``): rows are then
-    computed when asked, so memory is proportional to the corpus, not V * V.
-    :meth:`fit` picks the table up to :data:`DENSE_MAX_VOCAB` symbols.
+    computed when asked, so memory is proportional to the corpus, not V * V
+    (``pairs`` and ``alpha`` are None on a table). :meth:`fit` picks the
+    table up to :data:`DENSE_MAX_VOCAB` symbols.
     """
 
     def __init__(
@@ -95,7 +96,7 @@ class Bigram(nn.Module):
         if bool(torch.isnan(log_probs).any()) or bool(torch.isposinf(log_probs).any()):
             raise ValueError("log_probs must not hold NaN or +inf")
         self.config = TableConfig(log_probs.shape[0], block_size)
-        self.pairs = None
+        self.pairs, self.alpha = None, None
         self.register_buffer("log_probs", log_probs.float())
 
     @classmethod
@@ -226,16 +227,18 @@ def baseline_losses(
 
 
 class NGram(nn.Module):
-    """Interpolated Witten-Bell character n-gram (Witten & Bell 1991; Chen &
+    """Interpolated Witten-Bell n-gram (Witten & Bell 1991; Chen &
     Goodman 1998, section 2.5).
 
-    With ``h`` the last ``j`` characters, ``c(h, w)`` the training count of
+    With ``h`` the last ``j`` tokens, ``c(h, w)`` the training count of
     ``h`` followed by ``w``, ``c(h) = sum_w c(h, w)`` and ``T(h)`` the number
     of distinct ``w`` seen after ``h``:
     ``P_j(w | h) = (c(h, w) + T(h) P_{j-1}(w | h')) / (c(h) + T(h))``, where
-    ``h'`` drops the oldest character; an unseen ``h`` gives ``P_{j-1}``.
-    ``P_0(w) = (c(w) + 1) / (N + V)`` (add-one unigram), so every character
-    keeps a positive probability and each ``P_j`` sums to 1.
+    ``h'`` drops the oldest token; an unseen ``h`` gives ``P_{j-1}``.
+    ``P_0(w) = (c(w) + 1) / (N + V)`` (add-one unigram), so every token
+    keeps a positive probability and each ``P_j`` sums to 1. Computed laws
+    are kept up to :data:`MEMO_MAX_FLOATS` numbers (a value recomputed is
+    the same bit for bit).
     """
 
     def __init__(
