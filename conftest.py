@@ -104,7 +104,7 @@ def evaluations():
     point, an "unchanged" quantizer's copy, the 8- and 4-bit drafts)."""
     from aftertrain.lm.evaluation import LossMemo
 
-    return LossMemo()
+    return LossMemo()  # each model on its own validation text (aftertrain.lm.hf.model_text)
 
 
 @pytest.fixture(scope="session")
@@ -146,13 +146,19 @@ def pytest_collection_finish(session):
 
 
 @pytest.fixture(scope="session")
-def bigram_loss() -> float:
+def bigram_loss(pytestconfig) -> float:
     """Validation loss of the add-alpha bigram (B1's baseline), computed once.
-    It is fit on the corpus alone, so it is the same whatever the model."""
+    It is fit on the text alone: the same for every model of our characters;
+    a transformers model's is fitted on its own text and vocabulary."""
+    from aftertrain.ledger.model_under_test import loaded_model
     from aftertrain.lm.evaluation import val_loss
+    from aftertrain.lm.hf import HFModel
     from aftertrain.lm.ngram import Bigram
 
-    return val_loss(Bigram.fit())
+    model = loaded_model(pytestconfig)
+    if not isinstance(model, HFModel):
+        return val_loss(Bigram.fit())
+    return val_loss(Bigram.fit(model.text.train, vocab_size=model.config.vocab_size), model.text.val)
 
 
 @pytest.fixture(scope="session")
@@ -246,12 +252,20 @@ def data_regression(data_regression, request, model_identity):
 
 
 @pytest.fixture(scope="session")
-def speculative_drafts(aftertrain_model):
+def speculative_drafts(aftertrain_model, aftertrain_draft):
     """Every draft of speculative decoding (aftertrain.speculative.drafts.DraftKind ->
-    model), built once per session from the model under test."""
+    model), built once per session from the model under test. A transformers
+    model's draft GPT is the user's ``--aftertrain-draft``; without one that
+    kind is left out (its tests skip, saying so)."""
+    from aftertrain.lm.hf import HFModel
     from aftertrain.speculative.drafts import DraftKind, draft_model
 
-    return {kind: draft_model(kind, aftertrain_model) for kind in DraftKind}
+    kinds = [
+        k
+        for k in DraftKind
+        if k is not DraftKind.GPT or aftertrain_draft is not None or not isinstance(aftertrain_model, HFModel)
+    ]
+    return {kind: draft_model(kind, aftertrain_model, aftertrain_draft) for kind in kinds}
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from aftertrain.checks.rule_battery import FIXED_Q as _FIXED_Q
 from aftertrain.core.tolerances import RULE_TRIALS
 from aftertrain.experiments import speculative as XS
 from aftertrain.lm import decoding as DEC
-from aftertrain.lm import text as _text
+from aftertrain.lm import hf
 from aftertrain.lm.decoding import probabilities
 from aftertrain.speculative import drafts as D
 from aftertrain.stats import ALPHA
@@ -132,7 +132,9 @@ def test_first_character_check_catches_always_accept_on_the_reference(
     S2 context follow the bigram draft's law, and the S2 check (chi-square
     and the TV bound, kit's check_rule on the reference's p and the bigram's
     q at that context) rejects them; the shipped rule passes the same check."""
-    ids = _text.encode(_text.load_corpus().val_text[XS.S2_CONTEXT_SLICE]).tolist()
+    ids = hf.encode_text(
+        aftertrain_model, hf.model_text(aftertrain_model).val_text[XS.S2_CONTEXT_SLICE]
+    ).tolist()
     p1 = probabilities(DEC.Decoder(aftertrain_model).feed(ids)[-1], 1.0)
     q1 = probabilities(DEC.Decoder(speculative_drafts[D.DraftKind.BIGRAM]).feed(ids)[-1], 1.0)
     # Only the first character is judged here; the bonus row repeats p_1.

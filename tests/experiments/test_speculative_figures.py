@@ -20,6 +20,7 @@ import torch
 
 from aftertrain import stats
 from aftertrain.experiments import speculative as XS
+from aftertrain.lm.text import load_corpus
 from tests.common.toys import toy_gpt
 
 N = 2_000
@@ -66,7 +67,7 @@ def test_first_token_figures_are_the_skewed_nulls_summaries(target, draft, monke
     mean = sum(s) / len(s)
     assert abs(mean - row.null_median) > 0.02  # the summaries differ on this null
     assert row.tv_threshold == pytest.approx(mean + math.sqrt(math.log(1e6) / (2 * N)), rel=1e-12)
-    context = XS._text.load_corpus().val_text[XS.S2_CONTEXT_SLICE]
+    context = load_corpus().val_text[XS.S2_CONTEXT_SLICE]
     first, p = XS.first_token_samples(target, draft, context, N, 1.0, torch.Generator().manual_seed(5))
     counts = np.bincount(first.numpy(), minlength=100)
     assert row.tv == pytest.approx(0.5 * np.abs(counts / N - p.numpy()).sum(), rel=1e-12)

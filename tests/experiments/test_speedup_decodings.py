@@ -118,7 +118,7 @@ def test_charged_decoding_is_the_runs_passes_as_drafts_and_verifications(
     """What cpp / (v_k + k c) charges for a timed run: as many rounds as the
     seeded run makes target passes, each k drafted characters then one
     verification over k+1 positions (the steps S5's c and X8's v_k time,
-    built for this draft and k), every call alike."""
+    built for this draft and k, after the target's prompt), every call alike."""
     draft, log = speculative_drafts[kind], []
 
     def step(name):
@@ -131,7 +131,10 @@ def test_charged_decoding_is_the_runs_passes_as_drafts_and_verifications(
     monkeypatch.setattr(XS, "draft_step", step("draft"))
     monkeypatch.setattr(XS, "verify_step", step("verify"))
     run = XU.charged_decoding(aftertrain_model, draft, k, SPEEDUP_CHARS, 1.0)
-    assert log == [("built", "verify", aftertrain_model, (k, 1.0)), ("built", "draft", draft, (1.0,))]
+    assert log == [
+        ("built", "verify", aftertrain_model, (k, 1.0)),
+        ("built", "draft", draft, (1.0, aftertrain_model)),  # after the target's prompt
+    ]
     passes = S.speculative_generate(
         aftertrain_model,
         draft,

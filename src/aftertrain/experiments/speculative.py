@@ -28,11 +28,13 @@ from aftertrain.experiments.speculative_steps import (  # noqa: F401 (re-exporte
     draft_step,
     plain_decoding,
     plain_step,
+    prompt_for,
+    prompt_ids,
     prompt_text,
     speculative_decoding,
     verify_step,
 )
-from aftertrain.lm import text as _text
+from aftertrain.lm import hf as _hf
 from aftertrain.lm.decoding import (
     Decoder,
     check_temperature,
@@ -167,13 +169,32 @@ def first_token_samples(
     check_torch_generator(generator)
     p1 = probabilities(Decoder(target, name="target").feed(ids)[-1], temperature)
     q1 = probabilities(Decoder(draft, name="draft").feed(ids)[-1], temperature)
-    # Target after context + x, for every x at once: (V, V).
-    extended = torch.tensor([ids + [x] for x in range(V)])
-    p2_all = probabilities(target(extended)[:, -1], temperature)
     x = inverse_cdf_sample(q1.expand(n, V), torch.rand(n, dtype=torch.float64, generator=generator))
-    p = torch.stack([p1.expand(n, V), p2_all[x]], dim=1)  # (n, 2, V)
+    p = torch.stack([p1.expand(n, V), _second_rows(target, ids, x, temperature)], dim=1)  # (n, 2, V)
     accepted, token = verify_batch(p, q1.expand(n, 1, V), x.unsqueeze(1), generator)
     return torch.where(accepted > 0, x, token), p1
+
+
+#: Largest vocabulary whose every continuation is scored in one batch (V rows
+#: of the context plus one token); above it only the drawn ones are.
+ALL_CONTINUATIONS_MAX_VOCAB = 4096
+
+
+def _second_rows(target: NextTokenModel, ids: list[int], x: torch.Tensor, temperature: float) -> torch.Tensor:
+    """The target's law after context + x, for each drawn ``x`` (n, V): the
+    rows of every continuation scored at once for a small vocabulary (the same
+    batch whatever was drawn), else of the distinct drawn ones, 64 at a time
+    (a 151k vocabulary would not fit in one batch)."""
+    V = target.config.vocab_size
+    if V <= ALL_CONTINUATIONS_MAX_VOCAB:
+        extended = torch.tensor([ids + [t] for t in range(V)])
+        return probabilities(target(extended)[:, -1], temperature)[x]
+    drawn, where = torch.unique(x, return_inverse=True)
+    rows = [
+        probabilities(target(torch.tensor([ids + [t] for t in part.tolist()]))[:, -1], temperature)
+        for part in drawn.split(64)
+    ]
+    return torch.cat(rows)[where]
 
 
 def first_token_table(
@@ -201,7 +222,7 @@ def first_token_table(
     if seed >= 2**64:
         raise ValueError(f"seed must be an int in [0, 2**64), got {seed!r}")
     _check_count("null_trials", null_trials, 1)
-    context = _text.load_corpus().val_text[S2_CONTEXT_SLICE]
+    context = _hf.prompt_of(target, _hf.model_text(target).val_text[S2_CONTEXT_SLICE])
     rows = []
     for i, (name, draft) in enumerate(drafts.items()):
         g = torch.Generator().manual_seed(seed + i)
@@ -257,7 +278,7 @@ def acceptance_table(
     if seed >= 2**64:
         raise ValueError(f"seed must be an int in [0, 2**64), got {seed!r}")
     check_temperature(temperature)
-    prompt = prompt_text()
+    prompt = prompt_for(target)
     rows = []
     for name, draft in drafts.items():
         a1 = None

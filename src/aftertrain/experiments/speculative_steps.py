@@ -15,6 +15,7 @@ import math
 import torch
 
 from aftertrain.core.validation import check_int
+from aftertrain.lm import hf as _hf
 from aftertrain.lm import text as _text
 from aftertrain.lm.decoding import Decoder, check_temperature, decode, probabilities, sample_token
 from aftertrain.lm.protocol import NextTokenModel, check_model
@@ -34,6 +35,19 @@ def prompt_text() -> str:
     return _text.load_corpus().val_text[PROMPT_SLICE]
 
 
+def prompt_for(model: NextTokenModel) -> str | torch.Tensor:
+    """The prompt of the runs as ``model``'s decoding takes it: the first 32
+    characters of its validation text (:func:`aftertrain.lm.hf.model_text`),
+    the string for our GPT, its tokenizer's ids for a transformers model."""
+    return _hf.prompt_of(model, _hf.model_text(model).val_text[PROMPT_SLICE])
+
+
+def prompt_ids(model: NextTokenModel) -> list[int]:
+    """:func:`prompt_for` as token ids."""
+    prompt = prompt_for(model)
+    return (_text.encode(prompt) if isinstance(prompt, str) else prompt).tolist()
+
+
 #: Prefix the cost measurements decode after (the validation prompt's length).
 _COST_CONTEXT = 32
 
@@ -43,7 +57,7 @@ def plain_step(target: NextTokenModel, temperature: float):
     (sample a token from the last logits, feed it), rolled back after."""
     check_model(target, "target")
     check_temperature(temperature)
-    ids = _text.encode(prompt_text()).tolist()[:_COST_CONTEXT]
+    ids = prompt_ids(target)[:_COST_CONTEXT]
     dec = Decoder(target)
     logits = dec.feed(ids)[-1]
     g = torch.Generator().manual_seed(SEED)
@@ -56,15 +70,16 @@ def plain_step(target: NextTokenModel, temperature: float):
     return step
 
 
-def draft_step(draft: NextTokenModel, temperature: float):
+def draft_step(draft: NextTokenModel, temperature: float, target: NextTokenModel | None = None):
     """One drafted character exactly as the generator drafts it (its
     drafter: a table look-up for the bigram and the n-gram, a cached forward
     for a run draft; its uniform taken from a
     :class:`aftertrain.speculative.drafters.Uniforms`, as the loop takes
-    it), rolled back after."""
+    it), rolled back after; after the prompt of ``target`` (default: the
+    draft's own, our characters' for a table)."""
     check_model(draft, "draft")
     check_temperature(temperature)
-    ids = _text.encode(prompt_text()).tolist()[:_COST_CONTEXT]
+    ids = prompt_ids(draft if target is None else check_model(target, "target"))[:_COST_CONTEXT]
     d = drafter(draft, temperature)
     d.prefill(ids[:-1])
     uniforms = Uniforms(torch.Generator().manual_seed(SEED))
@@ -86,7 +101,7 @@ def verify_step(target: NextTokenModel, k: int, temperature: float):
     residual."""
     check_model(target, "target")
     check_temperature(temperature)
-    ids = _text.encode(prompt_text()).tolist()[:_COST_CONTEXT]
+    ids = prompt_ids(target)[:_COST_CONTEXT]
     check_int("k", k, least=1, most=len(ids) - 1)
     drafts = ids[-k - 1 : -1]  # any k characters: the pass's cost does not depend on them
     dec = Decoder(target)
@@ -120,7 +135,7 @@ def plain_decoding(target: NextTokenModel, n_new: int, temperature: float):
     check_model(target, "target")
     check_int("n_new", n_new, least=1)
     check_temperature(temperature)
-    ids = _text.encode(prompt_text()).tolist()
+    ids = prompt_ids(target)
     dec = Decoder(target)
     dec.feed(ids[:-1])
 
@@ -142,7 +157,7 @@ def speculative_decoding(
     seed)."""
     check_int("k", k, least=1)
     check_int("n_new", n_new, least=1)
-    decoder = SpeculativeDecoder(target, draft, prompt_text(), temperature)
+    decoder = SpeculativeDecoder(target, draft, prompt_for(target), temperature)
 
     def run() -> list[int]:
         return decoder.decode(n_new, k, torch.Generator().manual_seed(SEED))

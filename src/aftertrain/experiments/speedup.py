@@ -141,9 +141,9 @@ def charged_decoding(target: NextTokenModel, draft: NextTokenModel, k: int, n_ne
     check_int("k", k, least=1)
     check_int("n_new", n_new, least=1)
     passes = speculative_generate(
-        target, draft, XS.prompt_text(), n_new, k, temperature, torch.Generator().manual_seed(XS.SEED)
+        target, draft, XS.prompt_for(target), n_new, k, temperature, torch.Generator().manual_seed(XS.SEED)
     ).target_passes
-    verify, draft_one = XS.verify_step(target, k, temperature), XS.draft_step(draft, temperature)
+    verify, draft_one = XS.verify_step(target, k, temperature), XS.draft_step(draft, temperature, target)
 
     def run() -> int:
         for _ in range(passes):
@@ -251,7 +251,7 @@ def _cost_ratios(target: NextTokenModel, drafts: Mapping[str, NextTokenModel]) -
     draft's step against the target's (c), and the target's verification of
     k characters against its plain step (v_k) at each k of SPEEDUP_KS."""
     costs = {
-        str(RatioKey.cost(name)): (XS.plain_step(target, 1.0), XS.draft_step(draft, 1.0))
+        str(RatioKey.cost(name)): (XS.plain_step(target, 1.0), XS.draft_step(draft, 1.0, target))
         for name, draft in drafts.items()
     }
     for k in SPEEDUP_KS:
@@ -264,7 +264,7 @@ def _chars_per_pass(
 ) -> dict[tuple[str, int], float]:
     """Characters per target pass of each (draft, k) of SPEEDUP_KS: the
     seeded run of SPEEDUP_CHARS characters the speedup times."""
-    prompt = XS.prompt_text()
+    prompt = XS.prompt_for(target)
 
     def spec_run(draft: NextTokenModel, k: int):
         return speculative_generate(

@@ -419,6 +419,11 @@ def _loaded(config: pytest.Config, key: pytest.StashKey):
     return config.stash[key]
 
 
+def loaded_model(config: pytest.Config):
+    """The run's model when the plugin loaded one, else None (plugin off)."""
+    return config.stash.get(_NET, None)
+
+
 @pytest.fixture(scope="session")
 def model_identity(pytestconfig) -> ModelIdentity:
     """Name, SHA-256 and path of the model the claims run on."""

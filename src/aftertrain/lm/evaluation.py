@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from aftertrain.core.validation import check_tokens
-from aftertrain.lm import text as _text
+from aftertrain.lm import hf as _hf
 from aftertrain.lm.protocol import NextTokenModel, check_model
 
 #: Most logits one forward of :func:`val_loss` may return (B * T * V): 2**25
@@ -23,7 +23,8 @@ LOGITS_BUDGET = 2**25
 def val_loss(model: NextTokenModel, tokens: torch.Tensor | None = None) -> float:
     """Mean cross-entropy (nats) over every next-token target of the split.
 
-    The split (default: the validation split) is cut into consecutive,
+    The split (default: the model's validation split,
+    :func:`aftertrain.lm.hf.model_text`) is cut into consecutive,
     non-overlapping windows of the model's context; each window predicts its
     own next tokens, so a token's context is the window so far. The windows
     are scored in batches of at most :data:`LOGITS_BUDGET` logits; a window
@@ -37,7 +38,7 @@ def val_loss(model: NextTokenModel, tokens: torch.Tensor | None = None) -> float
     """
     check_model(model)
     V = model.config.vocab_size
-    tokens = check_tokens("tokens", _text.load_corpus().val if tokens is None else tokens, V)
+    tokens = check_tokens("tokens", _hf.model_text(model).val if tokens is None else tokens, V)
     was_training = model.training
     model.eval()
     try:

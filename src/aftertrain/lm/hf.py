@@ -358,3 +358,35 @@ def check_same_vocabulary(model: HFModel, draft: HFModel, name: str = "draft") -
             f"{name}'s tokenizer differs from the model's ({len(set(ours.items()) ^ set(theirs.items()))} "
             f"token/id pairs differ, e.g. {differ}): a draft needs the model's tokenizer"
         )
+
+
+def model_text(model: nn.Module):
+    """The text ``model`` is measured on: an :class:`HFModel`'s
+    :class:`ModelText`, else the bundled corpus (:class:`aftertrain.lm.text.Corpus`,
+    our GPT's characters). Both have ``train_text``, ``val_text``,
+    ``train`` and ``val``."""
+    return model.text if isinstance(model, HFModel) else _text.load_corpus()
+
+
+def encode_text(model: nn.Module, text: str, name: str = "text") -> torch.Tensor:
+    """``text`` as ``model``'s token ids (int64, 1-D): its tokenizer's (no
+    special tokens) for an :class:`HFModel`, our characters' otherwise."""
+    if not isinstance(model, HFModel):
+        return _text.encode(text, name)
+    if not isinstance(text, str):
+        raise ValueError(f"{name} must be a str, got {type(text).__name__}")
+    return torch.tensor(model.tokenizer(text, add_special_tokens=False)["input_ids"], dtype=torch.long)
+
+
+def prompt_of(model: nn.Module, text: str) -> str | torch.Tensor:
+    """What the decoding functions take as the prompt ``text`` for ``model``:
+    the string itself for our GPT (whose vocabulary is the characters), its
+    tokenizer's ids for an :class:`HFModel`."""
+    return encode_text(model, text, "prompt") if isinstance(model, HFModel) else text
+
+
+def decode_ids(model: nn.Module, ids) -> str:
+    """Token ids of ``model`` as text: its tokenizer's for an :class:`HFModel`, our characters' otherwise."""
+    if isinstance(model, HFModel):
+        return decode(model, ids)
+    return _text.decode(ids)

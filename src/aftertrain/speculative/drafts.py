@@ -12,7 +12,11 @@ each kind by name:
 - ``NGRAM``: an interpolated Witten-Bell character n-gram fitted on the
   training split (X2: cheap and better than the bigram).
 - ``GPT``: a 1-layer GPT trained by ``aftertrain train --draft`` and
-  committed as ``data/draft.pt`` (X2).
+  committed as ``data/draft.pt`` (X2); for a transformers target, the
+  user's draft model of the same tokenizer (``--aftertrain-draft``).
+
+For a transformers target the tables read its own text and vocabulary
+(:func:`draft_model`).
 """
 
 from __future__ import annotations
@@ -24,8 +28,10 @@ from pathlib import Path
 import torch.nn as nn
 
 from aftertrain.lm.checkpoint import load_checkpoint
+from aftertrain.lm.hf import HFModel, check_same_vocabulary
 from aftertrain.lm.model import GPT
 from aftertrain.lm.ngram import Bigram, NGram
+from aftertrain.lm.protocol import TableConfig
 
 DRAFT_FILE = "draft.pt"
 DRAFT_REBUILD_HINT = "aftertrain train --draft --out src/aftertrain/data/draft.pt"
@@ -43,10 +49,19 @@ class DraftKind(enum.Enum):
     GPT = "draft GPT"
 
 
-def draft_model(kind: DraftKind, reference: GPT) -> nn.Module:
-    """The draft of ``kind`` for target ``reference`` (eval mode, not shared with it)."""
+def draft_model(kind: DraftKind, reference: GPT | HFModel, draft: HFModel | None = None) -> nn.Module:
+    """The draft of ``kind`` for target ``reference`` (eval mode, not shared with it).
+
+    For a transformers model (:class:`aftertrain.lm.hf.HFModel`) the tables
+    are fitted on its text's training split over its vocabulary, the
+    quantized drafts are its own copies, and the ``GPT`` kind is ``draft``,
+    a model of the same tokenizer the user gives (ValueError without one)."""
     if not isinstance(kind, DraftKind):
         raise ValueError(f"kind must be a DraftKind ({[k.name for k in DraftKind]}), got {kind!r}")
+    if isinstance(reference, HFModel):
+        return _transformers_draft(kind, reference, draft)
+    if draft is not None:
+        raise ValueError("draft is for a transformers target; our GPT's draft GPT is the bundled one")
     if not isinstance(reference, GPT):
         raise ValueError(f"reference must be an aftertrain.lm.model.GPT, got {type(reference).__name__}")
     if kind is DraftKind.BIGRAM:
@@ -59,6 +74,26 @@ def draft_model(kind: DraftKind, reference: GPT) -> nn.Module:
     if kind is DraftKind.NGRAM:
         return NGram.fit().eval()
     return load_draft_gpt()
+
+
+def _transformers_draft(kind: DraftKind, target: HFModel, draft: HFModel | None) -> nn.Module:
+    V, T = target.config.vocab_size, target.config.block_size
+    if kind in (DraftKind.BIGRAM, DraftKind.NGRAM):
+        table = (Bigram if kind is DraftKind.BIGRAM else NGram).fit(target.text.train, vocab_size=V)
+        table.config = TableConfig(V, T)  # decoded in the target's window
+        return table.eval()
+    if kind in (DraftKind.INT8, DraftKind.INT4):
+        from aftertrain import quant
+
+        bits = 8 if kind is DraftKind.INT8 else 4
+        return quant.quantized_model(target, bits, quant.Granularity.PER_CHANNEL).eval()
+    if draft is None:
+        raise ValueError(
+            "draft: the draft GPT of a transformers target is a model the user gives "
+            "(--aftertrain-draft PATH: a folder of the same tokenizer); none was given"
+        )
+    check_same_vocabulary(target, draft)
+    return draft
 
 
 def draft_path() -> Path:
