@@ -2,8 +2,10 @@
 
 PyTorch's dynamic int8 Linear (``torch.ao.quantization.quantize_dynamic``:
 weights int8 once, activations quantized per call, integer matmul) against
-the float32 Linear it replaces, ``blocks.0.f1`` of the reference model
-(128 -> 512), at 1, 16, 128 and 1024 rows multiplied at once: 1 row as in
+the float32 Linear it replaces, the model's first feed-forward input
+(:func:`aftertrain.lm.anatomy.anatomy`'s ``first_ffn_input``: ``blocks.0.f1``
+of the reference model, 128 -> 512; a float32 copy where the model computes
+in another dtype), at 1, 16, 128 and 1024 rows multiplied at once: 1 row as in
 decoding, 1024 as in a batch. One thread, paired ratios int8 / float32,
 one decision over the four (aftertrain.timing.sequential_decisions).
 
@@ -19,6 +21,8 @@ lies wholly below 1) is a property of the machine and is recorded.
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 from torch.ao.quantization import quantize_dynamic
@@ -26,6 +30,7 @@ from torch.ao.quantization import quantize_dynamic
 from aftertrain.claims.verdicts import BROKEN, HOLDS, INCONCLUSIVE
 from aftertrain.experiments.tables import Int8Linear, Ratio
 from aftertrain.ledger.record import shown
+from aftertrain.lm.anatomy import anatomy
 from aftertrain.timing import Judgement, PairedTiming
 from aftertrain.timing.compare import store_ratios
 
@@ -35,7 +40,10 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::Deprecat
 
 @pytest.fixture(scope="module")
 def linears(aftertrain_model):
-    f1 = aftertrain_model.blocks[0].f1
+    f1 = aftertrain_model.get_submodule(anatomy(aftertrain_model).first_ffn_input)
+    assert isinstance(f1, torch.nn.Linear), type(f1).__name__  # lm.hf turns Conv1D into Linear
+    if f1.weight.dtype != torch.float32:
+        f1 = copy.deepcopy(f1).float()
     return f1, quantize_dynamic(torch.nn.Sequential(f1), {torch.nn.Linear}, dtype=torch.qint8)
 
 
@@ -47,8 +55,8 @@ def call(layer, x):
     return run
 
 
-def inputs(rows: int) -> torch.Tensor:
-    return torch.randn(rows, 128, generator=torch.Generator().manual_seed(rows))
+def inputs(rows: int, width: int) -> torch.Tensor:
+    return torch.randn(rows, width, generator=torch.Generator().manual_seed(rows))
 
 
 def calls_for(rows: int) -> int:
@@ -79,7 +87,7 @@ def crossover(t: dict[str, PairedTiming]) -> int | None:
 def test_dynamic_int8_linear_is_correct(benchmark, linears, rows):
     """Relative error of the int8 layer < 0.05, then its absolute time."""
     f1, q = linears
-    x = inputs(rows)
+    x = inputs(rows, f1.in_features)
     y, yq = call(f1, x)(), call(q, x)()
     err = float((y - yq).norm() / y.norm())
     assert err < 0.05, err
@@ -91,7 +99,7 @@ def test_dynamic_int8_linear_is_correct(benchmark, linears, rows):
 def test_int8_gets_relatively_cheaper_as_rows_grow(benchmark, claim_record, linears):
     """The decision; recorded: every ratio and the crossover."""
     f1, q = linears
-    sides = {str(r): (call(f1, inputs(r)), call(q, inputs(r))) for r in ROWS}
+    sides = {str(r): (call(f1, inputs(r, f1.in_features)), call(q, inputs(r, f1.in_features))) for r in ROWS}
     decision = claim_record.decide(sides, {"X3": CHEAPER}, calls={str(r): calls_for(r) for r in ROWS})["X3"]
     store_ratios(benchmark, decision)
     t = decision.timings
@@ -109,7 +117,7 @@ def test_int8_gets_relatively_cheaper_as_rows_grow(benchmark, claim_record, line
     )
     claim_record.table(table)
     benchmark.group = "quant-int8-linear-rows"
-    benchmark.pedantic(call(q, inputs(1)), rounds=20, warmup_rounds=2)
+    benchmark.pedantic(call(q, inputs(1, f1.in_features)), rounds=20, warmup_rounds=2)
     claim_record.conclude(decision)
 
 
@@ -120,7 +128,7 @@ def test_rows_rule_catches_a_candidate_dearer_with_rows(claim_record, linears):
     itself at 1024 rows (ratio 2): relatively dearer as rows grow, so the
     decision is broken (or inconclusive on a machine too busy; never holds)."""
     f1, _ = linears
-    x1, x1024 = inputs(1), inputs(1024)
+    x1, x1024 = inputs(1, f1.in_features), inputs(1024, f1.in_features)
 
     def twice() -> None:
         call(f1, x1024)()

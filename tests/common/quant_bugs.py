@@ -15,6 +15,7 @@ import copy
 import torch
 
 from aftertrain.checks.schemes import QuantScheme, from_codes, group_index, qparams, to_codes
+from aftertrain.lm.anatomy import anatomy
 from aftertrain.quant import (
     SCALE_FLOOR,
     Granularity,
@@ -121,9 +122,12 @@ def model_quantizer(element_rule):
 
 
 def skip_embeddings(model, bits, g, names=None):
-    """Broken: tok and pos are silently left in float32."""
+    """Broken: the embedding tables (our GPT's tok and pos; a transformers
+    model's token table, and its position table where it has one) are
+    silently left in float32."""
+    embeddings = anatomy(model).embeddings
     names = weight_names(model) if names is None else list(names)
-    kept = [n for n in names if n not in ("tok.weight", "pos.weight")]
+    kept = [n for n in names if n not in embeddings]
     return quantized_model(model, bits, g, kept)
 
 
