@@ -21,6 +21,8 @@ def _models() -> dict[str, torch.nn.Module]:
     return {
         "GPT": toy_gpt(100, seed=0),
         "bigram": BG.Bigram.fit(corpus),
+        "bigram of observed pairs": BG.Bigram.fit(corpus, vocab_size=BG.DENSE_MAX_VOCAB + 1),
+        "unigram": BG.Unigram.fit(corpus),
         "uniform": BG.Uniform(),
         "n-gram": BG.NGram.fit(corpus, order=4),
         "toy table": ToyTable(4, seed=0),

@@ -19,6 +19,8 @@ def _models() -> dict[str, torch.nn.Module]:
     return {
         "GPT": toy_gpt(VOCAB_SIZE, seed=0),
         "bigram": BG.Bigram.fit(corpus),
+        "bigram of observed pairs": BG.Bigram.fit(corpus, vocab_size=BG.DENSE_MAX_VOCAB + 1),
+        "unigram": BG.Unigram.fit(corpus),
         "uniform": BG.Uniform(),
         "n-gram": BG.NGram.fit(corpus, order=3),
         "toy table": ToyTable(4, seed=0),
