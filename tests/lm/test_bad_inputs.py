@@ -218,6 +218,8 @@ CASES = [
     (BG.Unigram.fit, dict(tokens=torch.tensor([1, 2]), alpha=0.0), "alpha must be a finite number > 0"),
     (BG.Bigram, dict(log_probs=torch.full((100, 100), NAN)), "log_probs must not hold NaN"),
     (Lazy(lambda e: e.bigram.forward), dict(idx=torch.tensor([[0, 100]])), "idx must lie in [0, 100)"),
+    (Lazy(lambda e: e.bigram.rows), dict(prev=torch.tensor([100])), "prev must lie in [0, 100)"),
+    (Lazy(lambda e: e.bigram.rows), dict(prev=torch.tensor([1.0])), "prev must be an integer tensor"),
     (
         Lazy(lambda e: e.bigram.forward),
         dict(idx=torch.zeros(2, 3, dtype=torch.long), cache=TokenCache()),

@@ -36,6 +36,27 @@ def add_alpha_unigram(tokens: torch.Tensor, vocab_size: int, alpha: float) -> to
     return (counts + alpha) / (counts.sum() + alpha * vocab_size)
 
 
+def check_prev(prev: object, vocab_size: int) -> torch.Tensor:
+    """``prev`` (an integer tensor of any shape, indices in ``[0,
+    vocab_size)``: the tokens whose next-token rows are asked) flattened to
+    int64, else ValueError naming ``prev``."""
+    if (
+        not isinstance(prev, torch.Tensor)
+        or prev.is_floating_point()
+        or prev.is_complex()
+        or prev.dtype == torch.bool
+    ):
+        got = prev.dtype if isinstance(prev, torch.Tensor) else type(prev).__name__
+        raise ValueError(f"prev must be an integer tensor of token indices, got {got}")
+    flat = prev.reshape(-1).long()
+    low, high = (int(flat.min()), int(flat.max())) if flat.numel() else (0, 0)
+    if low < 0 or high >= vocab_size:
+        raise ValueError(
+            f"prev must lie in [0, {vocab_size}) (the vocabulary), got indices from {low} to {high}"
+        )
+    return flat
+
+
 @dataclass(frozen=True, eq=False)
 class PairCounts:
     """How often each token ``b`` follows each token ``a`` in a corpus,
@@ -112,11 +133,7 @@ class PairCounts:
         """
         check_real("alpha", alpha, low=0.0, low_open=True)
         V = self.vocab_size
-        if not isinstance(prev, torch.Tensor) or prev.is_floating_point() or prev.dtype == torch.bool:
-            raise ValueError(f"prev must be an integer tensor of token indices, got {type(prev).__name__}")
-        flat = prev.reshape(-1).long()
-        if flat.numel() and (int(flat.min()) < 0 or int(flat.max()) >= V):
-            raise ValueError(f"prev must lie in [0, {V}) (the vocabulary)")
+        flat = check_prev(prev, V)
         denom = self.totals[flat] + alpha * V  # (N,) float64
         out = torch.log(alpha / denom).float()[:, None].repeat(1, V)  # (N, V): every unseen pair
         lo, n = self.starts[flat], self.starts[flat + 1] - self.starts[flat]

@@ -23,7 +23,7 @@ import torch.nn as nn
 from aftertrain.core.validation import check_int, check_real, check_tokens, check_type
 from aftertrain.lm import text as _text
 from aftertrain.lm.checkpoint import load_reference
-from aftertrain.lm.counts import PairCounts, add_alpha_unigram
+from aftertrain.lm.counts import PairCounts, add_alpha_unigram, check_prev
 from aftertrain.lm.evaluation import val_loss
 from aftertrain.lm.protocol import TableConfig, TokenCache, check_idx, check_model, texts
 
@@ -121,9 +121,10 @@ class Bigram(nn.Module):
         return cls(pairs=pairs, alpha=alpha)
 
     def rows(self, prev: torch.Tensor) -> torch.Tensor:
-        """``log P(. | a)`` for each token ``a`` of ``prev`` (integer tensor,
-        indices checked by the caller): float32 ``(*prev.shape, V)``."""
+        """``log P(. | a)`` for each token ``a`` of ``prev`` (integer tensor
+        of any shape, indices in ``[0, V)``): float32 ``(*prev.shape, V)``."""
         if self.pairs is None:
+            check_prev(prev, self.config.vocab_size)
             return self.log_probs[prev]
         return self.pairs.log_rows(prev, self.alpha)
 
