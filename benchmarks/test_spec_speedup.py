@@ -36,7 +36,6 @@ from aftertrain.experiments.speedup import SPEEDUP_CHARS
 from aftertrain.experiments.speedup_rules import BIGRAM, CHEAP, QUANTIZED
 from aftertrain.ledger.record import Shown, budget_left, shown, timing_budget, timing_enabled
 from aftertrain.lm.decoding import generate
-from aftertrain.lm.text import encode
 from aftertrain.speculative import drafts as D
 from aftertrain.timing.compare import store_ratios
 
@@ -78,9 +77,10 @@ def _fmt(rows: XU.SpeedupRow | list[XU.SpeedupRow]) -> Shown:
 
 def _one_run(aftertrain_model, draft, k=4):
     """The timed work, checked first: greedy speculative output equals plain greedy."""
-    prompt = XS.prompt_text()
+    prompt = XS.prompt_for(aftertrain_model)
     r = S.speculative_generate(aftertrain_model, draft, prompt, SPEEDUP_CHARS, k, 0.0)
-    assert torch.equal(r.tokens, generate(aftertrain_model, encode(prompt), SPEEDUP_CHARS, 0.0))
+    ids = torch.tensor(XS.prompt_ids(aftertrain_model))
+    assert torch.equal(r.tokens, generate(aftertrain_model, ids, SPEEDUP_CHARS, 0.0))
     return lambda: S.speculative_generate(
         aftertrain_model, draft, prompt, SPEEDUP_CHARS, k, 1.0, torch.Generator().manual_seed(0)
     )

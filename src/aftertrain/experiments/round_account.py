@@ -87,7 +87,7 @@ def _recorded(
     seeded run :func:`XS.speculative_decoding` times."""
     check_int("k", k, least=1)
     check_int("n_new", n_new, least=1)
-    decoder = SpeculativeDecoder(target, draft, XS.prompt_text(), temperature)
+    decoder = SpeculativeDecoder(target, draft, XS.prompt_for(target), temperature)
     text, rounds = decoder.rounds(n_new, k, torch.Generator().manual_seed(XS.SEED))
     return decoder, text, rounds
 

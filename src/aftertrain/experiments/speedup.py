@@ -236,10 +236,11 @@ def _check_inputs(
     arguments are what it allows."""
     check_model(target, "target")
     names = {kind.value for kind in D.DraftKind}
-    if not isinstance(drafts, Mapping) or set(drafts) != names:
+    required = names - {D.DraftKind.GPT.value}  # a transformers target may have no draft model
+    if not isinstance(drafts, Mapping) or not required <= set(drafts) <= names:
         raise ValueError(
-            f"drafts must map every draft kind {sorted(names)} to a model, got "
-            f"{sorted(drafts) if isinstance(drafts, Mapping) else drafts!r}"
+            f"drafts must map every draft kind {sorted(names)} to a model (the draft GPT may be "
+            f"left out), got {sorted(drafts) if isinstance(drafts, Mapping) else drafts!r}"
         )
     for name, draft in drafts.items():
         check_model(draft, f"drafts[{name!r}]")
