@@ -308,7 +308,8 @@ def _accounts(config, aftertrain_model, named_drafts, quantized) -> Shown:
         "(draft {draft_share:.2f}, verify {verify_share:.2f}, rule {rule_share:.2f}, rest "
         "{rest_share:.2f}; {pairs} pairs), a target pass costing verification {verification:.2f} "
         "(the formula charges one plain step), drafting {drafting:.2f} (k c {charged:.2f}), "
-        "bookkeeping {bookkeeping:.2f} plain characters' time: the {overrates!s} overrates it",
+        "bookkeeping {bookkeeping:.2f}, beyond the parts {unaccounted:.2f} plain characters' time: "
+        "the {overrates!s} overrates it most",
         timed,
         draft=lambda t: t[0].draft,
         k=lambda t: t[0].k,
@@ -324,6 +325,7 @@ def _accounts(config, aftertrain_model, named_drafts, quantized) -> Shown:
         drafting=lambda t: RA.round_costs(*t).drafting,
         charged=lambda t: RA.round_costs(*t).charged_drafting,
         bookkeeping=lambda t: RA.round_costs(*t).bookkeeping,
+        unaccounted=lambda t: RA.round_costs(*t).unaccounted,
         overrates=lambda t: RA.round_costs(*t).overrates,
     )
 

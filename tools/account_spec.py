@@ -37,6 +37,7 @@ import torch
 
 from aftertrain.experiments import round_account as RA
 from aftertrain.experiments import speedup as XU
+from aftertrain.experiments import speedup_rules as SR
 from aftertrain.lm import registry
 from aftertrain.speculative import drafts as D
 
@@ -66,7 +67,8 @@ def main() -> None:
     speedups = {}
     if args.speedups:
         decisions, cpp = XU.speedup_decisions(target, models, budget_s=args.budget / len(XU.RULES))
-        last = max(decisions.values(), key=lambda d: d.looks)
+        timed = str(SR.RatioKey.speedup(names[0], int(args.ks.split(",")[0])))
+        last = max(decisions.values(), key=lambda d: d.looks if timed in d.timings else -1)
         speedups = {(r.draft, r.k): r for r in XU.speedup_tables(last, cpp).speedups}
     methods = list(RA.Method) if args.method == "both" else [RA.Method(args.method)]
     for method in methods:
@@ -98,7 +100,8 @@ def _print_cell(decision, name: str, k: int, method: RA.Method, speedup) -> None
         print(
             f"    per target pass in plain characters' time: verification {cost.verification:.2f} "
             f"(charged 1), drafting {cost.drafting:.2f} (charged k c {cost.charged_drafting:.2f}), "
-            f"bookkeeping {cost.bookkeeping:.2f}; overrates: {cost.overrates}; speedup "
+            f"bookkeeping {cost.bookkeeping:.2f}, beyond the parts {cost.unaccounted:.2f}; overrates most: "
+            f"{cost.overrates}; speedup "
             f"{speedup.speedup:.2f}, predicted {speedup.predicted:.2f}, with v_k {speedup.predicted_vk:.2f}"
         )
 

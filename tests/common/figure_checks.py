@@ -954,7 +954,8 @@ _add(
 )
 _add(
     tuple(
-        f"{MS}{BENCH_SPEC}::_accounts | {f}" for f in ("verification", "drafting", "charged", "bookkeeping")
+        f"{MS}{BENCH_SPEC}::_accounts | {f}"
+        for f in ("verification", "drafting", "charged", "bookkeeping", "unaccounted")
     ),
     f"{RA_T}::test_round_costs_put_each_part_per_target_pass_in_plain_steps",
     "round_costs on a hand-worked cell: shares times cpp / speedup, k c from the row's c",

@@ -258,15 +258,23 @@ def test_round_costs_put_each_part_per_target_pass_in_plain_steps():
     """The docstring's worked case: cpp 3 and speedup 0.8 make a pass cost
     3.75 plain characters' time; shares 0.6 / 0.36 / 0.04 are 2.25 / 1.35 /
     0.15 of it, against the formula's 2 (k c) and 1: the verification
-    exceeds its charge the most."""
+    exceeds its charge the most; parts summing to 0.9 leave 0.375 of a pass
+    unaccounted, the largest excess then."""
     shares = {RA.Part.DRAFT: 0.6, RA.Part.VERIFY: 0.35, RA.Part.RULE: 0.01, RA.Part.REST: 0.04}
     cost = RA.round_costs(_row(shares), _speedup_row())
     assert (cost.drafting, cost.verification, cost.bookkeeping) == pytest.approx((2.25, 1.35, 0.15))
     assert cost.charged_drafting == 2.0
-    assert cost.excess == pytest.approx({"verification": 0.35, "drafting": 0.25, "bookkeeping": 0.15})
+    assert cost.unaccounted == pytest.approx(0.0, abs=1e-12)
+    assert cost.excess == pytest.approx(
+        {"verification": 0.35, "drafting": 0.25, "bookkeeping": 0.15, "loop beyond its parts": 0.0}
+    )
     assert cost.overrates == "verification"
     dearer_drafts = {**shares, RA.Part.DRAFT: 0.7, RA.Part.VERIFY: 0.25}
     assert RA.round_costs(_row(dearer_drafts), _speedup_row()).overrates == "drafting"
+    # a tenth of the loop outside the parts: 0.1 x 3.75 = 0.375 per pass, the largest excess
+    missing = {**shares, RA.Part.DRAFT: 0.5, RA.Part.VERIFY: 0.35}
+    cost = RA.round_costs(_row(missing), _speedup_row())
+    assert cost.unaccounted == pytest.approx(0.375) and cost.overrates == "loop beyond its parts"
 
 
 def test_round_costs_need_the_same_cell():

@@ -337,14 +337,16 @@ class RoundCost:
     """One target pass of a (draft, k) in plain decoding's time per
     character, part by part, beside what ``cpp / (1 + k c)`` charges: the
     verification (the target's pass and the rule) 1, the drafting ``k c``,
-    the bookkeeping 0. ``overrates`` names the part whose cost exceeds its
-    charge the most."""
+    the bookkeeping 0; ``unaccounted`` is the loop's time beyond its parts'
+    sum (1 - A of it; negative where the parts sum to more), charged 0 too.
+    ``overrates`` names the one whose cost exceeds its charge the most."""
 
     draft: str
     k: int
     verification: float
     drafting: float
     bookkeeping: float
+    unaccounted: float
     charged_drafting: float
 
     @property
@@ -354,6 +356,7 @@ class RoundCost:
             "verification": self.verification - 1.0,
             "drafting": self.drafting - self.charged_drafting,
             "bookkeeping": self.bookkeeping,
+            "loop beyond its parts": self.unaccounted,
         }
 
     @property
@@ -369,8 +372,10 @@ def round_costs(row: AccountRow, speedup: SpeedupRow) -> RoundCost:
     plain characters' time (s the speedup, plain over speculative time for
     the same characters), so a part costs ``r cpp / s``; the formula charges
     1 for the verification and ``k c`` for the drafting (``speedup``'s own
-    c). Note: 8-bit at k = 2 with cpp 3, s 0.8 and shares 0.6 / 0.36 / 0.04
-    (drafting / verification + rule / rest) costs 2.25 / 1.35 / 0.15 per pass."""
+    c); what the parts leave of the loop costs ``(1 - A) cpp / s``. Note:
+    8-bit at k = 2 with cpp 3, s 0.8 and shares 0.6 / 0.36 / 0.04 (drafting /
+    verification + rule / rest) costs 2.25 / 1.35 / 0.15 per pass, nothing
+    unaccounted."""
     if (row.draft, row.k) != (speedup.draft, speedup.k):
         raise ValueError(
             f"row and speedup must be the same cell, got {row.draft} k={row.k} "
@@ -384,6 +389,7 @@ def round_costs(row: AccountRow, speedup: SpeedupRow) -> RoundCost:
         (s[Part.VERIFY] + s[Part.RULE]) * unit,
         s[Part.DRAFT] * unit,
         s[Part.REST] * unit,
+        (1.0 - row.accounted) * unit,
         row.k * speedup.c,
     )
 
