@@ -23,6 +23,7 @@ tolerances come from :mod:`aftertrain.core.tolerances` (quantization section).
 from __future__ import annotations
 
 import copy
+import os
 import warnings
 from collections.abc import Callable
 
@@ -745,9 +746,16 @@ def diverged(aftertrain_model) -> EQ.Divergence:
     return EQ.divergence(aftertrain_model)
 
 
-def check_parts_after_a_shared_prefix(d: EQ.Divergence) -> None:
+def check_parts_after_a_shared_prefix(d: EQ.Divergence, tokens_are_characters: bool = True) -> None:
+    """The sampled tokens part after a shared first one (``position`` counts
+    tokens); where tokens are our characters, the texts part exactly there.
+    A tokenizer's texts are only compared whole: a token's text need not
+    stand alone (a byte-level BPE splits characters across tokens)."""
     assert d.position is not None, "the texts never part"
-    assert d.position > 1, "the texts differ from the first character"
+    assert d.position > 1, "the texts differ from the first token"
+    if not tokens_are_characters:
+        assert d.float32 != d.quantized, "the token ids part but their texts do not"
+        return
     n = d.position - 1
     assert d.float32[:n] == d.quantized[:n] and d.float32[n] != d.quantized[n]
 
@@ -791,16 +799,21 @@ def test_int8_text_parts_from_float32_text_after_a_shared_prefix(
     SAMPLED_LOGIT_DIFF); the tie is named in a warning and the live texts,
     another sample, are not compared. Any other difference fails, as a character
     sampled otherwise by more than the bound does."""
+    from aftertrain.lm.hf import HFModel
+
+    characters = not isinstance(aftertrain_model, HFModel)  # a tokenizer's position counts tokens
     # the texts around where they part (from 12 characters before), not their shared start
-    start = max(0, (diverged.position or 1) - 13)
+    shared = len(os.path.commonprefix([diverged.float32, diverged.quantized]))
+    start = max(0, shared - 12) if diverged.position is not None else 0
     claim_record.measured(
-        "parts at character {Divergence.position} (float32 {float32!r}, int8 {int8!r})",
+        "parts at {unit!s} {Divergence.position} (float32 {float32!r}, int8 {int8!r})",
         diverged,
+        unit="character" if characters else "token",
         float32=diverged.float32[start : start + 24],
         int8=diverged.quantized[start : start + 24],
     )
     claim_record.table(diverged)
-    check_parts_after_a_shared_prefix(diverged)
+    check_parts_after_a_shared_prefix(diverged, characters)
     path = baselines_dir / "quant_q9_divergence.yml"
     regen = request.config.getoption("force_regen") or request.config.getoption("regen_all")
     if regen or not path.is_file():

@@ -139,3 +139,42 @@ def test_fake_quantized_loss_check_catches_a_broken_quantizer(model, tokens, bug
         abs(row.per_channel - val_loss(torch_quantized(model, 4, True), tokens)),
     )
     assert max(gaps) > LOSS_TOL, gaps
+
+
+@pytest.mark.parametrize(
+    ("n_layer", "want"),
+    [
+        (3, {"block0_ffn_input": "blocks.0.f1", "block2_ffn_input": "blocks.2.f1", "final_residual": "ln"}),
+        (
+            12,
+            {"block0_ffn_input": "blocks.0.f1", "block11_ffn_input": "blocks.11.f1", "final_residual": "ln"},
+        ),
+        (1, {"block0_ffn_input": "blocks.0.f1", "final_residual": "ln"}),
+    ],
+)
+def test_activation_sites_are_the_first_and_last_ffn_input_and_the_final_norm(n_layer, want):
+    """Q10's sites on our GPT: the article's three for three blocks, the
+    last block's index in its key, one block's input once."""
+    assert EQ.activation_sites(tiny_gpt(0, n_layer=n_layer)) == want
+
+
+def test_activation_sites_of_a_llama_are_its_gate_inputs_and_final_norm():
+    """On a transformers Llama (built here, random weights): the first and
+    last decoder layer's gate_proj (the MLP's first matrix) and model.norm."""
+    transformers = pytest.importorskip("transformers", reason="transformers: the test extra")
+    config = transformers.LlamaConfig(
+        vocab_size=50,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=16,
+    )
+    torch.manual_seed(0)  # a test-local model; the library never seeds
+    llama = transformers.LlamaForCausalLM(config).eval()
+    assert EQ.activation_sites(llama) == {
+        "block0_ffn_input": "model.layers.0.mlp.gate_proj",
+        "block1_ffn_input": "model.layers.1.mlp.gate_proj",
+        "final_residual": "model.norm",
+    }

@@ -25,11 +25,11 @@ from aftertrain.core.weights import weight_matrices
 
 # Q10's figures, importable from here as before (``experiments.quant.Outliers``).
 from aftertrain.experiments.quant_outliers import (  # noqa: F401 (re-exported)
-    ACTIVATION_SITES,
     ActivationPeak,
     Outliers,
     WeightRanges,
     activation_channel_ratios,
+    activation_sites,
     weight_range_ratios,
 )
 from aftertrain.quant.api import quantized_model
@@ -221,7 +221,8 @@ def reconstruction_figures(
     bits: int = 2,
 ) -> dict[str, Reconstruction]:
     """Per granularity (by its value): the fraction of elements quantized to 0 and the mean
-    absolute error ``mean|w - w_hat|`` (Q6, on ``blocks.0.f1.weight``)."""
+    absolute error ``mean|w - w_hat|`` (Q6, on the first block's feed-forward
+    input: ``blocks.0.f1.weight`` in our GPT)."""
     check_bits(bits)
     check_weight(w, Granularity.PER_CHANNEL)
     out = {}

@@ -1,6 +1,6 @@
 """Part 3's outlier figures on a model (Q10): how far the largest row range
 of each 2-D weight (:func:`weight_range_ratios`) and the largest channel of
-the activations at :data:`ACTIVATION_SITES` (:func:`activation_channel_ratios`)
+the activations at :func:`activation_sites` (:func:`activation_channel_ratios`)
 stand above their medians, and Q10's record (:class:`Outliers`). The other
 quantization experiments are in :mod:`aftertrain.experiments.quant`."""
 
@@ -14,6 +14,7 @@ from torch import nn
 from aftertrain.claims import tables as TB
 from aftertrain.claims.tables import Shape, TableRow, table
 from aftertrain.core.weights import weight_matrices
+from aftertrain.lm.anatomy import anatomy
 
 
 @dataclass(frozen=True)
@@ -72,19 +73,33 @@ def weight_range_ratios(model: nn.Module) -> WeightRanges:
     return WeightRanges(ratios, float(values.max()), _median(values))
 
 
-#: Q10's activation sites: module whose *input* is recorded.
-ACTIVATION_SITES = {
-    "block0_ffn_input": "blocks.0.f1",
-    "block2_ffn_input": "blocks.2.f1",
-    "final_residual": "ln",
-}
+def activation_sites(model: nn.Module) -> dict[str, str]:
+    """Q10's activation sites of ``model``: the module whose *input* is
+    recorded, by site: the first and the last block's feed-forward input and
+    the final norm (:func:`aftertrain.lm.anatomy.anatomy`'s roles), keyed
+    ``block0_ffn_input``, ``block{L-1}_ffn_input`` (L blocks; one key for a
+    one-block model) and ``final_residual``.
+
+    Note: for our three-block GPT ``{"block0_ffn_input": "blocks.0.f1",
+    "block2_ffn_input": "blocks.2.f1", "final_residual": "ln"}``; for a
+    Llama the first is ``hf.model.layers.0.mlp.gate_proj``.
+    """
+    roles = anatomy(model)
+    first, last = roles.first_ffn_input.split("."), roles.last_ffn_input.split(".")
+    # The block index is the first component where the two names part (none: one block).
+    index = next((b for a, b in zip(first, last, strict=False) if a != b), "0")
+    return {
+        "block0_ffn_input": roles.first_ffn_input,
+        f"block{index}_ffn_input": roles.last_ffn_input,
+        "final_residual": roles.final_norm,
+    }
 
 
 @torch.no_grad()
 def _checked_sites(model: nn.Module, tokens) -> dict[str, nn.Module]:
-    """The model's modules by name; ValueError unless ``tokens`` is a
-    non-empty 1-D int64 tensor of ids in the model's vocabulary and the
-    model has every module of :data:`ACTIVATION_SITES`."""
+    """The modules of :func:`activation_sites` by site; ValueError unless
+    ``tokens`` is a non-empty 1-D int64 tensor of ids in the model's
+    vocabulary and the model has the roles the sites name."""
     if (
         not isinstance(tokens, torch.Tensor)
         or tokens.dtype != torch.int64
@@ -98,17 +113,15 @@ def _checked_sites(model: nn.Module, tokens) -> dict[str, nn.Module]:
         )
     config = getattr(model, "config", None)
     if config is None or not hasattr(config, "block_size") or not hasattr(config, "vocab_size"):
-        raise ValueError("model must be an aftertrain GPT (a .config with block_size and vocab_size)")
+        raise ValueError(
+            "model must be an aftertrain GPT or HFModel (a .config with block_size and vocab_size)"
+        )
     if int(tokens.min()) < 0 or int(tokens.max()) >= config.vocab_size:
         raise ValueError(
             f"tokens must be ids in [0, {config.vocab_size - 1}], got "
             f"[{int(tokens.min())}, {int(tokens.max())}]"
         )
-    modules = dict(model.named_modules())
-    missing = [m for m in ACTIVATION_SITES.values() if m not in modules]
-    if missing:
-        raise ValueError(f"model has no module {missing} (the activation sites {ACTIVATION_SITES})")
-    return modules
+    return {site: model.get_submodule(name) for site, name in activation_sites(model).items()}
 
 
 def activation_channel_ratios(
@@ -116,27 +129,29 @@ def activation_channel_ratios(
 ) -> dict[str, ActivationPeak]:
     """Q10: per site, max over channels / median over channels of ``max|x|``.
 
-    ``x`` is the input of the site's module (``ACTIVATION_SITES``: block 0's
-    and block 2's FFN input after LayerNorm, the residual stream entering the
-    final LayerNorm), over every position of the validation split cut into
-    windows of the context length as :func:`aftertrain.lm.evaluation.val_loss` does.
-    Returns ``{site: ActivationPeak}``.
+    ``x`` is the input of the site's module (:func:`activation_sites`: the
+    first and the last block's FFN input after their norm, the residual
+    stream entering the final norm), over every position of ``tokens``
+    (default the model's validation split: the character corpus's for our
+    GPT, its tokenizer's for an :class:`aftertrain.lm.hf.HFModel`) cut into
+    windows of the context length as :func:`aftertrain.lm.evaluation.val_loss`
+    does. Returns ``{site: ActivationPeak}``.
     """
-    from aftertrain.lm.text import load_corpus
+    from aftertrain.lm.hf import model_text
 
     weight_matrices(model)
     if tokens is None:
-        tokens = load_corpus().val
+        tokens = model_text(model).val
     modules = _checked_sites(model, tokens)
     peaks: dict[str, torch.Tensor] = {}
     handles = []
-    for site, mod in ACTIVATION_SITES.items():
+    for site, mod in modules.items():
 
         def hook(_m, args, site=site):
             x = args[0].detach().abs().reshape(-1, args[0].shape[-1]).amax(dim=0)
             peaks[site] = x if site not in peaks else torch.maximum(peaks[site], x)
 
-        handles.append(modules[mod].register_forward_pre_hook(hook))
+        handles.append(mod.register_forward_pre_hook(hook))
     was_training = model.training
     model.eval()
     try:
