@@ -270,7 +270,9 @@ def test_sparsities_matching_quantization_losses(
         else:
             assert curve(P.Method.GLOBAL, 0.0) >= target
         assert 4 * (1 - s) + 1 / 8 > b / 8
-    assert matching[8] <= matching[6] <= matching[4]
+    assert matching[8] <= matching[6] <= matching[4], shown(
+        "{MatchingRow.bits}-bit {MatchingRow.sparsity:.1%}", rows
+    )
     num_regression.check(
         {
             "bits": [8, 6, 4],
