@@ -471,12 +471,13 @@ def check_per_channel_reconstructs_better(fig: dict[str, EQ.Reconstruction]) -> 
 def fmt_reconstruction(fig: dict[str, EQ.Reconstruction], matrix: str = ARTICLE_F1) -> Shown:
     """The figures of ``fig``, said to be of ``matrix`` where it is not the
     article's blocks.0.f1."""
-    text = shown(
+    if matrix != ARTICLE_F1:
+        return shown(
+            "{matrix!s} (the first feed-forward input): {rows}", matrix=matrix, rows=fmt_reconstruction(fig)
+        )
+    return shown(
         "{key!s} zeroes {Reconstruction.zero_fraction:.1%} MAE {Reconstruction.mean_abs_error:.4f}", fig
     )
-    if matrix == ARTICLE_F1:
-        return text
-    return shown("{matrix!s} (the first feed-forward input): {rows}", matrix=matrix, rows=text)
 
 
 @pytest.mark.claim("Q6")
