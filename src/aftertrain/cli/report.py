@@ -82,8 +82,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         action="append",
         metavar="NAME_OR_PATH[,...]",
         help="run the claims' tests on these models (bundled names: "
-        "reference, article, sweep-250, sweep-1250; or a checkpoint written by "
-        "`aftertrain train --out`); default reference,article; the first is the "
+        "reference, article, sweep-250, sweep-1250; a checkpoint written by "
+        "`aftertrain train --out`; or a transformers causal-LM folder with its "
+        "tokenizer); default reference,article; the first is the "
         "primary and runs the whole suite, every later one only the tests that read "
         "the model (the others' outcomes are the first run's)",
     )

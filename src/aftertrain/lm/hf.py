@@ -277,10 +277,6 @@ def _load(folder: str, text_file: str | None) -> HFModel:
             "(AutoModelForCausalLM does not load it)"
         )
     try:
-        hf = transformers.AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, dtype="auto")
-    except Exception as err:
-        raise ValueError(f"folder {folder!r}: transformers could not load its weights ({err})") from None
-    try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)
     except Exception as err:
         raise ValueError(f"folder {folder!r} has no tokenizer transformers can load ({err})") from None
@@ -296,6 +292,10 @@ def _load(folder: str, text_file: str | None) -> HFModel:
     else:
         (train, val), source = read_text_file(text_file), f"text file {text_file!r}"
     text = ModelText.encode(tokenizer, vocab, train, val, source)
+    try:
+        hf = transformers.AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, dtype="auto")
+    except Exception as err:
+        raise ValueError(f"folder {folder!r}: transformers could not load its weights ({err})") from None
     _linear_layers(hf)
     hf.eval()
     for p in hf.parameters():
