@@ -944,7 +944,7 @@ def test_no_outlier_channels_in_weights_or_activations(
 
 @pytest.mark.claim("Q10")
 def test_activation_ratios_match_the_stored_baseline(activation_ratios, num_regression, baselines_dir):
-    """Per site (ACTIVATION_SITES order): max/median ratio and max, to 1e-6
+    """Per site (activation_sites order): max/median ratio and max, to 1e-6
     relative (activations pass through float32 sums)."""
     num_regression.check(
         {
