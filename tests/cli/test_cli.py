@@ -314,6 +314,11 @@ CASES = [
         "--claims-json '' holds an empty name",
     ),
     ("sweep-models-empty", ["sweep", "--out", "{tmp}/o6", "--models", ""], "--models '' holds an empty name"),
+    (
+        "report-models-folder-not-a-model",
+        ["report", "--out", "{tmp}/o7", "--models", "{tmp}"],
+        "is a folder without config.json: not a transformers model folder",
+    ),
 ]
 
 #: Words of argparse's or Python's internals that a message must never show.
