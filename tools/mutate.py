@@ -64,6 +64,7 @@ SETS = {
     "capabilities": "mutants_capabilities",
     "generator-kit": "mutants_generator_kit",
     "ledger-reader": "mutants_ledger_reader",
+    "transformers": "mutants_transformers",
 }
 
 
@@ -303,6 +304,18 @@ SUBSETS |= {
         "tests/core/test_io.py",
     ]
     + _UNTIMED,
+}
+
+# Tags of the transformers path's set (tools/mutants_transformers.py): each module's own test files.
+_HF = ["tests/lm/test_hf.py", "tests/lm/test_hf_llama_fixture.py"]
+_TABLES = ["tests/lm/test_counts.py", "tests/lm/test_ngram_large_vocab.py", "tests/lm/test_ngram.py"]
+SUBSETS |= {
+    "hf": _HF + _UNTIMED,
+    "anatomy": _HF + _UNTIMED,
+    "counts": _TABLES + _UNTIMED,
+    "ngram-tf": _TABLES + _UNTIMED,
+    "drafts-tf": _HF + ["tests/speculative/test_table_drafts.py"] + _UNTIMED,
+    "export": ["tests/lm/test_hf_export.py"] + _HF + _UNTIMED,
 }
 
 
