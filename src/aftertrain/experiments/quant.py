@@ -313,8 +313,8 @@ def divergence(
     of the first sampled character where they differ (``None`` if the
     ``length`` characters are identical).
     """
+    from aftertrain.lm import hf
     from aftertrain.lm.decoding import generate
-    from aftertrain.lm.text import decode, encode
 
     weight_matrices(model)
     check_bits(bits)
@@ -322,10 +322,11 @@ def divergence(
     _check_quantize(quantize)
     check_int("length", length, least=1)
     check_seed(seed)
-    p = encode(prompt, "prompt")
-    texts = []
+    p = hf.encode_text(model, prompt, "prompt")
+    outs = []
     for m in (model, _apply(quantize, model, bits, granularity, None)):
-        out = generate(m, p, length, temperature, torch.Generator().manual_seed(seed))
-        texts.append(decode(out[len(p) :]))
-    position = next((i + 1 for i, (a, b) in enumerate(zip(*texts, strict=False)) if a != b), None)
-    return Divergence(position, texts[0], texts[1])
+        outs.append(
+            generate(m, p, length, temperature, torch.Generator().manual_seed(seed))[len(p) :].tolist()
+        )
+    position = next((i + 1 for i, (a, b) in enumerate(zip(*outs, strict=False)) if a != b), None)
+    return Divergence(position, hf.decode_ids(model, outs[0]), hf.decode_ids(model, outs[1]))
