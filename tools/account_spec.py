@@ -21,9 +21,9 @@ charges (:func:`aftertrain.experiments.round_account.round_costs`).
 Every cell: 15 cells, 60 ratios, looks at about 30, 60, 120 and 240 pairs
 until each cell's interval lies inside 0.90-1.10 (or wholly outside it);
 a look of every ratio is about a minute per 30 pairs on an idle 2-core
-machine, so 3-8 minutes a method, 6-16 for both (under a load of 6-8 on 2 cores, 244 s reached the
-second look only, intervals about +-0.2). ``--speedups`` adds the claims'
-decisions first (about a minute idle). Run it on an idle machine: the
+machine, so 3-8 minutes a method, 6-16 for both; a busy machine reaches
+fewer looks within ``--budget`` (docs/log.md). ``--speedups`` adds the
+claims' decisions first (about a minute idle). Run it on an idle machine: the
 figures are the point, and a busy one widens the intervals.
 """
 
