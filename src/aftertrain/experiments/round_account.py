@@ -18,7 +18,11 @@ nothing else (:func:`part_replays`):
 
 Each part is timed against the loop it replays
 (:func:`aftertrain.experiments.speculative.speculative_decoding`) as a paired
-ratio part / loop in one sequential decision (:func:`account_decisions`).
+ratio part / loop in one sequential decision (:func:`account_decisions`);
+or knocked out (:class:`Method`, :func:`knockouts`): the loop with the
+part's results looked up, its share 1 - without / loop, so the colder
+caches the parts leave each other count (alone, a few percent of the loop
+lies beyond the parts' sum; knocked out, a few percent is counted twice).
 The account A of a (draft, k) is the sum of its parts' medians, its interval
 the sums of their ends: the intervals hold together with probability
 ``>= 1 - alpha`` (Bonferroni over every ratio and look), so the sum of the
