@@ -240,3 +240,183 @@ def test_a_text_file_is_refused_for_our_gpt_and_when_unreadable(folders, tmp_pat
         hf.load_folder(folders["llama"], short)
     with pytest.raises(ValueError, match="does not exist"):
         hf.load_folder(folders["llama"], tmp_path / "nope.txt")
+
+
+# --- Guards of the transformers campaign's survivors (docs/mutation.md) ---------------------------
+
+
+def test_two_rollbacks_in_a_row_crop_from_what_the_cache_holds(folders):
+    """Prefill 30, roll back to 25 then to 22 with no forward between, feed
+    8: the logits are the whole sequence's (tolerance as in the rounds test
+    above). The second crop must start from the 25 positions the first left."""
+    model = hf.load_folder(folders["llama"])
+    ids = model.text.val[:30][None]
+    full = model(ids)
+    cache = model.new_cache()
+    model(ids[:, :30], cache)
+    cache.truncate(25)
+    cache.truncate(22)
+    again = model(ids[:, 22:30], cache)
+    assert cache.length == 30 and float((again - full[:, 22:30]).abs().max()) <= 1e-5
+
+
+def test_the_window_is_the_models_positions_capped_at_max_window(folders, tmp_path):
+    """64 positions give a window of 64; a model of 2,048 positions (the
+    same rotary Llama, its config widened) is read in windows of MAX_WINDOW."""
+    assert hf.load_folder(folders["gpt2"]).config.block_size == WINDOW
+    wide = tmp_path / "wide"
+    shutil.copytree(folders["llama"], wide)
+    cfg = json.loads((wide / "config.json").read_text())
+    (wide / "config.json").write_text(json.dumps({**cfg, "max_position_embeddings": 2048}))
+    assert hf.load_folder(wide).config.block_size == hf.MAX_WINDOW == 1024
+
+
+class _Ids:
+    """A tokenizer stand-in giving fixed ids (ModelText.encode reads only ``input_ids``)."""
+
+    def __init__(self, ids: list[int]) -> None:
+        self.ids = ids
+
+    def __call__(self, text: str, add_special_tokens: bool = True) -> dict[str, list[int]]:
+        return {"input_ids": self.ids}
+
+
+def test_model_text_refuses_an_id_equal_to_the_vocabulary_size():
+    """The vocabulary is [0, V): id V - 1 passes, id V is refused naming it."""
+    text = hf.ModelText.encode(_Ids([0, 4]), 5, "ab", "cd", "a test")
+    assert text.train.tolist() == [0, 4] and text.vocab_size == 5
+    with pytest.raises(ValueError, match=r"id 5 on a test, outside the model's vocabulary \[0, 5\)"):
+        hf.ModelText.encode(_Ids([0, 5]), 5, "ab", "cd", "a test")
+
+
+class _WithBos:
+    """The model's tokenizer, adding a BOS (id 0) when asked for special
+    tokens, as Llama's does (transformers' default is to ask)."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+
+    def __call__(self, text: str, add_special_tokens: bool = True) -> dict[str, list[int]]:
+        ids = self.inner(text, add_special_tokens=False)["input_ids"]
+        return {"input_ids": ([0] if add_special_tokens else []) + ids}
+
+
+def test_encode_text_asks_the_tokenizer_for_no_special_tokens(folders):
+    """A prompt is the text's own ids: no BOS in front, whatever the
+    tokenizer adds by default."""
+    model = hf.load_folder(folders["llama"])
+    plain = model.tokenizer("The ", add_special_tokens=False)["input_ids"]
+    model.tokenizer = _WithBos(model.tokenizer)
+    assert hf.encode_text(model, "The ").tolist() == plain
+    assert hf.prompt_of(model, "The ").tolist() == plain
+
+
+def test_identity_covers_pytorch_bin_weights_and_needs_a_weight_file(folders, tmp_path):
+    """A folder whose weights are a pytorch_model.bin: one byte of it
+    changed changes the identity. A folder with config.json alone has none (ValueError)."""
+    binary = tmp_path / "bin"
+    shutil.copytree(folders["gpt2"], binary)
+    model = transformers.AutoModelForCausalLM.from_pretrained(binary, local_files_only=True)
+    (binary / "model.safetensors").unlink()
+    torch.save(model.state_dict(), binary / "pytorch_model.bin")  # transformers' older weight format
+    first = hf.folder_digest(binary)
+    raw = bytearray((binary / "pytorch_model.bin").read_bytes())
+    raw[-1] ^= 1
+    (binary / "pytorch_model.bin").write_bytes(bytes(raw))
+    assert hf.folder_digest(binary) != first
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    shutil.copy(folders["gpt2"] / "config.json", bare)
+    with pytest.raises(ValueError, match="has no config.json and weight files to identify it by"):
+        hf.folder_digest(bare)
+
+
+def test_a_tokenizer_one_token_larger_than_the_model_is_refused(folders, tmp_path):
+    """The model scores len(tokenizer) - 1 tokens: the last id has no logit."""
+    n = len(hf.load_folder(folders["llama"]).tokenizer)
+    short = tmp_path / "short"
+    shutil.copytree(folders["llama"], short)
+    cfg = json.loads((short / "config.json").read_text())
+    (short / "config.json").write_text(json.dumps({**cfg, "vocab_size": n - 1}))
+    with pytest.raises(ValueError, match=f"the tokenizer has {n} tokens but the model scores {n - 1}"):
+        hf.load_folder(short)
+
+
+def test_a_model_that_is_not_a_causal_lm_is_refused_as_such(folders, tmp_path):
+    """A DistilBERT config (an encoder, absent from AutoModelForCausalLM's
+    mapping) beside a tokenizer: refused for what it is, before any weight."""
+    enc = tmp_path / "encoder"
+    shutil.copytree(folders["llama"], enc)
+    transformers.DistilBertConfig(vocab_size=V, dim=32, n_layers=1, n_heads=4, hidden_dim=64).save_pretrained(
+        enc
+    )
+    with pytest.raises(ValueError, match="holds a 'distilbert' model, which is not a causal LM"):
+        hf.load_folder(enc)
+
+
+def _swapped_tokenizer(tokenizer):
+    """``tokenizer`` with the ids of two of its tokens exchanged: the same
+    size, another vocabulary (4 token/id pairs differ: each token's old and new)."""
+    from tokenizers import Tokenizer
+
+    spec = json.loads(tokenizer.backend_tokenizer.to_str())
+    vocab = spec["model"]["vocab"]
+    a, b = sorted(vocab, key=vocab.get)[100:102]
+    vocab[a], vocab[b] = vocab[b], vocab[a]
+    return transformers.PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_str(json.dumps(spec)))
+
+
+def test_a_draft_whose_tokenizer_has_the_same_size_but_other_ids_is_refused(folders):
+    model, draft = hf.load_folder(folders["llama"]), hf.load_folder(folders["gpt2"])
+    draft.tokenizer = _swapped_tokenizer(draft.tokenizer)
+    assert len(draft.tokenizer) == len(model.tokenizer)
+    with pytest.raises(ValueError, match=r"draft's tokenizer differs from the model's \(4 token/id pairs"):
+        hf.check_same_vocabulary(model, draft)
+
+
+def test_the_final_norm_is_the_last_outside_the_blocks():
+    """BLOOM normalizes its embeddings before the blocks
+    (``word_embeddings_layernorm``) and after them (``ln_f``): the final
+    norm is the one after."""
+    torch.manual_seed(0)
+    bloom = transformers.BloomForCausalLM(
+        transformers.BloomConfig(vocab_size=V, hidden_size=32, n_layer=2, n_head=4)
+    ).eval()
+    roles = anatomy(bloom)
+    assert roles.final_norm == "transformer.ln_f"
+    assert roles.last_block_norm == "transformer.h.1.post_attention_layernorm"
+    assert roles.first_ffn_input == "transformer.h.0.mlp.dense_h_to_4h"
+
+
+def test_a_transformers_targets_table_drafts_are_fitted_on_its_training_split_in_its_window(folders):
+    """The bigram and the n-gram of a transformers target: the tables
+    Bigram.fit and NGram.fit give on its text's training split (bit for
+    bit), over its vocabulary, decoded in its window (64 positions here,
+    not the tables' default 128)."""
+    from aftertrain.lm.ngram import Bigram, NGram
+    from aftertrain.speculative.drafts import DraftKind, draft_model
+
+    model = hf.load_folder(folders["llama"])
+    bigram = draft_model(DraftKind.BIGRAM, model)
+    assert torch.equal(bigram.log_probs, Bigram.fit(model.text.train, vocab_size=V).log_probs)
+    ngram = draft_model(DraftKind.NGRAM, model)
+    context = tuple(model.text.val[:4].tolist())
+    assert torch.equal(
+        ngram.distribution(context), NGram.fit(model.text.train, vocab_size=V).distribution(context)
+    )
+    for table in (bigram, ngram):
+        assert (table.config.vocab_size, table.config.block_size) == (V, WINDOW)
+
+
+def test_a_transformers_targets_draft_gpt_must_share_its_tokenizer(folders):
+    """DraftKind.GPT is the user's draft: returned as given when its
+    tokenizer is the target's, refused when the ids differ, required."""
+    from aftertrain.speculative.drafts import DraftKind, draft_model
+
+    model, draft = hf.load_folder(folders["llama"]), hf.load_folder(folders["gpt2"])
+    assert draft_model(DraftKind.GPT, model, draft) is draft
+    draft.tokenizer = _swapped_tokenizer(draft.tokenizer)
+    with pytest.raises(ValueError, match="draft's tokenizer differs from the model's"):
+        draft_model(DraftKind.GPT, model, draft)
+    with pytest.raises(ValueError, match="none was given"):
+        draft_model(DraftKind.GPT, model)

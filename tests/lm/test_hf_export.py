@@ -203,3 +203,20 @@ def test_bad_inputs_raise_value_errors_naming_the_argument(reference, tmp_path):
         H.fold_head_bias(net.head.weight, torch.zeros(3), net.ln.bias)
     with pytest.raises(ValueError, match="does not exist"):
         H.save_gpt2(net, tmp_path / "missing" / "folder")
+
+
+def test_fold_rounding_bound_and_shift_bound_are_their_formulas_on_a_hand_example():
+    """W = [[1, 0, 0], [0, 1, 0]], c = (3, 4): d = (3, 4, 0), ||d|| = 5. With
+    the LayerNorm's bias b = (1, 0, 5), b + d = (4, 4, 5): the rounding bound
+    is max_r ||W_r|| * u ||b + d|| = 2**-24 * sqrt(57). A head changed by
+    (0.3, 0.4, 0) in its first row (row norm 0.5, column norms at most 0.4)
+    moves that logit by 0.3 * 3 + 0.4 * 4 = 2.5, which the row bound
+    0.5 * ||d|| = 2.5 meets exactly (the row is parallel to d). Float64
+    throughout: 1e-12 relative is far above its rounding."""
+    W = torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    fold = H.fold_head_bias(W, torch.tensor([3.0, 4.0]), torch.tensor([1.0, 0.0, 5.0]))
+    assert fold.d.tolist() == pytest.approx([3.0, 4.0, 0.0], rel=1e-12, abs=1e-12)
+    assert fold.rounding_bound == pytest.approx(2.0**-24 * 57**0.5, rel=1e-12)
+    changed = W + torch.tensor([[0.3, 0.4, 0.0], [0.0, 0.0, 0.0]])
+    assert fold.shift(changed).tolist() == pytest.approx([2.5, 0.0], rel=1e-6, abs=1e-12)
+    assert fold.bound(changed) == pytest.approx(2.5, rel=1e-6)

@@ -234,3 +234,23 @@ def test_baselines_of_a_reference_with_its_own_vocabulary():
     assert losses["uniform"] == float(F.cross_entropy(torch.zeros(1, 300), torch.tensor([0])))
     assert losses["bigram"] == val_loss(BG.Bigram.fit(train, vocab_size=300), val)
     assert losses["reference"] == val_loss(gpt, val)
+
+
+def test_sparse_bigram_rows_are_the_add_alpha_law_at_the_alpha_it_was_fitted_with(zipf_corpus):
+    """At alpha 0.5 (not BIGRAM_ALPHA) the 151,936-symbol bigram's rows are
+    that alpha's law (:func:`add_alpha_gap`'s method and allowance)."""
+    bigram = BG.Bigram.fit(zipf_corpus[0], alpha=0.5, vocab_size=V)
+    assert bigram.alpha == 0.5
+    gap, allowed = add_alpha_gap(bigram, *zipf_corpus, 0.5)
+    assert gap <= allowed
+
+
+def test_unigram_scores_the_vocabulary_given_not_the_tokens_seen():
+    """Tokens 0, 1, 1 over 2,000 symbols at alpha 1: P = (c + 1) / (3 + 2000)
+    for each of the 2,000, the 1,998 unseen ones included (float64, then
+    one float32 rounding of the log, as Unigram stores it)."""
+    unigram = BG.Unigram.fit(torch.tensor([0, 1, 1]), alpha=1.0, vocab_size=2000)
+    counts = torch.zeros(2000, dtype=torch.float64)
+    counts[0], counts[1] = 1, 2
+    assert unigram.config.vocab_size == 2000
+    assert torch.equal(unigram.log_probs, torch.log((counts + 1) / 2003).float())
