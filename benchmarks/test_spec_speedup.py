@@ -269,12 +269,6 @@ def test_speedup_formula_matches_quantized_drafts_within_0p05(
     claim_record.conclude(decision)
 
 
-#: The most seconds the default run gives the cost account, at one look:
-#: two cells' four ratios at the fewest pairs (24) take about 7 s idle; a
-#: first look not predicted to fit is not started (the line says so).
-ACCOUNT_BUDGET_S = 30.0
-
-
 def _accounts(config, aftertrain_model, named_drafts, quantized) -> Shown:
     """Each quantized draft's cost account at the k where cpp / (1 + k c)
     overrates its speedup most (picked at the speedup decision's look,
@@ -282,8 +276,9 @@ def _accounts(config, aftertrain_model, named_drafts, quantized) -> Shown:
     (:func:`aftertrain.experiments.round_account.account_row`), and its
     round per target pass in plain decoding's time per character beside
     what the formula charges (:func:`~aftertrain.experiments.round_account.round_costs`);
-    one look, within what is left of the run's timing budget beyond the
-    reserve (the whole account, every look: tools/account_spec.py)."""
+    one look, within ``--timing-budget`` and what is left of the run's
+    timing budget beyond the reserve (the whole account, every look:
+    tools/account_spec.py)."""
     picked = {}
     for r in quantized:
         if (
@@ -291,7 +286,9 @@ def _accounts(config, aftertrain_model, named_drafts, quantized) -> Shown:
             or r.predicted - r.speedup > picked[r.draft].predicted - picked[r.draft].speedup
         ):
             picked[r.draft] = r
-    budget = min(timing_budget(config), budget_left(config) - OTHER_TIMINGS_RESERVE_S, ACCOUNT_BUDGET_S)
+    # one look: two cells' four ratios at the fewest pairs (24), about 7 s idle; a first look not
+    # predicted to fit the budget is not started (the line says so)
+    budget = min(timing_budget(config), budget_left(config) - OTHER_TIMINGS_RESERVE_S)
     if budget <= 0:
         return shown("the cost account: not timed, the run's timing budget is spent")
     decisions = RA.account_decisions(
