@@ -15,12 +15,13 @@ vocab_text = st.text(alphabet=VOCAB, max_size=300)
 
 
 @st.composite
-def prompt_and_split(draw, min_len: int = 1, max_len: int = 128):
-    """A vocabulary prompt and a split point 1 <= k <= len: the first k
-    characters are prefilled, the rest fed one at a time."""
-    prompt = draw(st.text(alphabet=VOCAB, min_size=min_len, max_size=max_len))
-    k = draw(st.integers(1, len(prompt)))
-    return prompt, k
+def tokens_and_split(draw, vocab_size: int, max_len: int):
+    """Token ids of a model's vocabulary (1 to ``max_len`` of them, each in
+    ``[0, vocab_size)``) and a split point 1 <= k <= len: the first k
+    tokens are prefilled, the rest fed one at a time."""
+    tokens = draw(st.lists(st.integers(0, vocab_size - 1), min_size=1, max_size=max_len))
+    k = draw(st.integers(1, len(tokens)))
+    return tokens, k
 
 
 # The kit's strategies (quantization, pruning, verification rounds) live in

@@ -1,4 +1,10 @@
-"""The reference GPT: its shape, its cache (claim K1), sampling, checkpoints."""
+"""The reference GPT: its shape, its cache (claim K1), sampling, checkpoints.
+
+The cache, the window and decoding are checked on the model under test
+(``aftertrain_model``, any :class:`aftertrain.lm.protocol.NextTokenModel`:
+its vocabulary, its block, its tokenizer's text); the GPT's own code
+(checkpoints, ``sample_text`` of our characters) on a GPT of this package,
+whatever model the run is on."""
 
 from __future__ import annotations
 
@@ -9,17 +15,20 @@ import os
 import pytest
 import torch
 from hypothesis import given
+from hypothesis import strategies as st
 
 from aftertrain.core import io as aio
 from aftertrain.core.tolerances import GREEDY_TIE_MARGIN, LOGITS_ATOL, LOSS_ATOL
 from aftertrain.experiments.tables import CacheDiff
 from aftertrain.lm import checkpoint as CK
 from aftertrain.lm import decoding as DEC
+from aftertrain.lm import hf
 from aftertrain.lm import model as _model
 from aftertrain.lm.evaluation import val_loss
 from aftertrain.lm.text import decode, encode
-from tests.common.strategies import prompt_and_split
+from tests.common.strategies import tokens_and_split
 from tests.common.toys import CountingModel
+from tests.common.windows import new_tokens_past, window_start
 
 
 def test_reference_has_the_articles_637156_parameters_and_names():
@@ -56,24 +65,31 @@ def test_config_rejects_impossible_shapes():
 
 
 def test_forward_rejects_a_context_longer_than_block_size(aftertrain_model):
-    with pytest.raises(ValueError, match="exceeds block_size 128"):
-        aftertrain_model(torch.zeros(1, 129, dtype=torch.long))
+    B = aftertrain_model.config.block_size
+    with pytest.raises(ValueError, match=f"exceeds block_size {B}"):
+        aftertrain_model(torch.zeros(1, B + 1, dtype=torch.long))
 
 
 def _recomputed(net, tokens: list[int], n: int) -> torch.Tensor:
     """Logits after tokens[:n] computed from scratch on the policy's window."""
-    start = DEC.context_start(n)
+    start = window_start(net, n)
     with torch.no_grad():
         return net(torch.tensor([tokens[start:n]]))[0, -1]
 
 
+def _random_tokens(model, n: int, generator: torch.Generator) -> list[int]:
+    """``n`` token ids drawn uniformly from ``model``'s vocabulary."""
+    return torch.randint(0, model.config.vocab_size, (n,), generator=generator).tolist()
+
+
 @pytest.mark.claim("K1")
-@given(prompt_and_split(min_len=1, max_len=128))
-def test_cached_decoding_matches_full_recomputation_within_1e_4(aftertrain_model, case):
-    """Prefill k characters, feed the rest one by one; every position's logits
-    must equal a full recomputation of its window within LOGITS_ATOL."""
-    prompt, k = case
-    tokens = encode(prompt).tolist()
+@given(data=st.data())
+def test_cached_decoding_matches_full_recomputation_within_1e_4(aftertrain_model, data):
+    """Prefill k tokens, feed the rest one by one (up to the model's whole
+    block); every position's logits must equal a full recomputation of its
+    window within LOGITS_ATOL."""
+    config = aftertrain_model.config
+    tokens, k = data.draw(tokens_and_split(config.vocab_size, config.block_size))
     dec = DEC.Decoder(aftertrain_model)
     rows = [dec.feed(tokens[:k])]
     rows += [dec.feed([t]) for t in tokens[k:]]
@@ -84,14 +100,17 @@ def test_cached_decoding_matches_full_recomputation_within_1e_4(aftertrain_model
 
 @pytest.mark.claim("K1")
 def test_cached_decoding_matches_recomputation_across_the_window_slide(aftertrain_model, claim_record):
-    """300 characters fed one at a time cross the slides at 129 and 193; the
-    largest difference over all 300 positions is recorded for the ledger."""
-    tokens = torch.randint(0, 100, (300,), generator=torch.Generator().manual_seed(1)).tolist()
+    """300 random tokens of the model's vocabulary (more where its block is
+    longer: past the window's third move) fed one at a time cross the
+    window's moves (at 129, 193 and 257 on our GPT); the largest difference
+    over all positions is recorded for the ledger."""
+    n = new_tokens_past(aftertrain_model, 0, 3, 300)
+    tokens = _random_tokens(aftertrain_model, n, torch.Generator().manual_seed(1))
     dec = DEC.Decoder(aftertrain_model)
     cached = torch.cat([dec.feed(tokens[:5])] + [dec.feed([t]) for t in tokens[5:]])
-    full = torch.stack([_recomputed(aftertrain_model, tokens, n) for n in range(1, 301)])
+    full = torch.stack([_recomputed(aftertrain_model, tokens, i) for i in range(1, n + 1)])
     worst = float((cached - full).abs().max())
-    diff = CacheDiff(worst, 300)
+    diff = CacheDiff(worst, n)
     claim_record.measured(
         "max |cached - recomputed| = {CacheDiff.max_diff:.2e} over {CacheDiff.positions} positions", diff
     )
@@ -103,7 +122,7 @@ def test_cached_decoding_matches_recomputation_across_the_window_slide(aftertrai
 @pytest.mark.teeth
 def test_k1_tolerance_catches_a_cache_rolled_back_one_entry_too_far(aftertrain_model):
     """Teeth: a cache that lost its last entry gives logits far outside LOGITS_ATOL."""
-    tokens = torch.randint(0, 100, (40,), generator=torch.Generator().manual_seed(2)).tolist()
+    tokens = _random_tokens(aftertrain_model, 40, torch.Generator().manual_seed(2))
     cache = aftertrain_model.new_cache()
     with torch.no_grad():
         aftertrain_model(torch.tensor([tokens[:30]]), cache=cache)
@@ -131,16 +150,19 @@ def test_context_start_slides_by_64_after_128_characters():
 
 def test_decoder_truncate_then_refeed_equals_a_fresh_decoder(aftertrain_model):
     """Rolling back (as speculative decoding does after a rejection) and
-    feeding other tokens gives what a decoder that never saw them gives."""
+    feeding other tokens gives what a decoder that never saw them gives:
+    block + 22 tokens (past the window's move), rolled back to block - 8
+    (before it), 20 others fed (150, 120 and 20 on our GPT)."""
+    B = aftertrain_model.config.block_size
     g = torch.Generator().manual_seed(3)
-    a = torch.randint(0, 100, (150,), generator=g).tolist()
-    b = torch.randint(0, 100, (20,), generator=g).tolist()
+    a = _random_tokens(aftertrain_model, B + 22, g)
+    b = _random_tokens(aftertrain_model, 20, g)
     dec = DEC.Decoder(aftertrain_model)
     dec.feed(a)
-    dec.truncate(120)
+    dec.truncate(B - 8)
     got = dec.feed(b)
     fresh = DEC.Decoder(aftertrain_model)
-    fresh.feed(a[:120])
+    fresh.feed(a[: B - 8])
     want = fresh.feed(b)
     assert torch.allclose(got, want, atol=LOGITS_ATOL, rtol=0)
     with pytest.raises(ValueError, match="n must be an int in"):
@@ -148,20 +170,23 @@ def test_decoder_truncate_then_refeed_equals_a_fresh_decoder(aftertrain_model):
 
 
 def test_generate_is_deterministic_for_a_seed_and_differs_across_seeds(aftertrain_model):
-    prompt = encode("def ")
+    prompt = hf.encode_text(aftertrain_model, "def ")
     one = DEC.generate(aftertrain_model, prompt, 60, 1.0, torch.Generator().manual_seed(7))
     two = DEC.generate(aftertrain_model, prompt, 60, 1.0, torch.Generator().manual_seed(7))
     other = DEC.generate(aftertrain_model, prompt, 60, 1.0, torch.Generator().manual_seed(8))
     assert torch.equal(one, two)
     assert not torch.equal(one, other)
-    assert torch.equal(one[:4], prompt) and one.numel() == 64
+    assert torch.equal(one[: len(prompt)], prompt) and one.numel() == len(prompt) + 60
 
 
 def test_greedy_generation_takes_the_argmax_of_a_full_recomputation(aftertrain_model):
-    """Temperature 0 over 200 characters (past the window slide): every
-    character is the argmax of the recomputed logits."""
-    out = DEC.generate(aftertrain_model, encode("The "), 200, 0.0).tolist()
-    for n in range(4, len(out)):
+    """Temperature 0 over 200 tokens (more where the model's block is
+    longer), past the window's first two moves: every token is the argmax
+    of the recomputed logits."""
+    prompt = hf.encode_text(aftertrain_model, "The ")
+    n_new = new_tokens_past(aftertrain_model, len(prompt), 2, 200)
+    out = DEC.generate(aftertrain_model, prompt, n_new, 0.0).tolist()
+    for n in range(len(prompt), len(out)):
         logits = _recomputed(aftertrain_model, out, n)
         top2 = torch.topk(logits, 2).values
         if top2[0] - top2[1] > GREEDY_TIE_MARGIN:  # a near-tie may go either way
@@ -176,13 +201,19 @@ def test_greedy_generation_takes_the_argmax_of_a_full_recomputation(aftertrain_m
         (dict(temperature=-0.5), "temperature must be a finite number >= 0"),
         (dict(temperature=float("nan")), "temperature must be a finite number >= 0"),
         (dict(prompt=torch.tensor([], dtype=torch.long)), "prompt must be a non-empty"),
-        (dict(prompt=torch.tensor([3, 100])), r"prompt tokens must lie in \[0, 100\)"),
     ],
 )
 def test_generate_rejects_bad_arguments(aftertrain_model, kwargs, message):
-    args = dict(prompt=encode("a"), n_new=5, temperature=1.0) | kwargs
+    args = dict(prompt=hf.encode_text(aftertrain_model, "a"), n_new=5, temperature=1.0) | kwargs
     with pytest.raises(ValueError, match=message):
         DEC.generate(aftertrain_model, **args)
+
+
+def test_generate_rejects_a_prompt_token_outside_the_models_vocabulary(aftertrain_model):
+    """The first id past the vocabulary is refused, naming the vocabulary's range."""
+    V = aftertrain_model.config.vocab_size
+    with pytest.raises(ValueError, match=rf"prompt tokens must lie in \[0, {V}\)"):
+        DEC.generate(aftertrain_model, torch.tensor([3, V]), 5, 1.0)
 
 
 def test_val_loss_is_the_same_bit_for_bit_on_every_call(aftertrain_model, model_val_loss):
@@ -202,9 +233,11 @@ def test_committed_checkpoint_matches_its_recorded_sha256_and_loss(evaluations):
     assert not reference.training
 
 
-def test_a_corrupted_checkpoint_names_the_file_and_the_rebuild_command(tmp_path, aftertrain_model):
+def test_a_corrupted_checkpoint_names_the_file_and_the_rebuild_command(tmp_path, small_gpt):
+    """Our GPT's checkpoint format (an untrained GPT of the default shape:
+    the check is of the file, not of a model under test)."""
     path = tmp_path / "m.pt"
-    CK.save_checkpoint(aftertrain_model, path, {"note": "test"})
+    CK.save_checkpoint(small_gpt, path, {"note": "test"})
     CK.load_checkpoint(path)  # intact: loads
     data = bytearray(path.read_bytes())
     data[-10] ^= 0xFF
@@ -216,10 +249,11 @@ def test_a_corrupted_checkpoint_names_the_file_and_the_rebuild_command(tmp_path,
         CK.load_checkpoint(path, rebuild=CK.REBUILD_HINT)
 
 
-def test_checkpoint_write_is_atomic(tmp_path, aftertrain_model, monkeypatch):
-    """A crash at the rename leaves the previous checkpoint intact and loadable."""
+def test_checkpoint_write_is_atomic(tmp_path, small_gpt, monkeypatch):
+    """A crash at the rename leaves the previous checkpoint intact and
+    loadable (our GPT's checkpoint format, on an untrained GPT)."""
     path = tmp_path / "m.pt"
-    CK.save_checkpoint(aftertrain_model, path, {"version": 1})
+    CK.save_checkpoint(small_gpt, path, {"version": 1})
     before = path.read_bytes()
 
     def crash(*args):
@@ -272,15 +306,18 @@ def test_decoder_truncate_keeps_the_cache_so_refeeding_computes_only_new_positio
     """The rollback of a rejected draft costs nothing: after ``truncate(n)``
     the cache holds exactly the kept text of the current window (length
     ``n - start``), so feeding 3 tokens runs the model on 3 positions, not on
-    the whole window again. Text of 180 (window start 64), rolled back to 170."""
+    the whole window again. Text of block + 52 (past the window's first
+    move), rolled back to block + 42 (180 and 170 on our GPT: window start
+    64, the cache holds 106)."""
+    B = aftertrain_model.config.block_size
     spy = CountingModel(aftertrain_model)
     dec = DEC.Decoder(spy)
-    tokens = torch.randint(0, 100, (180,), generator=torch.Generator().manual_seed(4)).tolist()
+    tokens = _random_tokens(aftertrain_model, B + 52, torch.Generator().manual_seed(4))
     dec.feed(tokens)
-    dec.truncate(170)
-    assert dec.cache.length == 170 - DEC.context_start(171) == 106
+    dec.truncate(B + 42)
+    assert dec.cache.length == B + 42 - window_start(aftertrain_model, B + 43)
     spy.positions.clear()
-    dec.feed(tokens[170:173])
+    dec.feed(tokens[B + 42 : B + 45])
     assert spy.positions == [3]
 
 
@@ -292,12 +329,14 @@ def test_decode_runs_one_pass_per_new_token_and_none_for_zero(aftertrain_model, 
     pending token outside the vocabulary is refused by name."""
     spy = CountingModel(aftertrain_model)
     dec = DEC.Decoder(spy)
-    dec.feed(encode("Hello"))
+    prefill = hf.encode_text(aftertrain_model, "Hello")
+    dec.feed(prefill)
     spy.positions.clear()
-    new = DEC.decode(dec, int(encode("!")[0]), n_new, 1.0, torch.Generator().manual_seed(0))
-    assert len(new) == n_new and spy.positions == passes and len(dec) == 5
+    pending = int(hf.encode_text(aftertrain_model, "!")[0])
+    new = DEC.decode(dec, pending, n_new, 1.0, torch.Generator().manual_seed(0))
+    assert len(new) == n_new and spy.positions == passes and len(dec) == len(prefill)
     with pytest.raises(ValueError, match="pending"):
-        DEC.decode(dec, 100, 0, 1.0, torch.Generator())
+        DEC.decode(dec, aftertrain_model.config.vocab_size, 0, 1.0, torch.Generator())
 
 
 def test_val_loss_leaves_the_model_in_the_mode_it_found_it():
@@ -324,10 +363,12 @@ def test_val_loss_refuses_a_model_that_produces_nan():
         val_loss(net, encode("hello world"))
 
 
-def test_sample_text_returns_exactly_the_generated_characters(aftertrain_model):
+def test_sample_text_returns_exactly_the_generated_characters(small_gpt):
     """sample_text gives ``length`` characters, the prompt excluded: the tail
-    of generate() with the same seed."""
-    text = DEC.sample_text(aftertrain_model, "def ", 30, temperature=1.0, seed=11)
-    full = DEC.generate(aftertrain_model, encode("def "), 30, 1.0, torch.Generator().manual_seed(11))
+    of generate() with the same seed. sample_text reads and writes our
+    characters (aftertrain.lm.text), so it is checked on a GPT of them (an
+    untrained one of the default shape), whatever model the run is on."""
+    text = DEC.sample_text(small_gpt, "def ", 30, temperature=1.0, seed=11)
+    full = DEC.generate(small_gpt, encode("def "), 30, 1.0, torch.Generator().manual_seed(11))
     assert len(text) == 30
     assert text == decode(full[4:])
