@@ -1,4 +1,6 @@
-"""Claim B1: the uniform, bigram and reference losses and their order."""
+"""Claim B1: the uniform, bigram and reference losses and their order, on
+the model under test's own text and vocabulary (our GPT's: the corpus's
+characters; a transformers model's: its tokenizer's ids of the same corpus)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import torch
 
 from aftertrain.core.tolerances import LOSS_ATOL_SAME_THREADS
 from aftertrain.experiments.tables import Baselines
+from aftertrain.lm import hf
 from aftertrain.lm import ngram as BG
 from aftertrain.lm.decoding import Decoder
 from aftertrain.lm.evaluation import val_loss
@@ -16,14 +19,16 @@ from aftertrain.lm.evaluation import val_loss
 
 @pytest.fixture(scope="module")
 def losses(aftertrain_model):
-    return BG.baseline_losses(aftertrain_model)
+    text = hf.model_text(aftertrain_model)
+    return BG.baseline_losses(aftertrain_model, text.train, text.val)
 
 
 @pytest.mark.claim("B1")
-def test_uniform_predictor_scores_ln_100(losses):
-    """ln(100) = 4.6052; float32 rounding of each per-character loss leaves < 1e-6
-    (tolerances.LOSS_ATOL_SAME_THREADS)."""
-    assert losses["uniform"] == pytest.approx(math.log(100), abs=LOSS_ATOL_SAME_THREADS)
+def test_uniform_predictor_scores_ln_of_the_vocabulary_size(aftertrain_model, losses):
+    """ln(V): ln(100) = 4.6052 on our characters; float32 rounding of each
+    per-token loss leaves < 1e-6 (tolerances.LOSS_ATOL_SAME_THREADS)."""
+    V = aftertrain_model.config.vocab_size
+    assert losses["uniform"] == pytest.approx(math.log(V), abs=LOSS_ATOL_SAME_THREADS)
 
 
 @pytest.mark.claim("B1")
