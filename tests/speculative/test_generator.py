@@ -1,14 +1,20 @@
 """Claims S2 and X6: speculative decoding samples exactly the target's law.
 
 - S2 as the article did it: 20,000 first characters after a fixed context,
-  bigram and 4-bit drafts, on the reference model.
+  bigram and 4-bit drafts, on the model under test.
 - X6: the joint law of the first 3 generated symbols of the shipped
   generator on toy models (4 symbols, context-dependent tables) against the
   law computed by enumeration, for k = 1, 2 and 4; greedy speculative output
-  equals greedy plain output for 200 characters, every draft and k.
+  equals greedy plain output for 200 tokens (more where the model's block
+  is longer), every draft and k.
 - The context policy: the logits the verification passes use equal plain
-  decoding's at every position of a 200-character run that crosses the
-  points where the window moves.
+  decoding's at every position of a run that crosses the points where the
+  window moves (200 characters on our GPT).
+
+The runs on the model under test start from its own prompt
+(:func:`aftertrain.experiments.speculative.prompt_for`: the string for our
+GPT, its tokenizer's ids for a transformers model) and run long enough to
+cross its window's moves (tests/common/windows.py).
 
 The joint-law check is the public kit's (aftertrain.checks.speculative.
 check_generator), with the shipped generator as a parameter;
@@ -27,12 +33,12 @@ from aftertrain.experiments import speculative as XS
 from aftertrain.ledger.record import shown
 from aftertrain.lm import decoding as DEC
 from aftertrain.lm.decoding import probabilities
-from aftertrain.lm.text import encode
 from aftertrain.speculative import drafts as D
 from aftertrain.stats import ALPHA
 from tests.common.kit import joint_law_report
 from tests.common.strategies import speculative_run
 from tests.common.toys import CountingModel, toy_gpt
+from tests.common.windows import move, new_tokens_past
 
 # --- toy models and their exact law ---------------------------------------------------
 
@@ -71,27 +77,33 @@ def test_joint_law_of_first_three_symbols_is_the_targets(k, claim_record):
 
 def greedy_mismatches(aftertrain_model, drafts: dict, ks=XS.KS) -> list[str]:
     """Every (draft, k) whose greedy speculative text differs from greedy plain
-    decoding over 200 characters, with the first differing position."""
-    prompt = XS.prompt_text()
-    plain = DEC.generate(aftertrain_model, encode(prompt), XS.N_NEW, 0.0)
+    decoding over 200 tokens or past the window's second move (whichever is
+    longer), with the first differing position."""
+    prompt = XS.prompt_for(aftertrain_model)
+    ids = torch.tensor(XS.prompt_ids(aftertrain_model))
+    n_new = new_tokens_past(aftertrain_model, len(ids), 2, XS.N_NEW)
+    plain = DEC.generate(aftertrain_model, ids, n_new, 0.0)
     out = []
     for kind, draft in drafts.items():
         for k in ks:
-            r = S.speculative_generate(aftertrain_model, draft, prompt, XS.N_NEW, k, 0.0)
+            r = S.speculative_generate(aftertrain_model, draft, prompt, n_new, k, 0.0)
             if not torch.equal(r.tokens, plain):
-                n = int((r.tokens != plain).nonzero()[0]) - len(prompt)
-                out.append(f"{kind.value} k={k}: differs at character {n}")
+                n = int((r.tokens != plain).nonzero()[0]) - len(ids)
+                out.append(f"{kind.value} k={k}: differs at token {n}")
     return out
 
 
 @pytest.mark.claim("X6")
 def test_greedy_speculative_text_equals_greedy_plain_text(aftertrain_model, speculative_drafts, claim_record):
-    """X6. At temperature 0, for every draft (bigram, 8-bit, 4-bit, n-gram,
-    draft GPT) and k in 1, 2, 4, 8, the 200 characters after the 32-character
-    validation prompt equal plain greedy decoding's, character for character
-    (a greedy run crosses the window moves at 129 and 193 characters)."""
+    """X6. At temperature 0, for every draft of the run (bigram, 8-bit,
+    4-bit, n-gram, draft GPT) and k in 1, 2, 4, 8, the 200 tokens after the
+    32-character validation prompt equal plain greedy decoding's, token for
+    token (a greedy run crosses the window moves at 129 and 193 characters
+    on our GPT; on a longer block it runs past the second move)."""
     assert greedy_mismatches(aftertrain_model, speculative_drafts) == []
-    claim_record.measured("{drafts} drafts x k {ks}: identical to greedy", drafts=len(D.DraftKind), ks=XS.KS)
+    claim_record.measured(
+        "{drafts} drafts x k {ks}: identical to greedy", drafts=len(speculative_drafts), ks=XS.KS
+    )
 
 
 def plain_logits(model, tokens: torch.Tensor, prompt_length: int) -> torch.Tensor:
@@ -115,25 +127,32 @@ def test_verification_logits_equal_plain_decoding_across_window_moves(
     aftertrain_model, kind, k, speculative_drafts, claim_record
 ):
     """The context policy makes p a function of the text alone: for a sampled
-    200-character run (temperature 1, the text passes 128 + 1 and 192 + 1
-    characters, where the window jumps) the target logits the rule used for
-    each emitted character equal plain cached decoding's for the same text,
-    within 1e-4 (float error of batched positions, see LOGITS_ATOL)."""
+    run of 200 tokens, or more where the model's block is longer
+    (temperature 1, the text passes block + 1 and block + slide + 1 tokens,
+    where the window jumps: 129 and 193 on our GPT) the target logits the
+    rule used for each emitted token equal plain cached decoding's for the
+    same text, within 1e-4 (float error of batched positions, see
+    LOGITS_ATOL)."""
+    n_new = new_tokens_past(aftertrain_model, len(XS.prompt_ids(aftertrain_model)), 2, XS.N_NEW)
     r = S.speculative_generate(
         aftertrain_model,
         speculative_drafts[kind],
-        XS.prompt_text(),
-        XS.N_NEW,
+        XS.prompt_for(aftertrain_model),
+        n_new,
         k,
         1.0,
         torch.Generator().manual_seed(XS.SEED),
     )
-    assert len(r.tokens) > 192 + 1, "the run must cross two window moves"
+    assert len(r.tokens) > move(aftertrain_model, 2), "the run must cross two window moves"
     expected = plain_logits(aftertrain_model, r.tokens, r.prompt_length)
-    assert r.target_logits.shape == expected.shape == (XS.N_NEW, 100)
+    assert r.target_logits.shape == expected.shape == (n_new, aftertrain_model.config.vocab_size)
     diff = float((r.target_logits - expected).abs().max())
     claim_record.measured(
-        "{kind!s} k={k}: max |logit diff| {diff:.2e} over 200 positions", kind=kind.value, k=k, diff=diff
+        "{kind!s} k={k}: max |logit diff| {diff:.2e} over {n} positions",
+        kind=kind.value,
+        k=k,
+        diff=diff,
+        n=n_new,
     )
     torch.testing.assert_close(r.target_logits, expected, rtol=0, atol=LOGITS_ATOL)
 

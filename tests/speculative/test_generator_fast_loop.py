@@ -9,7 +9,9 @@ kept as the oracle: with the same generator both must give the same text,
 statistics and target logits, bit for bit. So every law test the previous
 loop passed (S1's battery is the rule's, S2's first-character simulation,
 X6's joint law, K1's cache) carries over; the kit's ``check_generator`` is
-also run on the table path directly, with a toy table draft.
+also run on the table path directly, with a toy table draft. The runs on
+the model under test start from its own prompt
+(:func:`aftertrain.experiments.speculative.prompt_for`).
 """
 
 from __future__ import annotations
@@ -20,12 +22,15 @@ import torch
 from aftertrain import speculative as S
 from aftertrain.checks import speculative as CS
 from aftertrain.experiments import speculative as XS
+from aftertrain.lm import hf
 from aftertrain.speculative import drafts as D
 from aftertrain.speculative.drafters import Uniforms
 from aftertrain.speculative.table_drafts import TableDraft
 from aftertrain.stats import ALPHA
+from tests.common.drafts import draft_of
 from tests.common.previous_loop import previous_generate
 from tests.common.toys import TOY_PROMPT, TOY_TEMPERATURE, toy_draft, toy_target
+from tests.common.windows import new_tokens_past
 
 TABLES = (D.DraftKind.BIGRAM, D.DraftKind.NGRAM)
 
@@ -40,15 +45,17 @@ def assert_same_run(a: S.SpeculativeResult, b: S.SpeculativeResult, label: str) 
 @pytest.mark.parametrize("kind", TABLES, ids=lambda k: k.value)
 def test_fast_loop_equals_the_previous_loop_for_table_drafts(aftertrain_model, speculative_drafts, kind):
     """Bigram and n-gram drafts at four settings of k, temperature (0 too:
-    point masses) and seed: 130 characters after the validation prompt (the
-    run crosses the window's move at 129 characters) identical to the
-    previous loop's."""
-    draft, prompt = speculative_drafts[kind], XS.prompt_text()
+    point masses) and seed: 130 tokens after the validation prompt, or
+    more where the model's block is longer (the run crosses the window's
+    move at block + 1: 129 characters on our GPT) identical to the previous
+    loop's."""
+    draft, prompt = speculative_drafts[kind], XS.prompt_for(aftertrain_model)
+    n_new = new_tokens_past(aftertrain_model, len(XS.prompt_ids(aftertrain_model)), 1, 130)
     for k, temperature, seed in ((1, 1.0, 0), (3, 0.7, 5), (4, 0.0, 0), (8, 1.0, 1)):
         label = f"{kind.value} k={k} T={temperature} seed={seed}"
         g_fast, g_old = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed)
-        fast = S.speculative_generate(aftertrain_model, draft, prompt, 130, k, temperature, g_fast)
-        old = previous_generate(aftertrain_model, draft, prompt, 130, k, temperature, g_old)
+        fast = S.speculative_generate(aftertrain_model, draft, prompt, n_new, k, temperature, g_fast)
+        old = previous_generate(aftertrain_model, draft, prompt, n_new, k, temperature, g_old)
         assert_same_run(fast, old, label)
         assert torch.equal(g_fast.get_state(), g_old.get_state()), f"{label}: generator state"
 
@@ -57,8 +64,8 @@ def test_fast_loop_equals_the_previous_loop_for_table_drafts(aftertrain_model, s
 @pytest.mark.parametrize("kind", (D.DraftKind.INT4, D.DraftKind.GPT), ids=lambda k: k.value)
 def test_fast_loop_equals_the_previous_loop_for_run_drafts(aftertrain_model, speculative_drafts, kind):
     """The drafts that are run (4-bit aftertrain_model, draft GPT; the 8-bit takes
-    the same path): 40 characters at k = 3, temperature 0.7."""
-    draft, prompt = speculative_drafts[kind], XS.prompt_text()
+    the same path): 40 tokens at k = 3, temperature 0.7."""
+    draft, prompt = draft_of(speculative_drafts, kind), XS.prompt_for(aftertrain_model)
     for temperature in (0.7,):
         fast = S.speculative_generate(
             aftertrain_model, draft, prompt, 40, 3, temperature, torch.Generator().manual_seed(2)
@@ -73,17 +80,20 @@ def test_fast_loop_equals_the_previous_loop_for_run_drafts(aftertrain_model, spe
 def test_fast_loop_equals_the_previous_loop_after_a_prompt_shorter_than_the_table_context(
     aftertrain_model, speculative_drafts
 ):
-    """The n-gram reads 4 characters; after a prompt of 1 to 3 the table's
+    """The n-gram reads 4 tokens; after a prompt of 1 to 3 the table's
     key is the whole text until it grows to 4 (a key cut at len - 4 < 0
-    once took the last character alone, at a text of 3: another row than
-    the model's)."""
+    once took the last token alone, at a text of 3: another row than
+    the model's). The prompts are the first 1 to 3 tokens of a sentence
+    in the model's tokens ("T", "Th", "The" on our GPT)."""
     draft = speculative_drafts[D.DraftKind.NGRAM]
-    for prompt in ("T", "Th", "The"):
+    sentence = hf.encode_text(aftertrain_model, "The cat sat on the mat.")
+    assert len(sentence) >= 3, "the sentence must give three prompts"
+    for prompt in (sentence[:1], sentence[:2], sentence[:3]):
         fast = S.speculative_generate(
             aftertrain_model, draft, prompt, 12, 4, 1.0, torch.Generator().manual_seed(0)
         )
         old = previous_generate(aftertrain_model, draft, prompt, 12, 4, 1.0, torch.Generator().manual_seed(0))
-        assert_same_run(fast, old, f"prompt {prompt!r}")
+        assert_same_run(fast, old, f"prompt {prompt.tolist()}")
 
 
 @pytest.mark.parametrize("k", [1, 4])
@@ -164,10 +174,12 @@ def test_a_prefilled_decoder_decodes_again_as_speculative_generate(
     """One SpeculativeDecoder, prefilled once, run again and again (the
     speedup experiment times it so): each generate is speculative_generate's
     run (text, statistics, logits, generator state after), decode its text,
-    also after a run that crossed the window's move at 129 characters."""
-    draft, prompt = speculative_drafts[kind], XS.prompt_text()
+    also after a run that crossed the window's move (its text passes
+    block + 1 tokens: 132 characters on our GPT, 32 of prompt and 100 new)."""
+    draft, prompt = speculative_drafts[kind], XS.prompt_for(aftertrain_model)
     decoder = S.SpeculativeDecoder(aftertrain_model, draft, prompt, 0.7)
-    for n_new, k, seed in ((100, 4, 0), (30, 2, 1), (100, 4, 0), (12, 8, 2)):
+    long = new_tokens_past(aftertrain_model, len(XS.prompt_ids(aftertrain_model)), 1, 100)
+    for n_new, k, seed in ((long, 4, 0), (30, 2, 1), (long, 4, 0), (12, 8, 2)):
         label = f"{kind.value} n_new={n_new} k={k} seed={seed}"
         g_one, g_again = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed)
         one = S.speculative_generate(aftertrain_model, draft, prompt, n_new, k, 0.7, g_one)
@@ -179,9 +191,10 @@ def test_a_prefilled_decoder_decodes_again_as_speculative_generate(
 
 
 def test_a_prefilled_decoder_names_a_bad_argument(aftertrain_model, speculative_drafts):
-    decoder = S.SpeculativeDecoder(aftertrain_model, speculative_drafts[D.DraftKind.NGRAM], "The ")
+    prompt = hf.prompt_of(aftertrain_model, "The ")
+    decoder = S.SpeculativeDecoder(aftertrain_model, speculative_drafts[D.DraftKind.NGRAM], prompt)
     for args, match in (((-1, 2), "n_new"), ((5, 0), "k"), ((5, 2, "seed"), "generator")):
         with pytest.raises(ValueError, match=match):
             decoder.decode(*args)
     with pytest.raises(ValueError, match="temperature"):
-        S.SpeculativeDecoder(aftertrain_model, speculative_drafts[D.DraftKind.NGRAM], "The ", -1.0)
+        S.SpeculativeDecoder(aftertrain_model, speculative_drafts[D.DraftKind.NGRAM], prompt, -1.0)
