@@ -8,7 +8,8 @@ feeds each model the same positions in the same passes (counted by a forward
 hook), so the account times the loop's work and no other; a replay that
 rolls its draft back one character too far (same text, one more position a
 round) is caught. The account's figures are checked on a fake clock against
-the medians of the recorded ratios, computed here.
+the medians of the recorded ratios, computed here. The runs start from the
+model's own prompt (:func:`aftertrain.experiments.speculative.prompt_for`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from aftertrain.experiments.speedup_tables import SpeedupRow
 from aftertrain.speculative import drafts as D
 from aftertrain.speculative import speculative_generate
 from aftertrain.speculative.drafters import ModelDrafter
+from tests.common.drafts import draft_of
+from tests.common.toys import toy_gpt
 
 CELLS = [(kind, k) for kind in D.DraftKind for k in (2, 8)]
 
@@ -52,11 +55,11 @@ def test_each_part_replays_what_the_loop_made(aftertrain_model, speculative_draf
     count and accepted prefixes, the rule's outcomes, the target's logits
     the rule used (torch.equal) and the generated text; twice, so each
     replay leaves its decoders at the prefill."""
-    draft = speculative_drafts[kind]
+    draft = draft_of(speculative_drafts, kind)
     want = speculative_generate(
         aftertrain_model,
         draft,
-        XS.prompt_text(),
+        XS.prompt_for(aftertrain_model),
         SPEEDUP_CHARS,
         k,
         1.0,
@@ -79,7 +82,7 @@ def test_each_part_replays_what_the_loop_made(aftertrain_model, speculative_draf
 def test_each_knocked_out_loop_makes_the_loops_text(aftertrain_model, speculative_drafts, kind, k):
     """The loop with a part's results looked up, and with none run, makes
     the timed loop's characters, call after call."""
-    draft = speculative_drafts[kind]
+    draft = draft_of(speculative_drafts, kind)
     want = XS.speculative_decoding(aftertrain_model, draft, k, SPEEDUP_CHARS, 1.0)()
     loops = RA.knockouts(aftertrain_model, draft, k, SPEEDUP_CHARS, 1.0)
     assert set(loops) == set(RA.Part)
@@ -94,7 +97,7 @@ def test_the_model_parts_feed_the_positions_the_loop_feeds(aftertrain_model, spe
     two characters after a fully accepted round included); the rule and the
     bookkeeping feed neither. Knocked out of the loop, a model part feeds
     its model nothing and the other's as the loop does."""
-    draft, k = speculative_drafts[kind], 4
+    draft, k = draft_of(speculative_drafts, kind), 4
     loop = XS.speculative_decoding(aftertrain_model, draft, k, SPEEDUP_CHARS, 1.0)
     parts = RA.part_replays(aftertrain_model, draft, k, SPEEDUP_CHARS, 1.0)
     target_fed, draft_fed = _fed(loop, aftertrain_model, draft)
@@ -117,8 +120,15 @@ def test_the_position_check_catches_a_draft_replay_that_rolls_back_too_far(
     """A drafter that keeps one character less after a rejection still
     drafts the same text (it feeds the character again) but feeds the
     draft one more position that round: the draft replay's positions
-    differ from the loop's."""
-    draft = speculative_drafts[D.DraftKind.GPT]  # rejects often: a rollback to cut back
+    differ from the loop's. The draft GPT rejects often (a rollback to cut
+    back); a run without one (a transformers model with no --aftertrain-draft)
+    takes a tiny random GPT over the model's vocabulary, which rejects most
+    drafts (the quantized copies of a good model may accept every draft of
+    the 30 tokens, leaving nothing to roll back)."""
+    if D.DraftKind.GPT in speculative_drafts:
+        draft = speculative_drafts[D.DraftKind.GPT]
+    else:
+        draft = toy_gpt(aftertrain_model.config.vocab_size, seed=2)
     loop = XS.speculative_decoding(aftertrain_model, draft, 4, SPEEDUP_CHARS, 1.0)
     draft_fed = _fed(loop, draft)[0]
 
@@ -156,7 +166,6 @@ def _account(monkeypatch, parts_s=PARTS_S, method=RA.Method.ALONE):
     """account_decisions for one cell on toy models, every side a fake cost
     (for ``Method.KNOCKOUT`` a model part's side is the loop less the part)."""
     from aftertrain.lm.text import VOCAB_SIZE
-    from tests.common.toys import toy_gpt
 
     clock = _Clock()
     target, draft = toy_gpt(VOCAB_SIZE, seed=1), toy_gpt(VOCAB_SIZE, seed=2)

@@ -9,6 +9,8 @@ those of :func:`aftertrain.lm.decoding.generate` and
 :func:`aftertrain.speculative.speculative_generate` with the same seed, on
 every draft kind and k, call after call (a call that did not roll back, or
 a prefill that differs from the public functions', shows as other text).
+Every run starts from the model's own prompt
+(:func:`aftertrain.experiments.speculative.prompt_for`).
 """
 
 from __future__ import annotations
@@ -20,13 +22,14 @@ from aftertrain import speculative as S
 from aftertrain.experiments import speculative as XS
 from aftertrain.experiments import speedup as XU
 from aftertrain.experiments.speedup import SPEEDUP_CHARS, SPEEDUP_KS
+from aftertrain.lm import hf
 from aftertrain.lm.decoding import Decoder, decode, generate
-from aftertrain.lm.text import encode
 from aftertrain.speculative import drafts as D
+from tests.common.drafts import draft_of
 
 
 def _generated(aftertrain_model, n_new=SPEEDUP_CHARS):
-    prompt = encode(XS.prompt_text())
+    prompt = torch.tensor(XS.prompt_ids(aftertrain_model))
     out = generate(aftertrain_model, prompt, n_new, 1.0, torch.Generator().manual_seed(XS.SEED))
     return out[len(prompt) :].tolist()
 
@@ -49,7 +52,7 @@ def test_timed_speculative_decoding_is_speculative_generate_call_after_call(
     """Every draft kind at every k of the experiment: two calls of the timed
     speculative side, each speculative_generate's characters for seed SEED
     (which are plain generate's law; greedy, they are its text)."""
-    draft, prompt = speculative_drafts[kind], XS.prompt_text()
+    draft, prompt = draft_of(speculative_drafts, kind), XS.prompt_for(aftertrain_model)
     for k in SPEEDUP_KS:
         run = XS.speculative_decoding(aftertrain_model, draft, k, SPEEDUP_CHARS, 1.0)
         want = S.speculative_generate(
@@ -61,24 +64,25 @@ def test_timed_speculative_decoding_is_speculative_generate_call_after_call(
 
 
 def test_plain_decoding_makes_one_pass_per_character_and_none_wasted(aftertrain_model):
-    """generate reads the prompt but its last character (one pass), then
-    n_new passes of one position: the last prompt character and each
+    """generate reads the prompt but its last token (one pass), then
+    n_new passes of one position: the last prompt token and each
     sampled one but the last, whose logits nothing reads (it used to feed
     that one too); the same count speculative decoding charges a plain
-    step."""
+    step. ("The cat " is 8 characters on our GPT: passes of 7, then 1s.)"""
+    prompt = hf.encode_text(aftertrain_model, "The cat ")
     calls = []
     hook = aftertrain_model.register_forward_hook(lambda m, args, out: calls.append(args[0].shape[1]))
     try:
-        generate(aftertrain_model, encode("The cat "), 5, 1.0, torch.Generator().manual_seed(0))
+        generate(aftertrain_model, prompt, 5, 1.0, torch.Generator().manual_seed(0))
     finally:
         hook.remove()
-    assert calls == [7, 1, 1, 1, 1, 1]
+    assert calls == [len(prompt) - 1, 1, 1, 1, 1, 1]
 
 
 def test_decode_rolls_the_decoder_back_and_leaves_the_generator_as_generate(aftertrain_model):
     """decode after a prefill: the decoder holds the prefill again after it,
     and the generator ends where generate leaves it."""
-    ids = encode(XS.prompt_text()).tolist()
+    ids = XS.prompt_ids(aftertrain_model)
     dec = Decoder(aftertrain_model)
     dec.feed(ids[:-1])
     g1, g2 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
@@ -95,7 +99,6 @@ def test_decode_rolls_the_decoder_back_and_leaves_the_generator_as_generate(afte
         (dict(n_new=-1), "n_new"),
         (dict(temperature=-1.0), "temperature"),
         (dict(generator=3), "generator"),
-        (dict(pending=10**6), r"pending must be an int in \[0, 99\], got 1000000"),
     ],
 )
 def test_decode_names_a_bad_argument(aftertrain_model, bad, match):
@@ -109,6 +112,15 @@ def test_decode_names_a_bad_argument(aftertrain_model, bad, match):
         decode(**args)
 
 
+def test_decode_names_a_pending_token_outside_the_models_vocabulary(aftertrain_model):
+    """The first id past the vocabulary is refused with the range of ids."""
+    V = aftertrain_model.config.vocab_size
+    dec = Decoder(aftertrain_model)
+    dec.feed([1, 2])
+    with pytest.raises(ValueError, match=rf"pending must be an int in \[0, {V - 1}\], got {V}"):
+        decode(dec, V, 2, 1.0, torch.Generator().manual_seed(0))
+
+
 @pytest.mark.parametrize(
     "kind, k", [(D.DraftKind.NGRAM, 4), (D.DraftKind.GPT, 2)], ids=["n-gram k=4", "draft GPT k=2"]
 )
@@ -119,7 +131,7 @@ def test_charged_decoding_is_the_runs_passes_as_drafts_and_verifications(
     seeded run makes target passes, each k drafted characters then one
     verification over k+1 positions (the steps S5's c and X8's v_k time,
     built for this draft and k, after the target's prompt), every call alike."""
-    draft, log = speculative_drafts[kind], []
+    draft, log = draft_of(speculative_drafts, kind), []
 
     def step(name):
         def build(model, *args):
@@ -138,7 +150,7 @@ def test_charged_decoding_is_the_runs_passes_as_drafts_and_verifications(
     passes = S.speculative_generate(
         aftertrain_model,
         draft,
-        XS.prompt_text(),
+        XS.prompt_for(aftertrain_model),
         SPEEDUP_CHARS,
         k,
         1.0,
