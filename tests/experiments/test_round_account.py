@@ -25,6 +25,7 @@ from aftertrain.experiments import round_account as RA
 from aftertrain.experiments import speculative as XS
 from aftertrain.experiments.speedup import SPEEDUP_CHARS
 from aftertrain.experiments.speedup_tables import SpeedupRow
+from aftertrain.lm.hf import HFModel
 from aftertrain.speculative import drafts as D
 from aftertrain.speculative import speculative_generate
 from aftertrain.speculative.drafters import ModelDrafter
@@ -121,15 +122,14 @@ def test_the_position_check_catches_a_draft_replay_that_rolls_back_too_far(
     """A drafter that keeps one character less after a rejection still
     drafts the same text (it feeds the character again) but feeds the
     draft one more position that round: the draft replay's positions
-    differ from the loop's. The draft GPT rejects often (a rollback to cut
-    back); a run without one (a transformers model with no --aftertrain-draft)
-    takes a tiny random GPT over the model's vocabulary, which rejects most
-    drafts (the quantized copies of a good model may accept every draft of
-    the 30 tokens, leaving nothing to roll back)."""
-    if D.DraftKind.GPT in speculative_drafts:
-        draft = speculative_drafts[D.DraftKind.GPT]
-    else:
+    differ from the loop's. The draft needs rejections (a rollback to cut
+    back): our draft GPT rejects often; on a transformers model a tiny
+    random GPT over its vocabulary does (its quantized copies, and a user's
+    --aftertrain-draft, may accept every draft of the 30 tokens)."""
+    if isinstance(aftertrain_model, HFModel):
         draft = toy_gpt(aftertrain_model.config.vocab_size, seed=2)
+    else:
+        draft = speculative_drafts[D.DraftKind.GPT]
     loop = XS.speculative_decoding(aftertrain_model, draft, 4, SPEEDUP_CHARS, 1.0)
     draft_fed = _fed(loop, draft)[0]
 
