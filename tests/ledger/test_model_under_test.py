@@ -15,7 +15,8 @@ pytest_plugins = ["pytester"]
     [
         (
             ["--aftertrain-model="],
-            "--aftertrain-model must name a bundled model or a checkpoint file, got ''",
+            "--aftertrain-model must name a bundled model, a checkpoint file or a transformers "
+            "folder, got ''",
         ),
         (["--aftertrain-model", ""], "--aftertrain-model must name a bundled model"),
         (["--aftertrain-model", "  "], "got '  '"),
@@ -40,7 +41,10 @@ def test_an_empty_model_variable_is_a_usage_error(pytester: pytest.Pytester, mon
     monkeypatch.setenv("AFTERTRAIN_MODEL", value)
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
-    words = f"$AFTERTRAIN_MODEL must name a bundled model or a checkpoint file, got {value!r}"
+    words = (
+        "$AFTERTRAIN_MODEL must name a bundled model, a checkpoint file or a transformers folder, "
+        f"got {value!r}"
+    )
     assert words in result.stderr.str(), result.stderr.str()
     assert "ran" not in result.stdout.str()
 

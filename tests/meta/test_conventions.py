@@ -128,6 +128,7 @@ def subject_problem(rel: Path, src: Path = SRC) -> str | None:
 #: through the command line, a report section through the rendered report,
 #: the verdicts' words through the ledger that gives them).
 TESTED_IN = {
+    "ledger/model_inputs.py": "tests/ledger/test_model_under_test.py",
     "checks/generator_battery.py": "tests/checks/test_speculative.py",
     "checks/model_adapters.py": "tests/checks/test_adapters.py",
     "checks/patterns.py": "tests/checks/test_prune.py",

@@ -62,6 +62,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from aftertrain.claims.parts import Part
+from aftertrain.ledger import model_inputs
+from aftertrain.ledger.model_inputs import load_inputs
 from aftertrain.ledger.path_options import path_option_problem
 
 if TYPE_CHECKING:  # aftertrain.lm.registry imports torch: only once the plugin is switched on
@@ -155,9 +157,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def selected(config: pytest.Config) -> str:
     """The name or path given by the option, else the environment, else the default."""
-    from aftertrain.lm import registry as _models
-
-    return config.getoption("aftertrain_model", None) or os.environ.get(ENV_VAR) or _models.DEFAULT
+    return model_inputs.selected(config, ENV_VAR)
 
 
 def baseline_folder(config: pytest.Config, root: Path) -> Path | None:
@@ -220,70 +220,11 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if not switched_on(config):
         return
-    for dest, what in (
-        ("aftertrain_model", "a bundled model or a checkpoint file"),
-        ("aftertrain_baselines", "a folder"),
-    ):
-        given = config.getoption(dest)
-        if given is not None and not given.strip():  # '' would fall back to the default
-            raise pytest.UsageError(f"--{dest.replace('_', '-')} must name {what}, got {given!r}")
-    given = os.environ.get(ENV_VAR)
-    if config.getoption("aftertrain_model", None) is None and given is not None and not given.strip():
-        # as the option: '' would fall back to the default (a CI template's empty variable)
-        raise pytest.UsageError(
-            f"${ENV_VAR} must name a bundled model or a checkpoint file, got {given!r}; "
-            "unset it to run on the default, the reference"
-        )
-    baselines = config.getoption("aftertrain_baselines")
-    if baselines and Path(baselines).exists() and not Path(baselines).is_dir():
-        raise pytest.UsageError(
-            f"--aftertrain-baselines {baselines} is a file; give a folder "
-            "(created when a baseline is first written)"
-        )
-    from aftertrain.lm import registry as _models
-
-    text, draft = (
-        _path_setting(config, "aftertrain_text", TEXT_ENV_VAR),
-        _path_setting(config, "aftertrain_draft", DRAFT_ENV_VAR),
-    )
-    try:
-        net, ident = _models.load_model(selected(config), text=text)
-    except (ValueError, _models.CheckpointError) as err:
-        flag = "--aftertrain-text" if str(err).startswith("text") else "--aftertrain-model"
-        raise pytest.UsageError(f"{flag}: {err}") from None
+    net, ident, draft = load_inputs(config, ENV_VAR, TEXT_ENV_VAR, DRAFT_ENV_VAR)
     config.stash[MODEL_KEY] = ident
     config.stash[_NET] = net
     if draft is not None:
-        config.stash[_DRAFT] = _load_draft(net, draft, text)
-
-
-def _path_setting(config: pytest.Config, dest: str, env: str) -> str | None:
-    """The option ``dest``, else the environment variable ``env``, else None;
-    an empty value is a usage error (it would silently mean the default)."""
-    given = config.getoption(dest, None)
-    source = f"--{dest.replace('_', '-')}"
-    if given is None:
-        given, source = os.environ.get(env), f"${env}"
-    if given is not None and not given.strip():
-        raise pytest.UsageError(f"{source} must name a path, got {given!r}; leave it out for the default")
-    return given
-
-
-def _load_draft(net, draft: str, text: str | None):
-    """The user's draft model (a transformers folder) checked against the model under test."""
-    from aftertrain.lm import hf as _hf
-
-    if not isinstance(net, _hf.HFModel):
-        raise pytest.UsageError(
-            f"--aftertrain-draft {draft}: a draft model is for a transformers model under test; "
-            "our GPT's draft is the bundled draft GPT"
-        )
-    try:
-        model = _hf.load_folder(draft, text)
-        _hf.check_same_vocabulary(net, model, "--aftertrain-draft")
-    except ValueError as err:
-        raise pytest.UsageError(f"--aftertrain-draft: {err}") from None
-    return model
+        config.stash[_DRAFT] = draft
 
 
 def ledger_meta(config: pytest.Config) -> dict:
