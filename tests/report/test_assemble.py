@@ -148,12 +148,15 @@ def _readme_table_mismatches(table: str, primary: R.LedgerFile, others: dict) ->
     catalogue's ID and title with each ledger's verdict, read back cell by
     cell (an independent reading: the verdict words, not the rendering)."""
     ledgers = [primary, *others.values()]
-    header = ["ID", "claim"] + [f"verdict ({m})" for m in (MM.model_label(primary), *others)]
+    header = ["ID", "claim", "on any model"] + [f"verdict ({m})" for m in (MM.model_label(primary), *others)]
     rows = read_table(table, header)
     wrong = [] if [r[0] for r in rows] == list(CLAIMS) else ["order"]
     for row in rows:
-        verdicts = [cell.strip("*").lower() for cell in row[2:]]
-        if row[1] != CLAIMS[row[0]].title or verdicts != [led.verdict(row[0]) for led in ledgers]:
+        verdicts = [cell.strip("*").lower() for cell in row[3:]]
+        claim = CLAIMS[row[0]]
+        if (row[1], row[2]) != (claim.title, claim.any_model) or verdicts != [
+            led.verdict(row[0]) for led in ledgers
+        ]:
             wrong.append(row[0])
     return wrong
 
@@ -221,7 +224,7 @@ def test_a_claim_the_run_left_out_keeps_its_line_as_not_covered():
     only_q2 = LedgerFile((ClaimEntry("Q2", Verdict.HOLDS, title=CLAIMS["Q2"].title),))
     rows = R.readme_rows(only_q2)
     assert [r[0] for r in rows] == list(CLAIMS)
-    assert {r[0]: r[2] for r in rows} == {c: "holds" if c == "Q2" else "not covered" for c in CLAIMS}
+    assert {r[0]: r[3] for r in rows} == {c: "holds" if c == "Q2" else "not covered" for c in CLAIMS}
     assert _readme_table_mismatches(R.readme_table(only_q2), only_q2, {}) == []
 
 

@@ -85,17 +85,21 @@ def update_readme(readme: Path, ledger: LedgerFile, others: dict[str, LedgerFile
 
 def readme_rows(ledger: LedgerFile, others: dict[str, LedgerFile] | None = None) -> list[list[str]]:
     """The README's claims table, a line per claim: its ID, the article's
-    words (the claim's title in the catalogue) and its verdict on each
-    model, the primary ``ledger``'s first (its figures and what stands
-    beside each verdict are in report.md)."""
+    words (the claim's title in the catalogue), how it reads on any model
+    (the catalogue's ``any_model``) and its verdict on each model, the
+    primary ``ledger``'s first (its figures and what stands beside each
+    verdict are in report.md)."""
     ledgers = [ledger, *(others or {}).values()]
-    return [[c.id, c.title] + [verdict_mark(led.verdict(c.id)) for led in ledgers] for c in CLAIMS.values()]
+    return [
+        [c.id, c.title, c.any_model] + [verdict_mark(led.verdict(c.id)) for led in ledgers]
+        for c in CLAIMS.values()
+    ]
 
 
 def readme_header(ledger: LedgerFile, others: dict[str, LedgerFile] | None = None) -> list[str]:
-    """The README table's header: ID, claim, then ``verdict (model)`` per model."""
+    """The README table's header: ID, claim, on any model, then ``verdict (model)`` per model."""
     labels = [multimodel.model_label(ledger), *(others or {})]
-    return ["ID", "claim"] + [f"verdict ({label})" for label in labels]
+    return ["ID", "claim", "on any model"] + [f"verdict ({label})" for label in labels]
 
 
 def readme_table(ledger: LedgerFile, others: dict[str, LedgerFile] | None = None) -> str:
