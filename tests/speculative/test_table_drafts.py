@@ -39,3 +39,24 @@ def test_table_draft_rejects_bad_input():
         TableDraft(Bigram.fit(), context=-1)
     with pytest.raises(ValueError, match="temperature"):
         TableDraft(Bigram.fit(), context=1, temperature=-1.0)
+
+
+def test_the_rows_kept_are_bounded_and_a_dropped_row_comes_back_the_same(monkeypatch):
+    """Past ROWS_MAX_VALUES the kept rows are dropped before one more is
+    added (a large vocabulary's many contexts), and a row computed again is
+    the same law, bit for bit. Teeth: without the bound all 5 rows stay."""
+    from aftertrain.speculative import table_drafts
+
+    bigram = Bigram.fit()
+    table = TableDraft(bigram, 1)
+    first = table.row((3,)).q.clone()
+    monkeypatch.setattr(table_drafts, "ROWS_MAX_VALUES", 3 * bigram.config.vocab_size)
+    for ctx in range(4, 8):
+        table.row((ctx,))
+    assert len(table._rows) <= 3
+    assert torch.equal(table.row((3,)).q, first)
+    monkeypatch.setattr(table_drafts, "ROWS_MAX_VALUES", 2**62)
+    unbounded = TableDraft(bigram, 1)
+    for ctx in range(3, 8):
+        unbounded.row((ctx,))
+    assert len(unbounded._rows) == 5

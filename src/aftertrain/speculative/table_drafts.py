@@ -38,6 +38,14 @@ from aftertrain.lm.protocol import check_model
 __all__ = ["TableDraft", "table_context", "table_draft"]
 
 
+#: Most row values a table keeps (a row holds its V values three times, as
+#: a tensor and two lists, about 72 bytes each: 2**22 values are about
+#: 300 MB); the rows are dropped when one more would pass it, which only a
+#: vocabulary of thousands of tokens over many contexts reaches (our 100
+#: characters: 41,943 contexts).
+ROWS_MAX_VALUES = 2**22
+
+
 @dataclass(frozen=True)
 class ContextLaw:
     """One context's draft law: ``q`` (float64 tensor, V), the same as a
@@ -119,6 +127,8 @@ class TableDraft:
         # any draft reads, so this only happens with context 0 and no prompt
         logits = self.model(torch.tensor([list(ctx) or [0]]))[0, -1]
         check_logits(logits, "draft's logits")
+        if (len(self._rows) + 1) * logits.numel() > ROWS_MAX_VALUES:
+            self._rows.clear()  # a large vocabulary: recompute rather than grow without bound
         hit = self._rows[ctx] = row_of(probabilities(logits, self.temperature))
         return hit
 
