@@ -24,7 +24,6 @@ import math
 import torch
 
 from aftertrain.core.validation import check_int, check_seed, is_int
-from aftertrain.lm import text as _text
 from aftertrain.lm.protocol import NextTokenModel, check_model, check_truncate
 
 SLIDE = 64  # characters the window jumps by once the text passes the context
@@ -299,14 +298,17 @@ def decode(
 def sample_text(
     model: NextTokenModel, prompt: str, length: int, temperature: float = 1.0, seed: int = 0
 ) -> str:
-    """``length`` characters sampled after ``prompt`` (prompt not included),
-    with a generator seeded by ``seed``."""
+    """``length`` tokens sampled after ``prompt`` (prompt not included),
+    with a generator seeded by ``seed``, as text: our characters for our
+    GPT, the model's tokenizer's for a transformers model
+    (:func:`aftertrain.lm.hf.encode_text`, :func:`aftertrain.lm.hf.decode_ids`)."""
+    from aftertrain.lm import hf
+
     if not isinstance(prompt, str) or not prompt:
         raise ValueError(f"prompt must be a non-empty str, got {prompt!r}")
     if not is_int(length) or length < 0:
         raise ValueError(f"length must be an int >= 0, got {length!r}")
     check_seed(seed)
-    tokens = generate(
-        model, _text.encode(prompt, "prompt"), length, temperature, torch.Generator().manual_seed(seed)
-    )
-    return _text.decode(tokens[len(prompt) :])
+    ids = hf.encode_text(model, prompt, "prompt")
+    tokens = generate(model, ids, length, temperature, torch.Generator().manual_seed(seed))
+    return hf.decode_ids(model, tokens[len(ids) :])
