@@ -78,8 +78,8 @@ ARTICLE_HOW = "the article's figure: the claim's article text from CLAIMS.md wri
 # --- rows of the claims' tables -------------------------------------------------------------------
 _add(
     "row:Baselines.uniform",
-    "tests/lm/test_ngram.py::test_uniform_predictor_scores_ln_100",
-    "closed form ln 100",
+    "tests/lm/test_ngram.py::test_uniform_predictor_scores_ln_of_the_vocabulary_size",
+    "closed form ln V (ln 100 on our characters)",
 )
 _add(
     "row:Baselines.bigram",
@@ -750,8 +750,8 @@ _add(
 )
 _add(
     f"{MS}{PRUNE_T}::test_random_pruning_at_20pct_is_closer_to_untrained_than_to_bigram | midpoint",
-    (BIGRAM_HAND, "tests/lm/test_ngram.py::test_uniform_predictor_scores_ln_100"),
-    "(bigram + ln 100) / 2 written in the test, from the bigram's checked loss and the closed form ln 100",
+    (BIGRAM_HAND, "tests/lm/test_ngram.py::test_uniform_predictor_scores_ln_of_the_vocabulary_size"),
+    "(bigram + ln V) / 2 written in the test, from the bigram's checked loss and the closed form ln V",
 )
 _add(
     f"{MS}{PRUNE_T}::test_random_pruning_at_5pct_is_worse_than_the_bigram | first",
@@ -797,6 +797,12 @@ _add(
     f"{GEN_T}::test_verification_logits_equal_plain_decoding_across_window_moves",
     "torch's max |a - b| of the rule's logits and plain decoding's, recomputed in the test; "
     "assert_close bounds the same difference",
+)
+_add(
+    f"{MS}{GEN_T}::test_verification_logits_equal_plain_decoding_across_window_moves | n",
+    f"{GEN_T}::test_verification_logits_equal_plain_decoding_across_window_moves",
+    "the positions plain cached decoding scores in the test, one per emitted token after the "
+    "prompt: the shapes asserted equal (n, V) for the rule's logits and plain decoding's",
 )
 _add(
     (

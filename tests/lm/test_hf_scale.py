@@ -2,9 +2,9 @@
 a Llama-style model of width 320 and 5 blocks, the llama-bpe fixture's
 512-id tokenizer), written offline with seeded random weights: the run of
 the default run on it ends with a verdict or a stated reason for
-every claim and no error. Its wall time is what the 2-core budget (10
-minutes) is measured against; a time is reported, never asserted (a shared
-runner's load is not the code's).
+every claim and no error. Its wall time is what the default run's budget
+(10 minutes on a 2-core machine) is measured against; a time is reported,
+never asserted (a shared runner's load is not the code's).
 
 Heavier than the default run: marked ``slow`` (``pytest -m slow
 tests/lm/test_hf_scale.py``)."""
