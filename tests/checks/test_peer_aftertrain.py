@@ -2,7 +2,7 @@
 project's rule, loop, quantizers and pruners, each through the adapter a
 user would write, in the scheme and pattern it claims.
 
-- The fast loop's rule (:func:`aftertrain.speculative.generator.round_rule`,
+- The fast loop's rule (:func:`aftertrain.speculative.rounds.round_rule`,
   one round on plain floats: the target's logits, the draft's rows as
   lists) through :func:`~aftertrain.checks.speculative.sequential`, in
   ``check_rule_exact``'s protocol (its uniforms given) and, with them drawn

@@ -1,7 +1,7 @@
 """The cost account of a speculative call replays the loop's own work, part
 by part, and its figures are the decision's ratios summed.
 
-The replays (:func:`aftertrain.experiments.round_account.part_replays`) are
+The replays (:func:`aftertrain.experiments.round_replays.part_replays`) are
 checked against the loop itself: each returns what the loop made (the
 drafts, the target's logits bit for bit, the rule's outcome, the text), and
 feeds each model the same positions in the same passes (counted by a forward
@@ -229,7 +229,7 @@ def test_a_knocked_out_account_takes_each_model_parts_share_as_what_the_loop_sav
     [(0.25, "broken"), (0.07, None)],
     ids=["a quarter of the loop unaccounted", "7% unaccounted"],
 )
-def test_an_account_that_misses_part_of_the_loop_is_not_explained(monkeypatch, missing, verdict):
+def test_explained_check_catches_an_account_that_misses_part_of_the_loop(monkeypatch, missing, verdict):
     """The loop costing ``missing`` of its time beyond its parts (a part the
     account does not replay): a quarter is ``broken`` (interval wholly below
     0.90); 7% leaves the median below 0.95, so the row is not explained

@@ -152,6 +152,7 @@ TESTED_IN = {
     "cli/train.py": "tests/cli/test_cli.py",
     "experiments/article.py": "tests/claims/test_catalogue_figures.py",
     "experiments/quant_outliers.py": "tests/experiments/test_quant_figures.py",
+    "experiments/round_replays.py": "tests/experiments/test_round_account.py",
     "experiments/speculative_steps.py": "tests/experiments/test_speedup_decodings.py",
     "experiments/speedup_tables.py": "tests/experiments/test_speedup_figures.py",
     "experiments/sweep_points.py": "tests/experiments/test_sweep.py",
@@ -171,6 +172,7 @@ TESTED_IN = {
     "report/sweep_tables.py": "tests/report/test_sweep_figures.py",
     "speculative/drafters.py": "tests/speculative/test_generator_fast_loop.py",
     "speculative/drafts.py": "tests/experiments/test_speedup_rules.py",
+    "speculative/rounds.py": "tests/speculative/test_generator_fast_loop.py",
     "timing/decision.py": "tests/timing/test_sequential.py",
     "timing/look_plan.py": "tests/timing/test_sequential.py",
 }

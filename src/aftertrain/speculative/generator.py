@@ -16,7 +16,7 @@ rows (:class:`~aftertrain.speculative.drafters.TableDrafter`,
 :mod:`aftertrain.speculative.table_drafts`): per character a look-up, one
 uniform and a bisection, no model call. Any other draft is run, one cached
 forward per character (:class:`~aftertrain.speculative.drafters.ModelDrafter`).
-:func:`verify_round` scores the drafts in one cached target pass and runs
+:func:`~aftertrain.speculative.rounds.verify_round` scores the drafts in one cached target pass and runs
 the rule on plain floats for the one round. Each round takes its ``2k + 1``
 uniforms in the order the rule documents (the k drafts', then the rule's
 k acceptance uniforms and its one for the next character), taken from a
@@ -41,31 +41,20 @@ from aftertrain.lm.decoding import (
     Decoder,
     check_temperature,
     check_torch_generator,
-    probabilities_unchecked,
 )
 from aftertrain.lm.protocol import NextTokenModel, check_model
 from aftertrain.speculative.drafters import ModelDrafter, Uniforms, drafter
-from aftertrain.speculative.table_drafts import TableDraft, cumulative, draw_from_cdf
+from aftertrain.speculative.rounds import Round, roll_back, round_rule, verify_round
+from aftertrain.speculative.table_drafts import TableDraft
 
-__all__ = ["Round", "SpeculativeDecoder", "SpeculativeResult", "speculative_generate", "verify_round"]
-
-
-@dataclass(frozen=True)
-class Round:
-    """One round of the loop as it ran: what its parts were given and gave
-    (:mod:`aftertrain.experiments.round_account` replays them part by part).
-
-    Invariant: ``len(uniforms) == 2 * len(drafts) + 1``; ``accepted <= len(drafts)``.
-    """
-
-    start: int  # characters of the text (prompt included) when the round began
-    uniforms: list[float]  # the round's 2 kk + 1 uniforms, in the documented order
-    drafts: list[int]
-    q: list[list[float]]  # the draft's rows
-    qx: list[float]  # each draft's own q
-    logits: torch.Tensor  # (kk + 1, V): the target's rows the rule read
-    accepted: int
-    token: int
+__all__ = [
+    "Round",
+    "SpeculativeDecoder",
+    "SpeculativeResult",
+    "round_rule",
+    "speculative_generate",
+    "verify_round",
+]
 
 
 @dataclass(frozen=True)
@@ -114,61 +103,6 @@ class SpeculativeResult:
             "acceptance_rate": self.acceptance_rate,
             "chars_per_pass": self.chars_per_pass,
         }
-
-
-def verify_round(
-    target: Decoder,
-    text: list[int],
-    drafts: list[int],
-    q: list[list[float]],
-    qx: list[float],
-    u: list[float],
-    v: float,
-    temperature: float,
-) -> tuple[int, int, torch.Tensor]:
-    """One verification: the target scores what it has not seen of ``text``
-    and the ``k`` drafts in one cached pass, and the rule
-    (:func:`aftertrain.speculative.rule.verify_with_uniforms`, here on plain
-    floats for one round) keeps a prefix and draws one character.
-
-    ``q`` holds the draft's rows (float64 values as lists), ``qx`` each
-    draft's own ``q``. Returns ``(accepted, token, logits)``: the logits
-    (k+1, V) of the drafted positions and the next. Same uniforms, same
-    result as the batched rule: ``u[i] * q_i(x_i) < p_i(x_i)`` accepts, the
-    first rejection draws from ``normalize(max(0, p_a - q_a))`` (from
-    ``p_a`` if that is all zero), a full acceptance from ``p_{k+1}``.
-
-    The distributions are one softmax over the k+1 rows, read out as floats
-    once; the rule's arithmetic is then that of the tensor rule in the same
-    float64 operations (a difference, a clamp at 0, running sums in order),
-    so the draws are the same bit for bit."""
-    logits = target.feed(text[len(target) :] + drafts)[-(len(drafts) + 1) :]
-    n, token = round_rule(logits, drafts, q, qx, u, v, temperature)
-    return n, token, logits
-
-
-def round_rule(
-    logits: torch.Tensor,
-    drafts: list[int],
-    q: list[list[float]],
-    qx: list[float],
-    u: list[float],
-    v: float,
-    temperature: float,
-) -> tuple[int, int]:
-    """:func:`verify_round` after its forward: ``(accepted, token)`` from the
-    k+1 rows of checked logits."""
-    k = len(drafts)
-    p = probabilities_unchecked(logits, temperature).tolist()
-    n = 0
-    while n < k and u[n] * qx[n] < p[n][drafts[n]]:
-        n += 1
-    p_n = p[n]
-    if n < k:
-        residual = [a - b if a > b else 0.0 for a, b in zip(p_n, q[n], strict=True)]
-        if any(residual):  # else p <= q everywhere up to rounding: see rule._rule
-            p_n = residual
-    return n, draw_from_cdf(cumulative(p_n), v)
 
 
 def _checked(
@@ -237,7 +171,7 @@ class SpeculativeDecoder:
 
     def _prefill(self) -> None:
         """Fresh decoders fed all but the last prompt character, and what
-        their caches then hold (:meth:`_run` checks it is held again)."""
+        their caches then hold (:meth:`at_prefill` compares with it)."""
         target, draft = self.models
         self.target = Decoder(target, name="target")
         self.drafter = drafter(draft, self.temperature)
@@ -250,6 +184,11 @@ class SpeculativeDecoder:
         """Where each cache starts and how much it holds."""
         decoders = [self.target] + ([self.drafter.decoder] if isinstance(self.drafter, ModelDrafter) else [])
         return tuple((d.start, d.cache.length) for d in decoders)
+
+    def at_prefill(self) -> bool:
+        """Whether each cache starts where the prefill left it and holds as
+        much: false after a run past the window's move rebuilt one."""
+        return self._caches() == self.held
 
     def generate(self, n_new: int, k: int, generator: torch.Generator | None = None) -> SpeculativeResult:
         """``n_new`` characters after the prompt, with the statistics and the
@@ -317,21 +256,13 @@ class SpeculativeDecoder:
                 if rounds is not None:
                     rounds.append(Round(len(text), uniforms, drafts, q, qx, logits, n, token))
                 text += drafts[:n] + [token]
-                _roll_back(tdec, text)
+                roll_back(tdec, text)
                 ddec.rollback(text)
-        _roll_back(tdec, self.prompt)
+        roll_back(tdec, self.prompt)
         ddec.rollback(self.prompt)
-        if self._caches() != self.held:  # a run past the window's move rebuilt a cache: the
+        if not self.at_prefill():  # a run past the window's move rebuilt a cache: the
             self._prefill()  # next run must start from the prefill's own values, bit for bit
         return text, drafted, accepted, passes, draft_passes
-
-
-def _roll_back(tdec: Decoder, text: list[int]) -> None:
-    """After a round the target keeps what it has fed of the new ``text``,
-    minus the last character (fed next round with the next drafts); so does a
-    run draft (:meth:`ModelDrafter.rollback`)."""
-    tdec.truncate(min(len(tdec), len(text) - 1))
-    assert tdec.tokens == text[: len(tdec)], "the target holds text that was not emitted"
 
 
 def speculative_generate(
