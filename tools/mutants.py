@@ -714,6 +714,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "draft passes not counted",
         "draft_passes += kk",
         "draft_passes += 0",
+        file="speculative/generator.py",  # the round account replays the same count
     ),
     M(
         "generator-06",
@@ -721,6 +722,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "accepted counts the bonus token too",
         "        accepted += n\n",
         "        accepted += n + 1 if n == kk else n\n",
+        file="speculative/generator.py",  # the round account replays the same count
     ),
     M(
         "generator-07",
@@ -747,7 +749,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "generator-10",
         "speculative-generator",
         "first-token samples use the draft's p for the bonus",
-        "p = torch.stack([p1.expand(n, V), p2_all[x]], dim=1)",
+        "p = torch.stack([p1.expand(n, V), _second_rows(target, ids, x, temperature)], dim=1)",
         "p = torch.stack([p1.expand(n, V), p1.expand(n, V)], dim=1)",
         equivalent=(
             "first_token_samples returns only the first emitted character: x when the "

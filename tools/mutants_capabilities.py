@@ -194,8 +194,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "cap-readme-01",
         "readme-table",
         "the claim column holds the statement, not the title",
-        "[[c.id, c.title] + [verdict_mark",
-        "[[c.id, c.statement] + [verdict_mark",
+        "[c.id, c.title, c.any_model] + [verdict_mark",
+        "[c.id, c.statement, c.any_model] + [verdict_mark",
     ),
     M(
         "cap-readme-02",
@@ -222,8 +222,9 @@ MUTANTS: tuple[Mutant, ...] = (
         "cap-readme-05",
         "readme-table",
         "rows from the primary ledger's claims, not the catalogue (a claim the run left out has no row)",
-        "for led in ledgers] for c in CLAIMS.values()]",
-        "for led in ledgers] for c in ledger.claims]",
+        "        for c in CLAIMS.values()\n    ]",
+        "        for c in ledger.claims\n    ]",
+        file="report/assemble.py",
     ),
     M(
         "cap-readme-06",

@@ -94,8 +94,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "lr-read-08",
         "reader",
         "parse_constant dropped: NaN and Infinity literals parsed as floats",
-        "json.loads(text, parse_constant=_not_finite, parse_float=_finite_float)",
-        "json.loads(text, parse_float=_finite_float)",
+        "text, parse_constant=_not_finite, parse_float=_finite_float, parse_int=_bounded_int",
+        "text, parse_float=_finite_float, parse_int=_bounded_int",
     ),
     # --- report/reading.py: read_ledger -------------------------------------------------------
     M(

@@ -67,13 +67,18 @@ def draft_model(kind: DraftKind, reference: GPT | HFModel, draft: HFModel | None
     if kind is DraftKind.BIGRAM:
         return Bigram.fit().eval()
     if kind in (DraftKind.INT8, DraftKind.INT4):
-        from aftertrain import quant
-
-        bits = 8 if kind is DraftKind.INT8 else 4
-        return quant.quantized_model(reference, bits, quant.Granularity.PER_CHANNEL).eval()
+        return _quantized(kind, reference)
     if kind is DraftKind.NGRAM:
         return NGram.fit().eval()
     return load_draft_gpt()
+
+
+def _quantized(kind: DraftKind, target: nn.Module) -> nn.Module:
+    """The 8- or 4-bit draft: ``target`` with every 2-D weight fake-quantized per channel."""
+    from aftertrain import quant
+
+    bits = 8 if kind is DraftKind.INT8 else 4
+    return quant.quantized_model(target, bits, quant.Granularity.PER_CHANNEL).eval()
 
 
 def _transformers_draft(kind: DraftKind, target: HFModel, draft: HFModel | None) -> nn.Module:
@@ -83,10 +88,7 @@ def _transformers_draft(kind: DraftKind, target: HFModel, draft: HFModel | None)
         table.config = TableConfig(V, T)  # decoded in the target's window
         return table.eval()
     if kind in (DraftKind.INT8, DraftKind.INT4):
-        from aftertrain import quant
-
-        bits = 8 if kind is DraftKind.INT8 else 4
-        return quant.quantized_model(target, bits, quant.Granularity.PER_CHANNEL).eval()
+        return _quantized(kind, target)
     if draft is None:
         raise ValueError(
             "draft: the draft GPT of a transformers target is a model the user gives "
