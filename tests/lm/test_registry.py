@@ -395,7 +395,11 @@ def test_baselines_are_not_compared_for_a_checkpoint_unless_a_folder_is_named(py
 
 def test_the_ledger_meta_names_the_model_of_this_run(pytestconfig, model_identity, aftertrain_model):
     from aftertrain.ledger.model_under_test import ledger_meta
+    from aftertrain.lm.hf import folder_digest
 
     assert ledger_meta(pytestconfig) == {"model": model_identity.name, "model_sha256": model_identity.sha256}
-    assert model_identity.sha256 == CK.sha256_file(model_identity.path)
+    if model_identity.kind == "transformers":  # a folder: its config and weight files
+        assert model_identity.sha256 == folder_digest(model_identity.path)
+    else:
+        assert model_identity.sha256 == CK.sha256_file(model_identity.path)
     assert not aftertrain_model.training

@@ -362,10 +362,12 @@ def check_same_vocabulary(model: HFModel, draft: HFModel, name: str = "draft") -
 
 def model_text(model: nn.Module):
     """The text ``model`` is measured on: an :class:`HFModel`'s
-    :class:`ModelText`, else the bundled corpus (:class:`aftertrain.lm.text.Corpus`,
+    :class:`ModelText` (or a draft's made for it, which carries its
+    target's), else the bundled corpus (:class:`aftertrain.lm.text.Corpus`,
     our GPT's characters). Both have ``train_text``, ``val_text``,
     ``train`` and ``val``."""
-    return model.text if isinstance(model, HFModel) else _text.load_corpus()
+    text = getattr(model, "text", None)
+    return text if isinstance(text, ModelText) else _text.load_corpus()
 
 
 def encode_text(model: nn.Module, text: str, name: str = "text") -> torch.Tensor:

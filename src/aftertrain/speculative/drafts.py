@@ -86,6 +86,7 @@ def _transformers_draft(kind: DraftKind, target: HFModel, draft: HFModel | None)
     if kind in (DraftKind.BIGRAM, DraftKind.NGRAM):
         table = (Bigram if kind is DraftKind.BIGRAM else NGram).fit(target.text.train, vocab_size=V)
         table.config = TableConfig(V, T)  # decoded in the target's window
+        table.text = target.text  # scored on the target's text (aftertrain.lm.hf.model_text)
         return table.eval()
     if kind in (DraftKind.INT8, DraftKind.INT4):
         return _quantized(kind, target)
