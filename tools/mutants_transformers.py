@@ -132,7 +132,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "tf-12",
         "hf",
         "model_text gives the bundled character corpus for a transformers model too",
-        "return model.text if isinstance(model, HFModel) else _text.load_corpus()",
+        "return text if isinstance(text, ModelText) else _text.load_corpus()",
         "return _text.load_corpus()",
     ),
     M(
