@@ -300,7 +300,7 @@ def _load(folder: str, text_file: str | None) -> HFModel:
     hf.eval()
     for p in hf.parameters():
         p.requires_grad_(False)
-    return HFModel(hf, tokenizer, text, Path(folder))
+    return HFModel(hf, tokenizer, text, Path(folder)).eval()
 
 
 def _linear_layers(hf: nn.Module) -> None:
