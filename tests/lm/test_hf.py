@@ -165,7 +165,7 @@ def test_identity_is_the_digest_of_config_and_weights_only(folders, tmp_path):
     assert hf.folder_digest(copy) != first
     net, ident = load_model(str(folders["llama"]))
     assert ident.kind == "transformers" and ident.sha256 == hf.folder_digest(folders["llama"])
-    assert not ident.bundled and isinstance(net, hf.HFModel)
+    assert not ident.bundled and isinstance(net, hf.HFModel) and not net.training and not net.hf.training
 
 
 def test_the_roles_are_found_by_structure(folders):
