@@ -212,3 +212,22 @@ def test_greedy_distribution_breaks_ties_at_the_first_index_as_plain_decoding():
     assert d.tolist() == [[0.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]]
     for row in range(2):
         assert int(d[row].argmax()) == DEC.sample_token(logits[row], 0, torch.Generator())
+
+
+@pytest.mark.parametrize("v", [0.0, 0.25, 0.75, 0.999])
+def test_an_empty_residual_draws_from_p_inside_its_support(v):
+    """A rejection whose residual is zero in every cell (p <= q everywhere:
+    q puts 1e-300 where p puts nothing and equals p elsewhere, both summing
+    to 1 in float64) draws the next token from p, so never the cell p gives
+    no mass, whatever v. A draw from q there would give that cell at v = 0.
+    The batch rule and the fast loop's round rule alike."""
+    from aftertrain.speculative.rounds import round_rule
+
+    p = torch.tensor([[[0.0, 0.5, 0.5], [0.0, 0.5, 0.5]]], dtype=torch.float64)
+    q = torch.tensor([[[1e-300, 0.5, 0.5]]], dtype=torch.float64)
+    accepted, token = S.verify_with_uniforms(
+        p, q, torch.tensor([[0]]), torch.tensor([[0.0]]), torch.tensor([v])
+    )
+    assert (int(accepted), int(token)) == (0, 1 if v < 0.5 else 2)
+    logits = torch.tensor([[-math.inf, 0.0, 0.0]] * 2)
+    assert round_rule(logits, [0], [q[0, 0].tolist()], [1e-300], [0.0], v, 1.0) == (0, 1 if v < 0.5 else 2)
