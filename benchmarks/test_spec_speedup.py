@@ -272,8 +272,9 @@ def test_speedup_formula_matches_quantized_drafts_within_0p05(
 def _accounts(config, aftertrain_model, named_drafts, quantized) -> Shown:
     """Each quantized draft's cost account at the k where cpp / (1 + k c)
     overrates its speedup most (picked at the speedup decision's look,
-    timed on fresh pairs): the share of the loop's time its parts explain
-    (:func:`aftertrain.experiments.round_account.account_row`), and its
+    timed on fresh pairs): the share of the loop's time its parts explain,
+    each timed in place, where the loop runs it (``Method.IN_PLACE``:
+    :func:`aftertrain.experiments.round_account.account_row`), and its
     round per target pass in plain decoding's time per character beside
     what the formula charges (:func:`~aftertrain.experiments.round_account.round_costs`);
     one look, within ``--timing-budget`` and what is left of the run's
@@ -296,13 +297,18 @@ def _accounts(config, aftertrain_model, named_drafts, quantized) -> Shown:
         {(r.draft, r.k): named_drafts[r.draft] for r in picked.values()},
         budget_s=budget,
         looks=1,
+        method=RA.Method.IN_PLACE,
     )
-    timed = [(RA.account_row(d, *cell), picked[cell[0]]) for cell, d in decisions.items() if d.looks]
+    timed = [
+        (RA.account_row(d, *cell, RA.Method.IN_PLACE), picked[cell[0]])
+        for cell, d in decisions.items()
+        if d.looks
+    ]
     if not timed:
         return shown("the cost account: not timed: {why!s}", why=next(iter(decisions.values())).note)
     return shown(
-        "{draft!s} k={k}: accounted {accounted:.2f} [{low:.2f}, {high:.2f}] of the loop's time "
-        "(draft {draft_share:.2f}, verify {verify_share:.2f}, rule {rule_share:.2f}, rest "
+        "{draft!s} k={k}: accounted {accounted:.2f} [{low:.2f}, {high:.2f}] of the loop's time, "
+        "each part timed in place (draft {draft_share:.2f}, verify {verify_share:.2f}, rule {rule_share:.2f}, rest "
         "{rest_share:.2f}; {pairs} pairs), a target pass costing verification {verification:.2f} "
         "(the formula charges one plain step), drafting {drafting:.2f} (k c {charged:.2f}), "
         "bookkeeping {bookkeeping:.2f}, beyond the parts {unaccounted:.2f} plain characters' time: "

@@ -8,20 +8,23 @@ loop as a paired ratio, in one sequential decision
 (:func:`aftertrain.experiments.round_account.account_decisions`, one
 thread, alpha 1e-6 over every ratio and look); printed per cell: each
 part's share, the account ``A [lo, hi]`` and whether it lies in
-0.95-1.05 with its interval inside 0.90-1.10; once with the parts replayed
-alone and once knocked out of the loop (``--method``: what the loop saves
-without each part, so the cache state the parts leave each other counts). With ``--speedups`` the
+0.95-1.05 with its interval inside 0.90-1.10; ``--method`` picks how a
+part is timed: ``in-place`` (the default: a clock read around each part
+inside the whole loop, the part as the loop runs it), ``alone`` (replayed
+by itself, warm: what the parts leave each other cold is missed),
+``knockout`` (what the loop saves without the part: that cold cost counted
+twice) or ``all`` (one decision each). With ``--speedups`` the
 claims' speedup decision runs first and each cell's round is put per target
 pass in plain decoding's time per character beside what cpp / (1 + k c)
 charges (:func:`aftertrain.experiments.round_account.round_costs`).
 
     python tools/account_spec.py [--model reference] [--budget 900] [--speedups]
-        [--method alone|knockout|both] [--drafts 8-bit,4-bit] [--ks 2,4,8]
+        [--method in-place|alone|knockout|all] [--drafts 8-bit,4-bit] [--ks 2,4,8]
 
 Every cell: 15 cells, 60 ratios, looks at about 30, 60, 120 and 240 pairs
 until each cell's interval lies inside 0.90-1.10 (or wholly outside it);
 a look of every ratio is about a minute per 30 pairs on an idle 2-core
-machine, so 3-8 minutes a method, 6-16 for both; a busy machine reaches
+machine, so 3-8 minutes a method, 10-25 for all; a busy machine reaches
 fewer looks within ``--budget`` (docs/log.md). ``--speedups`` adds the
 claims' decisions first (about a minute idle). Run it on an idle machine: the
 figures are the point, and a busy one widens the intervals.
@@ -51,9 +54,10 @@ def main() -> None:
     parser.add_argument("--speedups", action="store_true", help="also the claims' decisions and round costs")
     parser.add_argument(
         "--method",
-        choices=[m.value for m in RA.Method] + ["both"],
-        default="both",
-        help="parts replayed alone, knocked out of the loop, or both (one decision each)",
+        choices=[m.value for m in RA.Method] + ["all"],
+        default=RA.Method.IN_PLACE.value,
+        help="parts timed in place in the loop (default), replayed alone, knocked out of the loop, "
+        "or all three (one decision each)",
     )
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -70,7 +74,7 @@ def main() -> None:
         timed = str(SR.RatioKey.speedup(names[0], int(args.ks.split(",")[0])))
         last = max(decisions.values(), key=lambda d: d.looks if timed in d.timings else -1)
         speedups = {(r.draft, r.k): r for r in XU.speedup_tables(last, cpp).speedups}
-    methods = list(RA.Method) if args.method == "both" else [RA.Method(args.method)]
+    methods = list(RA.Method) if args.method == "all" else [RA.Method(args.method)]
     for method in methods:
         start = time.perf_counter()
         decided = RA.account_decisions(target, cells, budget_s=args.budget, method=method)

@@ -29,6 +29,7 @@ from aftertrain.lm.hf import HFModel
 from aftertrain.speculative import drafts as D
 from aftertrain.speculative import speculative_generate
 from aftertrain.speculative.drafters import ModelDrafter
+from aftertrain.timing import Timed
 from tests.common.drafts import draft_of
 from tests.common.toys import toy_gpt
 
@@ -115,6 +116,64 @@ def test_the_model_parts_feed_the_positions_the_loop_feeds(aftertrain_model, spe
     assert _fed(without[RA.Part.REST], aftertrain_model, draft) == [[], []]
 
 
+class _Ticks:
+    """A clock that moves one second at each read: a bracketed part's seconds
+    count the reads around it."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    def __call__(self) -> float:
+        self.reads += 1
+        return float(self.reads)
+
+
+@pytest.mark.parametrize("kind", list(D.DraftKind), ids=lambda kind: kind.value)
+def test_each_in_place_loop_makes_the_loops_text_and_brackets_each_part(
+    aftertrain_model, speculative_drafts, kind
+):
+    """In place, every part's loop makes the timed loop's characters, call
+    after call, and reports a part's seconds as the clock moved across its
+    brackets: on a clock moving 1 s a read, over R rounds the draft's steps
+    and rollbacks (2 a round, and the rollback to the prompt) and the
+    target's pass and rollback (the same) take 2R + 1 s, the rule R s; R
+    is the loop's target passes (the public generator's count). The rest is
+    the bookkeeping replayed alone (not Timed)."""
+    draft, k = draft_of(speculative_drafts, kind), 4
+    want = speculative_generate(
+        aftertrain_model,
+        draft,
+        XS.prompt_for(aftertrain_model),
+        SPEEDUP_CHARS,
+        k,
+        1.0,
+        torch.Generator().manual_seed(XS.SEED),
+    )
+    rounds = want.target_passes
+    loops = RA.in_place(aftertrain_model, draft, k, SPEEDUP_CHARS, 1.0, clock=_Ticks())
+    assert set(loops) == set(RA.Part)
+    seconds = {RA.Part.DRAFT: 2 * rounds + 1, RA.Part.VERIFY: 2 * rounds + 1, RA.Part.RULE: rounds}
+    for _ in range(2):
+        for part in RA.RUN_PARTS:
+            timed = loops[part]()
+            assert isinstance(timed, Timed) and timed.result == want.generated.tolist()
+            assert timed.seconds == seconds[part], part
+        assert loops[RA.Part.REST]() == want.generated.tolist()
+
+
+@pytest.mark.parametrize("kind", [D.DraftKind.INT8, D.DraftKind.GPT], ids=lambda kind: kind.value)
+def test_the_in_place_loops_feed_the_positions_the_loop_feeds(aftertrain_model, speculative_drafts, kind):
+    """Each part's in-place loop is the whole loop: it feeds the target and
+    the draft the positions the timed loop feeds them, pass by pass."""
+    draft, k = draft_of(speculative_drafts, kind), 4
+    loop = XS.speculative_decoding(aftertrain_model, draft, k, SPEEDUP_CHARS, 1.0)
+    fed = _fed(loop, aftertrain_model, draft)
+    loops = RA.in_place(aftertrain_model, draft, k, SPEEDUP_CHARS, 1.0)
+    for part in RA.RUN_PARTS:
+        assert _fed(loops[part], aftertrain_model, draft) == fed, part
+    assert _fed(loops[RA.Part.REST], aftertrain_model, draft) == [[], []]
+
+
 @pytest.mark.teeth
 def test_the_position_check_catches_a_draft_replay_that_rolls_back_too_far(
     aftertrain_model, speculative_drafts, monkeypatch
@@ -157,6 +216,16 @@ class _Clock:
 
         return run
 
+    def in_place(self, seconds: float):
+        """A side taking the loop's time and reporting ``seconds`` of it as its part's."""
+
+        def run() -> Timed:
+            jitter = 1.0 + 0.04 * self.rng.uniform(-1.0, 1.0)
+            self.now += LOOP_S * jitter
+            return Timed(seconds * jitter)
+
+        return run
+
 
 LOOP_S = 0.010
 #: Parts costing the loop's time: 0.62 + 0.34 + 0.03 + 0.01 = 1.
@@ -178,18 +247,31 @@ def _account(monkeypatch, parts_s=PARTS_S, method=RA.Method.ALONE):
     monkeypatch.setattr(
         RA, "knockouts", lambda t, d, k, n, temp: {p: clock.side(s) for p, s in without.items()}
     )
+    monkeypatch.setattr(
+        RA,
+        "in_place",
+        lambda t, d, k, n, temp, clock: {
+            p: clock.in_place(s) if p in RA.RUN_PARTS else clock.side(s) for p, s in parts_s.items()
+        },
+    )
     return RA.account_decisions(
         target, {("8-bit", 2): draft}, budget_s=1e4, alpha=1e-6, method=method, clock=clock
     )
 
 
-def test_an_account_of_the_loops_whole_time_is_explained_and_sums_the_medians(monkeypatch):
-    """Parts costing the loop's time: holds; the row's shares are the
-    medians of the recorded ratios, its figure their sum and its interval
-    the sums of the ends, each computed here from the decision's pairs."""
-    decision = _account(monkeypatch)[("8-bit", 2)]
+TAKEN_AS_RATIOS = [RA.Method.ALONE, RA.Method.IN_PLACE]
+
+
+@pytest.mark.parametrize("method", TAKEN_AS_RATIOS, ids=lambda m: m.value)
+def test_an_account_of_the_loops_whole_time_is_explained_and_sums_the_medians(monkeypatch, method):
+    """Parts costing the loop's time (alone: sides taking the part's time;
+    in place: sides taking the loop's time and reporting the part's, as
+    :class:`Timed`): holds; the row's shares are the medians of the recorded
+    ratios, its figure their sum and its interval the sums of the ends,
+    each computed here from the decision's pairs."""
+    decision = _account(monkeypatch, method=method)[("8-bit", 2)]
     assert decision.verdict == "holds"
-    row = RA.account_row(decision, "8-bit", 2)
+    row = RA.account_row(decision, "8-bit", 2, method)
     timings = {p: decision.timings[RA.part_key("8-bit", 2, p)] for p in RA.Part}
     for p, t in timings.items():
         assert row.shares[p] == statistics.median(t.ratios)
@@ -224,19 +306,22 @@ def test_a_knocked_out_account_takes_each_model_parts_share_as_what_the_loop_sav
 
 
 @pytest.mark.teeth
+@pytest.mark.parametrize("method", TAKEN_AS_RATIOS, ids=lambda m: m.value)
 @pytest.mark.parametrize(
     "missing, verdict",
     [(0.25, "broken"), (0.07, None)],
     ids=["a quarter of the loop unaccounted", "7% unaccounted"],
 )
-def test_explained_check_catches_an_account_that_misses_part_of_the_loop(monkeypatch, missing, verdict):
+def test_explained_check_catches_an_account_that_misses_part_of_the_loop(
+    monkeypatch, missing, verdict, method
+):
     """The loop costing ``missing`` of its time beyond its parts (a part the
-    account does not replay): a quarter is ``broken`` (interval wholly below
-    0.90); 7% leaves the median below 0.95, so the row is not explained
-    whatever the decision says."""
+    account does not replay, or work outside every bracket): a quarter is
+    ``broken`` (interval wholly below 0.90); 7% leaves the median below
+    0.95, so the row is not explained whatever the decision says."""
     parts = {**PARTS_S, RA.Part.DRAFT: PARTS_S[RA.Part.DRAFT] - missing * LOOP_S}
-    decision = _account(monkeypatch, parts)[("8-bit", 2)]
-    row = RA.account_row(decision, "8-bit", 2)
+    decision = _account(monkeypatch, parts, method)[("8-bit", 2)]
+    row = RA.account_row(decision, "8-bit", 2, method)
     assert row.accounted == pytest.approx(1.0 - missing, abs=0.03)
     assert not row.explained
     if verdict:

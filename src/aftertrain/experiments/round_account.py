@@ -7,11 +7,15 @@ loop's (:mod:`aftertrain.experiments.round_replays`).
 
 Each part is timed against the loop it replays
 (:func:`aftertrain.experiments.speculative.speculative_decoding`) as a paired
-ratio part / loop in one sequential decision (:func:`account_decisions`);
-or knocked out (:class:`Method`, :func:`knockouts`): the loop with the
-part's results looked up, its share 1 - without / loop, so the colder
-caches the parts leave each other count (alone, a few percent of the loop
-lies beyond the parts' sum; knocked out, a few percent is counted twice).
+ratio part / loop in one sequential decision (:func:`account_decisions`),
+by one of three methods (:class:`Method`): replayed alone; knocked out
+(:func:`knockouts`: the loop with the part's results looked up, its share
+1 - without / loop); or in place (:func:`in_place`: the whole loop with a
+clock read around each part, the part's seconds against the plain loop's).
+Where the parts leave each other's code and data cold (the target's pass
+evicts the rule and a table draft's steps, which then cost several times
+what they cost alone), alone misses that cost and knocked out counts it
+twice; in place charges each part what it costs where the loop runs it.
 The account A of a (draft, k) is the sum of its parts' medians, its interval
 the sums of their ends: the intervals hold together with probability
 ``>= 1 - alpha`` (Bonferroni over every ratio and look), so the sum of the
@@ -30,7 +34,7 @@ from dataclasses import dataclass
 
 from aftertrain.core.tolerances import TIMING_ALPHA, TIMING_LOOKS
 from aftertrain.experiments import speculative as XS
-from aftertrain.experiments.round_replays import RUN_PARTS, Part, knockouts, part_replays
+from aftertrain.experiments.round_replays import RUN_PARTS, Part, in_place, knockouts, part_replays
 from aftertrain.experiments.speedup_rules import Interval
 from aftertrain.experiments.speedup_tables import SpeedupRow
 from aftertrain.lm.protocol import NextTokenModel, check_model
@@ -49,10 +53,13 @@ class Method(enum.Enum):
     over every round (:func:`part_replays`); ``KNOCKOUT``, what the loop
     saves when the part's results are looked up instead of made
     (:func:`knockouts`: its share is 1 - without / loop), so the cache
-    state the other parts leave it, and the one it leaves them, count too."""
+    state the other parts leave it, and the one it leaves them, count too;
+    ``IN_PLACE``, the part's seconds on a clock read around it inside the
+    whole loop (:func:`in_place`), the bookkeeping replayed alone."""
 
     ALONE = "alone"
     KNOCKOUT = "knockout"
+    IN_PLACE = "in-place"
 
 
 def part_key(draft: str, k: int, part: Part) -> str:
@@ -150,29 +157,35 @@ def account_decisions(
 ) -> dict[tuple[str, int], Decision]:
     """The account of each cell ``(draft name, k) -> draft model``: its four
     parts (:func:`part_replays` for ``Method.ALONE``, :func:`knockouts` for
-    ``Method.KNOCKOUT``) each timed against the loop they replay,
+    ``Method.KNOCKOUT``, :func:`in_place` for ``Method.IN_PLACE``, whose
+    clock reads use ``clock`` too) each timed against the loop they replay,
     ``n_new`` characters after the validation prompt at temperature 1, in one
     sequential decision (alpha over every ratio and at most ``looks``
-    looks; ``budget_s`` seconds for all). Each cell's judgement holds when its account's
-    interval lies inside EXPLAINED (:func:`_explained`); read a cell with
-    :func:`account_row`."""
+    looks; ``budget_s`` seconds for all). Each cell's judgement holds when
+    its account's interval lies inside EXPLAINED (:func:`_explained`); read
+    a cell with :func:`account_row`."""
     check_model(target, "target")
     if not (isinstance(cells, Mapping) and cells):
         raise ValueError(f"cells must map at least one (draft, k) to a draft model, got {cells!r}")
+    if not isinstance(method, Method):
+        raise ValueError(f"method must be one of {[m.name for m in Method]} (a Method), got {method!r}")
+    clocked = {} if clock is None else {"clock": clock}
     sides, judgements = {}, {}
     for (name, k), draft in cells.items():
         check_model(draft, f"cells[{name!r}, {k!r}]")
         loop = XS.speculative_decoding(target, draft, k, n_new, 1.0)
-        replays = (part_replays if method is Method.ALONE else knockouts)(target, draft, k, n_new, 1.0)
+        if method is Method.IN_PLACE:
+            replays = in_place(target, draft, k, n_new, 1.0, **clocked)
+        else:
+            replays = (part_replays if method is Method.ALONE else knockouts)(target, draft, k, n_new, 1.0)
         for part, replay in replays.items():
             sides[part_key(name, k, part)] = (loop, replay)
         judgements[cell_name(name, k)] = Judgement(
             f"{cell_name(name, k)}: the parts' sum of the loop's time inside {list(EXPLAINED)}",
             _explained(name, k, method),
         )
-    extra = {} if clock is None else {"clock": clock}
     decided = sequential_decisions(
-        sides, judgements, warmup=1, alpha=alpha, looks=looks, budget_s=budget_s, **extra
+        sides, judgements, warmup=1, alpha=alpha, looks=looks, budget_s=budget_s, **clocked
     )
     return {cell: decided[cell_name(*cell)] for cell in cells}
 

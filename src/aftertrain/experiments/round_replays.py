@@ -19,6 +19,9 @@ nothing else (:func:`part_replays`):
 
 :func:`knockouts` runs the loop instead with one part's results looked up
 and the others made, so the caches the parts leave each other count.
+:func:`in_place` runs the whole loop with a clock read around each part
+and reports one part's seconds (:class:`aftertrain.timing.Timed`): each
+part as the loop runs it, after the parts before it in the round.
 Every replay returns what the loop made, and leaves its decoders at the
 prefill, as the loop does.
 """
@@ -26,6 +29,7 @@ prefill, as the loop does.
 from __future__ import annotations
 
 import enum
+import time
 from collections.abc import Callable
 
 import torch
@@ -37,8 +41,9 @@ from aftertrain.lm.protocol import NextTokenModel
 from aftertrain.speculative.drafters import Uniforms
 from aftertrain.speculative.generator import SpeculativeDecoder
 from aftertrain.speculative.rounds import Round, roll_back, round_rule
+from aftertrain.timing.paired import Clock, Timed
 
-__all__ = ["RUN_PARTS", "Part", "knockouts", "part_replays"]
+__all__ = ["RUN_PARTS", "Part", "in_place", "knockouts", "part_replays"]
 
 
 class Part(enum.Enum):
@@ -126,6 +131,85 @@ def knockouts(
         **{p: _loop(replay, rounds, n_new, k, frozenset(RUN_PARTS) - {p}) for p in RUN_PARTS},
         Part.REST: _loop(replay, rounds, n_new, k, frozenset()),
     }
+
+
+def in_place(
+    target: NextTokenModel,
+    draft: NextTokenModel,
+    k: int,
+    n_new: int,
+    temperature: float,
+    clock: Clock = time.perf_counter,
+) -> dict[Part, Callable[[], object]]:
+    """The loop of the same seeded run as :func:`part_replays`, every part
+    run, with ``clock`` read before and after each part of each round: for
+    each of :data:`RUN_PARTS` a callable returning
+    ``Timed(seconds of that part, the generated characters)`` (the draft's
+    steps and rollbacks, the target's passes and rollbacks, the rule), so a
+    part's time is what it costs where the loop runs it, in the cache state
+    the parts before it leave; ``REST`` is the bookkeeping replayed alone
+    (:func:`_loop` with no part run, timed whole), measured apart from the
+    loop, so the account's sum is no identity: work the brackets miss, or
+    clock reads that slow the loop, leave it off 1."""
+    replay, _, rounds = _recorded(target, draft, k, n_new, temperature)
+    return {
+        **{p: _timed_loop(replay, n_new, k, p, clock) for p in RUN_PARTS},
+        Part.REST: _loop(replay, rounds, n_new, k, frozenset()),
+    }
+
+
+def _timed_loop(
+    replay: SpeculativeDecoder, n_new: int, k: int, part: Part, clock: Clock
+) -> Callable[[], Timed]:
+    """:meth:`SpeculativeDecoder.decode`'s loop on ``replay``'s decoders with
+    ``clock`` read around every part (the same reads whichever ``part`` it
+    reports), returning ``Timed(seconds of part, the generated characters)``."""
+    prompt, temperature = replay.prompt, replay.temperature
+    tdec, ddec = replay.target, replay.drafter
+    which = RUN_PARTS.index(part)
+
+    @torch.no_grad()
+    def loop() -> Timed:
+        check_int("n_new", n_new, least=0)
+        check_int("k", k, least=1)
+        generator = torch.Generator().manual_seed(XS.SEED)
+        check_torch_generator(generator)
+        text = list(prompt)
+        end = len(text) + n_new
+        spent = [0.0, 0.0, 0.0]  # draft, verify, rule: RUN_PARTS' order
+        with Uniforms(generator) as source:
+            while len(text) < end:
+                kk = min(k, end - len(text) - 1)
+                uniforms = source.take(2 * kk + 1)
+                t0 = clock()
+                drafts, q, qx = ddec.draft(text, kk, uniforms[:kk]) if kk else ([], [], [])
+                t1 = clock()
+                logits = tdec.feed(text[len(tdec) :] + drafts)[-(kk + 1) :]
+                t2 = clock()
+                n, token = round_rule(
+                    logits, drafts, q, qx, uniforms[kk : 2 * kk], uniforms[2 * kk], temperature
+                )
+                t3 = clock()
+                text += drafts[:n] + [token]
+                t4 = clock()
+                roll_back(tdec, text)
+                t5 = clock()
+                ddec.rollback(text)
+                t6 = clock()
+                spent[0] += (t1 - t0) + (t6 - t5)
+                spent[1] += (t2 - t1) + (t5 - t4)
+                spent[2] += t3 - t2
+        t0 = clock()
+        roll_back(tdec, prompt)
+        t1 = clock()
+        ddec.rollback(prompt)
+        t2 = clock()
+        spent[0] += t2 - t1
+        spent[1] += t1 - t0
+        assert replay.at_prefill(), "the replay's caches moved off the prefill"
+        return Timed(spent[which], text[len(prompt) :])
+
+    return loop
 
 
 def _loop(

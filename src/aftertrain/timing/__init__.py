@@ -33,7 +33,8 @@ import importlib
 
 _WHERE = {
     **dict.fromkeys(
-        ["Clock", "PairedTiming", "median_interval", "min_pairs", "paired_timing"], "aftertrain.timing.paired"
+        ["Clock", "PairedTiming", "Timed", "median_interval", "min_pairs", "paired_timing"],
+        "aftertrain.timing.paired",
     ),
     **dict.fromkeys(["Decision", "Judgement", "RatioRule", "Timings"], "aftertrain.timing.decision"),
     **dict.fromkeys(

@@ -23,6 +23,23 @@ from aftertrain.core.validation import check_callable, check_int
 Clock = Callable[[], float]
 
 
+@dataclass(frozen=True)
+class Timed:
+    """What a side returns to be timed by its own clock: ``seconds`` of the
+    part of its call the ratio is about (a loop timing one of its parts
+    where it runs: :func:`aftertrain.experiments.round_replays.in_place`),
+    and the call's ``result``. :class:`Pairs` then takes ``seconds`` as the
+    side's time instead of the call's wall time; the budget still counts
+    the wall time."""
+
+    seconds: float
+    result: object = None
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.seconds, (int, float)) and math.isfinite(self.seconds) and self.seconds >= 0):
+            raise ValueError(f"Timed.seconds must be a finite number >= 0, got {self.seconds!r}")
+
+
 def median_interval(
     values: np.ndarray | list[float],
     confidence: float,
@@ -169,7 +186,8 @@ class Pairs:
 
     Pair i runs baseline then candidate when i is even, candidate then
     baseline when odd; each side's time is ``calls`` consecutive calls on
-    ``clock``, divided by ``calls``.
+    ``clock``, divided by ``calls``, or, for a side whose calls return
+    :class:`Timed`, the seconds they report, divided by ``calls``.
     """
 
     def __init__(
@@ -178,6 +196,7 @@ class Pairs:
         self.baseline, self.candidate, self.calls, self.clock = baseline, candidate, calls, clock
         self.base: list[float] = []
         self.cand: list[float] = []
+        self.walls: list[float] = []  # each pair's seconds on the clock, both sides
 
     def warm(self, warmup: int) -> float:
         """Run each side ``warmup`` times, alternating, outside the pairs;
@@ -192,30 +211,35 @@ class Pairs:
         """Time pairs until there are ``n``: baseline first in even pairs, candidate first in odd ones."""
         for i in range(len(self.base), n):
             if i % 2 == 0:
-                b = self._time(self.baseline)
-                c = self._time(self.candidate)
+                b, b_wall = self._time(self.baseline)
+                c, c_wall = self._time(self.candidate)
             else:
-                c = self._time(self.candidate)
-                b = self._time(self.baseline)
+                c, c_wall = self._time(self.candidate)
+                b, b_wall = self._time(self.baseline)
             self.base.append(b)
             self.cand.append(c)
+            self.walls.append(b_wall + c_wall)
 
     def seconds(self) -> float:
-        """Seconds the timed pairs took (both sides, every call)."""
-        return self.calls * (math.fsum(self.base) + math.fsum(self.cand))
+        """Seconds the timed pairs took on the clock (both sides, every call;
+        a :class:`Timed` side's whole calls)."""
+        return math.fsum(self.walls)
 
     def truncate(self, n: int) -> None:
         """Keep the first ``n`` pairs (a look cut short is dropped)."""
-        del self.base[n:], self.cand[n:]
+        del self.base[n:], self.cand[n:], self.walls[n:]
 
-    def _time(self, fn: Callable[[], object]) -> float:
+    def _time(self, fn: Callable[[], object]) -> tuple[float, float]:
+        """``(time, wall)``: the side's time per call (the clock's, or the
+        seconds its :class:`Timed` results report) and the calls' seconds on the clock."""
         start = self.clock()
-        for _ in range(self.calls):
-            fn()
-        seconds = (self.clock() - start) / self.calls
-        if not math.isfinite(seconds):
-            raise ValueError(f"clock must return finite seconds, got a timing of {seconds}")
-        return seconds
+        own = [out.seconds for out in (fn() for _ in range(self.calls)) if isinstance(out, Timed)]
+        wall = self.clock() - start
+        if not math.isfinite(wall):
+            raise ValueError(f"clock must return finite seconds, got a timing of {wall / self.calls}")
+        if own and len(own) != self.calls:
+            raise ValueError(f"a side returned Timed in {len(own)} of its {self.calls} calls: in all or none")
+        return (math.fsum(own) if own else wall) / self.calls, wall
 
     def summary(self, confidence: float, threads: int, warmup: int) -> PairedTiming:
         """The pairs so far as a :class:`PairedTiming` (median ratio and its interval at ``confidence``)."""
