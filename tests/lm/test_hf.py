@@ -354,6 +354,36 @@ def test_a_model_that_is_not_a_causal_lm_is_refused_as_such(folders, tmp_path):
         hf.load_folder(enc)
 
 
+def test_a_mixture_of_experts_is_refused_before_its_weights_load(folders, tmp_path, monkeypatch):
+    """A Mixtral (its experts one (experts, 2 x intermediate, hidden)
+    tensor) beside a tokenizer: refused naming the 3-D weight and its shape,
+    built on the meta device, before transformers reads a weight file."""
+    moe = tmp_path / "moe"
+    shutil.copytree(folders["llama"], moe)
+    for f in moe.glob("*.safetensors"):
+        f.unlink()
+    transformers.MixtralConfig(
+        vocab_size=V,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        num_local_experts=4,
+        max_position_embeddings=WINDOW,
+    ).save_pretrained(moe)
+    (moe / "model.safetensors").write_bytes(b"not read")
+
+    def no_weights(*args, **kwargs):
+        raise AssertionError("the weights were read")
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", no_weights)
+    with pytest.raises(
+        ValueError, match=r"weight 'model\.layers\.0\.mlp\.experts\.gate_up_proj' has shape \(4, 128, 32\)"
+    ):
+        hf.load_folder(moe)
+
+
 def _swapped_tokenizer(tokenizer):
     """``tokenizer`` with the ids of two of its tokens exchanged: the same
     size, another vocabulary (4 token/id pairs differ: each token's old and new)."""

@@ -286,6 +286,7 @@ def _load(folder: str, text_file: str | None) -> HFModel:
             f"folder {folder!r}: the tokenizer has {len(tokenizer)} tokens but the model scores "
             f"{vocab}: the tokenizer does not match the model"
         )
+    _matrices_only(transformers, config, folder)
     if text_file is None:
         corpus = _text.load_corpus()
         train, val, source = corpus.train_text, corpus.val_text, "the bundled corpus"
@@ -301,6 +302,27 @@ def _load(folder: str, text_file: str | None) -> HFModel:
     for p in hf.parameters():
         p.requires_grad_(False)
     return HFModel(hf, tokenizer, text, Path(folder)).eval()
+
+
+def _matrices_only(transformers, config, folder: str) -> None:
+    """Refuse, before any weight loads, a model with a weight of more than
+    two dimensions (built on the meta device from its config): a mixture of
+    experts stacks its experts' matrices in one (experts, out, in) tensor,
+    which the quantizers and pruners here (a matrix, per output row) do not
+    reach, and its router would be taken for the feed-forward input."""
+    try:
+        with torch.device("meta"):
+            skeleton = transformers.AutoModelForCausalLM.from_config(config)
+    except Exception as err:
+        raise ValueError(f"folder {folder!r}: transformers could not build the model ({err})") from None
+    for name, param in skeleton.named_parameters():
+        if param.dim() > 2:
+            raise ValueError(
+                f"folder {folder!r}: weight {name!r} has shape {tuple(param.shape)}: a weight of more "
+                "than two dimensions (a mixture of experts' stacked experts) is not a matrix the "
+                "claims' quantizers and pruners treat per output row; aftertrain runs the claims on "
+                "models whose weights are matrices"
+            )
 
 
 def _linear_layers(hf: nn.Module) -> None:
