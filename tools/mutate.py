@@ -65,6 +65,7 @@ SETS = {
     "generator-kit": "mutants_generator_kit",
     "ledger-reader": "mutants_ledger_reader",
     "transformers": "mutants_transformers",
+    "account": "mutants_account",
 }
 
 
@@ -317,6 +318,9 @@ SUBSETS |= {
     "drafts-tf": _HF + ["tests/speculative/test_table_drafts.py"] + _UNTIMED,
     "export": ["tests/lm/test_hf_export.py"] + _HF + _UNTIMED,
 }
+
+# The cost account in place's set (tools/mutants_account.py): its tests and the timing folder (Timed sides).
+SUBSETS |= {"account-inplace": ["tests/experiments/test_round_account.py", "tests/timing"] + _UNTIMED}
 
 
 @dataclass
