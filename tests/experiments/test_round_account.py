@@ -161,6 +161,43 @@ def test_each_in_place_loop_makes_the_loops_text_and_brackets_each_part(
         assert loops[RA.Part.REST]() == want.generated.tolist()
 
 
+@pytest.mark.parametrize("kind", [D.DraftKind.BIGRAM, D.DraftKind.INT8], ids=lambda kind: kind.value)
+def test_each_in_place_part_is_charged_its_own_models_forwards(aftertrain_model, speculative_drafts, kind):
+    """On the one-second-a-read clock, each target forward also moves it
+    1,000 s and each draft forward 1,000,000 s: the target's forwards land
+    in the verification's seconds alone and the draft's in the drafting's
+    (a table draft runs none), so a part reported under another's name is
+    caught."""
+    draft, k = draft_of(speculative_drafts, kind), 4
+    clock = _Ticks()
+    forwards = {"target": 0, "draft": 0}
+
+    def costs(name: str, seconds: int):
+        def hook(module, args, out) -> None:
+            forwards[name] += 1
+            clock.reads += seconds
+
+        return hook
+
+    loops = RA.in_place(aftertrain_model, draft, k, SPEEDUP_CHARS, 1.0, clock=clock)
+    hooks = [aftertrain_model.register_forward_hook(costs("target", 1_000))]
+    if kind is not D.DraftKind.BIGRAM:
+        hooks.append(draft.register_forward_hook(costs("draft", 1_000_000)))
+    try:
+        seconds = {}
+        for part in RA.RUN_PARTS:
+            forwards.update(target=0, draft=0)
+            seconds[part] = loops[part]().seconds
+    finally:
+        for h in hooks:
+            h.remove()
+    rounds = forwards["target"]
+    assert rounds > 0 and (forwards["draft"] > 0) == (kind is not D.DraftKind.BIGRAM)
+    assert seconds[RA.Part.VERIFY] == 2 * rounds + 1 + 1_000 * rounds
+    assert seconds[RA.Part.DRAFT] == 2 * rounds + 1 + 1_000_000 * forwards["draft"]
+    assert seconds[RA.Part.RULE] == rounds
+
+
 @pytest.mark.parametrize("kind", [D.DraftKind.INT8, D.DraftKind.GPT], ids=lambda kind: kind.value)
 def test_the_in_place_loops_feed_the_positions_the_loop_feeds(aftertrain_model, speculative_drafts, kind):
     """Each part's in-place loop is the whole loop: it feeds the target and
@@ -376,6 +413,44 @@ def test_round_costs_need_the_same_cell():
     shares = dict.fromkeys(RA.Part, 0.25)
     with pytest.raises(ValueError, match="same cell"):
         RA.round_costs(_row(shares, k=4), _speedup_row())
+
+
+@pytest.mark.parametrize("method", list(RA.Method), ids=lambda m: m.value)
+def test_each_method_times_its_own_replays_with_the_decisions_clock(monkeypatch, method):
+    """``account_decisions`` builds the sides of ``method`` and no other:
+    ``part_replays`` alone, ``knockouts`` knocked out, ``in_place`` in place
+    (handed the decision's clock, so its brackets read the clock the budget
+    reads)."""
+    from aftertrain.lm.text import VOCAB_SIZE
+
+    called = []
+    clock = _Clock()
+    monkeypatch.setattr(XS, "speculative_decoding", lambda t, d, k, n, temp: clock.side(LOOP_S))
+
+    def factory(name):
+        def make(t, d, k, n, temp, **kw):
+            called.append((name, kw))
+            return {p: clock.side(s) for p, s in PARTS_S.items()}
+
+        return make
+
+    for name in ("part_replays", "knockouts", "in_place"):
+        monkeypatch.setattr(RA, name, factory(name))
+    target, draft = toy_gpt(VOCAB_SIZE, seed=1), toy_gpt(VOCAB_SIZE, seed=2)
+    RA.account_decisions(target, {("8-bit", 2): draft}, budget_s=1e4, method=method, clock=clock)
+    want = {RA.Method.ALONE: "part_replays", RA.Method.KNOCKOUT: "knockouts", RA.Method.IN_PLACE: "in_place"}
+    assert [name for name, _ in called] == [want[method]]
+    if method is RA.Method.IN_PLACE:
+        assert called[0][1]["clock"] is clock
+
+
+@pytest.mark.parametrize("method", ["in-place", None, "ALONE"])
+def test_a_method_that_is_not_a_method_is_refused(method):
+    from aftertrain.lm.text import VOCAB_SIZE
+
+    target, draft = toy_gpt(VOCAB_SIZE, seed=1), toy_gpt(VOCAB_SIZE, seed=2)
+    with pytest.raises(ValueError, match=r"method must be one of \['ALONE', 'KNOCKOUT', 'IN_PLACE'\]"):
+        RA.account_decisions(target, {("8-bit", 2): draft}, budget_s=1.0, method=method)
 
 
 def test_account_row_names_a_missing_ratio(monkeypatch):
