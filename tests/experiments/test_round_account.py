@@ -191,11 +191,10 @@ def test_each_in_place_part_is_charged_its_own_models_forwards(aftertrain_model,
     finally:
         for h in hooks:
             h.remove()
-    rounds = forwards["target"]
-    assert rounds > 0 and (forwards["draft"] > 0) == (kind is not D.DraftKind.BIGRAM)
-    assert seconds[RA.Part.VERIFY] == 2 * rounds + 1 + 1_000 * rounds
+    rounds = seconds[RA.Part.RULE]  # one read either side of each round's rule (the test above)
+    assert forwards["target"] >= rounds > 0 and (forwards["draft"] > 0) == (kind is not D.DraftKind.BIGRAM)
+    assert seconds[RA.Part.VERIFY] == 2 * rounds + 1 + 1_000 * forwards["target"]
     assert seconds[RA.Part.DRAFT] == 2 * rounds + 1 + 1_000_000 * forwards["draft"]
-    assert seconds[RA.Part.RULE] == rounds
 
 
 @pytest.mark.parametrize("kind", [D.DraftKind.INT8, D.DraftKind.GPT], ids=lambda kind: kind.value)
