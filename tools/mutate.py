@@ -200,6 +200,7 @@ SUBSETS: dict[str, list[str]] = {
         "tests/checks/test_quant.py",
         "tests/checks/test_prune.py",
         "tests/checks/test_speculative.py",
+        "tests/checks/test_rule_battery.py",
         "tests/claims_on_model/test_teeth.py",
     ]
     + _UNTIMED,
