@@ -308,8 +308,9 @@ def _accounts(config, aftertrain_model, named_drafts, quantized) -> Shown:
         return shown("the cost account: not timed: {why!s}", why=next(iter(decisions.values())).note)
     return shown(
         "{draft!s} k={k}: accounted {accounted:.2f} [{low:.2f}, {high:.2f}] of the loop's time, "
-        "each part timed in place (draft {draft_share:.2f}, verify {verify_share:.2f}, rule {rule_share:.2f}, rest "
-        "{rest_share:.2f}; {pairs} pairs), a target pass costing verification {verification:.2f} "
+        "each part timed in place (draft {draft_share:.2f}, verify {verify_share:.2f}, "
+        "rule {rule_share:.2f}, rest {rest_share:.2f}; {pairs} pairs), "
+        "a target pass costing verification {verification:.2f} "
         "(the formula charges one plain step), drafting {drafting:.2f} (k c {charged:.2f}), "
         "bookkeeping {bookkeeping:.2f}, beyond the parts {unaccounted:.2f} plain characters' time: "
         "the {overrates!s} overrates it most",

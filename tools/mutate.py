@@ -309,7 +309,7 @@ SUBSETS |= {
 }
 
 # Tags of the transformers path's set (tools/mutants_transformers.py): each module's own test files.
-_HF = ["tests/lm/test_hf.py", "tests/lm/test_hf_llama_fixture.py"]
+_HF = ["tests/lm/test_hf.py", "tests/lm/test_hf_text.py", "tests/lm/test_hf_llama_fixture.py"]
 _TABLES = ["tests/lm/test_counts.py", "tests/lm/test_ngram_large_vocab.py", "tests/lm/test_ngram.py"]
 SUBSETS |= {
     "hf": _HF + _UNTIMED,

@@ -271,24 +271,6 @@ def test_the_window_is_the_models_positions_capped_at_max_window(folders, tmp_pa
     assert hf.load_folder(wide).config.block_size == hf.MAX_WINDOW == 1024
 
 
-class _Ids:
-    """A tokenizer stand-in giving fixed ids (ModelText.encode reads only ``input_ids``)."""
-
-    def __init__(self, ids: list[int]) -> None:
-        self.ids = ids
-
-    def __call__(self, text: str, add_special_tokens: bool = True) -> dict[str, list[int]]:
-        return {"input_ids": self.ids}
-
-
-def test_model_text_refuses_an_id_equal_to_the_vocabulary_size():
-    """The vocabulary is [0, V): id V - 1 passes, id V is refused naming it."""
-    text = hf.ModelText.encode(_Ids([0, 4]), 5, "ab", "cd", "a test")
-    assert text.train.tolist() == [0, 4] and text.vocab_size == 5
-    with pytest.raises(ValueError, match=r"id 5 on a test, outside the model's vocabulary \[0, 5\)"):
-        hf.ModelText.encode(_Ids([0, 5]), 5, "ab", "cd", "a test")
-
-
 class _WithBos:
     """The model's tokenizer, adding a BOS (id 0) when asked for special
     tokens, as Llama's does (transformers' default is to ask)."""

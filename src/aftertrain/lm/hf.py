@@ -35,7 +35,8 @@ they treat our GPT.
 
 Bad input is a ValueError naming the folder and what is wrong: not a
 folder, no ``config.json``, not a causal LM, no tokenizer, a tokenizer with
-more ids than the model scores, ``transformers`` not installed.
+more ids than the model scores, a weight of more than two dimensions (a
+mixture of experts), ``transformers`` not installed.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ import torch.nn as nn
 
 from aftertrain.core.validation import check_int
 from aftertrain.lm import text as _text
+from aftertrain.lm.hf_text import TRAIN_SHARE, ModelText, read_text_file  # noqa: F401  (TRAIN_SHARE re-exported)
 from aftertrain.lm.protocol import check_idx, check_truncate
 
 #: The longest window the losses and decoding use (a long-context model is
@@ -58,9 +60,6 @@ MAX_WINDOW = 1024
 
 #: The files whose bytes make a folder's identity: the config and the weights.
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
-
-#: The share of a text's characters that trains the tables (the bundled corpus's 60,000 of 70,000).
-TRAIN_SHARE = _text.TRAIN_CHARS / (_text.TRAIN_CHARS + _text.VAL_CHARS)
 
 
 def _transformers():
@@ -208,59 +207,6 @@ def _positions(config) -> int:
         if isinstance(value, int) and value > 1:
             return value
     return MAX_WINDOW
-
-
-@dataclass(frozen=True)
-class ModelText:
-    """A model's text: the two splits as text and as the tokenizer's ids.
-
-    ``source`` says where the text came from (the bundled corpus or a file)."""
-
-    train_text: str
-    val_text: str
-    train: torch.Tensor
-    val: torch.Tensor
-    vocab_size: int
-    source: str
-
-    @classmethod
-    def encode(cls, tokenizer, vocab_size: int, train_text: str, val_text: str, source: str) -> ModelText:
-        """Both splits encoded with ``tokenizer`` (no special tokens); ValueError
-        when an id lies outside ``[0, vocab_size)`` or a split is too short."""
-        splits = []
-        for name, text in (("train", train_text), ("validation", val_text)):
-            ids = tokenizer(text, add_special_tokens=False)["input_ids"]
-            if len(ids) < 2:
-                raise ValueError(
-                    f"the {name} split of {source} encodes to {len(ids)} token(s); at least 2 needed"
-                )
-            bad = [t for t in ids if not 0 <= t < vocab_size]
-            if bad:
-                raise ValueError(
-                    f"the tokenizer gives id {bad[0]} on {source}, outside the model's "
-                    f"vocabulary [0, {vocab_size}): the tokenizer does not match the model"
-                )
-            splits.append(torch.tensor(ids, dtype=torch.long))
-        return cls(train_text, val_text, splits[0], splits[1], vocab_size, source)
-
-
-def read_text_file(path: str | os.PathLike) -> tuple[str, str]:
-    """A user's text file as (train, validation): the first :data:`TRAIN_SHARE`
-    of its characters and the rest. ValueError naming the file when it is
-    missing, not UTF-8, or too short to split (at least 100 characters)."""
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"text file {str(path)!r} does not exist or is not a file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        raise ValueError(f"text file {str(path)!r} is not UTF-8 ({err.reason} at byte {err.start})") from None
-    if len(text) < 100:
-        raise ValueError(
-            f"text file {str(path)!r} has {len(text)} characters; at least 100 needed to split it"
-        )
-    cut = round(len(text) * TRAIN_SHARE)
-    return text[:cut], text[cut:]
 
 
 def _load(folder: str, text_file: str | None) -> HFModel:
