@@ -103,7 +103,7 @@ def test_a_side_returning_timed_in_some_calls_only_is_refused():
         pairs.extend(1)
 
 
-@pytest.mark.parametrize("seconds", [-1.0, math.nan, math.inf, "1", None])
+@pytest.mark.parametrize("seconds", [-1.0, math.nan, math.inf, "1", None, True])
 def test_timed_seconds_must_be_a_finite_number_at_least_zero(seconds):
     with pytest.raises(ValueError, match=r"Timed\.seconds must be a finite number >= 0"):
         Timed(seconds)

@@ -13,9 +13,10 @@ by one of three methods (:class:`Method`): replayed alone; knocked out
 1 - without / loop); or in place (:func:`in_place`: the whole loop with a
 clock read around each part, the part's seconds against the plain loop's).
 Where the parts leave each other's code and data cold (the target's pass
-evicts the rule and a table draft's steps, which then cost several times
-what they cost alone), alone misses that cost and knocked out counts it
-twice; in place charges each part what it costs where the loop runs it.
+leaves the rule and a table draft's steps cold, and they then cost two to
+three times what they cost alone), alone misses that cost and knocked out
+counts it twice; in place charges each part what it costs where the loop
+runs it.
 The account A of a (draft, k) is the sum of its parts' medians, its interval
 the sums of their ends: the intervals hold together with probability
 ``>= 1 - alpha`` (Bonferroni over every ratio and look), so the sum of the

@@ -36,7 +36,8 @@ class Timed:
     result: object = None
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.seconds, (int, float)) and math.isfinite(self.seconds) and self.seconds >= 0):
+        ok = isinstance(self.seconds, (int, float)) and not isinstance(self.seconds, bool)
+        if not (ok and math.isfinite(self.seconds) and self.seconds >= 0):
             raise ValueError(f"Timed.seconds must be a finite number >= 0, got {self.seconds!r}")
 
 
