@@ -27,10 +27,9 @@ from aftertrain.experiments.speedup import SPEEDUP_CHARS
 from aftertrain.experiments.speedup_tables import SpeedupRow
 from aftertrain.lm.hf import HFModel
 from aftertrain.speculative import drafts as D
-from aftertrain.speculative import speculative_generate
 from aftertrain.speculative.drafters import ModelDrafter
 from aftertrain.timing import Timed
-from tests.common.drafts import draft_of
+from tests.common.drafts import draft_of, timed_run
 from tests.common.toys import toy_gpt
 
 CELLS = [(kind, k) for kind in D.DraftKind for k in (2, 8)]
@@ -58,15 +57,7 @@ def test_each_part_replays_what_the_loop_made(aftertrain_model, speculative_draf
     the rule used (torch.equal) and the generated text; twice, so each
     replay leaves its decoders at the prefill."""
     draft = draft_of(speculative_drafts, kind)
-    want = speculative_generate(
-        aftertrain_model,
-        draft,
-        XS.prompt_for(aftertrain_model),
-        SPEEDUP_CHARS,
-        k,
-        1.0,
-        torch.Generator().manual_seed(XS.SEED),
-    )
+    want = timed_run(aftertrain_model, draft, k)
     parts = RA.part_replays(aftertrain_model, draft, k, SPEEDUP_CHARS, 1.0)
     for _ in range(2):
         drafts, logits = parts[RA.Part.DRAFT](), parts[RA.Part.VERIFY]()
@@ -140,15 +131,7 @@ def test_each_in_place_loop_makes_the_loops_text_and_brackets_each_part(
     is the loop's target passes (the public generator's count). The rest is
     the bookkeeping replayed alone (not Timed)."""
     draft, k = draft_of(speculative_drafts, kind), 4
-    want = speculative_generate(
-        aftertrain_model,
-        draft,
-        XS.prompt_for(aftertrain_model),
-        SPEEDUP_CHARS,
-        k,
-        1.0,
-        torch.Generator().manual_seed(XS.SEED),
-    )
+    want = timed_run(aftertrain_model, draft, k)
     rounds = want.target_passes
     loops = RA.in_place(aftertrain_model, draft, k, SPEEDUP_CHARS, 1.0, clock=_Ticks())
     assert set(loops) == set(RA.Part)

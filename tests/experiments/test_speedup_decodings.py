@@ -18,14 +18,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from aftertrain import speculative as S
 from aftertrain.experiments import speculative as XS
 from aftertrain.experiments import speedup as XU
 from aftertrain.experiments.speedup import SPEEDUP_CHARS, SPEEDUP_KS
 from aftertrain.lm import hf
 from aftertrain.lm.decoding import Decoder, decode, generate
 from aftertrain.speculative import drafts as D
-from tests.common.drafts import draft_of
+from tests.common.drafts import draft_of, timed_run
 
 
 def _generated(aftertrain_model, n_new=SPEEDUP_CHARS):
@@ -52,12 +51,10 @@ def test_timed_speculative_decoding_is_speculative_generate_call_after_call(
     """Every draft kind at every k of the experiment: two calls of the timed
     speculative side, each speculative_generate's characters for seed SEED
     (which are plain generate's law; greedy, they are its text)."""
-    draft, prompt = draft_of(speculative_drafts, kind), XS.prompt_for(aftertrain_model)
+    draft = draft_of(speculative_drafts, kind)
     for k in SPEEDUP_KS:
         run = XS.speculative_decoding(aftertrain_model, draft, k, SPEEDUP_CHARS, 1.0)
-        want = S.speculative_generate(
-            aftertrain_model, draft, prompt, SPEEDUP_CHARS, k, 1.0, torch.Generator().manual_seed(XS.SEED)
-        ).generated.tolist()
+        want = timed_run(aftertrain_model, draft, k).generated.tolist()
         assert len(want) == SPEEDUP_CHARS
         for call in range(2):
             assert run() == want, f"{kind.value} k={k} call {call}"
@@ -147,15 +144,7 @@ def test_charged_decoding_is_the_runs_passes_as_drafts_and_verifications(
         ("built", "verify", aftertrain_model, (k, 1.0)),
         ("built", "draft", draft, (1.0, aftertrain_model)),  # after the target's prompt
     ]
-    passes = S.speculative_generate(
-        aftertrain_model,
-        draft,
-        XS.prompt_for(aftertrain_model),
-        SPEEDUP_CHARS,
-        k,
-        1.0,
-        torch.Generator().manual_seed(XS.SEED),
-    ).target_passes
+    passes = timed_run(aftertrain_model, draft, k).target_passes
     assert 1 < passes < SPEEDUP_CHARS
     for call in range(2):
         log.clear()

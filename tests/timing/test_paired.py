@@ -32,6 +32,7 @@ from aftertrain.timing import (
     sequential_decisions,
 )
 from aftertrain.timing.compare import compare_ratios
+from tests.common.clocks import FakeClock
 from tests.common.inner_runs import saved_benchmark_run
 
 pytest_plugins = ["pytester"]
@@ -217,25 +218,6 @@ def test_verdicts_read_the_interval():
 
 
 # --- a fake clock: which statistic, which division -------------------------------------
-
-
-class FakeClock:
-    """A clock that only the fake work moves: ``clock()`` is the time now."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def work(self, seconds_per_call: list[float]):
-        """A callable whose i-th call takes ``seconds_per_call[i]`` seconds."""
-        calls = iter(seconds_per_call)
-
-        def run() -> None:
-            self.now += next(calls)
-
-        return run
 
 
 def test_fake_clock_median_of_ratios_not_ratio_of_medians_and_per_call_times():

@@ -12,25 +12,7 @@ import pytest
 
 from aftertrain.timing import RatioRule, Timed, decide_ratio, paired_timing
 from aftertrain.timing.paired import Pairs
-
-
-class FakeClock:
-    """A clock only the fake work moves (as tests/timing/test_paired.py's)."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def work(self, seconds_per_call: list[float]):
-        """A callable whose i-th call takes ``seconds_per_call[i]`` seconds."""
-        calls = iter(seconds_per_call)
-
-        def run() -> None:
-            self.now += next(calls)
-
-        return run
+from tests.common.clocks import FakeClock
 
 
 def _reporting(clock: FakeClock, wall: list[float], part: list[float]):
